@@ -1,0 +1,33 @@
+// Typed errors: each names the offending value so a user can act without a debugger.
+
+export class TensorGpuError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = new.target.name;
+  }
+}
+
+/** Shapes that do not fit together (broadcasting, matmul inner dims, reshape sizes, dims out of range). */
+export class ShapeError extends TensorGpuError {}
+
+/** A dtype an op does not take, or an unknown dtype name. */
+export class DTypeError extends TensorGpuError {}
+
+/** Tensors on different devices mixed in one op, or a tensor used on a device it does not live on. */
+export class DeviceMismatchError extends TensorGpuError {}
+
+/** A tensor used after `dispose()`. */
+export class DisposedError extends TensorGpuError {}
+
+/** The requested device cannot be used; `reason` and `hint` say why and what to do. */
+export class DeviceUnavailableError extends TensorGpuError {
+  constructor(
+    readonly reason: string,
+    readonly hint?: string,
+  ) {
+    super(hint ? `${reason}\n  hint: ${hint}` : reason);
+  }
+}
+
+/** A checkpoint or tensor file that fails validation (named file, tensor and byte offset). */
+export class CheckpointError extends TensorGpuError {}

@@ -1,0 +1,56 @@
+// The contract between the op layer and a device. Ops validate shapes/dtypes and compute output metadata;
+// a backend only runs kernels on storage handles. The CPU backend is the oracle every GPU kernel is tested against.
+import type { StorageArray } from '../core/codecs.js';
+import type { DType } from '../core/dtype.js';
+import type { Shape, View } from '../core/shape.js';
+
+export type DeviceName = 'cpu' | 'webgpu';
+
+/** A view of a storage handle with its dtype: what kernels read. */
+export interface Operand<H> {
+  readonly handle: H;
+  readonly dtype: DType;
+  readonly view: View;
+}
+
+export const UNARY_OPS = ['neg', 'abs', 'exp', 'log', 'sqrt', 'rsqrt', 'silu', 'gelu', 'gelu_tanh', 'tanh', 'sigmoid', 'relu'] as const;
+export type UnaryOp = (typeof UNARY_OPS)[number];
+
+export const ARITHMETIC_OPS = ['add', 'sub', 'mul', 'div', 'maximum', 'minimum'] as const;
+export const COMPARISON_OPS = ['eq', 'ne', 'lt', 'le', 'gt', 'ge'] as const;
+export type ArithmeticOp = (typeof ARITHMETIC_OPS)[number];
+export type ComparisonOp = (typeof COMPARISON_OPS)[number];
+export type BinaryOp = ArithmeticOp | ComparisonOp;
+
+export type ReduceOp = 'sum' | 'mean' | 'max' | 'min' | 'argmax' | 'argmin';
+
+/** Dims of a batched matmul after broadcasting: a is [...batch, m, k], b is [...batch, k, n]. */
+export interface MatmulDims {
+  readonly batch: Shape;
+  readonly m: number;
+  readonly n: number;
+  readonly k: number;
+}
+
+export interface Backend<H = unknown> {
+  readonly device: DeviceName;
+  /** Storage holding `data` (codes/bits as in StorageArray) for data.length elements. */
+  upload(dtype: DType, data: StorageArray): H;
+  /** Storage for n elements, every element set to `value` (encoded in dtype). */
+  fill(dtype: DType, n: number, value: number): H;
+  /** Releases storage (to a pool on GPU). Called once, when no tensor uses it any more. */
+  free(handle: H): void;
+  /** The view's elements in row-major order, as storage codes. */
+  read(src: Operand<H>): Promise<StorageArray>;
+  /** A contiguous copy of the view converted to outDtype (saturate: fp8 clamps instead of overflowing to NaN/Inf). */
+  cast(src: Operand<H>, outDtype: DType, saturate: boolean): H;
+  /** Writes src (same shape) into the view dst of existing storage, converting to dst's dtype. */
+  copyInto(src: Operand<H>, dst: Operand<H>): void;
+  unary(op: UnaryOp, x: Operand<H>, outDtype: DType): H;
+  /** a and b are already broadcast to outShape; computes in float32 when any dtype involved is floating, else int32. */
+  binary(op: BinaryOp, a: Operand<H>, b: Operand<H>, outShape: Shape, outDtype: DType): H;
+  /** Reduces dim of x; the result is contiguous with that dim removed. */
+  reduce(op: ReduceOp, x: Operand<H>, dim: number, outDtype: DType): H;
+  /** a: [...batch, m, k], b: [...batch, k, n] (views already broadcast over batch); result contiguous [...batch, m, n]. */
+  matmul(a: Operand<H>, b: Operand<H>, dims: MatmulDims, outDtype: DType): H;
+}

@@ -1,0 +1,192 @@
+// The reference backend: plain loops over float64 values, exact enough to judge every GPU kernel.
+import { allocStorage, decodeOne, encodeOne, type StorageArray } from '../../core/codecs.js';
+import { DTYPE_INFO, type DType } from '../../core/dtype.js';
+import { numel, type Shape, type View } from '../../core/shape.js';
+import type { Backend, BinaryOp, MatmulDims, Operand, ReduceOp, UnaryOp } from '../backend.js';
+import { BINARY_F64, BINARY_I32, REDUCE_F64, UNARY_F64, UNARY_I32 } from './scalar-ops.js';
+
+type Handle = StorageArray;
+
+/** Storage index of every element of a view, in row-major order. */
+export function viewIndices(view: View): Int32Array {
+  const n = numel(view.shape);
+  const out = new Int32Array(n);
+  const rank = view.shape.length;
+  const idx = new Array<number>(rank).fill(0);
+  let off = view.offset;
+  for (let i = 0; i < n; i++) {
+    out[i] = off;
+    for (let d = rank - 1; d >= 0; d--) {
+      idx[d]++;
+      off += view.strides[d];
+      if (idx[d] < view.shape[d]) break;
+      off -= view.strides[d] * view.shape[d];
+      idx[d] = 0;
+    }
+  }
+  return out;
+}
+
+function decoder(dtype: DType): (code: number) => number {
+  switch (dtype) {
+    case 'float32':
+    case 'int32':
+    case 'uint8':
+    case 'bool':
+      return (c) => c;
+    default:
+      return (c) => decodeOne(dtype, c);
+  }
+}
+
+/** The view's values as float64, row-major. */
+function values(src: Operand<Handle>): Float64Array {
+  const idx = viewIndices(src.view);
+  const dec = decoder(src.dtype);
+  const out = new Float64Array(idx.length);
+  for (let i = 0; i < idx.length; i++) out[i] = dec(src.handle[idx[i]]);
+  return out;
+}
+
+/**
+ * Converts one value to dtype's storage code. Float -> int truncates toward zero and saturates to int32 (NaN -> 0),
+ * uint8 then wraps mod 256, bool is x != 0: the same rules as the GPU cast kernel.
+ */
+export function castCode(x: number, dtype: DType, saturate = false): number {
+  switch (dtype) {
+    case 'int32':
+      return Number.isNaN(x) ? 0 : Math.max(-2147483648, Math.min(2147483647, Math.trunc(x)));
+    case 'uint8':
+      return Number.isNaN(x) ? 0 : Math.max(-2147483648, Math.min(2147483647, Math.trunc(x))) & 255;
+    case 'bool':
+      return x !== 0 ? 1 : 0;
+    default:
+      return encodeOne(dtype, x, saturate);
+  }
+}
+
+function store(values: Float64Array, dtype: DType, saturate = false): Handle {
+  const out = allocStorage(dtype, values.length);
+  for (let i = 0; i < values.length; i++) out[i] = castCode(values[i], dtype, saturate);
+  return out;
+}
+
+const isInt = (dtype: DType) => !DTYPE_INFO[dtype].isFloating;
+
+export class CpuBackend implements Backend<Handle> {
+  readonly device = 'cpu' as const;
+
+  upload(_dtype: DType, data: StorageArray): Handle {
+    return data.slice();
+  }
+
+  fill(dtype: DType, n: number, value: number): Handle {
+    const out = allocStorage(dtype, n);
+    out.fill(castCode(value, dtype));
+    return out;
+  }
+
+  free(): void {}
+
+  async read(src: Operand<Handle>): Promise<StorageArray> {
+    const idx = viewIndices(src.view);
+    const out = allocStorage(src.dtype, idx.length);
+    for (let i = 0; i < idx.length; i++) out[i] = src.handle[idx[i]];
+    return out;
+  }
+
+  cast(src: Operand<Handle>, outDtype: DType, saturate: boolean): Handle {
+    if (src.dtype === outDtype) {
+      const idx = viewIndices(src.view);
+      const out = allocStorage(outDtype, idx.length);
+      for (let i = 0; i < idx.length; i++) out[i] = src.handle[idx[i]];
+      return out;
+    }
+    return store(values(src), outDtype, saturate);
+  }
+
+  copyInto(src: Operand<Handle>, dst: Operand<Handle>): void {
+    const v = values(src);
+    const idx = viewIndices(dst.view);
+    for (let i = 0; i < idx.length; i++) dst.handle[idx[i]] = castCode(v[i], dst.dtype);
+  }
+
+  unary(op: UnaryOp, x: Operand<Handle>, outDtype: DType): Handle {
+    const v = values(x);
+    const f = isInt(x.dtype) && isInt(outDtype) ? UNARY_I32[op] ?? UNARY_F64[op] : UNARY_F64[op];
+    for (let i = 0; i < v.length; i++) v[i] = f(v[i]);
+    return store(v, outDtype);
+  }
+
+  binary(op: BinaryOp, a: Operand<Handle>, b: Operand<Handle>, outShape: Shape, outDtype: DType): Handle {
+    const va = values(a);
+    const vb = values(b);
+    const integer = isInt(a.dtype) && isInt(b.dtype) && isInt(outDtype);
+    const f = integer ? BINARY_I32[op] : BINARY_F64[op];
+    const n = numel(outShape);
+    const out = new Float64Array(n);
+    for (let i = 0; i < n; i++) out[i] = f(va[i], vb[i]);
+    return store(out, outDtype);
+  }
+
+  reduce(op: ReduceOp, x: Operand<Handle>, dim: number, outDtype: DType): Handle {
+    const shape = x.view.shape;
+    const outer = numel(shape.slice(0, dim));
+    const size = shape[dim];
+    const inner = numel(shape.slice(dim + 1));
+    const v = values(x);
+    const out = new Float64Array(outer * inner);
+    for (let o = 0; o < outer; o++) {
+      for (let i = 0; i < inner; i++) {
+        const base = o * size * inner + i;
+        out[o * inner + i] = op === 'argmax' || op === 'argmin' ? argExtreme(v, base, size, inner, op === 'argmax') : fold(op, v, base, size, inner);
+      }
+    }
+    return store(out, outDtype);
+  }
+
+  matmul(a: Operand<Handle>, b: Operand<Handle>, dims: MatmulDims, outDtype: DType): Handle {
+    const { m, n, k } = dims;
+    const batch = numel(dims.batch);
+    const va = values(a);
+    const vb = values(b);
+    const out = new Float64Array(batch * m * n);
+    const row = new Float64Array(n);
+    for (let bi = 0; bi < batch; bi++) {
+      const ao = bi * m * k;
+      const bo = bi * k * n;
+      for (let i = 0; i < m; i++) {
+        row.fill(0);
+        for (let p = 0; p < k; p++) {
+          const av = va[ao + i * k + p];
+          const bRow = bo + p * n;
+          for (let j = 0; j < n; j++) row[j] += av * vb[bRow + j];
+        }
+        out.set(row, (bi * m + i) * n);
+      }
+    }
+    return store(out, outDtype);
+  }
+}
+
+function fold(op: Exclude<ReduceOp, 'argmax' | 'argmin'>, v: Float64Array, base: number, size: number, stride: number): number {
+  const r = REDUCE_F64[op];
+  let acc = r.init;
+  for (let j = 0; j < size; j++) acc = r.step(acc, v[base + j * stride]);
+  return op === 'mean' ? acc / size : acc;
+}
+
+/** Index of the first extreme value; a NaN counts as the extreme (torch.argmax). */
+function argExtreme(v: Float64Array, base: number, size: number, stride: number, max: boolean): number {
+  let best = 0;
+  let bestV = v[base];
+  for (let j = 1; j < size; j++) {
+    if (Number.isNaN(bestV)) break;
+    const x = v[base + j * stride];
+    if (Number.isNaN(x) || (max ? x > bestV : x < bestV)) {
+      best = j;
+      bestV = x;
+    }
+  }
+  return best;
+}

@@ -1,0 +1,74 @@
+// Scalar definitions of every elementwise op, in float64: the reference the GPU kernels are measured against.
+import type { BinaryOp, ReduceOp, UnaryOp } from '../backend.js';
+
+/** erfc with fractional error < 1.2e-7 everywhere (Numerical Recipes' Chebyshev fit), so gelu stays accurate for x << 0. */
+export function erfc(x: number): number {
+  const z = Math.abs(x);
+  const t = 1 / (1 + 0.5 * z);
+  const r =
+    t *
+    Math.exp(
+      -z * z -
+        1.26551223 +
+        t * (1.00002368 + t * (0.37409196 + t * (0.09678418 + t * (-0.18628806 + t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (-0.82215223 + t * 0.17087277)))))))),
+    );
+  return x >= 0 ? r : 2 - r;
+}
+
+export const UNARY_F64: Readonly<Record<UnaryOp, (x: number) => number>> = {
+  neg: (x) => -x,
+  abs: Math.abs,
+  exp: Math.exp,
+  log: Math.log,
+  sqrt: Math.sqrt,
+  rsqrt: (x) => 1 / Math.sqrt(x),
+  silu: (x) => x / (1 + Math.exp(-x)),
+  gelu: (x) => 0.5 * x * erfc(-x / Math.SQRT2),
+  gelu_tanh: (x) => 0.5 * x * (1 + Math.tanh(Math.sqrt(2 / Math.PI) * (x + 0.044715 * x * x * x))),
+  tanh: Math.tanh,
+  sigmoid: (x) => 1 / (1 + Math.exp(-x)),
+  relu: (x) => (Number.isNaN(x) ? x : Math.max(x, 0)),
+};
+
+/** Integer versions with int32 wrap-around, as the GPU computes them. */
+export const UNARY_I32: Partial<Record<UnaryOp, (x: number) => number>> = {
+  neg: (x) => -x | 0,
+  abs: (x) => Math.abs(x) | 0,
+  relu: (x) => Math.max(x, 0),
+};
+
+// maximum/minimum propagate NaN like torch.maximum.
+const nanMax = (a: number, b: number) => (Number.isNaN(a) || Number.isNaN(b) ? NaN : Math.max(a, b));
+const nanMin = (a: number, b: number) => (Number.isNaN(a) || Number.isNaN(b) ? NaN : Math.min(a, b));
+
+export const BINARY_F64: Readonly<Record<BinaryOp, (a: number, b: number) => number>> = {
+  add: (a, b) => a + b,
+  sub: (a, b) => a - b,
+  mul: (a, b) => a * b,
+  div: (a, b) => a / b,
+  maximum: nanMax,
+  minimum: nanMin,
+  eq: (a, b) => +(a === b),
+  ne: (a, b) => +(a !== b),
+  lt: (a, b) => +(a < b),
+  le: (a, b) => +(a <= b),
+  gt: (a, b) => +(a > b),
+  ge: (a, b) => +(a >= b),
+};
+
+export const BINARY_I32: Readonly<Record<BinaryOp, (a: number, b: number) => number>> = {
+  ...BINARY_F64,
+  add: (a, b) => (a + b) | 0,
+  sub: (a, b) => (a - b) | 0,
+  mul: (a, b) => Math.imul(a, b),
+  div: (a, b) => a / b, // true division: callers compute int division in float
+};
+
+export type Reducer = { init: number; step: (acc: number, x: number) => number };
+
+export const REDUCE_F64: Readonly<Record<Exclude<ReduceOp, 'argmax' | 'argmin'>, Reducer>> = {
+  sum: { init: 0, step: (a, x) => a + x },
+  mean: { init: 0, step: (a, x) => a + x },
+  max: { init: -Infinity, step: nanMax },
+  min: { init: Infinity, step: nanMin },
+};

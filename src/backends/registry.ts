@@ -1,0 +1,96 @@
+// Which backend serves each device name, and the default device for new tensors.
+import { DeviceUnavailableError } from '../core/errors.js';
+import type { Backend, DeviceName } from './backend.js';
+import { CpuBackend } from './cpu/cpu-backend.js';
+import { diagnose, fallbackNotice } from './webgpu/diagnose.js';
+import { WebGpuBackend } from './webgpu/webgpu-backend.js';
+
+export type DeviceRequest = DeviceName | 'auto';
+
+const cpu = new CpuBackend();
+let webgpu: WebGpuBackend | undefined;
+let webgpuStarting: Promise<WebGpuBackend> | undefined;
+let defaultDevice: DeviceName = 'cpu';
+
+export function backendFor(device: DeviceName): Backend {
+  if (device === 'cpu') return cpu;
+  if (!webgpu || webgpu.released) {
+    throw new DeviceUnavailableError(
+      "the WebGPU device is not initialised",
+      "call `await initDevice('webgpu')` (or 'auto') before creating WebGPU tensors",
+    );
+  }
+  return webgpu as Backend;
+}
+
+/** The live WebGPU backend, if one is initialised (for stats and tests). */
+export function webgpuBackend(): WebGpuBackend | undefined {
+  return webgpu && !webgpu.released ? webgpu : undefined;
+}
+
+export function getDefaultDevice(): DeviceName {
+  return defaultDevice;
+}
+
+export function setDefaultDevice(device: DeviceName): void {
+  backendFor(device);
+  defaultDevice = device;
+}
+
+/**
+ * Gets a device ready and makes it the default. 'webgpu' throws DeviceUnavailableError with the diagnosis;
+ * 'auto' picks WebGPU when usable and otherwise falls back to CPU, printing one line that says why
+ * (`onNotice` receives it instead of stderr when given).
+ */
+export async function initDevice(
+  request: DeviceRequest = 'auto',
+  options: { onNotice?: (line: string) => void } = {},
+): Promise<DeviceName> {
+  if (request === 'cpu') {
+    defaultDevice = 'cpu';
+    return 'cpu';
+  }
+  try {
+    await startWebGpu();
+    defaultDevice = 'webgpu';
+    return 'webgpu';
+  } catch (err) {
+    if (request === 'webgpu') throw err;
+    const notice =
+      err instanceof DeviceUnavailableError && err.diagnosed
+        ? fallbackNotice(err.diagnosed)
+        : `tensorgpu: WebGPU unavailable (${(err as Error).message.split('\n')[0]}); using CPU.`;
+    (options.onNotice ?? ((line: string) => process.stderr.write(line + '\n')))(notice);
+    defaultDevice = 'cpu';
+    return 'cpu';
+  }
+}
+
+async function startWebGpu(): Promise<WebGpuBackend> {
+  if (webgpu && !webgpu.released) return webgpu;
+  webgpuStarting ??= WebGpuBackend.create().then(
+    (b) => (webgpu = b),
+    async (err: unknown) => {
+      // Dawn reports the real cause on native stderr: ask the out-of-process probe why.
+      const d = await diagnose();
+      const e = new DeviceUnavailableError(d.reason ?? (err as Error).message, d.hint);
+      e.diagnosed = d;
+      throw e;
+    },
+  );
+  try {
+    return await webgpuStarting;
+  } finally {
+    webgpuStarting = undefined;
+  }
+}
+
+/**
+ * Destroys the WebGPU device (Dawn keeps Node alive while it exists). Tensors still on it become unusable;
+ * the default device returns to CPU.
+ */
+export function releaseDevice(): void {
+  webgpu?.destroy();
+  webgpu = undefined;
+  if (defaultDevice === 'webgpu') defaultDevice = 'cpu';
+}

@@ -1,0 +1,113 @@
+// Reuses GPU buffers by size class and accounts for every byte. A buffer released while queued-but-unsubmitted
+// work may still read it is held back until that work is submitted: after that, queue order makes reuse safe
+// (including queue.writeBuffer into the recycled buffer).
+
+export interface MemoryStats {
+  /** Bytes held by live tensors and in-flight temporaries (size-class rounded). */
+  liveBytes: number;
+  peakLiveBytes: number;
+  /** Bytes of idle buffers kept for reuse. */
+  pooledBytes: number;
+  /** All GPU bytes this pool holds (live + pooled + waiting for submit). */
+  allocatedBytes: number;
+  peakAllocatedBytes: number;
+  liveBuffers: number;
+  /** Buffers created since start (a measure of how well the pool recycles). */
+  createdBuffers: number;
+}
+
+/** Size classes: exact to 256 B below 64 KiB, then 8 steps per power of two (at most 12.5% slack). */
+export function sizeClass(bytes: number): number {
+  const b = Math.max(bytes, 4);
+  if (b <= 65536) return Math.ceil(b / 256) * 256;
+  const step = 2 ** (Math.floor(Math.log2(b)) - 3);
+  return Math.ceil(b / step) * step;
+}
+
+export class BufferPool {
+  private readonly free = new Map<number, GPUBuffer[]>();
+  private waiting: GPUBuffer[] = [];
+  private live = 0;
+  private liveCount = 0;
+  private peakLive = 0;
+  private pooled = 0;
+  private waitingBytes = 0;
+  private peakAllocated = 0;
+  private created = 0;
+
+  constructor(
+    private readonly device: GPUDevice,
+    private readonly usage: GPUBufferUsageFlags,
+    /** Idle bytes above this are destroyed instead of pooled. */
+    private readonly maxPooledBytes = 512 * 1024 * 1024,
+  ) {}
+
+  acquire(bytes: number): GPUBuffer {
+    const size = sizeClass(bytes);
+    const list = this.free.get(size);
+    let buffer = list?.pop();
+    if (buffer) {
+      this.pooled -= size;
+    } else {
+      buffer = this.device.createBuffer({ size, usage: this.usage });
+      this.created++;
+    }
+    this.live += size;
+    this.liveCount++;
+    this.peakLive = Math.max(this.peakLive, this.live);
+    this.peakAllocated = Math.max(this.peakAllocated, this.allocated());
+    return buffer;
+  }
+
+  /** Returns a buffer; it becomes reusable after the next submit (see class comment). */
+  release(buffer: GPUBuffer): void {
+    this.live -= buffer.size;
+    this.liveCount--;
+    this.waiting.push(buffer);
+    this.waitingBytes += buffer.size;
+  }
+
+  /** Called after each queue submit: buffers released before it may now be reused. */
+  onSubmit(): void {
+    for (const buffer of this.waiting) {
+      if (this.pooled + buffer.size > this.maxPooledBytes) {
+        buffer.destroy();
+        continue;
+      }
+      const list = this.free.get(buffer.size) ?? [];
+      list.push(buffer);
+      this.free.set(buffer.size, list);
+      this.pooled += buffer.size;
+    }
+    this.waiting = [];
+    this.waitingBytes = 0;
+  }
+
+  /** Destroys idle buffers (torch.mps.empty_cache). */
+  emptyCache(): void {
+    for (const list of this.free.values()) for (const b of list) b.destroy();
+    this.free.clear();
+    this.pooled = 0;
+  }
+
+  resetPeak(): void {
+    this.peakLive = this.live;
+    this.peakAllocated = this.allocated();
+  }
+
+  private allocated(): number {
+    return this.live + this.pooled + this.waitingBytes;
+  }
+
+  stats(): MemoryStats {
+    return {
+      liveBytes: this.live,
+      peakLiveBytes: this.peakLive,
+      pooledBytes: this.pooled,
+      allocatedBytes: this.allocated(),
+      peakAllocatedBytes: this.peakAllocated,
+      liveBuffers: this.liveCount,
+      createdBuffers: this.created,
+    };
+  }
+}

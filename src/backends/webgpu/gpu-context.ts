@@ -1,0 +1,28 @@
+// What a kernel launcher needs from the WebGPU backend: buffers, cached pipelines and batched dispatches.
+
+/** A tensor's storage on the GPU: a pooled buffer of `size` bytes (a multiple of 4; words of packed elements). */
+export interface GpuBuffer {
+  readonly buffer: GPUBuffer;
+  readonly size: number;
+}
+
+export interface GpuContext {
+  readonly gpuDevice: GPUDevice;
+  /** A storage buffer of at least `bytes` bytes (rounded up to whole words; contents undefined). */
+  alloc(bytes: number): GpuBuffer;
+  release(buffer: GpuBuffer): void;
+  /** The pipeline for `key`, compiling `build()`'s WGSL on first use. */
+  pipeline(key: string, build: () => string): GPUComputePipeline;
+  /**
+   * Queues one dispatch: binding 0 is the uniform block `params` (omitted when null), then `buffers` in order.
+   * Work is batched into one command buffer until something is read back.
+   */
+  dispatch(pipeline: GPUComputePipeline, params: ArrayBuffer | null, buffers: readonly GpuBuffer[], grid: readonly [number, number, number]): void;
+  /** Limits the kernels must respect. */
+  readonly limits: { maxStorageBufferBindingSize: number; maxComputeWorkgroupsPerDimension: number };
+}
+
+/** Bytes of storage for n elements packed `lanes` to a word (never 0: WebGPU bindings need a size). */
+export function wordBytes(n: number, lanes: number): number {
+  return Math.max(4, Math.ceil(n / lanes) * 4);
+}

@@ -1,0 +1,214 @@
+// Launchers for the strided elementwise kernel (unary, binary, cast/copy) and the scatter copy.
+import { lanesPerWord, type DType } from '../../../core/dtype.js';
+import { ShapeError } from '../../../core/errors.js';
+import { coalesceViews, contiguousView, formatShape, numel, type Shape, type View } from '../../../core/shape.js';
+import type { BinaryOp, UnaryOp } from '../../backend.js';
+import { wordBytes, type GpuBuffer, type GpuContext } from '../gpu-context.js';
+import { commonWgsl, computeTypeOf, encodeFn, fillTemplate, grid1d, loadFn, wgslSource, type ComputeType } from './wgsl.js';
+
+const WG = 256;
+const MAX_RANK = 8;
+
+export interface GpuOperand {
+  readonly buffer: GpuBuffer;
+  readonly dtype: DType;
+  readonly view: View;
+}
+
+/** How a kernel input is addressed, from cheapest to most general (part of the pipeline key). */
+type Access = 'linear' | 'scalar' | 'strided';
+
+function accessOf(view: View): Access {
+  if (view.shape.length === 0) return 'scalar';
+  if (view.shape.length === 1 && view.strides[0] === 1) return 'linear';
+  if (view.strides.every((s) => s === 0)) return 'scalar';
+  return 'strided';
+}
+
+function offsetExpr(k: number, access: Access): string {
+  if (access === 'linear') return `p.off${k} + e`;
+  if (access === 'scalar') return `p.off${k}`;
+  return `strided_offset(e, p.off${k}, p.strides${k})`;
+}
+
+/** Uniform block: n, rank, off0, off1, shape[8], strides0[8], strides1[8] (matches Params in the .wgsl files). */
+function params(n: number, views: readonly View[]): ArrayBuffer {
+  const rank = views[0].shape.length;
+  if (rank > MAX_RANK) {
+    throw new ShapeError(`elementwise kernels index at most ${MAX_RANK} non-mergeable dims, got shape ${formatShape(views[0].shape)}`);
+  }
+  const u = new Uint32Array(28);
+  u[0] = n;
+  u[1] = rank;
+  views.forEach((v, k) => {
+    u[2 + k] = v.offset;
+    v.strides.forEach((s, d) => (u[12 + 8 * k + d] = s));
+  });
+  views[0].shape.forEach((s, d) => (u[4 + d] = s));
+  return u.buffer;
+}
+
+const F32_UNARY: Record<UnaryOp, string> = {
+  neg: '-x',
+  abs: 'abs(x)',
+  exp: 'exp(x)',
+  log: 'log(x)',
+  sqrt: 'sqrt(x)',
+  rsqrt: 'inverseSqrt(x)',
+  silu: 'x / (1.0 + exp(-x))',
+  gelu: '0.5 * x * erfc_approx(-x * 0.7071067811865476)',
+  gelu_tanh: '0.5 * x * (1.0 + tanh_safe(0.7978845608028654 * (x + 0.044715 * x * x * x)))',
+  tanh: 'tanh_safe(x)',
+  sigmoid: '1.0 / (1.0 + exp(-x))',
+  relu: 'select(max(x, 0.0), x, is_nan(x))',
+};
+
+const I32_UNARY: Partial<Record<UnaryOp, string>> = { neg: '-x', abs: 'abs(x)', relu: 'max(x, 0)' };
+
+// Float helpers for op bodies: WGSL has no erf, and tanh of large |x| can be NaN on some drivers (exp overflow).
+const FLOAT_HELPERS = `
+fn erfc_approx(x: f32) -> f32 {
+  let z = abs(x);
+  let t = 1.0 / (1.0 + 0.5 * z);
+  let r = t * exp(-z * z - 1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 + t * (-0.18628806 +
+    t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (-0.82215223 + t * 0.17087277)))))))));
+  return select(2.0 - r, r, x >= 0.0);
+}
+fn tanh_safe(x: f32) -> f32 {
+  return select(tanh(clamp(x, -15.0, 15.0)), x, is_nan(x));
+}
+`;
+
+function binaryExpr(op: BinaryOp, c: ComputeType): string {
+  const one = c === 'f32' ? '1.0' : '1';
+  const zero = c === 'f32' ? '0.0' : '0';
+  const ordered = c === 'f32' ? '!is_nan(x) && !is_nan(y) && ' : '';
+  const cmp = (cond: string) => `select(${zero}, ${one}, ${cond})`;
+  switch (op) {
+    case 'add':
+      return 'x + y';
+    case 'sub':
+      return 'x - y';
+    case 'mul':
+      return 'x * y';
+    case 'div':
+      return 'x / y';
+    case 'maximum':
+      return c === 'f32' ? 'select(max(x, y), f32_bits(0x7fc00000u), is_nan(x) || is_nan(y))' : 'max(x, y)';
+    case 'minimum':
+      return c === 'f32' ? 'select(min(x, y), f32_bits(0x7fc00000u), is_nan(x) || is_nan(y))' : 'min(x, y)';
+    case 'eq':
+      return cmp(`${ordered}x == y`);
+    case 'ne':
+      return cmp(c === 'f32' ? 'is_nan(x) || is_nan(y) || x != y' : 'x != y');
+    case 'lt':
+      return cmp(`${ordered}x < y`);
+    case 'le':
+      return cmp(`${ordered}x <= y`);
+    case 'gt':
+      return cmp(`${ordered}x > y`);
+    case 'ge':
+      return cmp(`${ordered}x >= y`);
+  }
+}
+
+interface MapSpec {
+  /** Cache-key name of the operation. */
+  name: string;
+  /** WGSL statements ending in `return <value of out compute type>;`, with inputs loaded as x (and y). */
+  body: string;
+  inputs: readonly GpuOperand[];
+  outDtype: DType;
+  /** Compute type of the inputs (x, y) and of the result (may differ: comparisons compute f32, return i32). */
+  inC: ComputeType;
+  outC: ComputeType;
+  saturate?: boolean;
+}
+
+/** Runs an elementwise map into a new contiguous buffer of outShape. */
+function runMap(ctx: GpuContext, spec: MapSpec, outShape: Shape): GpuBuffer {
+  const n = numel(outShape);
+  const lanes = lanesPerWord(spec.outDtype);
+  const out = ctx.alloc(wordBytes(n, lanes));
+  if (n === 0) return out;
+  const views = coalesceViews([contiguousView(outShape), ...spec.inputs.map((x) => x.view)]).slice(1);
+  const access = views.map(accessOf);
+  const key = ['map', spec.name, spec.outDtype, spec.saturate ? 'sat' : '', ...spec.inputs.map((x, k) => `${x.dtype}:${access[k]}`)].join('|');
+  const pipeline = ctx.pipeline(key, () => {
+    const bindings = spec.inputs.map((_, k) => `@group(0) @binding(${k + 2}) var<storage, read> in${k}: array<u32>;`).join('\n');
+    const loads = spec.inputs.map((x, k) => loadFn(`load${k}`, `in${k}`, x.dtype, spec.inC)).join('');
+    const names = ['x', 'y'];
+    const body = spec.inputs.map((_, k) => `  let ${names[k]} = load${k}(${offsetExpr(k, access[k])});\n`).join('') + `  ${spec.body}`;
+    return commonWgsl() + fillTemplate(wgslSource(import.meta.url, 'elementwise.wgsl'), {
+      INPUT_BINDINGS: bindings,
+      FUNCTIONS: loads + encodeFn('encode_out', spec.outDtype, spec.outC, spec.saturate) + (spec.inC === 'f32' ? FLOAT_HELPERS : ''),
+      OUT_C: spec.outC,
+      BODY: body,
+      WG,
+      LANES: lanes,
+      BITS: 32 / lanes,
+    });
+  });
+  ctx.dispatch(pipeline, params(n, views.length ? views : [contiguousView(outShape)]), [out, ...spec.inputs.map((x) => x.buffer)], grid1d(Math.ceil(n / lanes), WG));
+  return out;
+}
+
+export function unaryKernel(ctx: GpuContext, op: UnaryOp, x: GpuOperand, outDtype: DType): GpuBuffer {
+  const c = computeTypeOf(x.dtype, outDtype);
+  const expr = c === 'f32' ? F32_UNARY[op] : I32_UNARY[op];
+  if (!expr) throw new Error(`no integer kernel for ${op}`);
+  return runMap(ctx, { name: op, body: `return ${expr};`, inputs: [x], outDtype, inC: c, outC: c }, x.view.shape);
+}
+
+export function binaryKernel(ctx: GpuContext, op: BinaryOp, a: GpuOperand, b: GpuOperand, outShape: Shape, outDtype: DType): GpuBuffer {
+  const c = computeTypeOf(a.dtype, b.dtype, outDtype);
+  return runMap(ctx, { name: op, body: `return ${binaryExpr(op, c)};`, inputs: [a, b], outDtype, inC: c, outC: c }, outShape);
+}
+
+/** A contiguous copy of x in outDtype (contiguous(), to(dtype), clone()). */
+export function castKernel(ctx: GpuContext, x: GpuOperand, outDtype: DType, saturate: boolean): GpuBuffer {
+  // Keep integers exact when both sides are integers; anything touching a float goes through f32.
+  const c = computeTypeOf(x.dtype, outDtype);
+  return runMap(ctx, { name: 'cast', body: 'return x;', inputs: [x], outDtype, inC: c, outC: c, saturate }, x.view.shape);
+}
+
+/** Writes src into the view dst of an existing buffer, converting to dst.dtype (shapes already equal). */
+export function scatterKernel(ctx: GpuContext, src: GpuOperand, dst: GpuOperand): void {
+  const n = numel(src.view.shape);
+  if (n === 0) return;
+  const [s, d] = coalesceViews([src.view, dst.view]);
+  const lanes = lanesPerWord(dst.dtype);
+  const c = computeTypeOf(src.dtype, dst.dtype);
+  const pipeline = ctx.pipeline(['scatter', src.dtype, dst.dtype].join('|'), () => {
+    const bits = 32 / lanes;
+    const store =
+      lanes === 1
+        ? '  out[d] = code;'
+        : [
+            `  let word = d >> ${Math.log2(lanes)}u;`,
+            `  let shift = (d & ${lanes - 1}u) * ${bits}u;`,
+            `  atomicAnd(&out[word], ~(${(2 ** bits - 1) >>> 0}u << shift));`,
+            `  atomicOr(&out[word], code << shift);`,
+          ].join('\n');
+    return commonWgsl() + fillTemplate(wgslSource(import.meta.url, 'scatter.wgsl'), {
+      OUT_ELEM: lanes === 1 ? 'u32' : 'atomic<u32>',
+      FUNCTIONS: loadFn('load0', 'in0', src.dtype, c) + encodeFn('encode_out', dst.dtype, c),
+      STORE: store,
+      WG,
+    });
+  });
+  ctx.dispatch(pipeline, params(n, [s, d]), [dst.buffer, src.buffer], grid1d(n, WG));
+}
+
+/** A buffer of n elements of dtype all holding the storage code `code`. */
+export function fillKernel(ctx: GpuContext, dtype: DType, n: number, code: number): GpuBuffer {
+  const lanes = lanesPerWord(dtype);
+  const out = ctx.alloc(wordBytes(n, lanes));
+  const words = Math.ceil(n / lanes);
+  if (words === 0) return out;
+  let word = 0;
+  for (let l = 0; l < lanes; l++) word = (word | (code << (l * (32 / lanes)))) >>> 0;
+  const pipeline = ctx.pipeline('fill', () => commonWgsl() + fillTemplate(wgslSource(import.meta.url, 'fill.wgsl'), { FUNCTIONS: '', WG }));
+  ctx.dispatch(pipeline, new Uint32Array([words, word]).buffer, [out], grid1d(words, WG));
+  return out;
+}

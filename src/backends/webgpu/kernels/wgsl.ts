@@ -1,0 +1,100 @@
+// WGSL sources live in .wgsl files beside their launchers, with {{PLACEHOLDER}}s filled per specialisation
+// (dtypes, ops, fast paths). Every dtype is stored packed in array<u32>: 1, 2 or 4 elements a word.
+import { readFileSync } from 'node:fs';
+import { DTYPE_INFO, lanesPerWord, type DType } from '../../../core/dtype.js';
+
+const sources = new Map<string, string>();
+
+/** Reads a .wgsl file that sits beside the module at `moduleUrl` (cached). */
+export function wgslSource(moduleUrl: string, file: string): string {
+  const url = new URL(file, moduleUrl).href;
+  let src = sources.get(url);
+  if (src === undefined) {
+    src = readFileSync(new URL(url), 'utf8');
+    sources.set(url, src);
+  }
+  return src;
+}
+
+/** Fills {{NAME}} placeholders; a placeholder left unfilled is a bug in the launcher, so it throws. */
+export function fillTemplate(template: string, values: Record<string, string | number>): string {
+  const out = template.replace(/\{\{(\w+)\}\}/g, (m, name: string) => {
+    if (!(name in values)) throw new Error(`WGSL template placeholder ${m} has no value`);
+    return String(values[name]);
+  });
+  return out;
+}
+
+/** Bit-exact dtype conversions (dtype-codecs.wgsl) and small helpers every generated kernel may call. */
+export function commonWgsl(): string {
+  return wgslSource(import.meta.url, 'dtype-codecs.wgsl') + wgslSource(import.meta.url, 'common.wgsl');
+}
+
+/** The arithmetic type a kernel computes in: f32 when any dtype involved is floating, else i32. */
+export type ComputeType = 'f32' | 'i32';
+
+export function computeTypeOf(...dtypes: DType[]): ComputeType {
+  return dtypes.some((d) => DTYPE_INFO[d].isFloating) ? 'f32' : 'i32';
+}
+
+/** `(code: u32) -> C`: a dtype's storage code to the compute type. */
+function decodeExpr(dtype: DType, code: string, c: ComputeType): string {
+  const asF32 = (e: string) => (c === 'f32' ? e : `i32_from_f32(${e})`);
+  const asI32 = (e: string) => (c === 'i32' ? e : `f32(${e})`);
+  switch (dtype) {
+    case 'float32':
+      return asF32(`bitcast<f32>(${code})`);
+    case 'float16':
+      return asF32(`f16_to_f32(${code})`);
+    case 'bfloat16':
+      return asF32(`bf16_to_f32(${code})`);
+    case 'float8_e4m3fn':
+      return asF32(`e4m3_to_f32(${code})`);
+    case 'float8_e5m2':
+      return asF32(`e5m2_to_f32(${code})`);
+    case 'int32':
+      return asI32(`bitcast<i32>(${code})`);
+    case 'uint8':
+    case 'bool':
+      return asI32(`i32(${code})`);
+  }
+}
+
+/**
+ * `fn NAME(e: u32) -> C` reading element e (an element index into the buffer, not a word index) of `buffer`,
+ * which holds dtype packed in u32 words.
+ */
+export function loadFn(name: string, buffer: string, dtype: DType, c: ComputeType): string {
+  const lanes = lanesPerWord(dtype);
+  const bits = 32 / lanes;
+  const code =
+    lanes === 1
+      ? `${buffer}[e]`
+      : `(${buffer}[e >> ${Math.log2(lanes)}u] >> ((e & ${lanes - 1}u) * ${bits}u)) & ${(2 ** bits - 1) >>> 0}u`;
+  return `fn ${name}(e: u32) -> ${c} {\n  let code = ${code};\n  return ${decodeExpr(dtype, 'code', c)};\n}\n`;
+}
+
+/** `fn NAME(v: C) -> u32` giving dtype's storage code for a computed value (saturate applies to fp8 only). */
+export function encodeFn(name: string, dtype: DType, c: ComputeType, saturate = false): string {
+  const f = c === 'f32' ? 'v' : 'f32(v)';
+  const i = c === 'i32' ? 'v' : 'i32_from_f32(v)';
+  const sat = saturate ? 'true' : 'false';
+  const body: Record<DType, string> = {
+    float32: `bitcast<u32>(${f})`,
+    float16: `f32_to_f16(${f})`,
+    bfloat16: `f32_to_bf16(${f})`,
+    float8_e4m3fn: `f32_to_e4m3(${f}, ${sat})`,
+    float8_e5m2: `f32_to_e5m2(${f}, ${sat})`,
+    int32: `bitcast<u32>(${i})`,
+    uint8: `u32(${i}) & 0xffu`,
+    bool: c === 'f32' ? `select(0u, 1u, (bitcast<u32>(v) & 0x7fffffffu) != 0u)` : `select(0u, 1u, v != 0)`,
+  };
+  return `fn ${name}(v: ${c}) -> u32 {\n  return ${body[dtype]};\n}\n`;
+}
+
+/** Workgroup grid for `threads` invocations of `wgSize`, folded into y when x would pass the 65535 limit. */
+export function grid1d(threads: number, wgSize: number): [number, number, number] {
+  const groups = Math.max(1, Math.ceil(threads / wgSize));
+  const x = Math.min(groups, 65535);
+  return [x, Math.ceil(groups / x), 1];
+}

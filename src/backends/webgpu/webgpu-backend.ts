@@ -1,0 +1,304 @@
+// The WebGPU device: buffer pools with accounting, a pipeline cache, and one command encoder that batches every
+// dispatch until something is read back.
+import type { StorageArray } from '../../core/codecs.js';
+import { allocStorage } from '../../core/codecs.js';
+import { DTYPE_INFO, type DType } from '../../core/dtype.js';
+import { DeviceUnavailableError, ShapeError } from '../../core/errors.js';
+import { isContiguous, numel, type Shape } from '../../core/shape.js';
+import type { Backend, BinaryOp, MatmulDims, Operand, ReduceOp, UnaryOp } from '../backend.js';
+import { castCode } from '../cpu/cpu-backend.js';
+import { BufferPool, type MemoryStats } from './buffer-pool.js';
+import type { GpuBuffer, GpuContext } from './gpu-context.js';
+import { binaryKernel, castKernel, fillKernel, scatterKernel, unaryKernel, type GpuOperand } from './kernels/elementwise.js';
+import { matmulKernel } from './kernels/matmul.js';
+import { reduceKernel } from './kernels/reduce.js';
+import { checkAdapter, OPTIONAL_FEATURES, REQUIRED_LIMITS } from './requirements.js';
+import { loadGpu } from './runtime.js';
+
+/** Counters for benchmarks and tests (dispatches per token, submits per read, ...). */
+export interface GpuCounters {
+  dispatches: number;
+  submits: number;
+  reads: number;
+  pipelinesCompiled: number;
+}
+
+export interface AdapterDescription {
+  vendor: string;
+  architecture: string;
+  device: string;
+  description: string;
+  features: string[];
+}
+
+/** Pending dispatches after which the batch is submitted anyway, bounding command-buffer size and held buffers. */
+const MAX_BATCH = 512;
+
+export class WebGpuBackend implements Backend<GpuBuffer>, GpuContext {
+  readonly device = 'webgpu' as const;
+  readonly counters: GpuCounters = { dispatches: 0, submits: 0, reads: 0, pipelinesCompiled: 0 };
+  readonly limits: { maxStorageBufferBindingSize: number; maxComputeWorkgroupsPerDimension: number };
+  released = false;
+  private readonly storage: BufferPool;
+  private readonly uniforms: BufferPool;
+  private readonly staging: BufferPool;
+  private readonly pipelines = new Map<string, GPUComputePipeline>();
+  private encoder: GPUCommandEncoder | undefined;
+  private pass: GPUComputePassEncoder | undefined;
+  private pending = 0;
+  private readonly errors: string[] = [];
+  private lostReason: string | undefined;
+
+  private constructor(
+    readonly gpuDevice: GPUDevice,
+    readonly adapter: AdapterDescription,
+  ) {
+    this.storage = new BufferPool(gpuDevice, GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST);
+    this.uniforms = new BufferPool(gpuDevice, GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST, 1 << 20);
+    this.staging = new BufferPool(gpuDevice, GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST, 64 << 20);
+    this.limits = {
+      maxStorageBufferBindingSize: gpuDevice.limits.maxStorageBufferBindingSize,
+      maxComputeWorkgroupsPerDimension: gpuDevice.limits.maxComputeWorkgroupsPerDimension,
+    };
+    // Validation errors surface asynchronously; keep them and fail the next read instead of returning garbage.
+    gpuDevice.addEventListener('uncapturederror', (ev) => {
+      this.errors.push((ev as GPUUncapturedErrorEvent).error.message);
+    });
+    void gpuDevice.lost.then((info) => {
+      if (!this.released) this.lostReason = `${info.reason}: ${info.message}`;
+    });
+  }
+
+  static async create(): Promise<WebGpuBackend> {
+    const { gpu, source } = await loadGpu();
+    // Compatibility mode (OpenGL ES, e.g. Mesa llvmpipe) is the fallback where no core adapter exists.
+    const adapter =
+      (await gpu.requestAdapter({ powerPreference: 'high-performance' })) ??
+      (await gpu.requestAdapter({ featureLevel: 'compatibility' } as GPURequestAdapterOptions));
+    if (!adapter) throw new DeviceUnavailableError(`no WebGPU adapter from ${source}`);
+    const limits: Record<string, number> = {};
+    for (const name of Object.keys(REQUIRED_LIMITS)) limits[name] = (adapter.limits as unknown as Record<string, number>)[name];
+    const check = checkAdapter(limits, adapter.features);
+    if (!check.ok) throw new DeviceUnavailableError(`the WebGPU adapter is below tensorgpu's requirements: ${check.missing.join('; ')}`);
+    const features = OPTIONAL_FEATURES.filter((f) => adapter.features.has(f)) as GPUFeatureName[];
+    // Ask for the adapter's full limits: defaults cap bindings at 128 MiB, too small for large weights.
+    const requiredLimits: Record<string, number> = {};
+    for (const name of ['maxStorageBufferBindingSize', 'maxBufferSize', 'maxComputeWorkgroupStorageSize', 'maxComputeInvocationsPerWorkgroup', 'maxComputeWorkgroupSizeX', 'maxStorageBuffersPerShaderStage']) {
+      requiredLimits[name] = (adapter.limits as unknown as Record<string, number>)[name];
+    }
+    const device = await adapter.requestDevice({ requiredFeatures: features, requiredLimits });
+    const info = adapter.info;
+    return new WebGpuBackend(device, {
+      vendor: info.vendor,
+      architecture: info.architecture,
+      device: info.device,
+      description: info.description,
+      features: [...adapter.features].map(String).sort(),
+    });
+  }
+
+  // ---- GpuContext ----
+  alloc(bytes: number): GpuBuffer {
+    this.checkAlive();
+    if (bytes > this.limits.maxStorageBufferBindingSize) {
+      throw new ShapeError(`a tensor of ${bytes} bytes exceeds this adapter's maxStorageBufferBindingSize (${this.limits.maxStorageBufferBindingSize} bytes)`);
+    }
+    const buffer = this.storage.acquire(bytes);
+    return { buffer, size: buffer.size };
+  }
+
+  release(b: GpuBuffer): void {
+    if (!this.released) this.storage.release(b.buffer);
+  }
+
+  pipeline(key: string, build: () => string): GPUComputePipeline {
+    let p = this.pipelines.get(key);
+    if (!p) {
+      const module = this.gpuDevice.createShaderModule({ code: build(), label: key });
+      p = this.gpuDevice.createComputePipeline({ layout: 'auto', compute: { module, entryPoint: 'main' }, label: key });
+      this.pipelines.set(key, p);
+      this.counters.pipelinesCompiled++;
+    }
+    return p;
+  }
+
+  dispatch(pipeline: GPUComputePipeline, params: ArrayBuffer | null, buffers: readonly GpuBuffer[], grid: readonly [number, number, number]): void {
+    this.checkAlive();
+    const entries: GPUBindGroupEntry[] = buffers.map((b, i) => ({ binding: i + (params ? 1 : 0), resource: { buffer: b.buffer } }));
+    let uniform: GPUBuffer | undefined;
+    if (params) {
+      uniform = this.uniforms.acquire(Math.max(16, params.byteLength));
+      this.gpuDevice.queue.writeBuffer(uniform, 0, params);
+      entries.unshift({ binding: 0, resource: { buffer: uniform, size: Math.ceil(params.byteLength / 16) * 16 } });
+    }
+    const bindGroup = this.gpuDevice.createBindGroup({ layout: pipeline.getBindGroupLayout(0), entries });
+    this.encoder ??= this.gpuDevice.createCommandEncoder();
+    this.pass ??= this.encoder.beginComputePass();
+    this.pass.setPipeline(pipeline);
+    this.pass.setBindGroup(0, bindGroup);
+    this.pass.dispatchWorkgroups(grid[0], grid[1], grid[2]);
+    if (uniform) this.uniforms.release(uniform);
+    this.counters.dispatches++;
+    if (++this.pending >= MAX_BATCH) this.flush();
+  }
+
+  /** Submits all queued work. */
+  flush(): void {
+    if (this.encoder) {
+      this.pass?.end();
+      this.gpuDevice.queue.submit([this.encoder.finish()]);
+      this.counters.submits++;
+    }
+    this.encoder = undefined;
+    this.pass = undefined;
+    this.pending = 0;
+    this.storage.onSubmit();
+    this.uniforms.onSubmit();
+    this.staging.onSubmit();
+  }
+
+  // ---- Backend ----
+  upload(dtype: DType, data: StorageArray): GpuBuffer {
+    const bytes = new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
+    const out = this.alloc(Math.max(4, bytes.byteLength));
+    const padded = bytes.byteLength % 4 === 0 ? bytes : copyPadded(bytes);
+    if (padded.byteLength > 0) this.gpuDevice.queue.writeBuffer(out.buffer, 0, padded);
+    void dtype;
+    return out;
+  }
+
+  fill(dtype: DType, n: number, value: number): GpuBuffer {
+    // The kernel takes the element's raw storage bits (a float32 code is its bit pattern, not its value).
+    const one = allocStorage(dtype, 1);
+    one[0] = castCode(value, dtype);
+    const bytes = new Uint8Array(one.buffer, 0, DTYPE_INFO[dtype].itemBytes);
+    const bits = bytes.reduce((acc, b, i) => acc + b * 2 ** (8 * i), 0);
+    return fillKernel(this, dtype, n, bits);
+  }
+
+  free(handle: GpuBuffer): void {
+    this.release(handle);
+  }
+
+  async read(src: Operand<GpuBuffer>): Promise<StorageArray> {
+    const n = numel(src.view.shape);
+    const item = DTYPE_INFO[src.dtype].itemBytes;
+    const start = src.view.offset * item;
+    // Contiguous word-aligned views are copied straight out; anything else is compacted on the GPU first.
+    const direct = isContiguous(src.view) && start % 4 === 0;
+    const from = direct ? src.handle : castKernel(this, this.gpuOperand(src), src.dtype, false);
+    const offset = direct ? start : 0;
+    const size = Math.max(4, Math.ceil((n * item) / 4) * 4);
+    const staging = this.staging.acquire(size);
+    try {
+      if (n > 0) {
+        this.pass?.end();
+        this.pass = undefined;
+        this.encoder ??= this.gpuDevice.createCommandEncoder();
+        this.encoder.copyBufferToBuffer(from.buffer, offset, staging, 0, size);
+      }
+      if (!direct) this.release(from);
+      this.flush();
+      this.counters.reads++;
+      await staging.mapAsync(GPUMapMode.READ, 0, size);
+      this.throwPendingErrors();
+      const out = allocStorage(src.dtype, n);
+      new Uint8Array(out.buffer).set(new Uint8Array(staging.getMappedRange(0, size), 0, n * item));
+      staging.unmap();
+      return out;
+    } catch (err) {
+      this.throwPendingErrors();
+      throw err;
+    } finally {
+      this.staging.release(staging);
+    }
+  }
+
+  cast(src: Operand<GpuBuffer>, outDtype: DType, saturate: boolean): GpuBuffer {
+    return castKernel(this, this.gpuOperand(src), outDtype, saturate);
+  }
+
+  copyInto(src: Operand<GpuBuffer>, dst: Operand<GpuBuffer>): void {
+    scatterKernel(this, this.gpuOperand(src), this.gpuOperand(dst));
+  }
+
+  unary(op: UnaryOp, x: Operand<GpuBuffer>, outDtype: DType): GpuBuffer {
+    return unaryKernel(this, op, this.gpuOperand(x), outDtype);
+  }
+
+  binary(op: BinaryOp, a: Operand<GpuBuffer>, b: Operand<GpuBuffer>, outShape: Shape, outDtype: DType): GpuBuffer {
+    return binaryKernel(this, op, this.gpuOperand(a), this.gpuOperand(b), outShape, outDtype);
+  }
+
+  reduce(op: ReduceOp, x: Operand<GpuBuffer>, dim: number, outDtype: DType): GpuBuffer {
+    if (isContiguous(x.view)) return reduceKernel(this, op, this.gpuOperand(x), dim, outDtype);
+    const compact = castKernel(this, this.gpuOperand(x), x.dtype, false);
+    try {
+      return reduceKernel(this, op, { buffer: compact, dtype: x.dtype, view: { ...x.view, strides: [], offset: 0 } }, dim, outDtype);
+    } finally {
+      this.release(compact);
+    }
+  }
+
+  matmul(a: Operand<GpuBuffer>, b: Operand<GpuBuffer>, dims: MatmulDims, outDtype: DType): GpuBuffer {
+    const f32 = matmulKernel(this, this.gpuOperand(a), this.gpuOperand(b), dims);
+    if (outDtype === 'float32') return f32;
+    const shape = [...dims.batch, dims.m, dims.n];
+    try {
+      return castKernel(this, { buffer: f32, dtype: 'float32', view: { shape, strides: [], offset: 0 } }, outDtype, false);
+    } finally {
+      this.release(f32);
+    }
+  }
+
+  // ---- lifecycle and stats ----
+  memoryStats(): MemoryStats {
+    return this.storage.stats();
+  }
+
+  resetPeakMemory(): void {
+    this.storage.resetPeak();
+  }
+
+  emptyCache(): void {
+    this.flush();
+    this.storage.emptyCache();
+  }
+
+  /** Waits until the GPU has finished all submitted work (for timing). */
+  async synchronize(): Promise<void> {
+    this.flush();
+    await this.gpuDevice.queue.onSubmittedWorkDone();
+    this.throwPendingErrors();
+  }
+
+  destroy(): void {
+    if (this.released) return;
+    this.released = true;
+    this.encoder = undefined;
+    this.pass = undefined;
+    this.gpuDevice.destroy();
+  }
+
+  private gpuOperand(x: Operand<GpuBuffer>): GpuOperand {
+    return { buffer: x.handle, dtype: x.dtype, view: x.view };
+  }
+
+  private checkAlive(): void {
+    if (this.lostReason) throw new DeviceUnavailableError(`the WebGPU device was lost (${this.lostReason})`, 'call initDevice() again to get a new device');
+    if (this.released) throw new DeviceUnavailableError('the WebGPU device was released', "call initDevice('webgpu') again");
+  }
+
+  private throwPendingErrors(): void {
+    if (this.errors.length) {
+      const msgs = this.errors.splice(0);
+      throw new Error(`WebGPU reported ${msgs.length} error(s) in queued work: ${msgs.join(' | ')}`);
+    }
+  }
+}
+
+function copyPadded(bytes: Uint8Array): Uint8Array {
+  const out = new Uint8Array(Math.ceil(bytes.byteLength / 4) * 4);
+  out.set(bytes);
+  return out;
+}

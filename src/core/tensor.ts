@@ -1,0 +1,264 @@
+import type { Backend, DeviceName, Operand } from '../backends/backend.js';
+import type { DType } from './dtype.js';
+import { DisposedError } from './errors.js';
+import { contiguousStrides, formatShape, isContiguous, numel, type Shape, type View } from './shape.js';
+import { Storage } from './storage.js';
+import * as ops from '../ops/index.js';
+import type { ReduceOptions } from '../ops/reduce.js';
+import type { CastOptions } from '../ops/convert.js';
+
+export type Scalar = number;
+export type TensorOrScalar = Tensor | Scalar;
+
+/**
+ * An n-dimensional array on one device. Ops are queued synchronously (GPU work is batched until a read);
+ * reading values back is async (`toArray`). Views share storage; `dispose()` releases this tensor's hold on it.
+ */
+export class Tensor {
+  readonly shape: Shape;
+  readonly strides: readonly number[];
+  /** Offset of the first element in the storage, in elements. */
+  readonly offset: number;
+  readonly dtype: DType;
+  private storageRef: Storage | undefined;
+
+  constructor(storage: Storage, view: View, dtype: DType = storage.dtype) {
+    this.shape = Object.freeze([...view.shape]);
+    this.strides = Object.freeze([...view.strides]);
+    this.offset = view.offset;
+    this.dtype = dtype;
+    storage.retain();
+    this.storageRef = storage;
+  }
+
+  /** A contiguous tensor owning fresh storage. */
+  static fromHandle(backend: Backend, handle: unknown, dtype: DType, shape: Shape): Tensor {
+    const storage = new Storage(backend, handle, dtype, numel(shape));
+    return new Tensor(storage, { shape, strides: contiguousStrides(shape), offset: 0 });
+  }
+
+  get device(): DeviceName {
+    return this.storage.device;
+  }
+
+  get ndim(): number {
+    return this.shape.length;
+  }
+
+  get numel(): number {
+    return numel(this.shape);
+  }
+
+  get isDisposed(): boolean {
+    return this.storageRef === undefined;
+  }
+
+  get layout(): View {
+    return { shape: this.shape, strides: this.strides, offset: this.offset };
+  }
+
+  /** The storage, checked for use after dispose and for a released device. */
+  get storage(): Storage {
+    const s = this.storageRef;
+    if (!s) throw new DisposedError(`tensor ${this.describe()} was used after dispose()`);
+    if ((s.backend as { released?: boolean }).released) {
+      throw new DisposedError(`tensor ${this.describe()} lives on a WebGPU device that was released (releaseDevice())`);
+    }
+    return s;
+  }
+
+  /** What kernels read: storage handle + dtype + view. */
+  operand(): Operand<unknown> {
+    return { handle: this.storage.handle, dtype: this.dtype, view: this.layout };
+  }
+
+  isContiguous(): boolean {
+    return isContiguous(this.layout);
+  }
+
+  describe(): string {
+    return `${formatShape(this.shape)} ${this.dtype}`;
+  }
+
+  toString(): string {
+    return `Tensor(${this.describe()}, device=${this.storageRef ? this.storageRef.device : 'disposed'})`;
+  }
+
+  /** Releases this tensor's hold on its storage; the memory returns to the pool when no view holds it. Idempotent. */
+  dispose(): void {
+    const s = this.storageRef;
+    this.storageRef = undefined;
+    s?.release();
+  }
+
+  [Symbol.dispose](): void {
+    this.dispose();
+  }
+
+  // ---- data out ----
+  /** Values as a typed array: Float32Array for every float dtype, Int32Array for int32, Uint8Array for uint8/bool. */
+  toArray(): Promise<Float32Array | Int32Array | Uint8Array> {
+    return ops.toArray(this);
+  }
+  /** Nested JS arrays (like torch.Tensor.tolist()). */
+  tolist(): Promise<unknown> {
+    return ops.tolist(this);
+  }
+  /** The single value of a one-element tensor. */
+  item(): Promise<number> {
+    return ops.item(this);
+  }
+
+  // ---- conversion ----
+  /** Cast to a dtype (sync), or move to a device (async: reading from the GPU is async). */
+  to(dtype: DType, options?: CastOptions): Tensor;
+  to(device: DeviceName): Promise<Tensor>;
+  to(target: DType | DeviceName, options?: CastOptions): Tensor | Promise<Tensor> {
+    if (target === 'cpu' || target === 'webgpu') return ops.toDevice(this, target);
+    return ops.cast(this, target, options);
+  }
+  contiguous(): Tensor {
+    return ops.contiguous(this);
+  }
+  clone(): Tensor {
+    return ops.clone(this);
+  }
+
+  // ---- views and shape ----
+  reshape(...shape: number[] | [readonly number[]]): Tensor {
+    return ops.reshape(this, flatArgs(shape));
+  }
+  view(...shape: number[] | [readonly number[]]): Tensor {
+    return ops.view(this, flatArgs(shape));
+  }
+  permute(...dims: number[] | [readonly number[]]): Tensor {
+    return ops.permute(this, flatArgs(dims));
+  }
+  transpose(dim0 = -2, dim1 = -1): Tensor {
+    return ops.transpose(this, dim0, dim1);
+  }
+  get T(): Tensor {
+    return ops.transpose(this, -2, -1);
+  }
+  narrow(dim: number, start: number, length: number): Tensor {
+    return ops.narrow(this, dim, start, length);
+  }
+  slice(dim: number, start?: number, end?: number, step?: number): Tensor {
+    return ops.slice(this, dim, start, end, step);
+  }
+  select(dim: number, index: number): Tensor {
+    return ops.select(this, dim, index);
+  }
+  squeeze(dim?: number): Tensor {
+    return ops.squeeze(this, dim);
+  }
+  unsqueeze(dim: number): Tensor {
+    return ops.unsqueeze(this, dim);
+  }
+  expand(...shape: number[] | [readonly number[]]): Tensor {
+    return ops.expand(this, flatArgs(shape));
+  }
+  flatten(startDim = 0, endDim = -1): Tensor {
+    return ops.flatten(this, startDim, endDim);
+  }
+
+  // ---- elementwise ----
+  add(other: TensorOrScalar): Tensor {
+    return ops.add(this, other);
+  }
+  sub(other: TensorOrScalar): Tensor {
+    return ops.sub(this, other);
+  }
+  mul(other: TensorOrScalar): Tensor {
+    return ops.mul(this, other);
+  }
+  div(other: TensorOrScalar): Tensor {
+    return ops.div(this, other);
+  }
+  maximum(other: TensorOrScalar): Tensor {
+    return ops.maximum(this, other);
+  }
+  minimum(other: TensorOrScalar): Tensor {
+    return ops.minimum(this, other);
+  }
+  eq(other: TensorOrScalar): Tensor {
+    return ops.eq(this, other);
+  }
+  ne(other: TensorOrScalar): Tensor {
+    return ops.ne(this, other);
+  }
+  lt(other: TensorOrScalar): Tensor {
+    return ops.lt(this, other);
+  }
+  le(other: TensorOrScalar): Tensor {
+    return ops.le(this, other);
+  }
+  gt(other: TensorOrScalar): Tensor {
+    return ops.gt(this, other);
+  }
+  ge(other: TensorOrScalar): Tensor {
+    return ops.ge(this, other);
+  }
+  neg(): Tensor {
+    return ops.neg(this);
+  }
+  abs(): Tensor {
+    return ops.abs(this);
+  }
+  exp(): Tensor {
+    return ops.exp(this);
+  }
+  log(): Tensor {
+    return ops.log(this);
+  }
+  sqrt(): Tensor {
+    return ops.sqrt(this);
+  }
+  rsqrt(): Tensor {
+    return ops.rsqrt(this);
+  }
+  silu(): Tensor {
+    return ops.silu(this);
+  }
+  gelu(options?: { approximate?: 'none' | 'tanh' }): Tensor {
+    return ops.gelu(this, options);
+  }
+  tanh(): Tensor {
+    return ops.tanh(this);
+  }
+  sigmoid(): Tensor {
+    return ops.sigmoid(this);
+  }
+  relu(): Tensor {
+    return ops.relu(this);
+  }
+
+  // ---- reductions ----
+  sum(dim?: number, options?: ReduceOptions): Tensor {
+    return ops.sum(this, dim, options);
+  }
+  mean(dim?: number, options?: ReduceOptions): Tensor {
+    return ops.mean(this, dim, options);
+  }
+  max(dim?: number, options?: ReduceOptions): Tensor {
+    return ops.max(this, dim, options);
+  }
+  min(dim?: number, options?: ReduceOptions): Tensor {
+    return ops.min(this, dim, options);
+  }
+  argmax(dim?: number, options?: ReduceOptions): Tensor {
+    return ops.argmax(this, dim, options);
+  }
+  argmin(dim?: number, options?: ReduceOptions): Tensor {
+    return ops.argmin(this, dim, options);
+  }
+
+  // ---- linear algebra ----
+  matmul(other: Tensor): Tensor {
+    return ops.matmul(this, other);
+  }
+}
+
+function flatArgs(args: number[] | [readonly number[]]): number[] {
+  return Array.isArray(args[0]) ? [...(args[0] as readonly number[])] : (args as number[]);
+}

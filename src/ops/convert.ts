@@ -1,0 +1,48 @@
+import type { DeviceName } from '../backends/backend.js';
+import { backendFor } from '../backends/registry.js';
+import { decodeStorage } from '../core/codecs.js';
+import { parseDType, type DType } from '../core/dtype.js';
+import { ShapeError } from '../core/errors.js';
+import type { Tensor } from '../core/tensor.js';
+import { commonBackend, viewOf, wrap } from './util.js';
+
+export interface CastOptions {
+  /** fp8 targets: clamp to the largest finite value instead of PyTorch's overflow to NaN/Inf. */
+  saturate?: boolean;
+}
+
+export function cast(t: Tensor, dtype: DType | string, options: CastOptions = {}): Tensor {
+  const target = parseDType(dtype);
+  const backend = commonBackend('to', t);
+  return wrap(backend, backend.cast(t.operand(), target, options.saturate ?? false), target, t.shape);
+}
+
+/** Values widened for JS: Float32Array for every float dtype, Int32Array for int32, Uint8Array for uint8/bool. */
+export async function toArray(t: Tensor): Promise<Float32Array | Int32Array | Uint8Array> {
+  const backend = commonBackend('toArray', t);
+  return decodeStorage(t.dtype, await backend.read(t.operand()));
+}
+
+export async function tolist(t: Tensor): Promise<unknown> {
+  const flat = Array.from(await toArray(t), (v) => (t.dtype === 'bool' ? v !== 0 : v));
+  const build = (dim: number, at: number): unknown => {
+    if (dim === t.ndim) return flat[at];
+    const stride = t.shape.slice(dim + 1).reduce((a, b) => a * b, 1);
+    return Array.from({ length: t.shape[dim] }, (_, i) => build(dim + 1, at + i * stride));
+  };
+  return build(0, 0);
+}
+
+export async function item(t: Tensor): Promise<number> {
+  if (t.numel !== 1) throw new ShapeError(`item() needs a tensor with one element, got ${t.describe()}`);
+  return (await toArray(t))[0];
+}
+
+/** Copies t to another device (reads back from the GPU when leaving it, hence async). */
+export async function toDevice(t: Tensor, device: DeviceName): Promise<Tensor> {
+  const from = commonBackend('to', t);
+  const to = backendFor(device);
+  if (to === from) return viewOf(t, t.layout);
+  const codes = await from.read(t.operand());
+  return wrap(to, to.upload(t.dtype, codes), t.dtype, t.shape);
+}

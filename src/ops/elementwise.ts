@@ -1,0 +1,83 @@
+import { COMPARISON_OPS, type ArithmeticOp, type BinaryOp, type ComparisonOp, type UnaryOp } from '../backends/backend.js';
+import { isFloating, isFp8, promoteTypes, type DType } from '../core/dtype.js';
+import { DTypeError } from '../core/errors.js';
+import { broadcastShapes, broadcastView, contiguousView } from '../core/shape.js';
+import { Storage } from '../core/storage.js';
+import { Tensor, type TensorOrScalar } from '../core/tensor.js';
+import { commonBackend, wrap } from './util.js';
+
+function unary(op: UnaryOp, x: Tensor, floatOnly: boolean): Tensor {
+  const backend = commonBackend(op, x);
+  if (isFp8(x.dtype)) throw new DTypeError(`${op} does not take ${x.dtype} (tensor ${x.describe()}): FP8 is a storage format; cast with .to('float32') first`);
+  if (x.dtype === 'bool' && !floatOnly) throw new DTypeError(`${op} does not take bool (tensor ${x.describe()})`);
+  // Like PyTorch, float functions of integer tensors return float32.
+  const outDtype: DType = floatOnly && !isFloating(x.dtype) ? 'float32' : x.dtype;
+  return wrap(backend, backend.unary(op, x.operand(), outDtype), outDtype, x.shape);
+}
+
+export const neg = (x: Tensor) => unary('neg', x, false);
+export const abs = (x: Tensor) => unary('abs', x, false);
+export const relu = (x: Tensor) => unary('relu', x, false);
+export const exp = (x: Tensor) => unary('exp', x, true);
+export const log = (x: Tensor) => unary('log', x, true);
+export const sqrt = (x: Tensor) => unary('sqrt', x, true);
+export const rsqrt = (x: Tensor) => unary('rsqrt', x, true);
+export const silu = (x: Tensor) => unary('silu', x, true);
+export const tanh = (x: Tensor) => unary('tanh', x, true);
+export const sigmoid = (x: Tensor) => unary('sigmoid', x, true);
+/** Exact (erf) GELU by default, the tanh approximation with `{approximate: 'tanh'}` (torch.nn.functional.gelu). */
+export const gelu = (x: Tensor, options: { approximate?: 'none' | 'tanh' } = {}) =>
+  unary(options.approximate === 'tanh' ? 'gelu_tanh' : 'gelu', x, true);
+
+/** A 0-d tensor for a JS number operand, on the tensor's device; it does not promote the tensor's dtype. */
+function scalarLike(value: number, like: Tensor): Tensor {
+  const dtype: DType = isFloating(like.dtype) || !Number.isInteger(value) ? 'float32' : 'int32';
+  const backend = like.storage.backend;
+  const handle = backend.fill(dtype, 1, value);
+  return new Tensor(new Storage(backend, handle, dtype, 1), contiguousView([]));
+}
+
+function resultDtype(op: BinaryOp, a: Tensor, b: Tensor, aScalar: boolean, bScalar: boolean): DType {
+  if ((COMPARISON_OPS as readonly string[]).includes(op)) return 'bool';
+  for (const t of [a, b]) {
+    if (isFp8(t.dtype)) throw new DTypeError(`${op} does not take ${t.dtype} (tensor ${t.describe()}): FP8 is a storage format; cast with .to('float32') first`);
+  }
+  // A JS number does not widen a tensor's dtype (PyTorch's wrapped-number rule), unless it brings a fraction to ints.
+  let dtype = aScalar && (isFloating(b.dtype) || !isFloating(a.dtype)) ? b.dtype : bScalar && (isFloating(a.dtype) || !isFloating(b.dtype)) ? a.dtype : promoteTypes(a.dtype, b.dtype);
+  if (op === 'div' && !isFloating(dtype)) dtype = 'float32';
+  if (dtype === 'bool') throw new DTypeError(`${op} does not take two bool tensors (${a.describe()}, ${b.describe()}); cast to int32 first`);
+  return dtype;
+}
+
+function binary(op: BinaryOp, x: TensorOrScalar, y: TensorOrScalar): Tensor {
+  if (typeof x === 'number' && typeof y === 'number') throw new DTypeError(`${op} needs at least one tensor operand`);
+  const a = typeof x === 'number' ? scalarLike(x, y as Tensor) : x;
+  const b = typeof y === 'number' ? scalarLike(y, a) : y;
+  try {
+    const backend = commonBackend(op, a, b);
+    const outDtype = resultDtype(op, a, b, typeof x === 'number', typeof y === 'number');
+    const shape = broadcastShapes(a.shape, b.shape);
+    const opA = { ...a.operand(), view: broadcastView(a.layout, shape) };
+    const opB = { ...b.operand(), view: broadcastView(b.layout, shape) };
+    return wrap(backend, backend.binary(op, opA, opB, shape, outDtype), outDtype, shape);
+  } finally {
+    if (a !== x) a.dispose();
+    if (b !== y) b.dispose();
+  }
+}
+
+const arithmetic = (op: ArithmeticOp) => (a: TensorOrScalar, b: TensorOrScalar) => binary(op, a, b);
+const comparison = (op: ComparisonOp) => (a: TensorOrScalar, b: TensorOrScalar) => binary(op, a, b);
+
+export const add = arithmetic('add');
+export const sub = arithmetic('sub');
+export const mul = arithmetic('mul');
+export const div = arithmetic('div');
+export const maximum = arithmetic('maximum');
+export const minimum = arithmetic('minimum');
+export const eq = comparison('eq');
+export const ne = comparison('ne');
+export const lt = comparison('lt');
+export const le = comparison('le');
+export const gt = comparison('gt');
+export const ge = comparison('ge');

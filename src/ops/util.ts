@@ -1,0 +1,34 @@
+import type { Backend } from '../backends/backend.js';
+import type { DType } from '../core/dtype.js';
+import { DeviceMismatchError, DTypeError } from '../core/errors.js';
+import type { Shape, View } from '../core/shape.js';
+import { Tensor } from '../core/tensor.js';
+
+/** The one backend all inputs live on; mixing devices is an error (as in PyTorch), never an implicit copy. */
+export function commonBackend(op: string, ...tensors: Tensor[]): Backend {
+  const first = tensors[0].storage.backend;
+  for (const t of tensors) {
+    if (t.storage.backend !== first) {
+      throw new DeviceMismatchError(
+        `${op}: expected all tensors on one device, got ${tensors.map((x) => `${x.describe()} on ${x.device}`).join(' and ')}; move one with await t.to('${first.device}')`,
+      );
+    }
+  }
+  return first;
+}
+
+/** A new contiguous tensor around a backend handle. */
+export function wrap(backend: Backend, handle: unknown, dtype: DType, shape: Shape): Tensor {
+  return Tensor.fromHandle(backend, handle, dtype, shape);
+}
+
+/** A view sharing the storage of t. */
+export function viewOf(t: Tensor, view: View): Tensor {
+  return new Tensor(t.storage, view, t.dtype);
+}
+
+export function requireDTypes(op: string, t: Tensor, allowed: readonly DType[]): void {
+  if (!allowed.includes(t.dtype)) {
+    throw new DTypeError(`${op} does not take ${t.dtype} (tensor ${t.describe()}); supported: ${allowed.join(', ')}`);
+  }
+}

@@ -50,6 +50,17 @@ export async function initDevice(
     defaultDevice = 'cpu';
     return 'cpu';
   }
+  const notify = options.onNotice ?? ((line: string) => process.stderr.write(line + '\n'));
+  if (request === 'auto' && !webgpuBackend()) {
+    // Probe out of process first: a missing driver then costs no native noise on our stderr, and a driver that
+    // crashes takes down the probe, not the caller.
+    const d = await diagnose();
+    if (!d.available) {
+      notify(fallbackNotice(d));
+      defaultDevice = 'cpu';
+      return 'cpu';
+    }
+  }
   try {
     await startWebGpu();
     defaultDevice = 'webgpu';
@@ -60,7 +71,7 @@ export async function initDevice(
       err instanceof DeviceUnavailableError && err.diagnosed
         ? fallbackNotice(err.diagnosed)
         : `tensorgpu: WebGPU unavailable (${(err as Error).message.split('\n')[0]}); using CPU.`;
-    (options.onNotice ?? ((line: string) => process.stderr.write(line + '\n')))(notice);
+    notify(notice);
     defaultDevice = 'cpu';
     return 'cpu';
   }

@@ -4,13 +4,14 @@ import type { StorageArray } from '../../core/codecs.js';
 import { allocStorage } from '../../core/codecs.js';
 import { DTYPE_INFO, type DType } from '../../core/dtype.js';
 import { DeviceUnavailableError, ShapeError } from '../../core/errors.js';
-import { isContiguous, numel, type Shape } from '../../core/shape.js';
+import { contiguousView, isContiguous, numel, type Shape } from '../../core/shape.js';
 import type { Backend, BinaryOp, MatmulDims, Operand, ReduceOp, UnaryOp } from '../backend.js';
 import { castCode } from '../cpu/cpu-backend.js';
 import { BufferPool, type MemoryStats } from './buffer-pool.js';
 import type { GpuBuffer, GpuContext } from './gpu-context.js';
 import { binaryKernel, castKernel, fillKernel, scatterKernel, unaryKernel, type GpuOperand } from './kernels/elementwise.js';
-import { matmulKernel } from './kernels/matmul.js';
+import { gemmKernel, type GemmScaling } from './kernels/gemm.js';
+import { gemvApplies, gemvKernel } from './kernels/gemv.js';
 import { reduceKernel } from './kernels/reduce.js';
 import { checkAdapter, OPTIONAL_FEATURES, REQUIRED_LIMITS } from './requirements.js';
 import { loadGpu } from './runtime.js';
@@ -234,21 +235,21 @@ export class WebGpuBackend implements Backend<GpuBuffer>, GpuContext {
     if (isContiguous(x.view)) return reduceKernel(this, op, this.gpuOperand(x), dim, outDtype);
     const compact = castKernel(this, this.gpuOperand(x), x.dtype, false);
     try {
-      return reduceKernel(this, op, { buffer: compact, dtype: x.dtype, view: { ...x.view, strides: [], offset: 0 } }, dim, outDtype);
+      return reduceKernel(this, op, { buffer: compact, dtype: x.dtype, view: contiguousView(x.view.shape) }, dim, outDtype);
     } finally {
       this.release(compact);
     }
   }
 
   matmul(a: Operand<GpuBuffer>, b: Operand<GpuBuffer>, dims: MatmulDims, outDtype: DType): GpuBuffer {
-    const f32 = matmulKernel(this, this.gpuOperand(a), this.gpuOperand(b), dims);
-    if (outDtype === 'float32') return f32;
-    const shape = [...dims.batch, dims.m, dims.n];
-    try {
-      return castKernel(this, { buffer: f32, dtype: 'float32', view: { shape, strides: [], offset: 0 } }, outDtype, false);
-    } finally {
-      this.release(f32);
-    }
+    return this.scaledMatmul(a, b, dims, outDtype, {});
+  }
+
+  /** Matmul with optional dequantization scales, bias and result scale: GEMV for decode shapes, else tiled GEMM. */
+  scaledMatmul(a: Operand<GpuBuffer>, b: Operand<GpuBuffer>, dims: MatmulDims, outDtype: DType, scaling: GemmScaling): GpuBuffer {
+    const ga = this.gpuOperand(a);
+    const gb = this.gpuOperand(b);
+    return gemvApplies(gb, dims) ? gemvKernel(this, ga, gb, dims, outDtype, scaling) : gemmKernel(this, ga, gb, dims, outDtype, scaling);
   }
 
   // ---- lifecycle and stats ----

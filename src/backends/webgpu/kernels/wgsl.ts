@@ -60,17 +60,24 @@ function decodeExpr(dtype: DType, code: string, c: ComputeType): string {
   }
 }
 
+/** `fn NAME(code: u32) -> C`: decodes one storage code of dtype (codes already unpacked from their word). */
+export function decodeFn(name: string, dtype: DType, c: ComputeType): string {
+  return `fn ${name}(code: u32) -> ${c} {\n  return ${decodeExpr(dtype, 'code', c)};\n}\n`;
+}
+
 /**
  * `fn NAME(e: u32) -> C` reading element e (an element index into the buffer, not a word index) of `buffer`,
  * which holds dtype packed in u32 words.
  */
-export function loadFn(name: string, buffer: string, dtype: DType, c: ComputeType): string {
+export function loadFn(name: string, buffer: string, dtype: DType, c: ComputeType, vec4Words = false): string {
   const lanes = lanesPerWord(dtype);
   const bits = 32 / lanes;
+  // vec4Words: the buffer is declared array<vec4<u32>> (16-byte loads elsewhere in the kernel).
+  const word = (i: string) => (vec4Words ? `${buffer}[(${i}) >> 2u][(${i}) & 3u]` : `${buffer}[${i}]`);
   const code =
     lanes === 1
-      ? `${buffer}[e]`
-      : `(${buffer}[e >> ${Math.log2(lanes)}u] >> ((e & ${lanes - 1}u) * ${bits}u)) & ${(2 ** bits - 1) >>> 0}u`;
+      ? word('e')
+      : `(${word(`e >> ${Math.log2(lanes)}u`)} >> ((e & ${lanes - 1}u) * ${bits}u)) & ${(2 ** bits - 1) >>> 0}u`;
   return `fn ${name}(e: u32) -> ${c} {\n  let code = ${code};\n  return ${decodeExpr(dtype, 'code', c)};\n}\n`;
 }
 

@@ -1,0 +1,140 @@
+// Launcher of the tiled GEMM (gemm.wgsl): plain matmul and FP8 scaledMm share it; they differ only in the
+// generated load/epilogue functions.
+import { lanesPerWord, type DType } from '../../../core/dtype.js';
+import { ShapeError } from '../../../core/errors.js';
+import { coalesceViews, contiguousView, formatShape, numel } from '../../../core/shape.js';
+import type { MatmulDims } from '../../backend.js';
+import { wordBytes, type GpuBuffer, type GpuContext } from '../gpu-context.js';
+import { castKernel, type GpuOperand } from './elementwise.js';
+import { commonWgsl, encodeFn, fillTemplate, loadFn, wgslSource } from './wgsl.js';
+
+const TILE = 64;
+
+/** How a scale applies to its operand: one value, one per row of a / column of b, or one per 128-long K block. */
+export type ScaleRecipe = 'tensor' | 'row' | 'block';
+
+/** Dequantization scales (float32, contiguous) and epilogue terms of a scaled matmul. */
+export interface GemmScaling {
+  /** a's scales: tensor [1], row [m], block [m, ceil(k/128)] (1x128 groups). */
+  scaleA?: { buffer: GpuBuffer; recipe: ScaleRecipe };
+  /** b's scales: tensor [1], row [n], block [ceil(n/128), ceil(k/128)] (128x128 blocks of the [n, k] weight). */
+  scaleB?: { buffer: GpuBuffer; recipe: ScaleRecipe };
+  /** Added per output column; contiguous [n] of any float dtype. */
+  bias?: GpuOperand;
+  /** One float32 value multiplied into the result before the output cast (scaledMm's scale_result). */
+  scaleResult?: GpuBuffer;
+}
+
+function scaleTerm(name: string, recipe: ScaleRecipe | undefined, index: string): string {
+  if (!recipe) return '';
+  return recipe === 'tensor' ? ` * ${name}[0]` : ` * ${name}[${index}]`;
+}
+
+function functions(a: GpuOperand, b: GpuOperand, outDtype: DType, s: GemmScaling): string {
+  const ra = s.scaleA?.recipe;
+  const rb = s.scaleB?.recipe;
+  // Block scales vary along K, so they apply per element on load; the others factor out into the epilogue.
+  const loadA = `fn load_a(i: u32, m: u32, k: u32) -> f32 {\n  return load0(i)${ra === 'block' ? ' * scale_a[m * p.k_blocks + k / 128u]' : ''};\n}\n`;
+  const loadB = `fn load_b(i: u32, k: u32, n: u32) -> f32 {\n  return load1(i)${rb === 'block' ? ' * scale_b[(n / 128u) * p.k_blocks + k / 128u]' : ''};\n}\n`;
+  const epilogue = [
+    'fn epilogue(m: u32, n: u32, v: f32) -> f32 {',
+    `  var r = v${ra !== 'block' ? scaleTerm('scale_a', ra, 'm') : ''}${rb !== 'block' ? scaleTerm('scale_b', rb, 'n') : ''};`,
+    s.bias ? '  r += load_bias(n);' : '',
+    s.scaleResult ? '  r *= scale_result[0];' : '',
+    '  return r;',
+    '}',
+    '',
+  ].join('\n');
+  // FP8 outputs saturate (as cuBLASLt's scaled GEMMs do) rather than turning overflow into NaN.
+  return (
+    loadFn('load0', 'in0', a.dtype, 'f32') +
+    loadFn('load1', 'in1', b.dtype, 'f32') +
+    (s.bias ? loadFn('load_bias', 'bias', s.bias.dtype, 'f32') : '') +
+    loadA +
+    loadB +
+    epilogue +
+    encodeFn('encode_out', outDtype, 'f32', true)
+  );
+}
+
+function storeCode(lanes: number): string {
+  if (lanes === 1) {
+    return [
+      '      for (var j = 0u; j < 4u; j++) {',
+      '        let c = c0 + j;',
+      '        if (c < p.n) {',
+      '          out[row + c] = encode_out(epilogue(r, c, acc[i][j]));',
+      '        }',
+      '      }',
+    ].join('\n');
+  }
+  // n is a multiple of lanes here, so each group of `lanes` columns is one whole word of one row.
+  const bits = 32 / lanes;
+  return [
+    `      for (var w = 0u; w < ${4 / lanes}u; w++) {`,
+    `        let cw = c0 + w * ${lanes}u;`,
+    '        if (cw < p.n) {',
+    '          var word = 0u;',
+    `          for (var l = 0u; l < ${lanes}u; l++) {`,
+    `            word |= encode_out(epilogue(r, cw + l, acc[i][w * ${lanes}u + l])) << (l * ${bits}u);`,
+    '          }',
+    `          out[(row + cw) / ${lanes}u] = word;`,
+    '        }',
+    '      }',
+  ].join('\n');
+}
+
+/**
+ * [...batch, m, k] @ [...batch, k, n] -> contiguous [...batch, m, n] in outDtype, accumulating in f32, with
+ * optional dequantization scales, bias and result scale.
+ */
+export function gemmKernel(ctx: GpuContext, a: GpuOperand, b: GpuOperand, dims: MatmulDims, outDtype: DType, scaling: GemmScaling = {}): GpuBuffer {
+  const { m, n, k } = dims;
+  const lanes = lanesPerWord(outDtype);
+  if (lanes > 1 && n % lanes !== 0) {
+    // Rows would split packed words between workgroups: compute in f32, then cast.
+    const f32 = gemmKernel(ctx, a, b, dims, 'float32', scaling);
+    try {
+      return castKernel(ctx, { buffer: f32, dtype: 'float32', view: contiguousView([...dims.batch, m, n]) }, outDtype, true);
+    } finally {
+      ctx.release(f32);
+    }
+  }
+  const batchCount = numel(dims.batch);
+  const out = ctx.alloc(wordBytes(batchCount * m * n, lanes));
+  if (batchCount * m * n === 0) return out;
+  const r = dims.batch.length;
+  const [ba, bb] = coalesceViews([
+    { shape: dims.batch, strides: a.view.strides.slice(0, r), offset: 0 },
+    { shape: dims.batch, strides: b.view.strides.slice(0, r), offset: 0 },
+  ]);
+  if (ba.shape.length > 4) throw new ShapeError(`matmul supports at most 4 non-mergeable batch dims, got batch ${formatShape(dims.batch)}`);
+  if (batchCount > ctx.limits.maxComputeWorkgroupsPerDimension) {
+    throw new ShapeError(`matmul batch of ${batchCount} exceeds the device limit of ${ctx.limits.maxComputeWorkgroupsPerDimension}`);
+  }
+  const extras: [string, GpuBuffer][] = [];
+  if (scaling.scaleA) extras.push(['scale_a', scaling.scaleA.buffer]);
+  if (scaling.scaleB) extras.push(['scale_b', scaling.scaleB.buffer]);
+  if (scaling.bias) extras.push(['bias', scaling.bias.buffer]);
+  if (scaling.scaleResult) extras.push(['scale_result', scaling.scaleResult]);
+  const key = ['gemm', a.dtype, b.dtype, outDtype, scaling.scaleA?.recipe, scaling.scaleB?.recipe, scaling.bias?.dtype, !!scaling.scaleResult].join('|');
+  const pipeline = ctx.pipeline(key, () =>
+    commonWgsl() +
+    fillTemplate(wgslSource(import.meta.url, 'gemm.wgsl'), {
+      EXTRA_BINDINGS: extras
+        .map(([name], i) => `@group(0) @binding(${4 + i}) var<storage, read> ${name}: array<${name === 'bias' ? 'u32' : 'f32'}>;`)
+        .join('\n'),
+      FUNCTIONS: functions(a, b, outDtype, scaling),
+      STORE: storeCode(lanes),
+    }),
+  );
+  const u = new Uint32Array(24);
+  const as = a.view.strides;
+  const bs = b.view.strides;
+  u.set([m, n, k, ba.shape.length, a.view.offset, as[r], as[r + 1], b.view.offset, bs[r], bs[r + 1], Math.ceil(k / 128)]);
+  ba.shape.forEach((s, d) => (u[12 + d] = s));
+  ba.strides.forEach((s, d) => (u[16 + d] = s));
+  bb.strides.forEach((s, d) => (u[20 + d] = s));
+  ctx.dispatch(pipeline, u.buffer, [out, a.buffer, b.buffer, ...extras.map(([, buf]) => buf)], [Math.ceil(n / TILE), Math.ceil(m / TILE), batchCount]);
+  return out;
+}

@@ -1,0 +1,123 @@
+// Launcher of the decode GEMV (gemv.wgsl), used by matmul and scaledMm when M <= 4 and the weight is a [N, K]
+// matrix with K contiguous and 16-byte aligned rows; other shapes take the tiled GEMM.
+import { DTYPE_INFO, lanesPerWord, type DType } from '../../../core/dtype.js';
+import { contiguousView } from '../../../core/shape.js';
+import type { MatmulDims } from '../../backend.js';
+import { wordBytes, type GpuBuffer, type GpuContext } from '../gpu-context.js';
+import { castKernel, type GpuOperand } from './elementwise.js';
+import type { GemmScaling } from './gemm.js';
+import { commonWgsl, decodeFn, encodeFn, fillTemplate, grid1d, loadFn, wgslSource } from './wgsl.js';
+
+export const GEMV_MAX_M = 4;
+const OUTPUTS_PER_WORKGROUP = 4;
+
+/** True when gemvKernel can run this product (otherwise use the GEMM). */
+export function gemvApplies(b: GpuOperand, dims: MatmulDims): boolean {
+  if (dims.batch.length > 0 || dims.m > GEMV_MAX_M || dims.m === 0) return false;
+  const item = DTYPE_INFO[b.dtype].itemBytes;
+  const [sk, sn] = b.view.strides;
+  return (sk === 1 || dims.k === 1) && (sn * item) % 16 === 0 && (b.view.offset * item) % 16 === 0;
+}
+
+function chunkBody(dtype: DType): string {
+  const lanes = lanesPerWord(dtype);
+  const bits = 32 / lanes;
+  const mask = `${(2 ** bits - 1) >>> 0}u`;
+  const lines: string[] = [];
+  ['x', 'y', 'z', 'w'].forEach((comp, w) => {
+    for (let l = 0; l < lanes; l++) {
+      const code = lanes === 1 ? `chunk.${comp}` : `(chunk.${comp} >> ${l * bits}u) & ${mask}`;
+      lines.push(`      part += decode_w(${code}) * a_vec(k0 + ${w * lanes + l}u);`);
+    }
+  });
+  return lines.join('\n');
+}
+
+function storeCode(lanes: number, m: number): string {
+  const lines: string[] = [];
+  for (let r = 0; r < m; r++) {
+    if (lanes === 1) {
+      lines.push(`    for (var g = 0u; g < ${OUTPUTS_PER_WORKGROUP}u; g++) {`);
+      lines.push(`      if (n0 + g < p.n) {`);
+      lines.push(`        out[${r}u * p.n + n0 + g] = encode_out(epilogue(${r}u, n0 + g, red[g * TPO][${r}]));`);
+      lines.push('      }');
+      lines.push('    }');
+      continue;
+    }
+    // n is a multiple of lanes here: each word holds `lanes` whole columns of one row.
+    lines.push(`    for (var w = 0u; w < ${OUTPUTS_PER_WORKGROUP / lanes}u; w++) {`);
+    lines.push(`      let nw = n0 + w * ${lanes}u;`);
+    lines.push('      if (nw < p.n) {');
+    lines.push('        var word = 0u;');
+    lines.push(`        for (var l = 0u; l < ${lanes}u; l++) {`);
+    lines.push(`          word |= encode_out(epilogue(${r}u, nw + l, red[(w * ${lanes}u + l) * TPO][${r}])) << (l * ${32 / lanes}u);`);
+    lines.push('        }');
+    lines.push(`        out[(${r}u * p.n + nw) / ${lanes}u] = word;`);
+    lines.push('      }');
+    lines.push('    }');
+  }
+  return lines.join('\n');
+}
+
+/** [m, k] @ [k, n] (b a transposed [n, k] weight view) for m <= 4 -> contiguous [m, n] in outDtype. */
+export function gemvKernel(ctx: GpuContext, a: GpuOperand, b: GpuOperand, dims: MatmulDims, outDtype: DType, s: GemmScaling = {}): GpuBuffer {
+  const { m, n, k } = dims;
+  const lanes = lanesPerWord(outDtype);
+  if (lanes > 1 && n % lanes !== 0) {
+    const f32 = gemvKernel(ctx, a, b, dims, 'float32', s);
+    try {
+      return castKernel(ctx, { buffer: f32, dtype: 'float32', view: contiguousView([m, n]) }, outDtype, true);
+    } finally {
+      ctx.release(f32);
+    }
+  }
+  const out = ctx.alloc(wordBytes(m * n, lanes));
+  if (m * n === 0) return out;
+  const item = DTYPE_INFO[b.dtype].itemBytes;
+  const perChunk = 16 / item;
+  const ra = s.scaleA?.recipe;
+  const rb = s.scaleB?.recipe;
+  const blockScaled = ra === 'block' || rb === 'block';
+  const extras: [string, GpuBuffer][] = [];
+  if (s.scaleA) extras.push(['scale_a', s.scaleA.buffer]);
+  if (s.scaleB) extras.push(['scale_b', s.scaleB.buffer]);
+  if (s.bias) extras.push(['bias', s.bias.buffer]);
+  if (s.scaleResult) extras.push(['scale_result', s.scaleResult]);
+  const key = ['gemv', m, a.dtype, b.dtype, outDtype, ra, rb, s.bias?.dtype, !!s.scaleResult].join('|');
+  const pipeline = ctx.pipeline(key, () => {
+    const rows = [0, 1, 2, 3].map((r) => (r < m ? `load0(p.a_off + ${r}u * p.a_sm + k * p.a_sk)` : '0.0'));
+    const aScale = (r: number) => (ra === 'block' && r < m ? `scale_a[${r}u * p.k_blocks + k / 128u]` : ra === 'block' ? '0.0' : '1.0');
+    const bScale = rb === 'block' ? 'scale_b[(n / 128u) * p.k_blocks + k / 128u]' : '1.0';
+    const fns = [
+      loadFn('load0', 'in0', a.dtype, 'f32'),
+      loadFn('load_w', 'in1', b.dtype, 'f32', true),
+      decodeFn('decode_w', b.dtype, 'f32'),
+      s.bias ? loadFn('load_bias', 'bias', s.bias.dtype, 'f32') : '',
+      `fn a_vec(k: u32) -> vec4<f32> {\n  return vec4<f32>(${rows.join(', ')});\n}\n`,
+      blockScaled ? `fn block_scale(n: u32, k: u32) -> vec4<f32> {\n  return vec4<f32>(${[0, 1, 2, 3].map(aScale).join(', ')}) * ${bScale};\n}\n` : '',
+      'fn epilogue(m: u32, n: u32, v: f32) -> f32 {',
+      `  var r = v${ra === 'tensor' ? ' * scale_a[0]' : ra === 'row' ? ' * scale_a[m]' : ''}${rb === 'tensor' ? ' * scale_b[0]' : rb === 'row' ? ' * scale_b[n]' : ''};`,
+      s.bias ? '  r += load_bias(n);' : '',
+      s.scaleResult ? '  r *= scale_result[0];' : '',
+      '  return r;',
+      '}',
+      encodeFn('encode_out', outDtype, 'f32', true),
+    ].join('\n');
+    return commonWgsl() + fillTemplate(wgslSource(import.meta.url, 'gemv.wgsl'), {
+      EXTRA_BINDINGS: extras.map(([name], i) => `@group(0) @binding(${4 + i}) var<storage, read> ${name}: array<${name === 'bias' ? 'u32' : 'f32'}>;`).join('\n'),
+      FUNCTIONS: fns,
+      ELEMS_PER_CHUNK: perChunk,
+      CHUNK_BODY: chunkBody(b.dtype),
+      CHUNK_SCALE: blockScaled ? ' * block_scale(n, k0)' : '',
+      TAIL_SCALE: blockScaled ? ' * block_scale(n, k)' : '',
+      STORE: storeCode(lanes, m),
+    });
+  });
+  const [, sn] = b.view.strides;
+  const u = new Uint32Array([
+    n, k, a.view.offset, a.view.strides[0], a.view.strides[1],
+    (b.view.offset * item) / 16, (sn * item) / 16, Math.floor(k / perChunk), Math.ceil(k / 128), 0, 0, 0,
+  ]);
+  ctx.dispatch(pipeline, u.buffer, [out, a.buffer, b.buffer, ...extras.map(([, buf]) => buf)], grid1d(Math.ceil(n / OUTPUTS_PER_WORKGROUP), 1));
+  return out;
+}

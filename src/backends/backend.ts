@@ -32,6 +32,22 @@ export interface MatmulDims {
   readonly k: number;
 }
 
+/** How a dequantization scale applies: one value, one per row of a / column of b, or one per 128-long K block. */
+export type ScaleRecipe = 'tensor' | 'row' | 'block';
+
+/**
+ * Scales and epilogue terms of a scaled matmul (torch._scaled_mm). Scale handles hold contiguous float32:
+ * a: tensor [1], row [m], block [m, ceil(k/128)]; b: tensor [1], row [n], block [ceil(n/128), ceil(k/128)].
+ */
+export interface MatmulScaling<H> {
+  readonly scaleA?: { readonly handle: H; readonly recipe: ScaleRecipe };
+  readonly scaleB?: { readonly handle: H; readonly recipe: ScaleRecipe };
+  /** Contiguous [n], added to every row. */
+  readonly bias?: Operand<H>;
+  /** One float32 multiplied into the result before the output cast. */
+  readonly scaleResult?: H;
+}
+
 export interface Backend<H = unknown> {
   readonly device: DeviceName;
   /** Storage holding `data` (codes/bits as in StorageArray) for data.length elements. */
@@ -51,6 +67,10 @@ export interface Backend<H = unknown> {
   binary(op: BinaryOp, a: Operand<H>, b: Operand<H>, outShape: Shape, outDtype: DType): H;
   /** Reduces dim of x; the result is contiguous with that dim removed. */
   reduce(op: ReduceOp, x: Operand<H>, dim: number, outDtype: DType): H;
-  /** a: [...batch, m, k], b: [...batch, k, n] (views already broadcast over batch); result contiguous [...batch, m, n]. */
-  matmul(a: Operand<H>, b: Operand<H>, dims: MatmulDims, outDtype: DType): H;
+  /**
+   * a: [...batch, m, k], b: [...batch, k, n] (views already broadcast over batch); result contiguous [...batch, m, n],
+   * accumulated in float32 or better. With scaling (2-D only): dequantization scales, bias and result scale; an FP8
+   * output then saturates.
+   */
+  matmul(a: Operand<H>, b: Operand<H>, dims: MatmulDims, outDtype: DType, scaling?: MatmulScaling<H>): H;
 }

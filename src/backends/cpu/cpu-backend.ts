@@ -2,7 +2,7 @@
 import { allocStorage, decodeOne, encodeOne, type StorageArray } from '../../core/codecs.js';
 import { DTYPE_INFO, type DType } from '../../core/dtype.js';
 import { numel, type Shape, type View } from '../../core/shape.js';
-import type { Backend, BinaryOp, MatmulDims, Operand, ReduceOp, UnaryOp } from '../backend.js';
+import type { Backend, BinaryOp, MatmulDims, MatmulScaling, Operand, ReduceOp, UnaryOp } from '../backend.js';
 import { BINARY_F64, BINARY_I32, REDUCE_F64, UNARY_F64, UNARY_I32 } from './scalar-ops.js';
 
 type Handle = StorageArray;
@@ -96,7 +96,8 @@ export class CpuBackend implements Backend<Handle> {
   }
 
   cast(src: Operand<Handle>, outDtype: DType, saturate: boolean): Handle {
-    if (src.dtype === outDtype) {
+    // A saturating fp8 -> same fp8 cast still clamps Inf (e5m2) to the largest finite value, as the GPU kernel does.
+    if (src.dtype === outDtype && !saturate) {
       const idx = viewIndices(src.view);
       const out = allocStorage(outDtype, idx.length);
       for (let i = 0; i < idx.length; i++) out[i] = src.handle[idx[i]];
@@ -139,17 +140,20 @@ export class CpuBackend implements Backend<Handle> {
     for (let o = 0; o < outer; o++) {
       for (let i = 0; i < inner; i++) {
         const base = o * size * inner + i;
-        out[o * inner + i] = op === 'argmax' || op === 'argmin' ? argExtreme(v, base, size, inner, op === 'argmax') : fold(op, v, base, size, inner);
+        const r = op === 'argmax' || op === 'argmin' ? argExtreme(v, base, size, inner, op === 'argmax') : fold(op, v, base, size, inner);
+        // Integer sums wrap like int32 arithmetic (as binary add does and the GPU accumulates), not saturate.
+        out[o * inner + i] = op === 'sum' && isInt(outDtype) ? r | 0 : r;
       }
     }
     return store(out, outDtype);
   }
 
-  matmul(a: Operand<Handle>, b: Operand<Handle>, dims: MatmulDims, outDtype: DType): Handle {
+  matmul(a: Operand<Handle>, b: Operand<Handle>, dims: MatmulDims, outDtype: DType, scaling: MatmulScaling<Handle> = {}): Handle {
     const { m, n, k } = dims;
     const batch = numel(dims.batch);
     const va = values(a);
     const vb = values(b);
+    applyBlockScales(va, vb, dims, scaling);
     const out = new Float64Array(batch * m * n);
     const row = new Float64Array(n);
     for (let bi = 0; bi < batch; bi++) {
@@ -165,7 +169,36 @@ export class CpuBackend implements Backend<Handle> {
         out.set(row, (bi * m + i) * n);
       }
     }
-    return store(out, outDtype);
+    if (!scaling.scaleA && !scaling.scaleB && !scaling.bias && !scaling.scaleResult) return store(out, outDtype);
+    const sa = scaling.scaleA;
+    const sb = scaling.scaleB;
+    const bias = scaling.bias ? values(scaling.bias) : undefined;
+    const result = scaling.scaleResult ? scaling.scaleResult[0] : 1;
+    for (let i = 0; i < m; i++) {
+      for (let j = 0; j < n; j++) {
+        let v = out[i * n + j];
+        if (sa && sa.recipe !== 'block') v *= sa.handle[sa.recipe === 'row' ? i : 0];
+        if (sb && sb.recipe !== 'block') v *= sb.handle[sb.recipe === 'row' ? j : 0];
+        if (bias) v += bias[j];
+        out[i * n + j] = v * result;
+      }
+    }
+    // Scaled FP8 outputs saturate, as the GPU epilogue does.
+    return store(out, outDtype, true);
+  }
+}
+
+/** Multiplies 1x128 / 128x128 block scales into the operand values (2-D a [m, k], b [k, n]). */
+function applyBlockScales(va: Float64Array, vb: Float64Array, dims: MatmulDims, s: MatmulScaling<Handle>): void {
+  const { m, n, k } = dims;
+  const kb = Math.ceil(k / 128);
+  if (s.scaleA?.recipe === 'block') {
+    const t = s.scaleA.handle;
+    for (let i = 0; i < m; i++) for (let p = 0; p < k; p++) va[i * k + p] *= t[i * kb + Math.floor(p / 128)];
+  }
+  if (s.scaleB?.recipe === 'block') {
+    const t = s.scaleB.handle;
+    for (let p = 0; p < k; p++) for (let j = 0; j < n; j++) vb[p * n + j] *= t[Math.floor(j / 128) * kb + Math.floor(p / 128)];
   }
 }
 

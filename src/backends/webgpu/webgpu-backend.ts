@@ -5,7 +5,7 @@ import { allocStorage } from '../../core/codecs.js';
 import { DTYPE_INFO, type DType } from '../../core/dtype.js';
 import { DeviceUnavailableError, ShapeError } from '../../core/errors.js';
 import { contiguousView, isContiguous, numel, type Shape } from '../../core/shape.js';
-import type { Backend, BinaryOp, MatmulDims, Operand, ReduceOp, UnaryOp } from '../backend.js';
+import type { Backend, BinaryOp, MatmulDims, MatmulScaling, Operand, ReduceOp, UnaryOp } from '../backend.js';
 import { castCode } from '../cpu/cpu-backend.js';
 import { BufferPool, type MemoryStats } from './buffer-pool.js';
 import type { GpuBuffer, GpuContext } from './gpu-context.js';
@@ -241,15 +241,17 @@ export class WebGpuBackend implements Backend<GpuBuffer>, GpuContext {
     }
   }
 
-  matmul(a: Operand<GpuBuffer>, b: Operand<GpuBuffer>, dims: MatmulDims, outDtype: DType): GpuBuffer {
-    return this.scaledMatmul(a, b, dims, outDtype, {});
-  }
-
-  /** Matmul with optional dequantization scales, bias and result scale: GEMV for decode shapes, else tiled GEMM. */
-  scaledMatmul(a: Operand<GpuBuffer>, b: Operand<GpuBuffer>, dims: MatmulDims, outDtype: DType, scaling: GemmScaling): GpuBuffer {
+  /** GEMV for decode shapes (M <= 4, [N, K] weights), else the tiled GEMM; both dequantize FP8 on load. */
+  matmul(a: Operand<GpuBuffer>, b: Operand<GpuBuffer>, dims: MatmulDims, outDtype: DType, scaling: MatmulScaling<GpuBuffer> = {}): GpuBuffer {
     const ga = this.gpuOperand(a);
     const gb = this.gpuOperand(b);
-    return gemvApplies(gb, dims) ? gemvKernel(this, ga, gb, dims, outDtype, scaling) : gemmKernel(this, ga, gb, dims, outDtype, scaling);
+    const s: GemmScaling = {
+      scaleA: scaling.scaleA && { buffer: scaling.scaleA.handle, recipe: scaling.scaleA.recipe },
+      scaleB: scaling.scaleB && { buffer: scaling.scaleB.handle, recipe: scaling.scaleB.recipe },
+      bias: scaling.bias && this.gpuOperand(scaling.bias),
+      scaleResult: scaling.scaleResult,
+    };
+    return gemvApplies(gb, dims) ? gemvKernel(this, ga, gb, dims, outDtype, s) : gemmKernel(this, ga, gb, dims, outDtype, s);
   }
 
   // ---- lifecycle and stats ----

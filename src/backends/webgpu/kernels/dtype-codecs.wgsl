@@ -7,27 +7,24 @@
 // so no float op ever touches a value here: f32 is only the type at the boundary, crossed with bitcast.
 
 // Decoders: a narrow subnormal is an f32 normal, so the f32 pattern is assembled directly (exact). NaN codes decode
-// to a quiet f32 NaN of the same sign, payload kept in the high mantissa bits.
+// to a quiet f32 NaN of the same sign, payload kept in the high mantissa bits. They are branchless (every case is
+// computed, select picks one): they sit in the inner loops of GEMV/GEMM, where early returns inlined many times
+// over make shader compilers slow (SwiftShader's hung) and make invocations diverge.
+
+// The f32 bits of m * 2^(lsb_exp) for a small integer m > 0: exponent from m's leading one.
+fn small_int_scaled_bits(m: u32, lsb_exp: u32) -> u32 {
+  let p = 31u - countLeadingZeros(m);
+  return ((p + lsb_exp) << 23u) | ((m << ((23u - p) & 31u)) & 0x7fffffu);
+}
 
 fn f16_to_f32(bits: u32) -> f32 {
   let sgn = (bits & 0x8000u) << 16u;
   let e = (bits >> 10u) & 0x1fu;
   let m = bits & 0x3ffu;
-  if (e == 0x1fu) {
-    if (m == 0u) {
-      return bitcast<f32>(sgn | 0x7f800000u);
-    }
-    return bitcast<f32>(sgn | 0x7fc00000u | (m << 13u));
-  }
-  if (e != 0u) {
-    return bitcast<f32>(sgn | ((e + 112u) << 23u) | (m << 13u));
-  }
-  if (m == 0u) {
-    return bitcast<f32>(sgn);
-  }
-  // m * 2^-24 with the leading one at bit p: exponent p - 24.
-  let p = 31u - countLeadingZeros(m);
-  return bitcast<f32>(sgn | ((p + 103u) << 23u) | ((m << (23u - p)) & 0x7fffffu));
+  let normal = ((e + 112u) << 23u) | (m << 13u);
+  let special = select(0x7fc00000u | (m << 13u), 0x7f800000u, m == 0u);
+  let sub = select(small_int_scaled_bits(m, 103u), 0u, m == 0u);
+  return bitcast<f32>(sgn | select(select(normal, special, e == 0x1fu), sub, e == 0u));
 }
 
 fn bf16_to_f32(bits: u32) -> f32 {
@@ -38,39 +35,19 @@ fn e4m3_to_f32(bits: u32) -> f32 {
   let sgn = (bits & 0x80u) << 24u;
   let e = (bits >> 3u) & 0xfu;
   let m = bits & 0x7u;
-  if (e == 0xfu && m == 0x7u) {
-    return bitcast<f32>(sgn | 0x7fc00000u);
-  }
-  if (e != 0u) {
-    return bitcast<f32>(sgn | ((e + 120u) << 23u) | (m << 20u));
-  }
-  if (m == 0u) {
-    return bitcast<f32>(sgn);
-  }
-  // m * 2^-9 with the leading one at bit p: exponent p - 9.
-  let p = 31u - countLeadingZeros(m);
-  return bitcast<f32>(sgn | ((p + 118u) << 23u) | ((m << (23u - p)) & 0x7fffffu));
+  let normal = select(((e + 120u) << 23u) | (m << 20u), 0x7fc00000u, e == 0xfu && m == 0x7u);
+  let sub = select(small_int_scaled_bits(m, 118u), 0u, m == 0u);
+  return bitcast<f32>(sgn | select(normal, sub, e == 0u));
 }
 
 fn e5m2_to_f32(bits: u32) -> f32 {
   let sgn = (bits & 0x80u) << 24u;
   let e = (bits >> 2u) & 0x1fu;
   let m = bits & 0x3u;
-  if (e == 0x1fu) {
-    if (m == 0u) {
-      return bitcast<f32>(sgn | 0x7f800000u);
-    }
-    return bitcast<f32>(sgn | 0x7fc00000u | (m << 21u));
-  }
-  if (e != 0u) {
-    return bitcast<f32>(sgn | ((e + 112u) << 23u) | (m << 21u));
-  }
-  if (m == 0u) {
-    return bitcast<f32>(sgn);
-  }
-  // m * 2^-16 with the leading one at bit p: exponent p - 16.
-  let p = 31u - countLeadingZeros(m);
-  return bitcast<f32>(sgn | ((p + 111u) << 23u) | ((m << (23u - p)) & 0x7fffffu));
+  let normal = ((e + 112u) << 23u) | (m << 21u);
+  let special = select(0x7fc00000u | (m << 21u), 0x7f800000u, m == 0u);
+  let sub = select(small_int_scaled_bits(m, 111u), 0u, m == 0u);
+  return bitcast<f32>(sgn | select(select(normal, special, e == 0x1fu), sub, e == 0u));
 }
 
 // Encoders. Overflow thresholds are the f32 midpoint between the largest finite value and the next binade: for

@@ -19,18 +19,20 @@ export function gemvApplies(b: GpuOperand, dims: MatmulDims): boolean {
   return (sk === 1 || dims.k === 1) && (sn * item) % 16 === 0 && (b.view.offset * item) % 16 === 0;
 }
 
+// A loop, not an unrolled block: 16 inlined FP8 decodes per chunk made SwiftShader's shader compiler hang, and GPU
+// compilers unroll constant-trip loops themselves.
 function chunkBody(dtype: DType): string {
   const lanes = lanesPerWord(dtype);
   const bits = 32 / lanes;
-  const mask = `${(2 ** bits - 1) >>> 0}u`;
-  const lines: string[] = [];
-  ['x', 'y', 'z', 'w'].forEach((comp, w) => {
-    for (let l = 0; l < lanes; l++) {
-      const code = lanes === 1 ? `chunk.${comp}` : `(chunk.${comp} >> ${l * bits}u) & ${mask}`;
-      lines.push(`      part += decode_w(${code}) * a_vec(k0 + ${w * lanes + l}u);`);
-    }
-  });
-  return lines.join('\n');
+  const code = lanes === 1 ? 'word' : `(word >> (l * ${bits}u)) & ${(2 ** bits - 1) >>> 0}u`;
+  return [
+    '      for (var w = 0u; w < 4u; w++) {',
+    '        let word = chunk[w];',
+    `        for (var l = 0u; l < ${lanes}u; l++) {`,
+    `          part += decode_w(${code}) * a_vec(k0 + w * ${lanes}u + l);`,
+    '        }',
+    '      }',
+  ].join('\n');
 }
 
 function storeCode(lanes: number, m: number): string {

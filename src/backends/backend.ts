@@ -63,6 +63,8 @@ export interface Backend<H = unknown> {
   /** Writes src (same shape) into the view dst of existing storage, converting to dst's dtype. */
   copyInto(src: Operand<H>, dst: Operand<H>): void;
   unary(op: UnaryOp, x: Operand<H>, outDtype: DType): H;
+  /** x.index_select(dim, index) with a 1-D int32 index; contiguous result. Out-of-range: CPU throws, GPU gives 0. */
+  indexSelect(x: Operand<H>, dim: number, index: Operand<H>): H;
   /** a and b are already broadcast to outShape; computes in float32 when any dtype involved is floating, else int32. */
   binary(op: BinaryOp, a: Operand<H>, b: Operand<H>, outShape: Shape, outDtype: DType): H;
   /** Reduces dim of x; the result is contiguous with that dim removed. */

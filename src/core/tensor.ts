@@ -253,6 +253,10 @@ export class Tensor {
     return ops.argmin(this, dim, options);
   }
 
+  indexSelect(dim: number, index: Tensor): Tensor {
+    return ops.indexSelect(this, dim, index);
+  }
+
   // ---- linear algebra ----
   matmul(other: Tensor): Tensor {
     return ops.matmul(this, other);

@@ -6,3 +6,4 @@ export * from './shape-ops.js';
 export * from './convert.js';
 export * from './scaled-mm.js';
 export * from './quantize.js';
+export * from './index-select.js';

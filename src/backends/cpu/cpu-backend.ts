@@ -1,6 +1,7 @@
 // The reference backend: plain loops over float64 values, exact enough to judge every GPU kernel.
 import { allocStorage, decodeOne, encodeOne, type StorageArray } from '../../core/codecs.js';
 import { DTYPE_INFO, type DType } from '../../core/dtype.js';
+import { ShapeError } from '../../core/errors.js';
 import { numel, type Shape, type View } from '../../core/shape.js';
 import type { Backend, BinaryOp, MatmulDims, MatmulScaling, Operand, ReduceOp, UnaryOp } from '../backend.js';
 import { BINARY_F64, BINARY_I32, REDUCE_F64, UNARY_F64, UNARY_I32 } from './scalar-ops.js';
@@ -110,6 +111,24 @@ export class CpuBackend implements Backend<Handle> {
     const v = values(src);
     const idx = viewIndices(dst.view);
     for (let i = 0; i < idx.length; i++) dst.handle[idx[i]] = castCode(v[i], dst.dtype);
+  }
+
+  indexSelect(x: Operand<Handle>, dim: number, index: Operand<Handle>): Handle {
+    const shape = x.view.shape;
+    const ids = Array.from(viewIndices(index.view), (i) => index.handle[i]);
+    const bad = ids.find((i) => i < 0 || i >= shape[dim]);
+    if (bad !== undefined) throw new ShapeError(`indexSelect: index ${bad} is out of range for dim ${dim} of size ${shape[dim]}`);
+    const outer = numel(shape.slice(0, dim));
+    const inner = numel(shape.slice(dim + 1));
+    const src = viewIndices(x.view);
+    const out = allocStorage(x.dtype, outer * ids.length * inner);
+    let at = 0;
+    for (let o = 0; o < outer; o++) {
+      for (const id of ids) {
+        for (let j = 0; j < inner; j++) out[at++] = x.handle[src[(o * shape[dim] + id) * inner + j]];
+      }
+    }
+    return out;
   }
 
   unary(op: UnaryOp, x: Operand<Handle>, outDtype: DType): Handle {

@@ -12,6 +12,7 @@ import type { GpuBuffer, GpuContext } from './gpu-context.js';
 import { binaryKernel, castKernel, fillKernel, scatterKernel, unaryKernel, type GpuOperand } from './kernels/elementwise.js';
 import { gemmKernel, type GemmScaling } from './kernels/gemm.js';
 import { gemvApplies, gemvKernel } from './kernels/gemv.js';
+import { indexSelectKernel } from './kernels/index-select.js';
 import { reduceKernel } from './kernels/reduce.js';
 import { checkAdapter, OPTIONAL_FEATURES, REQUIRED_LIMITS } from './requirements.js';
 import { loadGpu } from './runtime.js';
@@ -223,6 +224,10 @@ export class WebGpuBackend implements Backend<GpuBuffer>, GpuContext {
     scatterKernel(this, this.gpuOperand(src), this.gpuOperand(dst));
   }
 
+  indexSelect(x: Operand<GpuBuffer>, dim: number, index: Operand<GpuBuffer>): GpuBuffer {
+    return this.withContiguous(x, (cx) => indexSelectKernel(this, cx, dim, this.gpuOperand(index)));
+  }
+
   unary(op: UnaryOp, x: Operand<GpuBuffer>, outDtype: DType): GpuBuffer {
     return unaryKernel(this, op, this.gpuOperand(x), outDtype);
   }
@@ -232,13 +237,7 @@ export class WebGpuBackend implements Backend<GpuBuffer>, GpuContext {
   }
 
   reduce(op: ReduceOp, x: Operand<GpuBuffer>, dim: number, outDtype: DType): GpuBuffer {
-    if (isContiguous(x.view)) return reduceKernel(this, op, this.gpuOperand(x), dim, outDtype);
-    const compact = castKernel(this, this.gpuOperand(x), x.dtype, false);
-    try {
-      return reduceKernel(this, op, { buffer: compact, dtype: x.dtype, view: contiguousView(x.view.shape) }, dim, outDtype);
-    } finally {
-      this.release(compact);
-    }
+    return this.withContiguous(x, (cx) => reduceKernel(this, op, cx, dim, outDtype));
   }
 
   /** GEMV for decode shapes (M <= 4, [N, K] weights), else the tiled GEMM; both dequantize FP8 on load. */
@@ -281,6 +280,17 @@ export class WebGpuBackend implements Backend<GpuBuffer>, GpuContext {
     this.encoder = undefined;
     this.pass = undefined;
     this.gpuDevice.destroy();
+  }
+
+  /** Runs a kernel that needs a contiguous view, compacting x into a temporary first when it is not. */
+  private withContiguous(x: Operand<GpuBuffer>, kernel: (x: GpuOperand) => GpuBuffer): GpuBuffer {
+    if (isContiguous(x.view)) return kernel(this.gpuOperand(x));
+    const compact = castKernel(this, this.gpuOperand(x), x.dtype, false);
+    try {
+      return kernel({ buffer: compact, dtype: x.dtype, view: contiguousView(x.view.shape) });
+    } finally {
+      this.release(compact);
+    }
   }
 
   private gpuOperand(x: Operand<GpuBuffer>): GpuOperand {

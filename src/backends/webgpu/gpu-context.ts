@@ -18,6 +18,12 @@ export interface GpuContext {
    * Work is batched into one command buffer until something is read back.
    */
   dispatch(pipeline: GPUComputePipeline, params: ArrayBuffer | null, buffers: readonly GpuBuffer[], grid: readonly [number, number, number]): void;
+  /**
+   * Whether kernels may reduce with subgroup operations in groups of `groupSize` consecutive invocations: the
+   * device has the 'subgroups' feature, every subgroup size divides groupSize, and subgroups were checked to hold
+   * consecutive invocations.
+   */
+  subgroupReduce(groupSize: number): boolean;
   /** Limits the kernels must respect. */
   readonly limits: { maxStorageBufferBindingSize: number; maxComputeWorkgroupsPerDimension: number };
 }

@@ -41,6 +41,12 @@ export class WebGpuBackend implements Backend<GpuBuffer>, GpuContext {
   readonly counters: GpuCounters = { dispatches: 0, submits: 0, reads: 0, pipelinesCompiled: 0 };
   readonly limits: { maxStorageBufferBindingSize: number; maxComputeWorkgroupsPerDimension: number };
   released = false;
+  /**
+   * Subgroup fast paths on/off (on when the device has them and they passed the layout check; tests turn them off
+   * to cover the fallback). Set TENSORGPU_DISABLE_SUBGROUPS=1 to start with them off.
+   */
+  subgroupsEnabled = false;
+  private subgroupMaxSize = 0;
   private readonly storage: BufferPool;
   private readonly uniforms: BufferPool;
   private readonly staging: BufferPool;
@@ -90,16 +96,26 @@ export class WebGpuBackend implements Backend<GpuBuffer>, GpuContext {
     }
     const device = await adapter.requestDevice({ requiredFeatures: features, requiredLimits });
     const info = adapter.info;
-    return new WebGpuBackend(device, {
+    const backend = new WebGpuBackend(device, {
       vendor: info.vendor,
       architecture: info.architecture,
       device: info.device,
       description: info.description,
       features: [...adapter.features].map(String).sort(),
     });
+    if (features.includes('subgroups' as GPUFeatureName) && process.env.TENSORGPU_DISABLE_SUBGROUPS !== '1') {
+      backend.subgroupMaxSize = (info as GPUAdapterInfo & { subgroupMaxSize?: number }).subgroupMaxSize ?? 0;
+      backend.subgroupsEnabled = backend.subgroupMaxSize > 0 && (await subgroupLayoutIsLinear(backend));
+    }
+    return backend;
   }
 
   // ---- GpuContext ----
+  subgroupReduce(groupSize: number): boolean {
+    // Subgroup sizes are powers of two, so every size up to the maximum divides a power-of-two group.
+    return this.subgroupsEnabled && this.subgroupMaxSize <= groupSize;
+  }
+
   alloc(bytes: number): GpuBuffer {
     this.checkAlive();
     if (bytes > this.limits.maxStorageBufferBindingSize) {
@@ -307,6 +323,30 @@ export class WebGpuBackend implements Backend<GpuBuffer>, GpuContext {
       const msgs = this.errors.splice(0);
       throw new Error(`WebGPU reported ${msgs.length} error(s) in queued work: ${msgs.join(' | ')}`);
     }
+  }
+}
+
+/**
+ * WGSL does not promise that a subgroup holds consecutive invocations of a 1-D workgroup, but kernels that reduce
+ * per group of consecutive invocations need it: check once on this device (one dispatch and a read).
+ */
+async function subgroupLayoutIsLinear(backend: WebGpuBackend): Promise<boolean> {
+  const code = `enable subgroups;
+@group(0) @binding(0) var<storage, read_write> out: array<u32>;
+@compute @workgroup_size(256)
+fn main(@builtin(local_invocation_index) li: u32, @builtin(subgroup_invocation_id) lane: u32, @builtin(subgroup_size) size: u32) {
+  let first = subgroupBroadcastFirst(li);
+  out[li] = select(0u, 1u, lane == li % size && first == li - lane);
+}`;
+  const out = backend.alloc(256 * 4);
+  try {
+    backend.dispatch(backend.pipeline('subgroup-layout-probe', () => code), null, [out], [1, 1, 1]);
+    const flags = (await backend.read({ handle: out, dtype: 'int32', view: contiguousView([256]) })) as Int32Array;
+    return flags.every((f) => f === 1);
+  } catch {
+    return false;
+  } finally {
+    backend.release(out);
   }
 }
 

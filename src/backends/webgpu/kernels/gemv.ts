@@ -35,6 +35,31 @@ function chunkBody(dtype: DType): string {
   ].join('\n');
 }
 
+const TREE_REDUCE = `  red[lid.x] = acc;
+  workgroupBarrier();
+  for (var s = TPO / 2u; s > 0u; s >>= 1u) {
+    if (t < s) {
+      red[lid.x] += red[lid.x + s];
+    }
+    workgroupBarrier();
+  }`;
+
+// Subgroups hold consecutive invocations (checked at device start, see subgroupLayoutIsLinear), so each of the
+// TPO / sg_size subgroups of a column adds its lanes in registers and one barrier is left instead of log2(TPO).
+const SUBGROUP_REDUCE = `  let sg_total = subgroupAdd(acc);
+  if (sg_lane == 0u) {
+    red[lid.x] = sg_total;
+  }
+  workgroupBarrier();
+  if (t == 0u) {
+    var s = vec4<f32>(0.0);
+    for (var j = 0u; j < TPO; j += sg_size) {
+      s += red[lid.x + j];
+    }
+    red[lid.x] = s;
+  }
+  workgroupBarrier();`;
+
 function storeCode(lanes: number, m: number): string {
   const lines: string[] = [];
   for (let r = 0; r < m; r++) {
@@ -85,7 +110,8 @@ export function gemvKernel(ctx: GpuContext, a: GpuOperand, b: GpuOperand, dims: 
   if (s.scaleB) extras.push(['scale_b', s.scaleB.buffer]);
   if (s.bias) extras.push(['bias', s.bias.buffer]);
   if (s.scaleResult) extras.push(['scale_result', s.scaleResult]);
-  const key = ['gemv', m, a.dtype, b.dtype, outDtype, ra, rb, s.bias?.dtype, !!s.scaleResult].join('|');
+  const subgroups = ctx.subgroupReduce(64);
+  const key = ['gemv', m, a.dtype, b.dtype, outDtype, ra, rb, s.bias?.dtype, !!s.scaleResult, subgroups].join('|');
   const pipeline = ctx.pipeline(key, () => {
     const rows = [0, 1, 2, 3].map((r) => (r < m ? `load0(p.a_off + ${r}u * p.a_sm + k * p.a_sk)` : '0.0'));
     const aScale = (r: number) => (ra === 'block' && r < m ? `scale_a[${r}u * p.k_blocks + k / 128u]` : ra === 'block' ? '0.0' : '1.0');
@@ -105,7 +131,8 @@ export function gemvKernel(ctx: GpuContext, a: GpuOperand, b: GpuOperand, dims: 
       '}',
       encodeFn('encode_out', outDtype, 'f32', true),
     ].join('\n');
-    return commonWgsl() + fillTemplate(wgslSource(import.meta.url, 'gemv.wgsl'), {
+    // Directives must precede every declaration, the shared helpers included.
+    return (subgroups ? 'enable subgroups;\n' : '') + commonWgsl() + fillTemplate(wgslSource(import.meta.url, 'gemv.wgsl'), {
       EXTRA_BINDINGS: extras.map(([name], i) => `@group(0) @binding(${4 + i}) var<storage, read> ${name}: array<${name === 'bias' ? 'u32' : 'f32'}>;`).join('\n'),
       FUNCTIONS: fns,
       ELEMS_PER_CHUNK: perChunk,
@@ -113,6 +140,8 @@ export function gemvKernel(ctx: GpuContext, a: GpuOperand, b: GpuOperand, dims: 
       CHUNK_SCALE: blockScaled ? ' * block_scale(n, k0)' : '',
       TAIL_SCALE: blockScaled ? ' * block_scale(n, k)' : '',
       STORE: storeCode(lanes, m),
+      SUBGROUP_BUILTINS: subgroups ? ', @builtin(subgroup_invocation_id) sg_lane: u32, @builtin(subgroup_size) sg_size: u32' : '',
+      REDUCE: subgroups ? SUBGROUP_REDUCE : TREE_REDUCE,
     });
   });
   const [, sn] = b.view.strides;

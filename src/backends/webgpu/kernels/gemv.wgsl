@@ -31,7 +31,7 @@ const OPW = 4u;   // output columns per workgroup
 var<workgroup> red: array<vec4<f32>, 256>;
 
 @compute @workgroup_size(256)
-fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>{{SUBGROUP_BUILTINS}}) {
   let wg = wid.x + wid.y * nwg.x;
   let g = lid.x / TPO;
   let t = lid.x % TPO;
@@ -53,14 +53,8 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
       acc += w * a_vec(k){{TAIL_SCALE}};
     }
   }
-  red[lid.x] = acc;
-  workgroupBarrier();
-  for (var s = TPO / 2u; s > 0u; s >>= 1u) {
-    if (t < s) {
-      red[lid.x] += red[lid.x + s];
-    }
-    workgroupBarrier();
-  }
+  // Sum the TPO partials of each output column into red[g * TPO].
+{{REDUCE}}
   if (lid.x == 0u) {
     let n0 = wg * OPW;
 {{STORE}}

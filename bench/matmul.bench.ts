@@ -1,0 +1,105 @@
+// f32 matmul, WebGPU against the CPU reference backend: square GEMMs and the decode-time GEMV (one token's
+// activation row through a weight matrix), with the weight in both layouts.
+import { matmul, randn, synchronize, Generator, type Tensor } from '../src/index.js';
+import { primeGpu, timeIt, type BenchCase, type BenchContext, type RowInput, type TimeOptions } from './harness.js';
+
+/** A CPU run predicted to take longer than this is skipped (the CPU backend is a plain-JS oracle, not a BLAS). */
+const CPU_RUN_LIMIT_MS = 3000;
+
+interface CpuRate {
+  /** The CPU GEMM rate (GFLOP/s) measured at the previous size: predicts whether the next one finishes in time. */
+  gflops: number | undefined;
+}
+
+interface MatmulSpec {
+  benchmark: string;
+  m: number;
+  k: number;
+  n: number;
+  /**
+   * 'kn': the right operand is a contiguous [K, N] tensor. 'nk': it is stored [N, K] and used transposed
+   * (`x @ w.T`), the layout of nn.Linear weights and checkpoints, which the decode GEMV kernel reads.
+   */
+  weight: 'kn' | 'nk';
+  time: TimeOptions;
+  cpu: CpuRate;
+}
+
+export function matmulCases(quick: boolean): BenchCase[] {
+  const squareRate: CpuRate = { gflops: undefined };
+  const square = (n: number): BenchCase =>
+    // On a software adapter a 1024 GEMM takes seconds: a warm-up run there buys nothing that primeGpu (the
+    // pipeline compile) has not bought already, so big sizes go straight to timed runs.
+    matmulCase({ benchmark: 'matmul f32', m: n, k: n, n, weight: 'kn', time: n >= 1024 ? { warmup: 0 } : {}, cpu: squareRate });
+  const gemv = (k: number, n: number, weight: 'kn' | 'nk'): BenchCase =>
+    matmulCase({
+      benchmark: weight === 'nk' ? 'gemv f32 x@W.T' : 'gemv f32 x@W',
+      m: 1,
+      k,
+      n,
+      weight,
+      time: k * n >= 1 << 24 ? { warmup: 0 } : {},
+      cpu: { gflops: undefined },
+    });
+  return quick
+    ? [square(128), square(256), gemv(1024, 1024, 'nk'), gemv(1024, 1024, 'kn')]
+    : [square(256), square(512), square(1024), gemv(4096, 4096, 'nk'), gemv(4096, 4096, 'kn')];
+}
+
+function matmulCase(spec: MatmulSpec): BenchCase {
+  const shape = `[${spec.m},${spec.k}]x[${spec.k},${spec.n}]`;
+  return { benchmark: spec.benchmark, shape, run: (ctx) => measure(ctx, spec, shape) };
+}
+
+async function measure(ctx: BenchContext, spec: MatmulSpec, shape: string): Promise<RowInput[]> {
+  const { m, k, n } = spec;
+  const flops = 2 * m * n * k;
+  const base = { benchmark: spec.benchmark, shape, flops };
+  const rows: RowInput[] = [];
+  const owned: Tensor[] = [];
+  const own = (t: Tensor): Tensor => (owned.push(t), t);
+  const rhs = (w: Tensor): Tensor => (spec.weight === 'nk' ? own(w.T) : w);
+  try {
+    // The same seeded values on both backends: generated once on the CPU and copied to the GPU.
+    const g = new Generator(1234);
+    const a = own(randn([m, k], { device: 'cpu', generator: g }));
+    const w = own(randn(spec.weight === 'nk' ? [n, k] : [k, n], { device: 'cpu', generator: g }));
+
+    if (ctx.gpu) {
+      const ga = own(await a.to('webgpu'));
+      const gb = rhs(own(await w.to('webgpu')));
+      // Tiny problems of the same kind (GEMM, or GEMV on a transposed weight) compile the pipeline used below.
+      await primeGpu(`${spec.benchmark} ${m === 1 ? 'm1' : 'mn'}`, [[m === 1 ? 1 : 64, 64], [64, 64]], ([x, y]) => {
+        const yt = spec.weight === 'nk' ? y.T : y;
+        try {
+          return matmul(x, yt);
+        } finally {
+          if (yt !== y) yt.dispose();
+        }
+      });
+      ctx.log(`  webgpu ${spec.benchmark} ${shape}`);
+      const timing = await timeIt(async () => {
+        const c = matmul(ga, gb);
+        await synchronize();
+        c.dispose();
+      }, { ...ctx.time, ...spec.time });
+      rows.push({ ...base, backend: 'webgpu', timing });
+    }
+
+    const rate = spec.cpu.gflops;
+    const predictedMs = rate ? flops / rate / 1e6 : undefined;
+    if (predictedMs !== undefined && predictedMs > CPU_RUN_LIMIT_MS) {
+      ctx.log(`  cpu ${spec.benchmark} ${shape}: skipped, ~${(predictedMs / 1000).toFixed(1)} s per run predicted at ${rate!.toFixed(2)} GFLOP/s`);
+      rows.push({ ...base, backend: 'cpu', note: 'skipped (too slow)' });
+    } else {
+      ctx.log(`  cpu ${spec.benchmark} ${shape}`);
+      const cb = rhs(w);
+      const timing = await timeIt(() => matmul(a, cb).dispose(), { ...ctx.time, ...spec.time });
+      spec.cpu.gflops = flops / timing.medianMs / 1e6;
+      rows.push({ ...base, backend: 'cpu', timing });
+    }
+    return rows;
+  } finally {
+    for (const t of owned.reverse()) t.dispose();
+  }
+}

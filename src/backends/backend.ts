@@ -67,6 +67,8 @@ export interface Backend<H = unknown> {
   indexSelect(x: Operand<H>, dim: number, index: Operand<H>): H;
   /** a and b are already broadcast to outShape; computes in float32 when any dtype involved is floating, else int32. */
   binary(op: BinaryOp, a: Operand<H>, b: Operand<H>, outShape: Shape, outDtype: DType): H;
+  /** Softmax (or log-softmax) along dim, numerically stable; contiguous result in x's dtype. */
+  softmax(x: Operand<H>, dim: number, log: boolean): H;
   /** Reduces dim of x; the result is contiguous with that dim removed. */
   reduce(op: ReduceOp, x: Operand<H>, dim: number, outDtype: DType): H;
   /**

@@ -257,6 +257,13 @@ export class Tensor {
     return ops.indexSelect(this, dim, index);
   }
 
+  softmax(dim = -1): Tensor {
+    return ops.softmax(this, dim);
+  }
+  logSoftmax(dim = -1): Tensor {
+    return ops.logSoftmax(this, dim);
+  }
+
   // ---- linear algebra ----
   matmul(other: Tensor): Tensor {
     return ops.matmul(this, other);

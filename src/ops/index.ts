@@ -7,3 +7,4 @@ export * from './convert.js';
 export * from './scaled-mm.js';
 export * from './quantize.js';
 export * from './index-select.js';
+export * from './softmax.js';

@@ -14,6 +14,7 @@ import { gemmKernel, type GemmScaling } from './kernels/gemm.js';
 import { gemvApplies, gemvKernel } from './kernels/gemv.js';
 import { indexSelectKernel } from './kernels/index-select.js';
 import { reduceKernel } from './kernels/reduce.js';
+import { softmaxKernel } from './kernels/softmax.js';
 import { checkAdapter, OPTIONAL_FEATURES, REQUIRED_LIMITS } from './requirements.js';
 import { loadGpu } from './runtime.js';
 
@@ -250,6 +251,10 @@ export class WebGpuBackend implements Backend<GpuBuffer>, GpuContext {
 
   binary(op: BinaryOp, a: Operand<GpuBuffer>, b: Operand<GpuBuffer>, outShape: Shape, outDtype: DType): GpuBuffer {
     return binaryKernel(this, op, this.gpuOperand(a), this.gpuOperand(b), outShape, outDtype);
+  }
+
+  softmax(x: Operand<GpuBuffer>, dim: number, log: boolean): GpuBuffer {
+    return this.withContiguous(x, (cx) => softmaxKernel(this, cx, dim, log));
   }
 
   reduce(op: ReduceOp, x: Operand<GpuBuffer>, dim: number, outDtype: DType): GpuBuffer {

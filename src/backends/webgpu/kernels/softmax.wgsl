@@ -1,0 +1,79 @@
+// Softmax / log-softmax of rows of a contiguous [outer, d, inner] input (the row runs along d), one workgroup per
+// row, in one dispatch: pass 1 keeps an online (max, sum of exp) per invocation and merges them in workgroup
+// memory; pass 2 writes exp(x - max) / sum (or x - max - log(sum)). The row is read twice and written once.
+// A row of all -Inf gives NaN and a NaN anywhere makes the row NaN, as torch does.
+
+struct Params {
+  rows: u32,
+  d: u32,
+  inner: u32,
+  offset: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read_write> out: array<u32>;
+@group(0) @binding(2) var<storage, read> in0: array<u32>;
+
+{{FUNCTIONS}}
+
+const WG = {{WG}}u;
+
+var<workgroup> wg_max: array<f32, WG>;
+var<workgroup> wg_sum: array<f32, WG>;
+
+// exp that is exactly 0 far below the max (and for -Inf), whatever the GPU's exp does with huge negative inputs;
+// NaN stays NaN.
+fn exp_below_max(d: f32) -> f32 {
+  return select(select(exp(d), 0.0, d < -88.0), d, is_nan(d));
+}
+
+// Merges two online-softmax states (m, s): s is the sum of exp(x - m). An empty state is (-Inf, 0).
+fn merge(m1: f32, s1: f32, m2: f32, s2: f32) -> vec2<f32> {
+  if (is_nan(m1) || is_nan(m2)) {
+    return vec2<f32>(f32_bits(0x7fc00000u), 0.0);
+  }
+  let m = max(m1, m2);
+  if (m == f32_bits(0xff800000u)) {
+    return vec2<f32>(m, 0.0);
+  }
+  return vec2<f32>(m, s1 * exp_below_max(m1 - m) + s2 * exp_below_max(m2 - m));
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+  let row = wid.x + wid.y * nwg.x;
+  if (row >= p.rows) {
+    return;
+  }
+  let t = lid.x;
+  let base = p.offset + (row / p.inner) * p.d * p.inner + row % p.inner;
+  var m = f32_bits(0xff800000u);
+  var s = 0.0;
+  for (var j = t; j < p.d; j += WG) {
+    let r = merge(m, s, load0(base + j * p.inner), 1.0);
+    m = r.x;
+    s = r.y;
+  }
+  wg_max[t] = m;
+  wg_sum[t] = s;
+  workgroupBarrier();
+  for (var k = WG / 2u; k > 0u; k >>= 1u) {
+    if (t < k) {
+      let r = merge(wg_max[t], wg_sum[t], wg_max[t + k], wg_sum[t + k]);
+      wg_max[t] = r.x;
+      wg_sum[t] = r.y;
+    }
+    workgroupBarrier();
+  }
+  let row_max = wg_max[0];
+  // All -Inf (0/0) and NaN rows come out NaN, as in torch.
+  let row_sum = select(wg_sum[0], f32_bits(0x7fc00000u), row_max == f32_bits(0xff800000u) || is_nan(row_max));
+  let inv = 1.0 / row_sum;
+  let log_sum = log(row_sum);
+  // Packed outputs (lanes > 1) are written a word at a time; the launcher only picks them when every row is whole
+  // words (inner == 1, d a multiple of lanes), else it computes f32 and casts.
+  let first = base - p.offset;
+  for (var j = t * {{LANES}}u; j < p.d; j += WG * {{LANES}}u) {
+{{STORE}}
+  }
+}

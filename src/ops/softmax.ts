@@ -1,0 +1,26 @@
+import { normalizeDim } from '../core/shape.js';
+import type { Tensor } from '../core/tensor.js';
+import { commonBackend, requireDTypes, wrap } from './util.js';
+
+const SOFTMAX_DTYPES = ['float32', 'float16', 'bfloat16'] as const;
+
+function softmaxOp(name: string, x: Tensor, dim: number, log: boolean): Tensor {
+  const backend = commonBackend(name, x);
+  requireDTypes(name, x, SOFTMAX_DTYPES);
+  if (x.ndim === 0) return wrap(backend, backend.softmax({ ...x.operand(), view: { shape: [1], strides: [1], offset: x.offset } }, 0, log), x.dtype, []);
+  const d = normalizeDim(dim, x.ndim);
+  return wrap(backend, backend.softmax(x.operand(), d, log), x.dtype, x.shape);
+}
+
+/**
+ * torch.softmax along dim, computed in float32 with an online max/sum: one GPU dispatch for rows of any length
+ * (one workgroup per row). A row of all -Inf gives NaN, as in torch.
+ */
+export function softmax(x: Tensor, dim = -1): Tensor {
+  return softmaxOp('softmax', x, dim, false);
+}
+
+/** torch.log_softmax along dim: x - max - log(sum(exp(x - max))), one GPU dispatch. */
+export function logSoftmax(x: Tensor, dim = -1): Tensor {
+  return softmaxOp('logSoftmax', x, dim, true);
+}

@@ -48,6 +48,23 @@ export interface MatmulScaling<H> {
   readonly scaleResult?: H;
 }
 
+/**
+ * Everything sampling needs, already resolved to float32 values (multiplying by inverses, never dividing, so CPU
+ * and GPU round alike). invTemperature 0 = greedy; topK 0, topP 1, minP 0, penalties 1/0/0 = off.
+ */
+export interface SamplingParams {
+  readonly invTemperature: number;
+  readonly topK: number;
+  readonly topP: number;
+  readonly minP: number;
+  /** Uniform in [0, 1) from the caller's seeded generator. */
+  readonly u: number;
+  readonly repetition: number;
+  readonly invRepetition: number;
+  readonly presence: number;
+  readonly frequency: number;
+}
+
 export interface Backend<H = unknown> {
   readonly device: DeviceName;
   /** Storage holding `data` (codes/bits as in StorageArray) for data.length elements. */
@@ -69,6 +86,8 @@ export interface Backend<H = unknown> {
   binary(op: BinaryOp, a: Operand<H>, b: Operand<H>, outShape: Shape, outDtype: DType): H;
   /** Softmax (or log-softmax) along dim, numerically stable; contiguous result in x's dtype. */
   softmax(x: Operand<H>, dim: number, log: boolean): H;
+  /** One token id sampled from a 1-D logits row (int32 storage of one element; -1 when nothing can be sampled). */
+  sample(logits: Operand<H>, previous: Operand<H> | undefined, params: SamplingParams): H;
   /** Reduces dim of x; the result is contiguous with that dim removed. */
   reduce(op: ReduceOp, x: Operand<H>, dim: number, outDtype: DType): H;
   /**

@@ -8,3 +8,4 @@ export * from './scaled-mm.js';
 export * from './quantize.js';
 export * from './index-select.js';
 export * from './softmax.js';
+export * from './sample.js';

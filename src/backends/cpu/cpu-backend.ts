@@ -3,7 +3,8 @@ import { allocStorage, decodeOne, encodeOne, type StorageArray } from '../../cor
 import { DTYPE_INFO, type DType } from '../../core/dtype.js';
 import { ShapeError } from '../../core/errors.js';
 import { numel, type Shape, type View } from '../../core/shape.js';
-import type { Backend, BinaryOp, MatmulDims, MatmulScaling, Operand, ReduceOp, UnaryOp } from '../backend.js';
+import type { Backend, BinaryOp, MatmulDims, MatmulScaling, Operand, ReduceOp, SamplingParams, UnaryOp } from '../backend.js';
+import { sampleReference } from './sampling.js';
 import { BINARY_F64, BINARY_I32, REDUCE_F64, UNARY_F64, UNARY_I32 } from './scalar-ops.js';
 
 type Handle = StorageArray;
@@ -167,6 +168,11 @@ export class CpuBackend implements Backend<Handle> {
       }
     }
     return store(v, x.dtype);
+  }
+
+  sample(logits: Operand<Handle>, previous: Operand<Handle> | undefined, params: SamplingParams): Handle {
+    const prev = previous ? Array.from(viewIndices(previous.view), (i) => previous.handle[i]) : [];
+    return Int32Array.of(sampleReference(values(logits), prev, params));
   }
 
   reduce(op: ReduceOp, x: Operand<Handle>, dim: number, outDtype: DType): Handle {

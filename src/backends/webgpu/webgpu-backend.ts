@@ -5,7 +5,7 @@ import { allocStorage } from '../../core/codecs.js';
 import { DTYPE_INFO, type DType } from '../../core/dtype.js';
 import { DeviceUnavailableError, ShapeError } from '../../core/errors.js';
 import { contiguousView, isContiguous, numel, type Shape } from '../../core/shape.js';
-import type { Backend, BinaryOp, MatmulDims, MatmulScaling, Operand, ReduceOp, UnaryOp } from '../backend.js';
+import type { Backend, BinaryOp, MatmulDims, MatmulScaling, Operand, ReduceOp, SamplingParams, UnaryOp } from '../backend.js';
 import { castCode } from '../cpu/cpu-backend.js';
 import { BufferPool, type MemoryStats } from './buffer-pool.js';
 import type { GpuBuffer, GpuContext } from './gpu-context.js';
@@ -14,6 +14,7 @@ import { gemmKernel, type GemmScaling } from './kernels/gemm.js';
 import { gemvApplies, gemvKernel } from './kernels/gemv.js';
 import { indexSelectKernel } from './kernels/index-select.js';
 import { reduceKernel } from './kernels/reduce.js';
+import { sampleKernel } from './kernels/sample.js';
 import { softmaxKernel } from './kernels/softmax.js';
 import { checkAdapter, OPTIONAL_FEATURES, REQUIRED_LIMITS } from './requirements.js';
 import { loadGpu } from './runtime.js';
@@ -255,6 +256,11 @@ export class WebGpuBackend implements Backend<GpuBuffer>, GpuContext {
 
   softmax(x: Operand<GpuBuffer>, dim: number, log: boolean): GpuBuffer {
     return this.withContiguous(x, (cx) => softmaxKernel(this, cx, dim, log));
+  }
+
+  sample(logits: Operand<GpuBuffer>, previous: Operand<GpuBuffer> | undefined, params: SamplingParams): GpuBuffer {
+    const prev = previous && this.gpuOperand(previous);
+    return this.withContiguous(logits, (row) => sampleKernel(this, row, prev, params));
   }
 
   reduce(op: ReduceOp, x: Operand<GpuBuffer>, dim: number, outDtype: DType): GpuBuffer {

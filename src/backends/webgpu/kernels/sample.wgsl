@@ -1,0 +1,275 @@
+// Samples one token from a row of logits in a single workgroup and a single dispatch, so the logits never leave
+// the GPU: penalties and temperature into a scratch row, max, top-k and top-p thresholds by radix select over
+// sortable float keys, min-p, then inverse-CDF sampling in index order with the uniform u drawn on the host.
+// Probability masses are 64-bit fixed point (weight exp(x - max) scaled by 2^32): integer sums are exact, so the
+// result does not depend on the order invocations add in.
+
+struct Params {
+  v: u32,               // vocabulary size (row length)
+  offset: u32,          // row start in the logits buffer
+  n_prev: u32,          // previous tokens for penalties
+  top_k: u32,           // 0: off
+  inv_temperature: f32, // 0: greedy
+  top_p: f32,           // 1: off
+  min_p: f32,           // 0: off
+  u: f32,               // uniform in [0, 1)
+  inv_repetition: f32,  // 1 / repetition penalty (1: off)
+  repetition: f32,
+  presence: f32,
+  frequency: f32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read_write> token: array<i32>;
+@group(0) @binding(2) var<storage, read> in0: array<u32>;
+@group(0) @binding(3) var<storage, read_write> work: array<f32>;
+@group(0) @binding(4) var<storage, read> prev: array<i32>;
+
+{{FUNCTIONS}}
+
+const WG = 256u;
+const NEG_INF_KEY = 0x007fffffu; // key of -Inf: every finite logit sorts above it
+
+var<workgroup> red_f: array<f32, WG>;
+var<workgroup> red_u: array<vec2<u32>, WG>;
+var<workgroup> hist_lo: array<atomic<u32>, 256>;
+var<workgroup> hist_hi: array<atomic<u32>, 256>;
+var<workgroup> shared_key: u32;
+var<workgroup> shared_rem: vec2<u32>;
+var<workgroup> shared_pick: vec2<u32>; // (invocation, 0) owning the sampled element, with its remaining goal
+
+// Order-preserving map of f32 bits to u32 (NaN is treated as -Inf by the caller).
+fn sort_key(x: f32) -> u32 {
+  let b = bitcast<u32>(x);
+  return select(b | 0x80000000u, ~b, (b & 0x80000000u) != 0u);
+}
+
+fn add64(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> {
+  let lo = a.x + b.x;
+  return vec2<u32>(lo, a.y + b.y + select(0u, 1u, lo < a.x));
+}
+
+fn sub64(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> {
+  return vec2<u32>(a.x - b.x, a.y - b.y - select(0u, 1u, a.x < b.x));
+}
+
+fn ge64(a: vec2<u32>, b: vec2<u32>) -> bool {
+  return a.y > b.y || (a.y == b.y && a.x >= b.x);
+}
+
+// f * m for a fraction f in [0, 1] and a 64-bit m, to about 2^-24 relative: enough to place a threshold.
+fn scale64(m: vec2<u32>, f: f32) -> vec2<u32> {
+  let hi = f * f32(m.y);
+  let hi_int = floor(hi);
+  let lo = (hi - hi_int) * 4294967296.0 + f * f32(m.x);
+  let carry = floor(lo / 4294967296.0);
+  return vec2<u32>(u32(min(lo - carry * 4294967296.0, 4294967040.0)), u32(hi_int + carry));
+}
+
+fn weight(x: f32, row_max: f32) -> u32 {
+  let w = select(exp(x - row_max), 0.0, x - row_max < -88.0 || is_nan(x));
+  return u32(min(w * 4294967296.0, 4294967040.0));
+}
+
+fn reduce_max(t: u32, x: f32) -> f32 {
+  red_f[t] = x;
+  workgroupBarrier();
+  for (var s = WG / 2u; s > 0u; s >>= 1u) {
+    if (t < s) {
+      red_f[t] = max(red_f[t], red_f[t + s]);
+    }
+    workgroupBarrier();
+  }
+  // workgroupUniformLoad: callers branch on the result around barriers, so it must be uniform.
+  return workgroupUniformLoad(&red_f[0]);
+}
+
+fn reduce_sum64(t: u32, x: vec2<u32>) -> vec2<u32> {
+  red_u[t] = x;
+  workgroupBarrier();
+  for (var s = WG / 2u; s > 0u; s >>= 1u) {
+    if (t < s) {
+      red_u[t] = add64(red_u[t], red_u[t + s]);
+    }
+    workgroupBarrier();
+  }
+  return workgroupUniformLoad(&red_u[0]);
+}
+
+// Radix select over 4 bytes of the key: the largest threshold key T among keys >= floor_key such that the
+// elements with key >= T hold at least `goal` (a count when by_mass is false, a 64-bit mass otherwise).
+fn radix_select(t: u32, floor_key: u32, goal: vec2<u32>, by_mass: bool, row_max: f32) -> u32 {
+  var prefix = 0u;
+  var rem = goal;
+  for (var shift = 24i; shift >= 0; shift -= 8) {
+    let high_mask = select(0u, 0xffffffffu << u32(shift + 8), shift < 24);
+    atomicStore(&hist_lo[t], 0u);
+    atomicStore(&hist_hi[t], 0u);
+    workgroupBarrier();
+    for (var i = t; i < p.v; i += WG) {
+      let x = work[i];
+      let key = sort_key(x);
+      if (key >= floor_key && (key & high_mask) == prefix) {
+        let bin = (key >> u32(shift)) & 0xffu;
+        let add = select(1u, weight(x, row_max), by_mass);
+        let old = atomicAdd(&hist_lo[bin], add);
+        if (old + add < old) {
+          atomicAdd(&hist_hi[bin], 1u);
+        }
+      }
+    }
+    workgroupBarrier();
+    if (t == 0u) {
+      var cum = vec2<u32>(0u, 0u);
+      var digit = 0u;
+      for (var b = 255i; b >= 0; b--) {
+        let h = vec2<u32>(atomicLoad(&hist_lo[b]), atomicLoad(&hist_hi[b]));
+        let next = add64(cum, h);
+        if (ge64(next, rem) || b == 0) {
+          digit = u32(b);
+          rem = sub64(rem, cum);
+          break;
+        }
+        cum = next;
+      }
+      shared_key = prefix | (digit << u32(shift));
+      shared_rem = rem;
+    }
+    workgroupBarrier();
+    prefix = shared_key;
+    rem = shared_rem;
+    workgroupBarrier();
+  }
+  return prefix;
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(local_invocation_id) lid: vec3<u32>) {
+  let t = lid.x;
+  // 1. Penalised, tempered logits into the scratch row (NaN counts as -Inf: never sampled).
+  let greedy = p.inv_temperature == 0.0;
+  for (var i = t; i < p.v; i += WG) {
+    let x = load0(p.offset + i);
+    work[i] = select(x * select(p.inv_temperature, 1.0, greedy), f32_bits(0xff800000u), is_nan(x));
+  }
+  storageBarrier();
+  workgroupBarrier();
+  // Each distinct previous token is penalised once, by its first occurrence in the list (HF semantics:
+  // repetition divides positive logits and multiplies negative ones; presence and frequency subtract).
+  if (p.n_prev > 0u) {
+    for (var j = t; j < p.n_prev; j += WG) {
+      let id = prev[j];
+      var first = true;
+      var count = 0.0;
+      for (var q = 0u; q < p.n_prev; q++) {
+        if (prev[q] == id) {
+          first = first && q >= j;
+          count += 1.0;
+        }
+      }
+      if (first && id >= 0 && u32(id) < p.v) {
+        // Penalties apply to the raw logit; temperature after (the order of HF's logits processors).
+        let raw = load0(p.offset + u32(id));
+        var x = select(raw * p.repetition, raw * p.inv_repetition, raw > 0.0);
+        x = x - p.presence - p.frequency * count;
+        work[u32(id)] = select(x * select(p.inv_temperature, 1.0, greedy), f32_bits(0xff800000u), is_nan(raw));
+      }
+    }
+    storageBarrier();
+    workgroupBarrier();
+  }
+  // 2. Row max (and, greedy or top-1, its first index).
+  var local_max = f32_bits(0xff800000u);
+  for (var i = t; i < p.v; i += WG) {
+    local_max = max(local_max, work[i]);
+  }
+  let row_max = reduce_max(t, local_max);
+  if (row_max == f32_bits(0xff800000u)) {
+    if (t == 0u) {
+      token[0] = -1; // every logit is -Inf or NaN: the host reports it
+    }
+    return;
+  }
+  if (greedy || p.top_k == 1u) {
+    var first = 0xffffffffu;
+    for (var i = t; i < p.v; i += WG) {
+      if (work[i] == row_max) {
+        first = min(first, i);
+      }
+    }
+    let f = -reduce_max(t, -f32(first)); // indices < 2^24: exact in f32
+    if (t == 0u) {
+      token[0] = i32(f);
+    }
+    return;
+  }
+  // 3. Thresholds: top-k by count, then top-p by mass among what top-k kept.
+  var floor_key = NEG_INF_KEY + 1u;
+  if (p.top_k > 0u && p.top_k < p.v) {
+    floor_key = radix_select(t, floor_key, vec2<u32>(p.top_k, 0u), false, row_max);
+  }
+  if (p.top_p < 1.0) {
+    var mass = vec2<u32>(0u, 0u);
+    for (var i = t; i < p.v; i += WG) {
+      if (sort_key(work[i]) >= floor_key) {
+        mass = add64(mass, vec2<u32>(weight(work[i], row_max), 0u));
+      }
+    }
+    let kept = reduce_sum64(t, mass);
+    let scaled = scale64(kept, p.top_p);
+    let goal = select(scaled, vec2<u32>(1u, 0u), scaled.x == 0u && scaled.y == 0u);
+    floor_key = max(floor_key, radix_select(t, floor_key, goal, true, row_max));
+  }
+  // 4. Inverse CDF in index order over what is kept (min-p: weight >= min_p of the max's).
+  let chunk = (p.v + WG - 1u) / WG;
+  let begin = min(t * chunk, p.v);
+  let end = min(begin + chunk, p.v);
+  let min_w = u32(min(p.min_p * 4294967296.0, 4294967040.0));
+  var part = vec2<u32>(0u, 0u);
+  for (var i = begin; i < end; i++) {
+    let w = weight(work[i], row_max);
+    if (sort_key(work[i]) >= floor_key && w >= min_w) {
+      part = add64(part, vec2<u32>(w, 0u));
+    }
+  }
+  red_u[t] = part;
+  workgroupBarrier();
+  if (t == 0u) {
+    var total = vec2<u32>(0u, 0u);
+    for (var q = 0u; q < WG; q++) {
+      total = add64(total, red_u[q]);
+    }
+    var goal = scale64(total, p.u);
+    if (ge64(goal, total)) {
+      goal = sub64(total, vec2<u32>(1u, 0u));
+    }
+    var cum = vec2<u32>(0u, 0u);
+    var owner = WG - 1u;
+    for (var q = 0u; q < WG; q++) {
+      let next = add64(cum, red_u[q]);
+      if (!ge64(goal, next)) {
+        owner = q;
+        break;
+      }
+      cum = next;
+    }
+    shared_pick = vec2<u32>(owner, 0u);
+    shared_rem = sub64(goal, cum);
+  }
+  workgroupBarrier();
+  if (t == shared_pick.x) {
+    var cum = vec2<u32>(0u, 0u);
+    var last_kept = begin;
+    for (var i = begin; i < end; i++) {
+      let w = weight(work[i], row_max);
+      if (sort_key(work[i]) >= floor_key && w >= min_w) {
+        last_kept = i;
+        cum = add64(cum, vec2<u32>(w, 0u));
+        if (!ge64(shared_rem, cum)) {
+          break;
+        }
+      }
+    }
+    token[0] = i32(last_kept);
+  }
+}

@@ -1,0 +1,104 @@
+// Token sampling with the logits kept on the device: one dispatch, one 4-byte read (sample) or none (sampleToken).
+import type { SamplingParams } from '../backends/backend.js';
+import { ShapeError, TensorGpuError } from '../core/errors.js';
+import { defaultGenerator, Generator } from '../core/random.js';
+import { formatShape } from '../core/shape.js';
+import type { Tensor } from '../core/tensor.js';
+import { tensor } from './creation.js';
+import { clone } from './shape-ops.js';
+import { commonBackend, requireDTypes, viewOf, wrap } from './util.js';
+
+export interface SampleOptions {
+  /** Divides the logits; 0 = greedy (argmax). Default 1. */
+  temperature?: number;
+  /** Keep the k most likely tokens (ties at the k-th value are all kept); 0 = off. */
+  topK?: number;
+  /** Keep the smallest most-likely set holding at least this probability (nucleus); 1 = off. */
+  topP?: number;
+  /** Keep tokens whose probability is at least minP times the top one's; 0 = off. */
+  minP?: number;
+  /** Seed for this draw (deterministic); otherwise `generator`, or the default generator (manualSeed). */
+  seed?: number;
+  generator?: Generator;
+  /** HF repetition penalty (> 1 discourages): positive logits of previous tokens divided, negative multiplied. */
+  repetitionPenalty?: number;
+  /** Subtracted once from the logit of every previous token. */
+  presencePenalty?: number;
+  /** Subtracted from a previous token's logit per occurrence. */
+  frequencyPenalty?: number;
+  /** Token ids the penalties apply to (a JS array or an int32 tensor on the logits' device). */
+  previousTokens?: readonly number[] | Tensor;
+}
+
+function check(cond: boolean, message: string): void {
+  if (!cond) throw new RangeError(`sample: ${message}`);
+}
+
+function resolveParams(o: SampleOptions, vocab: number): SamplingParams {
+  const temperature = o.temperature ?? 1;
+  const topK = o.topK ?? 0;
+  const topP = o.topP ?? 1;
+  const minP = o.minP ?? 0;
+  const repetition = o.repetitionPenalty ?? 1;
+  check(Number.isFinite(temperature) && temperature >= 0, `temperature must be >= 0, got ${temperature}`);
+  check(Number.isInteger(topK) && topK >= 0, `topK must be a non-negative integer, got ${topK}`);
+  check(topP > 0 && topP <= 1, `topP must be in (0, 1], got ${topP}`);
+  check(minP >= 0 && minP <= 1, `minP must be in [0, 1], got ${minP}`);
+  check(Number.isFinite(repetition) && repetition > 0, `repetitionPenalty must be > 0, got ${repetition}`);
+  const g = o.seed !== undefined ? new Generator(o.seed) : (o.generator ?? defaultGenerator);
+  return {
+    invTemperature: temperature === 0 ? 0 : Math.fround(1 / temperature),
+    topK: Math.min(topK, vocab),
+    topP: Math.fround(topP),
+    minP: Math.fround(minP),
+    u: g.uniform(),
+    repetition: Math.fround(repetition),
+    invRepetition: Math.fround(1 / repetition),
+    presence: Math.fround(o.presencePenalty ?? 0),
+    frequency: Math.fround(o.frequencyPenalty ?? 0),
+  };
+}
+
+/**
+ * Samples a token id from a [V] or [1, V] logits row without reading the logits back: returns an int32 tensor of
+ * shape [1] on the logits' device (-1 when every logit is -Inf or NaN). Feed it to the next step as is.
+ */
+export function sampleToken(logits: Tensor, options: SampleOptions = {}): Tensor {
+  const backend = commonBackend('sample', logits);
+  requireDTypes('sample', logits, ['float32', 'float16', 'bfloat16']);
+  const vocab = logits.shape[logits.ndim - 1] ?? 0;
+  if (!(logits.ndim === 1 || (logits.ndim === 2 && logits.shape[0] === 1)) || vocab === 0) {
+    throw new ShapeError(`sample: logits must be one non-empty row, [V] or [1, V]; got ${formatShape(logits.shape)}`);
+  }
+  const params = resolveParams(options, vocab);
+  const prevOpt = options.previousTokens;
+  // The kernel reads previous tokens from element 0 of their own compact storage.
+  const prev =
+    prevOpt === undefined
+      ? undefined
+      : Array.isArray(prevOpt)
+        ? tensor([...prevOpt], { dtype: 'int32', device: logits.device })
+        : (prevOpt as Tensor).isContiguous() && (prevOpt as Tensor).offset === 0
+          ? viewOf(prevOpt as Tensor, (prevOpt as Tensor).layout)
+          : clone(prevOpt as Tensor);
+  try {
+    if (prev && prev.dtype !== 'int32') throw new ShapeError(`sample: previousTokens must be int32, got ${prev.describe()}`);
+    if (prev) commonBackend('sample', logits, prev);
+    const handle = backend.sample(logits.operand(), prev && prev.numel > 0 ? prev.operand() : undefined, params);
+    return wrap(backend, handle, 'int32', [1]);
+  } finally {
+    prev?.dispose();
+  }
+}
+
+/** Samples a token id (sampleToken plus one 4-byte read). Greedy and topK=1 give exactly the CPU backend's argmax. */
+export async function sample(logits: Tensor, options: SampleOptions = {}): Promise<number> {
+  const t = sampleToken(logits, options);
+  try {
+    const id = (await t.toArray())[0];
+    if (id < 0) throw new TensorGpuError(`sample: every logit of ${logits.describe()} is -Inf or NaN; nothing can be sampled`);
+    return id;
+  } finally {
+    t.dispose();
+  }
+}

@@ -1,10 +1,13 @@
 // `tensorgpu demo`: the built-in default job until text generation lands: picks a device ('auto' falls back to CPU
-// with the reason), runs a matmul and an elementwise chain, checks both against the CPU backend, and
-// prints time, throughput, dispatches and peak GPU memory.
+// with the reason), runs a matmul, an elementwise chain and an FP8 decode step (GEMV + sampling), checks them
+// against the CPU backend, and prints time, throughput, dispatches and peak GPU memory.
 import { initDevice, releaseDevice, webgpuBackend, type DeviceRequest } from '../backends/registry.js';
 import { manualSeed } from '../core/random.js';
 import type { Tensor } from '../core/tensor.js';
 import { randn } from '../ops/creation.js';
+import { quantize } from '../ops/quantize.js';
+import { sample } from '../ops/sample.js';
+import { scaledMm } from '../ops/scaled-mm.js';
 import { gpuCounters, memoryStats, synchronize } from '../runtime-stats.js';
 
 export interface DemoOptions {
@@ -52,15 +55,29 @@ export async function runDemo(options: DemoOptions = {}): Promise<number> {
     out(`matmul ${n}x${n} @ ${n}x${n} float32: ${mm.ms.toFixed(2)} ms, ${gflops.toFixed(1)} GFLOP/s`);
     const ew = await timed(() => a.mul(b).add(1).silu(), 5);
     out(`silu(a*b+1) on ${n * n} elements: ${ew.ms.toFixed(2)} ms`);
+    // A decode step in miniature: one activation row through an FP8 weight (128x128 block scales), then sampling.
+    const x = randn([1, n], { device });
+    const qx = quantize(x, { granularity: 'group128' });
+    const qw = quantize(b, { granularity: 'block128' });
+    const fp8 = await timed(() => scaledMm(qx.data, qw.data.T, { scaleA: qx.scale, scaleB: qw.scale, outDtype: 'float32' }), 5);
+    out(`FP8 GEMV [1,${n}] x [${n},${n}]^T (block scales): ${fp8.ms.toFixed(2)} ms, weight ${(qw.data.numel / 2 ** 20).toFixed(2)} MiB + ${qw.scale.numel * 4} B scales`);
+    const token = await sample(fp8.result, { topK: 50, topP: 0.9, seed: 0 });
+    out(`sampled token ${token} of ${n} (top-k 50, top-p 0.9, on ${device})`);
     if (device !== 'cpu') {
       const [ac, bc] = [await a.to('cpu'), await b.to('cpu')];
       const errMm = maxRelError(await mm.result.toArray(), await ac.matmul(bc).toArray());
       const errEw = maxRelError(await ew.result.toArray(), await ac.mul(bc).add(1).silu().toArray());
-      out(`check vs CPU backend: matmul max rel error ${errMm.toExponential(2)}, elementwise ${errEw.toExponential(2)}`);
+      const cpuFp8 = scaledMm(await qx.data.to('cpu'), (await qw.data.to('cpu')).T, {
+        scaleA: await qx.scale.to('cpu'),
+        scaleB: await qw.scale.to('cpu'),
+        outDtype: 'float32',
+      });
+      const errFp8 = maxRelError(await fp8.result.toArray(), await cpuFp8.toArray());
+      out(`check vs CPU backend: matmul max rel error ${errMm.toExponential(2)}, elementwise ${errEw.toExponential(2)}, FP8 GEMV ${errFp8.toExponential(2)}`);
       const dispatches = gpuCounters().dispatches - before;
       const mem = memoryStats();
       out(`GPU dispatches: ${dispatches}; peak GPU memory ${(mem.peakAllocatedBytes / 2 ** 20).toFixed(1)} MiB`);
-      if (errMm > 1e-4 || errEw > 1e-5) {
+      if (errMm > 1e-4 || errEw > 1e-5 || errFp8 > 1e-4) {
         out('FAILED: the WebGPU results differ from the CPU backend');
         return 1;
       }

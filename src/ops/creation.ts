@@ -110,19 +110,28 @@ export function arange(start: number, end?: number, step = 1, options: CreateOpt
   return fromValues(values, [n], options, integral ? 'int32' : 'float32');
 }
 
-function random(shape: readonly number[], options: RandomOptions, draw: (g: Generator) => number): Tensor {
+function random(shape: readonly number[], options: RandomOptions, draw: (g: Generator, dtype: DType) => number): Tensor {
   checkShape(shape);
   const dtype = options.dtype === undefined ? 'float32' : parseDType(options.dtype);
   if (!isFloating(dtype)) throw new DTypeError(`random tensors must be floating point, got ${dtype}`);
   const g = options.generator ?? defaultGenerator;
   const values = new Float32Array(numel(shape));
-  for (let i = 0; i < values.length; i++) values[i] = draw(g);
+  for (let i = 0; i < values.length; i++) values[i] = draw(g, dtype);
   return fromValues(values, shape, { ...options, dtype }, 'float32');
 }
 
+/**
+ * Significand bits (implicit one included) of each float dtype. rand draws only that many random bits, so every
+ * value k * 2^-bits is exact in the dtype: a finer float32 draw would round up to 1 in f16/bf16/fp8 (as torch.rand).
+ */
+const UNIFORM_BITS: Partial<Record<DType, number>> = { float32: 24, float16: 11, bfloat16: 8, float8_e4m3fn: 4, float8_e5m2: 3 };
+
 /** Uniform in [0, 1), drawn from the seeded generator (the same values on every device). */
 export function rand(shape: readonly number[], options: RandomOptions = {}): Tensor {
-  return random(shape, options, (g) => g.uniform());
+  return random(shape, options, (g, dtype) => {
+    const bits = UNIFORM_BITS[dtype] ?? 24;
+    return (g.nextU32() >>> (32 - bits)) / 2 ** bits;
+  });
 }
 
 /** Standard normal, drawn from the seeded generator (the same values on every device). */

@@ -1,5 +1,5 @@
 import { COMPARISON_OPS, type ArithmeticOp, type BinaryOp, type ComparisonOp, type UnaryOp } from '../backends/backend.js';
-import { isFloating, isFp8, promoteTypes, type DType } from '../core/dtype.js';
+import { DTYPE_INFO, isFloating, isFp8, promoteTypes, type DType } from '../core/dtype.js';
 import { DTypeError } from '../core/errors.js';
 import { broadcastShapes, broadcastView, contiguousView } from '../core/shape.js';
 import { Storage } from '../core/storage.js';
@@ -37,13 +37,17 @@ function scalarLike(value: number, like: Tensor): Tensor {
   return new Tensor(new Storage(backend, handle, dtype, 1), contiguousView([]));
 }
 
+const CATEGORY = { bool: 0, int: 1, float: 2 } as const;
+const category = (dtype: DType) => CATEGORY[DTYPE_INFO[dtype].kind];
+
 function resultDtype(op: BinaryOp, a: Tensor, b: Tensor, aScalar: boolean, bScalar: boolean): DType {
   if ((COMPARISON_OPS as readonly string[]).includes(op)) return 'bool';
   for (const t of [a, b]) {
     if (isFp8(t.dtype)) throw new DTypeError(`${op} does not take ${t.dtype} (tensor ${t.describe()}): FP8 is a storage format; cast with .to('float32') first`);
   }
-  // A JS number does not widen a tensor's dtype (PyTorch's wrapped-number rule), unless it brings a fraction to ints.
-  let dtype = aScalar && (isFloating(b.dtype) || !isFloating(a.dtype)) ? b.dtype : bScalar && (isFloating(a.dtype) || !isFloating(b.dtype)) ? a.dtype : promoteTypes(a.dtype, b.dtype);
+  // A JS number does not widen a tensor's dtype (PyTorch's wrapped-number rule), unless it is of a higher category:
+  // a fraction with an integer tensor, any number with a bool tensor (bool + 1 is int32, as torch gives int64).
+  let dtype = aScalar && category(b.dtype) >= category(a.dtype) ? b.dtype : bScalar && category(a.dtype) >= category(b.dtype) ? a.dtype : promoteTypes(a.dtype, b.dtype);
   if (op === 'div' && !isFloating(dtype)) dtype = 'float32';
   if (dtype === 'bool') throw new DTypeError(`${op} does not take two bool tensors (${a.describe()}, ${b.describe()}); cast to int32 first`);
   return dtype;

@@ -1,7 +1,7 @@
 import { DTypeError, ShapeError } from '../core/errors.js';
 import { broadcastShapes, broadcastView, formatShape } from '../core/shape.js';
 import type { Tensor } from '../core/tensor.js';
-import { squeeze, unsqueeze } from './shape-ops.js';
+import { reshape, unsqueeze } from './shape-ops.js';
 import { commonBackend, requireDTypes, wrap } from './util.js';
 
 const MATMUL_DTYPES = ['float32', 'float16', 'bfloat16'] as const;
@@ -27,7 +27,8 @@ export function matmul(x: Tensor, y: Tensor): Tensor {
     const opB = { ...b.operand(), view: broadcastView(b.layout, [...batch, k, n]) };
     const out = wrap(backend, backend.matmul(opA, opB, { batch, m, n, k }, x.dtype), x.dtype, [...batch, m, n]);
     if (x.ndim > 1 && y.ndim > 1) return out;
-    const squeezed = squeeze(out, x.ndim === 1 ? -2 : -1);
+    // Drop the dim each 1-D operand gained (both for vector @ vector, giving a 0-d result as torch.matmul does).
+    const squeezed = reshape(out, [...batch, ...(x.ndim > 1 ? [m] : []), ...(y.ndim > 1 ? [n] : [])]);
     out.dispose();
     return squeezed;
   } finally {

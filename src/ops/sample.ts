@@ -1,6 +1,6 @@
 // Token sampling with the logits kept on the device: one dispatch, one 4-byte read (sample) or none (sampleToken).
 import type { SamplingParams } from '../backends/backend.js';
-import { ShapeError, TensorGpuError } from '../core/errors.js';
+import { DTypeError, ShapeError, TensorGpuError } from '../core/errors.js';
 import { defaultGenerator, Generator } from '../core/random.js';
 import { formatShape } from '../core/shape.js';
 import type { Tensor } from '../core/tensor.js';
@@ -82,7 +82,7 @@ export function sampleToken(logits: Tensor, options: SampleOptions = {}): Tensor
           ? viewOf(prevOpt as Tensor, (prevOpt as Tensor).layout)
           : clone(prevOpt as Tensor);
   try {
-    if (prev && prev.dtype !== 'int32') throw new ShapeError(`sample: previousTokens must be int32, got ${prev.describe()}`);
+    if (prev && prev.dtype !== 'int32') throw new DTypeError(`sample: previousTokens must be int32, got ${prev.describe()}`);
     if (prev) commonBackend('sample', logits, prev);
     const handle = backend.sample(logits.operand(), prev && prev.numel > 0 ? prev.operand() : undefined, params);
     return wrap(backend, handle, 'int32', [1]);

@@ -82,7 +82,8 @@ export function scaledMm(a: Tensor, b: Tensor, options: ScaledMmOptions): Tensor
   }
   if (scaleResult) {
     if (outDtype !== 'float8_e4m3fn') throw new DTypeError(`scaledMm: scaleResult only applies to a float8_e4m3fn output, got outDtype ${outDtype}`);
-    if (scaleResult.dtype !== 'float32' || scaleResult.numel !== 1) throw new ShapeError(`scaledMm: scaleResult must be one float32 value, got ${scaleResult.describe()}`);
+    if (scaleResult.dtype !== 'float32') throw new DTypeError(`scaledMm: scaleResult must be float32, got ${scaleResult.describe()}`);
+    if (scaleResult.numel !== 1) throw new ShapeError(`scaledMm: scaleResult must be one float32 value, got ${scaleResult.describe()}`);
   }
   // Scales and bias are tiny: kernels index them from element 0, so give them their own compact storage.
   const compact = (t: Tensor) => (t.isContiguous() && t.offset === 0 ? viewOf(t, t.layout) : clone(t));

@@ -7,8 +7,8 @@ const SOFTMAX_DTYPES = ['float32', 'float16', 'bfloat16'] as const;
 function softmaxOp(name: string, x: Tensor, dim: number, log: boolean): Tensor {
   const backend = commonBackend(name, x);
   requireDTypes(name, x, SOFTMAX_DTYPES);
+  const d = normalizeDim(dim, x.ndim); // a 0-d tensor takes dim 0 or -1, as in torch
   if (x.ndim === 0) return wrap(backend, backend.softmax({ ...x.operand(), view: { shape: [1], strides: [1], offset: x.offset } }, 0, log), x.dtype, []);
-  const d = normalizeDim(dim, x.ndim);
   return wrap(backend, backend.softmax(x.operand(), d, log), x.dtype, x.shape);
 }
 

@@ -27,3 +27,15 @@ fn linear_index(gid: vec3<u32>, nwg: vec3<u32>, wg_size: u32) -> u32 {
 fn f32_bits(b: u32) -> f32 {
   return bitcast<f32>(b);
 }
+
+// Storage offset of element e (row-major over `shape`, `rank` <= 8 dims) of a strided view starting at `base`.
+fn strided_offset(e: u32, base: u32, rank: u32, shape: array<vec4<u32>, 2>, strides: array<vec4<u32>, 2>) -> u32 {
+  var rem = e;
+  var off = base;
+  for (var d = i32(rank) - 1; d >= 0; d--) {
+    let size = shape[d / 4][d % 4];
+    off += (rem % size) * strides[d / 4][d % 4];
+    rem /= size;
+  }
+  return off;
+}

@@ -28,7 +28,7 @@ function accessOf(view: View): Access {
 function offsetExpr(k: number, access: Access): string {
   if (access === 'linear') return `p.off${k} + e`;
   if (access === 'scalar') return `p.off${k}`;
-  return `strided_offset(e, p.off${k}, p.strides${k})`;
+  return `strided_offset(e, p.off${k}, p.rank, p.shape, p.strides${k})`;
 }
 
 /** Uniform block: n, rank, off0, off1, shape[8], strides0[8], strides1[8] (matches Params in the .wgsl files). */
@@ -196,6 +196,19 @@ export function castKernel(ctx: GpuContext, x: GpuOperand, outDtype: DType, satu
   // Keep integers exact when both sides are integers; anything touching a float goes through f32.
   const c = computeTypeOf(x.dtype, outDtype);
   return runMap(ctx, { name: 'cast', body: 'return x;', inputs: [x], outDtype, inC: c, outC: c, saturate }, x.view.shape);
+}
+
+/**
+ * For kernels that write packed outputs a word at a time when the words of one output row could straddle
+ * workgroups: runs `compute` in float32 and casts to outDtype (one extra dispatch).
+ */
+export function viaFloat32(ctx: GpuContext, shape: Shape, outDtype: DType, saturate: boolean, compute: () => GpuBuffer): GpuBuffer {
+  const f32 = compute();
+  try {
+    return castKernel(ctx, { buffer: f32, dtype: 'float32', view: contiguousView(shape) }, outDtype, saturate);
+  } finally {
+    ctx.release(f32);
+  }
 }
 
 /** Writes src into the view dst of an existing buffer, converting to dst.dtype (shapes already equal). */

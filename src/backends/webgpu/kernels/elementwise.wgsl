@@ -17,17 +17,6 @@ struct Params {
 
 {{FUNCTIONS}}
 
-fn strided_offset(e: u32, base: u32, strides: array<vec4<u32>, 2>) -> u32 {
-  var rem = e;
-  var off = base;
-  for (var d = i32(p.rank) - 1; d >= 0; d--) {
-    let size = p.shape[d / 4][d % 4];
-    off += (rem % size) * strides[d / 4][d % 4];
-    rem /= size;
-  }
-  return off;
-}
-
 fn compute(e: u32) -> {{OUT_C}} {
 {{BODY}}
 }

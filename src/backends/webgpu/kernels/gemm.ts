@@ -2,10 +2,10 @@
 // generated load/epilogue functions.
 import { lanesPerWord, type DType } from '../../../core/dtype.js';
 import { ShapeError } from '../../../core/errors.js';
-import { coalesceViews, contiguousView, formatShape, numel } from '../../../core/shape.js';
+import { coalesceViews, formatShape, numel } from '../../../core/shape.js';
 import type { MatmulDims } from '../../backend.js';
 import { wordBytes, type GpuBuffer, type GpuContext } from '../gpu-context.js';
-import { castKernel, type GpuOperand } from './elementwise.js';
+import { viaFloat32, type GpuOperand } from './elementwise.js';
 import { commonWgsl, encodeFn, fillTemplate, loadFn, wgslSource } from './wgsl.js';
 
 const TILE = 64;
@@ -26,8 +26,40 @@ export interface GemmScaling {
 }
 
 function scaleTerm(name: string, recipe: ScaleRecipe | undefined, index: string): string {
-  if (!recipe) return '';
+  if (!recipe || recipe === 'block') return '';
   return recipe === 'tensor' ? ` * ${name}[0]` : ` * ${name}[${index}]`;
+}
+
+/** The optional buffers of a scaled matmul, in binding order after out, a and b. */
+export function scalingBuffers(s: GemmScaling): [name: string, buffer: GpuBuffer][] {
+  const extras: [string, GpuBuffer][] = [];
+  if (s.scaleA) extras.push(['scale_a', s.scaleA.buffer]);
+  if (s.scaleB) extras.push(['scale_b', s.scaleB.buffer]);
+  if (s.bias) extras.push(['bias', s.bias.buffer]);
+  if (s.scaleResult) extras.push(['scale_result', s.scaleResult]);
+  return extras;
+}
+
+/** WGSL declarations of scalingBuffers from binding 4 on. */
+export function scalingBindings(extras: readonly [string, GpuBuffer][]): string {
+  return extras.map(([name], i) => `@group(0) @binding(${4 + i}) var<storage, read> ${name}: array<${name === 'bias' ? 'u32' : 'f32'}>;`).join('\n');
+}
+
+/**
+ * `epilogue(m, n, acc)` (tensor/row scales, bias, result scale; block scales apply on load instead, as they vary
+ * along K) and `encode_out`. FP8 outputs saturate, as cuBLASLt's scaled GEMMs do, rather than overflow to NaN.
+ */
+export function epilogueWgsl(s: GemmScaling, outDtype: DType): string {
+  return [
+    s.bias ? loadFn('load_bias', 'bias', s.bias.dtype, 'f32') : '',
+    'fn epilogue(m: u32, n: u32, v: f32) -> f32 {',
+    `  var r = v${scaleTerm('scale_a', s.scaleA?.recipe, 'm')}${scaleTerm('scale_b', s.scaleB?.recipe, 'n')};`,
+    s.bias ? '  r += load_bias(n);' : '',
+    s.scaleResult ? '  r *= scale_result[0];' : '',
+    '  return r;',
+    '}',
+    encodeFn('encode_out', outDtype, 'f32', true),
+  ].join('\n');
 }
 
 function functions(a: GpuOperand, b: GpuOperand, outDtype: DType, s: GemmScaling): string {
@@ -36,25 +68,7 @@ function functions(a: GpuOperand, b: GpuOperand, outDtype: DType, s: GemmScaling
   // Block scales vary along K, so they apply per element on load; the others factor out into the epilogue.
   const loadA = `fn load_a(i: u32, m: u32, k: u32) -> f32 {\n  return load0(i)${ra === 'block' ? ' * scale_a[m * p.k_blocks + k / 128u]' : ''};\n}\n`;
   const loadB = `fn load_b(i: u32, k: u32, n: u32) -> f32 {\n  return load1(i)${rb === 'block' ? ' * scale_b[(n / 128u) * p.k_blocks + k / 128u]' : ''};\n}\n`;
-  const epilogue = [
-    'fn epilogue(m: u32, n: u32, v: f32) -> f32 {',
-    `  var r = v${ra !== 'block' ? scaleTerm('scale_a', ra, 'm') : ''}${rb !== 'block' ? scaleTerm('scale_b', rb, 'n') : ''};`,
-    s.bias ? '  r += load_bias(n);' : '',
-    s.scaleResult ? '  r *= scale_result[0];' : '',
-    '  return r;',
-    '}',
-    '',
-  ].join('\n');
-  // FP8 outputs saturate (as cuBLASLt's scaled GEMMs do) rather than turning overflow into NaN.
-  return (
-    loadFn('load0', 'in0', a.dtype, 'f32') +
-    loadFn('load1', 'in1', b.dtype, 'f32') +
-    (s.bias ? loadFn('load_bias', 'bias', s.bias.dtype, 'f32') : '') +
-    loadA +
-    loadB +
-    epilogue +
-    encodeFn('encode_out', outDtype, 'f32', true)
-  );
+  return loadFn('load0', 'in0', a.dtype, 'f32') + loadFn('load1', 'in1', b.dtype, 'f32') + loadA + loadB + epilogueWgsl(s, outDtype);
 }
 
 function storeCode(lanes: number): string {
@@ -92,13 +106,8 @@ export function gemmKernel(ctx: GpuContext, a: GpuOperand, b: GpuOperand, dims: 
   const { m, n, k } = dims;
   const lanes = lanesPerWord(outDtype);
   if (lanes > 1 && n % lanes !== 0) {
-    // Rows would split packed words between workgroups: compute in f32, then cast.
-    const f32 = gemmKernel(ctx, a, b, dims, 'float32', scaling);
-    try {
-      return castKernel(ctx, { buffer: f32, dtype: 'float32', view: contiguousView([...dims.batch, m, n]) }, outDtype, true);
-    } finally {
-      ctx.release(f32);
-    }
+    // Rows would split packed words between workgroups.
+    return viaFloat32(ctx, [...dims.batch, m, n], outDtype, true, () => gemmKernel(ctx, a, b, dims, 'float32', scaling));
   }
   const batchCount = numel(dims.batch);
   const out = ctx.alloc(wordBytes(batchCount * m * n, lanes));
@@ -112,18 +121,12 @@ export function gemmKernel(ctx: GpuContext, a: GpuOperand, b: GpuOperand, dims: 
   if (batchCount > ctx.limits.maxComputeWorkgroupsPerDimension) {
     throw new ShapeError(`matmul batch of ${batchCount} exceeds the device limit of ${ctx.limits.maxComputeWorkgroupsPerDimension}`);
   }
-  const extras: [string, GpuBuffer][] = [];
-  if (scaling.scaleA) extras.push(['scale_a', scaling.scaleA.buffer]);
-  if (scaling.scaleB) extras.push(['scale_b', scaling.scaleB.buffer]);
-  if (scaling.bias) extras.push(['bias', scaling.bias.buffer]);
-  if (scaling.scaleResult) extras.push(['scale_result', scaling.scaleResult]);
+  const extras = scalingBuffers(scaling);
   const key = ['gemm', a.dtype, b.dtype, outDtype, scaling.scaleA?.recipe, scaling.scaleB?.recipe, scaling.bias?.dtype, !!scaling.scaleResult].join('|');
   const pipeline = ctx.pipeline(key, () =>
     commonWgsl() +
     fillTemplate(wgslSource(import.meta.url, 'gemm.wgsl'), {
-      EXTRA_BINDINGS: extras
-        .map(([name], i) => `@group(0) @binding(${4 + i}) var<storage, read> ${name}: array<${name === 'bias' ? 'u32' : 'f32'}>;`)
-        .join('\n'),
+      EXTRA_BINDINGS: scalingBindings(extras),
       FUNCTIONS: functions(a, b, outDtype, scaling),
       STORE: storeCode(lanes),
     }),

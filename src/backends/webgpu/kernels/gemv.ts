@@ -4,8 +4,8 @@ import { DTYPE_INFO, lanesPerWord, type DType } from '../../../core/dtype.js';
 import { contiguousView } from '../../../core/shape.js';
 import type { MatmulDims } from '../../backend.js';
 import { wordBytes, type GpuBuffer, type GpuContext } from '../gpu-context.js';
-import { castKernel, type GpuOperand } from './elementwise.js';
-import type { GemmScaling } from './gemm.js';
+import { viaFloat32, type GpuOperand } from './elementwise.js';
+import { epilogueWgsl, scalingBindings, scalingBuffers, type GemmScaling } from './gemm.js';
 import { commonWgsl, decodeFn, encodeFn, fillTemplate, grid1d, loadFn, wgslSource } from './wgsl.js';
 
 export const GEMV_MAX_M = 4;
@@ -91,12 +91,7 @@ export function gemvKernel(ctx: GpuContext, a: GpuOperand, b: GpuOperand, dims: 
   const { m, n, k } = dims;
   const lanes = lanesPerWord(outDtype);
   if (lanes > 1 && n % lanes !== 0) {
-    const f32 = gemvKernel(ctx, a, b, dims, 'float32', s);
-    try {
-      return castKernel(ctx, { buffer: f32, dtype: 'float32', view: contiguousView([m, n]) }, outDtype, true);
-    } finally {
-      ctx.release(f32);
-    }
+    return viaFloat32(ctx, [m, n], outDtype, true, () => gemvKernel(ctx, a, b, dims, 'float32', s));
   }
   const out = ctx.alloc(wordBytes(m * n, lanes));
   if (m * n === 0) return out;
@@ -105,11 +100,7 @@ export function gemvKernel(ctx: GpuContext, a: GpuOperand, b: GpuOperand, dims: 
   const ra = s.scaleA?.recipe;
   const rb = s.scaleB?.recipe;
   const blockScaled = ra === 'block' || rb === 'block';
-  const extras: [string, GpuBuffer][] = [];
-  if (s.scaleA) extras.push(['scale_a', s.scaleA.buffer]);
-  if (s.scaleB) extras.push(['scale_b', s.scaleB.buffer]);
-  if (s.bias) extras.push(['bias', s.bias.buffer]);
-  if (s.scaleResult) extras.push(['scale_result', s.scaleResult]);
+  const extras = scalingBuffers(s);
   const subgroups = ctx.subgroupReduce(64);
   const key = ['gemv', m, a.dtype, b.dtype, outDtype, ra, rb, s.bias?.dtype, !!s.scaleResult, subgroups].join('|');
   const pipeline = ctx.pipeline(key, () => {
@@ -120,20 +111,13 @@ export function gemvKernel(ctx: GpuContext, a: GpuOperand, b: GpuOperand, dims: 
       loadFn('load0', 'in0', a.dtype, 'f32'),
       loadFn('load_w', 'in1', b.dtype, 'f32', true),
       decodeFn('decode_w', b.dtype, 'f32'),
-      s.bias ? loadFn('load_bias', 'bias', s.bias.dtype, 'f32') : '',
       `fn a_vec(k: u32) -> vec4<f32> {\n  return vec4<f32>(${rows.join(', ')});\n}\n`,
       blockScaled ? `fn block_scale(n: u32, k: u32) -> vec4<f32> {\n  return vec4<f32>(${[0, 1, 2, 3].map(aScale).join(', ')}) * ${bScale};\n}\n` : '',
-      'fn epilogue(m: u32, n: u32, v: f32) -> f32 {',
-      `  var r = v${ra === 'tensor' ? ' * scale_a[0]' : ra === 'row' ? ' * scale_a[m]' : ''}${rb === 'tensor' ? ' * scale_b[0]' : rb === 'row' ? ' * scale_b[n]' : ''};`,
-      s.bias ? '  r += load_bias(n);' : '',
-      s.scaleResult ? '  r *= scale_result[0];' : '',
-      '  return r;',
-      '}',
-      encodeFn('encode_out', outDtype, 'f32', true),
+      epilogueWgsl(s, outDtype),
     ].join('\n');
     // Directives must precede every declaration, the shared helpers included.
     return (subgroups ? 'enable subgroups;\n' : '') + commonWgsl() + fillTemplate(wgslSource(import.meta.url, 'gemv.wgsl'), {
-      EXTRA_BINDINGS: extras.map(([name], i) => `@group(0) @binding(${4 + i}) var<storage, read> ${name}: array<${name === 'bias' ? 'u32' : 'f32'}>;`).join('\n'),
+      EXTRA_BINDINGS: scalingBindings(extras),
       FUNCTIONS: fns,
       ELEMS_PER_CHUNK: perChunk,
       CHUNK_BODY: chunkBody(b.dtype),

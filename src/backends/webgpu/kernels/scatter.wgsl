@@ -18,24 +18,13 @@ struct Params {
 
 {{FUNCTIONS}}
 
-fn strided_offset(e: u32, base: u32, strides: array<vec4<u32>, 2>) -> u32 {
-  var rem = e;
-  var off = base;
-  for (var d = i32(p.rank) - 1; d >= 0; d--) {
-    let size = p.shape[d / 4][d % 4];
-    off += (rem % size) * strides[d / 4][d % 4];
-    rem /= size;
-  }
-  return off;
-}
-
 @compute @workgroup_size({{WG}})
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
   let e = linear_index(gid, nwg, {{WG}}u);
   if (e >= p.n) {
     return;
   }
-  let code = encode_out(load0(strided_offset(e, p.off0, p.strides0)));
-  let d = strided_offset(e, p.off1, p.strides1);
+  let code = encode_out(load0(strided_offset(e, p.off0, p.rank, p.shape, p.strides0)));
+  let d = strided_offset(e, p.off1, p.rank, p.shape, p.strides1);
 {{STORE}}
 }

@@ -1,7 +1,7 @@
 import { lanesPerWord, type DType } from '../../../core/dtype.js';
-import { contiguousView, numel } from '../../../core/shape.js';
+import { numel } from '../../../core/shape.js';
 import { wordBytes, type GpuBuffer, type GpuContext } from '../gpu-context.js';
-import { castKernel, type GpuOperand } from './elementwise.js';
+import { viaFloat32, type GpuOperand } from './elementwise.js';
 import { commonWgsl, encodeFn, fillTemplate, grid1d, loadFn, wgslSource } from './wgsl.js';
 
 /** Softmax or log-softmax along `dim` of a contiguous-view input; contiguous output of the same shape and dtype. */
@@ -13,13 +13,8 @@ export function softmaxKernel(ctx: GpuContext, x: GpuOperand, dim: number, log: 
   const n = numel(shape);
   const lanes = lanesPerWord(outDtype);
   if (lanes > 1 && (inner !== 1 || d % lanes !== 0)) {
-    // Rows would share packed output words between workgroups: compute f32, then cast.
-    const f32 = softmaxKernel(ctx, x, dim, log, 'float32');
-    try {
-      return castKernel(ctx, { buffer: f32, dtype: 'float32', view: contiguousView(shape) }, outDtype, false);
-    } finally {
-      ctx.release(f32);
-    }
+    // Rows would share packed output words between workgroups.
+    return viaFloat32(ctx, shape, outDtype, false, () => softmaxKernel(ctx, x, dim, log, 'float32'));
   }
   const out = ctx.alloc(wordBytes(n, lanes));
   if (n === 0) return out;

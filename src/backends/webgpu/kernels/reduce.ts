@@ -5,6 +5,9 @@ import { wordBytes, type GpuBuffer, type GpuContext } from '../gpu-context.js';
 import type { GpuOperand } from './elementwise.js';
 import { commonWgsl, computeTypeOf, encodeFn, fillTemplate, grid1d, loadFn, wgslSource, type ComputeType } from './wgsl.js';
 
+/** Reduced dims up to this length are folded serially by one invocation per output word. */
+const ROWS_MAX_SIZE = 64;
+
 function combineBody(op: ReduceOp, c: ComputeType): string {
   const pair = (v: string, i: string) => `vec2<u32>(bitcast<u32>(${v}), ${i})`;
   if (op === 'sum' || op === 'mean') return `  return ${pair('a + v', '0u')};`;
@@ -34,12 +37,14 @@ export function reduceKernel(ctx: GpuContext, op: ReduceOp, x: GpuOperand, dim: 
   if (nOut === 0) return out;
   const c = computeTypeOf(x.dtype);
   const outC: ComputeType = op === 'argmax' || op === 'argmin' ? 'i32' : computeTypeOf(outDtype);
-  // Small reduced dims waste fewer idle invocations with a smaller workgroup.
-  const wg = size >= 1024 ? 256 : size >= 128 ? 128 : 64;
-  const pipeline = ctx.pipeline(['reduce', op, x.dtype, outDtype, wg].join('|'), () => {
-    const result =
-      op === 'argmax' || op === 'argmin' ? 'i32(acc_i[0])' : op === 'mean' ? 'acc_v[0] / f32(p.size)' : outC === c ? 'acc_v[0]' : `${outC}(acc_v[0])`;
-    return commonWgsl() + fillTemplate(wgslSource(import.meta.url, 'reduce.wgsl'), {
+  // Short reduced dims: one invocation per output word (reduce-rows.wgsl); longer ones: a workgroup per output
+  // word, sized to the dim (reduce.wgsl).
+  const perInvocation = size <= ROWS_MAX_SIZE;
+  const wg = perInvocation ? 64 : size >= 1024 ? 256 : size >= 128 ? 128 : 64;
+  const pipeline = ctx.pipeline(['reduce', perInvocation ? 'rows' : 'wg', op, x.dtype, outDtype, wg].join('|'), () => {
+    const [v, i] = perInvocation ? ['acc_v', 'acc_i'] : ['acc_v[0]', 'acc_i[0]'];
+    const result = op === 'argmax' || op === 'argmin' ? `i32(${i})` : op === 'mean' ? `${v} / f32(p.size)` : outC === c ? v : `${outC}(${v})`;
+    return commonWgsl() + fillTemplate(wgslSource(import.meta.url, perInvocation ? 'reduce-rows.wgsl' : 'reduce.wgsl'), {
       FUNCTIONS: loadFn('load0', 'in0', x.dtype, c) + encodeFn('encode_out', outDtype, outC),
       C: c,
       WG: wg,
@@ -51,6 +56,7 @@ export function reduceKernel(ctx: GpuContext, op: ReduceOp, x: GpuOperand, dim: 
     });
   });
   const words = Math.ceil(nOut / lanes);
-  ctx.dispatch(pipeline, new Uint32Array([nOut, size, inner, x.view.offset]).buffer, [out, x.buffer], grid1d(words, 1));
+  const grid = perInvocation ? grid1d(words, 64) : grid1d(words, 1);
+  ctx.dispatch(pipeline, new Uint32Array([nOut, size, inner, x.view.offset]).buffer, [out, x.buffer], grid);
   return out;
 }

@@ -82,6 +82,8 @@ export interface Backend<H = unknown> {
   unary(op: UnaryOp, x: Operand<H>, outDtype: DType): H;
   /** x.index_select(dim, index) with a 1-D int32 index; contiguous result. Out-of-range: CPU throws, GPU gives 0. */
   indexSelect(x: Operand<H>, dim: number, index: Operand<H>): H;
+  /** x.gather(dim, index): index is int32 with x's rank (sizes <= x's off dim); result has the index's shape. */
+  gather(x: Operand<H>, dim: number, index: Operand<H>): H;
   /** a and b are already broadcast to outShape; computes in float32 when any dtype involved is floating, else int32. */
   binary(op: BinaryOp, a: Operand<H>, b: Operand<H>, outShape: Shape, outDtype: DType): H;
   /** Softmax (or log-softmax) along dim, numerically stable; contiguous result in x's dtype. */

@@ -256,6 +256,9 @@ export class Tensor {
   indexSelect(dim: number, index: Tensor): Tensor {
     return ops.indexSelect(this, dim, index);
   }
+  gather(dim: number, index: Tensor): Tensor {
+    return ops.gather(this, dim, index);
+  }
 
   softmax(dim = -1): Tensor {
     return ops.softmax(this, dim);

@@ -1,5 +1,5 @@
 import { DTypeError, ShapeError } from '../core/errors.js';
-import { normalizeDim } from '../core/shape.js';
+import { formatShape, normalizeDim } from '../core/shape.js';
 import type { Tensor } from '../core/tensor.js';
 import { contiguous } from './shape-ops.js';
 import { commonBackend, wrap } from './util.js';
@@ -23,4 +23,21 @@ export function indexSelect(x: Tensor, dim: number, index: Tensor): Tensor {
   } finally {
     idx.dispose();
   }
+}
+
+/**
+ * torch.gather: out[i][j][k] = x[i][index[i][j][k]][k] for dim 1 (likewise for any dim), every dtype. index is
+ * int32 with x's rank and sizes no larger than x's off `dim`; the result has the index's shape. Out-of-range indices
+ * throw on the CPU and give zeros on WebGPU (as indexSelect).
+ */
+export function gather(x: Tensor, dim: number, index: Tensor): Tensor {
+  const backend = commonBackend('gather', x, index);
+  if (index.dtype !== 'int32') throw new DTypeError(`gather: index must be int32, got ${index.describe()}`);
+  if (index.ndim !== x.ndim) throw new ShapeError(`gather: index ${index.describe()} must have the rank of x ${x.describe()}`);
+  const d = normalizeDim(dim, Math.max(x.ndim, 1));
+  if (x.ndim === 0) throw new ShapeError('gather: cannot gather from a 0-d tensor');
+  index.shape.forEach((s, i) => {
+    if (i !== d && s > x.shape[i]) throw new ShapeError(`gather: index ${formatShape(index.shape)} is larger than x ${formatShape(x.shape)} in dim ${i}`);
+  });
+  return wrap(backend, backend.gather(x.operand(), d, index.operand()), x.dtype, index.shape);
 }

@@ -132,6 +132,20 @@ export class CpuBackend implements Backend<Handle> {
     return out;
   }
 
+  gather(x: Operand<Handle>, dim: number, index: Operand<Handle>): Handle {
+    const shape = index.view.shape;
+    const out = allocStorage(x.dtype, numel(shape));
+    const ids = viewIndices(index.view);
+    // The x view with index's shape and dim's stride zeroed: every coordinate but dim's.
+    const base = viewIndices({ shape, strides: x.view.strides.map((s, d) => (d === dim ? 0 : s)), offset: x.view.offset });
+    for (let i = 0; i < out.length; i++) {
+      const id = index.handle[ids[i]];
+      if (id < 0 || id >= x.view.shape[dim]) throw new ShapeError(`gather: index ${id} is out of range for dim ${dim} of size ${x.view.shape[dim]}`);
+      out[i] = x.handle[base[i] + id * x.view.strides[dim]];
+    }
+    return out;
+  }
+
   unary(op: UnaryOp, x: Operand<Handle>, outDtype: DType): Handle {
     const v = values(x);
     const f = isInt(x.dtype) && isInt(outDtype) ? UNARY_I32[op] ?? UNARY_F64[op] : UNARY_F64[op];

@@ -12,6 +12,7 @@ import type { GpuBuffer, GpuContext } from './gpu-context.js';
 import { binaryKernel, castKernel, fillKernel, scatterKernel, unaryKernel, type GpuOperand } from './kernels/elementwise.js';
 import { gemmKernel, type GemmScaling } from './kernels/gemm.js';
 import { gemvApplies, gemvKernel } from './kernels/gemv.js';
+import { gatherKernel } from './kernels/gather.js';
 import { indexSelectKernel } from './kernels/index-select.js';
 import { reduceKernel } from './kernels/reduce.js';
 import { sampleKernel } from './kernels/sample.js';
@@ -244,6 +245,10 @@ export class WebGpuBackend implements Backend<GpuBuffer>, GpuContext {
 
   indexSelect(x: Operand<GpuBuffer>, dim: number, index: Operand<GpuBuffer>): GpuBuffer {
     return this.withContiguous(x, (cx) => indexSelectKernel(this, cx, dim, this.gpuOperand(index)));
+  }
+
+  gather(x: Operand<GpuBuffer>, dim: number, index: Operand<GpuBuffer>): GpuBuffer {
+    return gatherKernel(this, this.gpuOperand(x), dim, this.gpuOperand(index));
   }
 
   unary(op: UnaryOp, x: Operand<GpuBuffer>, outDtype: DType): GpuBuffer {

@@ -13,14 +13,15 @@ function softmaxOp(name: string, x: Tensor, dim: number, log: boolean): Tensor {
 }
 
 /**
- * torch.softmax along dim, computed in float32 with an online max/sum: one GPU dispatch for rows of any length
- * (one workgroup per row). A row of all -Inf gives NaN, as in torch.
+ * torch.softmax along dim, computed in float32 with an online max/sum. On the GPU: one dispatch (a workgroup per
+ * row) for rows up to 262144 values; a few longer rows are split across workgroups in two dispatches. A row of all
+ * -Inf gives NaN, as in torch.
  */
 export function softmax(x: Tensor, dim = -1): Tensor {
   return softmaxOp('softmax', x, dim, false);
 }
 
-/** torch.log_softmax along dim: x - max - log(sum(exp(x - max))), one GPU dispatch. */
+/** torch.log_softmax along dim: x - max - log(sum(exp(x - max))), dispatched as softmax is. */
 export function logSoftmax(x: Tensor, dim = -1): Tensor {
   return softmaxOp('logSoftmax', x, dim, true);
 }

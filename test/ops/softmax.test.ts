@@ -279,6 +279,29 @@ describe.skipIf(!gpu.available)(`softmax / logSoftmax, WebGPU vs CPU ${gpu.skipR
     for (const t of [f32, h, hEven, bEven, s0, e0]) t.dispose();
   });
 
+  it('rows longer than 262144 split across workgroups (2 dispatches): values, masks, NaN rows, odd packed rows', async () => {
+    for (const [rows, n, dtype] of [[1, 262145, 'float32'], [2, 1_000_000, 'float32'], [1, 300_001, 'bfloat16']] as const) {
+      const x = randomTensor([rows, n], dtype, 'normal', 4);
+      for (const log of [false, true]) {
+        const r = await checkBoth([x], sm(-1, log), tol(dtype, log), `${log ? 'logSoftmax' : 'softmax'} [${rows},${n}] ${dtype}`);
+        if (!log) for (const s of rowSums(r.gpu, rows, n)) expect(Math.abs(s - 1)).toBeLessThan(dtype === 'float32' ? 1e-5 : 1e-2);
+      }
+      x.dispose();
+    }
+    const gx = await randomTensor([1, 262148], 'float32', 'normal', 4).to('webgpu');
+    expect((await dispatchesOf(() => gx.softmax(-1))).dispatches).toBe(2);
+    // A -Inf mask everywhere but one entry, then an all -Inf row and a NaN row: torch's NaN rows.
+    const values = new Float32Array(3 * 262150).fill(-Infinity);
+    values[12345] = 3;
+    values[2 * 262150 + 777] = NaN;
+    const masked = await tg.tensor(values, { shape: [3, 262150] }).to('webgpu');
+    const out = await masked.softmax(-1).toArray();
+    expect(out[12345]).toBe(1);
+    expect(out[0]).toBe(0);
+    expect(Number.isNaN(out[262150 + 5])).toBe(true);
+    expect(Number.isNaN(out[2 * 262150 + 9])).toBe(true);
+  });
+
   it('rejects non-float inputs (DTypeError) and bad dims (ShapeError) on the GPU too', async () => {
     const i = tg.tensor([1, 2, 3], { dtype: 'int32', device: 'webgpu' });
     const x = tg.zeros([2, 3], { device: 'webgpu' });

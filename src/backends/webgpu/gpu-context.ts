@@ -11,8 +11,8 @@ export interface GpuContext {
   /** A storage buffer of at least `bytes` bytes (rounded up to whole words; contents undefined). */
   alloc(bytes: number): GpuBuffer;
   release(buffer: GpuBuffer): void;
-  /** The pipeline for `key`, compiling `build()`'s WGSL on first use. */
-  pipeline(key: string, build: () => string): GPUComputePipeline;
+  /** The pipeline for `key` (entry point `entryPoint`, default 'main'), compiling `build()`'s WGSL on first use. */
+  pipeline(key: string, build: () => string, entryPoint?: string): GPUComputePipeline;
   /**
    * Queues one dispatch: binding 0 is the uniform block `params` (omitted when null), then `buffers` in order.
    * Work is batched into one command buffer until something is read back.

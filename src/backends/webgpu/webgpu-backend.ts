@@ -54,6 +54,7 @@ export class WebGpuBackend implements Backend<GpuBuffer>, GpuContext {
   private readonly uniforms: BufferPool;
   private readonly staging: BufferPool;
   private readonly pipelines = new Map<string, GPUComputePipeline>();
+  private readonly modules = new Map<string, GPUShaderModule>();
   private encoder: GPUCommandEncoder | undefined;
   private pass: GPUComputePassEncoder | undefined;
   private pending = 0;
@@ -132,12 +133,18 @@ export class WebGpuBackend implements Backend<GpuBuffer>, GpuContext {
     if (!this.released) this.storage.release(b.buffer);
   }
 
-  pipeline(key: string, build: () => string): GPUComputePipeline {
-    let p = this.pipelines.get(key);
+  pipeline(key: string, build: () => string, entryPoint = 'main'): GPUComputePipeline {
+    const cacheKey = `${key}#${entryPoint}`;
+    let p = this.pipelines.get(cacheKey);
     if (!p) {
-      const module = this.gpuDevice.createShaderModule({ code: build(), label: key });
-      p = this.gpuDevice.createComputePipeline({ layout: 'auto', compute: { module, entryPoint: 'main' }, label: key });
-      this.pipelines.set(key, p);
+      // One module per key: entry points of the same source share it.
+      let module = this.modules.get(key);
+      if (!module) {
+        module = this.gpuDevice.createShaderModule({ code: build(), label: key });
+        this.modules.set(key, module);
+      }
+      p = this.gpuDevice.createComputePipeline({ layout: 'auto', compute: { module, entryPoint }, label: cacheKey });
+      this.pipelines.set(cacheKey, p);
       this.counters.pipelinesCompiled++;
     }
     return p;

@@ -149,6 +149,16 @@ interface MapSpec {
   inC: ComputeType;
   outC: ComputeType;
   saturate?: boolean;
+  /** Copy storage codes unconverted (one input of outDtype): a decode/encode round trip would rewrite NaN payloads. */
+  raw?: boolean;
+}
+
+/** `fn NAME(e: u32) -> u32`: the storage code of element e of `buffer` (dtype packed in u32 words), unconverted. */
+function codeLoadFn(name: string, buffer: string, dtype: DType): string {
+  const lanes = lanesPerWord(dtype);
+  const bits = 32 / lanes;
+  const code = lanes === 1 ? `${buffer}[e]` : `(${buffer}[e >> ${Math.log2(lanes)}u] >> ((e & ${lanes - 1}u) * ${bits}u)) & ${(2 ** bits - 1) >>> 0}u`;
+  return `fn ${name}(e: u32) -> u32 {\n  return ${code};\n}\n`;
 }
 
 /** Runs an elementwise map into a new contiguous buffer of outShape. */
@@ -162,13 +172,14 @@ function runMap(ctx: GpuContext, spec: MapSpec, outShape: Shape): GpuBuffer {
   const key = ['map', spec.name, spec.outDtype, spec.saturate ? 'sat' : '', ...spec.inputs.map((x, k) => `${x.dtype}:${access[k]}`)].join('|');
   const pipeline = ctx.pipeline(key, () => {
     const bindings = spec.inputs.map((_, k) => `@group(0) @binding(${k + 2}) var<storage, read> in${k}: array<u32>;`).join('\n');
-    const loads = spec.inputs.map((x, k) => loadFn(`load${k}`, `in${k}`, x.dtype, spec.inC)).join('');
+    const loads = spec.inputs.map((x, k) => (spec.raw ? codeLoadFn(`load${k}`, `in${k}`, x.dtype) : loadFn(`load${k}`, `in${k}`, x.dtype, spec.inC))).join('');
+    const encode = spec.raw ? 'fn encode_out(v: u32) -> u32 {\n  return v;\n}\n' : encodeFn('encode_out', spec.outDtype, spec.outC, spec.saturate);
     const names = ['x', 'y'];
     const body = spec.inputs.map((_, k) => `  let ${names[k]} = load${k}(${offsetExpr(k, access[k])});\n`).join('') + `  ${spec.body}`;
     return commonWgsl() + fillTemplate(wgslSource(import.meta.url, 'elementwise.wgsl'), {
       INPUT_BINDINGS: bindings,
-      FUNCTIONS: loads + encodeFn('encode_out', spec.outDtype, spec.outC, spec.saturate) + (spec.inC === 'f32' ? FLOAT_HELPERS : ''),
-      OUT_C: spec.outC,
+      FUNCTIONS: loads + encode + (spec.inC === 'f32' && !spec.raw ? FLOAT_HELPERS : ''),
+      OUT_C: spec.raw ? 'u32' : spec.outC,
       BODY: body,
       WG,
       LANES: lanes,
@@ -193,6 +204,8 @@ export function binaryKernel(ctx: GpuContext, op: BinaryOp, a: GpuOperand, b: Gp
 
 /** A contiguous copy of x in outDtype (contiguous(), to(dtype), clone()). */
 export function castKernel(ctx: GpuContext, x: GpuOperand, outDtype: DType, saturate: boolean): GpuBuffer {
+  // A copy to the same dtype moves codes as they are (NaN payloads included), as the CPU backend does.
+  if (x.dtype === outDtype && !saturate) return runMap(ctx, { name: 'copy', body: 'return x;', inputs: [x], outDtype, inC: 'i32', outC: 'i32', raw: true }, x.view.shape);
   // Keep integers exact when both sides are integers; anything touching a float goes through f32.
   const c = computeTypeOf(x.dtype, outDtype);
   return runMap(ctx, { name: 'cast', body: 'return x;', inputs: [x], outDtype, inC: c, outC: c, saturate }, x.view.shape);

@@ -21,24 +21,6 @@ const WG = {{WG}}u;
 var<workgroup> wg_max: array<f32, WG>;
 var<workgroup> wg_sum: array<f32, WG>;
 
-// exp that is exactly 0 far below the max (and for -Inf), whatever the GPU's exp does with huge negative inputs;
-// NaN stays NaN.
-fn exp_below_max(d: f32) -> f32 {
-  return select(select(exp(d), 0.0, d < -88.0), d, is_nan(d));
-}
-
-// Merges two online-softmax states (m, s): s is the sum of exp(x - m). An empty state is (-Inf, 0).
-fn merge(m1: f32, s1: f32, m2: f32, s2: f32) -> vec2<f32> {
-  if (is_nan(m1) || is_nan(m2)) {
-    return vec2<f32>(f32_bits(0x7fc00000u), 0.0);
-  }
-  let m = max(m1, m2);
-  if (m == f32_bits(0xff800000u)) {
-    return vec2<f32>(m, 0.0);
-  }
-  return vec2<f32>(m, s1 * exp_below_max(m1 - m) + s2 * exp_below_max(m2 - m));
-}
-
 @compute @workgroup_size(WG)
 fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
   let row = wid.x + wid.y * nwg.x;

@@ -1,0 +1,90 @@
+// Split-row softmax for a few long rows (one workgroup per row would leave most of a GPU idle): each row is cut
+// into `chunks` pieces. Pass `partials`: one workgroup per piece writes its online (max, sum). Pass `normalize`: one
+// workgroup per piece merges its row's partials and writes the piece's outputs. Rows are contiguous (inner 1).
+
+struct Params {
+  rows: u32,
+  d: u32,
+  chunks: u32,
+  chunk_len: u32,   // a multiple of LANES, so pieces start on whole output words
+  offset: u32,
+  _pad0: u32,
+  _pad1: u32,
+  _pad2: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read_write> out: array<u32>;
+@group(0) @binding(2) var<storage, read> in0: array<u32>;
+@group(0) @binding(3) var<storage, read> partials: array<vec2<f32>>;
+
+{{FUNCTIONS}}
+
+const WG = 256u;
+
+var<workgroup> wg_max: array<f32, WG>;
+var<workgroup> wg_sum: array<f32, WG>;
+
+fn reduce_state(t: u32, m: f32, s: f32) -> vec2<f32> {
+  wg_max[t] = m;
+  wg_sum[t] = s;
+  workgroupBarrier();
+  for (var k = WG / 2u; k > 0u; k >>= 1u) {
+    if (t < k) {
+      let r = merge(wg_max[t], wg_sum[t], wg_max[t + k], wg_sum[t + k]);
+      wg_max[t] = r.x;
+      wg_sum[t] = r.y;
+    }
+    workgroupBarrier();
+  }
+  return vec2<f32>(workgroupUniformLoad(&wg_max[0]), workgroupUniformLoad(&wg_sum[0]));
+}
+
+@compute @workgroup_size(WG)
+fn partials_main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+  let piece = wid.x + wid.y * nwg.x;
+  if (piece >= p.rows * p.chunks) {
+    return;
+  }
+  let row = piece / p.chunks;
+  let begin = (piece % p.chunks) * p.chunk_len;
+  let end = min(begin + p.chunk_len, p.d);
+  var m = f32_bits(0xff800000u);
+  var s = 0.0;
+  for (var j = begin + lid.x; j < end; j += WG) {
+    let r = merge(m, s, load0(p.offset + row * p.d + j), 1.0);
+    m = r.x;
+    s = r.y;
+  }
+  let total = reduce_state(lid.x, m, s);
+  if (lid.x == 0u) {
+    out[2u * piece] = bitcast<u32>(total.x);
+    out[2u * piece + 1u] = bitcast<u32>(total.y);
+  }
+}
+
+@compute @workgroup_size(WG)
+fn normalize_main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+  let piece = wid.x + wid.y * nwg.x;
+  if (piece >= p.rows * p.chunks) {
+    return;
+  }
+  let t = lid.x;
+  let row = piece / p.chunks;
+  var state = vec2<f32>(f32_bits(0xff800000u), 0.0);
+  if (t < p.chunks) {
+    state = partials[row * p.chunks + t];
+  }
+  let total = reduce_state(t, state.x, state.y);
+  let row_max = total.x;
+  let row_sum = select(total.y, f32_bits(0x7fc00000u), row_max == f32_bits(0xff800000u) || is_nan(row_max));
+  let inv = 1.0 / row_sum;
+  let log_sum = log(row_sum);
+  let base = p.offset + row * p.d;
+  let first = row * p.d;
+  let begin = (piece % p.chunks) * p.chunk_len;
+  let end = min(begin + p.chunk_len, p.d);
+  for (var j = begin + t * {{LANES}}u; j < end; j += WG * {{LANES}}u) {
+{{STORE}}
+  }
+}

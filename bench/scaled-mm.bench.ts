@@ -24,7 +24,8 @@ async function measure(ctx: BenchContext, k: number, n: number, shape: string): 
   try {
     const g = new Generator(7);
     const x = own(randn([1, k], { device: 'webgpu', generator: g }));
-    const w = own(randn([n, k], { device: 'webgpu', generator: g }).mul(0.02));
+    const w0 = own(randn([n, k], { device: 'webgpu', generator: g }));
+    const w = own(w0.mul(0.02));
     const rows: RowInput[] = [];
     for (const v of VARIANTS) {
       let op: () => Tensor;

@@ -1,12 +1,12 @@
 // Launcher of the decode GEMV (gemv.wgsl), used by matmul and scaledMm when M <= 4 and the weight is a [N, K]
 // matrix with K contiguous and 16-byte aligned rows; other shapes take the tiled GEMM.
-import { DTYPE_INFO, lanesPerWord, type DType } from '../../../core/dtype.js';
+import { DTYPE_INFO, isFp8, lanesPerWord, type DType } from '../../../core/dtype.js';
 import { contiguousView } from '../../../core/shape.js';
 import type { MatmulDims } from '../../backend.js';
 import { wordBytes, type GpuBuffer, type GpuContext } from '../gpu-context.js';
 import { viaFloat32, type GpuOperand } from './elementwise.js';
 import { epilogueWgsl, scalingBindings, scalingBuffers, type GemmScaling } from './gemm.js';
-import { commonWgsl, decodeFn, encodeFn, fillTemplate, grid1d, loadFn, wgslSource } from './wgsl.js';
+import { codeFn, commonWgsl, decodeFn, fillTemplate, grid1d, loadFn, wgslSource } from './wgsl.js';
 
 export const GEMV_MAX_M = 4;
 const OUTPUTS_PER_WORKGROUP = 4;
@@ -102,15 +102,21 @@ export function gemvKernel(ctx: GpuContext, a: GpuOperand, b: GpuOperand, dims: 
   const blockScaled = ra === 'block' || rb === 'block';
   const extras = scalingBuffers(s);
   const subgroups = ctx.subgroupReduce(64);
-  const key = ['gemv', m, a.dtype, b.dtype, outDtype, ra, rb, s.bias?.dtype, !!s.scaleResult, subgroups].join('|');
+  const key = ['gemv', 'lut', m, a.dtype, b.dtype, outDtype, ra, rb, s.bias?.dtype, !!s.scaleResult, subgroups].join('|');
   const pipeline = ctx.pipeline(key, () => {
-    const rows = [0, 1, 2, 3].map((r) => (r < m ? `load0(p.a_off + ${r}u * p.a_sm + k * p.a_sk)` : '0.0'));
+    // FP8 codes decode through a 256-entry table in workgroup memory (filled with the exact decoder): one load
+    // instead of a dozen integer ops per weight, and per activation too when it has the same format.
+    const lut = isFp8(b.dtype);
+    const lutA = lut && a.dtype === b.dtype;
+    const loadA = (r: number) => (lutA ? `fp8_lut[load0_code(p.a_off + ${r}u * p.a_sm + k * p.a_sk)]` : `load0(p.a_off + ${r}u * p.a_sm + k * p.a_sk)`);
+    const rows = [0, 1, 2, 3].map((r) => (r < m ? loadA(r) : '0.0'));
     const aScale = (r: number) => (ra === 'block' && r < m ? `scale_a[${r}u * p.k_blocks + k / 128u]` : ra === 'block' ? '0.0' : '1.0');
     const bScale = rb === 'block' ? 'scale_b[(n / 128u) * p.k_blocks + k / 128u]' : '1.0';
     const fns = [
       loadFn('load0', 'in0', a.dtype, 'f32'),
       loadFn('load_w', 'in1', b.dtype, 'f32', true),
-      decodeFn('decode_w', b.dtype, 'f32'),
+      lut ? 'fn decode_w(code: u32) -> f32 {\n  return fp8_lut[code];\n}\n' : decodeFn('decode_w', b.dtype, 'f32'),
+      lutA ? codeFn('load0_code', 'in0', a.dtype) : '',
       `fn a_vec(k: u32) -> vec4<f32> {\n  return vec4<f32>(${rows.join(', ')});\n}\n`,
       blockScaled ? `fn block_scale(n: u32, k: u32) -> vec4<f32> {\n  return vec4<f32>(${[0, 1, 2, 3].map(aScale).join(', ')}) * ${bScale};\n}\n` : '',
       epilogueWgsl(s, outDtype),
@@ -126,6 +132,8 @@ export function gemvKernel(ctx: GpuContext, a: GpuOperand, b: GpuOperand, dims: 
       STORE: storeCode(lanes, m),
       SUBGROUP_BUILTINS: subgroups ? ', @builtin(subgroup_invocation_id) sg_lane: u32, @builtin(subgroup_size) sg_size: u32' : '',
       REDUCE: subgroups ? SUBGROUP_REDUCE : TREE_REDUCE,
+      LUT_DECL: lut ? 'var<workgroup> fp8_lut: array<f32, 256>;' : '',
+      LUT_FILL: lut ? `  fp8_lut[lid.x] = ${b.dtype === 'float8_e4m3fn' ? 'e4m3_to_f32' : 'e5m2_to_f32'}(lid.x);\n  workgroupBarrier();` : '',
     });
   });
   const [, sn] = b.view.strides;

@@ -29,6 +29,7 @@ const TPO = 64u;  // invocations per output column
 const OPW = 4u;   // output columns per workgroup
 
 var<workgroup> red: array<vec4<f32>, 256>;
+{{LUT_DECL}}
 
 @compute @workgroup_size(256)
 fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>{{SUBGROUP_BUILTINS}}) {
@@ -36,6 +37,7 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
   let g = lid.x / TPO;
   let t = lid.x % TPO;
   let n = wg * OPW + g;
+{{LUT_FILL}}
   var acc = vec4<f32>(0.0);   // one lane per activation row m
   if (n < p.n) {
     let row = p.b_off_chunks + n * p.b_row_chunks;

@@ -70,15 +70,20 @@ export function decodeFn(name: string, dtype: DType, c: ComputeType): string {
  * which holds dtype packed in u32 words.
  */
 export function loadFn(name: string, buffer: string, dtype: DType, c: ComputeType, vec4Words = false): string {
+  return `fn ${name}(e: u32) -> ${c} {\n  let code = ${codeExpr(buffer, dtype, vec4Words)};\n  return ${decodeExpr(dtype, 'code', c)};\n}\n`;
+}
+
+/** `fn NAME(e: u32) -> u32`: the raw storage code of element e (for table lookups and raw copies). */
+export function codeFn(name: string, buffer: string, dtype: DType): string {
+  return `fn ${name}(e: u32) -> u32 {\n  return ${codeExpr(buffer, dtype, false)};\n}\n`;
+}
+
+/** WGSL expression of element e's code in `buffer` (vec4Words: the buffer is array<vec4<u32>>). */
+function codeExpr(buffer: string, dtype: DType, vec4Words: boolean): string {
   const lanes = lanesPerWord(dtype);
   const bits = 32 / lanes;
-  // vec4Words: the buffer is declared array<vec4<u32>> (16-byte loads elsewhere in the kernel).
   const word = (i: string) => (vec4Words ? `${buffer}[(${i}) >> 2u][(${i}) & 3u]` : `${buffer}[${i}]`);
-  const code =
-    lanes === 1
-      ? word('e')
-      : `(${word(`e >> ${Math.log2(lanes)}u`)} >> ((e & ${lanes - 1}u) * ${bits}u)) & ${(2 ** bits - 1) >>> 0}u`;
-  return `fn ${name}(e: u32) -> ${c} {\n  let code = ${code};\n  return ${decodeExpr(dtype, 'code', c)};\n}\n`;
+  return lanes === 1 ? word('e') : `(${word(`e >> ${Math.log2(lanes)}u`)} >> ((e & ${lanes - 1}u) * ${bits}u)) & ${(2 ** bits - 1) >>> 0}u`;
 }
 
 /** `fn NAME(v: C) -> u32` giving dtype's storage code for a computed value (saturate applies to fp8 only). */

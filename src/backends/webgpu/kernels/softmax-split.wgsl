@@ -22,24 +22,6 @@ struct Params {
 
 const WG = 256u;
 
-var<workgroup> wg_max: array<f32, WG>;
-var<workgroup> wg_sum: array<f32, WG>;
-
-fn reduce_state(t: u32, m: f32, s: f32) -> vec2<f32> {
-  wg_max[t] = m;
-  wg_sum[t] = s;
-  workgroupBarrier();
-  for (var k = WG / 2u; k > 0u; k >>= 1u) {
-    if (t < k) {
-      let r = merge(wg_max[t], wg_sum[t], wg_max[t + k], wg_sum[t + k]);
-      wg_max[t] = r.x;
-      wg_sum[t] = r.y;
-    }
-    workgroupBarrier();
-  }
-  return vec2<f32>(workgroupUniformLoad(&wg_max[0]), workgroupUniformLoad(&wg_sum[0]));
-}
-
 @compute @workgroup_size(WG)
 fn partials_main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
   let piece = wid.x + wid.y * nwg.x;
@@ -77,7 +59,7 @@ fn normalize_main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgro
   }
   let total = reduce_state(t, state.x, state.y);
   let row_max = total.x;
-  let row_sum = select(total.y, f32_bits(0x7fc00000u), row_max == f32_bits(0xff800000u) || is_nan(row_max));
+  let row_sum = row_sum_or_nan(total);
   let inv = 1.0 / row_sum;
   let log_sum = log(row_sum);
   let base = p.offset + row * p.d;

@@ -18,9 +18,6 @@ struct Params {
 
 const WG = {{WG}}u;
 
-var<workgroup> wg_max: array<f32, WG>;
-var<workgroup> wg_sum: array<f32, WG>;
-
 @compute @workgroup_size(WG)
 fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
   let row = wid.x + wid.y * nwg.x;
@@ -36,20 +33,9 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
     m = r.x;
     s = r.y;
   }
-  wg_max[t] = m;
-  wg_sum[t] = s;
-  workgroupBarrier();
-  for (var k = WG / 2u; k > 0u; k >>= 1u) {
-    if (t < k) {
-      let r = merge(wg_max[t], wg_sum[t], wg_max[t + k], wg_sum[t + k]);
-      wg_max[t] = r.x;
-      wg_sum[t] = r.y;
-    }
-    workgroupBarrier();
-  }
-  let row_max = wg_max[0];
-  // All -Inf (0/0) and NaN rows come out NaN, as in torch.
-  let row_sum = select(wg_sum[0], f32_bits(0x7fc00000u), row_max == f32_bits(0xff800000u) || is_nan(row_max));
+  let total = reduce_state(t, m, s);
+  let row_max = total.x;
+  let row_sum = row_sum_or_nan(total);
   let inv = 1.0 / row_sum;
   let log_sum = log(row_sum);
   // Packed outputs (lanes > 1) are written a word at a time; the launcher only picks them when every row is whole

@@ -12,7 +12,10 @@ export type ScaledMmOutDtype = 'float32' | 'float16' | 'bfloat16' | 'float8_e4m3
 export interface ScaledMmOptions {
   /** float32 dequantization scale of a: one value, [M, 1] per row, or [M, ceil(K/128)] per 1x128 group. */
   scaleA: Tensor;
-  /** float32 dequantization scale of b: one value, [1, N] per column, or [ceil(N/128), ceil(K/128)] per 128x128 block of the [N, K] weight. */
+  /**
+   * float32 dequantization scale of b: one value, [1, N] (or [N, 1]) per column, or [ceil(N/128), ceil(K/128)] per
+   * 128x128 block of the [N, K] weight.
+   */
   scaleB: Tensor;
   /** Output dtype (default bfloat16, as F.scaled_mm). An FP8 output saturates. */
   outDtype?: ScaledMmOutDtype;
@@ -75,7 +78,10 @@ export function scaledMm(a: Tensor, b: Tensor, options: ScaledMmOptions): Tensor
   if (!OUT_DTYPES.includes(outDtype)) throw new DTypeError(`scaledMm: outDtype must be one of ${OUT_DTYPES.join(', ')}, got ${outDtype}`);
   const kb = Math.ceil(k / 128);
   const recipeA = recipeOf('scaleA', scaleA, [['tensor', [1]], ['row', [m, 1]], ['block', [m, kb]]], options.recipeA);
-  const recipeB = recipeOf('scaleB', scaleB, [['tensor', [1]], ['row', [1, n]], ['block', [Math.ceil(n / 128), kb]]], options.recipeB);
+  // A per-column scale of b is [1, N] (torch); [N, 1], what quantize(w, {granularity: 'row'}) gives for the [N, K]
+  // weight, means the same and is accepted as is.
+  const rowB = scaleB.ndim === 2 && scaleB.shape[0] === n && scaleB.shape[1] === 1 ? [n, 1] : [1, n];
+  const recipeB = recipeOf('scaleB', scaleB, [['tensor', [1]], ['row', rowB], ['block', [Math.ceil(n / 128), kb]]], options.recipeB);
   if (bias) {
     if (!BIAS_DTYPES.includes(bias.dtype)) throw new DTypeError(`scaledMm: bias must be float32, float16 or bfloat16, got ${bias.describe()}`);
     if (!sameShape(bias.shape, [n])) throw new ShapeError(`scaledMm: bias must have shape [${n}], got ${formatShape(bias.shape)}`);

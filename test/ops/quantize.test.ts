@@ -8,6 +8,7 @@ import {
   DTypeError,
   Generator,
   quantize,
+  randn,
   scaledMm,
   setDefaultDevice,
   ShapeError,
@@ -407,5 +408,18 @@ describe('quantize then scaledMm approximates x @ w.T', () => {
   });
   it.skipIf(!gpu.available).each(ROUND_TRIPS)('on WebGPU, x by %s, w by %s, %s', async (ga, gb, dtype) => {
     await roundTrip('webgpu', ga, gb, dtype);
+  });
+});
+
+describe('row scales of a weight pass to scaledMm as quantize returns them', () => {
+  it('[N, 1] from quantize(w, {granularity: "row"}) equals the torch layout [1, N]', async () => {
+    const x = randn([3, 40], { device: 'cpu' });
+    const w = randn([6, 40], { device: 'cpu' });
+    const qx = quantize(x, { granularity: 'row' });
+    const qw = quantize(w, { granularity: 'row' });
+    expect(qw.scale.shape).toEqual([6, 1]);
+    const direct = await scaledMm(qx.data, qw.data.T, { scaleA: qx.scale, scaleB: qw.scale, outDtype: 'float32' }).toArray();
+    const torchLayout = await scaledMm(qx.data, qw.data.T, { scaleA: qx.scale, scaleB: qw.scale.reshape([1, 6]), outDtype: 'float32' }).toArray();
+    expect(Array.from(direct)).toEqual(Array.from(torchLayout));
   });
 });

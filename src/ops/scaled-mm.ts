@@ -80,7 +80,7 @@ export function scaledMm(a: Tensor, b: Tensor, options: ScaledMmOptions): Tensor
   const recipeA = recipeOf('scaleA', scaleA, [['tensor', [1]], ['row', [m, 1]], ['block', [m, kb]]], options.recipeA);
   // A per-column scale of b is [1, N] (torch); [N, 1], what quantize(w, {granularity: 'row'}) gives for the [N, K]
   // weight, means the same and is accepted as is.
-  const rowB = scaleB.ndim === 2 && scaleB.shape[0] === n && scaleB.shape[1] === 1 ? [n, 1] : [1, n];
+  const rowB = n > 1 && scaleB.ndim === 2 && scaleB.shape[0] === n && scaleB.shape[1] === 1 ? [n, 1] : [1, n];
   const recipeB = recipeOf('scaleB', scaleB, [['tensor', [1]], ['row', rowB], ['block', [Math.ceil(n / 128), kb]]], options.recipeB);
   if (bias) {
     if (!BIAS_DTYPES.includes(bias.dtype)) throw new DTypeError(`scaledMm: bias must be float32, float16 or bfloat16, got ${bias.describe()}`);

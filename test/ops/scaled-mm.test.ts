@@ -461,8 +461,8 @@ describe('scaledMm argument errors', () => {
     expect(wrongA).toThrow(/scaleA has shape \[4, 3\]; expected tensor: one element, row: \[4, 1\], block: \[4, 2\]/);
     const wrongB = call({ scaleB: tensor(new Float32Array(6), { shape: [6] }) });
     expect(wrongB).toThrow(/scaleB has shape \[6\]; expected tensor: one element, row: \[1, 6\], block: \[1, 2\]/);
-    // A per-row scale of b given as [N, 1] (torch wants [1, N]) fits nothing either.
-    expect(call({ scaleB: tensor(new Float32Array(6), { shape: [6, 1] }) })).toThrow(/\[6, 1\].*row: \[1, 6\]/);
+    // A per-column scale of b given as [N, 1] (what quantize(w, row) returns; torch wants [1, N]) is accepted as row.
+    expect(call({ scaleB: tensor(new Float32Array(6).fill(1), { shape: [6, 1] }) })).not.toThrow();
   });
 
   it('a scaleB shape that fits both row and block needs recipeB', () => {
@@ -598,15 +598,15 @@ describe.skipIf(!gpu.available)(`scaledMm on WebGPU vs the reference ${gpu.skipR
       for (const sg of subgroups) {
         be.subgroupsEnabled = sg;
         for (const [m, ra, rb, outDtype] of cases) {
-          // K = 4096: 256 chunks of 16 per weight row, so all 64 invocations of a column hold partial sums.
-          const spec: Spec = { m, k: 4096, n: 132, layout: 'wT', ra, rb, outDtype, bias: 'float32', seed: 300 + m };
+          // K = 1024: 64 chunks of 16 per weight row, so all 64 invocations of a column hold partial sums.
+          const spec: Spec = { m, k: 1024, n: 132, layout: 'wT', ra, rb, outDtype, bias: 'float32', seed: 300 + m };
           const viaGemv = await checkGpu(spec, 'gemv');
           const viaGemm = await checkGpu(spec, 'gemm', (b) => b.contiguous());
           const want = reference(makeProblem(spec));
           // Both lie within the f32 window of the exact value, so within twice it (plus one output ulp) of each other.
           const ulp = outDtype === 'float32' ? 0 : outDtype === 'bfloat16' ? 2 ** -7 : 2 ** -3;
           for (let i = 0; i < viaGemv.length; i++) {
-            const tol = 2 * gpuErr(4096) * want.mag[i] + ulp * Math.abs(want.v[i]);
+            const tol = 2 * gpuErr(1024) * want.mag[i] + ulp * Math.abs(want.v[i]);
             expect(Math.abs(viaGemv[i] - viaGemm[i]), `subgroups ${sg} m ${m} ${ra}/${rb} [${i}]`).toBeLessThanOrEqual(tol);
           }
         }

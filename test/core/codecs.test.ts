@@ -18,6 +18,7 @@ import {
 } from '../../src/core/codecs.js';
 import { DTYPES, type DType } from '../../src/core/dtype.js';
 import { DTypeError } from '../../src/core/errors.js';
+import { mulberry32 } from '../helpers/reference.js';
 
 interface Format {
   name: string;
@@ -166,16 +167,6 @@ const negNaN = new Float32Array(new Uint32Array([0xffc00000]).buffer)[0];
 
 const hex = (n: number): string => `0x${(n >>> 0).toString(16)}`;
 
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return (t ^ (t >>> 14)) >>> 0;
-  };
-}
 
 /** Collects up to 10 failures so one exhaustive loop reports what went wrong without 65536 expects. */
 class Mismatches {

@@ -8,11 +8,11 @@ import { f16BitsToF32, f32ToBf16Bits, f32ToF16Bits, f32ToFp8Bits, fp8BitsToF32, 
 import * as tg from '../../src/index.js';
 import { cat, DTypeError, full, Generator, ones, setDefaultDevice, Tensor, tensor, zeros, type DeviceName, type DType } from '../../src/index.js';
 import { setupWebGpu } from '../helpers/webgpu.js';
+import { fp8Value, type Fp8 } from '../helpers/reference.js';
 
 const gpu = await setupWebGpu();
 setDefaultDevice('cpu');
 
-type Fp8 = 'float8_e4m3fn' | 'float8_e5m2';
 const FP8: Fp8[] = ['float8_e4m3fn', 'float8_e5m2'];
 const fmt = (d: Fp8) => (d === 'float8_e4m3fn' ? 'e4m3fn' : 'e5m2');
 const DEVICES: DeviceName[] = gpu.available ? ['cpu', 'webgpu'] : ['cpu'];
@@ -49,20 +49,6 @@ function fromCodes(codes: ArrayLike<number>, dtype: DType, shape: number[], devi
 
 const ALL_CODES = Array.from({ length: 256 }, (_, c) => c);
 
-/** Value of a code from the OFP8 definition, written independently of the codecs. */
-function fp8Value(code: number, dtype: Fp8): number {
-  const sign = code & 0x80 ? -1 : 1;
-  if (dtype === 'float8_e4m3fn') {
-    const e = (code >> 3) & 0xf;
-    const m = code & 7;
-    if (e === 15 && m === 7) return NaN;
-    return sign * (e === 0 ? m * 2 ** -9 : (1 + m / 8) * 2 ** (e - 7));
-  }
-  const e = (code >> 2) & 0x1f;
-  const m = code & 3;
-  if (e === 31) return m === 0 ? sign * Infinity : NaN;
-  return sign * (e === 0 ? m * 2 ** -16 : (1 + m / 4) * 2 ** (e - 15));
-}
 
 const f32Bits = (x: number) => new Uint32Array(new Float32Array([x]).buffer)[0];
 

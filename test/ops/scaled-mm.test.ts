@@ -25,30 +25,16 @@ import {
   type ScaledMmOutDtype,
 } from '../../src/index.js';
 import { setupWebGpu } from '../helpers/webgpu.js';
+import { fp8Value, type Fp8 } from '../helpers/reference.js';
 
 const gpu = await setupWebGpu();
 setDefaultDevice('cpu');
 
-type Fp8 = 'float8_e4m3fn' | 'float8_e5m2';
 type Layout = 'wT' | 'plain';
 type BiasDtype = 'float32' | 'float16' | 'bfloat16';
 
 // ---- independent FP8 decoding and output rounding -------------------------------------------------------------
 
-/** Value of an FP8 code from the OFP8 definition (e4m3fn: bias 7, only S.1111.111 is NaN; e5m2: IEEE-like, bias 15). */
-function fp8Value(code: number, dtype: Fp8): number {
-  const sign = code & 0x80 ? -1 : 1;
-  if (dtype === 'float8_e4m3fn') {
-    const e = (code >> 3) & 0xf;
-    const m = code & 7;
-    if (e === 15 && m === 7) return NaN;
-    return sign * (e === 0 ? m * 2 ** -9 : (1 + m / 8) * 2 ** (e - 7));
-  }
-  const e = (code >> 2) & 0x1f;
-  const m = code & 3;
-  if (e === 31) return m === 0 ? sign * Infinity : NaN;
-  return sign * (e === 0 ? m * 2 ** -16 : (1 + m / 4) * 2 ** (e - 15));
-}
 
 interface Format {
   mant: number;

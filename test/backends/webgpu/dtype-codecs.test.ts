@@ -14,6 +14,7 @@ import {
   f32ToFp8Bits,
   fp8BitsToF32,
 } from '../../../src/core/codecs.js';
+import { mulberry32 } from '../../helpers/reference.js';
 
 const WGSL_PATH = new URL('../../../src/backends/webgpu/kernels/dtype-codecs.wgsl', import.meta.url);
 const codecsWgsl = readFileSync(WGSL_PATH, 'utf8');
@@ -55,16 +56,6 @@ const fromBits = (b: number): number => {
   return f32[0];
 };
 
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return (t ^ (t >>> 14)) >>> 0;
-  };
-}
 
 /** Every decoded value of every format, their midpoints and midpoints +-1 ulp (both signs), specials, random bits. */
 function encodeInputs(): Uint32Array {

@@ -13,8 +13,8 @@ function softmaxOp(name: string, x: Tensor, dim: number, log: boolean): Tensor {
 }
 
 /**
- * torch.softmax along dim, computed in float32 with an online max/sum. On the GPU: one dispatch (a workgroup per
- * row) for rows up to 262144 values; a few longer rows are split across workgroups in two dispatches. A row of all
+ * torch.softmax along dim, computed in float32 with an online max/sum. On the GPU: one dispatch (an invocation per
+ * row up to 64 values, else a workgroup per row) for rows up to 262144 values; a few longer rows are split across workgroups in two dispatches. A row of all
  * -Inf gives NaN, as in torch.
  */
 export function softmax(x: Tensor, dim = -1): Tensor {

@@ -73,8 +73,6 @@ describe.skipIf(!gpu.available)(`softmax / logSoftmax, WebGPU vs CPU ${gpu.skipR
     }
   });
 
-  // Not covered here: more than 65535 rows (the grid folds into y). One workgroup per row makes [70000, 3] take
-  // 20-40 s on SwiftShader.
   it('batches of rows: [32, 4097], [3, 128256]', async () => {
     for (const [shape, dtypes] of [
       [[32, 4097], FLOAT_DTYPES],
@@ -277,6 +275,14 @@ describe.skipIf(!gpu.available)(`softmax / logSoftmax, WebGPU vs CPU ${gpu.skipR
       expect(dispatches, label).toBe(want);
     }
     for (const t of [f32, h, hEven, bEven, s0, e0]) t.dispose();
+  });
+
+  it('many short rows (one invocation per row): [70000, 3] f32 and [4099, 10] bf16, dims with inner > 1', async () => {
+    for (const [shape, dtype, dim] of [[[70000, 3], 'float32', -1], [[4099, 10], 'bfloat16', -1], [[50, 7, 9], 'float16', 1]] as const) {
+      const x = randomTensor([...shape], dtype, 'normal', 4);
+      for (const log of [false, true]) await checkBoth([x], sm(dim, log), tol(dtype, log), `${log ? 'logSoftmax' : 'softmax'} [${shape}] ${dtype}`);
+      x.dispose();
+    }
   });
 
   it('rows longer than 262144 split across workgroups (2 dispatches): values, masks, NaN rows, odd packed rows', async () => {

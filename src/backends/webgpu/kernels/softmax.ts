@@ -18,12 +18,23 @@ export function softmaxKernel(ctx: GpuContext, x: GpuOperand, dim: number, log: 
   }
   const out = ctx.alloc(wordBytes(n, lanes));
   if (n === 0) return out;
-  const functions = () =>
-    wgslSource(import.meta.url, 'online-softmax.wgsl') + loadFn('load0', 'in0', x.dtype, 'f32') + encodeFn('encode_out', outDtype, 'f32');
+  const functions = (workgroup = true) =>
+    wgslSource(import.meta.url, 'online-softmax.wgsl') +
+    (workgroup ? wgslSource(import.meta.url, 'softmax-workgroup.wgsl') : '') +
+    loadFn('load0', 'in0', x.dtype, 'f32') +
+    encodeFn('encode_out', outDtype, 'f32');
   if (inner === 1 && d > SINGLE_PASS_MAX && rows < SPLIT_MAX_ROWS) {
     return splitRows(ctx, x, out, rows, d, log, outDtype, functions);
   }
-  // Long rows want every invocation of a big workgroup; short rows waste fewer idle ones in a small one.
+  if (d <= ROW_PER_INVOCATION_MAX) {
+    const pipeline = ctx.pipeline(['softmax-rows', log, x.dtype, outDtype].join('|'), () =>
+      commonWgsl() +
+      fillTemplate(wgslSource(import.meta.url, 'softmax-rows.wgsl'), { FUNCTIONS: functions(false), LANES: lanes, STORE: storeCode(lanes, log, true) }),
+    );
+    ctx.dispatch(pipeline, new Uint32Array([rows, d, inner, x.view.offset]).buffer, [out, x.buffer], grid1d(rows, 64));
+    return out;
+  }
+  // Long rows want every invocation of a big workgroup; shorter rows waste fewer idle ones in a small one.
   const wg = d >= 2048 ? 256 : d >= 256 ? 128 : 64;
   const pipeline = ctx.pipeline(['softmax', log, x.dtype, outDtype, wg].join('|'), () =>
     commonWgsl() +
@@ -40,6 +51,8 @@ export function softmaxKernel(ctx: GpuContext, x: GpuOperand, dim: number, log: 
  */
 const SINGLE_PASS_MAX = 262144;
 const SPLIT_MAX_ROWS = 16;
+/** Rows up to this length are done by one invocation each. */
+const ROW_PER_INVOCATION_MAX = 64;
 /** Elements per workgroup of the split-row path. */
 const SPLIT_CHUNK = 8192;
 

@@ -271,6 +271,10 @@ export class Tensor {
   matmul(other: Tensor): Tensor {
     return ops.matmul(this, other);
   }
+  /** This [..., K] through a dense layer with weight [N, K] (and bias [N]). */
+  linear(weight: Tensor, bias?: Tensor): Tensor {
+    return ops.linear(this, weight, bias);
+  }
 }
 
 function flatArgs(args: number[] | [readonly number[]]): number[] {

@@ -1,7 +1,7 @@
 import { DTypeError, ShapeError } from '../core/errors.js';
 import { broadcastShapes, broadcastView, formatShape } from '../core/shape.js';
 import type { Tensor } from '../core/tensor.js';
-import { reshape, unsqueeze } from './shape-ops.js';
+import { compact, reshape, unsqueeze } from './shape-ops.js';
 import { commonBackend, requireDTypes, wrap } from './util.js';
 
 const MATMUL_DTYPES = ['float32', 'float16', 'bfloat16'] as const;
@@ -34,5 +34,40 @@ export function matmul(x: Tensor, y: Tensor): Tensor {
   } finally {
     if (a !== x) a.dispose();
     if (b !== y) b.dispose();
+  }
+}
+
+/**
+ * A dense layer, torch.nn.functional.linear: x [..., K] @ weight[N, K]^T (+ bias [N]) -> [..., N] in x's dtype.
+ * Unlike matmul, x and the weight may differ in dtype (e.g. float32 activations with a bfloat16 weight): the kernel
+ * reads each in its own format and accumulates in float32, so no cast pass runs. Decode shapes (at most 4 rows)
+ * take the GEMV path, reading every weight byte once. FP8 weights go through scaledMm.
+ */
+export function linear(x: Tensor, weight: Tensor, bias?: Tensor): Tensor {
+  const backend = commonBackend('linear', x, weight, ...(bias ? [bias] : []));
+  requireDTypes('linear', x, MATMUL_DTYPES);
+  requireDTypes('linear', weight, MATMUL_DTYPES);
+  if (weight.ndim !== 2) throw new ShapeError(`linear: weight must be [N, K], got ${formatShape(weight.shape)}`);
+  const [n, k] = weight.shape;
+  if (x.ndim === 0 || x.shape[x.ndim - 1] !== k) throw new ShapeError(`linear: x ${formatShape(x.shape)} does not end in K = ${k} of weight ${formatShape(weight.shape)}`);
+  if (bias) {
+    requireDTypes('linear', bias, MATMUL_DTYPES);
+    if (bias.ndim !== 1 || bias.shape[0] !== n) throw new ShapeError(`linear: bias must have shape [${n}], got ${formatShape(bias.shape)}`);
+  }
+  const lead = x.shape.slice(0, -1);
+  const m = lead.reduce((p, d) => p * d, 1);
+  const rows = reshape(x, [m, k]);
+  const b = bias && compact(bias);
+  try {
+    const wT = { ...weight.operand(), view: { shape: [k, n], strides: [weight.strides[1], weight.strides[0]], offset: weight.offset } };
+    const handle = backend.matmul(rows.operand(), wT, { batch: [], m, n, k }, x.dtype, b ? { bias: b.operand() } : {});
+    const out = wrap(backend, handle, x.dtype, [m, n]);
+    if (lead.length === 1) return out;
+    const shaped = reshape(out, [...lead, n]);
+    out.dispose();
+    return shaped;
+  } finally {
+    rows.dispose();
+    b?.dispose();
   }
 }

@@ -5,8 +5,8 @@ import { defaultGenerator, Generator } from '../core/random.js';
 import { formatShape } from '../core/shape.js';
 import type { Tensor } from '../core/tensor.js';
 import { tensor } from './creation.js';
-import { clone } from './shape-ops.js';
-import { commonBackend, requireDTypes, viewOf, wrap } from './util.js';
+import { compact } from './shape-ops.js';
+import { commonBackend, requireDTypes, wrap } from './util.js';
 
 export interface SampleOptions {
   /** Divides the logits; 0 = greedy (argmax). Default 1. */
@@ -72,15 +72,12 @@ export function sampleToken(logits: Tensor, options: SampleOptions = {}): Tensor
   }
   const params = resolveParams(options, vocab);
   const prevOpt = options.previousTokens;
-  // The kernel reads previous tokens from element 0 of their own compact storage.
   const prev =
     prevOpt === undefined
       ? undefined
       : Array.isArray(prevOpt)
         ? tensor([...prevOpt], { dtype: 'int32', device: logits.device })
-        : (prevOpt as Tensor).isContiguous() && (prevOpt as Tensor).offset === 0
-          ? viewOf(prevOpt as Tensor, (prevOpt as Tensor).layout)
-          : clone(prevOpt as Tensor);
+        : compact(prevOpt as Tensor);
   try {
     if (prev && prev.dtype !== 'int32') throw new DTypeError(`sample: previousTokens must be int32, got ${prev.describe()}`);
     if (prev) commonBackend('sample', logits, prev);

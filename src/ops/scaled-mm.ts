@@ -4,8 +4,8 @@ import { isFp8, type DType } from '../core/dtype.js';
 import { DTypeError, ShapeError } from '../core/errors.js';
 import { formatShape } from '../core/shape.js';
 import type { Tensor } from '../core/tensor.js';
-import { clone } from './shape-ops.js';
-import { commonBackend, viewOf, wrap } from './util.js';
+import { compact } from './shape-ops.js';
+import { commonBackend, wrap } from './util.js';
 
 export type ScaledMmOutDtype = 'float32' | 'float16' | 'bfloat16' | 'float8_e4m3fn';
 
@@ -91,8 +91,6 @@ export function scaledMm(a: Tensor, b: Tensor, options: ScaledMmOptions): Tensor
     if (scaleResult.dtype !== 'float32') throw new DTypeError(`scaledMm: scaleResult must be float32, got ${scaleResult.describe()}`);
     if (scaleResult.numel !== 1) throw new ShapeError(`scaledMm: scaleResult must be one float32 value, got ${scaleResult.describe()}`);
   }
-  // Scales and bias are tiny: kernels index them from element 0, so give them their own compact storage.
-  const compact = (t: Tensor) => (t.isContiguous() && t.offset === 0 ? viewOf(t, t.layout) : clone(t));
   const owned = [scaleA, scaleB, ...(bias ? [bias] : []), ...(scaleResult ? [scaleResult] : [])].map(compact);
   try {
     const [sa, sb] = owned;

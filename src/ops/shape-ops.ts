@@ -11,6 +11,14 @@ export function contiguous(t: Tensor): Tensor {
   return clone(t);
 }
 
+/**
+ * t with offset 0 in compact row-major storage, for kernels that index small operands (scales, bias, token lists)
+ * from element 0: a view when t already is, else a copy. The caller disposes the result either way.
+ */
+export function compact(t: Tensor): Tensor {
+  return t.isContiguous() && t.offset === 0 ? viewOf(t, t.layout) : clone(t);
+}
+
 /** A contiguous copy with its own storage. */
 export function clone(t: Tensor): Tensor {
   const backend = commonBackend('clone', t);

@@ -41,6 +41,14 @@ function decoder(dtype: DType): (code: number) => number {
   }
 }
 
+/** The view's storage codes, row-major, unconverted. */
+function gatherCodes(src: Operand<Handle>): Handle {
+  const idx = viewIndices(src.view);
+  const out = allocStorage(src.dtype, idx.length);
+  for (let i = 0; i < idx.length; i++) out[i] = src.handle[idx[i]];
+  return out;
+}
+
 /** The view's values as float64, row-major. */
 function values(src: Operand<Handle>): Float64Array {
   const idx = viewIndices(src.view);
@@ -91,20 +99,12 @@ export class CpuBackend implements Backend<Handle> {
   free(): void {}
 
   async read(src: Operand<Handle>): Promise<StorageArray> {
-    const idx = viewIndices(src.view);
-    const out = allocStorage(src.dtype, idx.length);
-    for (let i = 0; i < idx.length; i++) out[i] = src.handle[idx[i]];
-    return out;
+    return gatherCodes(src);
   }
 
   cast(src: Operand<Handle>, outDtype: DType, saturate: boolean): Handle {
     // A saturating fp8 -> same fp8 cast still clamps Inf (e5m2) to the largest finite value, as the GPU kernel does.
-    if (src.dtype === outDtype && !saturate) {
-      const idx = viewIndices(src.view);
-      const out = allocStorage(outDtype, idx.length);
-      for (let i = 0; i < idx.length; i++) out[i] = src.handle[idx[i]];
-      return out;
-    }
+    if (src.dtype === outDtype && !saturate) return gatherCodes(src);
     return store(values(src), outDtype, saturate);
   }
 

@@ -186,12 +186,11 @@ export class WebGpuBackend implements Backend<GpuBuffer>, GpuContext {
   }
 
   // ---- Backend ----
-  upload(dtype: DType, data: StorageArray): GpuBuffer {
+  upload(_dtype: DType, data: StorageArray): GpuBuffer {
     const bytes = new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
     const out = this.alloc(Math.max(4, bytes.byteLength));
     const padded = bytes.byteLength % 4 === 0 ? bytes : copyPadded(bytes);
     if (padded.byteLength > 0) this.gpuDevice.queue.writeBuffer(out.buffer, 0, padded);
-    void dtype;
     return out;
   }
 

@@ -186,7 +186,7 @@ function runMap(ctx: GpuContext, spec: MapSpec, outShape: Shape): GpuBuffer {
       BITS: 32 / lanes,
     });
   });
-  ctx.dispatch(pipeline, params(n, views.length ? views : [contiguousView(outShape)]), [out, ...spec.inputs.map((x) => x.buffer)], grid1d(Math.ceil(n / lanes), WG));
+  ctx.dispatch(pipeline, params(n, views), [out, ...spec.inputs.map((x) => x.buffer)], grid1d(Math.ceil(n / lanes), WG));
   return out;
 }
 

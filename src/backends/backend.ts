@@ -65,10 +65,28 @@ export interface SamplingParams {
   readonly frequency: number;
 }
 
+/** Blockwise FP8 quantization of a 2-D tensor: one scale per blockRows x blockCols block (edge blocks clipped). */
+export interface QuantizeBlocks {
+  readonly dtype: 'float8_e4m3fn' | 'float8_e5m2';
+  readonly blockRows: number;
+  readonly blockCols: number;
+  /** The format's largest finite value: scale = max(amax, 1e-12) / fmax. */
+  readonly fmax: number;
+}
+
 export interface Backend<H = unknown> {
   readonly device: DeviceName;
   /** Storage holding `data` (codes/bits as in StorageArray) for data.length elements. */
   upload(dtype: DType, data: StorageArray): H;
+  /**
+   * Storage for n elements whose bytes (little-endian storage codes) arrive later through writeBytes: a tensor
+   * streamed from a file in chunks, never whole in host memory.
+   */
+  allocBytes(dtype: DType, n: number): H;
+  /** Copies bytes into storage at byteOffset (a multiple of 4 unless it is the last write). */
+  writeBytes(handle: H, byteOffset: number, bytes: Uint8Array): void;
+  /** Resolves when every queued write and kernel has finished (so staging memory for uploads is released). */
+  synchronize(): Promise<void>;
   /** Storage for n elements, every element set to `value` (encoded in dtype). */
   fill(dtype: DType, n: number, value: number): H;
   /** Releases storage (to a pool on GPU). Called once, when no tensor uses it any more. */
@@ -90,6 +108,11 @@ export interface Backend<H = unknown> {
   softmax(x: Operand<H>, dim: number, log: boolean): H;
   /** One token id sampled from a 1-D logits row (int32 storage of one element; -1 when nothing can be sampled). */
   sample(logits: Operand<H>, previous: Operand<H> | undefined, params: SamplingParams): H;
+  /**
+   * x: a contiguous [rows, cols] float tensor view. Returns FP8 codes round(x / scale) (saturated) and the float32
+   * scales [ceil(rows/blockRows), ceil(cols/blockCols)], row-major; a block holding a NaN gets a NaN scale.
+   */
+  quantizeBlocks(x: Operand<H>, q: QuantizeBlocks): [data: H, scale: H];
   /** Reduces dim of x; the result is contiguous with that dim removed. */
   reduce(op: ReduceOp, x: Operand<H>, dim: number, outDtype: DType): H;
   /**

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // The `tensorgpu` command. Each subcommand lives in its own module; this file only parses arguments.
 import { Command, InvalidArgumentError } from 'commander';
+import { runGenerateCheckpoint, runInspectCheckpoint, runLoadCheckpoint } from './checkpoint.js';
 import { runDemo } from './demo.js';
 import { runDoctor } from './doctor.js';
 
@@ -14,6 +15,12 @@ function deviceName(value: string): 'auto' | 'webgpu' | 'cpu' {
   if (value === 'auto' || value === 'webgpu' || value === 'cpu') return value;
   throw new InvalidArgumentError(`expected auto, webgpu or cpu, got '${value}'`);
 }
+
+// `tensorgpu ... | head` closes stdout early: that is the reader's choice, not an error.
+process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+  if (err.code === 'EPIPE') process.exit(0);
+  throw err;
+});
 
 const program = new Command('tensorgpu').description('TypeScript tensors with WebGPU kernels').showHelpAfterError();
 
@@ -32,6 +39,44 @@ program
   .option('--size <n>', 'square matmul size', positiveInt, 512)
   .action(async (opts: { device: 'auto' | 'webgpu' | 'cpu'; size: number }) => {
     process.exitCode = await runDemo({ device: opts.device, size: opts.size });
+  });
+
+function choice<T extends string>(allowed: readonly T[]): (value: string) => T {
+  return (value) => {
+    if ((allowed as readonly string[]).includes(value)) return value as T;
+    throw new InvalidArgumentError(`expected one of ${allowed.join(', ')}, got '${value}'`);
+  };
+}
+
+const checkpoint = program.command('checkpoint').description('Hugging Face safetensors checkpoints: generate, inspect, load');
+
+checkpoint
+  .command('generate')
+  .description('write a random-weight Qwen3 / Qwen3-MoE checkpoint in the Hugging Face layout')
+  .requiredOption('--out <dir>', 'directory to write')
+  .option('--preset <name>', 'qwen3-moe-tiny or qwen3-tiny', 'qwen3-moe-tiny')
+  .option('--dtype <dtype>', 'bfloat16, float16, float32 or fp8 (e4m3 with 128x128 block scales)', choice(['bfloat16', 'float16', 'float32', 'fp8'] as const), 'bfloat16')
+  .option('--seed <n>', 'random seed', positiveInt, 1)
+  .option('--shard-mb <n>', 'shard size limit in MiB (default: one file)', positiveInt)
+  .action(async (opts: { out: string; preset: string; dtype: 'bfloat16' | 'float16' | 'float32' | 'fp8'; seed: number; shardMb?: number }) => {
+    process.exitCode = await runGenerateCheckpoint(opts);
+  });
+
+checkpoint
+  .command('inspect <path>')
+  .description("list a checkpoint's tensors (directory or .safetensors file), validating every header")
+  .action(async (path: string) => {
+    process.exitCode = await runInspectCheckpoint(path);
+  });
+
+checkpoint
+  .command('load')
+  .description('stream a whole checkpoint onto a device, with progress, throughput and memory figures')
+  .requiredOption('--model <dir>', 'checkpoint directory or .safetensors file')
+  .option('--device <device>', 'auto, webgpu or cpu', deviceName, 'auto')
+  .option('--dtype <dtype>', 'fp8 quantizes float linear weights at load; float32/float16/bfloat16 convert', choice(['fp8', 'float32', 'float16', 'bfloat16'] as const))
+  .action(async (opts: { model: string; device: 'auto' | 'webgpu' | 'cpu'; dtype?: 'fp8' | 'float32' | 'float16' | 'bfloat16' }) => {
+    process.exitCode = await runLoadCheckpoint(opts);
   });
 
 program.parseAsync().catch((err: unknown) => {

@@ -32,5 +32,28 @@ export class DeviceUnavailableError extends TensorGpuError {
   }
 }
 
-/** A checkpoint or tensor file that fails validation (named file, tensor and byte offset). */
-export class CheckpointError extends TensorGpuError {}
+/** Where in a checkpoint a problem is: the file, the tensor and the byte offset in the file, as far as known. */
+export interface CheckpointLocation {
+  readonly file?: string;
+  readonly tensor?: string;
+  readonly offset?: number;
+}
+
+/** A checkpoint or tensor file that fails validation; the message starts with the file, tensor and byte offset. */
+export class CheckpointError extends TensorGpuError {
+  readonly file?: string;
+  readonly tensor?: string;
+  readonly offset?: number;
+
+  constructor(problem: string, where: CheckpointLocation = {}) {
+    const place = [
+      where.file,
+      where.tensor !== undefined ? `tensor '${where.tensor}'` : undefined,
+      where.offset !== undefined ? `byte ${where.offset}` : undefined,
+    ].filter((x) => x !== undefined);
+    super(place.length > 0 ? `${place.join(', ')}: ${problem}` : problem);
+    this.file = where.file;
+    this.tensor = where.tensor;
+    this.offset = where.offset;
+  }
+}

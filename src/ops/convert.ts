@@ -23,6 +23,12 @@ export async function toArray(t: Tensor): Promise<Float32Array | Int32Array | Ui
   return decodeStorage(t.dtype, await backend.read(t.operand()));
 }
 
+/** The raw little-endian storage bytes in row-major order (FP8 one byte a value, bf16 two): what files hold. */
+export async function toBytes(t: Tensor): Promise<Uint8Array> {
+  const codes = await commonBackend('toBytes', t).read(t.operand());
+  return new Uint8Array(codes.buffer, codes.byteOffset, codes.byteLength);
+}
+
 export async function tolist(t: Tensor): Promise<unknown> {
   const flat = Array.from(await toArray(t), (v) => (t.dtype === 'bool' ? v !== 0 : v));
   const build = (dim: number, at: number): unknown => {

@@ -4,10 +4,9 @@ import { DTypeError, ShapeError } from '../core/errors.js';
 import { formatShape } from '../core/shape.js';
 import type { Tensor } from '../core/tensor.js';
 import { cast } from './convert.js';
-import { zeros } from './creation.js';
 import { abs, div, maximum } from './elementwise.js';
 import { max } from './reduce.js';
-import { cat, narrow, reshape } from './shape-ops.js';
+import { commonBackend, wrap } from './util.js';
 
 export type QuantGranularity = 'tensor' | 'row' | 'block128' | 'group128';
 
@@ -45,14 +44,13 @@ function withTemps<T>(fn: (keep: (t: Tensor) => Tensor) => T): T {
   }
 }
 
-/** Zero-pads dim `dim` of x up to a multiple of 128 (zeros leave amax unchanged). */
-function padTo128(x: Tensor, dim: number, keep: (t: Tensor) => Tensor): Tensor {
-  const size = x.shape[dim];
-  const pad = (128 - (size % 128)) % 128;
-  if (pad === 0) return x;
-  const shape = [...x.shape];
-  shape[dim] = pad;
-  return keep(cat([x, keep(zeros(shape, { dtype: x.dtype, device: x.device }))], dim));
+/** Row, group and block scales: one fused backend kernel (amax per block, then the scaled cast). */
+function blockwise(x: Tensor, dtype: 'float8_e4m3fn' | 'float8_e5m2', fmax: number, [blockRows, blockCols]: [number, number]): Quantized {
+  const backend = commonBackend('quantize', x);
+  const [rows, cols] = x.shape;
+  const [data, scale] = backend.quantizeBlocks(x.operand(), { dtype, blockRows, blockCols, fmax });
+  const scaleShape = blockRows === 1 && blockCols === cols ? [rows, 1] : [Math.ceil(rows / blockRows), Math.ceil(cols / blockCols)];
+  return { data: wrap(backend, data, dtype, x.shape), scale: wrap(backend, scale, 'float32', scaleShape) };
 }
 
 export function quantize(x: Tensor, options: QuantizeOptions = {}): Quantized {
@@ -62,32 +60,18 @@ export function quantize(x: Tensor, options: QuantizeOptions = {}): Quantized {
   if (!['float32', 'float16', 'bfloat16'].includes(x.dtype)) throw new DTypeError(`quantize: input must be float32, float16 or bfloat16, got ${x.describe()}`);
   if (granularity !== 'tensor' && x.ndim !== 2) throw new ShapeError(`quantize: ${granularity} granularity needs a 2-D tensor, got ${formatShape(x.shape)}`);
   const fmax = FP8_MAX[dtype];
+  const fp8 = dtype as 'float8_e4m3fn' | 'float8_e5m2';
+  if (granularity === 'group128' || granularity === 'block128' || (granularity === 'row' && x.shape[1] > 0)) {
+    return blockwise(x, fp8, fmax, granularity === 'row' ? [1, x.shape[1]] : granularity === 'group128' ? [1, 128] : [128, 128]);
+  }
   return withTemps((keep) => {
     const xf = x.dtype === 'float32' ? x : keep(cast(x, 'float32'));
     const ax = keep(abs(xf));
     /** amax -> dequantization scale. */
     const scaleOf = (amax: Tensor) => div(keep(maximum(amax, MIN_AMAX)), fmax);
     const toFp8 = (scaled: Tensor) => cast(scaled, dtype, { saturate: true });
-    if (granularity === 'tensor' || granularity === 'row') {
-      const amax = keep(granularity === 'tensor' ? max(ax) : max(ax, 1, { keepdim: true }));
-      const scale = scaleOf(amax);
-      return { data: toFp8(keep(div(xf, scale))), scale };
-    }
-    const [rows, cols] = x.shape;
-    const kb = Math.ceil(cols / 128);
-    const paddedCols = kb * 128;
-    if (granularity === 'group128') {
-      const grouped = keep(reshape(padTo128(ax, 1, keep), [rows, kb, 128]));
-      const scale = scaleOf(keep(max(grouped, 2)));
-      const xs = keep(reshape(padTo128(xf, 1, keep), [rows, kb, 128]));
-      const q = keep(reshape(keep(div(xs, keep(reshape(scale, [rows, kb, 1])))), [rows, paddedCols]));
-      return { data: toFp8(keep(narrow(q, 1, 0, cols))), scale };
-    }
-    const nb = Math.ceil(rows / 128);
-    const blocks = keep(reshape(padTo128(padTo128(ax, 1, keep), 0, keep), [nb, 128, kb, 128]));
-    const scale = scaleOf(keep(max(keep(max(blocks, 3)), 1)));
-    const xs = keep(reshape(padTo128(padTo128(xf, 1, keep), 0, keep), [nb, 128, kb, 128]));
-    const q = keep(reshape(keep(div(xs, keep(reshape(scale, [nb, 1, kb, 1])))), [nb * 128, paddedCols]));
-    return { data: toFp8(keep(narrow(keep(narrow(q, 0, 0, rows)), 1, 0, cols))), scale };
+    // Tensor scales (one reduction over everything), and rows of length 0.
+    const scale = scaleOf(keep(granularity === 'tensor' ? max(ax) : max(ax, 1, { keepdim: true })));
+    return { data: toFp8(keep(div(xf, scale))), scale };
   });
 }

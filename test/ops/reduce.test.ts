@@ -64,4 +64,14 @@ describe.skipIf(!gpu.available)(`reductions over every dim, WebGPU vs CPU ${gpu.
     await checkBoth([wide], reduceFn('argmax', 1), reduceTol('argmax', 'float32', 2), '2001 outputs argmax');
   });
 
+  it('many outputs of 65..1024 values take the one-invocation-per-output path (>= 4096 outputs), inner 1 and > 1', async () => {
+    // Every op at one shape; at the 1024/1025 boundary and with inner > 1, a sum and an argmax.
+    for (const [shape, dim, ops] of [[[4097, 129], 1, REDUCE], [[2, 300, 2050], 1, ['sum', 'argmax']], [[4096, 1024], 1, ['sum', 'argmax']], [[4096, 1025], 1, ['max']]] as const) {
+      const x = randomTensor([...shape], 'bfloat16');
+      for (const op of ops) {
+        await checkBoth([x], reduceFn(op, dim), reduceTol(op, 'bfloat16', shape[dim]), `${op} ${JSON.stringify(shape)} dim ${dim}`);
+      }
+    }
+  });
+
 });

@@ -3,7 +3,7 @@ import { allocStorage, decodeOne, encodeOne, type StorageArray } from '../../cor
 import { DTYPE_INFO, type DType } from '../../core/dtype.js';
 import { ShapeError } from '../../core/errors.js';
 import { numel, type Shape, type View } from '../../core/shape.js';
-import type { Backend, BinaryOp, MatmulDims, MatmulScaling, Operand, ReduceOp, SamplingParams, UnaryOp } from '../backend.js';
+import type { Backend, BinaryOp, MatmulDims, MatmulScaling, Operand, QuantizeBlocks, ReduceOp, SamplingParams, UnaryOp } from '../backend.js';
 import { sampleReference } from './sampling.js';
 import { BINARY_F64, BINARY_I32, REDUCE_F64, UNARY_F64, UNARY_I32 } from './scalar-ops.js';
 
@@ -89,6 +89,16 @@ export class CpuBackend implements Backend<Handle> {
   upload(_dtype: DType, data: StorageArray): Handle {
     return data.slice();
   }
+
+  allocBytes(dtype: DType, n: number): Handle {
+    return allocStorage(dtype, n);
+  }
+
+  writeBytes(handle: Handle, byteOffset: number, bytes: Uint8Array): void {
+    new Uint8Array(handle.buffer, handle.byteOffset, handle.byteLength).set(bytes, byteOffset);
+  }
+
+  async synchronize(): Promise<void> {}
 
   fill(dtype: DType, n: number, value: number): Handle {
     const out = allocStorage(dtype, n);
@@ -187,6 +197,26 @@ export class CpuBackend implements Backend<Handle> {
   sample(logits: Operand<Handle>, previous: Operand<Handle> | undefined, params: SamplingParams): Handle {
     const prev = previous ? Array.from(viewIndices(previous.view), (i) => previous.handle[i]) : [];
     return Int32Array.of(sampleReference(values(logits), prev, params));
+  }
+
+  quantizeBlocks(x: Operand<Handle>, q: QuantizeBlocks): [Handle, Handle] {
+    const [rows, cols] = x.view.shape;
+    const kb = Math.ceil(cols / q.blockCols);
+    const v = values(x);
+    const amax = new Float64Array(Math.ceil(rows / q.blockRows) * kb);
+    for (let i = 0; i < v.length; i++) {
+      const b = Math.floor(Math.floor(i / cols) / q.blockRows) * kb + Math.floor((i % cols) / q.blockCols);
+      const a = Math.abs(v[i]);
+      amax[b] = Number.isNaN(a) || Number.isNaN(amax[b]) ? NaN : Math.max(amax[b], a);
+    }
+    // Rounded to float32 at each step, as the op chain max -> maximum -> div stores it.
+    const scale = amax.map((a) => Math.fround(Math.fround(Number.isNaN(a) ? a : Math.max(a, Math.fround(1e-12))) / q.fmax));
+    const data = allocStorage(q.dtype, v.length);
+    for (let i = 0; i < v.length; i++) {
+      const b = Math.floor(Math.floor(i / cols) / q.blockRows) * kb + Math.floor((i % cols) / q.blockCols);
+      data[i] = castCode(Math.fround(v[i] / scale[b]), q.dtype, true);
+    }
+    return [data, Float32Array.from(scale)];
   }
 
   reduce(op: ReduceOp, x: Operand<Handle>, dim: number, outDtype: DType): Handle {

@@ -67,6 +67,11 @@ export class BufferPool {
     this.waitingBytes += buffer.size;
   }
 
+  /** Bytes released since the last submit, not yet reusable. */
+  get waitingForSubmit(): number {
+    return this.waitingBytes;
+  }
+
   /** Called after each queue submit: buffers released before it may now be reused. */
   onSubmit(): void {
     for (const buffer of this.waiting) {

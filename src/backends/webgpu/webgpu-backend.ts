@@ -2,18 +2,19 @@
 // dispatch until something is read back.
 import type { StorageArray } from '../../core/codecs.js';
 import { allocStorage } from '../../core/codecs.js';
-import { DTYPE_INFO, type DType } from '../../core/dtype.js';
+import { DTYPE_INFO, lanesPerWord, type DType } from '../../core/dtype.js';
 import { DeviceUnavailableError, ShapeError } from '../../core/errors.js';
 import { contiguousView, isContiguous, numel, type Shape } from '../../core/shape.js';
-import type { Backend, BinaryOp, MatmulDims, MatmulScaling, Operand, ReduceOp, SamplingParams, UnaryOp } from '../backend.js';
+import type { Backend, BinaryOp, MatmulDims, MatmulScaling, Operand, QuantizeBlocks, ReduceOp, SamplingParams, UnaryOp } from '../backend.js';
 import { castCode } from '../cpu/cpu-backend.js';
 import { BufferPool, type MemoryStats } from './buffer-pool.js';
-import type { GpuBuffer, GpuContext } from './gpu-context.js';
+import { wordBytes, type GpuBuffer, type GpuContext } from './gpu-context.js';
 import { binaryKernel, castKernel, fillKernel, scatterKernel, unaryKernel, type GpuOperand } from './kernels/elementwise.js';
 import { gemmKernel, type GemmScaling } from './kernels/gemm.js';
 import { gemvApplies, gemvKernel } from './kernels/gemv.js';
 import { gatherKernel } from './kernels/gather.js';
 import { indexSelectKernel } from './kernels/index-select.js';
+import { quantizeBlocksKernel } from './kernels/quantize-blocks.js';
 import { reduceKernel } from './kernels/reduce.js';
 import { sampleKernel } from './kernels/sample.js';
 import { softmaxKernel } from './kernels/softmax.js';
@@ -37,6 +38,8 @@ export interface AdapterDescription {
 }
 
 /** Pending dispatches after which the batch is submitted anyway, bounding command-buffer size and held buffers. */
+/** Released-but-unsubmitted bytes that trigger a submit. */
+const FLUSH_RELEASED_BYTES = 64 << 20;
 const MAX_BATCH = 512;
 
 export class WebGpuBackend implements Backend<GpuBuffer>, GpuContext {
@@ -130,7 +133,11 @@ export class WebGpuBackend implements Backend<GpuBuffer>, GpuContext {
   }
 
   release(b: GpuBuffer): void {
-    if (!this.released) this.storage.release(b.buffer);
+    if (this.released) return;
+    this.storage.release(b.buffer);
+    // Released buffers become reusable only after a submit; submitting early keeps a long batch (a model load
+    // quantizing layer after layer) from growing the pool with buffers it cannot reuse yet.
+    if (this.storage.waitingForSubmit >= FLUSH_RELEASED_BYTES) this.flush();
   }
 
   pipeline(key: string, build: () => string, entryPoint = 'main'): GPUComputePipeline {
@@ -192,6 +199,16 @@ export class WebGpuBackend implements Backend<GpuBuffer>, GpuContext {
     const padded = bytes.byteLength % 4 === 0 ? bytes : copyPadded(bytes);
     if (padded.byteLength > 0) this.gpuDevice.queue.writeBuffer(out.buffer, 0, padded);
     return out;
+  }
+
+  allocBytes(dtype: DType, n: number): GpuBuffer {
+    return this.alloc(wordBytes(n, lanesPerWord(dtype)));
+  }
+
+  writeBytes(handle: GpuBuffer, byteOffset: number, bytes: Uint8Array): void {
+    if (byteOffset % 4 !== 0) throw new RangeError(`writeBytes: offset ${byteOffset} is not a multiple of 4`);
+    const padded = bytes.byteLength % 4 === 0 ? bytes : copyPadded(bytes);
+    if (padded.byteLength > 0) this.gpuDevice.queue.writeBuffer(handle.buffer, byteOffset, padded);
   }
 
   fill(dtype: DType, n: number, value: number): GpuBuffer {
@@ -274,6 +291,10 @@ export class WebGpuBackend implements Backend<GpuBuffer>, GpuContext {
     return this.withContiguous(logits, (row) => sampleKernel(this, row, prev, params));
   }
 
+  quantizeBlocks(x: Operand<GpuBuffer>, q: QuantizeBlocks): [GpuBuffer, GpuBuffer] {
+    return this.withContiguous(x, (cx) => quantizeBlocksKernel(this, cx, q));
+  }
+
   reduce(op: ReduceOp, x: Operand<GpuBuffer>, dim: number, outDtype: DType): GpuBuffer {
     return this.withContiguous(x, (cx) => reduceKernel(this, op, cx, dim, outDtype));
   }
@@ -321,7 +342,7 @@ export class WebGpuBackend implements Backend<GpuBuffer>, GpuContext {
   }
 
   /** Runs a kernel that needs a contiguous view, compacting x into a temporary first when it is not. */
-  private withContiguous(x: Operand<GpuBuffer>, kernel: (x: GpuOperand) => GpuBuffer): GpuBuffer {
+  private withContiguous<R>(x: Operand<GpuBuffer>, kernel: (x: GpuOperand) => R): R {
     if (isContiguous(x.view)) return kernel(this.gpuOperand(x));
     const compact = castKernel(this, this.gpuOperand(x), x.dtype, false);
     try {

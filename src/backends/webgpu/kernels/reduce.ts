@@ -5,8 +5,14 @@ import { wordBytes, type GpuBuffer, type GpuContext } from '../gpu-context.js';
 import type { GpuOperand } from './elementwise.js';
 import { commonWgsl, computeTypeOf, encodeFn, fillTemplate, grid1d, loadFn, wgslSource, type ComputeType } from './wgsl.js';
 
-/** Reduced dims up to this length are folded serially by one invocation per output word. */
+/** Reduced dims up to this length are folded serially by one invocation per output word... */
 const ROWS_MAX_SIZE = 64;
+/**
+ * ...and up to this length when there are at least ROWS_MANY_OUTPUTS outputs: the outputs alone then fill the
+ * device, and a workgroup per short row would spend its time in barriers (quantize's 128-wide block amax).
+ */
+const ROWS_MAX_SIZE_MANY = 1024;
+const ROWS_MANY_OUTPUTS = 4096;
 
 function combineBody(op: ReduceOp, c: ComputeType): string {
   const pair = (v: string, i: string) => `vec2<u32>(bitcast<u32>(${v}), ${i})`;
@@ -39,7 +45,7 @@ export function reduceKernel(ctx: GpuContext, op: ReduceOp, x: GpuOperand, dim: 
   const outC: ComputeType = op === 'argmax' || op === 'argmin' ? 'i32' : computeTypeOf(outDtype);
   // Short reduced dims: one invocation per output word (reduce-rows.wgsl); longer ones: a workgroup per output
   // word, sized to the dim (reduce.wgsl).
-  const perInvocation = size <= ROWS_MAX_SIZE;
+  const perInvocation = size <= ROWS_MAX_SIZE || (nOut >= ROWS_MANY_OUTPUTS && size <= ROWS_MAX_SIZE_MANY);
   const wg = perInvocation ? 64 : size >= 1024 ? 256 : size >= 128 ? 128 : 64;
   const pipeline = ctx.pipeline(['reduce', perInvocation ? 'rows' : 'wg', op, x.dtype, outDtype, wg].join('|'), () => {
     const [v, i] = perInvocation ? ['acc_v', 'acc_i'] : ['acc_v[0]', 'acc_i[0]'];

@@ -1,0 +1,112 @@
+// `tensorgpu checkpoint generate|inspect|load`: write a random-weight Qwen3 checkpoint in the HF layout, list a
+// checkpoint's tensors, and stream a whole checkpoint onto a device with a progress bar and the figures that
+// matter (GB/s, device and host memory).
+import { basename } from 'node:path';
+import { initDevice, releaseDevice, type DeviceRequest } from '../backends/registry.js';
+import { DTYPE_INFO } from '../core/dtype.js';
+import type { Tensor } from '../core/tensor.js';
+import { Checkpoint } from '../io/checkpoint.js';
+import { parseQwen3Config } from '../io/hf-config.js';
+import { qwen3WeightSpecs } from '../models/qwen3/layout.js';
+import { QWEN3_PRESETS, writeRandomQwen3Checkpoint, type RandomWeightDType } from '../models/qwen3/random-checkpoint.js';
+import { memoryStats, synchronize } from '../runtime-stats.js';
+import { byteProgress, formatBytes } from './progress.js';
+
+type Out = (line: string) => void;
+const stdout: Out = (line) => process.stdout.write(line + '\n');
+
+export interface GenerateOptions {
+  preset: string;
+  out: string;
+  dtype: RandomWeightDType;
+  seed: number;
+  shardMb?: number;
+}
+
+export async function runGenerateCheckpoint(o: GenerateOptions, out: Out = stdout): Promise<number> {
+  const config = QWEN3_PRESETS[o.preset];
+  if (!config) throw new Error(`unknown preset '${o.preset}' (presets: ${Object.keys(QWEN3_PRESETS).join(', ')})`);
+  const t0 = performance.now();
+  const files = await writeRandomQwen3Checkpoint(o.out, config, { dtype: o.dtype, seed: o.seed, shardBytes: o.shardMb ? o.shardMb * 2 ** 20 : undefined });
+  out(`wrote ${o.preset} (${o.dtype}, seed ${o.seed}) to ${o.out}: ${files.join(', ')} in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+  return 0;
+}
+
+export async function runInspectCheckpoint(path: string, out: Out = stdout): Promise<number> {
+  await using ck = await Checkpoint.open(path);
+  if (ck.config !== undefined) {
+    try {
+      const c = parseQwen3Config(ck.config);
+      const moe = c.moe ? `, ${c.moe.numExperts} experts (top ${c.moe.numExpertsPerTok})` : '';
+      out(`config: ${c.modelType}, ${c.numHiddenLayers} layers, hidden ${c.hiddenSize}, vocab ${c.vocabSize}${moe}${c.quantization ? `, ${c.quantization.format} weights` : ''}`);
+    } catch (e) {
+      out(`config: not a supported model (${(e as Error).message})`);
+    }
+  }
+  const names = ck.names;
+  out(`${names.length} tensors, ${formatBytes(ck.totalBytes)}`);
+  for (const name of names) {
+    const e = ck.entry(name);
+    out(`  ${name}  ${e.format} [${e.shape.join(', ')}]  ${formatBytes(e.end - e.begin)}  ${basename(e.file)}@${e.begin}`);
+  }
+  return 0;
+}
+
+export interface LoadOptions {
+  model: string;
+  device: DeviceRequest;
+  /** 'fp8' quantizes float linear weights at load; a float dtype converts non-FP8 tensors. */
+  dtype?: 'fp8' | 'float32' | 'float16' | 'bfloat16';
+}
+
+/**
+ * Loads every tensor the way a model would: linear weights of a Qwen3 checkpoint through loadWeight (FP8 scales
+ * attached, optional FP8 quantization), everything else as stored. Other checkpoints load tensor by tensor.
+ */
+export async function runLoadCheckpoint(o: LoadOptions, out: Out = stdout): Promise<number> {
+  const device = await initDevice(o.device, { onNotice: out });
+  const held: Tensor[] = [];
+  let hostPeak = process.memoryUsage().rss;
+  const hostBefore = hostPeak;
+  const sampler = setInterval(() => (hostPeak = Math.max(hostPeak, process.memoryUsage().rss)), 20);
+  try {
+    await using ck = await Checkpoint.open(o.model);
+    const bar = byteProgress(`loading ${basename(o.model)}`, ck.totalBytes);
+    const onBytes = (n: number) => bar.add(n);
+    const quantize = o.dtype === 'fp8' ? ('float8_e4m3fn' as const) : undefined;
+    const dtype = o.dtype === 'fp8' ? undefined : o.dtype;
+    const t0 = performance.now();
+    let linears = 0;
+    try {
+      const specs = ck.config === undefined ? undefined : qwen3WeightSpecs(parseQwen3Config(ck.config, `${o.model}/config.json`));
+      if (specs) {
+        for (const spec of specs) {
+          if (spec.role === 'linear' || spec.role === 'lm_head') {
+            // As in the official FP8 checkpoints, lm_head keeps its precision (logits are sensitive to it).
+            const w = await ck.loadWeight(spec.name.replace(/\.weight$/, ''), { device, dtype, quantize: spec.role === 'linear' ? quantize : undefined, onBytes });
+            held.push(w.data, ...(w.scale ? [w.scale] : []));
+            linears++;
+          } else {
+            held.push(await ck.load(spec.name, { device, dtype, onBytes }));
+          }
+        }
+      } else {
+        for (const name of ck.names) held.push(await ck.load(name, { device, dtype, onBytes }));
+      }
+      await synchronize();
+    } finally {
+      bar.stop();
+    }
+    const seconds = (performance.now() - t0) / 1000;
+    const mem = memoryStats();
+    out(`loaded ${held.length} tensors (${linears} linear weights${quantize ? ', quantized to FP8' : ''}) onto ${device}: ${formatBytes(ck.totalBytes)} read in ${seconds.toFixed(2)} s (${(ck.totalBytes / seconds / 1e9).toFixed(2)} GB/s)`);
+    if (device === 'webgpu') out(`GPU memory: ${formatBytes(mem.liveBytes)} live, ${formatBytes(mem.peakLiveBytes)} peak`);
+    else out(`tensor memory: ${formatBytes(held.reduce((a, t) => a + t.numel * DTYPE_INFO[t.dtype].itemBytes, 0))}`);
+    out(`host memory: peak RSS ${formatBytes(hostPeak)} (+${formatBytes(hostPeak - hostBefore)} during the load)`);
+    return 0;
+  } finally {
+    clearInterval(sampler);
+    for (const t of held) t.dispose();
+    releaseDevice();
+  }
+}

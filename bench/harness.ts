@@ -3,7 +3,8 @@
 import { writeFileSync } from 'node:fs';
 import { gpuCounters, randn, synchronize, type Tensor } from '../src/index.js';
 
-export type BackendName = 'webgpu' | 'cpu';
+/** 'node': plain Node.js with no tensorgpu backend, for baselines outside the library (e.g. `fs.readFile`). */
+export type BackendName = 'webgpu' | 'cpu' | 'node';
 
 export interface BenchOptions {
   /** Only cases whose `benchmark shape` contains this text (case-insensitive). */
@@ -47,6 +48,8 @@ export interface TimeOptions {
    * a case that takes seconds per run on a slow adapter gets fewer runs instead of stretching the whole bench.
    */
   maxMs?: number;
+  /** Untimed, before every run (warm-up included): e.g. a forced GC, so each run starts from the same heap. */
+  beforeEach?: () => void | Promise<void>;
 }
 
 export interface Timing {
@@ -57,7 +60,7 @@ export interface Timing {
   dispatchesPerRun: number;
 }
 
-const DEFAULT_TIME: Required<TimeOptions> = { warmup: 1, minRuns: 5, minMs: 300, maxRuns: 200, maxMs: 3000 };
+const DEFAULT_TIME: Required<Omit<TimeOptions, 'beforeEach'>> = { warmup: 1, minRuns: 5, minMs: 300, maxRuns: 200, maxMs: 3000 };
 
 /** --quick: a smoke run, where a median of 3 is precise enough. */
 export const QUICK_TIME: TimeOptions = { minRuns: 3, minMs: 0, maxMs: 1000 };
@@ -69,10 +72,14 @@ export const QUICK_TIME: TimeOptions = { minRuns: 3, minMs: 0, maxMs: 1000 };
 export async function timeIt(fn: () => Promise<void> | void, options: TimeOptions = {}): Promise<Timing> {
   const o = { ...DEFAULT_TIME, ...options };
   const dispatchesBefore = gpuCounters().dispatches;
-  for (let i = 0; i < o.warmup; i++) await fn();
+  for (let i = 0; i < o.warmup; i++) {
+    await o.beforeEach?.();
+    await fn();
+  }
   const times: number[] = [];
   let total = 0;
   while (times.length === 0 || (times.length < o.maxRuns && total < o.maxMs && (times.length < o.minRuns || total < o.minMs))) {
+    await o.beforeEach?.();
     const t0 = performance.now();
     await fn();
     const dt = performance.now() - t0;
@@ -129,6 +136,8 @@ export interface RowInput {
    * on one adapter) instead of against the CPU baseline.
    */
   baselineBenchmark?: string;
+  /** Take the ratio against this backend's row of the same benchmark and shape (e.g. 'node': a plain Node.js baseline). */
+  baselineBackend?: BackendName;
 }
 
 export interface Row {
@@ -161,7 +170,9 @@ export function toRows(inputs: readonly RowInput[], baseline: BackendName = 'cpu
     const amount = r.flops ?? r.bytes;
     const b = r.baselineBenchmark
       ? sameBackend.get(`${key({ benchmark: r.baselineBenchmark, shape: r.shape })}\u0000${r.backend}`)
-      : base.get(key(r));
+      : r.baselineBackend
+        ? sameBackend.get(`${key(r)}\u0000${r.baselineBackend}`)
+        : base.get(key(r));
     return {
       benchmark: r.benchmark,
       shape: r.shape,
@@ -173,7 +184,7 @@ export function toRows(inputs: readonly RowInput[], baseline: BackendName = 'cpu
       throughput: t && amount !== undefined && t.medianMs > 0 ? amount / t.medianMs / 1e6 : null,
       unit: t ? unit : null,
       ratio: t && b !== undefined && t.medianMs > 0 ? b / t.medianMs : null,
-      baseline: r.baselineBenchmark ?? baseline,
+      baseline: r.baselineBenchmark ?? r.baselineBackend ?? baseline,
       dispatchesPerOp: t && r.backend === 'webgpu' ? t.dispatchesPerRun : null,
       note: r.note ?? null,
     };

@@ -45,7 +45,10 @@ function decoder(dtype: DType): (code: number) => number {
 function gatherCodes(src: Operand<Handle>): Handle {
   const idx = viewIndices(src.view);
   const out = allocStorage(src.dtype, idx.length);
-  for (let i = 0; i < idx.length; i++) out[i] = src.handle[idx[i]];
+  // float32 moves as raw bits: a JS number would quiet a signaling NaN's payload.
+  const from = src.handle instanceof Float32Array ? new Uint32Array(src.handle.buffer, src.handle.byteOffset, src.handle.length) : src.handle;
+  const to = out instanceof Float32Array ? new Uint32Array(out.buffer, out.byteOffset, out.length) : out;
+  for (let i = 0; i < idx.length; i++) to[i] = from[idx[i]];
   return out;
 }
 

@@ -74,6 +74,22 @@ export interface QuantizeBlocks {
   readonly fmax: number;
 }
 
+export interface AttentionOptions {
+  /** Multiplies q.k (usually 1/sqrt(D)). */
+  readonly scale: number;
+  readonly causal: boolean;
+  /** Absolute position of query 0 relative to key 0 (Skv - Sq for a KV cache holding the queries' keys). */
+  readonly queryOffset: number;
+}
+
+export interface ExpertLinearOptions<H> {
+  /** float32 block scales [E, ceil(N/128), ceil(K/128)] of an FP8 weight. */
+  readonly scale?: H;
+  /** float32 [T, k] routing weights: sum the slots of each token, weighted. */
+  readonly combine?: Operand<H>;
+  readonly outDtype: DType;
+}
+
 export interface Backend<H = unknown> {
   readonly device: DeviceName;
   /** Storage holding `data` (codes/bits as in StorageArray) for data.length elements. */
@@ -113,6 +129,39 @@ export interface Backend<H = unknown> {
    * scales [ceil(rows/blockRows), ceil(cols/blockCols)], row-major; a block holding a NaN gets a NaN scale.
    */
   quantizeBlocks(x: Operand<H>, q: QuantizeBlocks): [data: H, scale: H];
+  /**
+   * RMSNorm over the last dim (HF Qwen3RMSNorm): weight * cast(x * rsqrt(mean(x^2) + eps), x.dtype), computed in
+   * float32, contiguous result in x's dtype. weight: [D] of any float dtype, or undefined for none.
+   */
+  rmsNorm(x: Operand<H>, weight: Operand<H> | undefined, eps: number): H;
+  /**
+   * Rotary embedding, rotate-half layout (HF Llama/Qwen): x [S, H, D]; for i < D/2 at position p = offset + s:
+   * y[i] = x[i] cos[p, i] - x[i + D/2] sin[p, i], y[i + D/2] = x[i + D/2] cos[p, i] + x[i] sin[p, i]. cos/sin are
+   * float32 tables [P, D/2]; contiguous result in x's dtype.
+   */
+  rope(x: Operand<H>, cos: Operand<H>, sin: Operand<H>, positionOffset: number): H;
+  /**
+   * Scaled dot-product attention with grouped-query heads: q [Sq, Hq, D], k and v [Skv, Hkv, D] with Hq a multiple
+   * of Hkv (query head h reads kv head floor(h / (Hq / Hkv))). With causal, query i sees keys j <= queryOffset + i.
+   * Softmax in float32; contiguous result [Sq, Hq, D] in q's dtype. A query that sees no key gives zeros.
+   */
+  attention(q: Operand<H>, k: Operand<H>, v: Operand<H>, options: AttentionOptions): H;
+  /** SwiGLU on halves of the last dim: x [..., 2I] -> silu(x[..., :I]) * x[..., I:], contiguous, in x's dtype. */
+  swiglu(x: Operand<H>): H;
+  /**
+   * MoE router: per row of logits [T, E], softmax in float32, the topK largest probabilities in descending order
+   * (ties: the lower expert id first), divided by their sum when normalize. Returns [ids int32 [T, topK],
+   * weights float32 [T, topK]].
+   */
+  moeRoute(logits: Operand<H>, topK: number, normalize: boolean): [ids: H, weights: H];
+  /**
+   * Expert-indexed linear layer for MoE, with expert ids read on the device. weight [E, N, K] (expert e's
+   * [N, K] linear weight, any float dtype, FP8 with block scales [E, ceil(N/128), ceil(K/128)] in options.scale);
+   * ids int32 [T, k]; x [T, K] (a token's row serves all its experts) or [T*k, K] (one row per slot).
+   * Without combine: out [T*k, N], out[t*k + j] = x_row . W[ids[t, j]]^T. With combine (float32 [T, k]): out [T, N]
+   * = sum_j combine[t, j] * (x_row(t, j) . W[ids[t, j]]^T). Accumulates in float32; result in outDtype.
+   */
+  expertLinear(x: Operand<H>, weight: Operand<H>, ids: Operand<H>, options: ExpertLinearOptions<H>): H;
   /** Reduces dim of x; the result is contiguous with that dim removed. */
   reduce(op: ReduceOp, x: Operand<H>, dim: number, outDtype: DType): H;
   /**

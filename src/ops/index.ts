@@ -9,3 +9,5 @@ export * from './quantize.js';
 export * from './index-select.js';
 export * from './softmax.js';
 export * from './sample.js';
+export * from './nn.js';
+export * from './moe.js';

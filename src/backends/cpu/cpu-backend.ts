@@ -3,7 +3,9 @@ import { allocStorage, decodeOne, encodeOne, type StorageArray } from '../../cor
 import { DTYPE_INFO, type DType } from '../../core/dtype.js';
 import { ShapeError } from '../../core/errors.js';
 import { numel, type Shape, type View } from '../../core/shape.js';
-import type { Backend, BinaryOp, MatmulDims, MatmulScaling, Operand, QuantizeBlocks, ReduceOp, SamplingParams, UnaryOp } from '../backend.js';
+import type { AttentionOptions, Backend, BinaryOp, ExpertLinearOptions, MatmulDims, MatmulScaling, Operand, QuantizeBlocks, ReduceOp, SamplingParams, UnaryOp } from '../backend.js';
+import { expertLinearReference, moeRouteReference } from './moe.js';
+import { attentionReference, rmsNormReference, ropeReference, swigluReference } from './nn.js';
 import { sampleReference } from './sampling.js';
 import { BINARY_F64, BINARY_I32, REDUCE_F64, UNARY_F64, UNARY_I32 } from './scalar-ops.js';
 
@@ -53,7 +55,7 @@ function gatherCodes(src: Operand<Handle>): Handle {
 }
 
 /** The view's values as float64, row-major. */
-function values(src: Operand<Handle>): Float64Array {
+export function values(src: Operand<Handle>): Float64Array {
   const idx = viewIndices(src.view);
   const dec = decoder(src.dtype);
   const out = new Float64Array(idx.length);
@@ -78,7 +80,7 @@ export function castCode(x: number, dtype: DType, saturate = false): number {
   }
 }
 
-function store(values: Float64Array, dtype: DType, saturate = false): Handle {
+export function store(values: Float64Array, dtype: DType, saturate = false): Handle {
   const out = allocStorage(dtype, values.length);
   for (let i = 0; i < values.length; i++) out[i] = castCode(values[i], dtype, saturate);
   return out;
@@ -220,6 +222,30 @@ export class CpuBackend implements Backend<Handle> {
       data[i] = castCode(Math.fround(v[i] / scale[b]), q.dtype, true);
     }
     return [data, Float32Array.from(scale)];
+  }
+
+  rmsNorm(x: Operand<Handle>, weight: Operand<Handle> | undefined, eps: number): Handle {
+    return rmsNormReference(x, weight, eps);
+  }
+
+  rope(x: Operand<Handle>, cos: Operand<Handle>, sin: Operand<Handle>, positionOffset: number): Handle {
+    return ropeReference(x, cos, sin, positionOffset);
+  }
+
+  attention(q: Operand<Handle>, k: Operand<Handle>, v: Operand<Handle>, options: AttentionOptions): Handle {
+    return attentionReference(q, k, v, options);
+  }
+
+  swiglu(x: Operand<Handle>): Handle {
+    return swigluReference(x);
+  }
+
+  moeRoute(logits: Operand<Handle>, topK: number, normalize: boolean): [Handle, Handle] {
+    return moeRouteReference(logits, topK, normalize);
+  }
+
+  expertLinear(x: Operand<Handle>, weight: Operand<Handle>, ids: Operand<Handle>, options: ExpertLinearOptions<Handle>): Handle {
+    return expertLinearReference(x, weight, ids, options);
   }
 
   reduce(op: ReduceOp, x: Operand<Handle>, dim: number, outDtype: DType): Handle {

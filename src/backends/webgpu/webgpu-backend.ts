@@ -5,7 +5,7 @@ import { allocStorage } from '../../core/codecs.js';
 import { DTYPE_INFO, lanesPerWord, type DType } from '../../core/dtype.js';
 import { DeviceUnavailableError, ShapeError } from '../../core/errors.js';
 import { contiguousView, isContiguous, numel, type Shape } from '../../core/shape.js';
-import type { Backend, BinaryOp, MatmulDims, MatmulScaling, Operand, QuantizeBlocks, ReduceOp, SamplingParams, UnaryOp } from '../backend.js';
+import type { AttentionOptions, Backend, BinaryOp, ExpertLinearOptions, MatmulDims, MatmulScaling, Operand, QuantizeBlocks, ReduceOp, SamplingParams, UnaryOp } from '../backend.js';
 import { castCode } from '../cpu/cpu-backend.js';
 import { BufferPool, type MemoryStats } from './buffer-pool.js';
 import { wordBytes, type GpuBuffer, type GpuContext } from './gpu-context.js';
@@ -14,7 +14,13 @@ import { gemmKernel, type GemmScaling } from './kernels/gemm.js';
 import { gemvApplies, gemvKernel } from './kernels/gemv.js';
 import { gatherKernel } from './kernels/gather.js';
 import { indexSelectKernel } from './kernels/index-select.js';
+import { attentionKernel } from './kernels/attention.js';
+import { expertLinearKernel } from './kernels/expert-linear.js';
+import { moeRouteKernel } from './kernels/moe-route.js';
 import { quantizeBlocksKernel } from './kernels/quantize-blocks.js';
+import { rmsNormKernel } from './kernels/rms-norm.js';
+import { ropeKernel } from './kernels/rope.js';
+import { swigluKernel } from './kernels/swiglu.js';
 import { reduceKernel } from './kernels/reduce.js';
 import { sampleKernel } from './kernels/sample.js';
 import { softmaxKernel } from './kernels/softmax.js';
@@ -293,6 +299,34 @@ export class WebGpuBackend implements Backend<GpuBuffer>, GpuContext {
 
   quantizeBlocks(x: Operand<GpuBuffer>, q: QuantizeBlocks): [GpuBuffer, GpuBuffer] {
     return this.withContiguous(x, (cx) => quantizeBlocksKernel(this, cx, q));
+  }
+
+  rmsNorm(x: Operand<GpuBuffer>, weight: Operand<GpuBuffer> | undefined, eps: number): GpuBuffer {
+    return rmsNormKernel(this, this.gpuOperand(x), weight && this.gpuOperand(weight), eps);
+  }
+
+  rope(x: Operand<GpuBuffer>, cos: Operand<GpuBuffer>, sin: Operand<GpuBuffer>, positionOffset: number): GpuBuffer {
+    return ropeKernel(this, this.gpuOperand(x), this.gpuOperand(cos), this.gpuOperand(sin), positionOffset);
+  }
+
+  attention(q: Operand<GpuBuffer>, k: Operand<GpuBuffer>, v: Operand<GpuBuffer>, options: AttentionOptions): GpuBuffer {
+    return attentionKernel(this, this.gpuOperand(q), this.gpuOperand(k), this.gpuOperand(v), options);
+  }
+
+  swiglu(x: Operand<GpuBuffer>): GpuBuffer {
+    return swigluKernel(this, this.gpuOperand(x));
+  }
+
+  moeRoute(logits: Operand<GpuBuffer>, topK: number, normalize: boolean): [GpuBuffer, GpuBuffer] {
+    return moeRouteKernel(this, this.gpuOperand(logits), topK, normalize);
+  }
+
+  expertLinear(x: Operand<GpuBuffer>, weight: Operand<GpuBuffer>, ids: Operand<GpuBuffer>, options: ExpertLinearOptions<GpuBuffer>): GpuBuffer {
+    return expertLinearKernel(this, this.gpuOperand(x), this.gpuOperand(weight), this.gpuOperand(ids), {
+      scale: options.scale,
+      combine: options.combine && this.gpuOperand(options.combine),
+      outDtype: options.outDtype,
+    });
   }
 
   reduce(op: ReduceOp, x: Operand<GpuBuffer>, dim: number, outDtype: DType): GpuBuffer {

@@ -1,0 +1,75 @@
+// Mixture-of-experts ops whose expert choice stays on the device: the router's top-k, and a linear layer that reads
+// each slot's expert id on the GPU (gather), optionally summing a token's slots with its routing weights
+// (combine). An MoE block is then a handful of dispatches with no read back, whatever the number of experts.
+import { DTypeError, ShapeError } from '../core/errors.js';
+import { isFp8 } from '../core/dtype.js';
+import { formatShape } from '../core/shape.js';
+import type { Tensor } from '../core/tensor.js';
+import { compact } from './shape-ops.js';
+import { commonBackend, requireDTypes, wrap } from './util.js';
+
+const FLOAT_DTYPES = ['float32', 'float16', 'bfloat16'] as const;
+
+/**
+ * Router top-k: softmax over experts in float32, the topK most probable experts (descending; ties go to the lower
+ * id, as torch.topk on CPU), renormalized to sum to 1 when `normalize` (Qwen3-MoE's norm_topk_prob).
+ */
+export function moeRoute(logits: Tensor, topK: number, options: { normalize?: boolean } = {}): { ids: Tensor; weights: Tensor } {
+  const backend = commonBackend('moeRoute', logits);
+  requireDTypes('moeRoute', logits, FLOAT_DTYPES);
+  if (logits.ndim !== 2) throw new ShapeError(`moeRoute: logits must be [T, E], got ${formatShape(logits.shape)}`);
+  const [t, e] = logits.shape;
+  if (!Number.isInteger(topK) || topK < 1 || topK > e) throw new RangeError(`moeRoute: topK must be in 1..${e}, got ${topK}`);
+  const [ids, weights] = backend.moeRoute(logits.operand(), topK, options.normalize ?? false);
+  return { ids: wrap(backend, ids, 'int32', [t, topK]), weights: wrap(backend, weights, 'float32', [t, topK]) };
+}
+
+export interface ExpertLinearOpOptions {
+  /** float32 [E, ceil(N/128), ceil(K/128)] block scales of an FP8 weight (the stacked `weight_scale_inv`). */
+  scale?: Tensor;
+  /** float32 [T, k] routing weights: sum each token's k slots, weighted (the MoE combine). */
+  combine?: Tensor;
+}
+
+/**
+ * x . W[e]^T for the expert e each slot chose, the ids read on the device. weight: stacked experts [E, N, K]; ids:
+ * int32 [T, k]; x: [T, K] (each token's row for all its slots) or [T*k, K] (a row per slot). Returns [T*k, N], or
+ * [T, N] with combine. The result has x's dtype.
+ */
+export function expertLinear(x: Tensor, weight: Tensor, ids: Tensor, options: ExpertLinearOpOptions = {}): Tensor {
+  const { scale, combine } = options;
+  const backend = commonBackend('expertLinear', x, weight, ids, ...(scale ? [scale] : []), ...(combine ? [combine] : []));
+  requireDTypes('expertLinear', x, FLOAT_DTYPES);
+  requireDTypes('expertLinear', ids, ['int32']);
+  if (weight.ndim !== 3) throw new ShapeError(`expertLinear: weight must be stacked experts [E, N, K], got ${formatShape(weight.shape)}`);
+  const [e, n, k] = weight.shape;
+  if (ids.ndim !== 2) throw new ShapeError(`expertLinear: ids must be [T, k], got ${formatShape(ids.shape)}`);
+  const [t, slots] = ids.shape;
+  if (x.ndim !== 2 || x.shape[1] !== k || (x.shape[0] !== t && x.shape[0] !== t * slots)) {
+    throw new ShapeError(`expertLinear: x must be [${t}, ${k}] or [${t * slots}, ${k}] for ids ${formatShape(ids.shape)} and weight ${formatShape(weight.shape)}, got ${formatShape(x.shape)}`);
+  }
+  if (isFp8(weight.dtype)) {
+    if (!scale) throw new DTypeError(`expertLinear: an ${weight.dtype} weight needs its block scales (options.scale)`);
+    const want = [e, Math.ceil(n / 128), Math.ceil(k / 128)];
+    requireDTypes('expertLinear scale', scale, ['float32']);
+    if (scale.shape.join() !== want.join()) throw new ShapeError(`expertLinear: scale must be [${want.join(', ')}], got ${formatShape(scale.shape)}`);
+  } else {
+    requireDTypes('expertLinear', weight, FLOAT_DTYPES);
+    if (scale) throw new DTypeError(`expertLinear: scale applies to FP8 weights only, got a ${weight.dtype} weight`);
+  }
+  if (combine) {
+    requireDTypes('expertLinear combine', combine, ['float32']);
+    if (combine.shape.join() !== ids.shape.join()) throw new ShapeError(`expertLinear: combine must be ${formatShape(ids.shape)} like ids, got ${formatShape(combine.shape)}`);
+  }
+  const packedScale = scale && compact(scale);
+  try {
+    const handle = backend.expertLinear(x.operand(), weight.operand(), ids.operand(), {
+      scale: packedScale?.storage.handle,
+      combine: combine?.operand(),
+      outDtype: x.dtype,
+    });
+    return wrap(backend, handle, x.dtype, [combine ? t : t * slots, n]);
+  } finally {
+    packedScale?.dispose();
+  }
+}

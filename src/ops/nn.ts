@@ -1,0 +1,82 @@
+// Transformer building blocks as single fused ops: RMSNorm, rotary embedding, attention with grouped-query heads
+// and a causal mask, SwiGLU. Each is one kernel on the GPU; the CPU backend holds the reference.
+import { ShapeError } from '../core/errors.js';
+import { formatShape } from '../core/shape.js';
+import type { Tensor } from '../core/tensor.js';
+import { commonBackend, requireDTypes, wrap } from './util.js';
+
+const FLOAT_DTYPES = ['float32', 'float16', 'bfloat16'] as const;
+
+/**
+ * RMSNorm over the last dim, as HF's Qwen3RMSNorm/LlamaRMSNorm: weight * (x * rsqrt(mean(x^2) + eps)) with the
+ * normalized value rounded to x's dtype before the weight multiplies it. Float32 inside; result in x's dtype.
+ */
+export function rmsNorm(x: Tensor, weight: Tensor | undefined, eps: number): Tensor {
+  const backend = commonBackend('rmsNorm', x, ...(weight ? [weight] : []));
+  requireDTypes('rmsNorm', x, FLOAT_DTYPES);
+  if (x.ndim === 0) throw new ShapeError('rmsNorm: x needs at least 1 dim');
+  const d = x.shape[x.ndim - 1];
+  if (weight) {
+    requireDTypes('rmsNorm', weight, FLOAT_DTYPES);
+    if (weight.ndim !== 1 || weight.shape[0] !== d) throw new ShapeError(`rmsNorm: weight must be [${d}] for x ${formatShape(x.shape)}, got ${formatShape(weight.shape)}`);
+  }
+  if (!(eps >= 0) || !Number.isFinite(eps)) throw new RangeError(`rmsNorm: eps must be a finite number >= 0, got ${eps}`);
+  return wrap(backend, backend.rmsNorm(x.operand(), weight?.operand(), eps), x.dtype, x.shape);
+}
+
+/**
+ * Rotary position embedding in the rotate-half layout (HF Llama/Qwen): x [S, H, D] rotated at positions
+ * positionOffset .. positionOffset + S - 1, with cos/sin float32 tables [P, D/2] (see models/qwen3/rope.ts).
+ */
+export function rope(x: Tensor, cos: Tensor, sin: Tensor, positionOffset: number): Tensor {
+  const backend = commonBackend('rope', x, cos, sin);
+  requireDTypes('rope', x, FLOAT_DTYPES);
+  requireDTypes('rope', cos, ['float32']);
+  requireDTypes('rope', sin, ['float32']);
+  if (x.ndim !== 3 || x.shape[2] % 2 !== 0) throw new ShapeError(`rope: x must be [S, H, D] with D even, got ${formatShape(x.shape)}`);
+  const [s, , d] = x.shape;
+  if (cos.ndim !== 2 || cos.shape[1] !== d / 2 || sin.shape.join() !== cos.shape.join()) {
+    throw new ShapeError(`rope: cos and sin must both be [P, ${d / 2}], got ${formatShape(cos.shape)} and ${formatShape(sin.shape)}`);
+  }
+  if (!Number.isInteger(positionOffset) || positionOffset < 0 || positionOffset + s > cos.shape[0]) {
+    throw new ShapeError(`rope: positions ${positionOffset}..${positionOffset + s - 1} are outside the ${cos.shape[0]}-position table`);
+  }
+  return wrap(backend, backend.rope(x.operand(), cos.operand(), sin.operand(), positionOffset), x.dtype, x.shape);
+}
+
+export interface AttentionOpOptions {
+  /** Default 1 / sqrt(D). */
+  scale?: number;
+  causal?: boolean;
+  /** Absolute position of query 0 relative to key 0; default Skv - Sq (the queries are the newest keys). */
+  queryOffset?: number;
+}
+
+/**
+ * Scaled dot-product attention, q [Sq, Hq, D] against k, v [Skv, Hkv, D] with grouped-query heads (Hq a multiple
+ * of Hkv), optionally causal; softmax in float32, one kernel. k and v may be views of a preallocated KV cache.
+ */
+export function attention(q: Tensor, k: Tensor, v: Tensor, options: AttentionOpOptions = {}): Tensor {
+  const backend = commonBackend('attention', q, k, v);
+  for (const t of [q, k, v]) requireDTypes('attention', t, FLOAT_DTYPES);
+  if (q.ndim !== 3 || k.ndim !== 3 || v.ndim !== 3) {
+    throw new ShapeError(`attention: q, k and v must be [S, H, D], got ${formatShape(q.shape)}, ${formatShape(k.shape)}, ${formatShape(v.shape)}`);
+  }
+  const [sq, hq, d] = q.shape;
+  const [skv, hkv, dk] = k.shape;
+  if (dk !== d || v.shape.join() !== k.shape.join()) throw new ShapeError(`attention: k and v must be [Skv, Hkv, ${d}], got ${formatShape(k.shape)} and ${formatShape(v.shape)}`);
+  if (hkv === 0 || hq % hkv !== 0) throw new ShapeError(`attention: ${hq} query heads are not a multiple of ${hkv} kv heads`);
+  const queryOffset = options.queryOffset ?? skv - sq;
+  if (!Number.isInteger(queryOffset)) throw new RangeError(`attention: queryOffset must be an integer, got ${queryOffset}`);
+  const handle = backend.attention(q.operand(), k.operand(), v.operand(), { scale: options.scale ?? 1 / Math.sqrt(d), causal: options.causal ?? false, queryOffset });
+  return wrap(backend, handle, q.dtype, q.shape);
+}
+
+/** SwiGLU of a fused gate/up projection: x [..., 2I] -> silu(x[..., :I]) * x[..., I:], one kernel. */
+export function swiglu(x: Tensor): Tensor {
+  const backend = commonBackend('swiglu', x);
+  requireDTypes('swiglu', x, FLOAT_DTYPES);
+  if (x.ndim === 0 || x.shape[x.ndim - 1] % 2 !== 0) throw new ShapeError(`swiglu: the last dim must be even (gate and up halves), got ${formatShape(x.shape)}`);
+  const shape = [...x.shape.slice(0, -1), x.shape[x.ndim - 1] / 2];
+  return wrap(backend, backend.swiglu(x.operand()), x.dtype, shape);
+}

@@ -3,6 +3,8 @@
 import { Command, InvalidArgumentError } from 'commander';
 import { runGenerateCheckpoint, runInspectCheckpoint, runLoadCheckpoint } from './checkpoint.js';
 import { runDemo } from './demo.js';
+import { runGenerate } from './generate.js';
+import { runBench } from './bench.js';
 import { runDoctor } from './doctor.js';
 
 function positiveInt(value: string): number {
@@ -41,12 +43,53 @@ program
     process.exitCode = await runDemo({ device: opts.device, size: opts.size });
   });
 
+function number(value: string): number {
+  const n = Number(value);
+  if (!Number.isFinite(n)) throw new InvalidArgumentError(`expected a number, got '${value}'`);
+  return n;
+}
+
 function choice<T extends string>(allowed: readonly T[]): (value: string) => T {
   return (value) => {
     if ((allowed as readonly string[]).includes(value)) return value as T;
     throw new InvalidArgumentError(`expected one of ${allowed.join(', ')}, got '${value}'`);
   };
 }
+
+const WEIGHT_DTYPES = ['fp8', 'float32', 'float16', 'bfloat16'] as const;
+type WeightDType = (typeof WEIGHT_DTYPES)[number];
+
+program
+  .command('generate')
+  .description('stream text from a Qwen3 / Qwen3-MoE checkpoint (default: a built-in random-weight Qwen3-MoE with the real tokenizer)')
+  .option('--model <dir>', 'Hugging Face checkpoint directory (config.json, safetensors, tokenizer.json)')
+  .option('--prompt <text>', 'the user message (or raw text with --raw)', 'Write a haiku about GPUs.')
+  .option('--max-tokens <n>', 'most tokens to generate', positiveInt, 64)
+  .option('--temperature <t>', 'sampling temperature (0 = greedy)', number, 0.7)
+  .option('--top-k <k>', 'top-k (0 = off)', number, 20)
+  .option('--top-p <p>', 'nucleus probability (1 = off)', number, 0.8)
+  .option('--seed <n>', 'sampling seed', positiveInt)
+  .option('--device <device>', 'auto, webgpu or cpu', deviceName, 'auto')
+  .option('--dtype <dtype>', 'fp8 quantizes linear weights at load; float32/float16/bfloat16 convert them', choice(WEIGHT_DTYPES))
+  .option('--raw', 'send the prompt as is, without the chat template')
+  .option('--think', "let Qwen3 think first (the chat template's enable_thinking)")
+  .action(async (opts: { model?: string; prompt: string; maxTokens: number; temperature: number; topK: number; topP: number; seed?: number; device: 'auto' | 'webgpu' | 'cpu'; dtype?: WeightDType; raw?: boolean; think?: boolean }) => {
+    process.exitCode = await runGenerate(opts);
+  });
+
+program
+  .command('bench')
+  .description('prefill/decode tok/s, dispatches per token, bytes per token and peak GPU memory of a model (default: the built-in Qwen3-MoE)')
+  .option('--model <dir>', 'Hugging Face checkpoint directory')
+  .option('--device <device>', 'auto, webgpu or cpu', deviceName, 'auto')
+  .option('--dtype <dtype>', 'fp8 quantizes linear weights at load; float32/float16/bfloat16 convert them', choice(WEIGHT_DTYPES))
+  .option('--prompt-tokens <n>', 'prefill length', positiveInt, 32)
+  .option('--decode-tokens <n>', 'decode steps', positiveInt, 16)
+  .option('--moe <mode>', 'fused, per-expert or both', choice(['fused', 'per-expert', 'both'] as const), 'both')
+  .option('--json', 'print the measurements as JSON')
+  .action(async (opts: { model?: string; device: 'auto' | 'webgpu' | 'cpu'; dtype?: WeightDType; promptTokens: number; decodeTokens: number; moe: 'fused' | 'per-expert' | 'both'; json?: boolean }) => {
+    process.exitCode = await runBench(opts);
+  });
 
 const checkpoint = program.command('checkpoint').description('Hugging Face safetensors checkpoints: generate, inspect, load');
 

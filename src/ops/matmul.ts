@@ -1,3 +1,5 @@
+import type { ScaleRecipe } from '../backends/backend.js';
+import { isFp8 } from '../core/dtype.js';
 import { DTypeError, ShapeError } from '../core/errors.js';
 import { broadcastShapes, broadcastView, formatShape } from '../core/shape.js';
 import type { Tensor } from '../core/tensor.js';
@@ -37,18 +39,57 @@ export function matmul(x: Tensor, y: Tensor): Tensor {
   }
 }
 
+export interface LinearOptions {
+  /**
+   * Dequantization scale of an FP8 weight (weight-only FP8: the activations stay in their float dtype): [1]
+   * per tensor, [N] or [N, 1] per output channel, or [ceil(N/128), ceil(K/128)] 128x128 blocks (HF
+   * `weight_scale_inv`). float32.
+   */
+  weightScale?: Tensor;
+  /** How weightScale applies when its shape could mean two recipes (e.g. [1, 1]); inferred otherwise. */
+  recipe?: ScaleRecipe;
+}
+
+function weightRecipe(scale: Tensor, n: number, k: number, given?: ScaleRecipe): ScaleRecipe {
+  const s = scale.shape.join();
+  const fits: Record<ScaleRecipe, boolean> = {
+    tensor: scale.numel === 1,
+    row: s === `${n}` || s === `${n},1`,
+    block: s === `${Math.ceil(n / 128)},${Math.ceil(k / 128)}`,
+  };
+  if (given) {
+    if (!fits[given]) throw new ShapeError(`linear: a ${given} weight scale for an [${n}, ${k}] weight cannot have shape ${formatShape(scale.shape)}`);
+    return given;
+  }
+  const recipe = (['tensor', 'row', 'block'] as const).find((r) => fits[r]);
+  if (!recipe) {
+    throw new ShapeError(`linear: weight scale ${formatShape(scale.shape)} fits no recipe for an [${n}, ${k}] weight ([1], [${n}], [${n}, 1] or [${Math.ceil(n / 128)}, ${Math.ceil(k / 128)}])`);
+  }
+  return recipe;
+}
+
 /**
  * A dense layer, torch.nn.functional.linear: x [..., K] @ weight[N, K]^T (+ bias [N]) -> [..., N] in x's dtype.
  * Unlike matmul, x and the weight may differ in dtype (e.g. float32 activations with a bfloat16 weight): the kernel
- * reads each in its own format and accumulates in float32, so no cast pass runs. Decode shapes (at most 4 rows)
- * take the GEMV path, reading every weight byte once. FP8 weights go through scaledMm.
+ * reads each in its own format and accumulates in float32, so no cast pass runs. An FP8 weight takes its
+ * dequantization scale in options (weight-only FP8). Decode shapes (at most 4 rows) take the GEMV path, reading
+ * every weight byte once.
  */
-export function linear(x: Tensor, weight: Tensor, bias?: Tensor): Tensor {
-  const backend = commonBackend('linear', x, weight, ...(bias ? [bias] : []));
+export function linear(x: Tensor, weight: Tensor, bias?: Tensor, options: LinearOptions = {}): Tensor {
+  const scale = options.weightScale;
+  const backend = commonBackend('linear', x, weight, ...(bias ? [bias] : []), ...(scale ? [scale] : []));
   requireDTypes('linear', x, MATMUL_DTYPES);
-  requireDTypes('linear', weight, MATMUL_DTYPES);
   if (weight.ndim !== 2) throw new ShapeError(`linear: weight must be [N, K], got ${formatShape(weight.shape)}`);
   const [n, k] = weight.shape;
+  let recipe: ScaleRecipe | undefined;
+  if (isFp8(weight.dtype)) {
+    if (!scale) throw new DTypeError(`linear: an ${weight.dtype} weight needs its dequantization scale (options.weightScale)`);
+    requireDTypes('linear weightScale', scale, ['float32']);
+    recipe = weightRecipe(scale, n, k, options.recipe);
+  } else {
+    requireDTypes('linear', weight, MATMUL_DTYPES);
+    if (scale) throw new DTypeError(`linear: weightScale applies to FP8 weights only, got ${weight.describe()}`);
+  }
   if (x.ndim === 0 || x.shape[x.ndim - 1] !== k) throw new ShapeError(`linear: x ${formatShape(x.shape)} does not end in K = ${k} of weight ${formatShape(weight.shape)}`);
   if (bias) {
     requireDTypes('linear', bias, MATMUL_DTYPES);
@@ -58,9 +99,11 @@ export function linear(x: Tensor, weight: Tensor, bias?: Tensor): Tensor {
   const m = lead.reduce((p, d) => p * d, 1);
   const rows = reshape(x, [m, k]);
   const b = bias && compact(bias);
+  const s = scale && compact(scale);
   try {
     const wT = { ...weight.operand(), view: { shape: [k, n], strides: [weight.strides[1], weight.strides[0]], offset: weight.offset } };
-    const handle = backend.matmul(rows.operand(), wT, { batch: [], m, n, k }, x.dtype, b ? { bias: b.operand() } : {});
+    const scaling = { ...(b ? { bias: b.operand() } : {}), ...(s && recipe ? { scaleB: { handle: s.storage.handle, recipe } } : {}) };
+    const handle = backend.matmul(rows.operand(), wT, { batch: [], m, n, k }, x.dtype, scaling);
     const out = wrap(backend, handle, x.dtype, [m, n]);
     if (lead.length === 1) return out;
     const shaped = reshape(out, [...lead, n]);
@@ -69,5 +112,6 @@ export function linear(x: Tensor, weight: Tensor, bias?: Tensor): Tensor {
   } finally {
     rows.dispose();
     b?.dispose();
+    s?.dispose();
   }
 }

@@ -167,3 +167,13 @@ export function cat(tensors: readonly Tensor[], dim = 0): Tensor {
   }
   return out;
 }
+
+/**
+ * Writes src into the view dst in place (torch's dst.copy_(src)), converting to dst's dtype: how a KV cache
+ * preallocated once takes each step's keys without reallocation. dst must be a view of existing storage.
+ */
+export function copyInto(dst: Tensor, src: Tensor): void {
+  const backend = commonBackend('copyInto', dst, src);
+  if (dst.shape.join() !== src.shape.join()) throw new ShapeError(`copyInto: src ${formatShape(src.shape)} does not match dst ${formatShape(dst.shape)}`);
+  if (src.numel > 0) backend.copyInto(src.operand(), dst.operand());
+}

@@ -1,0 +1,58 @@
+// `tensorgpu generate`: stream text from a Qwen3 / Qwen3-MoE checkpoint (or the built-in default model).
+import { releaseDevice, type DeviceRequest } from '../backends/registry.js';
+import { generate } from '../generate/generate.js';
+import { disposeWeights } from '../models/qwen3/weights.js';
+import { openModel } from './model-source.js';
+
+export interface GenerateCliOptions {
+  model?: string;
+  prompt: string;
+  maxTokens: number;
+  temperature: number;
+  topK: number;
+  topP: number;
+  seed?: number;
+  device: DeviceRequest;
+  dtype?: 'fp8' | 'float32' | 'float16' | 'bfloat16';
+  /** Send the prompt as is, without the chat template. */
+  raw?: boolean;
+  think?: boolean;
+}
+
+export async function runGenerate(o: GenerateCliOptions, write: (text: string) => void = (t) => process.stdout.write(t), log: (line: string) => void = (l) => process.stderr.write(l + '\n')): Promise<number> {
+  try {
+    const { loaded, device, dir, loadMs } = await openModel({ ...o, log, maxSequence: undefined });
+    const { model, tokenizer } = loaded;
+    try {
+      if (!tokenizer) throw new Error(`${dir} has no tokenizer.json`);
+      log(`model ${dir} on ${device} (loaded in ${(loadMs / 1000).toFixed(1)} s)`);
+      const prompt = o.raw || !tokenizer.hasChatTemplate ? o.prompt : [{ role: 'user' as const, content: o.prompt }];
+      const stream = generate(model, tokenizer, prompt, {
+        maxNewTokens: o.maxTokens,
+        temperature: o.temperature,
+        topK: o.topK,
+        topP: o.topP,
+        seed: o.seed,
+        enableThinking: o.think,
+      });
+      let r = await stream.next();
+      while (!r.done) {
+        write(r.value.text);
+        r = await stream.next();
+      }
+      write('\n');
+      const s = r.value;
+      const decodeSteps = s.generatedTokens - 1;
+      log(
+        `${s.promptTokens} prompt tokens, ${s.generatedTokens} generated (${s.stopReason}); prefill ${((s.promptTokens / s.prefillMs) * 1000).toFixed(1)} tok/s, ` +
+          `decode ${decodeSteps > 0 ? ((decodeSteps / s.decodeMs) * 1000).toFixed(1) : '-'} tok/s, ${s.dispatchesPerToken.toFixed(0)} dispatches/token`,
+      );
+      return 0;
+    } finally {
+      model.dispose();
+      disposeWeights(model.weights);
+    }
+  } finally {
+    releaseDevice();
+  }
+}

@@ -1,0 +1,34 @@
+// Resolves `--model` for the model commands: a checkpoint directory, or the built-in default generated on demand.
+import { initDevice, type DeviceRequest } from '../backends/registry.js';
+import type { DeviceName } from '../backends/backend.js';
+import { ensureDefaultModel } from '../models/qwen3/default-model.js';
+import { loadQwen3, type LoadedModel } from '../models/qwen3/load.js';
+import { byteProgress } from './progress.js';
+
+export interface ModelSourceOptions {
+  model?: string;
+  device: DeviceRequest;
+  dtype?: 'fp8' | 'float32' | 'float16' | 'bfloat16';
+  maxSequence?: number;
+  log: (line: string) => void;
+}
+
+export async function openModel(o: ModelSourceOptions): Promise<{ loaded: LoadedModel; device: DeviceName; dir: string; loadMs: number }> {
+  const device = await initDevice(o.device, { onNotice: o.log });
+  const dir = o.model ?? (await ensureDefaultModel({ onNotice: o.log }));
+  let bar: ReturnType<typeof byteProgress> | undefined;
+  let last = 0;
+  const t0 = performance.now();
+  const loaded = await loadQwen3(dir, {
+    device,
+    dtype: o.dtype,
+    maxSequence: o.maxSequence,
+    onProgress: (done, total) => {
+      bar ??= byteProgress('loading', total);
+      bar.add(done - last);
+      last = done;
+    },
+  });
+  bar?.stop();
+  return { loaded, device, dir, loadMs: performance.now() - t0 };
+}

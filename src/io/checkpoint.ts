@@ -92,7 +92,8 @@ export class Checkpoint implements AsyncDisposable {
     return n;
   }
 
-  load(name: string, options: TensorLoadOptions = {}): Promise<Tensor> {
+  /** Async throughout: an unknown name rejects like every other load failure instead of throwing synchronously. */
+  async load(name: string, options: TensorLoadOptions = {}): Promise<Tensor> {
     return this.fileOf(name).load(name, options);
   }
 

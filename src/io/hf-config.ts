@@ -200,8 +200,8 @@ export function parseQwen3Config(json: unknown, file = 'config.json'): Qwen3Conf
   }
   const bos = f.has('bos_token_id') ? f.int('bos_token_id', undefined, 0) : undefined;
   const eosTokenIds = f.ints('eos_token_id');
-  for (const id of [bos, ...eosTokenIds]) {
-    if (id !== undefined && id >= vocabSize) throw new CheckpointError(`token id ${id} (bos/eos) is outside vocab_size ${vocabSize}`, { file });
+  for (const [key, id] of [['bos_token_id', bos] as const, ...eosTokenIds.map((id) => ['eos_token_id', id] as const)]) {
+    if (id !== undefined && id >= vocabSize) throw new CheckpointError(`${key} ${id} is outside vocab_size ${vocabSize}`, { file });
   }
   return {
     modelType: modelType as Qwen3Config['modelType'],

@@ -1,22 +1,111 @@
 // CPU references of the transformer building blocks (RMSNorm, RoPE, attention, SwiGLU): float64 loops, the oracle
 // for the WGSL kernels.
 import type { AttentionOptions, Operand } from '../backend.js';
-import type { StorageArray } from '../../core/codecs.js';
+import { decodeOne, encodeOne, type StorageArray } from '../../core/codecs.js';
+import type { DType } from '../../core/dtype.js';
+import { store, values } from './cpu-backend.js';
 
 type Handle = StorageArray;
 
+/** x rounded to dtype's precision (HF casts the normalized value back to x's dtype before the weight). */
+function roundTo(dtype: DType, x: number): number {
+  return dtype === 'float32' ? Math.fround(x) : decodeOne(dtype, encodeOne(dtype, x));
+}
+
 export function rmsNormReference(x: Operand<Handle>, weight: Operand<Handle> | undefined, eps: number): Handle {
-  throw new Error('rmsNorm: not implemented yet');
+  const shape = x.view.shape;
+  const d = shape[shape.length - 1];
+  const xs = values(x);
+  const w = weight ? values(weight) : undefined;
+  const out = new Float64Array(xs.length);
+  const rows = d === 0 ? 0 : xs.length / d;
+  for (let r = 0; r < rows; r++) {
+    const base = r * d;
+    let sumSq = 0;
+    for (let i = 0; i < d; i++) sumSq += xs[base + i] * xs[base + i];
+    const inv = 1 / Math.sqrt(sumSq / d + eps);
+    for (let i = 0; i < d; i++) {
+      const n = roundTo(x.dtype, xs[base + i] * inv);
+      out[base + i] = w ? w[i] * n : n;
+    }
+  }
+  return store(out, x.dtype);
 }
 
 export function ropeReference(x: Operand<Handle>, cos: Operand<Handle>, sin: Operand<Handle>, positionOffset: number): Handle {
-  throw new Error('rope: not implemented yet');
+  const [s, h, d] = x.view.shape;
+  const half = d / 2;
+  const xs = values(x);
+  const c = values(cos);
+  const sn = values(sin);
+  const out = new Float64Array(xs.length);
+  for (let si = 0; si < s; si++) {
+    const p = (positionOffset + si) * half;
+    for (let hi = 0; hi < h; hi++) {
+      const base = (si * h + hi) * d;
+      for (let i = 0; i < half; i++) {
+        const x1 = xs[base + i];
+        const x2 = xs[base + i + half];
+        out[base + i] = x1 * c[p + i] - x2 * sn[p + i];
+        out[base + i + half] = x2 * c[p + i] + x1 * sn[p + i];
+      }
+    }
+  }
+  return store(out, x.dtype);
 }
 
 export function attentionReference(q: Operand<Handle>, k: Operand<Handle>, v: Operand<Handle>, options: AttentionOptions): Handle {
-  throw new Error('attention: not implemented yet');
+  const [sq, hq, d] = q.view.shape;
+  const [skv, hkv] = k.view.shape;
+  const group = hkv === 0 ? 1 : hq / hkv;
+  const qs = values(q);
+  const ks = values(k);
+  const vs = values(v);
+  const out = new Float64Array(qs.length);
+  const p = new Float64Array(skv);
+  for (let i = 0; i < sq; i++) {
+    const visible = options.causal ? Math.max(0, Math.min(skv, options.queryOffset + i + 1)) : skv;
+    for (let h = 0; h < hq; h++) {
+      const kh = Math.floor(h / group);
+      const qBase = (i * hq + h) * d;
+      let max = -Infinity;
+      for (let j = 0; j < visible; j++) {
+        const kBase = (j * hkv + kh) * d;
+        let dot = 0;
+        for (let e = 0; e < d; e++) dot += qs[qBase + e] * ks[kBase + e];
+        p[j] = options.scale * dot;
+        // NaN scores must reach the output, so they win over max here rather than being skipped by `>`.
+        if (!(p[j] <= max)) max = Number.isNaN(max) ? max : p[j];
+      }
+      if (visible === 0) continue; // zeros
+      let sum = 0;
+      for (let j = 0; j < visible; j++) {
+        p[j] = Math.exp(p[j] - max);
+        sum += p[j];
+      }
+      for (let j = 0; j < visible; j++) {
+        const w = p[j] / sum;
+        const vBase = (j * hkv + kh) * d;
+        for (let e = 0; e < d; e++) out[qBase + e] += w * vs[vBase + e];
+      }
+    }
+  }
+  return store(out, q.dtype);
 }
 
 export function swigluReference(x: Operand<Handle>): Handle {
-  throw new Error('swiglu: not implemented yet');
+  const shape = x.view.shape;
+  const two = shape[shape.length - 1];
+  const half = two / 2;
+  const xs = values(x);
+  const rows = two === 0 ? 0 : xs.length / two;
+  const out = new Float64Array(rows * half);
+  for (let r = 0; r < rows; r++) {
+    for (let i = 0; i < half; i++) {
+      const a = xs[r * two + i];
+      const b = xs[r * two + half + i];
+      out[r * half + i] = (a / (1 + Math.exp(-a))) * b;
+    }
+  }
+  return store(out, x.dtype);
 }

@@ -1,0 +1,72 @@
+// Merges the per-split states of attention.wgsl (SPLIT) into the output, one invocation per output word:
+// out = sum_s acc_s exp(m_s - M) / sum_s l_s exp(m_s - M) with M the largest split max, and the same NaN / zero
+// rules as the single-pass kernel. Partials: [rows * splits] (max, sum) pairs, then [rows * splits, D] acc.
+
+struct Params {
+  n: u32,
+  d: u32,
+  hq: u32,
+  splits: u32,
+  skv: u32,
+  causal: u32,
+  query_offset: i32,
+  acc_base: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read_write> out: array<u32>;
+@group(0) @binding(2) var<storage, read> part: array<f32>;
+
+{{FUNCTIONS}}
+
+fn visible(i: u32) -> u32 {
+  if (p.causal == 0u) {
+    return p.skv;
+  }
+  return u32(clamp(i32(i) + p.query_offset + 1, 0, i32(p.skv)));
+}
+
+fn merged(e: u32) -> f32 {
+  let row = e / p.d;
+  let c = e % p.d;
+  if (visible(row / p.hq) == 0u) {
+    return 0.0;
+  }
+  var mx = f32_bits(0xff800000u);
+  var bad = false;
+  for (var s = 0u; s < p.splits; s++) {
+    let ms = part[(row * p.splits + s) * 2u];
+    bad = bad || is_nan(ms);
+    if (!is_nan(ms)) {
+      mx = max(mx, ms);
+    }
+  }
+  if (bad || mx == f32_bits(0xff800000u)) {
+    return f32_bits(0x7fc00000u);
+  }
+  var sum = 0.0;
+  var acc = 0.0;
+  for (var s = 0u; s < p.splits; s++) {
+    let ms = part[(row * p.splits + s) * 2u];
+    let f = select(exp(ms - mx), 0.0, ms - mx < -88.0);
+    sum += part[(row * p.splits + s) * 2u + 1u] * f;
+    acc += part[p.acc_base + (row * p.splits + s) * p.d + c] * f;
+  }
+  return acc / sum;
+}
+
+@compute @workgroup_size(256)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+  let w = linear_index(gid, nwg, 256u);
+  let first = w * {{LANES}}u;
+  if (first >= p.n) {
+    return;
+  }
+  var word = 0u;
+  for (var l = 0u; l < {{LANES}}u; l++) {
+    if (first + l < p.n) {
+      word |= encode_out(merged(first + l)) << (l * {{BITS}}u);
+    }
+  }
+  out[w] = word;
+}

@@ -1,13 +1,141 @@
 // CPU references of the MoE routing and expert-indexed linear layer: the oracle for the fused WGSL kernels.
 import type { ExpertLinearOptions, Operand } from '../backend.js';
-import type { StorageArray } from '../../core/codecs.js';
+import { decodeOne, type StorageArray } from '../../core/codecs.js';
+import type { DType } from '../../core/dtype.js';
+import { ShapeError } from '../../core/errors.js';
+import { store, values } from './cpu-backend.js';
 
 type Handle = StorageArray;
 
+/**
+ * Router top-k of logits [T, E]. Each row's softmax is computed in float64 and every probability rounded to
+ * float32 (what a float32 softmax gives, correctly rounded); the topK largest of those are chosen, descending, ties
+ * to the lower expert id, with NaN ranked above every number (torch.topk). A NaN logit, a +Inf logit or a row of
+ * all -Inf makes every probability of that row NaN, so such a row picks experts 0..topK-1 with NaN weights; the
+ * WebGPU kernel does the same. With normalize the chosen probabilities are divided by their float32 sum.
+ */
 export function moeRouteReference(logits: Operand<Handle>, topK: number, normalize: boolean): [Handle, Handle] {
-  throw new Error('moeRoute: not implemented yet');
+  const [t, e] = logits.view.shape;
+  const v = values(logits);
+  const ids = new Int32Array(t * topK);
+  const weights = new Float32Array(t * topK);
+  const prob = new Float64Array(e);
+  const order = new Int32Array(e);
+  for (let row = 0; row < t; row++) {
+    const base = row * e;
+    let max = -Infinity;
+    let nan = false;
+    for (let i = 0; i < e; i++) {
+      const x = v[base + i];
+      if (Number.isNaN(x)) nan = true;
+      else if (x > max) max = x;
+    }
+    // exp(x - max) with max = +Inf or -Inf (every logit -Inf) is NaN: the whole row is undefined.
+    if (nan || !Number.isFinite(max)) {
+      for (let j = 0; j < topK; j++) {
+        ids[row * topK + j] = j;
+        weights[row * topK + j] = NaN;
+      }
+      continue;
+    }
+    let sum = 0;
+    for (let i = 0; i < e; i++) {
+      prob[i] = Math.exp(v[base + i] - max);
+      sum += prob[i];
+    }
+    for (let i = 0; i < e; i++) {
+      prob[i] = Math.fround(prob[i] / sum);
+      order[i] = i;
+    }
+    // Partial selection: topK passes of "largest remaining, lowest id first" (topK <= E, and E is small).
+    for (let j = 0; j < topK; j++) {
+      let best = j;
+      for (let i = j + 1; i < e; i++) {
+        const a = prob[order[i]];
+        const b = prob[order[best]];
+        if (a > b || (a === b && order[i] < order[best])) best = i;
+      }
+      const tmp = order[j];
+      order[j] = order[best];
+      order[best] = tmp;
+    }
+    let chosenSum = 0;
+    for (let j = 0; j < topK; j++) chosenSum = Math.fround(chosenSum + prob[order[j]]);
+    for (let j = 0; j < topK; j++) {
+      const p = prob[order[j]];
+      ids[row * topK + j] = order[j];
+      weights[row * topK + j] = normalize ? Math.fround(p / chosenSum) : p;
+    }
+  }
+  return [ids, weights];
 }
 
+const decodeTables = new Map<DType, Float64Array>();
+
+/** Storage code -> value for 16-bit and FP8 dtypes, built once (65,536 or 256 entries). */
+function decodeTable(dtype: DType): Float64Array | undefined {
+  if (dtype === 'float32') return undefined;
+  let table = decodeTables.get(dtype);
+  if (!table) {
+    table = new Float64Array(dtype === 'float16' || dtype === 'bfloat16' ? 65536 : 256);
+    for (let c = 0; c < table.length; c++) table[c] = decodeOne(dtype, c);
+    decodeTables.set(dtype, table);
+  }
+  return table;
+}
+
+/**
+ * out[t*k + j] = x_row(t, j) . W[ids[t, j]]^T, or with combine out[t] = sum_j combine[t, j] * (that dot), in float64
+ * then rounded once to outDtype. Only the chosen experts are decoded (one at a time, shared by every slot that chose
+ * it): a stacked MoE weight is far too large to turn into float64 whole. An FP8 weight is dequantized as
+ * code value * scale[e, n / 128, k / 128]. An expert id outside 0..E-1 throws a ShapeError.
+ */
 export function expertLinearReference(x: Operand<Handle>, weight: Operand<Handle>, ids: Operand<Handle>, options: ExpertLinearOptions<Handle>): Handle {
-  throw new Error('expertLinear: not implemented yet');
+  const [numExperts, n, kDim] = weight.view.shape;
+  const [t, slots] = ids.view.shape;
+  const xv = values(x);
+  // With k = 1 both layouts are the same rows.
+  const perSlot = x.view.shape[0] === t * slots;
+  const idv = values(ids);
+  const combine = options.combine ? values(options.combine) : undefined;
+  const scale = options.scale;
+  const nb = Math.ceil(n / 128);
+  const kb = Math.ceil(kDim / 128);
+
+  const bad = idv.find((e) => e < 0 || e >= numExperts);
+  if (bad !== undefined) throw new ShapeError(`expertLinear: expert id ${bad} is out of range for ${numExperts} experts`);
+
+  const slotsOf = new Map<number, number[]>();
+  for (let s = 0; s < idv.length; s++) {
+    const list = slotsOf.get(idv[s]);
+    if (list) list.push(s);
+    else slotsOf.set(idv[s], [s]);
+  }
+
+  const table = decodeTable(weight.dtype);
+  const { offset, strides } = weight.view;
+  const w = new Float64Array(n * kDim);
+  const out = new Float64Array((combine ? t : t * slots) * n);
+  for (const [e, list] of slotsOf) {
+    for (let row = 0; row < n; row++) {
+      for (let p = 0; p < kDim; p++) {
+        const code = weight.handle[offset + e * strides[0] + row * strides[1] + p * strides[2]];
+        let value = table ? table[code] : code;
+        if (scale) value *= scale[(e * nb + Math.floor(row / 128)) * kb + Math.floor(p / 128)];
+        w[row * kDim + p] = value;
+      }
+    }
+    for (const s of list) {
+      const xBase = (perSlot ? s : Math.floor(s / slots)) * kDim;
+      const outBase = (combine ? Math.floor(s / slots) : s) * n;
+      const c = combine ? combine[s] : 1;
+      for (let row = 0; row < n; row++) {
+        let dot = 0;
+        const wBase = row * kDim;
+        for (let p = 0; p < kDim; p++) dot += xv[xBase + p] * w[wBase + p];
+        out[outBase + row] += c * dot;
+      }
+    }
+  }
+  return store(out, options.outDtype);
 }

@@ -1,6 +1,10 @@
-import type { DType } from '../../../core/dtype.js';
-import type { GpuBuffer, GpuContext } from '../gpu-context.js';
-import type { GpuOperand } from './elementwise.js';
+// Launcher of the MoE expert-indexed linear layer (expert-linear.wgsl): gate/up of every chosen expert in one
+// dispatch (gather), down projection and the weighted sum over a token's experts in one more (combine). The expert
+// ids stay on the GPU, so an MoE block costs the same few dispatches whatever the number of experts.
+import { DTYPE_INFO, isFp8, lanesPerWord, type DType } from '../../../core/dtype.js';
+import { wordBytes, type GpuBuffer, type GpuContext } from '../gpu-context.js';
+import { viaFloat32, type GpuOperand } from './elementwise.js';
+import { commonWgsl, decodeFn, encodeFn, fillTemplate, grid1d, loadFn, wgslSource } from './wgsl.js';
 
 export interface ExpertLinearKernelOptions {
   scale?: GpuBuffer;
@@ -8,6 +12,201 @@ export interface ExpertLinearKernelOptions {
   outDtype: DType;
 }
 
+const TPO = 64;
+const OUTPUTS_PER_WORKGROUP = 4;
+
+/**
+ * How weight rows are read: 16-byte chunks when every row starts 16-byte aligned (the checkpoint layout for K a
+ * multiple of 16 / item size), single words when rows are word aligned, else element by element (odd K, strided K).
+ */
+type WeightAccess = 'vec4' | 'word' | 'element';
+
+function weightAccess(w: GpuOperand): WeightAccess {
+  const item = DTYPE_INFO[w.dtype].itemBytes;
+  const [e, n, k] = w.view.shape;
+  // A dim of size 1 is never stepped along: its stride does not matter.
+  const [se, sn, sk] = w.view.strides.map((s, d) => (w.view.shape[d] === 1 ? 0 : s));
+  if (sk !== 0 && sk !== 1) return 'element';
+  if (k === 0 || e * n === 0) return 'element';
+  const aligned = (bytes: number) => [se, sn, w.view.offset].every((v) => (v * item) % bytes === 0);
+  if (aligned(16)) return 'vec4';
+  if (aligned(4)) return 'word';
+  return 'element';
+}
+
+// Loops, not unrolled blocks: 16 inlined FP8 decodes per chunk made SwiftShader's shader compiler hang (see gemv.ts).
+function dotCode(access: WeightAccess, dtype: DType, scaled: boolean): string {
+  const scale = (k: string) => (scaled ? ` * block_scale(e, n, ${k})` : '');
+  if (access === 'element') {
+    return [
+      '  let row = p.w_off + e * p.w_se + n * p.w_sn;',
+      '  for (var k = t; k < p.k; k += TPO) {',
+      `    acc += load_w(row + k * p.w_sk) * load_x(xrow + k * p.x_s1)${scale('k')};`,
+      '  }',
+    ].join('\n');
+  }
+  const lanes = lanesPerWord(dtype);
+  const bits = 32 / lanes;
+  const words = access === 'vec4' ? 4 : 1;
+  const perUnit = words * lanes;
+  const code = lanes === 1 ? 'word' : `(word >> (l * ${bits}u)) & ${(2 ** bits - 1) >>> 0}u`;
+  return [
+    '  let row = p.w_off + e * p.w_se + n * p.w_sn;',
+    '  for (var c = t; c < p.chunks; c += TPO) {',
+    '    let unit = w[row + c];',
+    `    let k0 = c * ${perUnit}u;`,
+    '    var part = 0.0;',
+    `    for (var i = 0u; i < ${words}u; i++) {`,
+    `      let word = ${access === 'vec4' ? 'unit[i]' : 'unit'};`,
+    `      for (var l = 0u; l < ${lanes}u; l++) {`,
+    `        part += decode_w(${code}) * load_x(xrow + (k0 + i * ${lanes}u + l) * p.x_s1);`,
+    '      }',
+    '    }',
+    `    acc += part${scale('k0')};`,
+    '  }',
+    // The last k % perUnit elements of a row (a K-narrowed view), one per invocation.
+    `  let k = p.chunks * ${perUnit}u + t;`,
+    '  if (k < p.k) {',
+    `    acc += load_w((row * ${perUnit}u) + k) * load_x(xrow + k * p.x_s1)${scale('k')};`,
+    '  }',
+  ].join('\n');
+}
+
+/** `fn load_w(e: u32) -> f32`: weight element e (an element index) from the array of load units (u32 words unless vec4). */
+function loadWeightFn(access: WeightAccess, dtype: DType): string {
+  const lanes = lanesPerWord(dtype);
+  const bits = 32 / lanes;
+  const word = access === 'vec4' ? 'w[wi >> 2u][wi & 3u]' : 'w[wi]';
+  const code = lanes === 1 ? word : `(${word} >> ((e & ${lanes - 1}u) * ${bits}u)) & ${(2 ** bits - 1) >>> 0}u`;
+  return `fn load_w(e: u32) -> f32 {\n  let wi = e >> ${Math.log2(lanes)}u;\n  return decode_w(${code});\n}\n`;
+}
+
+const GATHER = `    let token = orow / p.slots;
+    let e = ids[p.ids_off + token * p.ids_s0 + (orow % p.slots) * p.ids_s1];
+    if (e < p.experts) {
+      acc = partial_dot(e, n, p.x_off + select(token, orow, p.x_per_slot != 0u) * p.x_s0, t);
+    }`;
+
+// A token's slots add up in each invocation's partial sum; the column is reduced once, after the last slot.
+const COMBINE = `    for (var j = 0u; j < p.slots; j++) {
+      let e = ids[p.ids_off + orow * p.ids_s0 + j * p.ids_s1];
+      if (e < p.experts) {
+        let cw = bitcast<f32>(comb[p.c_off + orow * p.c_s0 + j * p.c_s1]);
+        acc += cw * partial_dot(e, n, p.x_off + select(orow, orow * p.slots + j, p.x_per_slot != 0u) * p.x_s0, t);
+      }
+    }`;
+
+const TREE_REDUCE = `  red[lid.x] = acc;
+  workgroupBarrier();
+  for (var s = TPO / 2u; s > 0u; s >>= 1u) {
+    if (t < s) {
+      red[lid.x] += red[lid.x + s];
+    }
+    workgroupBarrier();
+  }`;
+
+// Subgroups hold consecutive invocations (checked at device start), as in gemv.ts.
+const SUBGROUP_REDUCE = `  let sg_total = subgroupAdd(acc);
+  if (sg_lane == 0u) {
+    red[lid.x] = sg_total;
+  }
+  workgroupBarrier();
+  if (t == 0u) {
+    var s = 0.0;
+    for (var j = 0u; j < TPO; j += sg_size) {
+      s += red[lid.x + j];
+    }
+    red[lid.x] = s;
+  }
+  workgroupBarrier();`;
+
+function storeCode(lanes: number): string {
+  if (lanes === 1) {
+    return `    for (var g = 0u; g < OPW; g++) {
+      if (n0 + g < p.n) {
+        out[orow * p.n + n0 + g] = encode_out(red[g * TPO]);
+      }
+    }`;
+  }
+  // n is a multiple of lanes here: a word holds whole columns of one row.
+  return `    for (var w = 0u; w < ${OUTPUTS_PER_WORKGROUP / lanes}u; w++) {
+      let nw = n0 + w * ${lanes}u;
+      if (nw < p.n) {
+        var word = 0u;
+        for (var l = 0u; l < ${lanes}u; l++) {
+          word |= encode_out(red[(w * ${lanes}u + l) * TPO]) << (l * ${32 / lanes}u);
+        }
+        out[(orow * p.n + nw) / ${lanes}u] = word;
+      }
+    }`;
+}
+
+/**
+ * x [T or T*k, K] . W[ids]^T with weight [E, N, K] and ids int32 [T, k] -> contiguous [T*k, N], or [T, N] summed
+ * over slots with the float32 combine weights [T, k]. scale: contiguous float32 [E, ceil(N/128), ceil(K/128)] block
+ * scales of an FP8 weight. Accumulates in float32.
+ */
 export function expertLinearKernel(ctx: GpuContext, x: GpuOperand, weight: GpuOperand, ids: GpuOperand, options: ExpertLinearKernelOptions): GpuBuffer {
-  throw new Error('expertLinear: not implemented yet');
+  const { scale, combine, outDtype } = options;
+  const [numExperts, n, k] = weight.view.shape;
+  const [t, slots] = ids.view.shape;
+  const rowsOut = combine ? t : t * slots;
+  const lanes = lanesPerWord(outDtype);
+  if (lanes > 1 && n % lanes !== 0) {
+    // Rows would share packed output words between workgroups.
+    return viaFloat32(ctx, [rowsOut, n], outDtype, false, () => expertLinearKernel(ctx, x, weight, ids, { ...options, outDtype: 'float32' }));
+  }
+  const out = ctx.alloc(wordBytes(rowsOut * n, lanes));
+  if (rowsOut * n === 0) return out;
+
+  const access = weightAccess(weight);
+  const item = DTYPE_INFO[weight.dtype].itemBytes;
+  const unitBytes = access === 'vec4' ? 16 : access === 'word' ? 4 : item;
+  const perUnit = unitBytes / item;
+  const lut = isFp8(weight.dtype);
+  const scaled = scale !== undefined;
+  const subgroups = ctx.subgroupReduce(TPO);
+  const key = ['expert-linear', access, x.dtype, weight.dtype, outDtype, !!combine, scaled, subgroups].join('|');
+  const pipeline = ctx.pipeline(key, () => {
+    const extras = [scaled ? 'var<storage, read> scale: array<f32>;' : '', combine ? 'var<storage, read> comb: array<u32>;' : ''].filter(Boolean);
+    const fns = [
+      loadFn('load_x', 'xin', x.dtype, 'f32'),
+      // FP8 codes decode through a 256-entry table in workgroup memory, filled with the exact decoder.
+      lut ? 'fn decode_w(code: u32) -> f32 {\n  return fp8_lut[code];\n}\n' : decodeFn('decode_w', weight.dtype, 'f32'),
+      loadWeightFn(access, weight.dtype),
+      scaled ? 'fn block_scale(e: u32, n: u32, k: u32) -> f32 {\n  return scale[(e * p.n_blocks + n / 128u) * p.k_blocks + k / 128u];\n}\n' : '',
+      encodeFn('encode_out', outDtype, 'f32'),
+    ].join('\n');
+    return (
+      (subgroups ? 'enable subgroups;\n' : '') +
+      commonWgsl() +
+      fillTemplate(wgslSource(import.meta.url, 'expert-linear.wgsl'), {
+        W_UNIT: access === 'vec4' ? 'vec4<u32>' : 'u32',
+        EXTRA_BINDINGS: extras.map((b, i) => `@group(0) @binding(${5 + i}) ${b}`).join('\n'),
+        FUNCTIONS: fns,
+        DOT: dotCode(access, weight.dtype, scaled),
+        ACCUMULATE: combine ? COMBINE : GATHER,
+        SUBGROUP_BUILTINS: subgroups ? ', @builtin(subgroup_invocation_id) sg_lane: u32, @builtin(subgroup_size) sg_size: u32' : '',
+        REDUCE: subgroups ? SUBGROUP_REDUCE : TREE_REDUCE,
+        STORE: storeCode(lanes),
+        LUT_DECL: lut ? 'var<workgroup> fp8_lut: array<f32, 256>;' : '',
+        LUT_FILL: lut ? `  fp8_lut[lid.x] = ${weight.dtype === 'float8_e4m3fn' ? 'e4m3_to_f32' : 'e5m2_to_f32'}(lid.x);\n  workgroupBarrier();` : '',
+      })
+    );
+  });
+
+  const [se, sn, sk] = weight.view.strides.map((s, d) => (weight.view.shape[d] === 1 ? 0 : s));
+  const inUnits = (elements: number) => (elements * item) / unitBytes;
+  const colBlocks = Math.ceil(n / OUTPUTS_PER_WORKGROUP);
+  const u = new Uint32Array([
+    n, k, numExperts, slots,
+    rowsOut, colBlocks, x.view.offset, x.view.strides[0],
+    x.view.strides[1], x.view.shape[0] === t * slots ? 1 : 0, inUnits(weight.view.offset), inUnits(se),
+    inUnits(sn), sk, Math.floor(k / perUnit), Math.ceil(k / 128),
+    Math.ceil(n / 128), ids.view.offset, ids.view.strides[0], ids.view.strides[1],
+    combine?.view.offset ?? 0, combine?.view.strides[0] ?? 0, combine?.view.strides[1] ?? 0, 0,
+  ]);
+  const buffers = [out, x.buffer, weight.buffer, ids.buffer, ...(scale ? [scale] : []), ...(combine ? [combine.buffer] : [])];
+  ctx.dispatch(pipeline, u.buffer, buffers, grid1d(colBlocks * rowsOut, 1));
+  return out;
 }

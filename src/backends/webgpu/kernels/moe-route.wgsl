@@ -1,0 +1,140 @@
+// MoE router: per row of logits [T, E], softmax in float32 and the topK most probable experts (descending, ties to
+// the lower id), divided by their sum when normalize. One 64-invocation workgroup per row. The top k are found in k
+// rounds without storing the row: round r takes the best (probability, id) that orders after round r-1's winner,
+// every probability recomputed the same way each round (so equal values stay equal and any E fits).
+// A row with a NaN logit, a +Inf logit or only -Inf logits has no softmax: ids 0..k-1 with NaN weights, as the CPU.
+// Ranking uses this kernel's float32 probabilities (exp and division a few ulps from the CPU's correctly rounded
+// ones), so two experts whose probabilities are within an ulp or two, or that underflow to subnormals (which a GPU
+// may flush to 0), can come out in the other order than on the CPU; exactly equal logits always tie identically.
+
+struct Params {
+  rows: u32,
+  e: u32,
+  top_k: u32,
+  normalize: u32,
+  off: u32,
+  s_row: u32,
+  s_e: u32,
+  _pad: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read_write> ids: array<u32>;
+@group(0) @binding(2) var<storage, read_write> weights: array<f32>;
+@group(0) @binding(3) var<storage, read> in0: array<u32>;
+
+{{FUNCTIONS}}
+
+const WG = 64u;
+
+var<workgroup> red_f: array<f32, WG>;
+var<workgroup> red_u: array<u32, WG>;
+
+fn is_neg_inf(x: f32) -> bool {
+  return bitcast<u32>(x) == 0xff800000u;
+}
+
+// (pa, ia) comes first in the top-k order: larger probability, then lower id.
+fn before(pa: f32, ia: u32, pb: f32, ib: u32) -> bool {
+  return pa > pb || (pa == pb && ia < ib);
+}
+
+@compute @workgroup_size(64)
+fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+  let row = wid.x + wid.y * nwg.x;
+  // Workgroups past the last row (a folded grid) still take part in every barrier.
+  let live = row < p.rows;
+  let base = p.off + row * p.s_row;
+
+  var m = f32_bits(0xff800000u);
+  var nan = 0u;
+  if (live) {
+    for (var i = lid.x; i < p.e; i += WG) {
+      let x = load0(base + i * p.s_e);
+      if (is_nan(x)) {
+        nan = 1u;
+      } else {
+        m = max(m, x);
+      }
+    }
+  }
+  red_f[lid.x] = m;
+  red_u[lid.x] = nan;
+  workgroupBarrier();
+  for (var s = WG / 2u; s > 0u; s >>= 1u) {
+    if (lid.x < s) {
+      red_f[lid.x] = max(red_f[lid.x], red_f[lid.x + s]);
+      red_u[lid.x] |= red_u[lid.x + s];
+    }
+    workgroupBarrier();
+  }
+  let row_max = red_f[0];
+  let bad = red_u[0] != 0u || (bitcast<u32>(row_max) & 0x7fffffffu) == 0x7f800000u;
+  workgroupBarrier();
+
+  var sum = 0.0;
+  if (live && !bad) {
+    for (var i = lid.x; i < p.e; i += WG) {
+      let x = load0(base + i * p.s_e);
+      sum += select(exp(x - row_max), 0.0, is_neg_inf(x));
+    }
+  }
+  red_f[lid.x] = sum;
+  workgroupBarrier();
+  for (var s = WG / 2u; s > 0u; s >>= 1u) {
+    if (lid.x < s) {
+      red_f[lid.x] += red_f[lid.x + s];
+    }
+    workgroupBarrier();
+  }
+  let row_sum = red_f[0];
+  workgroupBarrier();
+
+  var prev_p = 2.0;  // above every probability: round 0 may take anything
+  var prev_id = 0u;
+  var total = 0.0;
+  let out0 = row * p.top_k;
+  for (var r = 0u; r < p.top_k; r++) {
+    var best_p = -1.0;
+    var best_id = 0xffffffffu;
+    if (live && !bad) {
+      for (var i = lid.x; i < p.e; i += WG) {
+        let x = load0(base + i * p.s_e);
+        let q = select(exp(x - row_max) / row_sum, 0.0, is_neg_inf(x));
+        let after = q < prev_p || (q == prev_p && i > prev_id);
+        if (after && before(q, i, best_p, best_id)) {
+          best_p = q;
+          best_id = i;
+        }
+      }
+    }
+    red_f[lid.x] = best_p;
+    red_u[lid.x] = best_id;
+    workgroupBarrier();
+    for (var s = WG / 2u; s > 0u; s >>= 1u) {
+      if (lid.x < s && before(red_f[lid.x + s], red_u[lid.x + s], red_f[lid.x], red_u[lid.x])) {
+        red_f[lid.x] = red_f[lid.x + s];
+        red_u[lid.x] = red_u[lid.x + s];
+      }
+      workgroupBarrier();
+    }
+    prev_p = red_f[0];
+    prev_id = red_u[0];
+    workgroupBarrier();
+    if (live && lid.x == 0u) {
+      if (bad) {
+        ids[out0 + r] = r;
+        weights[out0 + r] = f32_bits(0x7fc00000u);
+      } else {
+        ids[out0 + r] = prev_id;
+        weights[out0 + r] = prev_p;
+        total += prev_p;
+      }
+    }
+  }
+  if (live && lid.x == 0u && p.normalize != 0u && !bad) {
+    for (var r = 0u; r < p.top_k; r++) {
+      weights[out0 + r] = weights[out0 + r] / total;
+    }
+  }
+}

@@ -5,6 +5,7 @@ import { webgpuBackend } from '../src/backends/registry.js';
 import { elementwiseCases } from './elementwise.bench.js';
 import { loadCases } from './load.bench.js';
 import { matmulCases } from './matmul.bench.js';
+import { moeDecodeCases } from './moe-decode.bench.js';
 import { scaledMmCases } from './scaled-mm.bench.js';
 import { softmaxCases } from './softmax.bench.js';
 import { matchesFilter, parseArgs, printTable, QUICK_TIME, toRows, UsageError, USAGE, type BenchContext, type RowInput } from './harness.js';
@@ -25,7 +26,7 @@ async function main(): Promise<number> {
     return 0;
   }
 
-  const cases = [...matmulCases(args.quick), ...scaledMmCases(args.quick), ...elementwiseCases(args.quick), ...softmaxCases(args.quick), ...loadCases(args.quick)].filter((c) => matchesFilter(c, args.filter));
+  const cases = [...matmulCases(args.quick), ...scaledMmCases(args.quick), ...elementwiseCases(args.quick), ...softmaxCases(args.quick), ...loadCases(args.quick), ...moeDecodeCases(args.quick)].filter((c) => matchesFilter(c, args.filter));
   if (cases.length === 0) {
     process.stderr.write(`no benchmark matches --filter ${JSON.stringify(args.filter)}\n`);
     return 2;

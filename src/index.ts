@@ -18,3 +18,13 @@ export { diagnose, isAvailable, type Diagnosis, type DiagnosisCode } from './bac
 export { memoryStats, resetPeakMemory, emptyCache, synchronize, gpuCounters } from './runtime-stats.js';
 export type { MemoryStats } from './backends/webgpu/buffer-pool.js';
 export * from './ops/index.js';
+export { SafetensorsFile, type TensorLoadOptions } from './io/safetensors-reader.js';
+export { writeSafetensors, tensorSource, type TensorSource } from './io/safetensors-writer.js';
+export { Checkpoint, type Weight, type WeightLoadOptions } from './io/checkpoint.js';
+export { writeCheckpoint } from './io/checkpoint-writer.js';
+export { parseQwen3Config, type Qwen3Config } from './io/hf-config.js';
+export { loadQwen3, type LoadedModel, type LoadModelOptions } from './models/qwen3/load.js';
+export { Qwen3Model, KvCache, type MoeMode } from './models/qwen3/model.js';
+export { QWEN3_PRESETS, writeRandomQwen3Checkpoint } from './models/qwen3/random-checkpoint.js';
+export { generate, type GenerateOptions, type GeneratedToken, type GenerationStats } from './generate/generate.js';
+export { TextTokenizer, type ChatMessage } from './generate/tokenizer.js';

@@ -111,7 +111,7 @@ describe('tensorgpu checkpoint generate / inspect / load (preset)', () => {
     const linears = specs.filter((s) => s.role === 'linear');
     const total = specs.length + linears.length;
     await using ck = await Checkpoint.open(preset);
-    expect(lines[0]).toBe('config: qwen3, 4 layers, hidden 256, vocab 151936, float8_e4m3fn weights');
+    expect(lines[0]).toBe('config: qwen3, 4 layers, hidden 128, vocab 151936, float8_e4m3fn weights');
     expect(lines[1]).toBe(`${total} tensors, ${formatBytes(ck.totalBytes)}`);
     expect(lines).toHaveLength(2 + total);
     const listed = new Map(lines.slice(2).map((l) => [l.trim().split(/\s+/)[0], l]));
@@ -121,10 +121,10 @@ describe('tensorgpu checkpoint generate / inspect / load (preset)', () => {
       const file = e.file.split('/').pop();
       expect(listed.get(name)).toBe(`  ${name}  ${e.format} [${e.shape.join(', ')}]  ${formatBytes(e.end - e.begin)}  ${file}@${e.begin}`);
     }
-    expect(listed.get('model.embed_tokens.weight')).toMatch(/ BF16 \[151936, 256\] {2}74\.2 MiB {2}model-00001-of-00002\.safetensors@\d+$/);
-    expect(listed.get('model.layers.3.mlp.down_proj.weight')).toMatch(/ F8_E4M3 \[256, 768\] {2}192\.0 KiB {2}model-00002-of-00002\.safetensors@/);
-    expect(listed.get('model.layers.3.mlp.down_proj.weight_scale_inv')).toMatch(/ F32 \[2, 6\] {2}48 B /);
-    expect(listed.get('model.layers.0.input_layernorm.weight')).toMatch(/ BF16 \[256\] /);
+    expect(listed.get('model.embed_tokens.weight')).toMatch(/ BF16 \[151936, 128\] {2}37\.1 MiB {2}model-00001-of-00002\.safetensors@\d+$/);
+    expect(listed.get('model.layers.3.mlp.down_proj.weight')).toMatch(/ F8_E4M3 \[128, 384\] {2}48\.0 KiB {2}model-00002-of-00002\.safetensors@/);
+    expect(listed.get('model.layers.3.mlp.down_proj.weight_scale_inv')).toMatch(/ F32 \[1, 3\] {2}12 B /);
+    expect(listed.get('model.layers.0.input_layernorm.weight')).toMatch(/ BF16 \[128\] /);
   });
 
   it('load (cpu) streams the FP8 preset: every tensor, scales attached, GB/s', async () => {

@@ -10,7 +10,7 @@ import { QWEN3_PRESETS, writeRandomQwen3Checkpoint, type RandomWeightDType } fro
 
 export const DEFAULT_PRESET = 'qwen3-moe-tiny';
 /** Bumped whenever the generator or preset changes what is written. */
-const LAYOUT_VERSION = 1;
+const LAYOUT_VERSION = 2;
 
 /** The directory of the default model, generating it first if needed (a few seconds, once). */
 export async function ensureDefaultModel(options: { preset?: string; dtype?: RandomWeightDType; seed?: number; onNotice?: (line: string) => void } = {}): Promise<string> {

@@ -36,29 +36,33 @@ const COMMON = {
   ...QWEN3_TOKENS,
 };
 
-/** Small configs with the real Qwen3 vocabulary (so the real tokenizer works with them). */
+/**
+ * Small configs with the real Qwen3 vocabulary (so the real tokenizer works with them). Hidden 128 keeps the
+ * 151936-row embedding and lm_head (most of the weights here) cheap; the MoE intermediate size stays 128 so the
+ * experts can be quantized to 128x128 FP8 blocks (`--dtype fp8`).
+ */
 export const QWEN3_PRESETS: Readonly<Record<string, Qwen3Config>> = {
   'qwen3-moe-tiny': {
     ...COMMON,
     modelType: 'qwen3_moe',
-    hiddenSize: 256,
-    intermediateSize: 512,
+    hiddenSize: 128,
+    intermediateSize: 384,
     numHiddenLayers: 4,
     numAttentionHeads: 4,
     numKeyValueHeads: 2,
-    headDim: 64,
+    headDim: 32,
     tieWordEmbeddings: false,
     moe: { numExperts: 32, numExpertsPerTok: 4, moeIntermediateSize: 128, normTopkProb: true, decoderSparseStep: 1, mlpOnlyLayers: [] },
   },
   'qwen3-tiny': {
     ...COMMON,
     modelType: 'qwen3',
-    hiddenSize: 256,
-    intermediateSize: 768,
+    hiddenSize: 128,
+    intermediateSize: 384,
     numHiddenLayers: 4,
     numAttentionHeads: 4,
     numKeyValueHeads: 2,
-    headDim: 64,
+    headDim: 32,
     tieWordEmbeddings: true,
   },
 };

@@ -9,7 +9,19 @@ import { epilogueWgsl, scalingBindings, scalingBuffers, type GemmScaling } from 
 import { codeFn, commonWgsl, decodeFn, fillTemplate, grid1d, loadFn, wgslSource } from './wgsl.js';
 
 export const GEMV_MAX_M = 4;
-const OUTPUTS_PER_WORKGROUP = 4;
+const WORKGROUP = 256;
+
+/**
+ * Invocations per output column: enough to give each about two 16-byte chunks of a row, between 16 (the tail of a
+ * row is one element per invocation, and an FP8 chunk holds 16) and 64. Short rows (K = 128..512) then fill a
+ * workgroup with more columns instead of leaving invocations idle; that also cuts the workgroup count, which is what
+ * a software adapter pays for.
+ */
+function threadsPerOutput(chunks: number): number {
+  let t = 16;
+  while (t < 64 && t * 2 <= chunks) t *= 2;
+  return t;
+}
 
 /** True when gemvKernel can run this product (otherwise use the GEMM). */
 export function gemvApplies(b: GpuOperand, dims: MatmulDims): boolean {
@@ -60,11 +72,11 @@ const SUBGROUP_REDUCE = `  let sg_total = subgroupAdd(acc);
   }
   workgroupBarrier();`;
 
-function storeCode(lanes: number, m: number): string {
+function storeCode(lanes: number, m: number, opw: number): string {
   const lines: string[] = [];
   for (let r = 0; r < m; r++) {
     if (lanes === 1) {
-      lines.push(`    for (var g = 0u; g < ${OUTPUTS_PER_WORKGROUP}u; g++) {`);
+      lines.push(`    for (var g = 0u; g < ${opw}u; g++) {`);
       lines.push(`      if (n0 + g < p.n) {`);
       lines.push(`        out[${r}u * p.n + n0 + g] = encode_out(epilogue(${r}u, n0 + g, red[g * TPO][${r}]));`);
       lines.push('      }');
@@ -72,7 +84,7 @@ function storeCode(lanes: number, m: number): string {
       continue;
     }
     // n is a multiple of lanes here: each word holds `lanes` whole columns of one row.
-    lines.push(`    for (var w = 0u; w < ${OUTPUTS_PER_WORKGROUP / lanes}u; w++) {`);
+    lines.push(`    for (var w = 0u; w < ${opw / lanes}u; w++) {`);
     lines.push(`      let nw = n0 + w * ${lanes}u;`);
     lines.push('      if (nw < p.n) {');
     lines.push('        var word = 0u;');
@@ -101,8 +113,10 @@ export function gemvKernel(ctx: GpuContext, a: GpuOperand, b: GpuOperand, dims: 
   const rb = s.scaleB?.recipe;
   const blockScaled = ra === 'block' || rb === 'block';
   const extras = scalingBuffers(s);
-  const subgroups = ctx.subgroupReduce(64);
-  const key = ['gemv', 'lut', m, a.dtype, b.dtype, outDtype, ra, rb, s.bias?.dtype, !!s.scaleResult, subgroups].join('|');
+  const tpo = threadsPerOutput(Math.floor(k / perChunk));
+  const opw = WORKGROUP / tpo;
+  const subgroups = ctx.subgroupReduce(tpo);
+  const key = ['gemv', 'lut', tpo, m, a.dtype, b.dtype, outDtype, ra, rb, s.bias?.dtype, !!s.scaleResult, subgroups].join('|');
   const pipeline = ctx.pipeline(key, () => {
     // FP8 codes decode through a 256-entry table in workgroup memory (filled with the exact decoder): one load
     // instead of a dozen integer ops per weight, and per activation too when it has the same format.
@@ -129,7 +143,9 @@ export function gemvKernel(ctx: GpuContext, a: GpuOperand, b: GpuOperand, dims: 
       CHUNK_BODY: chunkBody(b.dtype),
       CHUNK_SCALE: blockScaled ? ' * block_scale(n, k0)' : '',
       TAIL_SCALE: blockScaled ? ' * block_scale(n, k)' : '',
-      STORE: storeCode(lanes, m),
+      STORE: storeCode(lanes, m, opw),
+      TPO: tpo,
+      OPW: opw,
       SUBGROUP_BUILTINS: subgroups ? ', @builtin(subgroup_invocation_id) sg_lane: u32, @builtin(subgroup_size) sg_size: u32' : '',
       REDUCE: subgroups ? SUBGROUP_REDUCE : TREE_REDUCE,
       LUT_DECL: lut ? 'var<workgroup> fp8_lut: array<f32, 256>;' : '',
@@ -141,6 +157,6 @@ export function gemvKernel(ctx: GpuContext, a: GpuOperand, b: GpuOperand, dims: 
     n, k, a.view.offset, a.view.strides[0], a.view.strides[1],
     (b.view.offset * item) / 16, (sn * item) / 16, Math.floor(k / perChunk), Math.ceil(k / 128), 0, 0, 0,
   ]);
-  ctx.dispatch(pipeline, u.buffer, [out, a.buffer, b.buffer, ...extras.map(([, buf]) => buf)], grid1d(Math.ceil(n / OUTPUTS_PER_WORKGROUP), 1));
+  ctx.dispatch(pipeline, u.buffer, [out, a.buffer, b.buffer, ...extras.map(([, buf]) => buf)], grid1d(Math.ceil(n / opw), 1));
   return out;
 }

@@ -1,6 +1,6 @@
 // Decode GEMV: out[m, n] = sum_k a[m, k] * w[n, k] for M <= 4 activation rows and a weight stored [N, K] with K
 // contiguous (the layout of checkpoints). Every weight byte is read once, 16 bytes per load, and dequantized in
-// registers; 64 invocations share one output column and combine through workgroup memory.
+// registers; TPO invocations (16..64, fewer for short rows) share one output column and combine through workgroup memory.
 
 struct Params {
   n: u32,
@@ -25,8 +25,8 @@ struct Params {
 
 {{FUNCTIONS}}
 
-const TPO = 64u;  // invocations per output column
-const OPW = 4u;   // output columns per workgroup
+const TPO = {{TPO}}u;  // invocations per output column
+const OPW = {{OPW}}u;  // output columns per workgroup: TPO * OPW = 256
 
 var<workgroup> red: array<vec4<f32>, 256>;
 {{LUT_DECL}}

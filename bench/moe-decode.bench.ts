@@ -1,0 +1,89 @@
+// MoE decode on one adapter, one generated model, three ways:
+// - fused (the default): router + top-k, every selected expert's gate|up, SwiGLU, down + weighted combine in 5
+//   dispatches per MoE layer, the expert ids never leaving the device;
+// - per-expert loop (the baseline, as eager frameworks run MoE): the routing read back every layer, then one
+//   gate|up, SwiGLU, down, scale and add per selected expert;
+// - fused with the weights quantized to FP8 (128x128 blocks) at load: half the expert bytes.
+// Each row times one greedy decode step (forward + GPU sampling + the 4-byte token read). Dispatches and reads per
+// token and the active weight bytes per token are machine-independent.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { activeWeightBytes, measureDecode } from '../src/generate/measure.js';
+import type { Qwen3Config } from '../src/io/hf-config.js';
+import { loadQwen3 } from '../src/models/qwen3/load.js';
+import type { MoeMode } from '../src/models/qwen3/model.js';
+import { writeRandomQwen3Checkpoint } from '../src/models/qwen3/random-checkpoint.js';
+import { disposeWeights } from '../src/models/qwen3/weights.js';
+import type { BenchCase, BenchContext, RowInput } from './harness.js';
+
+const FUSED = 'moe decode bf16 fused';
+const LOOP = 'moe decode bf16 per-expert loop';
+const FP8 = 'moe decode fp8 fused';
+
+/** Qwen3-30B-A3B's routing (128 experts, top 8) at a width a software adapter can run. */
+function benchConfig(quick: boolean): Qwen3Config {
+  return {
+    modelType: 'qwen3_moe',
+    vocabSize: 4096,
+    hiddenSize: 256,
+    intermediateSize: 768,
+    numHiddenLayers: quick ? 2 : 4,
+    numAttentionHeads: 4,
+    numKeyValueHeads: 2,
+    headDim: 64,
+    rmsNormEps: 1e-6,
+    ropeTheta: 1_000_000,
+    maxPositionEmbeddings: 4096,
+    tieWordEmbeddings: false,
+    attentionBias: false,
+    eosTokenIds: [1],
+    moe: { numExperts: quick ? 32 : 128, numExpertsPerTok: 8, moeIntermediateSize: 128, normTopkProb: true, decoderSparseStep: 1, mlpOnlyLayers: [] },
+  };
+}
+
+export function moeDecodeCases(quick: boolean): BenchCase[] {
+  const c = benchConfig(quick);
+  const shape = `${c.numHiddenLayers}L h${c.hiddenSize} ${c.moe!.numExperts}e top${c.moe!.numExpertsPerTok}`;
+  return [{ benchmark: 'moe decode', shape, run: (ctx) => measure(ctx, c, shape) }];
+}
+
+async function measure(ctx: BenchContext, config: Qwen3Config, shape: string): Promise<RowInput[]> {
+  if (!ctx.gpu) return [FUSED, LOOP, FP8].map((benchmark) => ({ benchmark, shape, backend: 'cpu', note: 'WebGPU only' }));
+  const dir = mkdtempSync(join(tmpdir(), 'tensorgpu-bench-moe-'));
+  const steps = ctx.quick ? 4 : 8;
+  const rows: RowInput[] = [];
+  try {
+    await writeRandomQwen3Checkpoint(dir, config, { seed: 5 });
+    for (const dtype of ['bfloat16', 'fp8'] as const) {
+      const { model } = await loadQwen3(dir, { device: 'webgpu', dtype: dtype === 'fp8' ? 'fp8' : undefined, maxSequence: 64 });
+      try {
+        const active = activeWeightBytes(model);
+        const modes: MoeMode[] = dtype === 'fp8' ? ['fused'] : ['fused', 'per-expert'];
+        for (const mode of modes) {
+          model.moeMode = mode;
+          await measureDecode(model, { promptTokens: 2, decodeSteps: 1 }); // compiles every pipeline
+          const r = await measureDecode(model, { promptTokens: 8, decodeSteps: steps });
+          const perToken = r.decodeMs / r.decodeSteps;
+          const benchmark = dtype === 'fp8' ? FP8 : mode === 'fused' ? FUSED : LOOP;
+          ctx.log(`  ${benchmark}: ${perToken.toFixed(1)} ms/token, ${r.dispatchesPerToken} dispatches, ${r.readsPerToken} reads per token`);
+          rows.push({
+            benchmark,
+            shape,
+            backend: 'webgpu',
+            timing: { medianMs: perToken, minMs: perToken, runs: r.decodeSteps, dispatchesPerRun: r.dispatchesPerToken },
+            bytes: active,
+            baselineBenchmark: LOOP,
+            note: `${benchmark}: ${r.readsPerToken} reads/token, active weights ${(active / 2 ** 20).toFixed(2)} MiB/token, peak GPU ${(r.peakGpuBytes / 2 ** 20).toFixed(1)} MiB`,
+          });
+        }
+      } finally {
+        model.dispose();
+        disposeWeights(model.weights);
+      }
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+  return rows;
+}

@@ -96,8 +96,14 @@ export class Qwen3Model {
     this.moeMode = options.moeMode ?? 'fused';
     const c = config;
     const tables = ropeTables(c.headDim, c.ropeTheta, c.ropeScaling, c.maxPositionEmbeddings, options.maxSequence);
-    this.cos = reshape(tensor(tables.cos, { device: this.device }), [tables.positions, tables.half]);
-    this.sin = reshape(tensor(tables.sin, { device: this.device }), [tables.positions, tables.half]);
+    const table = (values: Float32Array) => {
+      const flat = tensor(values, { device: this.device });
+      const shaped = reshape(flat, [tables.positions, tables.half]);
+      flat.dispose(); // the view keeps the storage
+      return shaped;
+    };
+    this.cos = table(tables.cos);
+    this.sin = table(tables.sin);
   }
 
   newCache(): KvCache {

@@ -31,16 +31,17 @@ export function viewIndices(view: View): Int32Array {
   return out;
 }
 
-function decoder(dtype: DType): (code: number) => number {
-  switch (dtype) {
-    case 'float32':
-    case 'int32':
-    case 'uint8':
-    case 'bool':
-      return (c) => c;
-    default:
-      return (c) => decodeOne(dtype, c);
+const decodeTables = new Map<DType, Float64Array>();
+
+/** Every code's value, for the 8- and 16-bit float dtypes (a table lookup instead of bit decoding per element). */
+function decodeTable(dtype: DType): Float64Array {
+  let table = decodeTables.get(dtype);
+  if (!table) {
+    table = new Float64Array(DTYPE_INFO[dtype].itemBytes === 1 ? 256 : 65536);
+    for (let c = 0; c < table.length; c++) table[c] = decodeOne(dtype, c);
+    decodeTables.set(dtype, table);
   }
+  return table;
 }
 
 /** The view's storage codes, row-major, unconverted. */
@@ -56,10 +57,27 @@ function gatherCodes(src: Operand<Handle>): Handle {
 
 /** The view's values as float64, row-major. */
 export function values(src: Operand<Handle>): Float64Array {
+  const { shape, strides, offset } = src.view;
+  const h = src.handle;
+  const direct = src.dtype === 'float32' || src.dtype === 'int32' || src.dtype === 'uint8' || src.dtype === 'bool';
+  const table = direct ? undefined : decodeTable(src.dtype);
+  // Rank <= 2 (weights, transposed weights, rows): nested loops, no index array; model-sized tensors hit this.
+  if (shape.length <= 2) {
+    const [rows, cols] = shape.length === 2 ? shape : [1, shape[0] ?? 1];
+    const [rs, cs] = shape.length === 2 ? strides : [0, strides[0] ?? 1];
+    const out = new Float64Array(rows * cols);
+    let at = 0;
+    for (let r = 0; r < rows; r++) {
+      let i = offset + r * rs;
+      if (table) for (let c = 0; c < cols; c++, i += cs) out[at++] = table[h[i]];
+      else for (let c = 0; c < cols; c++, i += cs) out[at++] = h[i];
+    }
+    return out;
+  }
   const idx = viewIndices(src.view);
-  const dec = decoder(src.dtype);
   const out = new Float64Array(idx.length);
-  for (let i = 0; i < idx.length; i++) out[i] = dec(src.handle[idx[i]]);
+  if (table) for (let i = 0; i < idx.length; i++) out[i] = table[h[idx[i]]];
+  else for (let i = 0; i < idx.length; i++) out[i] = h[idx[i]];
   return out;
 }
 

@@ -15,6 +15,7 @@ import { gemvApplies, gemvKernel } from './kernels/gemv.js';
 import { gatherKernel } from './kernels/gather.js';
 import { indexSelectKernel } from './kernels/index-select.js';
 import { attentionKernel } from './kernels/attention.js';
+import { withContiguous } from './kernels/nn-util.js';
 import { expertLinearKernel } from './kernels/expert-linear.js';
 import { moeRouteKernel } from './kernels/moe-route.js';
 import { quantizeBlocksKernel } from './kernels/quantize-blocks.js';
@@ -377,13 +378,7 @@ export class WebGpuBackend implements Backend<GpuBuffer>, GpuContext {
 
   /** Runs a kernel that needs a contiguous view, compacting x into a temporary first when it is not. */
   private withContiguous<R>(x: Operand<GpuBuffer>, kernel: (x: GpuOperand) => R): R {
-    if (isContiguous(x.view)) return kernel(this.gpuOperand(x));
-    const compact = castKernel(this, this.gpuOperand(x), x.dtype, false);
-    try {
-      return kernel({ buffer: compact, dtype: x.dtype, view: contiguousView(x.view.shape) });
-    } finally {
-      this.release(compact);
-    }
+    return withContiguous(this, this.gpuOperand(x), kernel);
   }
 
   private gpuOperand(x: Operand<GpuBuffer>): GpuOperand {

@@ -64,7 +64,7 @@ program
   .description('stream text from a Qwen3 / Qwen3-MoE checkpoint (default: a built-in random-weight Qwen3-MoE with the real tokenizer)')
   .option('--model <dir>', 'Hugging Face checkpoint directory (config.json, safetensors, tokenizer.json)')
   .option('--prompt <text>', 'the user message (or raw text with --raw)', 'Write a haiku about GPUs.')
-  .option('--max-tokens <n>', 'most tokens to generate', positiveInt, 64)
+  .option('--max-tokens <n>', 'most tokens to generate', positiveInt, 32)
   .option('--temperature <t>', 'sampling temperature (0 = greedy)', number, 0.7)
   .option('--top-k <k>', 'top-k (0 = off)', number, 20)
   .option('--top-p <p>', 'nucleus probability (1 = off)', number, 0.8)

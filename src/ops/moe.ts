@@ -12,7 +12,8 @@ const FLOAT_DTYPES = ['float32', 'float16', 'bfloat16'] as const;
 
 /**
  * Router top-k: softmax over experts in float32, the topK most probable experts (descending; ties go to the lower
- * id, as torch.topk on CPU), renormalized to sum to 1 when `normalize` (Qwen3-MoE's norm_topk_prob).
+ * id, as torch.topk on CPU), renormalized to sum to 1 when `normalize` (Qwen3-MoE's norm_topk_prob). A row with a
+ * NaN or +Inf logit, or only -Inf logits, has no softmax: it gets ids 0..topK-1 with NaN weights on every device.
  */
 export function moeRoute(logits: Tensor, topK: number, options: { normalize?: boolean } = {}): { ids: Tensor; weights: Tensor } {
   const backend = commonBackend('moeRoute', logits);
@@ -34,7 +35,8 @@ export interface ExpertLinearOpOptions {
 /**
  * x . W[e]^T for the expert e each slot chose, the ids read on the device. weight: stacked experts [E, N, K]; ids:
  * int32 [T, k]; x: [T, K] (each token's row for all its slots) or [T*k, K] (a row per slot). Returns [T*k, N], or
- * [T, N] with combine. The result has x's dtype.
+ * [T, N] with combine. The result has x's dtype. An expert id outside 0..E-1 throws on the CPU; on the GPU (which
+ * cannot raise without a read back) that slot contributes zeros.
  */
 export function expertLinear(x: Tensor, weight: Tensor, ids: Tensor, options: ExpertLinearOpOptions = {}): Tensor {
   const { scale, combine } = options;

@@ -1,0 +1,77 @@
+// `tensorgpu generate` and `tensorgpu bench` on the CPU with a small checkpoint that carries the real Qwen3
+// tokenizer: the streamed text, the statistics line, and bench's fused vs per-expert comparison.
+import { mkdtempSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { runBench } from '../../src/cli/bench.js';
+import { runGenerate } from '../../src/cli/generate.js';
+import { qwen3TokenizerDir } from '../../src/generate/tokenizer.js';
+import type { Qwen3Config } from '../../src/io/hf-config.js';
+import { writeRandomQwen3Checkpoint } from '../../src/models/qwen3/random-checkpoint.js';
+
+const CONFIG: Qwen3Config = {
+  modelType: 'qwen3_moe',
+  vocabSize: 151936,
+  hiddenSize: 32,
+  intermediateSize: 64,
+  numHiddenLayers: 2,
+  numAttentionHeads: 2,
+  numKeyValueHeads: 1,
+  headDim: 16,
+  rmsNormEps: 1e-6,
+  ropeTheta: 1_000_000,
+  maxPositionEmbeddings: 512,
+  tieWordEmbeddings: true,
+  attentionBias: false,
+  eosTokenIds: [151645],
+  moe: { numExperts: 4, numExpertsPerTok: 2, moeIntermediateSize: 16, normTopkProb: true, decoderSparseStep: 1, mlpOnlyLayers: [] },
+};
+
+describe('model commands on the CPU', () => {
+  let dir = '';
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'tensorgpu-cli-model-'));
+    const tok = qwen3TokenizerDir();
+    await writeRandomQwen3Checkpoint(dir, CONFIG, {
+      seed: 2,
+      extraFiles: {
+        'tokenizer.json': await readFile(join(tok, 'tokenizer.json'), 'utf8'),
+        'tokenizer_config.json': await readFile(join(tok, 'tokenizer_config.json'), 'utf8'),
+      },
+    });
+  });
+
+  it('generate streams text and reports prompt/generated tokens and speeds', async () => {
+    let text = '';
+    const logs: string[] = [];
+    const code = await runGenerate(
+      { model: dir, prompt: 'Hello', maxTokens: 3, temperature: 0, topK: 0, topP: 1, device: 'cpu' },
+      (t) => (text += t),
+      (l) => logs.push(l),
+    );
+    expect(code).toBe(0);
+    expect(text.endsWith('\n')).toBe(true);
+    expect(logs.some((l) => l.startsWith(`model ${dir} on cpu`))).toBe(true);
+    expect(logs.at(-1)).toMatch(/^\d+ prompt tokens, 3 generated \(max-tokens\); prefill [\d.]+ tok\/s, decode [\d.]+ tok\/s, 0 dispatches\/token$/);
+  });
+
+  it('bench measures the fused MoE block and the per-expert loop, with the active bytes per token', async () => {
+    const lines: string[] = [];
+    const code = await runBench({ model: dir, device: 'cpu', promptTokens: 3, decodeTokens: 2, moe: 'both' }, (l) => lines.push(l), () => {});
+    expect(code).toBe(0);
+    expect(lines[0]).toContain('qwen3_moe, 2 layers, 4 experts, top 2) on cpu');
+    expect(lines[1]).toMatch(/^weight bytes a decode step must read \(active weights once\): /);
+    expect(lines.some((l) => l.startsWith('fused ') && l.includes('decode 2 tokens'))).toBe(true);
+    expect(lines.some((l) => l.startsWith('per-expert'))).toBe(true);
+    expect(lines.at(-1)).toMatch(/^fused vs per-expert: [\d.]+x decode tok\/s, 0 -> 0 dispatches\/token$/);
+    const json: string[] = [];
+    await runBench({ model: dir, device: 'cpu', promptTokens: 2, decodeTokens: 1, moe: 'fused', json: true }, (l) => json.push(l), () => {});
+    const parsed = JSON.parse(json.join('\n')) as { results: Record<string, { decodeSteps: number }>; activeWeightBytes: number };
+    expect(Object.keys(parsed.results)).toEqual(['fused']);
+    expect(parsed.results.fused.decodeSteps).toBe(1);
+    expect(parsed.activeWeightBytes).toBeGreaterThan(0);
+  });
+});

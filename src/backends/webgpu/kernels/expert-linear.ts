@@ -4,6 +4,7 @@
 import { DTYPE_INFO, isFp8, lanesPerWord, type DType } from '../../../core/dtype.js';
 import { wordBytes, type GpuBuffer, type GpuContext } from '../gpu-context.js';
 import { viaFloat32, type GpuOperand } from './elementwise.js';
+import { expertGemmKernel, useGroupedExpertGemm } from './expert-gemm.js';
 import { commonWgsl, decodeFn, encodeFn, fillTemplate, grid1d, loadFn, wgslSource } from './wgsl.js';
 
 export interface ExpertLinearKernelOptions {
@@ -148,6 +149,8 @@ function storeCode(lanes: number): string {
  */
 export function expertLinearKernel(ctx: GpuContext, x: GpuOperand, weight: GpuOperand, ids: GpuOperand, options: ExpertLinearKernelOptions): GpuBuffer {
   const { scale, combine, outDtype } = options;
+  // Prefill-sized batches: sort the slots by expert and run a grouped GEMM (one weight read per 64-slot tile).
+  if (useGroupedExpertGemm(ctx, weight, ids, combine !== undefined)) return expertGemmKernel(ctx, x, weight, ids, options);
   const [numExperts, n, k] = weight.view.shape;
   const [t, slots] = ids.view.shape;
   const rowsOut = combine ? t : t * slots;

@@ -90,6 +90,24 @@ export interface ExpertLinearOptions<H> {
   readonly outDtype: DType;
 }
 
+/**
+ * Geometry of a convolution over the spatial dims (t, h, w) of a 5-D input [N, C, T, H, W] (a 2-D convolution is
+ * one with T = 1 and kt = 1). Each array has 3 entries, in (t, h, w) order.
+ */
+export interface ConvGeometry {
+  readonly stride: readonly number[];
+  readonly dilation: readonly number[];
+  /**
+   * Zeros before each spatial dim. Zeros after it need no field: they only make the output larger (outShape), and
+   * the kernel's bounds checks read every position outside the input as 0, so no padded copy ever exists.
+   */
+  readonly padBefore: readonly number[];
+  readonly groups: number;
+}
+
+/** How pad fills positions outside the input (torch F.pad modes). */
+export type PadMode = 'constant' | 'replicate' | 'reflect';
+
 export interface Backend<H = unknown> {
   readonly device: DeviceName;
   /** Storage holding `data` (codes/bits as in StorageArray) for data.length elements. */
@@ -162,6 +180,21 @@ export interface Backend<H = unknown> {
    * = sum_j combine[t, j] * (x_row(t, j) . W[ids[t, j]]^T). Accumulates in float32; result in outDtype.
    */
   expertLinear(x: Operand<H>, weight: Operand<H>, ids: Operand<H>, options: ExpertLinearOptions<H>): H;
+  /**
+   * Direct convolution (torch F.conv3d): x [N, C, T, H, W] and weight [O, C/groups, kt, kh, kw] are strided views of
+   * float dtypes (they may differ); bias [O] or undefined. out[n, o, t, h, w] = bias[o] + sum over c in o's group
+   * and the kernel window of x[n, c, t*st - pt + i*dt, ...] * weight[o, c', i, j, k], with input positions outside
+   * x reading 0 (the padding). Accumulates in float32 or better; contiguous result of outShape [N, O, To, Ho, Wo]
+   * in x's dtype.
+   */
+  conv(x: Operand<H>, weight: Operand<H>, bias: Operand<H> | undefined, geometry: ConvGeometry, outShape: Shape): H;
+  /**
+   * torch F.pad over every dim of x (any dtype, any rank; storage codes are copied, never converted): output
+   * element o of dim d reads input position o - before[d]. Outside [0, size): constant writes `value` (encoded in
+   * x's dtype), replicate clamps to the edge, reflect mirrors about the edge without repeating it (the op checks
+   * the pad is < size). A negative before[d] crops. Contiguous result of outShape.
+   */
+  pad(x: Operand<H>, before: readonly number[], outShape: Shape, mode: PadMode, value: number): H;
   /** Reduces dim of x; the result is contiguous with that dim removed. */
   reduce(op: ReduceOp, x: Operand<H>, dim: number, outDtype: DType): H;
   /**

@@ -11,3 +11,5 @@ export * from './softmax.js';
 export * from './sample.js';
 export * from './nn.js';
 export * from './moe.js';
+export * from './conv.js';
+export * from './pad.js';

@@ -5,7 +5,7 @@ import { allocStorage } from '../../core/codecs.js';
 import { DTYPE_INFO, lanesPerWord, type DType } from '../../core/dtype.js';
 import { DeviceUnavailableError, ShapeError } from '../../core/errors.js';
 import { contiguousView, isContiguous, numel, type Shape } from '../../core/shape.js';
-import type { AttentionOptions, Backend, BinaryOp, ExpertLinearOptions, MatmulDims, MatmulScaling, Operand, QuantizeBlocks, ReduceOp, SamplingParams, UnaryOp } from '../backend.js';
+import type { AttentionOptions, Backend, BinaryOp, ConvGeometry, ExpertLinearOptions, MatmulDims, MatmulScaling, Operand, PadMode, QuantizeBlocks, ReduceOp, SamplingParams, UnaryOp } from '../backend.js';
 import { castCode } from '../cpu/cpu-backend.js';
 import { BufferPool, type MemoryStats } from './buffer-pool.js';
 import { wordBytes, type GpuBuffer, type GpuContext } from './gpu-context.js';
@@ -15,6 +15,8 @@ import { gemvApplies, gemvKernel } from './kernels/gemv.js';
 import { gatherKernel } from './kernels/gather.js';
 import { indexSelectKernel } from './kernels/index-select.js';
 import { attentionKernel } from './kernels/attention.js';
+import { convKernel } from './kernels/conv.js';
+import { padKernel } from './kernels/pad.js';
 import { withContiguous } from './kernels/nn-util.js';
 import { expertLinearKernel } from './kernels/expert-linear.js';
 import { moeRouteKernel } from './kernels/moe-route.js';
@@ -328,6 +330,15 @@ export class WebGpuBackend implements Backend<GpuBuffer>, GpuContext {
       combine: options.combine && this.gpuOperand(options.combine),
       outDtype: options.outDtype,
     });
+  }
+
+  /** One dispatch: padding is bounds checks in the kernel, and strided views are read in place. */
+  conv(x: Operand<GpuBuffer>, weight: Operand<GpuBuffer>, bias: Operand<GpuBuffer> | undefined, geometry: ConvGeometry, outShape: Shape): GpuBuffer {
+    return convKernel(this, this.gpuOperand(x), this.gpuOperand(weight), bias && this.gpuOperand(bias), geometry, outShape);
+  }
+
+  pad(x: Operand<GpuBuffer>, before: readonly number[], outShape: Shape, mode: PadMode, value: number): GpuBuffer {
+    return padKernel(this, this.gpuOperand(x), before, outShape, mode, value);
   }
 
   reduce(op: ReduceOp, x: Operand<GpuBuffer>, dim: number, outDtype: DType): GpuBuffer {

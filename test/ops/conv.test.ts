@@ -1,0 +1,329 @@
+// conv2d / conv3d and pad on WebGPU against the CPU backend, on seeded random inputs: strides 1 and 2, dilation 2,
+// groups 1 / 2 / C (depthwise), kernels 1 and 3, causal temporal padding, asymmetric and 'same' padding, odd sizes,
+// bias on and off, strided views, f32/f16/bf16 activations with weights of another dtype. Independent checks pin the
+// definitions apart from the CPU reference: a hand-computed causal conv3d, conv2d against im2col built here on the
+// host + matmul, and hand-written pads. Dispatch counts: exactly one per conv (padding and bias included) and per
+// pad. Pad covers every mode at ranks 1..5, cropping, the H*W = 65536 / 65540 temporal pads of 5-D tensors (the
+// PyTorch MPS bug), and empty tensors; errors are typed.
+import { describe, expect, it } from 'vitest';
+import * as tg from '../../src/index.js';
+import { DTypeError, setDefaultDevice, ShapeError, type DType, type Tensor } from '../../src/index.js';
+import { BITS, checkBoth, expectClose, randomTensor, type Tolerance } from '../helpers/compare.js';
+import { setupWebGpu } from '../helpers/webgpu.js';
+
+const gpu = await setupWebGpu();
+setDefaultDevice('cpu');
+
+type Float = 'float32' | 'float16' | 'bfloat16';
+
+/**
+ * GPU (f32 fma accumulation) vs CPU (f64), both rounded once to x's dtype. Sums here have up to ~110 products of
+ * standard normals (results up to ~30): f32 error stays below ~1e-5 absolute. Narrow outputs may round the two
+ * sums to neighbouring values: 1 ulp (2^-10 f16, 2^-7 bf16 relative) plus the f32 slack for results near zero.
+ */
+function tol(dtype: Float): Tolerance {
+  if (dtype === 'float32') return { atol: 5e-5, rtol: 2e-5 };
+  return { atol: 1e-4, rtol: (dtype === 'float16' ? 2 ** -10 : 2 ** -7) * 1.05 };
+}
+
+const cpuTensor = (values: number[], shape: number[], dtype: DType = 'float32') => tg.tensor(values, { shape, dtype });
+
+/** Runs fn on the GPU inputs and returns how many dispatches it issued (the result is disposed). */
+async function dispatchesOf(inputs: Tensor[], fn: (...xs: Tensor[]) => Tensor): Promise<number> {
+  const g = await Promise.all(inputs.map((t) => t.to('webgpu')));
+  try {
+    fn(...g).dispose(); // compiles the pipeline
+    await tg.synchronize();
+    const before = tg.gpuCounters();
+    const r = fn(...g);
+    const after = tg.gpuCounters();
+    r.dispose();
+    return after.dispatches - before.dispatches;
+  } finally {
+    g.forEach((t) => t.dispose());
+  }
+}
+
+interface ConvCase {
+  label: string;
+  x: number[];
+  w: number[];
+  bias: boolean;
+  options: tg.ConvOptions;
+}
+
+const CONV2D: ConvCase[] = [
+  { label: '3x3 stride 1 pad 1', x: [2, 4, 7, 9], w: [6, 4, 3, 3], bias: true, options: { padding: 1 } },
+  { label: '3x3 stride 2 pad 1, odd sizes', x: [1, 3, 9, 11], w: [5, 3, 3, 3], bias: false, options: { stride: 2, padding: 1 } },
+  { label: '3x3 dilation 2 pad 2', x: [1, 4, 8, 7], w: [3, 4, 3, 3], bias: true, options: { dilation: 2, padding: 2 } },
+  { label: 'groups 2', x: [2, 4, 6, 5], w: [6, 2, 3, 3], bias: true, options: { groups: 2, padding: 1 } },
+  { label: 'depthwise (groups = C)', x: [1, 5, 7, 6], w: [5, 1, 3, 3], bias: false, options: { groups: 5, padding: 1 } },
+  { label: 'depthwise with multiplier 2', x: [1, 3, 5, 5], w: [6, 1, 3, 3], bias: true, options: { groups: 3, padding: [1, 0] } },
+  { label: '1x1', x: [2, 6, 5, 3], w: [4, 6, 1, 1], bias: true, options: {} },
+  { label: 'asymmetric padding, stride [2, 1]', x: [1, 3, 6, 7], w: [2, 3, 3, 2], bias: true, options: { stride: [2, 1], padding: [[0, 2], [1, 0]] } },
+  { label: "'same' with even kernel and dilation", x: [1, 2, 6, 5], w: [3, 2, 2, 4], bias: false, options: { padding: 'same', dilation: [2, 1] } },
+];
+
+const CONV3D: ConvCase[] = [
+  { label: 'causal 3x3x3', x: [1, 4, 5, 6, 7], w: [3, 4, 3, 3, 3], bias: true, options: { padding: [[2, 0], [1, 1], [1, 1]] } },
+  { label: 'causal 3x3x3, stride [1, 2, 2]', x: [2, 3, 4, 7, 5], w: [4, 3, 3, 3, 3], bias: false, options: { stride: [1, 2, 2], padding: [[2, 0], [1, 1], [1, 1]] } },
+  { label: 'temporal stride 2 (time downsample), kernel [3, 1, 1]', x: [1, 4, 7, 3, 4], w: [4, 4, 3, 1, 1], bias: true, options: { stride: [2, 1, 1] } },
+  { label: 'kt 1 (a 2-D kernel per frame)', x: [1, 4, 3, 5, 6], w: [5, 4, 1, 3, 3], bias: true, options: { padding: [0, 1, 1] } },
+  { label: 'groups 2, dilation [1, 2, 2]', x: [1, 4, 4, 7, 7], w: [4, 2, 3, 3, 3], bias: true, options: { groups: 2, dilation: [1, 2, 2], padding: [[2, 0], [2, 2], [2, 2]] } },
+  { label: 'temporal dilation 2, causal', x: [1, 3, 7, 4, 4], w: [2, 3, 3, 3, 3], bias: true, options: { dilation: [2, 1, 1], padding: [[4, 0], [1, 1], [1, 1]] } },
+  { label: 'depthwise causal', x: [1, 3, 5, 4, 5], w: [3, 1, 3, 3, 3], bias: false, options: { groups: 3, padding: [[2, 0], [1, 1], [1, 1]] } },
+  { label: '1x1x1', x: [2, 5, 3, 4, 3], w: [7, 5, 1, 1, 1], bias: true, options: {} },
+];
+
+async function checkConv(c: ConvCase, xDtype: Float, wDtype: Float): Promise<void> {
+  const op = c.x.length === 4 ? tg.conv2d : tg.conv3d;
+  const x = randomTensor(c.x, xDtype);
+  const w = randomTensor(c.w, wDtype);
+  const b = randomTensor([c.w[0]], wDtype);
+  try {
+    const inputs = c.bias ? [x, w, b] : [x, w];
+    const r = await checkBoth(inputs, (xx, ww, bb) => op(xx, ww, bb, c.options), tol(xDtype), `${c.label} x ${xDtype} w ${wDtype}`);
+    expect(r.dtype).toBe(xDtype);
+  } finally {
+    [x, w, b].forEach((t) => t.dispose());
+  }
+}
+
+describe.skipIf(!gpu.available)(`conv2d / conv3d, WebGPU vs CPU ${gpu.skipReason}`, () => {
+  it.each(CONV2D.map((c) => [c.label, c] as const))('conv2d %s (f32)', async (_, c) => {
+    await checkConv(c, 'float32', 'float32');
+  });
+
+  it.each(CONV3D.map((c) => [c.label, c] as const))('conv3d %s (f32)', async (_, c) => {
+    await checkConv(c, 'float32', 'float32');
+  });
+
+  it('mixed and narrow dtypes: bf16 weights with f32 x, f16 and bf16 x (odd output counts: half-filled words)', async () => {
+    const pairs: [Float, Float][] = [
+      ['float32', 'bfloat16'],
+      ['float16', 'float16'],
+      ['bfloat16', 'bfloat16'],
+      ['bfloat16', 'float32'],
+      ['float16', 'bfloat16'],
+    ];
+    for (const [xd, wd] of pairs) {
+      await checkConv(CONV2D[1], xd, wd);
+      await checkConv(CONV3D[0], xd, wd);
+    }
+    await checkConv(CONV2D[4], 'float16', 'float16');
+    await checkConv(CONV3D[4], 'bfloat16', 'float32');
+  });
+
+  it('strided views are read in place: transposed x, sliced x at odd element offsets, permuted weight, strided bias', async () => {
+    // x stored [N, C, W, H] and transposed; weight stored [O, kh, kw, C] and permuted; bias every other element.
+    const xt = randomTensor([2, 3, 9, 8]);
+    const wt = randomTensor([4, 3, 3, 3]);
+    const b2 = randomTensor([8]);
+    await checkBoth([xt, wt, b2], (x, w, b) => tg.conv2d(x.transpose(2, 3), w.permute(0, 3, 1, 2), b.slice(0, 0, 8, 2), { padding: 1, stride: 2 }), tol('float32'), 'transposed');
+    for (const dtype of ['float16', 'bfloat16'] as const) {
+      const x = randomTensor([1, 3, 5, 6, 9], dtype);
+      const w = randomTensor([2, 3, 3, 3, 3], dtype);
+      await checkBoth([x, w], (a, ww) => tg.conv3d(a.slice(4, 1, 8), ww, undefined, { padding: [[2, 0], [1, 1], [1, 1]] }), tol(dtype), `${dtype} sliced`);
+      [x, w].forEach((t) => t.dispose());
+    }
+    [xt, wt, b2].forEach((t) => t.dispose());
+  });
+
+  it('one dispatch per conv: padding (symmetric, causal) and bias add none', async () => {
+    const x2 = randomTensor([1, 4, 9, 7]);
+    const w2 = randomTensor([3, 4, 3, 3]);
+    const x3 = randomTensor([1, 4, 5, 6, 7]);
+    const w3 = randomTensor([3, 4, 3, 3, 3]);
+    const b = randomTensor([3], 'bfloat16');
+    expect(await dispatchesOf([x2, w2, b], (x, w, bb) => tg.conv2d(x, w, bb, { padding: 1, stride: 2 }))).toBe(1);
+    expect(await dispatchesOf([x3, w3, b], (x, w, bb) => tg.conv3d(x, w, bb, { padding: [[2, 0], [1, 1], [1, 1]] }))).toBe(1);
+    expect(await dispatchesOf([x3, w3], (x, w) => tg.conv3d(x.to('float16'), w, undefined, { padding: 'same' }).to('float32'))).toBe(3);
+    [x2, w2, x3, w3, b].forEach((t) => t.dispose());
+  });
+
+  it('empty batch and zero output channels give empty results', async () => {
+    const x = randomTensor([0, 3, 5, 5]);
+    const w = randomTensor([4, 3, 3, 3]);
+    const r = await checkBoth([x, w], (a, b) => tg.conv2d(a, b, undefined, { padding: 1 }), tol('float32'));
+    expect(r.shape).toEqual([0, 4, 5, 5]);
+    const x1 = randomTensor([1, 3, 2, 5, 5]);
+    const w0 = randomTensor([0, 3, 1, 3, 3]);
+    const r0 = await checkBoth([x1, w0], (a, b) => tg.conv3d(a, b), tol('float32'));
+    expect(r0.shape).toEqual([1, 0, 2, 3, 3]);
+    [x, w, x1, w0].forEach((t) => t.dispose());
+  });
+});
+
+describe('conv definitions, pinned apart from the CPU reference', () => {
+  const devices = gpu.available ? (['cpu', 'webgpu'] as const) : (['cpu'] as const);
+
+  it.each(devices)('causal conv3d by hand (%s): out[t] = sum_i w[i] x[t - 2 + i], nothing read behind', async (device) => {
+    const x = await cpuTensor([1, 2, 3], [1, 1, 3, 1, 1]).to(device);
+    const w = await cpuTensor([1, 10, 100], [1, 1, 3, 1, 1]).to(device);
+    const b = await cpuTensor([0.5], [1]).to(device);
+    const r = tg.conv3d(x, w, b, { padding: [[2, 0], [0, 0], [0, 0]] });
+    expect(r.shape).toEqual([1, 1, 3, 1, 1]);
+    expect(Array.from(await r.toArray())).toEqual([100.5, 210.5, 321.5]);
+    [x, w, b, r].forEach((t) => t.dispose());
+  });
+
+  it.each(devices)('conv2d equals im2col (built on the host) @ weight^T + bias (%s)', async (device) => {
+    const [n, c, h, wd, o, k, s, pd] = [2, 3, 6, 7, 4, 3, 2, 1];
+    const x = randomTensor([n, c, h, wd]);
+    const w = randomTensor([o, c, k, k]);
+    const b = randomTensor([o]);
+    const xs = Array.from(await x.toArray());
+    const ho = Math.floor((h + 2 * pd - k) / s) + 1;
+    const wo = Math.floor((wd + 2 * pd - k) / s) + 1;
+    // cols[(n, i, j), (c, a, bb)] = x[n, c, i*s - pd + a, j*s - pd + bb], 0 outside.
+    const cols: number[] = [];
+    for (let ni = 0; ni < n; ni++)
+      for (let i = 0; i < ho; i++)
+        for (let j = 0; j < wo; j++)
+          for (let ci = 0; ci < c; ci++)
+            for (let a = 0; a < k; a++)
+              for (let bb = 0; bb < k; bb++) {
+                const y = i * s - pd + a;
+                const z = j * s - pd + bb;
+                cols.push(y >= 0 && y < h && z >= 0 && z < wd ? xs[((ni * c + ci) * h + y) * wd + z] : 0);
+              }
+    const on = await Promise.all([x, w, b, cpuTensor(cols, [n * ho * wo, c * k * k])].map((t) => t.to(device)));
+    const [gx, gw, gb, gcols] = on;
+    const want = gcols.matmul(gw.reshape(o, c * k * k).T).add(gb).reshape(n, ho, wo, o).permute(0, 3, 1, 2).contiguous();
+    const got = tg.conv2d(gx, gw, gb, { stride: s, padding: pd });
+    expect(got.shape).toEqual([n, o, ho, wo]);
+    expectClose(await got.toArray(), await want.toArray(), tol('float32'), 'conv2d vs im2col');
+    [x, w, b, ...on, want, got].forEach((t) => t.dispose());
+  });
+});
+
+describe('conv errors', () => {
+  const x = randomTensor([1, 4, 5, 5]);
+  const w = randomTensor([6, 4, 3, 3]);
+  it('typed errors name the offending shapes and values', () => {
+    expect(() => tg.conv2d(x.reshape(4, 5, 5), w)).toThrow(ShapeError);
+    expect(() => tg.conv2d(x, randomTensor([6, 3, 3, 3]))).toThrow(/takes 3 channels per group.*4 channels/);
+    expect(() => tg.conv2d(x, randomTensor([6, 3, 3, 3]), undefined, { groups: 3 })).toThrow(/multiples of groups 3/);
+    expect(() => tg.conv2d(x, randomTensor([5, 2, 3, 3]), undefined, { groups: 2 })).toThrow(/multiples of groups 2/);
+    expect(() => tg.conv2d(x, w, randomTensor([5]))).toThrow(/bias must be \[6\]/);
+    expect(() => tg.conv2d(x, randomTensor([6, 4, 7, 3]))).toThrow(/smaller than the dilated kernel span 7/);
+    expect(() => tg.conv2d(x, w, undefined, { dilation: 3 })).toThrow(ShapeError);
+    expect(() => tg.conv2d(x, w, undefined, { stride: 0 })).toThrow(/stride/);
+    expect(() => tg.conv2d(x, w, undefined, { stride: [1, 2, 3] })).toThrow(/stride/);
+    expect(() => tg.conv2d(x, w, undefined, { padding: -1 })).toThrow(/padding/);
+    expect(() => tg.conv2d(x, w, undefined, { padding: [[1, 2, 3] as unknown as [number, number], 1] })).toThrow(/padding/);
+    expect(() => tg.conv2d(x, w, undefined, { padding: 'same', stride: 2 })).toThrow(/'same' needs stride 1/);
+    expect(() => tg.conv3d(x, w)).toThrow(/\[N, C, T, H, W\]/);
+    expect(() => tg.conv2d(x.to('int32'), w)).toThrow(DTypeError);
+    expect(() => tg.conv2d(x, w.to('float8_e4m3fn'))).toThrow(DTypeError);
+  });
+});
+
+// ---- pad ----------------------------------------------------------------------------------------------------------
+
+interface PadCase {
+  shape: number[];
+  pads: number[];
+}
+
+const PAD_CASES: PadCase[] = [
+  { shape: [7], pads: [2, 3] },
+  { shape: [5, 6], pads: [1, 2, 3, 0] },
+  { shape: [3, 4, 5], pads: [2, 2] },
+  { shape: [2, 3, 4, 5], pads: [1, 1, 2, 3] },
+  { shape: [1, 2, 3, 4, 5], pads: [1, 1, 1, 1, 2, 0] },
+  { shape: [2, 3, 3, 4, 3], pads: [0, 2, 3, 0, 0, 1, 1, 0] },
+];
+
+describe.skipIf(!gpu.available)(`pad, WebGPU vs CPU ${gpu.skipReason}`, () => {
+  it.each(PAD_CASES.map((c) => [c.shape.length, c.shape, c.pads, c] as const))('rank %i %j pads %j, every mode, f32/f16/int32/uint8', async (_r, _s, _p, c) => {
+    for (const dtype of ['float32', 'float16', 'int32', 'uint8'] as const) {
+      const x = randomTensor(c.shape, dtype);
+      await checkBoth([x], (a) => tg.pad(a, c.pads, { value: 3 }), BITS, `constant ${dtype}`);
+      await checkBoth([x], (a) => tg.pad(a, c.pads, { mode: 'replicate' }), BITS, `replicate ${dtype}`);
+      await checkBoth([x], (a) => tg.pad(a, c.pads, { mode: 'reflect' }), BITS, `reflect ${dtype}`);
+      x.dispose();
+    }
+  });
+
+  it('cropping (negative constant pads), strided and offset views, bf16 / fp8 / bool codes', async () => {
+    const x = randomTensor([4, 6, 7]);
+    await checkBoth([x], (a) => tg.pad(a, [-2, 1, 1, -3, -1, 0]), BITS, 'crop');
+    await checkBoth([x], (a) => tg.pad(a, [-7, 2]), BITS, 'crop to nothing, then pad');
+    await checkBoth([x], (a) => tg.pad(a.transpose(0, 2).slice(1, 1, 6, 2), [2, 1, 1, 2], { mode: 'reflect' }), BITS, 'strided reflect');
+    for (const dtype of ['bfloat16', 'float8_e4m3fn', 'bool'] as const) {
+      const y = randomTensor([3, 5, 5], dtype);
+      await checkBoth([y], (a) => tg.pad(a.slice(2, 1), [1, 2, 2, 1], { mode: 'replicate' }), BITS, `${dtype} replicate`);
+      await checkBoth([y], (a) => tg.pad(a, [3, 1], { value: 1 }), BITS, `${dtype} constant`);
+      y.dispose();
+    }
+    x.dispose();
+  });
+
+  it.each([
+    [256, 256],
+    [145, 452],
+  ])('5-D temporal pad with H*W = %i*%i (>= 65536), every mode, one dispatch', async (h, w) => {
+    const x = randomTensor([1, 2, 3, h, w]);
+    // (front, back) on T only: the VAE's causal pad, and the shape that corrupted MPS encodes.
+    for (const opts of [{ value: -1 }, { mode: 'replicate' as const }, { mode: 'reflect' as const }]) {
+      const r = await checkBoth([x], (a) => tg.pad(a, [0, 0, 0, 0, 2, 1], opts), BITS, `${h}x${w} ${JSON.stringify(opts)}`);
+      expect(r.shape).toEqual([1, 2, 6, h, w]);
+      // Spot-check against the definition too: frame 2 is input frame 0, and the last pixel of each frame is right.
+      const hw = h * w;
+      const xs = await x.toArray();
+      for (let ch = 0; ch < 2; ch++) {
+        for (const e of [0, hw - 1, 65535 % hw, hw - 2]) expect(r.gpu[(ch * 6 + 2) * hw + e]).toBe(xs[ch * 3 * hw + e]);
+      }
+    }
+    const f16 = randomTensor([1, 1, 2, h, w], 'float16');
+    await checkBoth([f16], (a) => tg.pad(a, [1, 1, 1, 0, 2, 0], { mode: 'replicate' }), BITS, `${h}x${w} f16 replicate, all dims`);
+    expect(await dispatchesOf([x], (a) => tg.pad(a, [0, 0, 0, 0, 2, 0]))).toBe(1);
+    [x, f16].forEach((t) => t.dispose());
+  });
+
+  it('empty tensors and empty pads', async () => {
+    const e = randomTensor([0, 3]);
+    const r = await checkBoth([e], (a) => tg.pad(a, [1, 1]), BITS);
+    expect(r.shape).toEqual([0, 5]);
+    const z = randomTensor([2, 0]);
+    const filled = await checkBoth([z], (a) => tg.pad(a, [1, 1], { value: 7 }), BITS);
+    expect(Array.from(filled.gpu)).toEqual([7, 7, 7, 7]);
+    const x = randomTensor([2, 3]);
+    await checkBoth([x], (a) => tg.pad(a, []), BITS, 'no pads: a copy');
+    const s = randomTensor([]);
+    await checkBoth([s], (a) => tg.pad(a, []), BITS, '0-d');
+    [e, z, x, s].forEach((t) => t.dispose());
+  });
+});
+
+describe('pad definitions and errors', () => {
+  const devices = gpu.available ? (['cpu', 'webgpu'] as const) : (['cpu'] as const);
+  it.each(devices)('hand-written 1-D and 2-D pads (%s)', async (device) => {
+    const x = await cpuTensor([1, 2, 3], [3]).to(device);
+    const at = async (t: Tensor) => Array.from(await t.toArray());
+    expect(await at(tg.pad(x, [2, 1], { value: 9 }))).toEqual([9, 9, 1, 2, 3, 9]);
+    expect(await at(tg.pad(x, [2, 1], { mode: 'replicate' }))).toEqual([1, 1, 1, 2, 3, 3]);
+    expect(await at(tg.pad(x, [2, 1], { mode: 'reflect' }))).toEqual([3, 2, 1, 2, 3, 2]);
+    expect(await at(tg.pad(x, [-1, 1]))).toEqual([2, 3, 0]);
+    const m = await cpuTensor([1, 2, 3, 4], [2, 2]).to(device);
+    // torch: F.pad(m, (1, 0, 0, 1), mode='reflect') on [[1, 2], [3, 4]] -> [[2, 1, 2], [4, 3, 4], [2, 1, 2]].
+    expect(await at(tg.pad(m, [1, 0, 0, 1], { mode: 'reflect' }))).toEqual([2, 1, 2, 4, 3, 4, 2, 1, 2]);
+    x.dispose();
+    m.dispose();
+  });
+
+  it('typed errors', () => {
+    const x = randomTensor([2, 3, 4]);
+    expect(() => tg.pad(x, [1])).toThrow(ShapeError);
+    expect(() => tg.pad(x, [1, 1, 1, 1, 1, 1, 1, 1])).toThrow(/at most 3 dims/);
+    expect(() => tg.pad(x, [4, 0], { mode: 'reflect' })).toThrow(/smaller than its size 4/);
+    expect(() => tg.pad(x, [0, 0, 0, 3], { mode: 'reflect' })).toThrow(/smaller than its size 3/);
+    expect(() => tg.pad(x, [-1, 0], { mode: 'replicate' })).toThrow(/only constant mode/);
+    expect(() => tg.pad(x, [-3, -2])).toThrow(/negative size -1/);
+    expect(() => tg.pad(x, [0.5, 1])).toThrow(/integers/);
+    expect(() => tg.pad(randomTensor([2, 0]), [1, 1], { mode: 'replicate' })).toThrow(/empty dim/);
+    expect(() => tg.pad(x, [1, 1], { mode: 'reflect', value: 2 })).toThrow(RangeError);
+    expect(() => tg.pad(x, [1, 1], { mode: 'wrap' as 'constant' })).toThrow(/unknown mode/);
+  });
+});

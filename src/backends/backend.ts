@@ -108,6 +108,9 @@ export interface ConvGeometry {
 /** How pad fills positions outside the input (torch F.pad modes). */
 export type PadMode = 'constant' | 'replicate' | 'reflect';
 
+/** How upsample2x fills the new positions (torch F.interpolate modes; bilinear with align_corners=false). */
+export type UpsampleMode = 'nearest' | 'bilinear';
+
 export interface Backend<H = unknown> {
   readonly device: DeviceName;
   /** Storage holding `data` (codes/bits as in StorageArray) for data.length elements. */
@@ -195,6 +198,27 @@ export interface Backend<H = unknown> {
    * the pad is < size). A negative before[d] crops. Contiguous result of outShape.
    */
   pad(x: Operand<H>, before: readonly number[], outShape: Shape, mode: PadMode, value: number): H;
+  /**
+   * torch F.group_norm: x is a strided 5-D view [N, C, T, H, W] (lower ranks lifted by the op with size-1 dims);
+   * channels split into numGroups consecutive groups (C a multiple of it). Each (n, group) is normalized by the
+   * mean and biased variance over its C / numGroups channels x all T*H*W positions: y = (x - mean) / sqrt(var + eps),
+   * then y * weight[c] + bias[c] (each optional, [C] of any float dtype). Float32 or better inside; contiguous result
+   * of x's shape in x's dtype.
+   */
+  groupNorm(x: Operand<H>, numGroups: number, weight: Operand<H> | undefined, bias: Operand<H> | undefined, eps: number): H;
+  /**
+   * RMS norm over the channel dim (Wan's RMS_norm with channel_first): x a strided 5-D view [N, C, T, H, W];
+   * y[n, c, p] = x[n, c, p] / sqrt(mean over c of x[n, c, p]^2 + eps) * weight[c] (weight [C] of any float dtype, or
+   * none). Float32 or better inside; contiguous result of x's shape in x's dtype.
+   */
+  channelRmsNorm(x: Operand<H>, weight: Operand<H> | undefined, eps: number): H;
+  /**
+   * 2x upsampling of the last two dims (H, W) of a strided 5-D view x [N, C, T, H, W] (torch F.interpolate with
+   * scale_factor 2): nearest copies x[.., floor(oh / 2), floor(ow / 2)]; bilinear (align_corners=false) reads source
+   * position (o + 0.5) / 2 - 0.5 clamped at 0, blending the two neighbours (the upper one clamped to size - 1) with
+   * weights 0.25 / 0.75. Float32 inside; contiguous result [N, C, T, 2H, 2W] in x's dtype.
+   */
+  upsample2x(x: Operand<H>, mode: UpsampleMode): H;
   /** Reduces dim of x; the result is contiguous with that dim removed. */
   reduce(op: ReduceOp, x: Operand<H>, dim: number, outDtype: DType): H;
   /**

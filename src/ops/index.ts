@@ -13,3 +13,4 @@ export * from './nn.js';
 export * from './moe.js';
 export * from './conv.js';
 export * from './pad.js';
+export * from './vae-ops.js';

@@ -3,11 +3,12 @@ import { allocStorage, decodeOne, encodeOne, type StorageArray } from '../../cor
 import { DTYPE_INFO, type DType } from '../../core/dtype.js';
 import { ShapeError } from '../../core/errors.js';
 import { numel, type Shape, type View } from '../../core/shape.js';
-import type { AttentionOptions, Backend, BinaryOp, ConvGeometry, ExpertLinearOptions, MatmulDims, MatmulScaling, Operand, PadMode, QuantizeBlocks, ReduceOp, SamplingParams, UnaryOp } from '../backend.js';
+import type { AttentionOptions, Backend, BinaryOp, ConvGeometry, ExpertLinearOptions, MatmulDims, MatmulScaling, Operand, PadMode, QuantizeBlocks, ReduceOp, SamplingParams, UnaryOp, UpsampleMode } from '../backend.js';
 import { convReference, padReference } from './conv.js';
 import { expertLinearReference, moeRouteReference } from './moe.js';
 import { attentionReference, rmsNormReference, ropeReference, swigluReference } from './nn.js';
 import { sampleReference } from './sampling.js';
+import { channelRmsNormReference, groupNormReference, upsample2xReference } from './vae-ops.js';
 import { BINARY_F64, BINARY_I32, REDUCE_F64, UNARY_F64, UNARY_I32 } from './scalar-ops.js';
 
 type Handle = StorageArray;
@@ -273,6 +274,18 @@ export class CpuBackend implements Backend<Handle> {
 
   pad(x: Operand<Handle>, before: readonly number[], outShape: Shape, mode: PadMode, value: number): Handle {
     return padReference(x, before, outShape, mode, value);
+  }
+
+  groupNorm(x: Operand<Handle>, numGroups: number, weight: Operand<Handle> | undefined, bias: Operand<Handle> | undefined, eps: number): Handle {
+    return groupNormReference(x, numGroups, weight, bias, eps);
+  }
+
+  channelRmsNorm(x: Operand<Handle>, weight: Operand<Handle> | undefined, eps: number): Handle {
+    return channelRmsNormReference(x, weight, eps);
+  }
+
+  upsample2x(x: Operand<Handle>, mode: UpsampleMode): Handle {
+    return upsample2xReference(x, mode);
   }
 
   reduce(op: ReduceOp, x: Operand<Handle>, dim: number, outDtype: DType): Handle {

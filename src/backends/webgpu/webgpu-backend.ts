@@ -5,7 +5,7 @@ import { allocStorage } from '../../core/codecs.js';
 import { DTYPE_INFO, lanesPerWord, type DType } from '../../core/dtype.js';
 import { DeviceUnavailableError, ShapeError } from '../../core/errors.js';
 import { contiguousView, isContiguous, numel, type Shape } from '../../core/shape.js';
-import type { AttentionOptions, Backend, BinaryOp, ConvGeometry, ExpertLinearOptions, MatmulDims, MatmulScaling, Operand, PadMode, QuantizeBlocks, ReduceOp, SamplingParams, UnaryOp } from '../backend.js';
+import type { AttentionOptions, Backend, BinaryOp, ConvGeometry, ExpertLinearOptions, MatmulDims, MatmulScaling, Operand, PadMode, QuantizeBlocks, ReduceOp, SamplingParams, UnaryOp, UpsampleMode } from '../backend.js';
 import { castCode } from '../cpu/cpu-backend.js';
 import { BufferPool, type MemoryStats } from './buffer-pool.js';
 import { wordBytes, type GpuBuffer, type GpuContext } from './gpu-context.js';
@@ -17,6 +17,9 @@ import { indexSelectKernel } from './kernels/index-select.js';
 import { attentionKernel } from './kernels/attention.js';
 import { convKernel } from './kernels/conv.js';
 import { padKernel } from './kernels/pad.js';
+import { channelRmsNormKernel } from './kernels/channel-rms-norm.js';
+import { groupNormKernel } from './kernels/group-norm.js';
+import { upsample2xKernel } from './kernels/upsample.js';
 import { withContiguous } from './kernels/nn-util.js';
 import { expertLinearKernel } from './kernels/expert-linear.js';
 import { moeRouteKernel } from './kernels/moe-route.js';
@@ -339,6 +342,21 @@ export class WebGpuBackend implements Backend<GpuBuffer>, GpuContext {
 
   pad(x: Operand<GpuBuffer>, before: readonly number[], outShape: Shape, mode: PadMode, value: number): GpuBuffer {
     return padKernel(this, this.gpuOperand(x), before, outShape, mode, value);
+  }
+
+  /** One dispatch (a workgroup per (n, group)); two when a packed output's groups are not whole words. */
+  groupNorm(x: Operand<GpuBuffer>, numGroups: number, weight: Operand<GpuBuffer> | undefined, bias: Operand<GpuBuffer> | undefined, eps: number): GpuBuffer {
+    return groupNormKernel(this, this.gpuOperand(x), numGroups, weight && this.gpuOperand(weight), bias && this.gpuOperand(bias), eps);
+  }
+
+  /** One dispatch; two when a packed output has an odd T*H*W. */
+  channelRmsNorm(x: Operand<GpuBuffer>, weight: Operand<GpuBuffer> | undefined, eps: number): GpuBuffer {
+    return channelRmsNormKernel(this, this.gpuOperand(x), weight && this.gpuOperand(weight), eps);
+  }
+
+  /** One dispatch, strided views read in place. */
+  upsample2x(x: Operand<GpuBuffer>, mode: UpsampleMode): GpuBuffer {
+    return upsample2xKernel(this, this.gpuOperand(x), mode);
   }
 
   reduce(op: ReduceOp, x: Operand<GpuBuffer>, dim: number, outDtype: DType): GpuBuffer {

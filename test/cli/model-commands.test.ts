@@ -1,47 +1,15 @@
 // `tensorgpu generate` and `tensorgpu bench` on the CPU with a small checkpoint that carries the real Qwen3
 // tokenizer: the streamed text, the statistics line, and bench's fused vs per-expert comparison.
-import { mkdtempSync } from 'node:fs';
-import { readFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { runBench } from '../../src/cli/bench.js';
 import { runGenerate } from '../../src/cli/generate.js';
-import { qwen3TokenizerDir } from '../../src/generate/tokenizer.js';
-import type { Qwen3Config } from '../../src/io/hf-config.js';
-import { writeRandomQwen3Checkpoint } from '../../src/models/qwen3/random-checkpoint.js';
-
-const CONFIG: Qwen3Config = {
-  modelType: 'qwen3_moe',
-  vocabSize: 151936,
-  hiddenSize: 32,
-  intermediateSize: 64,
-  numHiddenLayers: 2,
-  numAttentionHeads: 2,
-  numKeyValueHeads: 1,
-  headDim: 16,
-  rmsNormEps: 1e-6,
-  ropeTheta: 1_000_000,
-  maxPositionEmbeddings: 512,
-  tieWordEmbeddings: true,
-  attentionBias: false,
-  eosTokenIds: [151645],
-  moe: { numExperts: 4, numExpertsPerTok: 2, moeIntermediateSize: 16, normTopkProb: true, decoderSparseStep: 1, mlpOnlyLayers: [] },
-};
+import { writeTinyChatModel } from '../helpers/qwen3.js';
 
 describe('model commands on the CPU', () => {
   let dir = '';
 
   beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'tensorgpu-cli-model-'));
-    const tok = qwen3TokenizerDir();
-    await writeRandomQwen3Checkpoint(dir, CONFIG, {
-      seed: 2,
-      extraFiles: {
-        'tokenizer.json': await readFile(join(tok, 'tokenizer.json'), 'utf8'),
-        'tokenizer_config.json': await readFile(join(tok, 'tokenizer_config.json'), 'utf8'),
-      },
-    });
+    dir = await writeTinyChatModel(2);
   });
 
   it('generate streams text and reports prompt/generated tokens and speeds', async () => {

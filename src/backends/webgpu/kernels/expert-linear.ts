@@ -5,6 +5,7 @@ import { DTYPE_INFO, isFp8, lanesPerWord, type DType } from '../../../core/dtype
 import { wordBytes, type GpuBuffer, type GpuContext } from '../gpu-context.js';
 import { viaFloat32, type GpuOperand } from './elementwise.js';
 import { expertGemmKernel, useGroupedExpertGemm } from './expert-gemm.js';
+import { columnReduceWgsl } from './gemv.js';
 import { commonWgsl, decodeFn, encodeFn, fillTemplate, grid1d, loadFn, wgslSource } from './wgsl.js';
 
 export interface ExpertLinearKernelOptions {
@@ -97,30 +98,6 @@ const COMBINE = `    for (var j = 0u; j < p.slots; j++) {
       }
     }`;
 
-const TREE_REDUCE = `  red[lid.x] = acc;
-  workgroupBarrier();
-  for (var s = TPO / 2u; s > 0u; s >>= 1u) {
-    if (t < s) {
-      red[lid.x] += red[lid.x + s];
-    }
-    workgroupBarrier();
-  }`;
-
-// Subgroups hold consecutive invocations (checked at device start), as in gemv.ts.
-const SUBGROUP_REDUCE = `  let sg_total = subgroupAdd(acc);
-  if (sg_lane == 0u) {
-    red[lid.x] = sg_total;
-  }
-  workgroupBarrier();
-  if (t == 0u) {
-    var s = 0.0;
-    for (var j = 0u; j < TPO; j += sg_size) {
-      s += red[lid.x + j];
-    }
-    red[lid.x] = s;
-  }
-  workgroupBarrier();`;
-
 function storeCode(lanes: number): string {
   if (lanes === 1) {
     return `    for (var g = 0u; g < OPW; g++) {
@@ -190,7 +167,7 @@ export function expertLinearKernel(ctx: GpuContext, x: GpuOperand, weight: GpuOp
         DOT: dotCode(access, weight.dtype, scaled),
         ACCUMULATE: combine ? COMBINE : GATHER,
         SUBGROUP_BUILTINS: subgroups ? ', @builtin(subgroup_invocation_id) sg_lane: u32, @builtin(subgroup_size) sg_size: u32' : '',
-        REDUCE: subgroups ? SUBGROUP_REDUCE : TREE_REDUCE,
+        REDUCE: columnReduceWgsl(subgroups, '0.0'),
         STORE: storeCode(lanes),
         LUT_DECL: lut ? 'var<workgroup> fp8_lut: array<f32, 256>;' : '',
         LUT_FILL: lut ? `  fp8_lut[lid.x] = ${weight.dtype === 'float8_e4m3fn' ? 'e4m3_to_f32' : 'e5m2_to_f32'}(lid.x);\n  workgroupBarrier();` : '',

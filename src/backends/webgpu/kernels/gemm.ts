@@ -71,18 +71,21 @@ function functions(a: GpuOperand, b: GpuOperand, outDtype: DType, s: GemmScaling
   return loadFn('load0', 'in0', a.dtype, 'f32') + loadFn('load1', 'in1', b.dtype, 'f32') + loadA + loadB + epilogueWgsl(s, outDtype);
 }
 
-function storeCode(lanes: number): string {
+/**
+ * WGSL storing an invocation's 4x4 block row i (columns c0..c0+3 of output row `row`): `value(col, acc)` turns a
+ * column's accumulator into the stored value. Packed dtypes write whole words (n is a multiple of lanes here).
+ */
+export function tileStoreCode(lanes: number, value: (col: string, acc: string) => string): string {
   if (lanes === 1) {
     return [
       '      for (var j = 0u; j < 4u; j++) {',
       '        let c = c0 + j;',
       '        if (c < p.n) {',
-      '          out[row + c] = encode_out(epilogue(r, c, acc[i][j]));',
+      `          out[row + c] = encode_out(${value('c', 'acc[i][j]')});`,
       '        }',
       '      }',
     ].join('\n');
   }
-  // n is a multiple of lanes here, so each group of `lanes` columns is one whole word of one row.
   const bits = 32 / lanes;
   return [
     `      for (var w = 0u; w < ${4 / lanes}u; w++) {`,
@@ -90,7 +93,7 @@ function storeCode(lanes: number): string {
     '        if (cw < p.n) {',
     '          var word = 0u;',
     `          for (var l = 0u; l < ${lanes}u; l++) {`,
-    `            word |= encode_out(epilogue(r, cw + l, acc[i][w * ${lanes}u + l])) << (l * ${bits}u);`,
+    `            word |= encode_out(${value('cw + l', `acc[i][w * ${lanes}u + l]`)}) << (l * ${bits}u);`,
     '          }',
     `          out[(row + cw) / ${lanes}u] = word;`,
     '        }',
@@ -128,7 +131,7 @@ export function gemmKernel(ctx: GpuContext, a: GpuOperand, b: GpuOperand, dims: 
     fillTemplate(wgslSource(import.meta.url, 'gemm.wgsl'), {
       EXTRA_BINDINGS: scalingBindings(extras),
       FUNCTIONS: functions(a, b, outDtype, scaling),
-      STORE: storeCode(lanes),
+      STORE: tileStoreCode(lanes, (col, acc) => `epilogue(r, ${col}, ${acc})`),
     }),
   );
   const u = new Uint32Array(24);

@@ -47,7 +47,14 @@ function chunkBody(dtype: DType): string {
   ].join('\n');
 }
 
-const TREE_REDUCE = `  red[lid.x] = acc;
+/**
+ * WGSL summing the TPO partials `acc` of each output column into red[column * TPO]; `zero` is acc's zero value.
+ * With subgroups (which hold consecutive invocations: checked at device start, see subgroupLayoutIsLinear), each of
+ * the TPO / sg_size subgroups of a column adds its lanes in registers and one barrier is left instead of log2(TPO).
+ */
+export function columnReduceWgsl(subgroups: boolean, zero: string): string {
+  if (!subgroups) {
+    return `  red[lid.x] = acc;
   workgroupBarrier();
   for (var s = TPO / 2u; s > 0u; s >>= 1u) {
     if (t < s) {
@@ -55,22 +62,21 @@ const TREE_REDUCE = `  red[lid.x] = acc;
     }
     workgroupBarrier();
   }`;
-
-// Subgroups hold consecutive invocations (checked at device start, see subgroupLayoutIsLinear), so each of the
-// TPO / sg_size subgroups of a column adds its lanes in registers and one barrier is left instead of log2(TPO).
-const SUBGROUP_REDUCE = `  let sg_total = subgroupAdd(acc);
+  }
+  return `  let sg_total = subgroupAdd(acc);
   if (sg_lane == 0u) {
     red[lid.x] = sg_total;
   }
   workgroupBarrier();
   if (t == 0u) {
-    var s = vec4<f32>(0.0);
+    var s = ${zero};
     for (var j = 0u; j < TPO; j += sg_size) {
       s += red[lid.x + j];
     }
     red[lid.x] = s;
   }
   workgroupBarrier();`;
+}
 
 function storeCode(lanes: number, m: number, opw: number): string {
   const lines: string[] = [];
@@ -147,7 +153,7 @@ export function gemvKernel(ctx: GpuContext, a: GpuOperand, b: GpuOperand, dims: 
       TPO: tpo,
       OPW: opw,
       SUBGROUP_BUILTINS: subgroups ? ', @builtin(subgroup_invocation_id) sg_lane: u32, @builtin(subgroup_size) sg_size: u32' : '',
-      REDUCE: subgroups ? SUBGROUP_REDUCE : TREE_REDUCE,
+      REDUCE: columnReduceWgsl(subgroups, 'vec4<f32>(0.0)'),
       LUT_DECL: lut ? 'var<workgroup> fp8_lut: array<f32, 256>;' : '',
       LUT_FILL: lut ? `  fp8_lut[lid.x] = ${b.dtype === 'float8_e4m3fn' ? 'e4m3_to_f32' : 'e5m2_to_f32'}(lid.x);\n  workgroupBarrier();` : '',
     });

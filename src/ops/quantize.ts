@@ -6,7 +6,7 @@ import type { Tensor } from '../core/tensor.js';
 import { cast } from './convert.js';
 import { abs, div, maximum } from './elementwise.js';
 import { max } from './reduce.js';
-import { commonBackend, wrap } from './util.js';
+import { commonBackend, withTemps, wrap } from './util.js';
 
 export type QuantGranularity = 'tensor' | 'row' | 'block128' | 'group128';
 
@@ -30,19 +30,6 @@ export interface Quantized {
 const FP8_MAX: Record<string, number> = { float8_e4m3fn: 448, float8_e5m2: 57344 };
 /** An all-zero block gets this amax, so its scale stays finite (the usual recipe's clamp). */
 const MIN_AMAX = 1e-12;
-
-/** Runs fn with a list that collects intermediates; they are disposed afterwards. */
-function withTemps<T>(fn: (keep: (t: Tensor) => Tensor) => T): T {
-  const temps: Tensor[] = [];
-  try {
-    return fn((t) => {
-      temps.push(t);
-      return t;
-    });
-  } finally {
-    for (const t of temps) t.dispose();
-  }
-}
 
 /** Row, group and block scales: one fused backend kernel (amax per block, then the scaled cast). */
 function blockwise(x: Tensor, dtype: 'float8_e4m3fn' | 'float8_e5m2', fmax: number, [blockRows, blockCols]: [number, number]): Quantized {

@@ -32,3 +32,23 @@ export function requireDTypes(op: string, t: Tensor, allowed: readonly DType[]):
     throw new DTypeError(`${op} does not take ${t.dtype} (tensor ${t.describe()}); supported: ${allowed.join(', ')}`);
   }
 }
+
+/** Runs fn with `keep`, which collects intermediates; they are disposed when fn returns (its result is kept). */
+export function withTemps<T>(fn: (keep: (t: Tensor) => Tensor) => T): T {
+  const temps: Tensor[] = [];
+  try {
+    return fn((t) => (temps.push(t), t));
+  } finally {
+    for (const t of temps) t.dispose();
+  }
+}
+
+/** withTemps for an async fn: the intermediates are disposed once its promise settles. */
+export async function withTempsAsync<T>(fn: (keep: (t: Tensor) => Tensor) => Promise<T>): Promise<T> {
+  const temps: Tensor[] = [];
+  try {
+    return await fn((t) => (temps.push(t), t));
+  } finally {
+    for (const t of temps) t.dispose();
+  }
+}

@@ -14,6 +14,7 @@ import { indexSelect } from '../../ops/index-select.js';
 import { linear } from '../../ops/matmul.js';
 import { expertLinear, moeRoute } from '../../ops/moe.js';
 import { attention, rmsNorm, rope, swiglu } from '../../ops/nn.js';
+import { withTemps, withTempsAsync } from '../../ops/util.js';
 import { cat, clone, copyInto, narrow, reshape, select } from '../../ops/shape-ops.js';
 import { ropeTables } from './rope.js';
 import type { DenseMlpWeights, LayerWeights, MoeWeights, Qwen3Weights } from './weights.js';
@@ -49,31 +50,6 @@ export class KvCache {
 
   dispose(): void {
     for (const t of [...this.keys, ...this.values]) t.dispose();
-  }
-}
-
-/** Runs fn with a scope whose tensors are disposed when it returns (the result is kept). */
-function scoped<T extends Tensor>(fn: (keep: (t: Tensor) => Tensor) => T): T {
-  const temps: Tensor[] = [];
-  try {
-    return fn((t) => {
-      temps.push(t);
-      return t;
-    });
-  } finally {
-    for (const t of temps) t.dispose();
-  }
-}
-
-async function scopedAsync<T extends Tensor>(fn: (keep: (t: Tensor) => Tensor) => Promise<T>): Promise<T> {
-  const temps: Tensor[] = [];
-  try {
-    return await fn((t) => {
-      temps.push(t);
-      return t;
-    });
-  } finally {
-    for (const t of temps) t.dispose();
   }
 }
 
@@ -121,14 +97,14 @@ export class Qwen3Model {
     if (start + s > cache.capacity) throw new RangeError(`the KV cache holds ${cache.capacity} positions; ${start} used, ${s} more requested`);
     const c = this.config;
     const w = this.weights;
-    let h = scoped((keep) => cast(keep(indexSelect(w.embedTokens, 0, tokens)), 'float32'));
+    let h = withTemps((keep) => cast(keep(indexSelect(w.embedTokens, 0, tokens)), 'float32'));
     for (let i = 0; i < c.numHiddenLayers; i++) {
       const next = await this.layer(h, w.layers[i], cache, i, start);
       h.dispose();
       h = next;
     }
     cache.length = start + s;
-    return scoped((keep) => {
+    return withTemps((keep) => {
       keep(h);
       const last = lastOnly && s > 1 ? keep(narrow(h, 0, s - 1, 1)) : h;
       const normed = keep(rmsNorm(last, w.norm, c.rmsNormEps));
@@ -138,7 +114,7 @@ export class Qwen3Model {
 
   private async layer(h: Tensor, lw: LayerWeights, cache: KvCache, index: number, start: number): Promise<Tensor> {
     const c = this.config;
-    return scopedAsync(async (keep) => {
+    return withTempsAsync(async (keep) => {
       const s = h.shape[0];
       const x = keep(rmsNorm(h, lw.inputNorm, c.rmsNormEps));
       const a = lw.attention;
@@ -160,13 +136,13 @@ export class Qwen3Model {
   }
 
   private dense(x: Tensor, mlp: DenseMlpWeights): Tensor {
-    return scoped((keep) => project(keep(swiglu(keep(project(x, mlp.gateUp)))), mlp.down));
+    return withTemps((keep) => project(keep(swiglu(keep(project(x, mlp.gateUp)))), mlp.down));
   }
 
   /** Router, top-k, the selected experts' gate|up, SwiGLU, down + weighted combine: 5 dispatches, no read back. */
   private moe(x: Tensor, mlp: MoeWeights): Tensor {
     const moe = this.config.moe!;
-    return scoped((keep) => {
+    return withTemps((keep) => {
       const logits = keep(project(x, mlp.router));
       const { ids, weights } = moeRoute(logits, moe.numExpertsPerTok, { normalize: moe.normTopkProb });
       keep(ids);
@@ -183,9 +159,7 @@ export class Qwen3Model {
    */
   private async moePerExpert(x: Tensor, mlp: MoeWeights): Promise<Tensor> {
     const moe = this.config.moe!;
-    const temps: Tensor[] = [];
-    const keep = (t: Tensor) => (temps.push(t), t);
-    try {
+    return withTempsAsync(async (keep) => {
       const logits = keep(project(x, mlp.router));
       const route = moeRoute(logits, moe.numExpertsPerTok, { normalize: moe.normTopkProb });
       keep(route.ids);
@@ -207,9 +181,7 @@ export class Qwen3Model {
         rows.push(acc!);
       }
       return rows.length === 1 ? clone(rows[0]) : cat(rows, 0);
-    } finally {
-      for (const t of temps) t.dispose();
-    }
+    });
   }
 
   dispose(): void {

@@ -1,6 +1,9 @@
 // f32 matmul, WebGPU against the CPU reference backend: square GEMMs and the decode-time GEMV (one token's
-// activation row through a weight matrix), with the weight in both layouts.
+// activation row through a weight matrix), with the weight in both layouts; and the tiled GEMM with its subgroup
+// variant (A shared by subgroupShuffle) against the workgroup-memory tile on the same adapter.
 import { matmul, randn, synchronize, Generator, type Tensor } from '../src/index.js';
+import { webgpuBackend } from '../src/backends/registry.js';
+import { gemmShareWidth, gemmTuning } from '../src/backends/webgpu/kernels/gemm.js';
 import { primeGpu, timeIt, type BenchCase, type BenchContext, type RowInput, type TimeOptions } from './harness.js';
 
 /** A CPU run predicted to take longer than this is skipped (the CPU backend is a plain-JS oracle, not a BLAS). */
@@ -42,8 +45,70 @@ export function matmulCases(quick: boolean): BenchCase[] {
       cpu: { gflops: undefined },
     });
   return quick
-    ? [square(128), square(256), gemv(1024, 1024, 'nk'), gemv(1024, 1024, 'kn')]
-    : [square(256), square(512), square(1024), gemv(4096, 4096, 'nk'), gemv(4096, 4096, 'kn')];
+    ? [square(128), square(256), gemv(1024, 1024, 'nk'), gemv(1024, 1024, 'kn'), subgroupCase(256, 256, 256, 'kn')]
+    : [
+        square(256),
+        square(512),
+        square(1024),
+        gemv(4096, 4096, 'nk'),
+        gemv(4096, 4096, 'kn'),
+        subgroupCase(256, 256, 256, 'kn'),
+        subgroupCase(64, 2048, 768, 'nk'),
+      ];
+}
+
+const TILE_GEMM = 'gemm f32 workgroup tile';
+const SUBGROUP_GEMM = 'gemm f32 subgroup shuffle';
+
+/** The tiled GEMM with subgroups off (the baseline) and on, one case so both rows share inputs and run. */
+function subgroupCase(m: number, k: number, n: number, weight: 'kn' | 'nk'): BenchCase {
+  const shape = `[${m},${k}]x[${k},${n}]${weight === 'nk' ? ' W.T' : ''}`;
+  return { benchmark: 'gemm subgroups vs tile', shape, run: (ctx) => measureSubgroups(ctx, m, k, n, weight, shape) };
+}
+
+async function measureSubgroups(ctx: BenchContext, m: number, k: number, n: number, weight: 'kn' | 'nk', shape: string): Promise<RowInput[]> {
+  const flops = 2 * m * n * k;
+  const be = webgpuBackend();
+  if (!ctx.gpu || !be) return [{ benchmark: SUBGROUP_GEMM, shape, backend: 'cpu', note: 'WebGPU only' }];
+  const initial = be.subgroupsEnabled;
+  const owned: Tensor[] = [];
+  const own = (t: Tensor): Tensor => (owned.push(t), t);
+  try {
+    const g = new Generator(4321);
+    const a = own(randn([m, k], { device: 'webgpu', generator: g }));
+    const w = own(randn(weight === 'nk' ? [n, k] : [k, n], { device: 'webgpu', generator: g }));
+    const b = weight === 'nk' ? own(w.T) : w;
+    const rows: RowInput[] = [];
+    for (const sg of [false, true]) {
+      const benchmark = sg ? SUBGROUP_GEMM : TILE_GEMM;
+      be.subgroupsEnabled = sg && initial;
+      if (sg && gemmShareWidth(be) === 0) {
+        rows.push({ benchmark, shape, backend: 'webgpu', note: 'no subgroups (or subgroups under 4 lanes) on this adapter' });
+        continue;
+      }
+      // Compiles this variant's pipeline before timing.
+      matmul(a, b).dispose();
+      await synchronize();
+      ctx.log(`  webgpu ${benchmark} ${shape}`);
+      const timing = await timeIt(async () => {
+        matmul(a, b).dispose();
+        await synchronize();
+      }, ctx.time);
+      rows.push({
+        benchmark,
+        shape,
+        backend: 'webgpu',
+        timing,
+        flops,
+        baselineBenchmark: sg ? TILE_GEMM : undefined,
+        note: sg ? `A shared in groups of ${gemmShareWidth(be)} lanes, ${gemmShareWidth(be) >= gemmTuning.directALoadWidth ? 'loaded straight into registers' : 'staged in workgroup memory'}` : undefined,
+      });
+    }
+    return rows;
+  } finally {
+    be.subgroupsEnabled = initial;
+    for (const t of owned.reverse()) t.dispose();
+  }
 }
 
 function matmulCase(spec: MatmulSpec): BenchCase {

@@ -27,5 +27,5 @@ export async function synchronize(): Promise<void> {
 /** Dispatch/submit/read counts since the device started (copy: later work does not change it). */
 export function gpuCounters(): GpuCounters {
   const c = webgpuBackend()?.counters;
-  return c ? { ...c } : { dispatches: 0, submits: 0, reads: 0, pipelinesCompiled: 0 };
+  return c ? { ...c, byKernel: { ...c.byKernel } } : { dispatches: 0, submits: 0, reads: 0, pipelinesCompiled: 0, byKernel: {} };
 }

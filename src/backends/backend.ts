@@ -188,9 +188,10 @@ export interface Backend<H = unknown> {
    * float dtypes (they may differ); bias [O] or undefined. out[n, o, t, h, w] = bias[o] + sum over c in o's group
    * and the kernel window of x[n, c, t*st - pt + i*dt, ...] * weight[o, c', i, j, k], with input positions outside
    * x reading 0 (the padding). Accumulates in float32 or better; contiguous result of outShape [N, O, To, Ho, Wo]
-   * in x's dtype.
+   * in x's dtype. previous [N, C, P, H, W] (any float dtype, P <= padBefore[0]) holds the P frames before x: time
+   * positions tx in [-P, 0) read previous[P + tx] instead of zero (a causal conv's frame cache, read in place).
    */
-  conv(x: Operand<H>, weight: Operand<H>, bias: Operand<H> | undefined, geometry: ConvGeometry, outShape: Shape): H;
+  conv(x: Operand<H>, weight: Operand<H>, bias: Operand<H> | undefined, geometry: ConvGeometry, outShape: Shape, previous?: Operand<H>): H;
   /**
    * torch F.pad over every dim of x (any dtype, any rank; storage codes are copied, never converted): output
    * element o of dim d reads input position o - before[d]. Outside [0, size): constant writes `value` (encoded in
@@ -209,9 +210,10 @@ export interface Backend<H = unknown> {
   /**
    * RMS norm over the channel dim (Wan's RMS_norm with channel_first): x a strided 5-D view [N, C, T, H, W];
    * y[n, c, p] = x[n, c, p] / sqrt(mean over c of x[n, c, p]^2 + eps) * weight[c] (weight [C] of any float dtype, or
-   * none). Float32 or better inside; contiguous result of x's shape in x's dtype.
+   * none), then SiLU when `silu` (the VAE's norm + activation pair in one pass). Float32 or better inside;
+   * contiguous result of x's shape in x's dtype.
    */
-  channelRmsNorm(x: Operand<H>, weight: Operand<H> | undefined, eps: number): H;
+  channelRmsNorm(x: Operand<H>, weight: Operand<H> | undefined, eps: number, silu: boolean): H;
   /**
    * 2x upsampling of the last two dims (H, W) of a strided 5-D view x [N, C, T, H, W] (torch F.interpolate with
    * scale_factor 2): nearest copies x[.., floor(oh / 2), floor(ow / 2)]; bilinear (align_corners=false) reads source

@@ -6,6 +6,7 @@ import { runDemo } from './demo.js';
 import { runGenerate } from './generate.js';
 import { runBench } from './bench.js';
 import { runDoctor } from './doctor.js';
+import { runVaeDecode } from './vae-decode.js';
 
 function positiveInt(value: string): number {
   const n = Number(value);
@@ -89,6 +90,22 @@ program
   .option('--json', 'print the measurements as JSON')
   .action(async (opts: { model?: string; device: 'auto' | 'webgpu' | 'cpu'; dtype?: WeightDType; promptTokens: number; decodeTokens: number; moe: 'fused' | 'per-expert' | 'both'; json?: boolean }) => {
     process.exitCode = await runBench(opts);
+  });
+
+program
+  .command('vae-decode')
+  .description('decode video latents to PNG frames with a Wan2.x VAE (default: a built-in random-weight wan2.1-tiny and random latents)')
+  .option('--model <dir>', 'diffusers AutoencoderKLWan directory (config.json, diffusion_pytorch_model.safetensors)')
+  .option('--latents <file>', '.safetensors or .npy latents [B, C, T, h, w], [C, T, h, w] or [C, h, w] (default: random normal [1, z_dim, 1, 16, 16])')
+  .option('--out <path>', 'PNG to write; several frames become <stem>-0000.png, <stem>-0001.png, ...', 'out.png')
+  .option('--seed <n>', 'seed of the default random latents', positiveInt, 1)
+  .option('--device <device>', 'auto, webgpu or cpu', deviceName, 'auto')
+  .option('--tile <n>', 'tile size in decoder pixels', positiveInt, 256)
+  .option('--tile-stride <n>', 'distance between tiles in decoder pixels (the overlap is blended)', positiveInt, 192)
+  .option('--no-tiling', 'decode the whole latent at once')
+  .option('--denormalize', "apply the config's latents_mean / latents_std (z * std + mean) before decoding, as the Wan pipeline does")
+  .action(async (opts: { model?: string; latents?: string; out: string; seed: number; device: 'auto' | 'webgpu' | 'cpu'; tile: number; tileStride: number; tiling: boolean; denormalize?: boolean }) => {
+    process.exitCode = await runVaeDecode(opts);
   });
 
 const checkpoint = program.command('checkpoint').description('Hugging Face safetensors checkpoints: generate, inspect, load');

@@ -63,6 +63,16 @@ function rotl(x: number, k: number): number {
 
 export const defaultGenerator = new Generator();
 
+/**
+ * A generator for one named tensor: FNV-1a of the name mixed with the seed, so a generated checkpoint's values
+ * depend only on (seed, name), not on write order or sharding.
+ */
+export function generatorFor(seed: number, name: string): Generator {
+  let h = 0x811c9dc5 ^ seed;
+  for (let i = 0; i < name.length; i++) h = Math.imul(h ^ name.charCodeAt(i), 0x01000193);
+  return new Generator(h >>> 0);
+}
+
 /** Seeds the default generator (torch.manual_seed). */
 export function manualSeed(seed: number): void {
   defaultGenerator.manualSeed(seed);

@@ -11,6 +11,8 @@ export interface CheckpointWriteOptions {
   shardBytes?: number;
   /** Extra JSON files (generation_config.json, tokenizer.json, ...), by file name. */
   extraFiles?: Record<string, string>;
+  /** Weight file stem: 'model' (transformers, the default) or 'diffusion_pytorch_model' (diffusers). */
+  stem?: 'model' | 'diffusion_pytorch_model';
 }
 
 /** Writes `tensors` in order, splitting them into shards; returns the weight file names. */
@@ -33,17 +35,18 @@ export async function writeCheckpoint(dir: string, tensors: readonly (readonly [
     size += bytes;
   }
   const metadata = { format: 'pt' };
+  const stem = options.stem ?? 'model';
   if (shards.length === 1) {
-    await writeSafetensors(join(dir, 'model.safetensors'), shards[0], metadata);
-    return ['model.safetensors'];
+    await writeSafetensors(join(dir, `${stem}.safetensors`), shards[0], metadata);
+    return [`${stem}.safetensors`];
   }
   const pad = (i: number) => String(i).padStart(5, '0');
-  const names = shards.map((_, i) => `model-${pad(i + 1)}-of-${pad(shards.length)}.safetensors`);
+  const names = shards.map((_, i) => `${stem}-${pad(i + 1)}-of-${pad(shards.length)}.safetensors`);
   const weightMap: Record<string, string> = {};
   for (let i = 0; i < shards.length; i++) {
     for (const [name] of shards[i]) weightMap[name] = names[i];
     await writeSafetensors(join(dir, names[i]), shards[i], metadata);
   }
-  await writeFile(join(dir, 'model.safetensors.index.json'), JSON.stringify({ metadata: { total_size: total }, weight_map: weightMap }, null, 2) + '\n');
+  await writeFile(join(dir, `${stem}.safetensors.index.json`), JSON.stringify({ metadata: { total_size: total }, weight_map: weightMap }, null, 2) + '\n');
   return names;
 }

@@ -25,6 +25,13 @@ export interface ConvOptions {
   dilation?: number | readonly number[];
   /** Input and output channels split into this many independent groups (C for depthwise); default 1. */
   groups?: number;
+  /**
+   * conv3d only: the P frames just before x ([N, C, P, H, W], x's N, C, H, W; any float dtype; views read in place),
+   * standing in for the last P zeros of the temporal padding before x (which must be >= P). The convolution sees
+   * cat(zeros(padBefore - P), previous, x, zeros(padAfter)) along T, so the output shape is unchanged: a causal
+   * conv's frame cache (diffusers' WanCausalConv3d cache_x) without the cat copy. P = 0 is no previous.
+   */
+  previous?: Tensor;
 }
 
 /**
@@ -76,10 +83,13 @@ function as5d(v: View): View {
 }
 
 function convNd(op: string, dims: 2 | 3, x: Tensor, weight: Tensor, bias: Tensor | undefined, options: ConvOptions): Tensor {
-  const backend = commonBackend(op, x, weight, ...(bias ? [bias] : []));
+  const prev = options.previous;
+  if (prev && dims === 2) throw new ShapeError(`${op}: previous (cached frames before x) needs a time dim; use conv3d, got previous ${prev.describe()}`);
+  const backend = commonBackend(op, x, weight, ...(bias ? [bias] : []), ...(prev ? [prev] : []));
   requireDTypes(op, x, FLOAT_DTYPES);
   requireDTypes(op, weight, FLOAT_DTYPES);
   if (bias) requireDTypes(op, bias, FLOAT_DTYPES);
+  if (prev) requireDTypes(op, prev, FLOAT_DTYPES);
   const layout = dims === 2 ? '[N, C, H, W]' : '[N, C, T, H, W]';
   if (x.ndim !== dims + 2) throw new ShapeError(`${op}: x must be ${layout}, got ${x.describe()}`);
   if (weight.ndim !== dims + 2) throw new ShapeError(`${op}: weight must be [O, C / groups, ${dims === 2 ? 'kh, kw' : 'kt, kh, kw'}], got ${weight.describe()}`);
@@ -104,6 +114,15 @@ function convNd(op: string, dims: 2 | 3, x: Tensor, weight: Tensor, bias: Tensor
     }
     return outSize;
   });
+  if (prev) {
+    const [pn, pc, np, ph, pw] = prev.shape;
+    if (prev.ndim !== 5 || pn !== n || pc !== c || ph !== x.shape[3] || pw !== x.shape[4]) {
+      throw new ShapeError(`${op}: previous must be [${n}, ${c}, P, ${x.shape[3]}, ${x.shape[4]}] (x's N, C, H, W), got ${prev.describe()} for x ${formatShape(x.shape)}`);
+    }
+    if (np > pads[0][0]) {
+      throw new ShapeError(`${op}: previous ${formatShape(prev.shape)} has ${np} frames but the temporal padding before x is only ${pads[0][0]}; it replaces that many zeros at most`);
+    }
+  }
   const outShape = [n, o, ...spatial];
   const lift = (a: number[], t: number) => (dims === 2 ? [t, ...a] : a);
   const geometry: ConvGeometry = {
@@ -118,6 +137,7 @@ function convNd(op: string, dims: 2 | 3, x: Tensor, weight: Tensor, bias: Tensor
     bias?.operand(),
     geometry,
     dims === 2 ? [n, o, 1, spatial[0], spatial[1]] : outShape,
+    prev && prev.shape[2] > 0 ? prev.operand() : undefined,
   );
   return wrap(backend, handle, x.dtype, outShape);
 }

@@ -60,14 +60,16 @@ export function groupNorm(x: Tensor, numGroups: number, weight?: Tensor, bias?: 
  * RMS norm over the channel dim (Wan2.x's RMS_norm, channel_first): x [N, C, ...spatial] (up to 3 spatial dims),
  * y = x / sqrt(mean over C of x^2 + eps) * weight[c], weight [C] optional. Float32 inside; result in x's dtype.
  * Wan computes F.normalize(x, dim=1) * sqrt(C) * gamma, which is this with eps = 0 except for all-zero columns.
+ * `activation: 'silu'` applies SiLU in the same pass (the norm + activation that precedes every VAE conv).
  */
-export function channelRmsNorm(x: Tensor, weight: Tensor | undefined, eps: number): Tensor {
+export function channelRmsNorm(x: Tensor, weight: Tensor | undefined, eps: number, options: { activation?: 'silu' } = {}): Tensor {
   const op = 'channelRmsNorm';
   const backend = commonBackend(op, x, ...(weight ? [weight] : []));
   const c = channelFirst(op, x, 2, '[N, C, ...spatial] with at most 3 spatial dims');
   checkPerChannel(op, 'weight', weight, c, x);
   checkEps(op, eps);
-  return wrap(backend, backend.channelRmsNorm({ ...x.operand(), view: as5d(x.layout) }, weight?.operand(), eps), x.dtype, x.shape);
+  if (options.activation !== undefined && options.activation !== 'silu') throw new RangeError(`${op}: activation must be 'silu' or undefined, got ${String(options.activation)}`);
+  return wrap(backend, backend.channelRmsNorm({ ...x.operand(), view: as5d(x.layout) }, weight?.operand(), eps, options.activation === 'silu'), x.dtype, x.shape);
 }
 
 export interface UpsampleOptions {

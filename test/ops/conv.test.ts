@@ -311,3 +311,153 @@ describe('pad definitions and errors', () => {
     expect(() => tg.pad(x, [1, 1], { mode: 'wrap' as 'constant' })).toThrow(/unknown mode/);
   });
 });
+
+// ---- conv3d with previous frames (a causal conv's frame cache) -----------------------------------------------------
+
+interface PreviousCase {
+  label: string;
+  x: number[];
+  w: number[];
+  /** Frames of previous. */
+  frames: number;
+  options: tg.ConvOptions;
+  xDtype?: Float;
+  prevDtype?: Float;
+  /** previous as a view: built from a random tensor of this shape by `view` (default: prev itself, contiguous). */
+  source?: number[];
+  view?: (t: Tensor) => Tensor;
+}
+
+const CAUSAL: tg.ConvOptions = { padding: [[2, 0], [1, 1], [1, 1]] };
+const TIME_DOWN: tg.ConvOptions = { padding: [[1, 0], [0, 0], [0, 0]], stride: [2, 1, 1] };
+
+const PREVIOUS: PreviousCase[] = [
+  { label: 'causal 3x3x3, P = 2 (no temporal zeros left)', x: [1, 4, 3, 5, 6], w: [5, 4, 3, 3, 3], frames: 2, options: CAUSAL },
+  { label: 'causal 3x3x3, P = 1 (one zero frame left)', x: [2, 3, 4, 4, 5], w: [8, 3, 3, 3, 3], frames: 1, options: CAUSAL },
+  { label: 'time downsample 3x1x1 stride 2, P = 1 (diffusers time_conv on cat(cache[-1:], x))', x: [1, 4, 5, 3, 4], w: [4, 4, 3, 1, 1], frames: 1, options: TIME_DOWN },
+  { label: 'time downsample 3x1x1 stride 2, even T, P = 1', x: [1, 6, 4, 2, 3], w: [13, 6, 3, 1, 1], frames: 1, options: TIME_DOWN },
+  {
+    label: 'strided previous: the last 2 frames of an earlier chunk, transposed in H/W storage',
+    x: [1, 4, 3, 5, 6], w: [5, 4, 3, 3, 3], frames: 2, options: CAUSAL,
+    source: [1, 4, 5, 6, 5], view: (t) => t.slice(2, 3, 5).transpose(3, 4),
+  },
+  { label: 'bf16 previous with f32 x', x: [1, 4, 3, 5, 6], w: [9, 4, 3, 3, 3], frames: 2, options: CAUSAL, prevDtype: 'bfloat16' },
+  { label: 'f16 x and previous (packed output words)', x: [1, 3, 3, 5, 5], w: [5, 3, 3, 3, 3], frames: 2, options: CAUSAL, xDtype: 'float16', prevDtype: 'float16' },
+  { label: 'groups 2, temporal dilation 2, P = 3 of 4 zeros', x: [1, 4, 3, 4, 5], w: [10, 2, 3, 3, 3], frames: 3, options: { groups: 2, dilation: [2, 1, 1], padding: [[4, 0], [1, 1], [1, 1]] } },
+  { label: 'O = 3 (too few channels for a block), P = 2', x: [1, 4, 3, 4, 4], w: [3, 4, 3, 3, 3], frames: 2, options: CAUSAL },
+];
+
+/** Padding with P fewer zeros before T: the oracle's padding for cat(previous, x). */
+function reducedPadding(options: tg.ConvOptions, frames: number): tg.ConvOptions {
+  const pads = options.padding as (readonly [number, number])[];
+  return { ...options, previous: undefined, padding: [[pads[0][0] - frames, pads[0][1]], pads[1], pads[2]] };
+}
+
+describe.skipIf(!gpu.available)(`conv3d previous frames, WebGPU vs CPU ${gpu.skipReason}`, () => {
+  it.each(PREVIOUS.map((c) => [c.label, c] as const))('%s', async (_, c) => {
+    const xDtype = c.xDtype ?? 'float32';
+    const prevDtype = c.prevDtype ?? 'float32';
+    const x = randomTensor(c.x, xDtype);
+    const w = randomTensor(c.w);
+    const b = randomTensor([c.w[0]]);
+    const source = randomTensor(c.source ?? [c.x[0], c.x[1], c.frames, c.x[3], c.x[4]], prevDtype);
+    const view = c.view ?? ((t: Tensor) => t);
+    const run = (xx: Tensor, ww: Tensor, bb: Tensor, ss: Tensor) => tg.conv3d(xx, ww, bb, { ...c.options, previous: view(ss) });
+    try {
+      expect(view(source).shape).toEqual([c.x[0], c.x[1], c.frames, c.x[3], c.x[4]]);
+      // Oracle: conv3d (CPU) on cat(previous, x) along T with the padding before T reduced by P. Converting a bf16
+      // previous to x's f32 is exact.
+      const catted = tg.cat([view(source).to(xDtype), x], 2);
+      const want = tg.conv3d(catted, w, b, reducedPadding(c.options, c.frames));
+      const plain = tg.conv3d(x, w, b, c.options);
+      const r = await checkBoth([x, w, b, source], run, tol(xDtype), c.label);
+      expect(r.shape).toEqual(want.shape);
+      expect(r.shape).toEqual(plain.shape);
+      const wanted = await want.toArray();
+      expectClose(r.cpu, wanted, BITS, `${c.label}: CPU previous vs CPU cat`);
+      expectClose(r.gpu, wanted, tol(xDtype), `${c.label}: GPU previous vs CPU cat`);
+      // The previous frames matter: without them the first outputs differ.
+      expect(Array.from(await plain.toArray()).some((v, i) => v !== wanted[i])).toBe(true);
+      [catted, want, plain].forEach((t) => t.dispose());
+    } finally {
+      [x, w, b, source].forEach((t) => t.dispose());
+    }
+  });
+
+  it('P = 0 (or an empty previous) is the plain conv; one dispatch with previous, no copies', async () => {
+    const x = randomTensor([1, 4, 3, 5, 6]);
+    const w = randomTensor([5, 4, 3, 3, 3]);
+    const empty = randomTensor([1, 4, 0, 5, 6]);
+    const plain = await checkBoth([x, w], (xx, ww) => tg.conv3d(xx, ww, undefined, CAUSAL), tol('float32'));
+    const withEmpty = await checkBoth([x, w, empty], (xx, ww, ee) => tg.conv3d(xx, ww, undefined, { ...CAUSAL, previous: ee }), tol('float32'));
+    expectClose(withEmpty.gpu, plain.gpu, BITS, 'empty previous');
+    const prev = randomTensor([1, 4, 4, 6, 5], 'bfloat16');
+    const b = randomTensor([5]);
+    expect(await dispatchesOf([x, w, b, prev], (xx, ww, bb, pp) => tg.conv3d(xx, ww, bb, { ...CAUSAL, previous: pp.slice(2, 2, 4).transpose(3, 4) }))).toBe(1);
+    expect(await dispatchesOf([x, w, prev], (xx, ww, pp) => tg.conv3d(xx, ww, undefined, { ...TIME_DOWN, previous: pp.slice(2, 3).transpose(3, 4) }))).toBe(1);
+    [x, w, empty, prev, b].forEach((t) => t.dispose());
+  });
+});
+
+describe('conv3d previous errors', () => {
+  it('typed errors name the shapes', async () => {
+    const x = randomTensor([1, 4, 3, 5, 6]);
+    const w = randomTensor([5, 4, 3, 3, 3]);
+    const prev = (shape: number[]) => ({ ...CAUSAL, previous: randomTensor(shape) });
+    expect(() => tg.conv3d(x, w, undefined, prev([1, 4, 3, 5, 6]))).toThrow(/previous \[1, 4, 3, 5, 6\] has 3 frames but the temporal padding before x is only 2/);
+    expect(() => tg.conv3d(x, w, undefined, { padding: 1, previous: randomTensor([1, 4, 2, 5, 6]) })).toThrow(ShapeError);
+    expect(() => tg.conv3d(x, w, undefined, prev([2, 4, 2, 5, 6]))).toThrow(/previous must be \[1, 4, P, 5, 6\].*\[2, 4, 2, 5, 6\]/);
+    expect(() => tg.conv3d(x, w, undefined, prev([1, 3, 2, 5, 6]))).toThrow(ShapeError);
+    expect(() => tg.conv3d(x, w, undefined, prev([1, 4, 2, 6, 5]))).toThrow(ShapeError);
+    expect(() => tg.conv3d(x, w, undefined, prev([1, 4, 2, 5]))).toThrow(/previous must be/);
+    expect(() => tg.conv3d(x, w, undefined, { ...CAUSAL, previous: randomTensor([1, 4, 2, 5, 6], 'int32') })).toThrow(DTypeError);
+    const x2 = randomTensor([1, 4, 5, 6]);
+    expect(() => tg.conv2d(x2, randomTensor([5, 4, 3, 3]), undefined, { padding: 1, previous: randomTensor([1, 4, 1, 5, 6]) })).toThrow(/conv2d: previous .* use conv3d/);
+    if (gpu.available) {
+      const g = await randomTensor([1, 4, 2, 5, 6]).to('webgpu');
+      expect(() => tg.conv3d(x, w, undefined, { ...CAUSAL, previous: g })).toThrow(/one device/);
+      g.dispose();
+    }
+  });
+});
+
+// ---- the register-blocked kernel (float32 outputs: several output channels and columns per invocation) -------------
+
+const BLOCKED: PreviousCase[] = [
+  { label: 'O = 5 (one block of 4 overlapping the first), odd W', x: [1, 3, 2, 5, 7], w: [5, 3, 3, 3, 3], frames: 0, options: CAUSAL },
+  { label: 'O = 13, Wo = 1 (a single column)', x: [1, 4, 3, 4, 1], w: [13, 4, 3, 3, 3], frames: 0, options: CAUSAL },
+  { label: 'O = 33, bf16 weights, P = 2', x: [1, 5, 2, 4, 5], w: [33, 5, 3, 3, 3], frames: 2, options: CAUSAL },
+  { label: 'groups 3 with 13 channels each, stride [1, 2, 2], asymmetric padding, P = 1', x: [2, 6, 3, 7, 9], w: [39, 2, 3, 3, 3], frames: 1, options: { groups: 3, stride: [1, 2, 2], padding: [[2, 1], [0, 2], [2, 1]] } },
+  { label: 'dilation [1, 2, 3], Wo = 3, O = 9', x: [1, 4, 2, 6, 9], w: [9, 4, 3, 3, 3], frames: 0, options: { dilation: [1, 2, 3], padding: [[2, 0], [2, 2], [0, 0]] } },
+  { label: 'stride 3 in W, width padding only after, O = 16', x: [1, 3, 3, 5, 11], w: [16, 3, 2, 3, 3], frames: 1, options: { stride: [2, 1, 3], padding: [[1, 0], [1, 1], [0, 2]] } },
+];
+
+describe.skipIf(!gpu.available)(`conv blocked kernel, WebGPU vs CPU ${gpu.skipReason}`, () => {
+  it.each(BLOCKED.map((c) => [c.label, c] as const))('conv3d %s', async (_, c) => {
+    const x = randomTensor(c.x);
+    const w = randomTensor(c.w, c.label.includes('bf16') ? 'bfloat16' : 'float32');
+    const b = randomTensor([c.w[0]]);
+    const prev = randomTensor([c.x[0], c.x[1], c.frames, c.x[3], c.x[4]]);
+    try {
+      await checkBoth([x, w, b], (xx, ww, bb) => tg.conv3d(xx, ww, bb, c.options), tol('float32'), `${c.label}, bias`);
+      await checkBoth([x, w], (xx, ww) => tg.conv3d(xx, ww, undefined, c.options), tol('float32'), `${c.label}, no bias`);
+      if (c.frames > 0) {
+        const r = await checkBoth([x, w, b, prev], (xx, ww, bb, pp) => tg.conv3d(xx, ww, bb, { ...c.options, previous: pp }), tol('float32'), `${c.label}, previous`);
+        const catted = tg.cat([prev, x], 2);
+        const want = tg.conv3d(catted, w, b, reducedPadding(c.options, c.frames));
+        expectClose(r.gpu, await want.toArray(), tol('float32'), `${c.label}: GPU previous vs CPU cat`);
+        [catted, want].forEach((t) => t.dispose());
+      }
+    } finally {
+      [x, w, b, prev].forEach((t) => t.dispose());
+    }
+  });
+
+  it('conv2d with 24 channels, stride 2, and a transposed x', async () => {
+    const x = randomTensor([1, 24, 9, 11]);
+    const w = randomTensor([20, 24, 3, 3], 'bfloat16');
+    const b = randomTensor([20]);
+    await checkBoth([x, w, b], (xx, ww, bb) => tg.conv2d(xx.transpose(2, 3), ww, bb, { stride: 2, padding: 1 }), tol('float32'), 'conv2d 24 -> 20');
+    [x, w, b].forEach((t) => t.dispose());
+  });
+});

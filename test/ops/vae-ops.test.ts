@@ -105,6 +105,7 @@ describe.skipIf(!gpu.available)(`channelRmsNorm, WebGPU vs CPU ${gpu.skipReason}
       await withInputs([[shape, dtype], [[shape[1]], 'bfloat16']], async (x, w) => {
         await checkBoth([x, w], (xx, ww) => tg.channelRmsNorm(xx, ww, 1e-6), tol(dtype), `${dtype} weight`);
         await checkBoth([x], (xx) => tg.channelRmsNorm(xx, undefined, 1e-3), tol(dtype), `${dtype} plain`);
+        await checkBoth([x, w], (xx, ww) => tg.channelRmsNorm(xx, ww, 1e-6, { activation: 'silu' }), tol(dtype), `${dtype} fused silu`);
       });
     }
   });
@@ -183,6 +184,7 @@ describe.skipIf(!gpu.available)(`VAE ops: dispatch counts ${gpu.skipReason}`, ()
       expect(await dispatchesOf([odd], (a) => tg.groupNorm(a, 2))).toBe(1);
       expect(await dispatchesOf([odd], (a) => tg.groupNorm(a, 4))).toBe(2);
       expect(await dispatchesOf([x, w], (a, b) => tg.channelRmsNorm(a, b, 1e-6))).toBe(1);
+      expect(await dispatchesOf([x, w], (a, b) => tg.channelRmsNorm(a, b, 1e-6, { activation: 'silu' }))).toBe(1);
       expect(await dispatchesOf([x5], (a) => tg.channelRmsNorm(a, undefined, 1e-6))).toBe(1);
       expect(await dispatchesOf([odd], (a) => tg.channelRmsNorm(a, undefined, 1e-6))).toBe(2);
       for (const mode of ['nearest', 'bilinear'] as const) {
@@ -213,5 +215,20 @@ describe('VAE ops: typed errors', () => {
     expect(() => tg.upsample(x, { scale: 2, mode: 'bicubic' as 'nearest' })).toThrow(RangeError);
     expect(() => tg.upsample(ints, { scale: 2, mode: 'nearest' })).toThrow(DTypeError);
     [x, w5, ints].forEach((t) => t.dispose());
+  });
+});
+
+describe('channelRmsNorm with fused SiLU (CPU semantics)', () => {
+  it('equals the norm followed by silu()', async () => {
+    const x = randomTensor([2, 5, 3, 4], 'float32');
+    const w = randomTensor([5], 'float32');
+    const norm = tg.channelRmsNorm(x, w, 1e-6);
+    const composed = norm.silu();
+    const fused = tg.channelRmsNorm(x, w, 1e-6, { activation: 'silu' });
+    expectClose(await fused.toArray(), await composed.toArray(), { rtol: 1e-6, atol: 1e-7 }, 'fused vs composed');
+    for (const t of [x, w, norm, composed, fused]) t.dispose();
+    const y = randomTensor([1, 2, 2], 'float32');
+    expect(() => tg.channelRmsNorm(y, undefined, 1e-6, { activation: 'relu' as 'silu' })).toThrow(/activation must be 'silu'/);
+    y.dispose();
   });
 });

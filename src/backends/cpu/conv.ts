@@ -6,13 +6,18 @@ import { castCode, store, values } from './cpu-backend.js';
 
 type Handle = StorageArray;
 
-/** F.conv3d on [N, C, T, H, W] with zero padding read through bounds checks (see Backend.conv). */
-export function convReference(x: Operand<Handle>, weight: Operand<Handle>, bias: Operand<Handle> | undefined, g: ConvGeometry, outShape: Shape): Handle {
+/**
+ * F.conv3d on [N, C, T, H, W] with zero padding read through bounds checks (see Backend.conv); time positions in
+ * [-P, 0) read the P frames of previous.
+ */
+export function convReference(x: Operand<Handle>, weight: Operand<Handle>, bias: Operand<Handle> | undefined, g: ConvGeometry, outShape: Shape, previous?: Operand<Handle>): Handle {
   const [n, c, t, h, w] = x.view.shape;
+  const np = previous ? previous.view.shape[2] : 0;
   const [o, cg, kt, kh, kw] = weight.view.shape;
   const [, , to, ho, wo] = outShape;
   const og = o / g.groups;
   const xs = values(x);
+  const ps = previous ? values(previous) : new Float64Array(0);
   const ws = values(weight);
   const bs = bias ? values(bias) : undefined;
   const out = new Float64Array(numel(outShape));
@@ -27,14 +32,16 @@ export function convReference(x: Operand<Handle>, weight: Operand<Handle>, bias:
             for (let ci = 0; ci < cg; ci++) {
               for (let a = 0; a < kt; a++) {
                 const tx = ti * g.stride[0] - g.padBefore[0] + a * g.dilation[0];
-                if (tx < 0 || tx >= t) continue;
+                if (tx < -np || tx >= t) continue;
+                // Frame tx of the virtual input cat(previous, x): contiguous source, base index and frame count.
+                const [src, frame, frames] = tx < 0 ? [ps, np + tx, np] : [xs, tx, t];
                 for (let b = 0; b < kh; b++) {
                   const hx = hi * g.stride[1] - g.padBefore[1] + b * g.dilation[1];
                   if (hx < 0 || hx >= h) continue;
                   for (let k = 0; k < kw; k++) {
                     const wx = wi * g.stride[2] - g.padBefore[2] + k * g.dilation[2];
                     if (wx < 0 || wx >= w) continue;
-                    const xv = xs[(((ni * c + c0 + ci) * t + tx) * h + hx) * w + wx];
+                    const xv = src[(((ni * c + c0 + ci) * frames + frame) * h + hx) * w + wx];
                     const wv = ws[(((oi * cg + ci) * kt + a) * kh + b) * kw + k];
                     acc += xv * wv;
                   }

@@ -268,8 +268,8 @@ export class CpuBackend implements Backend<Handle> {
     return expertLinearReference(x, weight, ids, options);
   }
 
-  conv(x: Operand<Handle>, weight: Operand<Handle>, bias: Operand<Handle> | undefined, geometry: ConvGeometry, outShape: Shape): Handle {
-    return convReference(x, weight, bias, geometry, outShape);
+  conv(x: Operand<Handle>, weight: Operand<Handle>, bias: Operand<Handle> | undefined, geometry: ConvGeometry, outShape: Shape, previous?: Operand<Handle>): Handle {
+    return convReference(x, weight, bias, geometry, outShape, previous);
   }
 
   pad(x: Operand<Handle>, before: readonly number[], outShape: Shape, mode: PadMode, value: number): Handle {
@@ -280,8 +280,8 @@ export class CpuBackend implements Backend<Handle> {
     return groupNormReference(x, numGroups, weight, bias, eps);
   }
 
-  channelRmsNorm(x: Operand<Handle>, weight: Operand<Handle> | undefined, eps: number): Handle {
-    return channelRmsNormReference(x, weight, eps);
+  channelRmsNorm(x: Operand<Handle>, weight: Operand<Handle> | undefined, eps: number, silu: boolean): Handle {
+    return channelRmsNormReference(x, weight, eps, silu);
   }
 
   upsample2x(x: Operand<Handle>, mode: UpsampleMode): Handle {

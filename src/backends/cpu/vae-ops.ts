@@ -37,7 +37,7 @@ export function groupNormReference(x: Operand<Handle>, numGroups: number, weight
   return store(out, x.dtype);
 }
 
-export function channelRmsNormReference(x: Operand<Handle>, weight: Operand<Handle> | undefined, eps: number): Handle {
+export function channelRmsNormReference(x: Operand<Handle>, weight: Operand<Handle> | undefined, eps: number, silu: boolean): Handle {
   const [n, c, t, h, w] = x.view.shape;
   const s = t * h * w;
   const xs = values(x);
@@ -50,7 +50,8 @@ export function channelRmsNormReference(x: Operand<Handle>, weight: Operand<Hand
       const inv = 1 / Math.sqrt(sq / c + eps);
       for (let ci = 0; ci < c; ci++) {
         const i = (ni * c + ci) * s + p;
-        out[i] = xs[i] * inv * (ws ? ws[ci] : 1);
+        const y = xs[i] * inv * (ws ? ws[ci] : 1);
+        out[i] = silu ? y / (1 + Math.exp(-y)) : y;
       }
     }
   }

@@ -24,6 +24,12 @@ export interface GpuContext {
    * consecutive invocations.
    */
   subgroupReduce(groupSize: number): boolean;
+  /**
+   * The width w (at most `limit`; 0 when subgroups are off) such that every aligned group of w consecutive
+   * invocations (by local_invocation_index of a 1-D workgroup) lies inside one subgroup, so its lanes can exchange
+   * values with subgroupShuffle: min(limit, the device's smallest subgroup size).
+   */
+  subgroupShareWidth(limit: number): number;
   /** Limits the kernels must respect. */
   readonly limits: { maxStorageBufferBindingSize: number; maxComputeWorkgroupsPerDimension: number };
 }

@@ -39,6 +39,8 @@ export interface GpuCounters {
   submits: number;
   reads: number;
   pipelinesCompiled: number;
+  /** Dispatches per kernel family (a pipeline key's first '|' field: 'conv', 'pad', 'gemm', ...). */
+  byKernel: Record<string, number>;
 }
 
 export interface AdapterDescription {
@@ -56,7 +58,8 @@ const MAX_BATCH = 512;
 
 export class WebGpuBackend implements Backend<GpuBuffer>, GpuContext {
   readonly device = 'webgpu' as const;
-  readonly counters: GpuCounters = { dispatches: 0, submits: 0, reads: 0, pipelinesCompiled: 0 };
+  readonly counters: GpuCounters = { dispatches: 0, submits: 0, reads: 0, pipelinesCompiled: 0, byKernel: {} };
+  private readonly kernelOf = new WeakMap<GPUComputePipeline, string>();
   readonly limits: { maxStorageBufferBindingSize: number; maxComputeWorkgroupsPerDimension: number };
   released = false;
   /**
@@ -65,6 +68,7 @@ export class WebGpuBackend implements Backend<GpuBuffer>, GpuContext {
    */
   subgroupsEnabled = false;
   private subgroupMaxSize = 0;
+  private subgroupMinSize = 0;
   private readonly storage: BufferPool;
   private readonly uniforms: BufferPool;
   private readonly staging: BufferPool;
@@ -123,7 +127,9 @@ export class WebGpuBackend implements Backend<GpuBuffer>, GpuContext {
       features: [...adapter.features].map(String).sort(),
     });
     if (features.includes('subgroups' as GPUFeatureName) && process.env.TENSORGPU_DISABLE_SUBGROUPS !== '1') {
-      backend.subgroupMaxSize = (info as GPUAdapterInfo & { subgroupMaxSize?: number }).subgroupMaxSize ?? 0;
+      const sizes = info as GPUAdapterInfo & { subgroupMinSize?: number; subgroupMaxSize?: number };
+      backend.subgroupMaxSize = sizes.subgroupMaxSize ?? 0;
+      backend.subgroupMinSize = sizes.subgroupMinSize ?? 0;
       backend.subgroupsEnabled = backend.subgroupMaxSize > 0 && (await subgroupLayoutIsLinear(backend));
     }
     return backend;
@@ -133,6 +139,12 @@ export class WebGpuBackend implements Backend<GpuBuffer>, GpuContext {
   subgroupReduce(groupSize: number): boolean {
     // Subgroup sizes are powers of two, so every size up to the maximum divides a power-of-two group.
     return this.subgroupsEnabled && this.subgroupMaxSize <= groupSize;
+  }
+
+  subgroupShareWidth(limit: number): number {
+    // Subgroups are aligned runs of consecutive invocations (subgroupLayoutIsLinear) whose power-of-two size is at
+    // least subgroupMinSize, so every aligned group of min(limit, subgroupMinSize) invocations lies in one of them.
+    return this.subgroupsEnabled ? Math.min(limit, this.subgroupMinSize) : 0;
   }
 
   alloc(bytes: number): GpuBuffer {
@@ -164,6 +176,7 @@ export class WebGpuBackend implements Backend<GpuBuffer>, GpuContext {
       }
       p = this.gpuDevice.createComputePipeline({ layout: 'auto', compute: { module, entryPoint }, label: cacheKey });
       this.pipelines.set(cacheKey, p);
+      this.kernelOf.set(p, key.split('|')[0]);
       this.counters.pipelinesCompiled++;
     }
     return p;
@@ -186,6 +199,8 @@ export class WebGpuBackend implements Backend<GpuBuffer>, GpuContext {
     this.pass.dispatchWorkgroups(grid[0], grid[1], grid[2]);
     if (uniform) this.uniforms.release(uniform);
     this.counters.dispatches++;
+    const kernel = this.kernelOf.get(pipeline) ?? 'other';
+    this.counters.byKernel[kernel] = (this.counters.byKernel[kernel] ?? 0) + 1;
     if (++this.pending >= MAX_BATCH) this.flush();
   }
 
@@ -335,9 +350,9 @@ export class WebGpuBackend implements Backend<GpuBuffer>, GpuContext {
     });
   }
 
-  /** One dispatch: padding is bounds checks in the kernel, and strided views are read in place. */
-  conv(x: Operand<GpuBuffer>, weight: Operand<GpuBuffer>, bias: Operand<GpuBuffer> | undefined, geometry: ConvGeometry, outShape: Shape): GpuBuffer {
-    return convKernel(this, this.gpuOperand(x), this.gpuOperand(weight), bias && this.gpuOperand(bias), geometry, outShape);
+  /** One dispatch: padding and previous frames are bounds checks in the kernel, strided views are read in place. */
+  conv(x: Operand<GpuBuffer>, weight: Operand<GpuBuffer>, bias: Operand<GpuBuffer> | undefined, geometry: ConvGeometry, outShape: Shape, previous?: Operand<GpuBuffer>): GpuBuffer {
+    return convKernel(this, this.gpuOperand(x), this.gpuOperand(weight), bias && this.gpuOperand(bias), geometry, outShape, previous && this.gpuOperand(previous));
   }
 
   pad(x: Operand<GpuBuffer>, before: readonly number[], outShape: Shape, mode: PadMode, value: number): GpuBuffer {
@@ -350,8 +365,8 @@ export class WebGpuBackend implements Backend<GpuBuffer>, GpuContext {
   }
 
   /** One dispatch; two when a packed output has an odd T*H*W. */
-  channelRmsNorm(x: Operand<GpuBuffer>, weight: Operand<GpuBuffer> | undefined, eps: number): GpuBuffer {
-    return channelRmsNormKernel(this, this.gpuOperand(x), weight && this.gpuOperand(weight), eps);
+  channelRmsNorm(x: Operand<GpuBuffer>, weight: Operand<GpuBuffer> | undefined, eps: number, silu: boolean): GpuBuffer {
+    return channelRmsNormKernel(this, this.gpuOperand(x), weight && this.gpuOperand(weight), eps, silu);
   }
 
   /** One dispatch, strided views read in place. */

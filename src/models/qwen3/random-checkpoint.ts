@@ -4,7 +4,7 @@
 // sharding), and are produced only when written: memory stays at one tensor.
 import { encodeValues } from '../../core/codecs.js';
 import type { DType } from '../../core/dtype.js';
-import { Generator } from '../../core/random.js';
+import { generatorFor } from '../../core/random.js';
 import { toBytes } from '../../ops/convert.js';
 import { tensor } from '../../ops/creation.js';
 import { quantize } from '../../ops/quantize.js';
@@ -67,20 +67,13 @@ export const QWEN3_PRESETS: Readonly<Record<string, Qwen3Config>> = {
   },
 };
 
-/** FNV-1a of the name mixed with the seed: a per-tensor stream independent of write order. */
-function tensorSeed(seed: number, name: string): number {
-  let h = 0x811c9dc5 ^ seed;
-  for (let i = 0; i < name.length; i++) h = Math.imul(h ^ name.charCodeAt(i), 0x01000193);
-  return h >>> 0;
-}
-
 /**
  * Uniform values (as PyTorch's default Linear init draws them) with the scale a trained model keeps: unit variance
  * through linears and embeddings, norms near 1. Uniform costs one draw a value, which matters for the 39M-value
  * embedding of the real Qwen3 vocabulary.
  */
 function randomValues(spec: WeightSpec, seed: number): Float32Array {
-  const g = new Generator(tensorSeed(seed, spec.name));
+  const g = generatorFor(seed, spec.name);
   const n = spec.shape.reduce((a, b) => a * b, 1);
   const out = new Float32Array(n);
   const [center, std] = spec.role === 'norm' ? [1, 0.1] : [0, spec.role === 'embedding' ? 1 : 1 / Math.sqrt(spec.shape[1])];

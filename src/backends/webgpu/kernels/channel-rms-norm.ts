@@ -9,24 +9,25 @@ import { commonWgsl, encodeFn, fillTemplate, grid1d, loadFn, wgslSource } from '
 
 const WG = 64;
 
-export function channelRmsNormKernel(ctx: GpuContext, x: GpuOperand, weight: GpuOperand | undefined, eps: number, outDtype: DType = x.dtype): GpuBuffer {
+export function channelRmsNormKernel(ctx: GpuContext, x: GpuOperand, weight: GpuOperand | undefined, eps: number, silu: boolean, outDtype: DType = x.dtype): GpuBuffer {
   const shape = x.view.shape;
   const [n, c, t, h, w] = shape;
   const s = t * h * w;
   const lanes = lanesPerWord(outDtype);
   if (lanes > 1 && s % lanes !== 0) {
     // Channels would share packed output words.
-    return viaFloat32(ctx, shape, outDtype, false, () => channelRmsNormKernel(ctx, x, weight, eps, 'float32'));
+    return viaFloat32(ctx, shape, outDtype, false, () => channelRmsNormKernel(ctx, x, weight, eps, silu, 'float32'));
   }
   const out = ctx.alloc(wordBytes(numel(shape), lanes));
   if (numel(shape) === 0) return out;
-  const key = ['channel-rms-norm', x.dtype, weight?.dtype ?? 'none', outDtype].join('|');
+  const key = ['channel-rms-norm', x.dtype, weight?.dtype ?? 'none', outDtype, silu ? 'silu' : ''].join('|');
   const pipeline = ctx.pipeline(key, () =>
     commonWgsl() +
     fillTemplate(wgslSource(import.meta.url, 'channel-rms-norm.wgsl'), {
       WEIGHT_BINDING: weight ? '@group(0) @binding(3) var<storage, read> wbuf: array<u32>;' : '',
       FUNCTIONS: loadFn('load_x', 'xbuf', x.dtype, 'f32') + (weight ? loadFn('load_w', 'wbuf', weight.dtype, 'f32') : '') + encodeFn('encode_out', outDtype, 'f32'),
       APPLY_WEIGHT: weight ? 'y * load_w(p.w_off + c * p.ws)' : 'y',
+      ACTIVATION: silu ? 'v / (1.0 + exp(-v))' : 'v',
       WG,
       LANES: lanes,
       BITS: 32 / lanes,

@@ -64,7 +64,8 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     var word = 0u;
     for (var l = 0u; l < {{LANES}}u; l++) {
       let y = load_x(base[l] + c * p.xs_c) * inv[l];
-      word |= encode_out({{APPLY_WEIGHT}}) << (l * {{BITS}}u);
+      let v = {{APPLY_WEIGHT}};
+      word |= encode_out({{ACTIVATION}}) << (l * {{BITS}}u);
     }
     out[(first + c * p.s) / {{LANES}}u] = word;
   }

@@ -101,6 +101,82 @@ export function tileStoreCode(lanes: number, value: (col: string, acc: string) =
   ].join('\n');
 }
 
+const A_TILE_LOAD = [
+  '    for (var q = 0u; q < 4u; q++) {',
+  '      let idx = t + q * 256u;',
+  '      a_tile[idx] = load_a_or_zero(row0 + idx / TK, k0 + idx % TK, a_base);',
+  '    }',
+].join('\n');
+
+/**
+ * How the A tile reaches the invocations, as WGSL snippets for gemm.wgsl. `width` 0: each multiply-add step reads
+ * 4 A values from the workgroup-memory tile. Otherwise the 16 invocations of a row group (same ty, consecutive t),
+ * which all need the same 4 rows x 16 k of A, split them within aligned groups of `width` lanes (these lie inside
+ * one subgroup, see GpuContext.subgroupShareWidth): lane l holds a_reg[j][i] = A[row i][k = j * width + l] and
+ * broadcasts it with one vec4 shuffle per k, so the register index (k / width) and the source lane (k % width) are
+ * the same for every lane. `direct` (16 lanes, see gemmTuning): a row group loads its A values straight from global
+ * memory, once, and the A tile leaves workgroup memory. Narrower groups would each load the same values (16 / width
+ * times the global reads), so there the tile stays, filled as before, and each lane reads only its 64 / width values
+ * from it instead of 64.
+ */
+function aTileCode(width: number, direct: boolean): Record<'A_STORAGE' | 'A_LOAD' | 'A_REGISTERS' | 'A_MULTIPLY' | 'SUBGROUP_BUILTINS', string> {
+  const tileDecl = 'var<workgroup> a_tile: array<f32, 1024>; // [TM][TK]';
+  if (width === 0) {
+    return {
+      A_STORAGE: tileDecl,
+      A_LOAD: A_TILE_LOAD,
+      A_REGISTERS: '',
+      A_MULTIPLY: [
+        '      let ao = ty * 4u * TK + kk;',
+        '      acc[0] += a_tile[ao] * bv;',
+        '      acc[1] += a_tile[ao + TK] * bv;',
+        '      acc[2] += a_tile[ao + 2u * TK] * bv;',
+        '      acc[3] += a_tile[ao + 3u * TK] * bv;',
+      ].join('\n'),
+      SUBGROUP_BUILTINS: '',
+    };
+  }
+  const regs = (value: string) =>
+    [
+      '    var a_reg: array<vec4<f32>, TK / SW>;',
+      '    for (var j = 0u; j < TK / SW; j++) {',
+      '      let kj = j * SW + t % SW;',
+      '      for (var i = 0u; i < 4u; i++) {',
+      `        a_reg[j][i] = ${value};`,
+      '      }',
+      '    }',
+    ].join('\n');
+  return {
+    A_STORAGE: `const SW = ${width}u; // lanes sharing A values\n${direct ? '' : tileDecl}`,
+    A_LOAD: direct ? regs('load_a_or_zero(row0 + ty * 4u + i, k0 + kj, a_base)') : A_TILE_LOAD,
+    A_REGISTERS: direct ? '' : regs('a_tile[(ty * 4u + i) * TK + kj]'),
+    // Every lane reaches this shuffle (uniform loops, no early exit), as subgroup operations require.
+    A_MULTIPLY: [
+      '      let a4 = subgroupShuffle(a_reg[kk / SW], sg_lane - sg_lane % SW + kk % SW);',
+      '      acc[0] += a4[0] * bv;',
+      '      acc[1] += a4[1] * bv;',
+      '      acc[2] += a4[2] * bv;',
+      '      acc[3] += a4[3] * bv;',
+    ].join('\n'),
+    SUBGROUP_BUILTINS: ', @builtin(subgroup_invocation_id) sg_lane: u32',
+  };
+}
+
+/**
+ * The sharing width from which A is loaded straight into registers (16: whole row groups). Tests lower it to run
+ * that path on adapters with narrower subgroups (SwiftShader's are 4 lanes).
+ */
+export const gemmTuning = { directALoadWidth: 16 };
+
+/**
+ * Lanes that share A values in the tiled GEMM: 0 (no subgroups, or groups under 4 lanes, where each lane would
+ * hold 16 or more vec4 registers) selects the workgroup-memory A tile.
+ */
+export function gemmShareWidth(ctx: GpuContext): number {
+  const w = ctx.subgroupShareWidth(16);
+  return w >= 4 ? w : 0;
+}
+
 /**
  * [...batch, m, k] @ [...batch, k, n] -> contiguous [...batch, m, n] in outDtype, accumulating in f32, with
  * optional dequantization scales, bias and result scale.
@@ -125,12 +201,17 @@ export function gemmKernel(ctx: GpuContext, a: GpuOperand, b: GpuOperand, dims: 
     throw new ShapeError(`matmul batch of ${batchCount} exceeds the device limit of ${ctx.limits.maxComputeWorkgroupsPerDimension}`);
   }
   const extras = scalingBuffers(scaling);
-  const key = ['gemm', a.dtype, b.dtype, outDtype, scaling.scaleA?.recipe, scaling.scaleB?.recipe, scaling.bias?.dtype, !!scaling.scaleResult].join('|');
+  const share = gemmShareWidth(ctx);
+  const direct = share >= gemmTuning.directALoadWidth;
+  const variant = share === 0 ? 'sg0' : `sg${share}${direct ? 'direct' : 'staged'}`;
+  const key = ['gemm', a.dtype, b.dtype, outDtype, scaling.scaleA?.recipe, scaling.scaleB?.recipe, scaling.bias?.dtype, !!scaling.scaleResult, variant].join('|');
   const pipeline = ctx.pipeline(key, () =>
+    (share ? 'enable subgroups;\n' : '') +
     commonWgsl() +
     fillTemplate(wgslSource(import.meta.url, 'gemm.wgsl'), {
       EXTRA_BINDINGS: scalingBindings(extras),
       FUNCTIONS: functions(a, b, outDtype, scaling),
+      ...aTileCode(share, direct),
       STORE: tileStoreCode(lanes, (col, acc) => `epilogue(r, ${col}, ${acc})`),
     }),
   );

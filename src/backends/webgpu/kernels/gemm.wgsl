@@ -1,7 +1,9 @@
-// Tiled batched GEMM with fp32 accumulation: a 64x64 output tile per workgroup of 16x16 invocations, each computing
-// a 4x4 block from 64x16 / 16x64 tiles staged in workgroup memory. Operands are strided views (a transposed [N,K]
-// weight needs no copy) of any dtype, dequantized on load (FP8 included, with per-block scales when given);
-// per-tensor/per-row scales, bias and the output cast happen in the epilogue.
+// Tiled batched GEMM with fp32 accumulation: a 64x64 output tile per workgroup of 256 invocations (16x16), each
+// computing a 4x4 block from 64x16 / 16x64 tiles of A and B. The B tile is staged in workgroup memory; the A tile
+// is too, or, in the subgroup variant (A_* from gemm.ts), held in registers and passed around with subgroupShuffle.
+// Operands are strided views (a transposed [N,K] weight needs no copy) of any dtype, dequantized on load (FP8
+// included, with per-block scales when given); per-tensor/per-row scales, bias and the output cast happen in the
+// epilogue.
 
 struct Params {
   m: u32,
@@ -29,15 +31,27 @@ struct Params {
 
 {{FUNCTIONS}}
 
+// a[gr, gk] of the batch at a_base, or zero outside the matrix (a tile's padding).
+fn load_a_or_zero(gr: u32, gk: u32, a_base: u32) -> f32 {
+  if (gr < p.m && gk < p.k) {
+    return load_a(a_base + gr * p.a_sm + gk * p.a_sk, gr, gk);
+  }
+  return 0.0;
+}
+
 const TM = 64u;
 const TN = 64u;
 const TK = 16u;
 
-var<workgroup> a_tile: array<f32, 1024>; // [TM][TK]
+{{A_STORAGE}}
 var<workgroup> b_tile: array<f32, 1024>; // [TK][TN]
 
-@compute @workgroup_size(16, 16)
-fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>) {
+// One dimension: subgroupLayoutIsLinear checked, for this workgroup shape, that subgroups are aligned runs of
+// consecutive invocations. Invocation t = ty * 16 + tx computes rows ty * 4.. and columns tx * 4.. of the tile.
+@compute @workgroup_size(256)
+fn main(@builtin(local_invocation_index) t: u32, @builtin(workgroup_id) wid: vec3<u32>{{SUBGROUP_BUILTINS}}) {
+  let tx = t % 16u;
+  let ty = t / 16u;
   // Batch offsets of a and b from the batch index (broadcast dims have stride 0).
   var rem = wid.z;
   var a_base = p.a_off;
@@ -50,19 +64,11 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
   }
   let row0 = wid.y * TM;
   let col0 = wid.x * TN;
-  let t = lid.y * 16u + lid.x;
   var acc: array<vec4<f32>, 4>;
   for (var k0 = 0u; k0 < p.k; k0 += TK) {
-    // 256 invocations load 1024 elements of each tile, 4 apiece; out-of-range elements are zero.
+    // 256 invocations load the 1024 elements of the B tile, 4 apiece; out-of-range elements are zero.
     for (var q = 0u; q < 4u; q++) {
       let idx = t + q * 256u;
-      let gr = row0 + idx / TK;
-      let gk = k0 + idx % TK;
-      var av = 0.0;
-      if (gr < p.m && gk < p.k) {
-        av = load_a(a_base + gr * p.a_sm + gk * p.a_sk, gr, gk);
-      }
-      a_tile[idx] = av;
       let gbk = k0 + idx / TN;
       let gc = col0 + idx % TN;
       var bv = 0.0;
@@ -71,22 +77,20 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
       }
       b_tile[idx] = bv;
     }
+{{A_LOAD}}
     workgroupBarrier();
+{{A_REGISTERS}}
     for (var kk = 0u; kk < TK; kk++) {
-      let bo = kk * TN + lid.x * 4u;
+      let bo = kk * TN + tx * 4u;
       let bv = vec4<f32>(b_tile[bo], b_tile[bo + 1u], b_tile[bo + 2u], b_tile[bo + 3u]);
-      let ao = lid.y * 4u * TK + kk;
-      acc[0] += a_tile[ao] * bv;
-      acc[1] += a_tile[ao + TK] * bv;
-      acc[2] += a_tile[ao + 2u * TK] * bv;
-      acc[3] += a_tile[ao + 3u * TK] * bv;
+{{A_MULTIPLY}}
     }
     workgroupBarrier();
   }
   let out_base = wid.z * p.m * p.n;
-  let c0 = col0 + lid.x * 4u;
+  let c0 = col0 + tx * 4u;
   for (var i = 0u; i < 4u; i++) {
-    let r = row0 + lid.y * 4u + i;
+    let r = row0 + ty * 4u + i;
     if (r < p.m) {
       let row = out_base + r * p.n;
 {{STORE}}

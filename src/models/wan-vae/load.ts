@@ -1,0 +1,71 @@
+// Opens a diffusers AutoencoderKLWan directory (config.json + diffusion_pytorch_model.safetensors): typed config,
+// every expected tensor checked for presence and shape before anything is uploaded, weights streamed to the device.
+import { getDefaultDevice } from '../../backends/registry.js';
+import type { DeviceName } from '../../backends/backend.js';
+import type { DType } from '../../core/dtype.js';
+import { CheckpointError } from '../../core/errors.js';
+import type { Tensor } from '../../core/tensor.js';
+import { Checkpoint } from '../../io/checkpoint.js';
+import { wanVaeSpec, wanVaeWeightSpecs, type Channels } from './architecture.js';
+import { parseWanVaeConfig, type WanVaeConfig } from './config.js';
+import { WanVae } from './model.js';
+
+export type VaePart = 'decoder' | 'encoder' | 'both';
+
+export interface LoadWanVaeOptions {
+  device?: DeviceName;
+  /** Converts the weights (e.g. 'float32'); by default they stay in the file's dtype (the conv kernel reads bf16). */
+  dtype?: DType;
+  /** Load only what decoding (or encoding) needs; default both. */
+  parts?: VaePart;
+  onProgress?: (done: number, total: number) => void;
+}
+
+const isEncoderWeight = (name: string) => name.startsWith('encoder.') || name.startsWith('quant_conv.');
+
+/** True when part needs the named tensor. */
+export function partNeeds(part: VaePart, name: string): boolean {
+  return part === 'both' || (part === 'encoder') === isEncoderWeight(name);
+}
+
+/**
+ * Channel counts from the weights themselves: with patch_size 2, diffusers versions disagree on whether
+ * in_channels counts the folded 2x2 channels (12) or the image's (3); conv_in / conv_out say which.
+ */
+function channelsOf(ck: Checkpoint, config: WanVaeConfig): Channels {
+  const p2 = config.patchSize ** 2;
+  const pick = (name: string, axis: number, nominal: number) => {
+    if (!ck.has(name)) return nominal;
+    const n = ck.entry(name).shape[axis];
+    return n === nominal || n === nominal * p2 ? n : nominal;
+  };
+  return { encoderIn: pick('encoder.conv_in.weight', 1, config.inChannels), decoderOut: pick('decoder.conv_out.weight', 0, config.outChannels) };
+}
+
+export async function loadWanVae(dir: string, options: LoadWanVaeOptions = {}): Promise<WanVae> {
+  await using ck = await Checkpoint.open(dir);
+  if (ck.config === undefined) throw new CheckpointError('no config.json', { file: dir });
+  const config = parseWanVaeConfig(ck.config, `${dir}/config.json`);
+  const spec = wanVaeSpec(config, channelsOf(ck, config));
+  const part = options.parts ?? 'both';
+  const wanted = wanVaeWeightSpecs(spec).filter((s) => partNeeds(part, s.name));
+  for (const s of wanted) {
+    if (!ck.has(s.name)) throw new CheckpointError(`missing tensor for this config (base_dim ${config.baseDim}, dim_mult ${JSON.stringify(config.dimMult)})`, { file: dir, tensor: s.name });
+    const e = ck.entry(s.name);
+    if (e.shape.join() !== s.shape.join()) {
+      throw new CheckpointError(`shape [${e.shape.join(', ')}] does not match the config, which needs [${s.shape.join(', ')}]`, { file: e.file, tensor: s.name, offset: e.begin });
+    }
+  }
+  const total = wanted.reduce((sum, s) => sum + (ck.entry(s.name).end - ck.entry(s.name).begin), 0);
+  let done = 0;
+  const weights = new Map<string, Tensor>();
+  try {
+    for (const s of wanted) {
+      weights.set(s.name, await ck.load(s.name, { device: options.device ?? getDefaultDevice(), dtype: options.dtype, onBytes: (n) => options.onProgress?.((done += n), total) }));
+    }
+  } catch (e) {
+    for (const t of weights.values()) t.dispose();
+    throw e;
+  }
+  return new WanVae(config, spec, weights);
+}

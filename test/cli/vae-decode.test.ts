@@ -1,0 +1,120 @@
+// `tensorgpu vae-decode` on the CPU with the built-in random-weight wan2.1-tiny VAE: a latent file [1, 16, 2, 2, 3]
+// decodes to a 5-frame PNG sequence of 24x16 RGB frames, the default random latents to one 128x128 PNG, tiling and
+// --denormalize are reported, and bad input fails with a message naming the problem. One run goes through the real
+// command line (commander, exit code, stdout).
+import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { PNG } from 'pngjs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runVaeDecode } from '../../src/cli/vae-decode.js';
+import { Generator, randn } from '../../src/index.js';
+import { writeLatents } from '../../src/io/latents-file.js';
+import { ensureDefaultVae } from '../../src/models/wan-vae/default-model.js';
+import { WAN_VAE_PRESETS, writeRandomWanVae } from '../../src/models/wan-vae/random-checkpoint.js';
+
+let dir = '';
+let latents = '';
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'tensorgpu-vae-decode-'));
+  await ensureDefaultVae();
+  latents = join(dir, 'z.safetensors');
+  const z = randn([1, 16, 2, 2, 3], { device: 'cpu', generator: new Generator(5) });
+  await writeLatents(latents, z);
+  z.dispose();
+});
+afterAll(async () => {
+  if (dir) await rm(dir, { recursive: true, force: true });
+});
+
+async function readPng(path: string): Promise<PNG> {
+  return PNG.sync.read(await readFile(path));
+}
+
+describe('tensorgpu vae-decode on the CPU', () => {
+  it('decodes [1, 16, 2, 2, 3] latents to 5 PNG frames of 24x16', async () => {
+    const lines: string[] = [];
+    const logs: string[] = [];
+    const out = join(dir, 'video.png');
+    const code = await runVaeDecode({ latents, out, device: 'cpu' }, (l) => lines.push(l), (l) => logs.push(l));
+    expect(code).toBe(0);
+    const frames = [0, 1, 2, 3, 4].map((i) => join(dir, `video-000${i}.png`));
+    for (const f of frames) {
+      const png = await readPng(f);
+      expect([png.width, png.height]).toEqual([24, 16]);
+    }
+    expect(existsSync(out)).toBe(false);
+    expect(logs.some((l) => l.startsWith('no --model given: using the built-in wan2.1-tiny video VAE'))).toBe(true);
+    expect(lines[0]).toMatch(/^model: .*tensorgpu-vae-wan2\.1-tiny-bfloat16-seed1-v\d+ \(AutoencoderKLWan, z_dim 16, base_dim 8\) on cpu$/);
+    expect(lines[1]).toBe(`latents: [1, 16, 2, 2, 3] (${latents})`);
+    expect(lines[2]).toBe('output: [1, 3, 5, 16, 24] (5 frames of 24x16, RGB; 2 latent frames)');
+    expect(lines[3]).toBe(`frames written: ${frames.join(', ')}`);
+    expect(lines[4]).toMatch(/^decode: [\d.]+ s \(one tile\), PNG write [\d.]+ s$/);
+    expect(lines).toHaveLength(5);
+    // A random decoder still gives an image, not a constant.
+    const first = (await readPng(frames[0])).data;
+    expect(new Set(first).size).toBeGreaterThan(10);
+  });
+
+  it('decodes the default random latents to one 128x128 PNG', async () => {
+    const lines: string[] = [];
+    const out = join(dir, 'default.png');
+    expect(await runVaeDecode({ out, device: 'cpu', seed: 3 }, (l) => lines.push(l), () => {})).toBe(0);
+    const png = await readPng(out);
+    expect([png.width, png.height]).toEqual([128, 128]);
+    expect(lines[1]).toBe('latents: [1, 16, 1, 16, 16] (random normal, seed 3)');
+    expect(lines[3]).toBe(`frames written: ${out}`);
+  });
+
+  it('tiles when the image is larger than a tile, and denormalizes with the config statistics', async () => {
+    const lines: string[] = [];
+    const out = join(dir, 'tiled.png');
+    const z = join(dir, 'z3.safetensors');
+    const t = randn([16, 1, 3, 3], { device: 'cpu', generator: new Generator(6) });
+    await writeLatents(z, t);
+    t.dispose();
+    expect(await runVaeDecode({ latents: z, out, device: 'cpu', tile: 16, tileStride: 8, denormalize: true }, (l) => lines.push(l), () => {})).toBe(0);
+    expect(lines[1]).toBe(`latents: [1, 16, 1, 3, 3] (${z}, denormalized with latents_mean / latents_std)`);
+    expect(lines[4]).toMatch(/^decode: [\d.]+ s \(tiled 16 \/ stride 8\)/);
+    const png = await readPng(out);
+    expect([png.width, png.height]).toEqual([24, 24]);
+  });
+
+  it('fails with a message naming the problem: channel count, --denormalize without statistics, bad tiles', async () => {
+    const z8 = join(dir, 'z8.safetensors');
+    const t = randn([1, 8, 1, 2, 2], { device: 'cpu', generator: new Generator(7) });
+    await writeLatents(z8, t);
+    t.dispose();
+    const none = () => {};
+    await expect(runVaeDecode({ latents: z8, out: join(dir, 'x.png'), device: 'cpu' }, none, none)).rejects.toThrow(`${z8}: latents have 8 channels (shape [1, 8, 1, 2, 2]), the model's z_dim is 16`);
+    const wan22 = join(dir, 'wan2.2-tiny');
+    await writeRandomWanVae(wan22, WAN_VAE_PRESETS['wan2.2-tiny']);
+    await expect(runVaeDecode({ model: wan22, latents: z8, out: join(dir, 'x.png'), device: 'cpu', denormalize: true }, none, none)).rejects.toThrow(
+      `--denormalize: ${wan22}/config.json has no latents_mean / latents_std`,
+    );
+    await expect(runVaeDecode({ latents, out: join(dir, 'x.png'), device: 'cpu', tile: 100 }, none, none)).rejects.toThrow(/tileSize 100 and stride 192 must be multiples of 8/);
+    expect(existsSync(join(dir, 'x.png'))).toBe(false);
+  });
+
+  it('runs through the command line: exit code 0 and the report on stdout; 1 and one line on stderr for a bad file', async () => {
+    const run = promisify(execFile);
+    const tsx = join(process.cwd(), 'node_modules', '.bin', 'tsx');
+    const main = join(process.cwd(), 'src', 'cli', 'main.ts');
+    const out = join(dir, 'cli.png');
+    const { stdout } = await run(tsx, [main, 'vae-decode', '--device', 'cpu', '--latents', latents, '--out', out, '--no-tiling']);
+    expect(stdout).toContain('output: [1, 3, 5, 16, 24]');
+    expect(stdout).toContain('(one tile)');
+    expect(existsSync(join(dir, 'cli-0004.png'))).toBe(true);
+    const bad = join(dir, 'bad.npy');
+    const failed = await run(tsx, [main, 'vae-decode', '--device', 'cpu', '--latents', bad]).then(
+      () => undefined,
+      (e: { code: number; stderr: string }) => e,
+    );
+    expect(failed?.code).toBe(1);
+    expect(failed?.stderr.trim().split('\n').at(-1)).toBe(`tensorgpu: ${bad}: cannot read: ENOENT: no such file or directory, open '${bad}'`);
+  });
+});

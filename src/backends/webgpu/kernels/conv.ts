@@ -36,6 +36,11 @@ function blockOf(outLanes: number, og: number, wo: number): Block | undefined {
   return { ocb: og >= 8 ? 8 : 4, wb: wo >= 4 ? 4 : wo >= 2 ? 2 : 1 };
 }
 
+/** The tap loop's column step for one output column: skip a column outside the input, else its storage offset. */
+function singleColumn(src: 'x' | 'p'): string {
+  return `if (wx < 0 || wx >= i32(p.w)) {\n        continue;\n      }\n      let so0 = row + u32(wx) * p.${src}s_w;`;
+}
+
 /** WGSL snippets of the blocked kernel, unrolled: the accumulator struct, its init, the tap loads and fmas, stores. */
 function blockedWgsl(blk: Block, hasBias: boolean, src: 'x' | 'p') {
   const { ocb, wb } = blk;
@@ -47,7 +52,7 @@ function blockedWgsl(blk: Block, hasBias: boolean, src: 'x' | 'p') {
   const weight = (c: number) => `load_w(q + ${c}u * p.ws_o)`;
   const columns =
     wb === 1
-      ? `if (wx < 0 || wx >= i32(p.w)) {\n        continue;\n      }\n      let so0 = row + u32(wx) * p.${src}s_w;`
+      ? singleColumn(src)
       : [
           ...range(wb).map((j) => `let in${j} = wx + ${j} * i32(p.sw) >= 0 && wx + ${j} * i32(p.sw) < i32(p.w);`),
           `if (!(${range(wb).map((j) => `in${j}`).join(' || ')})) {\n        continue;\n      }`,
@@ -93,16 +98,17 @@ export function convKernel(ctx: GpuContext, x: GpuOperand, weight: GpuOperand, b
       if (s === undefined) throw new Error(`conv.wgsl has no section ${name}`);
       return s;
     };
+    const blockedFor = { x: blk && blockedWgsl(blk, bias !== undefined, 'x'), p: blk && previous && blockedWgsl(blk, bias !== undefined, 'p') };
     const taps = (src: 'x' | 'p') => {
-      const b = blk && blockedWgsl(blk, bias !== undefined, src);
+      const b = blockedFor[src];
       return fillTemplate(part('taps'), {
         SRC: src,
-        COLUMNS: b ? b.columns : `if (wx < 0 || wx >= i32(p.w)) {\n        continue;\n      }\n      let so0 = row + u32(wx) * p.${src}s_w;`,
+        COLUMNS: b ? b.columns : singleColumn(src),
         LOADS: b ? b.loads : `let v0 = load_${src}(so0 + cs);`,
         ACC_FMA: b ? b.fma : 'acc = fma(v0, load_w(q), acc);',
       });
     };
-    const b = blk && blockedWgsl(blk, bias !== undefined, 'x');
+    const b = blockedFor.x;
     const main = blk && b
       ? fillTemplate(part('blocked'), { WG, OCB: blk.ocb, WB: blk.wb, ACC_INIT: b.init, ACC_STORE: b.store })
       : fillTemplate(part('packed'), { WG, LANES: lanes, BITS: 32 / lanes, BIAS: bias ? 'load_b(p.b_off + oc * p.bs)' : '0.0' });

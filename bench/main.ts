@@ -2,6 +2,7 @@
 import { cpus } from 'node:os';
 import { diagnose, initDevice, memoryStats, releaseDevice } from '../src/index.js';
 import { webgpuBackend } from '../src/backends/registry.js';
+import { dispatchOverheadCases } from './dispatch-overhead.bench.js';
 import { elementwiseCases } from './elementwise.bench.js';
 import { loadCases } from './load.bench.js';
 import { matmulCases } from './matmul.bench.js';
@@ -27,7 +28,7 @@ async function main(): Promise<number> {
     return 0;
   }
 
-  const cases = [...matmulCases(args.quick), ...scaledMmCases(args.quick), ...elementwiseCases(args.quick), ...softmaxCases(args.quick), ...loadCases(args.quick), ...moeDecodeCases(args.quick), ...vaeDecodeCases(args.quick)].filter((c) => matchesFilter(c, args.filter));
+  const cases = [...dispatchOverheadCases(args.quick), ...matmulCases(args.quick), ...scaledMmCases(args.quick), ...elementwiseCases(args.quick), ...softmaxCases(args.quick), ...loadCases(args.quick), ...moeDecodeCases(args.quick), ...vaeDecodeCases(args.quick)].filter((c) => matchesFilter(c, args.filter));
   if (cases.length === 0) {
     process.stderr.write(`no benchmark matches --filter ${JSON.stringify(args.filter)}\n`);
     return 2;

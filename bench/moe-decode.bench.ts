@@ -1,6 +1,8 @@
 // MoE decode on one adapter, one generated model, three ways:
-// - fused (the default): router + top-k, every selected expert's gate|up, SwiGLU, down + weighted combine in 5
-//   dispatches per MoE layer, the expert ids never leaving the device;
+// - fused and captured (the default): router + top-k, every selected expert's gate|up + SwiGLU, down + weighted
+//   combine + residual in 3 dispatches per MoE layer, the expert ids never leaving the device, the whole step
+//   recorded once and replayed;
+// - the same fused kernels run eagerly (the host cost the capture removes);
 // - per-expert loop (the baseline, as eager frameworks run MoE): the routing read back every layer, then one
 //   gate|up, SwiGLU, down, scale and add per selected expert;
 // - fused with the weights quantized to FP8 (128x128 blocks) at load: half the expert bytes.
@@ -17,9 +19,10 @@ import { writeRandomQwen3Checkpoint } from '../src/models/qwen3/random-checkpoin
 import { disposeWeights } from '../src/models/qwen3/weights.js';
 import type { BenchCase, BenchContext, RowInput } from './harness.js';
 
-const FUSED = 'moe decode bf16 fused';
+const FUSED = 'moe decode bf16 fused captured';
+const EAGER = 'moe decode bf16 fused eager';
 const LOOP = 'moe decode bf16 per-expert loop';
-const FP8 = 'moe decode fp8 fused';
+const FP8 = 'moe decode fp8 fused captured';
 
 /** Qwen3-30B-A3B's routing (128 experts, top 8) at a width a software adapter can run. */
 function benchConfig(quick: boolean): Qwen3Config {
@@ -49,7 +52,7 @@ export function moeDecodeCases(quick: boolean): BenchCase[] {
 }
 
 async function measure(ctx: BenchContext, config: Qwen3Config, shape: string): Promise<RowInput[]> {
-  if (!ctx.gpu) return [FUSED, LOOP, FP8].map((benchmark) => ({ benchmark, shape, backend: 'cpu', note: 'WebGPU only' }));
+  if (!ctx.gpu) return [FUSED, EAGER, LOOP, FP8].map((benchmark) => ({ benchmark, shape, backend: 'cpu', note: 'WebGPU only' }));
   const dir = mkdtempSync(join(tmpdir(), 'tensorgpu-bench-moe-'));
   const steps = ctx.quick ? 4 : 8;
   const rows: RowInput[] = [];
@@ -59,14 +62,13 @@ async function measure(ctx: BenchContext, config: Qwen3Config, shape: string): P
       const { model } = await loadQwen3(dir, { device: 'webgpu', dtype: dtype === 'fp8' ? 'fp8' : undefined, maxSequence: 64 });
       try {
         const active = activeWeightBytes(model);
-        const modes: MoeMode[] = dtype === 'fp8' ? ['fused'] : ['fused', 'per-expert'];
-        for (const mode of modes) {
+        const runs: [string, MoeMode, boolean][] = dtype === 'fp8' ? [[FP8, 'fused', true]] : [[FUSED, 'fused', true], [EAGER, 'fused', false], [LOOP, 'per-expert', false]];
+        for (const [benchmark, mode, capture] of runs) {
           model.moeMode = mode;
-          await measureDecode(model, { promptTokens: 2, decodeSteps: 1 }); // compiles every pipeline
-          const r = await measureDecode(model, { promptTokens: 8, decodeSteps: steps });
+          await measureDecode(model, { promptTokens: 2, decodeSteps: 1, capture }); // compiles every pipeline
+          const r = await measureDecode(model, { promptTokens: 8, decodeSteps: steps, capture });
           const perToken = r.decodeMs / r.decodeSteps;
-          const benchmark = dtype === 'fp8' ? FP8 : mode === 'fused' ? FUSED : LOOP;
-          ctx.log(`  ${benchmark}: ${perToken.toFixed(1)} ms/token, ${r.dispatchesPerToken} dispatches, ${r.readsPerToken} reads per token`);
+          ctx.log(`  ${benchmark}: ${perToken.toFixed(1)} ms/token, ${r.dispatchesPerToken} dispatches (${r.dispatchesPerLayer}/layer), ${r.readsPerToken} reads, host ${r.hostMicrosPerToken.toFixed(0)} µs per token`);
           rows.push({
             benchmark,
             shape,
@@ -74,7 +76,7 @@ async function measure(ctx: BenchContext, config: Qwen3Config, shape: string): P
             timing: { medianMs: perToken, minMs: perToken, runs: r.decodeSteps, dispatchesPerRun: r.dispatchesPerToken },
             bytes: active,
             baselineBenchmark: LOOP,
-            note: `${benchmark}: ${r.readsPerToken} reads/token, active weights ${(active / 2 ** 20).toFixed(2)} MiB/token, peak GPU ${(r.peakGpuBytes / 2 ** 20).toFixed(1)} MiB`,
+            note: `${benchmark}: ${r.dispatchesPerLayer} dispatches/layer, host ${r.hostMicrosPerToken.toFixed(0)} µs/token, ${r.readsPerToken} reads/token, active weights ${(active / 2 ** 20).toFixed(2)} MiB/token, peak GPU ${(r.peakGpuBytes / 2 ** 20).toFixed(1)} MiB`,
           });
         }
       } finally {

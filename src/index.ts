@@ -7,15 +7,18 @@ export {
   DTypeError,
   DeviceMismatchError,
   DisposedError,
+  CaptureError,
   DeviceUnavailableError,
   CheckpointError,
 } from './core/errors.js';
 export { Generator, manualSeed } from './core/random.js';
+export { keep, tidy } from './core/scope.js';
 export type { Shape } from './core/shape.js';
 export type { DeviceName } from './backends/backend.js';
 export { initDevice, releaseDevice, getDefaultDevice, setDefaultDevice, type DeviceRequest } from './backends/registry.js';
 export { diagnose, isAvailable, type Diagnosis, type DiagnosisCode } from './backends/webgpu/diagnose.js';
-export { memoryStats, resetPeakMemory, emptyCache, synchronize, gpuCounters } from './runtime-stats.js';
+export { memoryStats, resetPeakMemory, emptyCache, synchronize, gpuCounters, startProfiling, resetProfile, stopProfiling } from './runtime-stats.js';
+export type { KernelTime } from './backends/webgpu/profiler.js';
 export type { MemoryStats } from './backends/webgpu/buffer-pool.js';
 export * from './ops/index.js';
 export { SafetensorsFile, type TensorLoadOptions } from './io/safetensors-reader.js';

@@ -13,6 +13,17 @@ export interface Operand<H> {
   readonly view: View;
 }
 
+/** A JS number operand of a binary op: passed to kernels as a uniform, never as a buffer or a fill dispatch. */
+export interface ScalarOperand {
+  readonly scalar: number;
+  /** float32 or int32: the value is rounded to it first (a wrapped number, as PyTorch treats it). */
+  readonly dtype: DType;
+}
+
+export function isScalarOperand<T extends object>(x: T | ScalarOperand): x is ScalarOperand {
+  return (x as ScalarOperand).scalar !== undefined;
+}
+
 export const UNARY_OPS = ['neg', 'abs', 'exp', 'log', 'sqrt', 'rsqrt', 'silu', 'gelu', 'gelu_tanh', 'tanh', 'sigmoid', 'relu'] as const;
 export type UnaryOp = (typeof UNARY_OPS)[number];
 
@@ -46,6 +57,8 @@ export interface MatmulScaling<H> {
   readonly bias?: Operand<H>;
   /** One float32 multiplied into the result before the output cast. */
   readonly scaleResult?: H;
+  /** [m, n] added last (a residual connection): contiguous from element 0; batch-less products only. */
+  readonly residual?: Operand<H>;
 }
 
 /**
@@ -78,8 +91,33 @@ export interface AttentionOptions {
   /** Multiplies q.k (usually 1/sqrt(D)). */
   readonly scale: number;
   readonly causal: boolean;
-  /** Absolute position of query 0 relative to key 0 (Skv - Sq for a KV cache holding the queries' keys). */
+  /**
+   * Absolute position of query 0 relative to key 0 (Skv - Sq for a KV cache holding the queries' keys); the
+   * backend's `queryOffsetFrom` device scalar, when given, is added to it.
+   */
   readonly queryOffset: number;
+}
+
+/** One layer's attention inputs from a fused q|k|v projection (see ops/attention-inputs.ts). */
+export interface AttentionInputsArgs<H> {
+  /** [S, (heads + 2 kvHeads) * headDim], rows with unit last stride. */
+  readonly qkv: Operand<H>;
+  /** [headDim] per-head RMSNorm weights of q and k (both or neither). */
+  readonly qNorm?: Operand<H>;
+  readonly kNorm?: Operand<H>;
+  readonly eps: number;
+  /** float32 RoPE tables [P, headDim / 2], unit last stride. */
+  readonly cos: Operand<H>;
+  readonly sin: Operand<H>;
+  /** KV caches [capacity, kvHeads, headDim], unit last stride, written in place at rows position + s. */
+  readonly keys: Operand<H>;
+  readonly values: Operand<H>;
+  /** Row of token 0: this number plus, when given, the int32 value of positionFrom (a device scalar). */
+  readonly position: number;
+  readonly positionFrom?: Operand<H>;
+  readonly heads: number;
+  readonly kvHeads: number;
+  readonly headDim: number;
 }
 
 export interface ExpertLinearOptions<H> {
@@ -88,6 +126,13 @@ export interface ExpertLinearOptions<H> {
   /** float32 [T, k] routing weights: sum the slots of each token, weighted. */
   readonly combine?: Operand<H>;
   readonly outDtype: DType;
+  /**
+   * 'swiglu' (without combine): the weight's N rows are gate rows then up rows, and the output is
+   * silu(gate) * up, [T*k, N/2], as swiglu of the plain output would give.
+   */
+  readonly activation?: 'swiglu';
+  /** [T, N] added last (with combine): a residual connection, contiguous from element 0. */
+  readonly residual?: Operand<H>;
 }
 
 /**
@@ -140,11 +185,13 @@ export interface Backend<H = unknown> {
   /** x.gather(dim, index): index is int32 with x's rank (sizes <= x's off dim); result has the index's shape. */
   gather(x: Operand<H>, dim: number, index: Operand<H>): H;
   /** a and b are already broadcast to outShape; computes in float32 when any dtype involved is floating, else int32. */
-  binary(op: BinaryOp, a: Operand<H>, b: Operand<H>, outShape: Shape, outDtype: DType): H;
+  /** Broadcast views a, b (or a JS number on either side) to outShape. */
+  binary(op: BinaryOp, a: Operand<H> | ScalarOperand, b: Operand<H> | ScalarOperand, outShape: Shape, outDtype: DType): H;
   /** Softmax (or log-softmax) along dim, numerically stable; contiguous result in x's dtype. */
   softmax(x: Operand<H>, dim: number, log: boolean): H;
   /** One token id sampled from a 1-D logits row (int32 storage of one element; -1 when nothing can be sampled). */
-  sample(logits: Operand<H>, previous: Operand<H> | undefined, params: SamplingParams): H;
+  /** `drawFrom` (float32 [1] on the device), when given, replaces params.u: a captured step's per-step draw. */
+  sample(logits: Operand<H>, previous: Operand<H> | undefined, params: SamplingParams, drawFrom?: Operand<H>): H;
   /**
    * x: a contiguous [rows, cols] float tensor view. Returns FP8 codes round(x / scale) (saturated) and the float32
    * scales [ceil(rows/blockRows), ceil(cols/blockCols)], row-major; a block holding a NaN gets a NaN scale.
@@ -166,7 +213,12 @@ export interface Backend<H = unknown> {
    * of Hkv (query head h reads kv head floor(h / (Hq / Hkv))). With causal, query i sees keys j <= queryOffset + i.
    * Softmax in float32; contiguous result [Sq, Hq, D] in q's dtype. A query that sees no key gives zeros.
    */
-  attention(q: Operand<H>, k: Operand<H>, v: Operand<H>, options: AttentionOptions): H;
+  attention(q: Operand<H>, k: Operand<H>, v: Operand<H>, options: AttentionOptions, queryOffsetFrom?: Operand<H>): H;
+  /**
+   * q/k RMSNorm + RoPE of a fused qkv projection, k and v written into the caches: returns q [S, heads, headDim]
+   * in qkv's dtype.
+   */
+  attentionInputs(args: AttentionInputsArgs<H>): H;
   /** SwiGLU on halves of the last dim: x [..., 2I] -> silu(x[..., :I]) * x[..., I:], contiguous, in x's dtype. */
   swiglu(x: Operand<H>): H;
   /**
@@ -175,6 +227,11 @@ export interface Backend<H = unknown> {
    * weights float32 [T, topK]].
    */
   moeRoute(logits: Operand<H>, topK: number, normalize: boolean): [ids: H, weights: H];
+  /**
+   * The router projection and moeRoute in one: logits = x [T, H] . weight [E, H]^T in float32 (as linear would
+   * store them), then softmax + top-k.
+   */
+  moeRouter(x: Operand<H>, weight: Operand<H>, topK: number, normalize: boolean): [ids: H, weights: H];
   /**
    * Expert-indexed linear layer for MoE, with expert ids read on the device. weight [E, N, K] (expert e's
    * [N, K] linear weight, any float dtype, FP8 with block scales [E, ceil(N/128), ceil(K/128)] in options.scale);

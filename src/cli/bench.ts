@@ -1,7 +1,9 @@
 // `tensorgpu bench`: prefill and decode throughput of a Qwen3 / Qwen3-MoE checkpoint (default: the built-in
 // model), dispatches and reads per token, the weight bytes a token must read and the bandwidth that implies, peak
 // GPU memory; for MoE models, the fused MoE block against a per-expert loop on the same weights.
-import { releaseDevice, type DeviceRequest } from '../backends/registry.js';
+import { releaseDevice, webgpuBackend, type DeviceRequest } from '../backends/registry.js';
+import { measureDispatchFloor } from '../backends/webgpu/dispatch-floor.js';
+import { formatProfile, profileDecode } from '../generate/profile.js';
 import { activeWeightBytes, measureDecode, type DecodeMeasurement } from '../generate/measure.js';
 import type { MoeMode } from '../models/qwen3/model.js';
 import { disposeWeights } from '../models/qwen3/weights.js';
@@ -17,6 +19,8 @@ export interface BenchCliOptions {
   /** Which MoE implementations to measure (default both for MoE models). */
   moe?: MoeMode | 'both';
   json?: boolean;
+  /** GPU time per kernel family from timestamp queries (WebGPU with timestamp-query). */
+  profile?: boolean;
 }
 
 export async function runBench(o: BenchCliOptions, out: (line: string) => void = (l) => process.stdout.write(l + '\n'), log: (line: string) => void = (l) => process.stderr.write(l + '\n')): Promise<number> {
@@ -24,33 +28,58 @@ export async function runBench(o: BenchCliOptions, out: (line: string) => void =
     const { loaded, device, dir, loadMs } = await openModel({ ...o, log, maxSequence: o.promptTokens + o.decodeTokens + 8 });
     const { model, config } = loaded;
     try {
-      const modes: MoeMode[] = !config.moe ? ['fused'] : o.moe === 'both' || o.moe === undefined ? ['fused', 'per-expert'] : [o.moe];
+      // Captured (the default path), the same fused kernels run eagerly, and for MoE the per-expert loop.
+      // Steps are captured only on WebGPU; the CPU runs the fused forward eagerly.
+      const runs: { name: string; mode: MoeMode; capture: boolean }[] = [];
+      if (o.moe !== 'per-expert' || !config.moe) {
+        if (device === 'webgpu') runs.push({ name: 'captured', mode: 'fused', capture: true });
+        runs.push({ name: 'eager', mode: 'fused', capture: false });
+      }
+      if (config.moe && o.moe !== 'fused') runs.push({ name: 'per-expert', mode: 'per-expert', capture: false });
       const active = activeWeightBytes(model);
       const results: Record<string, DecodeMeasurement> = {};
-      for (const mode of modes) {
-        model.moeMode = mode;
+      for (const run of runs) {
+        model.moeMode = run.mode;
         // One short warm-up run compiles every pipeline outside the timing.
-        await measureDecode(model, { promptTokens: Math.min(4, o.promptTokens), decodeSteps: 2 });
-        log(`measuring ${mode === 'fused' ? 'fused MoE' : 'per-expert MoE loop'}...`);
-        results[mode] = await measureDecode(model, { promptTokens: o.promptTokens, decodeSteps: o.decodeTokens });
+        await measureDecode(model, { promptTokens: Math.min(4, o.promptTokens), decodeSteps: 2, capture: run.capture });
+        log(`measuring ${run.name}${run.mode === 'per-expert' ? ' MoE loop' : ''}...`);
+        results[run.name] = await measureDecode(model, { promptTokens: o.promptTokens, decodeSteps: o.decodeTokens, capture: run.capture });
       }
+      model.moeMode = 'fused';
+      const gpu = webgpuBackend();
+      const floor = device === 'webgpu' && gpu ? await measureDispatchFloor(gpu.gpuDevice) : undefined;
+      const profile = o.profile && device === 'webgpu' ? await profileDecode(model, { promptTokens: o.promptTokens, decodeSteps: Math.min(o.decodeTokens, 8) }) : undefined;
       if (o.json) {
-        out(JSON.stringify({ model: dir, device, config: config.modelType, dtype: o.dtype ?? 'as stored', loadMs, activeWeightBytes: active, results }, null, 2));
+        out(JSON.stringify({ model: dir, device, config: config.modelType, dtype: o.dtype ?? 'as stored', loadMs, activeWeightBytes: active, dispatchFloor: floor ?? null, results, profile: profile ?? null }, null, 2));
         return 0;
       }
       out(`model: ${dir} (${config.modelType}, ${config.numHiddenLayers} layers${config.moe ? `, ${config.moe.numExperts} experts, top ${config.moe.numExpertsPerTok}` : ''}) on ${device}, weights ${o.dtype ?? 'as stored'}, loaded in ${(loadMs / 1000).toFixed(1)} s`);
       out(`weight bytes a decode step must read (active weights once): ${formatBytes(active)}`);
-      for (const [mode, r] of Object.entries(results)) {
+      for (const [name, r] of Object.entries(results)) {
         out(
-          `${mode.padEnd(10)} prefill ${r.promptTokens} tokens: ${((r.promptTokens / r.prefillMs) * 1000).toFixed(1)} tok/s | decode ${r.decodeSteps} tokens: ${r.decodeTokensPerSecond.toFixed(2)} tok/s, ` +
-            `${r.dispatchesPerToken.toFixed(0)} dispatches/token, ${r.readsPerToken.toFixed(0)} reads/token, ${((active * r.decodeTokensPerSecond) / 1e9).toFixed(2)} GB/s of active weights, peak GPU ${formatBytes(r.peakGpuBytes)}`,
+          `${name.padEnd(10)} prefill ${r.promptTokens} tokens: ${((r.promptTokens / r.prefillMs) * 1000).toFixed(1)} tok/s | decode ${r.decodeSteps} tokens: ${r.decodeTokensPerSecond.toFixed(2)} tok/s, ` +
+            `${r.dispatchesPerToken.toFixed(0)} dispatches/token (${r.dispatchesPerLayer.toFixed(1)}/layer), ${r.readsPerToken.toFixed(0)} reads/token, host ${r.hostMicrosPerToken.toFixed(0)} µs/token, ` +
+            `${((active * r.decodeTokensPerSecond) / 1e9).toFixed(2)} GB/s of active weights, peak GPU ${formatBytes(r.peakGpuBytes)}`,
         );
       }
-      if (results.fused && results['per-expert']) {
-        const f = results.fused;
-        const p = results['per-expert'];
-        out(`fused vs per-expert: ${(f.decodeTokensPerSecond / p.decodeTokensPerSecond).toFixed(2)}x decode tok/s, ${p.dispatchesPerToken.toFixed(0)} -> ${f.dispatchesPerToken.toFixed(0)} dispatches/token`);
+      const cap = results.captured;
+      const eager = results.eager;
+      if (cap && eager && device === 'webgpu') {
+        const perDispatch = (r: DecodeMeasurement) => r.hostMicrosPerToken / Math.max(1, r.dispatchesPerToken);
+        out(`host per token: captured ${cap.hostMicrosPerToken.toFixed(0)} µs vs eager ${eager.hostMicrosPerToken.toFixed(0)} µs (${(eager.hostMicrosPerToken / cap.hostMicrosPerToken).toFixed(1)}x less host work)`);
+        if (floor) {
+          out(
+            `host per dispatch: replay ${perDispatch(cap).toFixed(1)} µs, eager ${perDispatch(eager).toFixed(1)} µs; raw Dawn floor ${floor.prebuiltMicros.toFixed(1)} µs (prebuilt bind groups), ${floor.freshMicros.toFixed(1)} µs (new bind group + uniform write): ` +
+              `replay is ${(perDispatch(cap) / floor.prebuiltMicros).toFixed(1)}x the floor`,
+          );
+        }
       }
+      const fused = results.captured ?? results.eager;
+      if (fused && results['per-expert']) {
+        const p = results['per-expert'];
+        out(`fused (${results.captured ? 'captured' : 'eager'}) vs per-expert: ${(fused.decodeTokensPerSecond / p.decodeTokensPerSecond).toFixed(2)}x decode tok/s, ${p.dispatchesPerToken.toFixed(0)} -> ${fused.dispatchesPerToken.toFixed(0)} dispatches/token`);
+      }
+      if (profile) for (const line of formatProfile(profile)) out(line);
       return 0;
     } finally {
       model.dispose();

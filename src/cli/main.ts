@@ -88,7 +88,8 @@ program
   .option('--decode-tokens <n>', 'decode steps', positiveInt, 16)
   .option('--moe <mode>', 'fused, per-expert or both', choice(['fused', 'per-expert', 'both'] as const), 'both')
   .option('--json', 'print the measurements as JSON')
-  .action(async (opts: { model?: string; device: 'auto' | 'webgpu' | 'cpu'; dtype?: WeightDType; promptTokens: number; decodeTokens: number; moe: 'fused' | 'per-expert' | 'both'; json?: boolean }) => {
+  .option('--profile', 'also time every kernel on the GPU (timestamp queries) and print GPU time per kernel family')
+  .action(async (opts: { model?: string; device: 'auto' | 'webgpu' | 'cpu'; dtype?: WeightDType; promptTokens: number; decodeTokens: number; moe: 'fused' | 'per-expert' | 'both'; json?: boolean; profile?: boolean }) => {
     process.exitCode = await runBench(opts);
   });
 

@@ -7,7 +7,7 @@ import type { Tensor } from '../core/tensor.js';
 import { readLatents } from '../io/latents-file.js';
 import { writeVideoPng } from '../io/png-writer.js';
 import { randn, tensor } from '../ops/creation.js';
-import { withTemps } from '../ops/util.js';
+import { tidy } from '../core/scope.js';
 import { convScale } from '../models/wan-vae/config.js';
 import { DEFAULT_VAE_PRESET, ensureDefaultVae } from '../models/wan-vae/default-model.js';
 import { loadWanVae } from '../models/wan-vae/load.js';
@@ -76,10 +76,10 @@ export async function runVaeDecode(o: VaeDecodeCliOptions, out: (line: string) =
       const { latentsMean: mean, latentsStd: std } = config;
       if (!mean || !std) throw new Error(`--denormalize: ${dir}/config.json has no latents_mean / latents_std`);
       const raw = z;
-      z = withTemps((keep) => {
-        const s = keep(tensor(new Float32Array(std), { device, shape: [1, config.zDim, 1, 1, 1] }));
-        const m = keep(tensor(new Float32Array(mean), { device, shape: [1, config.zDim, 1, 1, 1] }));
-        return keep(raw.mul(s)).add(m);
+      z = tidy(() => {
+        const s = tensor(new Float32Array(std), { device, shape: [1, config.zDim, 1, 1, 1] });
+        const m = tensor(new Float32Array(mean), { device, shape: [1, config.zDim, 1, 1, 1] });
+        return raw.mul(s).add(m);
       });
       raw.dispose();
     }

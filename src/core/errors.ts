@@ -16,6 +16,9 @@ export class DTypeError extends TensorGpuError {}
 /** Tensors on different devices mixed in one op, or a tensor used on a device it does not live on. */
 export class DeviceMismatchError extends TensorGpuError {}
 
+/** Work a captured step cannot hold (a host write or read while recording, too many uniforms), or a disposed step. */
+export class CaptureError extends TensorGpuError {}
+
 /** A tensor used after `dispose()`. */
 export class DisposedError extends TensorGpuError {}
 

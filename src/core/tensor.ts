@@ -2,6 +2,7 @@ import type { Backend, DeviceName, Operand } from '../backends/backend.js';
 import type { DType } from './dtype.js';
 import { DisposedError } from './errors.js';
 import { contiguousStrides, formatShape, isContiguous, numel, type Shape, type View } from './shape.js';
+import { trackTensor } from './scope.js';
 import { Storage } from './storage.js';
 import * as ops from '../ops/index.js';
 import type { ReduceOptions } from '../ops/reduce.js';
@@ -29,6 +30,7 @@ export class Tensor {
     this.dtype = dtype;
     storage.retain();
     this.storageRef = storage;
+    trackTensor(this);
   }
 
   /** A contiguous tensor owning fresh storage. */

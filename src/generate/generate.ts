@@ -1,14 +1,13 @@
-// Token generation: prefill the prompt, then decode one token at a time. Each decode step queues the whole forward
-// and the sampler on the device, feeding the sampled id (still on the device) into the next step; the only read
-// back is the 4-byte id, needed to stream text and check stop conditions.
-import type { Tensor } from '../core/tensor.js';
-import { tensor } from '../ops/creation.js';
-import { sampleToken, type SampleOptions } from '../ops/sample.js';
+// Token generation: prefill the prompt, then decode one token at a time through a DecodeSession: on WebGPU the
+// first decode step is recorded and later steps replay it, the sampled id staying on the device as the next
+// step's input; the only read back is the 4-byte id, needed to stream text and check stop conditions.
+import { samplingDraw, type SampleOptions } from '../ops/sample.js';
+import { DecodeSession, type DecodeSessionStats } from './decode-session.js';
 import type { Qwen3Model } from '../models/qwen3/model.js';
 import { gpuCounters } from '../runtime-stats.js';
 import { StreamingDecoder, type ChatMessage, type TextTokenizer } from './tokenizer.js';
 
-export interface GenerateOptions extends Omit<SampleOptions, 'previousTokens' | 'generator'> {
+export interface GenerateOptions extends Omit<SampleOptions, 'previousTokens' | 'draw'> {
   /** Default 128. */
   maxNewTokens?: number;
   /** Stop after emitting one of these ids (default: the config's eos ids and the tokenizer's eos). */
@@ -18,6 +17,8 @@ export interface GenerateOptions extends Omit<SampleOptions, 'previousTokens' | 
   /** Chat messages go through the chat template; `enableThinking` is passed to it (Qwen3: default false). */
   enableThinking?: boolean;
   signal?: AbortSignal;
+  /** Replay a captured decode step after the first (WebGPU; default on, see generate/decode-session.ts). */
+  capture?: boolean;
 }
 
 export interface GeneratedToken {
@@ -35,6 +36,8 @@ export interface GenerationStats {
   /** GPU dispatches per decode step (0 on the CPU). */
   dispatchesPerToken: number;
   stopReason: 'eos' | 'stop-string' | 'max-tokens' | 'aborted' | 'cache-full';
+  /** How decode steps ran (captured and replayed, or eager and why). */
+  decode?: DecodeSessionStats;
 }
 
 /** Prompt ids: raw text is tokenized as is; chat messages go through the tokenizer's chat template. */
@@ -56,11 +59,13 @@ export async function* generate(
   const maxNew = options.maxNewTokens ?? 128;
   const stops = new Set(options.stopTokenIds ?? [...model.config.eosTokenIds, ...tokenizer.eosTokenIds]);
   const usePenalties = (options.repetitionPenalty ?? 1) !== 1 || (options.presencePenalty ?? 0) !== 0 || (options.frequencyPenalty ?? 0) !== 0;
-  const cache = model.newCache();
+  const { seed, generator, capture } = options;
+  const { temperature, topK, topP, minP, repetitionPenalty, presencePenalty, frequencyPenalty } = options;
+  const sampling = { temperature, topK, topP, minP, repetitionPenalty, presencePenalty, frequencyPenalty };
+  const session = new DecodeSession(model, { sampling, capture });
   const decoder = new StreamingDecoder(tokenizer);
   const history = [...ids];
   const stats: GenerationStats = { promptTokens: ids.length, generatedTokens: 0, prefillMs: 0, decodeMs: 0, dispatchesPerToken: 0, stopReason: 'max-tokens' };
-  let input: Tensor = tensor(ids, { dtype: 'int32', device: model.device });
   const dispatchesAtDecode = { start: 0 };
   try {
     const t0 = performance.now();
@@ -69,18 +74,14 @@ export async function* generate(
         stats.stopReason = 'aborted';
         break;
       }
-      if (cache.length + input.shape[0] > cache.capacity) {
+      if (session.cache.length + (i === 0 ? ids.length : 1) > session.cache.capacity) {
         stats.stopReason = 'cache-full';
         break;
       }
       if (i === 1) dispatchesAtDecode.start = gpuCounters().dispatches;
-      const logits = await model.forward(input, cache);
-      const seed = options.seed === undefined ? undefined : (options.seed + i * 0x9e3779b9) >>> 0;
-      const next = sampleToken(logits, { ...options, seed, previousTokens: usePenalties ? history : undefined });
-      logits.dispose();
-      input.dispose();
-      input = next;
-      const id = (await next.toArray())[0];
+      const draw = samplingDraw({ seed: seed === undefined ? undefined : (seed + i * 0x9e3779b9) >>> 0, generator });
+      const prior = usePenalties ? history : undefined;
+      const id = i === 0 ? await session.prefill(ids, draw, prior) : await session.next(draw, prior);
       const now = performance.now();
       if (i === 0) stats.prefillMs = now - t0;
       if (id < 0) throw new Error('generate: every logit is -Inf or NaN; nothing can be sampled');
@@ -104,9 +105,9 @@ export async function* generate(
     stats.decodeMs = performance.now() - t0 - stats.prefillMs;
     const steps = stats.generatedTokens - 1;
     stats.dispatchesPerToken = steps > 0 ? (gpuCounters().dispatches - dispatchesAtDecode.start) / steps : 0;
+    stats.decode = { ...session.stats };
     return stats;
   } finally {
-    input.dispose();
-    cache.dispose();
+    session.dispose();
   }
 }

@@ -1,4 +1,4 @@
-import { COMPARISON_OPS, type ArithmeticOp, type BinaryOp, type ComparisonOp, type UnaryOp } from '../backends/backend.js';
+import { COMPARISON_OPS, type ScalarOperand, type ArithmeticOp, type BinaryOp, type ComparisonOp, type UnaryOp } from '../backends/backend.js';
 import { DTYPE_INFO, isFloating, isFp8, promoteTypes, type DType } from '../core/dtype.js';
 import { DTypeError } from '../core/errors.js';
 import { broadcastShapes, broadcastView, contiguousView } from '../core/shape.js';
@@ -29,18 +29,20 @@ export const sigmoid = (x: Tensor) => unary('sigmoid', x, true);
 export const gelu = (x: Tensor, options: { approximate?: 'none' | 'tanh' } = {}) =>
   unary(options.approximate === 'tanh' ? 'gelu_tanh' : 'gelu', x, true);
 
-/** A 0-d tensor for a JS number operand, on the tensor's device; it does not promote the tensor's dtype. */
-function scalarLike(value: number, like: Tensor): Tensor {
-  const dtype: DType = isFloating(like.dtype) || !Number.isInteger(value) ? 'float32' : 'int32';
-  const backend = like.storage.backend;
-  const handle = backend.fill(dtype, 1, value);
-  return new Tensor(new Storage(backend, handle, dtype, 1), contiguousView([]));
+/** A JS number operand: float32 beside a float tensor or for a fraction, else int32; it travels as a uniform. */
+function scalarOperand(value: number, like: Tensor): ScalarOperand {
+  return { scalar: value, dtype: isFloating(like.dtype) || !Number.isInteger(value) ? 'float32' : 'int32' };
+}
+
+/** A 0-d stand-in tensor of a scalar operand's dtype (no storage: only its dtype and shape are read). */
+function scalarMeta(s: ScalarOperand): Pick<Tensor, 'dtype' | 'shape' | 'describe'> {
+  return { dtype: s.dtype, shape: [], describe: () => `${s.scalar}` };
 }
 
 const CATEGORY = { bool: 0, int: 1, float: 2 } as const;
 const category = (dtype: DType) => CATEGORY[DTYPE_INFO[dtype].kind];
 
-function resultDtype(op: BinaryOp, a: Tensor, b: Tensor, aScalar: boolean, bScalar: boolean): DType {
+function resultDtype(op: BinaryOp, a: Pick<Tensor, 'dtype' | 'describe'>, b: Pick<Tensor, 'dtype' | 'describe'>, aScalar: boolean, bScalar: boolean): DType {
   if ((COMPARISON_OPS as readonly string[]).includes(op)) return 'bool';
   for (const t of [a, b]) {
     if (isFp8(t.dtype)) throw new DTypeError(`${op} does not take ${t.dtype} (tensor ${t.describe()}): FP8 is a storage format; cast with .to('float32') first`);
@@ -55,19 +57,16 @@ function resultDtype(op: BinaryOp, a: Tensor, b: Tensor, aScalar: boolean, bScal
 
 function binary(op: BinaryOp, x: TensorOrScalar, y: TensorOrScalar): Tensor {
   if (typeof x === 'number' && typeof y === 'number') throw new DTypeError(`${op} needs at least one tensor operand`);
-  const a = typeof x === 'number' ? scalarLike(x, y as Tensor) : x;
-  const b = typeof y === 'number' ? scalarLike(y, a) : y;
-  try {
-    const backend = commonBackend(op, a, b);
-    const outDtype = resultDtype(op, a, b, typeof x === 'number', typeof y === 'number');
-    const shape = broadcastShapes(a.shape, b.shape);
-    const opA = { ...a.operand(), view: broadcastView(a.layout, shape) };
-    const opB = { ...b.operand(), view: broadcastView(b.layout, shape) };
-    return wrap(backend, backend.binary(op, opA, opB, shape, outDtype), outDtype, shape);
-  } finally {
-    if (a !== x) a.dispose();
-    if (b !== y) b.dispose();
-  }
+  const sa = typeof x === 'number' ? scalarOperand(x, y as Tensor) : undefined;
+  const sb = typeof y === 'number' ? scalarOperand(y, x as Tensor) : undefined;
+  const a = sa ? scalarMeta(sa) : (x as Tensor);
+  const b = sb ? scalarMeta(sb) : (y as Tensor);
+  const backend = sa ? commonBackend(op, y as Tensor) : sb ? commonBackend(op, x as Tensor) : commonBackend(op, x as Tensor, y as Tensor);
+  const outDtype = resultDtype(op, a, b, sa !== undefined, sb !== undefined);
+  const shape = broadcastShapes(a.shape, b.shape);
+  const opA = sa ?? { ...(x as Tensor).operand(), view: broadcastView((x as Tensor).layout, shape) };
+  const opB = sb ?? { ...(y as Tensor).operand(), view: broadcastView((y as Tensor).layout, shape) };
+  return wrap(backend, backend.binary(op, opA, opB, shape, outDtype), outDtype, shape);
 }
 
 const arithmetic = (op: ArithmeticOp) => (a: TensorOrScalar, b: TensorOrScalar) => binary(op, a, b);

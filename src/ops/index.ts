@@ -14,3 +14,5 @@ export * from './moe.js';
 export * from './conv.js';
 export * from './pad.js';
 export * from './vae-ops.js';
+export * from './attention-inputs.js';
+export * from './capture.js';

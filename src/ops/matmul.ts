@@ -48,6 +48,11 @@ export interface LinearOptions {
   weightScale?: Tensor;
   /** How weightScale applies when its shape could mean two recipes (e.g. [1, 1]); inferred otherwise. */
   recipe?: ScaleRecipe;
+  /**
+   * Added to the result in the kernel's epilogue (a residual connection, `h + o_proj(x)`): same shape as the
+   * output, any float dtype. Saves the separate add's dispatch and its pass over memory.
+   */
+  residual?: Tensor;
 }
 
 function weightRecipe(scale: Tensor, n: number, k: number, given?: ScaleRecipe): ScaleRecipe {
@@ -77,7 +82,8 @@ function weightRecipe(scale: Tensor, n: number, k: number, given?: ScaleRecipe):
  */
 export function linear(x: Tensor, weight: Tensor, bias?: Tensor, options: LinearOptions = {}): Tensor {
   const scale = options.weightScale;
-  const backend = commonBackend('linear', x, weight, ...(bias ? [bias] : []), ...(scale ? [scale] : []));
+  const residual = options.residual;
+  const backend = commonBackend('linear', x, weight, ...(bias ? [bias] : []), ...(scale ? [scale] : []), ...(residual ? [residual] : []));
   requireDTypes('linear', x, MATMUL_DTYPES);
   if (weight.ndim !== 2) throw new ShapeError(`linear: weight must be [N, K], got ${formatShape(weight.shape)}`);
   const [n, k] = weight.shape;
@@ -96,13 +102,22 @@ export function linear(x: Tensor, weight: Tensor, bias?: Tensor, options: Linear
     if (bias.ndim !== 1 || bias.shape[0] !== n) throw new ShapeError(`linear: bias must have shape [${n}], got ${formatShape(bias.shape)}`);
   }
   const lead = x.shape.slice(0, -1);
+  if (residual) {
+    requireDTypes('linear residual', residual, MATMUL_DTYPES);
+    if (residual.shape.join() !== [...lead, n].join()) throw new ShapeError(`linear: residual must have the output's shape ${formatShape([...lead, n])}, got ${formatShape(residual.shape)}`);
+  }
   const m = lead.reduce((p, d) => p * d, 1);
   const rows = reshape(x, [m, k]);
   const b = bias && compact(bias);
   const s = scale && compact(scale);
+  const r = residual && compact(residual);
   try {
     const wT = { ...weight.operand(), view: { shape: [k, n], strides: [weight.strides[1], weight.strides[0]], offset: weight.offset } };
-    const scaling = { ...(b ? { bias: b.operand() } : {}), ...(s && recipe ? { scaleB: { handle: s.storage.handle, recipe } } : {}) };
+    const scaling = {
+      ...(b ? { bias: b.operand() } : {}),
+      ...(s && recipe ? { scaleB: { handle: s.storage.handle, recipe } } : {}),
+      ...(r ? { residual: { ...r.operand(), view: { shape: [m, n], strides: [n, 1], offset: 0 } } } : {}),
+    };
     const handle = backend.matmul(rows.operand(), wT, { batch: [], m, n, k }, x.dtype, scaling);
     const out = wrap(backend, handle, x.dtype, [m, n]);
     if (lead.length === 1) return out;
@@ -113,5 +128,6 @@ export function linear(x: Tensor, weight: Tensor, bias?: Tensor, options: Linear
     rows.dispose();
     b?.dispose();
     s?.dispose();
+    r?.dispose();
   }
 }

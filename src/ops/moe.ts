@@ -25,11 +25,36 @@ export function moeRoute(logits: Tensor, topK: number, options: { normalize?: bo
   return { ids: wrap(backend, ids, 'int32', [t, topK]), weights: wrap(backend, weights, 'float32', [t, topK]) };
 }
 
+/**
+ * The MoE router in one kernel: logits = x [T, H] . weight [E, H]^T (float32, as linear stores them), then moeRoute's
+ * softmax + top-k. Same result as moeRoute(linear(x, weight), ...) up to the float32 summation order of the logits.
+ */
+export function moeRouter(x: Tensor, weight: Tensor, topK: number, options: { normalize?: boolean } = {}): { ids: Tensor; weights: Tensor } {
+  const backend = commonBackend('moeRouter', x, weight);
+  requireDTypes('moeRouter', x, FLOAT_DTYPES);
+  requireDTypes('moeRouter', weight, FLOAT_DTYPES);
+  if (x.ndim !== 2 || weight.ndim !== 2 || x.shape[1] !== weight.shape[1]) {
+    throw new ShapeError(`moeRouter: x must be [T, H] and weight [E, H], got ${formatShape(x.shape)} and ${formatShape(weight.shape)}`);
+  }
+  const [t] = x.shape;
+  const e = weight.shape[0];
+  if (!Number.isInteger(topK) || topK < 1 || topK > e) throw new RangeError(`moeRouter: topK must be in 1..${e}, got ${topK}`);
+  const [ids, weights] = backend.moeRouter(x.operand(), weight.operand(), topK, options.normalize ?? false);
+  return { ids: wrap(backend, ids, 'int32', [t, topK]), weights: wrap(backend, weights, 'float32', [t, topK]) };
+}
+
 export interface ExpertLinearOpOptions {
   /** float32 [E, ceil(N/128), ceil(K/128)] block scales of an FP8 weight (the stacked `weight_scale_inv`). */
   scale?: Tensor;
   /** float32 [T, k] routing weights: sum each token's k slots, weighted (the MoE combine). */
   combine?: Tensor;
+  /**
+   * 'swiglu' (without combine): W[e]'s N rows are gate rows then up rows (the stacked gate|up of an MoE layer) and
+   * the result is silu(gate) * up, [T*k, N/2], in the same kernel: swiglu(expertLinear(...)) in one dispatch.
+   */
+  activation?: 'swiglu';
+  /** [T, N] added to the combined result in the kernel (with combine): the layer's residual connection. */
+  residual?: Tensor;
 }
 
 /**
@@ -39,8 +64,8 @@ export interface ExpertLinearOpOptions {
  * cannot raise without a read back) that slot contributes zeros.
  */
 export function expertLinear(x: Tensor, weight: Tensor, ids: Tensor, options: ExpertLinearOpOptions = {}): Tensor {
-  const { scale, combine } = options;
-  const backend = commonBackend('expertLinear', x, weight, ids, ...(scale ? [scale] : []), ...(combine ? [combine] : []));
+  const { scale, combine, activation, residual } = options;
+  const backend = commonBackend('expertLinear', x, weight, ids, ...(scale ? [scale] : []), ...(combine ? [combine] : []), ...(residual ? [residual] : []));
   requireDTypes('expertLinear', x, FLOAT_DTYPES);
   requireDTypes('expertLinear', ids, ['int32']);
   if (weight.ndim !== 3) throw new ShapeError(`expertLinear: weight must be stacked experts [E, N, K], got ${formatShape(weight.shape)}`);
@@ -63,15 +88,29 @@ export function expertLinear(x: Tensor, weight: Tensor, ids: Tensor, options: Ex
     requireDTypes('expertLinear combine', combine, ['float32']);
     if (combine.shape.join() !== ids.shape.join()) throw new ShapeError(`expertLinear: combine must be ${formatShape(ids.shape)} like ids, got ${formatShape(combine.shape)}`);
   }
+  if (activation !== undefined) {
+    if (activation !== 'swiglu') throw new RangeError(`expertLinear: activation must be 'swiglu', got ${String(activation)}`);
+    if (combine) throw new ShapeError('expertLinear: the swiglu activation applies to per-slot outputs, not with combine');
+    if (n % 2 !== 0) throw new ShapeError(`expertLinear: swiglu needs an even N (gate rows then up rows), got weight ${formatShape(weight.shape)}`);
+  }
+  if (residual) {
+    if (!combine) throw new ShapeError('expertLinear: residual applies to the combined [T, N] output; give combine too');
+    requireDTypes('expertLinear residual', residual, FLOAT_DTYPES);
+    if (residual.shape.join() !== [t, n].join()) throw new ShapeError(`expertLinear: residual must be [${t}, ${n}], got ${formatShape(residual.shape)}`);
+  }
   const packedScale = scale && compact(scale);
+  const packedResidual = residual && compact(residual);
   try {
     const handle = backend.expertLinear(x.operand(), weight.operand(), ids.operand(), {
       scale: packedScale?.storage.handle,
       combine: combine?.operand(),
       outDtype: x.dtype,
+      activation,
+      residual: packedResidual?.operand(),
     });
-    return wrap(backend, handle, x.dtype, [combine ? t : t * slots, n]);
+    return wrap(backend, handle, x.dtype, [combine ? t : t * slots, activation ? n / 2 : n]);
   } finally {
     packedScale?.dispose();
+    packedResidual?.dispose();
   }
 }

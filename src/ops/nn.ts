@@ -1,6 +1,6 @@
 // Transformer building blocks as single fused ops: RMSNorm, rotary embedding, attention with grouped-query heads
 // and a causal mask, SwiGLU. Each is one kernel on the GPU; the CPU backend holds the reference.
-import { ShapeError } from '../core/errors.js';
+import { DTypeError, ShapeError } from '../core/errors.js';
 import { formatShape } from '../core/shape.js';
 import type { Tensor } from '../core/tensor.js';
 import { commonBackend, requireDTypes, wrap } from './util.js';
@@ -48,8 +48,12 @@ export interface AttentionOpOptions {
   /** Default 1 / sqrt(D). */
   scale?: number;
   causal?: boolean;
-  /** Absolute position of query 0 relative to key 0; default Skv - Sq (the queries are the newest keys). */
-  queryOffset?: number;
+  /**
+   * Absolute position of query 0 relative to key 0; default Skv - Sq (the queries are the newest keys). An int32 [1]
+   * tensor on the device is read by the kernel instead (captured decode steps: k, v are then the whole cache and
+   * the causal mask hides the rows not written yet).
+   */
+  queryOffset?: number | Tensor;
 }
 
 /**
@@ -57,7 +61,8 @@ export interface AttentionOpOptions {
  * of Hkv), optionally causal; softmax in float32, one kernel. k and v may be views of a preallocated KV cache.
  */
 export function attention(q: Tensor, k: Tensor, v: Tensor, options: AttentionOpOptions = {}): Tensor {
-  const backend = commonBackend('attention', q, k, v);
+  const dynamic = typeof options.queryOffset === 'object' ? options.queryOffset : undefined;
+  const backend = commonBackend('attention', q, k, v, ...(dynamic ? [dynamic] : []));
   for (const t of [q, k, v]) requireDTypes('attention', t, FLOAT_DTYPES);
   if (q.ndim !== 3 || k.ndim !== 3 || v.ndim !== 3) {
     throw new ShapeError(`attention: q, k and v must be [S, H, D], got ${formatShape(q.shape)}, ${formatShape(k.shape)}, ${formatShape(v.shape)}`);
@@ -66,9 +71,10 @@ export function attention(q: Tensor, k: Tensor, v: Tensor, options: AttentionOpO
   const [skv, hkv, dk] = k.shape;
   if (dk !== d || v.shape.join() !== k.shape.join()) throw new ShapeError(`attention: k and v must be [Skv, Hkv, ${d}], got ${formatShape(k.shape)} and ${formatShape(v.shape)}`);
   if (hkv === 0 || hq % hkv !== 0) throw new ShapeError(`attention: ${hq} query heads are not a multiple of ${hkv} kv heads`);
-  const queryOffset = options.queryOffset ?? skv - sq;
+  if (dynamic && (dynamic.dtype !== 'int32' || dynamic.numel !== 1)) throw new DTypeError(`attention: a queryOffset tensor must be int32 with one element, got ${dynamic.describe()}`);
+  const queryOffset = dynamic ? 0 : ((options.queryOffset as number | undefined) ?? skv - sq);
   if (!Number.isInteger(queryOffset)) throw new RangeError(`attention: queryOffset must be an integer, got ${queryOffset}`);
-  const handle = backend.attention(q.operand(), k.operand(), v.operand(), { scale: options.scale ?? 1 / Math.sqrt(d), causal: options.causal ?? false, queryOffset });
+  const handle = backend.attention(q.operand(), k.operand(), v.operand(), { scale: options.scale ?? 1 / Math.sqrt(d), causal: options.causal ?? false, queryOffset }, dynamic?.operand());
   return wrap(backend, handle, q.dtype, q.shape);
 }
 

@@ -6,7 +6,8 @@ import type { Tensor } from '../core/tensor.js';
 import { cast } from './convert.js';
 import { abs, div, maximum } from './elementwise.js';
 import { max } from './reduce.js';
-import { commonBackend, withTemps, wrap } from './util.js';
+import { tidy } from '../core/scope.js';
+import { commonBackend, wrap } from './util.js';
 
 export type QuantGranularity = 'tensor' | 'row' | 'block128' | 'group128';
 
@@ -51,14 +52,14 @@ export function quantize(x: Tensor, options: QuantizeOptions = {}): Quantized {
   if (granularity === 'group128' || granularity === 'block128' || (granularity === 'row' && x.shape[1] > 0)) {
     return blockwise(x, fp8, fmax, granularity === 'row' ? [1, x.shape[1]] : granularity === 'group128' ? [1, 128] : [128, 128]);
   }
-  return withTemps((keep) => {
-    const xf = x.dtype === 'float32' ? x : keep(cast(x, 'float32'));
-    const ax = keep(abs(xf));
+  return tidy(() => {
+    const xf = x.dtype === 'float32' ? x : cast(x, 'float32');
+    const ax = abs(xf);
     /** amax -> dequantization scale. */
-    const scaleOf = (amax: Tensor) => div(keep(maximum(amax, MIN_AMAX)), fmax);
+    const scaleOf = (amax: Tensor) => div(maximum(amax, MIN_AMAX), fmax);
     const toFp8 = (scaled: Tensor) => cast(scaled, dtype, { saturate: true });
     // Tensor scales (one reduction over everything), and rows of length 0.
-    const scale = scaleOf(keep(granularity === 'tensor' ? max(ax) : max(ax, 1, { keepdim: true })));
-    return { data: toFp8(keep(div(xf, scale))), scale };
+    const scale = scaleOf(granularity === 'tensor' ? max(ax) : max(ax, 1, { keepdim: true }));
+    return { data: toFp8(div(xf, scale)), scale };
   });
 }

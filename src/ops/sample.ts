@@ -28,6 +28,11 @@ export interface SampleOptions {
   frequencyPenalty?: number;
   /** Token ids the penalties apply to (a JS array or an int32 tensor on the logits' device). */
   previousTokens?: readonly number[] | Tensor;
+  /**
+   * A float32 [1] tensor on the logits' device holding the uniform draw in [0, 1), read by the kernel in place of
+   * seed / generator (a captured decode step rewrites it each step).
+   */
+  draw?: Tensor;
 }
 
 function check(cond: boolean, message: string): void {
@@ -51,12 +56,18 @@ function resolveParams(o: SampleOptions, vocab: number): SamplingParams {
     topK: Math.min(topK, vocab),
     topP: Math.fround(topP),
     minP: Math.fround(minP),
-    u: g.uniform(),
+    u: o.draw ? 0 : g.uniform(),
     repetition: Math.fround(repetition),
     invRepetition: Math.fround(1 / repetition),
     presence: Math.fround(o.presencePenalty ?? 0),
     frequency: Math.fround(o.frequencyPenalty ?? 0),
   };
+}
+
+/** The uniform draw a sample with these options would use (seed, else generator, else the default generator). */
+export function samplingDraw(options: Pick<SampleOptions, 'seed' | 'generator'>): number {
+  const g = options.seed !== undefined ? new Generator(options.seed) : (options.generator ?? defaultGenerator);
+  return g.uniform();
 }
 
 /**
@@ -81,7 +92,12 @@ export function sampleToken(logits: Tensor, options: SampleOptions = {}): Tensor
   try {
     if (prev && prev.dtype !== 'int32') throw new DTypeError(`sample: previousTokens must be int32, got ${prev.describe()}`);
     if (prev) commonBackend('sample', logits, prev);
-    const handle = backend.sample(logits.operand(), prev && prev.numel > 0 ? prev.operand() : undefined, params);
+    const draw = options.draw;
+    if (draw) {
+      commonBackend('sample', logits, draw);
+      if (draw.dtype !== 'float32' || draw.numel !== 1) throw new DTypeError(`sample: draw must be float32 with one element, got ${draw.describe()}`);
+    }
+    const handle = backend.sample(logits.operand(), prev && prev.numel > 0 ? prev.operand() : undefined, params, draw?.operand());
     return wrap(backend, handle, 'int32', [1]);
   } finally {
     prev?.dispose();

@@ -33,17 +33,10 @@ export function requireDTypes(op: string, t: Tensor, allowed: readonly DType[]):
   }
 }
 
-/** Runs fn with `keep`, which collects intermediates; they are disposed when fn returns (its result is kept). */
-export function withTemps<T>(fn: (keep: (t: Tensor) => Tensor) => T): T {
-  const temps: Tensor[] = [];
-  try {
-    return fn((t) => (temps.push(t), t));
-  } finally {
-    for (const t of temps) t.dispose();
-  }
-}
-
-/** withTemps for an async fn: the intermediates are disposed once its promise settles. */
+/**
+ * For async code, where a tidy scope cannot follow the awaits: `keep` collects intermediates, disposed once fn's
+ * promise settles (its result is kept).
+ */
 export async function withTempsAsync<T>(fn: (keep: (t: Tensor) => Tensor) => Promise<T>): Promise<T> {
   const temps: Tensor[] = [];
   try {

@@ -3,7 +3,8 @@ import { allocStorage, decodeOne, encodeOne, type StorageArray } from '../../cor
 import { DTYPE_INFO, type DType } from '../../core/dtype.js';
 import { ShapeError } from '../../core/errors.js';
 import { numel, type Shape, type View } from '../../core/shape.js';
-import type { AttentionOptions, Backend, BinaryOp, ConvGeometry, ExpertLinearOptions, MatmulDims, MatmulScaling, Operand, PadMode, QuantizeBlocks, ReduceOp, SamplingParams, UnaryOp, UpsampleMode } from '../backend.js';
+import { attentionInputsReference } from './attention-inputs.js';
+import { isScalarOperand, type AttentionInputsArgs, type AttentionOptions, type Backend, type BinaryOp, type ConvGeometry, type ExpertLinearOptions, type MatmulDims, type MatmulScaling, type Operand, type PadMode, type ScalarOperand, type QuantizeBlocks, type ReduceOp, type SamplingParams, type UnaryOp, type UpsampleMode } from '../backend.js';
 import { convReference, padReference } from './conv.js';
 import { expertLinearReference, moeRouteReference } from './moe.js';
 import { attentionReference, rmsNormReference, ropeReference, swigluReference } from './nn.js';
@@ -188,12 +189,13 @@ export class CpuBackend implements Backend<Handle> {
     return store(v, outDtype);
   }
 
-  binary(op: BinaryOp, a: Operand<Handle>, b: Operand<Handle>, outShape: Shape, outDtype: DType): Handle {
-    const va = values(a);
-    const vb = values(b);
+  binary(op: BinaryOp, a: Operand<Handle> | ScalarOperand, b: Operand<Handle> | ScalarOperand, outShape: Shape, outDtype: DType): Handle {
+    const n = numel(outShape);
+    const operand = (x: Operand<Handle> | ScalarOperand) => (isScalarOperand(x) ? new Float64Array(n).fill(decodeOne(x.dtype, castCode(x.scalar, x.dtype))) : values(x));
+    const va = operand(a);
+    const vb = operand(b);
     const integer = isInt(a.dtype) && isInt(b.dtype) && isInt(outDtype);
     const f = integer ? BINARY_I32[op] : BINARY_F64[op];
-    const n = numel(outShape);
     const out = new Float64Array(n);
     for (let i = 0; i < n; i++) out[i] = f(va[i], vb[i]);
     return store(out, outDtype);
@@ -219,7 +221,8 @@ export class CpuBackend implements Backend<Handle> {
     return store(v, x.dtype);
   }
 
-  sample(logits: Operand<Handle>, previous: Operand<Handle> | undefined, params: SamplingParams): Handle {
+  sample(logits: Operand<Handle>, previous: Operand<Handle> | undefined, params: SamplingParams, drawFrom?: Operand<Handle>): Handle {
+    if (drawFrom) params = { ...params, u: values(drawFrom)[0] };
     const prev = previous ? Array.from(viewIndices(previous.view), (i) => previous.handle[i]) : [];
     return Int32Array.of(sampleReference(values(logits), prev, params));
   }
@@ -252,8 +255,13 @@ export class CpuBackend implements Backend<Handle> {
     return ropeReference(x, cos, sin, positionOffset);
   }
 
-  attention(q: Operand<Handle>, k: Operand<Handle>, v: Operand<Handle>, options: AttentionOptions): Handle {
-    return attentionReference(q, k, v, options);
+  attention(q: Operand<Handle>, k: Operand<Handle>, v: Operand<Handle>, options: AttentionOptions, queryOffsetFrom?: Operand<Handle>): Handle {
+    const offset = options.queryOffset + (queryOffsetFrom ? values(queryOffsetFrom)[0] : 0);
+    return attentionReference(q, k, v, { ...options, queryOffset: offset });
+  }
+
+  attentionInputs(args: AttentionInputsArgs<Handle>): Handle {
+    return attentionInputsReference(args);
   }
 
   swiglu(x: Operand<Handle>): Handle {
@@ -264,8 +272,24 @@ export class CpuBackend implements Backend<Handle> {
     return moeRouteReference(logits, topK, normalize);
   }
 
+  moeRouter(x: Operand<Handle>, weight: Operand<Handle>, topK: number, normalize: boolean): [Handle, Handle] {
+    const [t, h] = x.view.shape;
+    const e = weight.view.shape[0];
+    const wT = { ...weight, view: { shape: [h, e], strides: [weight.view.strides[1], weight.view.strides[0]], offset: weight.view.offset } };
+    const logits = this.matmul(x, wT, { batch: [], m: t, n: e, k: h }, 'float32');
+    return moeRouteReference({ handle: logits, dtype: 'float32', view: { shape: [t, e], strides: [e, 1], offset: 0 } }, topK, normalize);
+  }
+
+  /** The plain product stored in outDtype, then SwiGLU or the residual add: the unfused ops' roundings. */
   expertLinear(x: Operand<Handle>, weight: Operand<Handle>, ids: Operand<Handle>, options: ExpertLinearOptions<Handle>): Handle {
-    return expertLinearReference(x, weight, ids, options);
+    const plain = expertLinearReference(x, weight, ids, options);
+    const [t, slots] = ids.view.shape;
+    const rows = options.combine ? t : t * slots;
+    const n = weight.view.shape[1];
+    const asOperand = (h: Handle, cols: number): Operand<Handle> => ({ handle: h, dtype: options.outDtype, view: { shape: [rows, cols], strides: [cols, 1], offset: 0 } });
+    if (options.activation === 'swiglu') return swigluReference(asOperand(plain, n));
+    if (options.residual) return this.binary('add', asOperand(plain, n), options.residual, [rows, n], options.outDtype);
+    return plain;
   }
 
   conv(x: Operand<Handle>, weight: Operand<Handle>, bias: Operand<Handle> | undefined, geometry: ConvGeometry, outShape: Shape, previous?: Operand<Handle>): Handle {
@@ -327,10 +351,11 @@ export class CpuBackend implements Backend<Handle> {
         out.set(row, (bi * m + i) * n);
       }
     }
-    if (!scaling.scaleA && !scaling.scaleB && !scaling.bias && !scaling.scaleResult) return store(out, outDtype);
+    if (!scaling.scaleA && !scaling.scaleB && !scaling.bias && !scaling.scaleResult && !scaling.residual) return store(out, outDtype);
     const sa = scaling.scaleA;
     const sb = scaling.scaleB;
     const bias = scaling.bias ? values(scaling.bias) : undefined;
+    const residual = scaling.residual ? values(scaling.residual) : undefined;
     const result = scaling.scaleResult ? scaling.scaleResult[0] : 1;
     for (let i = 0; i < m; i++) {
       for (let j = 0; j < n; j++) {
@@ -338,7 +363,8 @@ export class CpuBackend implements Backend<Handle> {
         if (sa && sa.recipe !== 'block') v *= sa.handle[sa.recipe === 'row' ? i : 0];
         if (sb && sb.recipe !== 'block') v *= sb.handle[sb.recipe === 'row' ? j : 0];
         if (bias) v += bias[j];
-        out[i * n + j] = v * result;
+        // The GPU epilogue rounds the product to float32 before adding the residual, as matmul then add would.
+        out[i * n + j] = residual ? Math.fround(v * result) + residual[i * n + j] : v * result;
       }
     }
     // Scaled FP8 outputs saturate, as the GPU epilogue does.

@@ -24,8 +24,42 @@ export function sizeClass(bytes: number): number {
   return Math.ceil(b / step) * step;
 }
 
+/**
+ * Idle buffers of one size class, reused first in, first out: work that repeats (a decode step, a loop of ops)
+ * then gets the same buffers in the same order each time, so its cached bind groups match again.
+ */
+class FreeQueue {
+  private items: GPUBuffer[] = [];
+  private head = 0;
+
+  get length(): number {
+    return this.items.length - this.head;
+  }
+
+  push(b: GPUBuffer): void {
+    this.items.push(b);
+  }
+
+  shift(): GPUBuffer | undefined {
+    if (this.head >= this.items.length) return undefined;
+    const b = this.items[this.head++];
+    if (this.head > 64 && this.head * 2 > this.items.length) {
+      this.items = this.items.slice(this.head);
+      this.head = 0;
+    }
+    return b;
+  }
+
+  drain(): GPUBuffer[] {
+    const rest = this.items.slice(this.head);
+    this.items = [];
+    this.head = 0;
+    return rest;
+  }
+}
+
 export class BufferPool {
-  private readonly free = new Map<number, GPUBuffer[]>();
+  private readonly free = new Map<number, FreeQueue>();
   private waiting: GPUBuffer[] = [];
   private live = 0;
   private liveCount = 0;
@@ -45,7 +79,7 @@ export class BufferPool {
   acquire(bytes: number): GPUBuffer {
     const size = sizeClass(bytes);
     const list = this.free.get(size);
-    let buffer = list?.pop();
+    let buffer = list?.shift();
     if (buffer) {
       this.pooled -= size;
     } else {
@@ -79,9 +113,9 @@ export class BufferPool {
         buffer.destroy();
         continue;
       }
-      const list = this.free.get(buffer.size) ?? [];
+      let list = this.free.get(buffer.size);
+      if (!list) this.free.set(buffer.size, (list = new FreeQueue()));
       list.push(buffer);
-      this.free.set(buffer.size, list);
       this.pooled += buffer.size;
     }
     this.waiting = [];
@@ -90,7 +124,7 @@ export class BufferPool {
 
   /** Destroys idle buffers (torch.mps.empty_cache). */
   emptyCache(): void {
-    for (const list of this.free.values()) for (const b of list) b.destroy();
+    for (const list of this.free.values()) for (const b of list.drain()) b.destroy();
     this.free.clear();
     this.pooled = 0;
   }

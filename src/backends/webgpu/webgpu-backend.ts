@@ -2,12 +2,16 @@
 // dispatch until something is read back.
 import type { StorageArray } from '../../core/codecs.js';
 import { allocStorage } from '../../core/codecs.js';
-import { DTYPE_INFO, lanesPerWord, type DType } from '../../core/dtype.js';
+import { DTYPE_INFO, isFp8, lanesPerWord, type DType } from '../../core/dtype.js';
 import { DeviceUnavailableError, ShapeError } from '../../core/errors.js';
 import { contiguousView, isContiguous, numel, type Shape } from '../../core/shape.js';
-import type { AttentionOptions, Backend, BinaryOp, ConvGeometry, ExpertLinearOptions, MatmulDims, MatmulScaling, Operand, PadMode, QuantizeBlocks, ReduceOp, SamplingParams, UnaryOp, UpsampleMode } from '../backend.js';
+import { isScalarOperand, type ScalarOperand } from '../backend.js';
+import type { AttentionInputsArgs, AttentionOptions, Backend, BinaryOp, ConvGeometry, ExpertLinearOptions, MatmulDims, MatmulScaling, Operand, PadMode, QuantizeBlocks, ReduceOp, SamplingParams, UnaryOp, UpsampleMode } from '../backend.js';
 import { castCode } from '../cpu/cpu-backend.js';
 import { BufferPool, type MemoryStats } from './buffer-pool.js';
+import { bindingSignature, layoutEntries, UniformArena } from './bindings.js';
+import { CaptureError, CapturedStep } from './capture.js';
+import { GpuProfiler, type KernelTime } from './profiler.js';
 import { wordBytes, type GpuBuffer, type GpuContext } from './gpu-context.js';
 import { binaryKernel, castKernel, fillKernel, scatterKernel, unaryKernel, type GpuOperand } from './kernels/elementwise.js';
 import { gemmKernel, type GemmScaling } from './kernels/gemm.js';
@@ -15,6 +19,7 @@ import { gemvApplies, gemvKernel } from './kernels/gemv.js';
 import { gatherKernel } from './kernels/gather.js';
 import { indexSelectKernel } from './kernels/index-select.js';
 import { attentionKernel } from './kernels/attention.js';
+import { attentionInputsKernel } from './kernels/attention-inputs.js';
 import { convKernel } from './kernels/conv.js';
 import { padKernel } from './kernels/pad.js';
 import { channelRmsNormKernel } from './kernels/channel-rms-norm.js';
@@ -22,7 +27,7 @@ import { groupNormKernel } from './kernels/group-norm.js';
 import { upsample2xKernel } from './kernels/upsample.js';
 import { withContiguous } from './kernels/nn-util.js';
 import { expertLinearKernel } from './kernels/expert-linear.js';
-import { moeRouteKernel } from './kernels/moe-route.js';
+import { FUSED_ROUTER_MAX_EXPERTS, moeRouteKernel } from './kernels/moe-route.js';
 import { quantizeBlocksKernel } from './kernels/quantize-blocks.js';
 import { rmsNormKernel } from './kernels/rms-norm.js';
 import { ropeKernel } from './kernels/rope.js';
@@ -39,6 +44,8 @@ export interface GpuCounters {
   submits: number;
   reads: number;
   pipelinesCompiled: number;
+  /** Captured steps replayed (their dispatches are counted in `dispatches` too). */
+  replays: number;
   /** Dispatches per kernel family (a pipeline key's first '|' field: 'conv', 'pad', 'gemm', ...). */
   byKernel: Record<string, number>;
 }
@@ -51,15 +58,40 @@ export interface AdapterDescription {
   features: string[];
 }
 
-/** Pending dispatches after which the batch is submitted anyway, bounding command-buffer size and held buffers. */
 /** Released-but-unsubmitted bytes that trigger a submit. */
 const FLUSH_RELEASED_BYTES = 64 << 20;
+/** Pending dispatches after which the batch is submitted anyway, bounding command-buffer size and held buffers. */
 const MAX_BATCH = 512;
+/** Uniform bytes of one eager batch (MAX_BATCH blocks of up to 256 bytes) and of one captured step. */
+const BATCH_UNIFORM_BYTES = MAX_BATCH * 256;
+const CAPTURE_UNIFORM_BYTES = 4 << 20;
+/** Cached bind groups kept at most (a stale one only costs host memory: buffer ids are never reused). */
+const MAX_CACHED_BIND_GROUPS = 8192;
+
+/** What the backend keeps per pipeline: its layout signature and the kernel family counted in byKernel. */
+interface PipelineInfo {
+  readonly layout: GPUBindGroupLayout;
+  readonly layoutId: number;
+  readonly uniform: boolean;
+  /** Storage bindings the module declares: a dispatch binds exactly this many buffers. */
+  readonly storageBindings: number;
+  readonly kernel: string;
+}
 
 export class WebGpuBackend implements Backend<GpuBuffer>, GpuContext {
   readonly device = 'webgpu' as const;
-  readonly counters: GpuCounters = { dispatches: 0, submits: 0, reads: 0, pipelinesCompiled: 0, byKernel: {} };
-  private readonly kernelOf = new WeakMap<GPUComputePipeline, string>();
+  readonly counters: GpuCounters = { dispatches: 0, submits: 0, reads: 0, pipelinesCompiled: 0, replays: 0, byKernel: {} };
+  private readonly info = new WeakMap<GPUComputePipeline, PipelineInfo>();
+  private readonly layouts = new Map<string, { layout: GPUBindGroupLayout; pipelineLayout: GPUPipelineLayout; id: number }>();
+  private readonly bufferIds = new WeakMap<GPUBuffer, number>();
+  private nextBufferId = 1;
+  private readonly bindGroups = new Map<string, GPUBindGroup>();
+  private readonly arena: UniformArena;
+  /** The step being recorded, if any; its dispatches take their uniforms from its own arena. */
+  private recording: CapturedStep | undefined;
+  /** Buffers that live captured steps bind, with how many steps bind each; their release waits for those steps. */
+  private readonly pinned = new Map<GPUBuffer, number>();
+  private readonly releasedWhilePinned = new Set<GPUBuffer>();
   readonly limits: { maxStorageBufferBindingSize: number; maxComputeWorkgroupsPerDimension: number };
   released = false;
   /**
@@ -70,12 +102,16 @@ export class WebGpuBackend implements Backend<GpuBuffer>, GpuContext {
   private subgroupMaxSize = 0;
   private subgroupMinSize = 0;
   private readonly storage: BufferPool;
-  private readonly uniforms: BufferPool;
+  private readonly uniformAlignment: number;
   private readonly staging: BufferPool;
   private readonly pipelines = new Map<string, GPUComputePipeline>();
   private readonly modules = new Map<string, GPUShaderModule>();
+  private readonly codes = new Map<string, string>();
   private encoder: GPUCommandEncoder | undefined;
+  private profiler: GpuProfiler | undefined;
   private pass: GPUComputePassEncoder | undefined;
+  /** The pipeline last set on `pass` (setPipeline is skipped when it repeats). */
+  private passPipeline: GPUComputePipeline | undefined;
   private pending = 0;
   private readonly errors: string[] = [];
   private lostReason: string | undefined;
@@ -85,7 +121,8 @@ export class WebGpuBackend implements Backend<GpuBuffer>, GpuContext {
     readonly adapter: AdapterDescription,
   ) {
     this.storage = new BufferPool(gpuDevice, GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST);
-    this.uniforms = new BufferPool(gpuDevice, GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST, 1 << 20);
+    this.uniformAlignment = gpuDevice.limits.minUniformBufferOffsetAlignment;
+    this.arena = new UniformArena(gpuDevice, BATCH_UNIFORM_BYTES, this.uniformAlignment, 'tensorgpu uniforms');
     this.staging = new BufferPool(gpuDevice, GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST, 64 << 20);
     this.limits = {
       maxStorageBufferBindingSize: gpuDevice.limits.maxStorageBufferBindingSize,
@@ -158,6 +195,11 @@ export class WebGpuBackend implements Backend<GpuBuffer>, GpuContext {
 
   release(b: GpuBuffer): void {
     if (this.released) return;
+    if (this.pinned.has(b.buffer)) {
+      // A captured step still binds it: it is freed when the last such step is disposed.
+      this.releasedWhilePinned.add(b.buffer);
+      return;
+    }
     this.storage.release(b.buffer);
     // Released buffers become reusable only after a submit; submitting early keeps a long batch (a model load
     // quantizing layer after layer) from growing the pool with buffers it cannot reuse yet.
@@ -170,57 +212,254 @@ export class WebGpuBackend implements Backend<GpuBuffer>, GpuContext {
     if (!p) {
       // One module per key: entry points of the same source share it.
       let module = this.modules.get(key);
-      if (!module) {
-        module = this.gpuDevice.createShaderModule({ code: build(), label: key });
+      let code = this.codes.get(key);
+      if (!module || code === undefined) {
+        code = build();
+        module = this.gpuDevice.createShaderModule({ code, label: key });
         this.modules.set(key, module);
+        this.codes.set(key, code);
       }
-      p = this.gpuDevice.createComputePipeline({ layout: 'auto', compute: { module, entryPoint }, label: cacheKey });
+      const signature = bindingSignature(code);
+      const layout = this.layoutFor(signature);
+      p = this.gpuDevice.createComputePipeline({ layout: layout.pipelineLayout, compute: { module, entryPoint }, label: cacheKey });
       this.pipelines.set(cacheKey, p);
-      this.kernelOf.set(p, key.split('|')[0]);
+      const uniform = signature.startsWith('u');
+      this.info.set(p, { layout: layout.layout, layoutId: layout.id, uniform, storageBindings: signature.length - (uniform ? 1 : 0), kernel: key.split('|')[0] });
       this.counters.pipelinesCompiled++;
     }
     return p;
   }
 
+  private layoutFor(signature: string): { layout: GPUBindGroupLayout; pipelineLayout: GPUPipelineLayout; id: number } {
+    let l = this.layouts.get(signature);
+    if (!l) {
+      const layout = this.gpuDevice.createBindGroupLayout({ entries: layoutEntries(signature), label: `bindings ${signature}` });
+      l = { layout, pipelineLayout: this.gpuDevice.createPipelineLayout({ bindGroupLayouts: [layout] }), id: this.layouts.size };
+      this.layouts.set(signature, l);
+    }
+    return l;
+  }
+
+  private bufferId(b: GPUBuffer): number {
+    let id = this.bufferIds.get(b);
+    if (id === undefined) {
+      id = this.nextBufferId++;
+      this.bufferIds.set(b, id);
+    }
+    return id;
+  }
+
+  /** The bind group of `buffers` (after the uniform, when the layout has one), cached by layout and buffer ids. */
+  private bindGroup(info: PipelineInfo, uniform: GPUBuffer | undefined, buffers: readonly GpuBuffer[]): GPUBindGroup {
+    let key = `${info.layoutId}`;
+    if (uniform) key += `:${this.bufferId(uniform)}`;
+    for (const b of buffers) key += `,${this.bufferId(b.buffer)}`;
+    let group = this.bindGroups.get(key);
+    if (!group) {
+      const entries: GPUBindGroupEntry[] = [];
+      if (uniform) entries.push({ binding: 0, resource: { buffer: uniform, size: UniformArena.BINDING_SIZE } });
+      const first = uniform ? 1 : 0;
+      for (let i = 0; i < buffers.length; i++) entries.push({ binding: i + first, resource: { buffer: buffers[i].buffer } });
+      group = this.gpuDevice.createBindGroup({ layout: info.layout, entries });
+      if (this.bindGroups.size >= MAX_CACHED_BIND_GROUPS) this.bindGroups.clear();
+      this.bindGroups.set(key, group);
+    }
+    return group;
+  }
+
   dispatch(pipeline: GPUComputePipeline, params: ArrayBuffer | null, buffers: readonly GpuBuffer[], grid: readonly [number, number, number]): void {
     this.checkAlive();
-    const entries: GPUBindGroupEntry[] = buffers.map((b, i) => ({ binding: i + (params ? 1 : 0), resource: { buffer: b.buffer } }));
-    let uniform: GPUBuffer | undefined;
+    const info = this.info.get(pipeline);
+    if (!info) throw new Error(`dispatch: pipeline ${pipeline.label} was not made by this backend's pipeline()`);
+    if (info.uniform !== (params !== null)) throw new Error(`dispatch: ${pipeline.label} ${info.uniform ? 'declares a uniform block but got no params' : 'declares no uniform block but got params'}`);
+    if (buffers.length !== info.storageBindings) throw new Error(`dispatch: ${pipeline.label} declares ${info.storageBindings} storage bindings but got ${buffers.length} buffers`);
+    const recording = this.recording;
+    let offsets: number[] | undefined;
+    let arena: UniformArena | undefined;
     if (params) {
-      uniform = this.uniforms.acquire(Math.max(16, params.byteLength));
-      this.gpuDevice.queue.writeBuffer(uniform, 0, params);
-      entries.unshift({ binding: 0, resource: { buffer: uniform, size: Math.ceil(params.byteLength / 16) * 16 } });
+      arena = recording ? recording.arena : this.arena;
+      if (!arena.fits(params.byteLength)) {
+        if (recording) throw new CaptureError(`a captured step holds at most ${CAPTURE_UNIFORM_BYTES} bytes of uniforms`);
+        this.flush();
+      }
+      offsets = [arena.push(params)];
     }
-    const bindGroup = this.gpuDevice.createBindGroup({ layout: pipeline.getBindGroupLayout(0), entries });
-    this.encoder ??= this.gpuDevice.createCommandEncoder();
-    this.pass ??= this.encoder.beginComputePass();
-    this.pass.setPipeline(pipeline);
-    this.pass.setBindGroup(0, bindGroup);
-    this.pass.dispatchWorkgroups(grid[0], grid[1], grid[2]);
-    if (uniform) this.uniforms.release(uniform);
+    const bindGroup = this.bindGroup(info, arena?.buffer, buffers);
+    this.encode(pipeline, bindGroup, offsets, grid, info.kernel);
     this.counters.dispatches++;
-    const kernel = this.kernelOf.get(pipeline) ?? 'other';
-    this.counters.byKernel[kernel] = (this.counters.byKernel[kernel] ?? 0) + 1;
+    this.counters.byKernel[info.kernel] = (this.counters.byKernel[info.kernel] ?? 0) + 1;
+    if (recording) {
+      recording.record({ pipeline, bindGroup, offsets, grid: [grid[0], grid[1], grid[2]], kernel: info.kernel });
+      for (const b of buffers) this.pin(recording, b.buffer);
+    }
     if (++this.pending >= MAX_BATCH) this.flush();
+  }
+
+  /** Encodes one dispatch into the open pass (or, while profiling, into a timestamped pass of its own). */
+  private encode(pipeline: GPUComputePipeline, bindGroup: GPUBindGroup, offsets: number[] | undefined, grid: readonly [number, number, number], kernel: string): void {
+    this.encoder ??= this.gpuDevice.createCommandEncoder();
+    const profiler = this.profiler;
+    if (profiler) {
+      this.pass?.end();
+      this.pass = this.encoder.beginComputePass(profiler.passFor(kernel));
+      this.passPipeline = undefined;
+    }
+    const pass = (this.pass ??= this.encoder.beginComputePass());
+    if (this.passPipeline !== pipeline) pass.setPipeline((this.passPipeline = pipeline));
+    if (offsets) pass.setBindGroup(0, bindGroup, offsets);
+    else pass.setBindGroup(0, bindGroup);
+    pass.dispatchWorkgroups(grid[0], grid[1], grid[2]);
+    if (profiler) {
+      pass.end();
+      this.pass = undefined;
+      this.passPipeline = undefined;
+      if (profiler.full) this.flush();
+    }
+  }
+
+  // ---- GPU time per kernel (timestamp queries) ----
+
+  /** Whether this device can time kernels (the adapter has 'timestamp-query'). */
+  get canProfile(): boolean {
+    return this.gpuDevice.features.has('timestamp-query');
+  }
+
+  /** Starts timing every dispatch (each in its own pass); throws when the device has no timestamp queries. */
+  startProfiling(): void {
+    if (!this.canProfile) throw new DeviceUnavailableError("this adapter has no 'timestamp-query' feature", 'profiling needs GPU timestamps; run without --profile');
+    this.flush();
+    this.profiler ??= new GpuProfiler(this.gpuDevice);
+  }
+
+  /** Stops timing and returns GPU time per kernel family since startProfiling (or the last reset). */
+  async stopProfiling(): Promise<KernelTime[]> {
+    const profiler = this.profiler;
+    if (!profiler) return [];
+    this.flush();
+    this.profiler = undefined;
+    const results = await profiler.results();
+    profiler.destroy();
+    return results;
+  }
+
+  /** Drops the timings collected so far (e.g. after warm-up steps); timing continues. */
+  async resetProfile(): Promise<void> {
+    this.flush();
+    await this.profiler?.results();
+    this.profiler?.reset();
+  }
+
+  // ---- captured steps ----
+
+  /**
+   * Starts recording: until endCapture(), every dispatch runs as usual and is also recorded (pipeline, bind group,
+   * uniform block, grid). The buffers it binds stay reserved for the step (released ones are freed when the step
+   * is disposed). Host writes into buffers (upload, writeBytes) and reads are not allowed while recording: a
+   * replay could not repeat them.
+   */
+  beginCapture(label: string): void {
+    this.checkAlive();
+    if (this.recording) throw new CaptureError(`already recording step '${this.recording.label}'`);
+    this.recording = new CapturedStep(label, new UniformArena(this.gpuDevice, CAPTURE_UNIFORM_BYTES, this.uniformAlignment, `captured step ${label}`), (step) => this.unpinStep(step));
+  }
+
+  /** Ends recording and returns the step (null when nothing was recorded: abortCapture semantics). */
+  endCapture(): CapturedStep {
+    const step = this.recording;
+    if (!step) throw new CaptureError('endCapture without beginCapture');
+    this.recording = undefined;
+    step.arena.upload();
+    return step;
+  }
+
+  /** Drops the step being recorded (after an error inside it); what it ran stays queued. */
+  abortCapture(): void {
+    const step = this.recording;
+    this.recording = undefined;
+    step?.dispose();
+  }
+
+  get capturing(): boolean {
+    return this.recording !== undefined;
+  }
+
+  /** Encodes a recorded step again: no tensors, no shapes, no allocation, no bind groups, no uniform writes. */
+  replay(step: CapturedStep): void {
+    this.checkAlive();
+    if (this.recording) throw new CaptureError(`cannot replay '${step.label}' while recording '${this.recording.label}'`);
+    step.checkLive();
+    if (this.profiler) {
+      for (const d of step.dispatches) this.encode(d.pipeline, d.bindGroup, d.offsets, d.grid, d.kernel);
+    } else this.replayInto(step);
+    this.counters.dispatches += step.dispatches.length;
+    for (const [kernel, n] of step.kernelCounts) this.counters.byKernel[kernel] = (this.counters.byKernel[kernel] ?? 0) + n;
+    this.counters.replays++;
+    this.pending += step.dispatches.length;
+    if (this.pending >= MAX_BATCH) this.flush();
+  }
+
+  /** The replay loop proper: one pass, setPipeline only when it changes. */
+  private replayInto(step: CapturedStep): void {
+    this.encoder ??= this.gpuDevice.createCommandEncoder();
+    const pass = (this.pass ??= this.encoder.beginComputePass());
+    let last = this.passPipeline;
+    for (const d of step.dispatches) {
+      if (d.pipeline !== last) pass.setPipeline((last = d.pipeline));
+      if (d.offsets) pass.setBindGroup(0, d.bindGroup, d.offsets);
+      else pass.setBindGroup(0, d.bindGroup);
+      pass.dispatchWorkgroups(d.grid[0], d.grid[1], d.grid[2]);
+    }
+    this.passPipeline = last;
+  }
+
+  private pin(step: CapturedStep, buffer: GPUBuffer): void {
+    if (step.buffers.has(buffer)) return;
+    step.buffers.add(buffer);
+    this.pinned.set(buffer, (this.pinned.get(buffer) ?? 0) + 1);
+  }
+
+  private unpinStep(step: CapturedStep): void {
+    if (this.recording === step) this.recording = undefined;
+    step.arena.destroy();
+    if (this.released) return;
+    for (const buffer of step.buffers) {
+      const n = (this.pinned.get(buffer) ?? 1) - 1;
+      if (n > 0) {
+        this.pinned.set(buffer, n);
+        continue;
+      }
+      this.pinned.delete(buffer);
+      if (this.releasedWhilePinned.delete(buffer)) this.storage.release(buffer);
+    }
+  }
+
+  private refuseWhileRecording(what: string): void {
+    if (this.recording) throw new CaptureError(`${what} while recording step '${this.recording.label}': a replay could not repeat it`);
   }
 
   /** Submits all queued work. */
   flush(): void {
     if (this.encoder) {
+      this.arena.upload();
+      this.recording?.arena.upload();
       this.pass?.end();
+      const collect = this.profiler?.resolve(this.encoder);
       this.gpuDevice.queue.submit([this.encoder.finish()]);
       this.counters.submits++;
+      collect?.();
     }
     this.encoder = undefined;
     this.pass = undefined;
+    this.passPipeline = undefined;
     this.pending = 0;
+    this.arena.reset();
     this.storage.onSubmit();
-    this.uniforms.onSubmit();
     this.staging.onSubmit();
   }
 
   // ---- Backend ----
   upload(_dtype: DType, data: StorageArray): GpuBuffer {
+    this.refuseWhileRecording('a host upload');
     const bytes = new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
     const out = this.alloc(Math.max(4, bytes.byteLength));
     const padded = bytes.byteLength % 4 === 0 ? bytes : copyPadded(bytes);
@@ -234,6 +473,7 @@ export class WebGpuBackend implements Backend<GpuBuffer>, GpuContext {
 
   writeBytes(handle: GpuBuffer, byteOffset: number, bytes: Uint8Array): void {
     if (byteOffset % 4 !== 0) throw new RangeError(`writeBytes: offset ${byteOffset} is not a multiple of 4`);
+    this.refuseWhileRecording('a host write');
     const padded = bytes.byteLength % 4 === 0 ? bytes : copyPadded(bytes);
     if (padded.byteLength > 0) this.gpuDevice.queue.writeBuffer(handle.buffer, byteOffset, padded);
   }
@@ -252,6 +492,7 @@ export class WebGpuBackend implements Backend<GpuBuffer>, GpuContext {
   }
 
   async read(src: Operand<GpuBuffer>): Promise<StorageArray> {
+    this.refuseWhileRecording('a read');
     const n = numel(src.view.shape);
     const item = DTYPE_INFO[src.dtype].itemBytes;
     const start = src.view.offset * item;
@@ -265,6 +506,7 @@ export class WebGpuBackend implements Backend<GpuBuffer>, GpuContext {
       if (n > 0) {
         this.pass?.end();
         this.pass = undefined;
+        this.passPipeline = undefined;
         this.encoder ??= this.gpuDevice.createCommandEncoder();
         this.encoder.copyBufferToBuffer(from.buffer, offset, staging, 0, size);
       }
@@ -305,17 +547,18 @@ export class WebGpuBackend implements Backend<GpuBuffer>, GpuContext {
     return unaryKernel(this, op, this.gpuOperand(x), outDtype);
   }
 
-  binary(op: BinaryOp, a: Operand<GpuBuffer>, b: Operand<GpuBuffer>, outShape: Shape, outDtype: DType): GpuBuffer {
-    return binaryKernel(this, op, this.gpuOperand(a), this.gpuOperand(b), outShape, outDtype);
+  binary(op: BinaryOp, a: Operand<GpuBuffer> | ScalarOperand, b: Operand<GpuBuffer> | ScalarOperand, outShape: Shape, outDtype: DType): GpuBuffer {
+    const input = (x: Operand<GpuBuffer> | ScalarOperand) => (isScalarOperand(x) ? x : this.gpuOperand(x));
+    return binaryKernel(this, op, input(a), input(b), outShape, outDtype);
   }
 
   softmax(x: Operand<GpuBuffer>, dim: number, log: boolean): GpuBuffer {
     return this.withContiguous(x, (cx) => softmaxKernel(this, cx, dim, log));
   }
 
-  sample(logits: Operand<GpuBuffer>, previous: Operand<GpuBuffer> | undefined, params: SamplingParams): GpuBuffer {
+  sample(logits: Operand<GpuBuffer>, previous: Operand<GpuBuffer> | undefined, params: SamplingParams, drawFrom?: Operand<GpuBuffer>): GpuBuffer {
     const prev = previous && this.gpuOperand(previous);
-    return this.withContiguous(logits, (row) => sampleKernel(this, row, prev, params));
+    return this.withContiguous(logits, (row) => sampleKernel(this, row, prev, params, drawFrom && this.gpuOperand(drawFrom)));
   }
 
   quantizeBlocks(x: Operand<GpuBuffer>, q: QuantizeBlocks): [GpuBuffer, GpuBuffer] {
@@ -330,8 +573,13 @@ export class WebGpuBackend implements Backend<GpuBuffer>, GpuContext {
     return ropeKernel(this, this.gpuOperand(x), this.gpuOperand(cos), this.gpuOperand(sin), positionOffset);
   }
 
-  attention(q: Operand<GpuBuffer>, k: Operand<GpuBuffer>, v: Operand<GpuBuffer>, options: AttentionOptions): GpuBuffer {
-    return attentionKernel(this, this.gpuOperand(q), this.gpuOperand(k), this.gpuOperand(v), options);
+  attention(q: Operand<GpuBuffer>, k: Operand<GpuBuffer>, v: Operand<GpuBuffer>, options: AttentionOptions, queryOffsetFrom?: Operand<GpuBuffer>): GpuBuffer {
+    return attentionKernel(this, this.gpuOperand(q), this.gpuOperand(k), this.gpuOperand(v), options, q.dtype, queryOffsetFrom && this.gpuOperand(queryOffsetFrom));
+  }
+
+  /** One dispatch: q/k norm, RoPE and both cache writes. */
+  attentionInputs(args: AttentionInputsArgs<GpuBuffer>): GpuBuffer {
+    return attentionInputsKernel(this, args);
   }
 
   swiglu(x: Operand<GpuBuffer>): GpuBuffer {
@@ -342,11 +590,27 @@ export class WebGpuBackend implements Backend<GpuBuffer>, GpuContext {
     return moeRouteKernel(this, this.gpuOperand(logits), topK, normalize);
   }
 
+  /** One dispatch (the logits live in workgroup memory) up to FUSED_ROUTER_MAX_EXPERTS experts, else two. */
+  moeRouter(x: Operand<GpuBuffer>, weight: Operand<GpuBuffer>, topK: number, normalize: boolean): [GpuBuffer, GpuBuffer] {
+    const [t, h] = x.view.shape;
+    const e = weight.view.shape[0];
+    if (e <= FUSED_ROUTER_MAX_EXPERTS && !isFp8(weight.dtype)) return moeRouteKernel(this, this.gpuOperand(x), topK, normalize, this.gpuOperand(weight));
+    const wT = { ...weight, view: { shape: [h, e], strides: [weight.view.strides[1], weight.view.strides[0]], offset: weight.view.offset } };
+    const logits = this.matmul(x, wT, { batch: [], m: t, n: e, k: h }, 'float32');
+    try {
+      return moeRouteKernel(this, { buffer: logits, dtype: 'float32', view: contiguousView([t, e]) }, topK, normalize);
+    } finally {
+      this.release(logits);
+    }
+  }
+
   expertLinear(x: Operand<GpuBuffer>, weight: Operand<GpuBuffer>, ids: Operand<GpuBuffer>, options: ExpertLinearOptions<GpuBuffer>): GpuBuffer {
     return expertLinearKernel(this, this.gpuOperand(x), this.gpuOperand(weight), this.gpuOperand(ids), {
       scale: options.scale,
       combine: options.combine && this.gpuOperand(options.combine),
       outDtype: options.outDtype,
+      activation: options.activation,
+      residual: options.residual && this.gpuOperand(options.residual),
     });
   }
 
@@ -387,6 +651,7 @@ export class WebGpuBackend implements Backend<GpuBuffer>, GpuContext {
       scaleB: scaling.scaleB && { buffer: scaling.scaleB.handle, recipe: scaling.scaleB.recipe },
       bias: scaling.bias && this.gpuOperand(scaling.bias),
       scaleResult: scaling.scaleResult,
+      residual: scaling.residual && this.gpuOperand(scaling.residual),
     };
     return gemvApplies(gb, dims) ? gemvKernel(this, ga, gb, dims, outDtype, s) : gemmKernel(this, ga, gb, dims, outDtype, s);
   }
@@ -415,6 +680,7 @@ export class WebGpuBackend implements Backend<GpuBuffer>, GpuContext {
   destroy(): void {
     if (this.released) return;
     this.released = true;
+    this.recording = undefined;
     this.encoder = undefined;
     this.pass = undefined;
     this.gpuDevice.destroy();

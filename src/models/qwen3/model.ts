@@ -12,10 +12,13 @@ import { tensor, zeros } from '../../ops/creation.js';
 import { add, mul } from '../../ops/elementwise.js';
 import { indexSelect } from '../../ops/index-select.js';
 import { linear } from '../../ops/matmul.js';
-import { expertLinear, moeRoute } from '../../ops/moe.js';
-import { attention, rmsNorm, rope, swiglu } from '../../ops/nn.js';
-import { withTemps, withTempsAsync } from '../../ops/util.js';
-import { cat, clone, copyInto, narrow, reshape, select } from '../../ops/shape-ops.js';
+import { expertLinear, moeRoute, moeRouter } from '../../ops/moe.js';
+import { attention, rmsNorm, swiglu } from '../../ops/nn.js';
+import { withTempsAsync } from '../../ops/util.js';
+import { attentionInputs } from '../../ops/attention-inputs.js';
+import { keep, tidy } from '../../core/scope.js';
+import { dispatchCount } from '../../runtime-stats.js';
+import { cat, clone, narrow, reshape, select } from '../../ops/shape-ops.js';
 import { ropeTables } from './rope.js';
 import type { DenseMlpWeights, LayerWeights, MoeWeights, Qwen3Weights } from './weights.js';
 
@@ -44,8 +47,8 @@ export class KvCache {
     device: DeviceName,
   ) {
     const shape = [capacity, config.numKeyValueHeads, config.headDim];
-    this.keys = Array.from({ length: config.numHiddenLayers }, () => zeros(shape, { dtype, device }));
-    this.values = Array.from({ length: config.numHiddenLayers }, () => zeros(shape, { dtype, device }));
+    this.keys = Array.from({ length: config.numHiddenLayers }, () => keep(zeros(shape, { dtype, device })));
+    this.values = Array.from({ length: config.numHiddenLayers }, () => keep(zeros(shape, { dtype, device })));
   }
 
   dispose(): void {
@@ -53,8 +56,27 @@ export class KvCache {
   }
 }
 
-function project(x: Tensor, w: Weight): Tensor {
-  return linear(x, w.data, undefined, w.scale ? { weightScale: w.scale, recipe: w.recipe } : {});
+/** The cache position of the next s tokens, checked against its capacity. */
+function reserve(cache: KvCache, s: number): number {
+  const start = cache.length;
+  if (start + s > cache.capacity) throw new RangeError(`the KV cache holds ${cache.capacity} positions; ${start} used, ${s} more requested`);
+  return start;
+}
+
+/** x . W^T (+ residual, added in the kernel's epilogue). */
+function project(x: Tensor, w: Weight, residual?: Tensor): Tensor {
+  return linear(x, w.data, undefined, { ...(w.scale ? { weightScale: w.scale, recipe: w.recipe } : {}), residual });
+}
+
+export interface ForwardOptions {
+  /** Logits of the last position only (default true). */
+  lastOnly?: boolean;
+  /**
+   * An int32 [1] device tensor holding cache.length, read by the kernels instead of baking the position into their
+   * uniforms: the attention then runs over the whole cache (the causal mask hides rows not written yet). This is
+   * what lets a decode step be captured once and replayed (generate/decode-session.ts).
+   */
+  position?: Tensor;
 }
 
 export class Qwen3Model {
@@ -62,6 +84,8 @@ export class Qwen3Model {
   private readonly cos: Tensor;
   private readonly sin: Tensor;
   moeMode: MoeMode;
+  /** GPU dispatches of the last fused forward: in all, and per decoder layer. */
+  lastForward = { dispatches: 0, perLayer: 0 };
 
   constructor(
     readonly config: Qwen3Config,
@@ -72,12 +96,7 @@ export class Qwen3Model {
     this.moeMode = options.moeMode ?? 'fused';
     const c = config;
     const tables = ropeTables(c.headDim, c.ropeTheta, c.ropeScaling, c.maxPositionEmbeddings, options.maxSequence);
-    const table = (values: Float32Array) => {
-      const flat = tensor(values, { device: this.device });
-      const shaped = reshape(flat, [tables.positions, tables.half]);
-      flat.dispose(); // the view keeps the storage
-      return shaped;
-    };
+    const table = (values: Float32Array) => keep(tidy(() => reshape(tensor(values, { device: this.device }), [tables.positions, tables.half])));
     this.cos = table(tables.cos);
     this.sin = table(tables.sin);
   }
@@ -91,66 +110,128 @@ export class Qwen3Model {
    * positions, appends their keys and values, and returns float32 logits [S, vocab] (or [1, vocab] for the last
    * position only when lastOnly).
    */
-  async forward(tokens: Tensor, cache: KvCache, lastOnly = true): Promise<Tensor> {
+  async forward(tokens: Tensor, cache: KvCache, options: ForwardOptions | boolean = {}): Promise<Tensor> {
+    const o = typeof options === 'boolean' ? { lastOnly: options } : options;
+    if (this.moeMode === 'per-expert') return this.forwardPerExpert(tokens, cache, o.lastOnly ?? true);
+    return this.forwardSync(tokens, cache, o);
+  }
+
+  /** The forward with no reads (fused MoE): every op queued, nothing awaited. */
+  forwardSync(tokens: Tensor, cache: KvCache, options: ForwardOptions = {}): Tensor {
     const s = tokens.shape[0];
-    const start = cache.length;
-    if (start + s > cache.capacity) throw new RangeError(`the KV cache holds ${cache.capacity} positions; ${start} used, ${s} more requested`);
+    const start = reserve(cache, s);
     const c = this.config;
     const w = this.weights;
-    let h = withTemps((keep) => cast(keep(indexSelect(w.embedTokens, 0, tokens)), 'float32'));
-    for (let i = 0; i < c.numHiddenLayers; i++) {
-      const next = await this.layer(h, w.layers[i], cache, i, start);
-      h.dispose();
-      h = next;
-    }
+    const d0 = dispatchCount();
+    let layerDispatches = 0;
+    const logits = tidy(() => {
+      let h = cast(indexSelect(w.embedTokens, 0, tokens), 'float32');
+      const l0 = dispatchCount();
+      for (let i = 0; i < c.numHiddenLayers; i++) {
+        const lw = w.layers[i];
+        const next = tidy(() => {
+          const x = this.attentionBlock(h, lw, cache, i, start, options.position);
+          return this.mlp(rmsNorm(x, lw.postAttentionNorm, c.rmsNormEps), lw.mlp, x);
+        });
+        h.dispose(); // layer by layer, so a long prefill holds one hidden state at a time
+        h = next;
+      }
+      layerDispatches = dispatchCount() - l0;
+      return this.head(h, options.lastOnly ?? true);
+    });
     cache.length = start + s;
-    return withTemps((keep) => {
-      keep(h);
-      const last = lastOnly && s > 1 ? keep(narrow(h, 0, s - 1, 1)) : h;
-      const normed = keep(rmsNorm(last, w.norm, c.rmsNormEps));
-      return project(normed, w.lmHead);
-    });
+    this.lastForward = { dispatches: dispatchCount() - d0, perLayer: layerDispatches / Math.max(1, c.numHiddenLayers) };
+    return logits;
   }
 
-  private async layer(h: Tensor, lw: LayerWeights, cache: KvCache, index: number, start: number): Promise<Tensor> {
+  private head(h: Tensor, lastOnly: boolean): Tensor {
+    const s = h.shape[0];
+    const last = lastOnly && s > 1 ? narrow(h, 0, s - 1, 1) : h;
+    return project(rmsNorm(last, this.weights.norm, this.config.rmsNormEps), this.weights.lmHead);
+  }
+
+  /** h + o_proj(attention(q, k, v)) with q/k norm, RoPE and the cache write fused into one kernel. */
+  private attentionBlock(h: Tensor, lw: LayerWeights, cache: KvCache, index: number, start: number, position?: Tensor): Tensor {
     const c = this.config;
-    return withTempsAsync(async (keep) => {
+    return tidy(() => {
       const s = h.shape[0];
-      const x = keep(rmsNorm(h, lw.inputNorm, c.rmsNormEps));
       const a = lw.attention;
-      const heads = (t: Tensor, n: number) => keep(reshape(keep(t), [s, n, c.headDim]));
-      const q = keep(rope(keep(rmsNorm(heads(project(x, a.q), c.numAttentionHeads), a.qNorm, c.rmsNormEps)), this.cos, this.sin, start));
-      const k = keep(rope(keep(rmsNorm(heads(project(x, a.k), c.numKeyValueHeads), a.kNorm, c.rmsNormEps)), this.cos, this.sin, start));
-      const v = heads(project(x, a.v), c.numKeyValueHeads);
-      copyInto(keep(narrow(cache.keys[index], 0, start, s)), k);
-      copyInto(keep(narrow(cache.values[index], 0, start, s)), v);
-      const keys = keep(narrow(cache.keys[index], 0, 0, start + s));
-      const values = keep(narrow(cache.values[index], 0, 0, start + s));
-      const attn = keep(attention(q, keys, values, { causal: true, queryOffset: start }));
-      const o = keep(project(keep(reshape(attn, [s, c.numAttentionHeads * c.headDim])), a.o));
-      const h1 = keep(add(h, o));
-      const x2 = keep(rmsNorm(h1, lw.postAttentionNorm, c.rmsNormEps));
-      const mlp = keep(lw.mlp.kind === 'dense' ? this.dense(x2, lw.mlp) : this.moeMode === 'fused' ? this.moe(x2, lw.mlp) : await this.moePerExpert(x2, lw.mlp));
-      return add(h1, mlp);
+      const x = rmsNorm(h, lw.inputNorm, c.rmsNormEps);
+      const qkv = 'data' in a.qkv ? project(x, a.qkv) : cat([project(x, a.qkv.q), project(x, a.qkv.k), project(x, a.qkv.v)], 1);
+      const keys = cache.keys[index];
+      const values = cache.values[index];
+      const q = attentionInputs(qkv, {
+        heads: c.numAttentionHeads,
+        kvHeads: c.numKeyValueHeads,
+        headDim: c.headDim,
+        qNorm: a.qNorm,
+        kNorm: a.kNorm,
+        eps: c.rmsNormEps,
+        cos: this.cos,
+        sin: this.sin,
+        keys,
+        values,
+        position: position ?? start,
+      });
+      // With a device position the whole cache is attended and the causal mask hides rows not yet written.
+      const attn = position
+        ? attention(q, keys, values, { causal: true, queryOffset: position })
+        : attention(q, narrow(keys, 0, 0, start + s), narrow(values, 0, 0, start + s), { causal: true, queryOffset: start });
+      return project(reshape(attn, [s, c.numAttentionHeads * c.headDim]), a.o, h);
     });
   }
 
-  private dense(x: Tensor, mlp: DenseMlpWeights): Tensor {
-    return withTemps((keep) => project(keep(swiglu(keep(project(x, mlp.gateUp)))), mlp.down));
+  /** residual + MLP(x), the residual added in the last kernel's epilogue. */
+  private mlp(x: Tensor, mlp: DenseMlpWeights | MoeWeights, residual: Tensor): Tensor {
+    if (mlp.kind === 'dense') return project(swiglu(project(x, mlp.gateUp)), mlp.down, residual);
+    return this.moe(x, mlp, residual);
   }
 
-  /** Router, top-k, the selected experts' gate|up, SwiGLU, down + weighted combine: 5 dispatches, no read back. */
-  private moe(x: Tensor, mlp: MoeWeights): Tensor {
+  /**
+   * Router + top-k, the selected experts' gate|up with SwiGLU in its epilogue, down + weighted combine + residual:
+   * three dispatches, no read back.
+   */
+  private moe(x: Tensor, mlp: MoeWeights, residual: Tensor): Tensor {
     const moe = this.config.moe!;
-    return withTemps((keep) => {
-      const logits = keep(project(x, mlp.router));
-      const { ids, weights } = moeRoute(logits, moe.numExpertsPerTok, { normalize: moe.normTopkProb });
-      keep(ids);
-      keep(weights);
-      const gateUp = keep(expertLinear(x, mlp.gateUp.data, ids, { scale: mlp.gateUp.scale }));
-      const act = keep(swiglu(gateUp));
-      return expertLinear(act, mlp.down.data, ids, { scale: mlp.down.scale, combine: weights });
-    });
+    // The router stays in high precision (official FP8 checkpoints keep it so); an FP8 one goes through linear.
+    const { ids, weights } = mlp.router.scale
+      ? moeRoute(project(x, mlp.router), moe.numExpertsPerTok, { normalize: moe.normTopkProb })
+      : moeRouter(x, mlp.router.data, moe.numExpertsPerTok, { normalize: moe.normTopkProb });
+    const act = expertLinear(x, mlp.gateUp.data, ids, { scale: mlp.gateUp.scale, activation: 'swiglu' });
+    return expertLinear(act, mlp.down.data, ids, { scale: mlp.down.scale, combine: weights, residual });
+  }
+
+  /** The eager baseline: the same attention, then the per-expert MoE loop that reads the routing back. */
+  private async forwardPerExpert(tokens: Tensor, cache: KvCache, lastOnly: boolean): Promise<Tensor> {
+    const s = tokens.shape[0];
+    const start = reserve(cache, s);
+    const c = this.config;
+    const w = this.weights;
+    const d0 = dispatchCount();
+    let h = tidy(() => cast(indexSelect(w.embedTokens, 0, tokens), 'float32'));
+    const l0 = dispatchCount();
+    for (let i = 0; i < c.numHiddenLayers; i++) {
+      const lw = w.layers[i];
+      const x = tidy(() => this.attentionBlock(h, lw, cache, i, start));
+      h.dispose();
+      const normed = rmsNorm(x, lw.postAttentionNorm, c.rmsNormEps);
+      if (lw.mlp.kind === 'dense') {
+        const dense = lw.mlp;
+        h = tidy(() => this.mlp(normed, dense, x));
+      } else {
+        const mlp = await this.moePerExpert(normed, lw.mlp);
+        h = tidy(() => add(x, mlp));
+        mlp.dispose();
+      }
+      normed.dispose();
+      x.dispose();
+    }
+    const perLayer = (dispatchCount() - l0) / Math.max(1, c.numHiddenLayers);
+    cache.length = start + s;
+    const logits = tidy(() => this.head(h, lastOnly));
+    h.dispose();
+    this.lastForward = { dispatches: dispatchCount() - d0, perLayer };
+    return logits;
   }
 
   /**

@@ -9,9 +9,11 @@ import { isMoeLayer, type Qwen3Config } from '../../io/hf-config.js';
 import { cat, unsqueeze } from '../../ops/shape-ops.js';
 
 export interface AttentionWeights {
-  readonly q: Weight;
-  readonly k: Weight;
-  readonly v: Weight;
+  /**
+   * q, k and v stacked into one [(Hq + 2 Hkv) * D, H] weight (one GEMV per token), or the three apart when FP8
+   * 128-row blocks would straddle a seam.
+   */
+  readonly qkv: Weight | { readonly q: Weight; readonly k: Weight; readonly v: Weight };
   readonly o: Weight;
   readonly qNorm: Tensor;
   readonly kNorm: Tensor;
@@ -64,7 +66,8 @@ export function weightTensors(w: Qwen3Weights): Tensor[] {
   const out: Tensor[] = [w.embedTokens, w.norm, ...(w.lmHead.data === w.embedTokens ? [] : of(w.lmHead))];
   for (const l of w.layers) {
     const a = l.attention;
-    out.push(l.inputNorm, l.postAttentionNorm, a.qNorm, a.kNorm, ...of(a.q), ...of(a.k), ...of(a.v), ...of(a.o));
+    const qkv = 'data' in a.qkv ? of(a.qkv) : [...of(a.qkv.q), ...of(a.qkv.k), ...of(a.qkv.v)];
+    out.push(l.inputNorm, l.postAttentionNorm, a.qNorm, a.kNorm, ...qkv, ...of(a.o));
     out.push(...(l.mlp.kind === 'moe' ? of(l.mlp.router) : []), ...of(l.mlp.gateUp), ...of(l.mlp.down));
   }
   return out;
@@ -115,10 +118,12 @@ export async function loadQwen3Weights(ck: Checkpoint, config: Qwen3Config, opti
     const layers: LayerWeights[] = [];
     for (let i = 0; i < config.numHiddenLayers; i++) {
       const p = `model.layers.${i}`;
+      const q = await linear(`${p}.self_attn.q_proj`);
+      const k = await linear(`${p}.self_attn.k_proj`);
+      const v = await linear(`${p}.self_attn.v_proj`);
+      const stackable = canFuseRows(q, config.numAttentionHeads * config.headDim) && canFuseRows(k, config.numKeyValueHeads * config.headDim);
       const attention: AttentionWeights = {
-        q: await linear(`${p}.self_attn.q_proj`),
-        k: await linear(`${p}.self_attn.k_proj`),
-        v: await linear(`${p}.self_attn.v_proj`),
+        qkv: stackable ? concatWeights([q, k, v], 0) : { q, k, v },
         o: await linear(`${p}.self_attn.o_proj`),
         qNorm: await plain(`${p}.self_attn.q_norm.weight`),
         kNorm: await plain(`${p}.self_attn.k_norm.weight`),

@@ -5,7 +5,7 @@ import { ShapeError } from '../../core/errors.js';
 import type { Tensor } from '../../core/tensor.js';
 import { tensor, zeros } from '../../ops/creation.js';
 import { cat, copyInto } from '../../ops/shape-ops.js';
-import { withTemps } from '../../ops/util.js';
+import { tidy } from '../../core/scope.js';
 import type { WanVaeSpec } from './architecture.js';
 import { FeatureCache, narrowCopy, WanVaeLayers } from './blocks.js';
 import { convScale, temporalScale, type WanVaeConfig } from './config.js';
@@ -52,7 +52,7 @@ export function patchify(x: Tensor, p: number): Tensor {
   if (p === 1) return x.narrow(0, 0, x.shape[0]);
   const [n, c, f, h, w] = x.shape;
   if (h % p !== 0 || w % p !== 0) throw new ShapeError(`patchify: height ${h} and width ${w} must be multiples of the patch size ${p}`);
-  return withTemps((keep) => keep(keep(x.reshape([n, c, f, h / p, p, w / p, p])).permute([0, 1, 6, 4, 2, 3, 5])).reshape([n, c * p * p, f, h / p, w / p]));
+  return tidy(() => x.reshape([n, c, f, h / p, p, w / p, p]).permute([0, 1, 6, 4, 2, 3, 5]).reshape([n, c * p * p, f, h / p, w / p]));
 }
 
 export class WanVae {
@@ -120,12 +120,12 @@ export class WanVae {
     const p = this.config.patchSize;
     const [n, cd, tc, hd, wd] = src.shape;
     const c = cd / (p * p);
-    withTemps((keep) => {
-      const clamped = keep(keep(src.maximum(-1)).minimum(1));
-      const region = keep(keep(keep(out.narrow(2, frame, tc)).narrow(3, y * p, hd * p)).narrow(4, x * p, wd * p));
+    tidy(() => {
+      const clamped = src.maximum(-1).minimum(1);
+      const region = out.narrow(2, frame, tc).narrow(3, y * p, hd * p).narrow(4, x * p, wd * p);
       // diffusers' unpatchify: out[c, f, h p + b, w p + a] = x[c p^2 + a p + b, f, h, w].
-      const dst = keep(keep(region.view([n, c, tc, hd, p, wd, p])).permute([0, 1, 6, 4, 2, 3, 5]));
-      copyInto(dst, keep(clamped.view([n, c, p, p, tc, hd, wd])));
+      const dst = region.view([n, c, tc, hd, p, wd, p]).permute([0, 1, 6, 4, 2, 3, 5]);
+      copyInto(dst, clamped.view([n, c, p, p, tc, hd, wd]));
     });
   }
 
@@ -141,16 +141,16 @@ export class WanVae {
     if (f < 1 || (f - 1) % ts !== 0) throw new ShapeError(`WanVae.encode: frame count ${f} must be 1 + ${ts}k`);
     if (h % s !== 0 || w % s !== 0 || h === 0 || w === 0 || n === 0) throw new ShapeError(`WanVae.encode: height ${h} and width ${w} must be positive multiples of ${s}`);
     const e = this.spec.encoder;
-    return withTemps((keep) => {
-      const xp = keep(patchify(x, this.config.patchSize));
+    return tidy(() => {
+      const xp = patchify(x, this.config.patchSize);
       const cache = new FeatureCache();
       try {
         const chunks: Tensor[] = [];
         for (let start = 0; start < f; start = start === 0 ? 1 : start + ts) {
-          chunks.push(keep(this.layers.encoder(keep(xp.narrow(2, start, start === 0 ? 1 : ts)), e, cache)));
+          chunks.push(this.layers.encoder(xp.narrow(2, start, start === 0 ? 1 : ts), e, cache));
         }
-        const moments = chunks.length === 1 ? chunks[0] : keep(cat(chunks, 2));
-        const q = keep(this.layers.conv(moments, this.spec.quantConv));
+        const moments = chunks.length === 1 ? chunks[0] : cat(chunks, 2);
+        const q = this.layers.conv(moments, this.spec.quantConv);
         return narrowCopy(q, 1, 0, this.config.zDim);
       } finally {
         cache.dispose();
@@ -165,9 +165,9 @@ export class WanVae {
     try {
       let frame = 0;
       for (let k = 0; k < z.shape[2]; k++) {
-        withTemps((keep) => {
-          const post = keep(this.layers.conv(keep(z.narrow(2, k, 1)), this.spec.postQuantConv));
-          const chunk = keep(this.layers.decoder(post, d, cache, k === 0));
+        tidy(() => {
+          const post = this.layers.conv(z.narrow(2, k, 1), this.spec.postQuantConv);
+          const chunk = this.layers.decoder(post, d, cache, k === 0);
           emit(chunk, frame);
           frame += chunk.shape[2];
         });
@@ -197,9 +197,9 @@ export class WanVae {
             const tw = Math.min(plan.latentTile, w - j) * scale;
             const tile = zeros([n, this.spec.decoder.convOut.cout, this.framesFor(t), th, tw], { device: z.device });
             try {
-              withTemps((keep) => {
-                const region = keep(keep(z.narrow(3, i, th / scale)).narrow(4, j, tw / scale));
-                this.decodeRegion(region, (chunk, frame) => copyInto(keep(tile.narrow(2, frame, chunk.shape[2])), chunk), onProgress, progress);
+              tidy(() => {
+                const region = z.narrow(3, i, th / scale).narrow(4, j, tw / scale);
+                this.decodeRegion(region, (chunk, frame) => copyInto(tile.narrow(2, frame, chunk.shape[2]), chunk), onProgress, progress);
               });
               const up = above.get(j);
               if (up) blendInto(tile, up, plan.blend, 3);
@@ -208,8 +208,8 @@ export class WanVae {
               above.set(j, narrowCopy(tile, 3, th - Math.min(plan.blend, th), Math.min(plan.blend, th)));
               left?.dispose();
               left = narrowCopy(tile, 4, tw - Math.min(plan.blend, tw), Math.min(plan.blend, tw));
-              withTemps((keep) => {
-                const crop = keep(keep(tile.narrow(3, 0, Math.min(plan.stride, th))).narrow(4, 0, Math.min(plan.stride, tw)));
+              tidy(() => {
+                const crop = tile.narrow(3, 0, Math.min(plan.stride, th)).narrow(4, 0, Math.min(plan.stride, tw));
                 this.writeImage(out, crop, 0, i * scale, j * scale);
               });
             } finally {
@@ -237,14 +237,14 @@ export class WanVae {
 function blendInto(b: Tensor, strip: Tensor, extent: number, dim: 3 | 4): void {
   const e = Math.min(strip.shape[dim], b.shape[dim], extent);
   if (e === 0) return;
-  withTemps((keep) => {
+  tidy(() => {
     const shape = [1, 1, 1, 1, 1];
     shape[dim] = e;
     const ramp = new Float32Array(e).map((_, y) => y / e);
-    const r = keep(keep(tensor(ramp, { device: b.device })).reshape(shape));
-    const rest = keep(keep(tensor(ramp.map((v) => 1 - v), { device: b.device })).reshape(shape));
-    const a = keep(strip.narrow(dim, strip.shape[dim] - e, e));
-    const head = keep(b.narrow(dim, 0, e));
-    copyInto(head, keep(keep(a.mul(rest)).add(keep(head.mul(r)))));
+    const r = tensor(ramp, { device: b.device }).reshape(shape);
+    const rest = tensor(ramp.map((v) => 1 - v), { device: b.device }).reshape(shape);
+    const a = strip.narrow(dim, strip.shape[dim] - e, e);
+    const head = b.narrow(dim, 0, e);
+    copyInto(head, a.mul(rest).add(head.mul(r)));
   });
 }

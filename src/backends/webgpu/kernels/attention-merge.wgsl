@@ -11,11 +11,13 @@ struct Params {
   causal: u32,
   query_offset: i32,
   acc_base: u32,
+  qoff_at: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read_write> out: array<u32>;
 @group(0) @binding(2) var<storage, read> part: array<f32>;
+{{QOFF_BINDING}}
 
 {{FUNCTIONS}}
 
@@ -23,7 +25,7 @@ fn visible(i: u32) -> u32 {
   if (p.causal == 0u) {
     return p.skv;
   }
-  return u32(clamp(i32(i) + p.query_offset + 1, 0, i32(p.skv)));
+  return u32(clamp(i32(i) + {{QUERY_OFFSET}} + 1, 0, i32(p.skv)));
 }
 
 fn merged(e: u32) -> f32 {

@@ -21,14 +21,19 @@ const TARGET_WORKGROUPS = 256;
 const MIN_CHUNK = 256;
 const MAX_SPLITS = 64;
 
-export function attentionKernel(ctx: GpuContext, q: GpuOperand, k: GpuOperand, v: GpuOperand, options: AttentionOptions, outDtype: DType = q.dtype): GpuBuffer {
+/**
+ * `queryOffsetFrom` (int32 [1] on the device), when given, is added to options.queryOffset inside the kernel: a
+ * captured decode step attends over the whole cache (Skv = its capacity) with the position read from a buffer, the
+ * causal mask hiding the rows not yet written.
+ */
+export function attentionKernel(ctx: GpuContext, q: GpuOperand, k: GpuOperand, v: GpuOperand, options: AttentionOptions, outDtype: DType = q.dtype, queryOffsetFrom?: GpuOperand): GpuBuffer {
   const [sq, hq, d] = q.view.shape;
   const [skv, hkv] = k.view.shape;
   const n = numel(q.view.shape);
   const lanes = lanesPerWord(outDtype);
   if (lanes > 1 && d % lanes !== 0) {
     // Rows would share packed output words between workgroups.
-    return viaFloat32(ctx, q.view.shape, outDtype, false, () => attentionKernel(ctx, q, k, v, options, 'float32'));
+    return viaFloat32(ctx, q.view.shape, outDtype, false, () => attentionKernel(ctx, q, k, v, options, 'float32', queryOffsetFrom));
   }
   const out = ctx.alloc(wordBytes(n, lanes));
   if (n === 0) return out;
@@ -60,7 +65,12 @@ export function attentionKernel(ctx: GpuContext, q: GpuOperand, k: GpuOperand, v
   const rows = pow2AtLeast(gh * gq);
   const rounds = pow2AtLeast(Math.ceil(d / (WG * lanes)));
   const finish = splits > 1 ? SPLIT_FINISH : SINGLE_FINISH;
-  const key = ['attention', q.dtype, k.dtype, v.dtype, outDtype, rows, rounds, dq, splits > 1].join('|');
+  const dynamic = queryOffsetFrom !== undefined;
+  const qoff = {
+    QOFF_BINDING: dynamic ? '@group(0) @binding(5) var<storage, read> qoff_buf: array<i32>;' : '',
+    QUERY_OFFSET: dynamic ? '(p.query_offset + qoff_buf[p.qoff_at])' : 'p.query_offset',
+  };
+  const key = ['attention', q.dtype, k.dtype, v.dtype, outDtype, rows, rounds, dq, splits > 1, dynamic ? 'qoff-buffer' : 'qoff-uniform'].join('|');
   const pipeline = ctx.pipeline(key, () =>
     commonWgsl() +
     fillTemplate(wgslSource(import.meta.url, 'attention.wgsl'), {
@@ -70,6 +80,7 @@ export function attentionKernel(ctx: GpuContext, q: GpuOperand, k: GpuOperand, v
       LANES: lanes,
       ROUNDS: rounds,
       FINISH: fillTemplate(finish, { BITS: 32 / lanes }),
+      ...qoff,
     }),
   );
   const total = base * splits;
@@ -80,21 +91,28 @@ export function attentionKernel(ctx: GpuContext, q: GpuOperand, k: GpuOperand, v
     q.view.offset, ...q.view.strides,
     k.view.offset, ...k.view.strides,
     v.view.offset, ...v.view.strides,
-    accBase,
+    accBase, queryOffsetFrom?.view.offset ?? 0,
   ]);
+  const extra = queryOffsetFrom ? [queryOffsetFrom.buffer] : [];
   if (splits === 1) {
-    ctx.dispatch(pipeline, params, [out, q.buffer, k.buffer, v.buffer], grid1d(total, 1));
+    ctx.dispatch(pipeline, params, [out, q.buffer, k.buffer, v.buffer, ...extra], grid1d(total, 1));
     return out;
   }
   const partials = ctx.alloc(accBase * 4 + rowsTotal * splits * d * 4);
   try {
-    ctx.dispatch(pipeline, params, [partials, q.buffer, k.buffer, v.buffer], grid1d(total, 1));
-    const merge = ctx.pipeline(['attention-merge', outDtype].join('|'), () =>
+    ctx.dispatch(pipeline, params, [partials, q.buffer, k.buffer, v.buffer, ...extra], grid1d(total, 1));
+    const merge = ctx.pipeline(['attention-merge', outDtype, dynamic ? 'qoff-buffer' : 'qoff-uniform'].join('|'), () =>
       commonWgsl() +
-      fillTemplate(wgslSource(import.meta.url, 'attention-merge.wgsl'), { FUNCTIONS: encodeFn('encode_out', outDtype, 'f32'), LANES: lanes, BITS: 32 / lanes }),
+      fillTemplate(wgslSource(import.meta.url, 'attention-merge.wgsl'), {
+        FUNCTIONS: encodeFn('encode_out', outDtype, 'f32'),
+        LANES: lanes,
+        BITS: 32 / lanes,
+        QOFF_BINDING: dynamic ? '@group(0) @binding(3) var<storage, read> qoff_buf: array<i32>;' : '',
+        QUERY_OFFSET: qoff.QUERY_OFFSET,
+      }),
     );
-    const mergeParams = uniformWords([n, d, hq, splits, skv, options.causal ? 1 : 0, { i32: queryOffset }, accBase]);
-    ctx.dispatch(merge, mergeParams, [out, partials], grid1d(Math.ceil(n / lanes), 256));
+    const mergeParams = uniformWords([n, d, hq, splits, skv, options.causal ? 1 : 0, { i32: queryOffset }, accBase, queryOffsetFrom?.view.offset ?? 0]);
+    ctx.dispatch(merge, mergeParams, [out, partials, ...extra], grid1d(Math.ceil(n / lanes), 256));
     return out;
   } finally {
     ctx.release(partials);

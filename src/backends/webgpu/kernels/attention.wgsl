@@ -43,6 +43,7 @@ struct Params {
   vs1: u32,
   vs2: u32,
   acc_base: u32,
+  qoff_at: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -50,6 +51,7 @@ struct Params {
 @group(0) @binding(2) var<storage, read> q_buf: array<u32>;
 @group(0) @binding(3) var<storage, read> k_buf: array<u32>;
 @group(0) @binding(4) var<storage, read> v_buf: array<u32>;
+{{QOFF_BINDING}}
 
 {{FUNCTIONS}}
 
@@ -73,7 +75,7 @@ fn visible(i: u32) -> u32 {
   if (p.causal == 0u) {
     return p.skv;
   }
-  return u32(clamp(i32(i) + p.query_offset + 1, 0, i32(p.skv)));
+  return u32(clamp(i32(i) + {{QUERY_OFFSET}} + 1, 0, i32(p.skv)));
 }
 
 // The query of row r (p.sq, i.e. none, for rows past gh * gq) and its head.

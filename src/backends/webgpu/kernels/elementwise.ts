@@ -1,13 +1,18 @@
-// Launchers for the strided elementwise kernel (unary, binary, cast/copy) and the scatter copy.
+// Launchers for the elementwise kernels (unary, binary, cast/copy: the strided one and its contiguous 32-bit fast
+// path) and the scatter copy.
 import { lanesPerWord, type DType } from '../../../core/dtype.js';
 import { ShapeError } from '../../../core/errors.js';
 import { coalesceViews, contiguousView, formatShape, numel, type Shape, type View } from '../../../core/shape.js';
-import type { BinaryOp, UnaryOp } from '../../backend.js';
+import { isScalarOperand, type BinaryOp, type ScalarOperand, type UnaryOp } from '../../backend.js';
+import { castCode } from '../../cpu/cpu-backend.js';
 import { wordBytes, type GpuBuffer, type GpuContext } from '../gpu-context.js';
-import { commonWgsl, computeTypeOf, encodeFn, fillTemplate, grid1d, loadFn, wgslSource, type ComputeType } from './wgsl.js';
+import { commonWgsl, computeTypeOf, decodeExpr, encodeFn, fillTemplate, grid1d, loadFn, wgslSource, type ComputeType } from './wgsl.js';
 
 const WG = 256;
 const MAX_RANK = 8;
+
+/** linearFastPath off sends every map through the strided kernel: tests and benches compare the two paths. */
+export const elementwiseTuning = { linearFastPath: true };
 
 export interface GpuOperand {
   readonly buffer: GpuBuffer;
@@ -15,8 +20,8 @@ export interface GpuOperand {
   readonly view: View;
 }
 
-/** How a kernel input is addressed, from cheapest to most general (part of the pipeline key). */
-type Access = 'linear' | 'scalar' | 'strided';
+/** How a kernel input is addressed, from cheapest to most general (part of the pipeline key); 'uniform': a JS number in the params. */
+type Access = 'linear' | 'scalar' | 'strided' | 'uniform';
 
 function accessOf(view: View): Access {
   if (view.shape.length === 0) return 'scalar';
@@ -25,26 +30,33 @@ function accessOf(view: View): Access {
   return 'strided';
 }
 
+/** A map input: a view of a buffer, or a number carried in the uniform block. */
+type MapInput = GpuOperand | ScalarOperand;
+
 function offsetExpr(k: number, access: Access): string {
   if (access === 'linear') return `p.off${k} + e`;
   if (access === 'scalar') return `p.off${k}`;
   return `strided_offset(e, p.off${k}, p.rank, p.shape, p.strides${k})`;
 }
 
-/** Uniform block: n, rank, off0, off1, shape[8], strides0[8], strides1[8] (matches Params in the .wgsl files). */
-function params(n: number, views: readonly View[]): ArrayBuffer {
-  const rank = views[0].shape.length;
+/**
+ * Uniform block: n, rank, off0, off1, shape[8], strides0[8], strides1[8], scalar (matches Params in the .wgsl files;
+ * scalar holds the storage code of a number operand).
+ */
+function params(n: number, views: readonly View[], scalar = 0): ArrayBuffer {
+  const rank = views[0]?.shape.length ?? 0;
   if (rank > MAX_RANK) {
     throw new ShapeError(`elementwise kernels index at most ${MAX_RANK} non-mergeable dims, got shape ${formatShape(views[0].shape)}`);
   }
-  const u = new Uint32Array(28);
+  const u = new Uint32Array(32);
+  u[28] = scalar;
   u[0] = n;
   u[1] = rank;
   views.forEach((v, k) => {
     u[2 + k] = v.offset;
     v.strides.forEach((s, d) => (u[12 + 8 * k + d] = s));
   });
-  views[0].shape.forEach((s, d) => (u[4 + d] = s));
+  views[0]?.shape.forEach((s, d) => (u[4 + d] = s));
   return u.buffer;
 }
 
@@ -119,10 +131,12 @@ function binaryExpr(op: BinaryOp, c: ComputeType): string {
       return 'x * y';
     case 'div':
       return 'x / y';
+    // WGSL leaves max(0, -0) to the driver (SwiftShader returns y); the CPU backend orders -0 below +0, which for
+    // equal operands is the AND (maximum) or OR (minimum) of their bits.
     case 'maximum':
-      return c === 'f32' ? 'select(max(x, y), f32_bits(0x7fc00000u), is_nan(x) || is_nan(y))' : 'max(x, y)';
+      return c === 'f32' ? 'select(select(max(x, y), f32_bits(bitcast<u32>(x) & bitcast<u32>(y)), x == y), f32_bits(0x7fc00000u), is_nan(x) || is_nan(y))' : 'max(x, y)';
     case 'minimum':
-      return c === 'f32' ? 'select(min(x, y), f32_bits(0x7fc00000u), is_nan(x) || is_nan(y))' : 'min(x, y)';
+      return c === 'f32' ? 'select(select(min(x, y), f32_bits(bitcast<u32>(x) | bitcast<u32>(y)), x == y), f32_bits(0x7fc00000u), is_nan(x) || is_nan(y))' : 'min(x, y)';
     case 'eq':
       return cmp(`${ordered}x == y`);
     case 'ne':
@@ -143,7 +157,7 @@ interface MapSpec {
   name: string;
   /** WGSL statements ending in `return <value of out compute type>;`, with inputs loaded as x (and y). */
   body: string;
-  inputs: readonly GpuOperand[];
+  inputs: readonly MapInput[];
   outDtype: DType;
   /** Compute type of the inputs (x, y) and of the result (may differ: comparisons compute f32, return i32). */
   inC: ComputeType;
@@ -161,21 +175,42 @@ function codeLoadFn(name: string, buffer: string, dtype: DType): string {
   return `fn ${name}(e: u32) -> u32 {\n  return ${code};\n}\n`;
 }
 
+/** The storage code of a number operand in its dtype (int32 as two's complement, float32 as its bits). */
+function scalarCode(x: ScalarOperand): number {
+  if (x.dtype === 'int32') return castCode(x.scalar, 'int32') >>> 0;
+  const f = new Float32Array([x.scalar]);
+  return new Uint32Array(f.buffer)[0];
+}
+
 /** Runs an elementwise map into a new contiguous buffer of outShape. */
 function runMap(ctx: GpuContext, spec: MapSpec, outShape: Shape): GpuBuffer {
   const n = numel(outShape);
   const lanes = lanesPerWord(spec.outDtype);
   const out = ctx.alloc(wordBytes(n, lanes));
   if (n === 0) return out;
-  const views = coalesceViews([contiguousView(outShape), ...spec.inputs.map((x) => x.view)]).slice(1);
-  const access = views.map(accessOf);
-  const key = ['map', spec.name, spec.outDtype, spec.saturate ? 'sat' : '', ...spec.inputs.map((x, k) => `${x.dtype}:${access[k]}`)].join('|');
+  const tensors = spec.inputs.filter((x): x is GpuOperand => !isScalarOperand(x));
+  const number = spec.inputs.find(isScalarOperand);
+  const views = coalesceViews([contiguousView(outShape), ...tensors.map((x) => x.view)]).slice(1);
+  // Input k's view index (tensor inputs only) and its binding, numbered without gaps after the output.
+  let t = 0;
+  const slots = spec.inputs.map((x) => (isScalarOperand(x) ? -1 : t++));
+  const access: Access[] = spec.inputs.map((x, k) => (isScalarOperand(x) ? 'uniform' : accessOf(views[slots[k]])));
+  if (elementwiseTuning.linearFastPath && lanes === 1 && tensors.every((x) => lanesPerWord(x.dtype) === 1) && !access.includes('strided')) {
+    runLinearMap(ctx, spec, n, out, views, slots, access, number ? scalarCode(number) : 0);
+    return out;
+  }
+  const key = ['map', spec.name, spec.outDtype, spec.saturate ? 'sat' : '', spec.raw ? 'raw' : '', spec.inC, spec.outC, ...spec.inputs.map((x, k) => `${x.dtype}:${access[k]}`)].join('|');
   const pipeline = ctx.pipeline(key, () => {
-    const bindings = spec.inputs.map((_, k) => `@group(0) @binding(${k + 2}) var<storage, read> in${k}: array<u32>;`).join('\n');
-    const loads = spec.inputs.map((x, k) => (spec.raw ? codeLoadFn(`load${k}`, `in${k}`, x.dtype) : loadFn(`load${k}`, `in${k}`, x.dtype, spec.inC))).join('');
+    const bindings = tensors.map((_, k) => `@group(0) @binding(${k + 2}) var<storage, read> in${k}: array<u32>;`).join('\n');
+    const loads = spec.inputs
+      .map((x, k) => {
+        if (isScalarOperand(x)) return `fn load${k}(e: u32) -> ${spec.inC} {\n  return ${decodeExpr(x.dtype, 'p.scalar', spec.inC)};\n}\n`;
+        return spec.raw ? codeLoadFn(`load${k}`, `in${slots[k]}`, x.dtype) : loadFn(`load${k}`, `in${slots[k]}`, x.dtype, spec.inC);
+      })
+      .join('');
     const encode = spec.raw ? 'fn encode_out(v: u32) -> u32 {\n  return v;\n}\n' : encodeFn('encode_out', spec.outDtype, spec.outC, spec.saturate);
     const names = ['x', 'y'];
-    const body = spec.inputs.map((_, k) => `  let ${names[k]} = load${k}(${offsetExpr(k, access[k])});\n`).join('') + `  ${spec.body}`;
+    const body = spec.inputs.map((_, k) => `  let ${names[k]} = load${k}(${access[k] === 'uniform' ? '0u' : offsetExpr(slots[k], access[k])});\n`).join('') + `  ${spec.body}`;
     return commonWgsl() + fillTemplate(wgslSource(import.meta.url, 'elementwise.wgsl'), {
       INPUT_BINDINGS: bindings,
       FUNCTIONS: loads + encode + (spec.inC === 'f32' && !spec.raw ? FLOAT_HELPERS : ''),
@@ -186,8 +221,99 @@ function runMap(ctx: GpuContext, spec: MapSpec, outShape: Shape): GpuBuffer {
       BITS: 32 / lanes,
     });
   });
-  ctx.dispatch(pipeline, params(n, views), [out, ...spec.inputs.map((x) => x.buffer)], grid1d(Math.ceil(n / lanes), WG));
+  ctx.dispatch(pipeline, params(n, views, number ? scalarCode(number) : 0), [out, ...tensors.map((x) => x.buffer)], grid1d(Math.ceil(n / lanes), WG));
   return out;
+}
+
+/**
+ * How the fast path binds a buffer: 'vec4' (array<vec4<u32>>: the first word is a multiple of 4 and the buffer
+ * holds every vec4 the words touch, so the tail can index into its last one) or 'word' (array<u32>).
+ */
+type LinearBinding = 'vec4' | 'word';
+
+function linearBinding(buffer: GpuBuffer, offset: number, n: number): LinearBinding {
+  return offset % 4 === 0 && buffer.buffer.size >= Math.ceil((offset + n) / 4) * 16 ? 'vec4' : 'word';
+}
+
+/**
+ * WGSL for input k of the fast path: `codesK(v) -> vec4<u32>`, the codes of words 4v..4v+3, and `codeK(e) -> u32`,
+ * word e's code (the tail).
+ */
+function linearLoadFns(k: number, slot: number, access: Access, binding: LinearBinding): string {
+  const buf = `in${slot}`;
+  const off = `p.off${slot}`;
+  let four: string;
+  let one: string;
+  if (access === 'uniform') {
+    four = 'vec4<u32>(p.scalar)';
+    one = 'p.scalar';
+  } else if (access === 'scalar') {
+    four = `vec4<u32>(${buf}[${off}])`;
+    one = `${buf}[${off}]`;
+  } else if (binding === 'vec4') {
+    four = `${buf}[${off} + v]`;
+    one = `${buf}[${off} + (e >> 2u)][e & 3u]`;
+  } else {
+    four = `vec4<u32>(${buf}[i], ${buf}[i + 1u], ${buf}[i + 2u], ${buf}[i + 3u])`;
+    one = `${buf}[${off} + e]`;
+  }
+  const prelude = four.includes('[i]') ? `  let i = ${off} + v * 4u;\n` : '';
+  return `fn codes${k}(v: u32) -> vec4<u32> {\n${prelude}  return ${four};\n}\nfn code${k}(e: u32) -> u32 {\n  return ${one};\n}\n`;
+}
+
+/**
+ * The plain contiguous map (every input linear, a broadcast element or a number; 32-bit dtypes): no strides, 4
+ * words an invocation (elementwise-linear.wgsl). The general kernel pays a loop, a bounds check and an index
+ * computation per element, which a software adapter turns straight into time.
+ */
+function runLinearMap(ctx: GpuContext, spec: MapSpec, n: number, out: GpuBuffer, views: readonly View[], slots: readonly number[], access: readonly Access[], scalar: number): void {
+  const outBinding = linearBinding(out, 0, n);
+  const bindings: LinearBinding[] = [];
+  const offsets = [0, 0];
+  spec.inputs.forEach((x, k) => {
+    if (isScalarOperand(x)) return;
+    const offset = views[slots[k]].offset;
+    const b = access[k] === 'linear' ? linearBinding(x.buffer, offset, n) : 'word';
+    bindings[slots[k]] = b;
+    offsets[slots[k]] = b === 'vec4' ? offset / 4 : offset;
+  });
+  const inputKey = spec.inputs.map((x, k) => `${x.dtype}:${access[k]}${slots[k] >= 0 ? `:${bindings[slots[k]]}` : ''}`);
+  const key = ['map-linear', spec.name, spec.outDtype, spec.saturate ? 'sat' : '', spec.raw ? 'raw' : '', spec.inC, spec.outC, outBinding, ...inputKey].join('|');
+  const tensors = spec.inputs.filter((x): x is GpuOperand => !isScalarOperand(x));
+  const pipeline = ctx.pipeline(key, () => {
+    const inputBindings = bindings
+      .map((b, s) => `@group(0) @binding(${s + 2}) var<storage, read> in${s}: array<${b === 'vec4' ? 'vec4<u32>' : 'u32'}>;`)
+      .join('\n');
+    const names = ['x', 'y'];
+    const params = spec.inputs.map((_, k) => `c${k}: u32`).join(', ');
+    // map_word: one word's codes in, the output code out; the op body sees x (and y) in the compute type.
+    const decoded = spec.inputs.map((x, k) => `  let ${names[k]} = ${spec.raw ? `c${k}` : decodeExpr(x.dtype, `c${k}`, spec.inC)};\n`).join('');
+    const mapWord = [
+      `fn op(${spec.inputs.map((_, k) => `${names[k]}: ${spec.raw ? 'u32' : spec.inC}`).join(', ')}) -> ${spec.raw ? 'u32' : spec.outC} {\n  ${spec.body}\n}\n`,
+      `fn map_word(${params}) -> u32 {\n${decoded}  return ${spec.raw ? '' : 'encode_out'}(op(${names.slice(0, spec.inputs.length).join(', ')}));\n}\n`,
+    ].join('');
+    const loads = spec.inputs.map((_, k) => linearLoadFns(k, slots[k], access[k], slots[k] >= 0 ? bindings[slots[k]] : 'word')).join('');
+    const encode = spec.raw ? '' : encodeFn('encode_out', spec.outDtype, spec.outC, spec.saturate);
+    const lanesOf = (c: string) => spec.inputs.map((_, k) => `a${k}.${c}`).join(', ');
+    const words = ['x', 'y', 'z', 'w'].map((c) => `map_word(${lanesOf(c)})`);
+    const map4 =
+      spec.inputs.map((_, k) => `    let a${k} = codes${k}(v);\n`).join('') +
+      (outBinding === 'vec4'
+        ? `    out[v] = vec4<u32>(${words.join(', ')});`
+        : words.map((w, j) => `    out[base + ${j}u] = ${w};`).join('\n'));
+    const one = `map_word(${spec.inputs.map((_, k) => `code${k}(e)`).join(', ')})`;
+    const map1 = outBinding === 'vec4' ? `    out[e >> 2u][e & 3u] = ${one};` : `    out[e] = ${one};`;
+    return commonWgsl() + fillTemplate(wgslSource(import.meta.url, 'elementwise-linear.wgsl'), {
+      OUT_WORD: outBinding === 'vec4' ? 'vec4<u32>' : 'u32',
+      INPUT_BINDINGS: inputBindings,
+      FUNCTIONS: loads + encode + (spec.inC === 'f32' && !spec.raw ? FLOAT_HELPERS : '') + mapWord,
+      MAP4: map4,
+      MAP1: map1,
+      WG,
+    });
+  });
+  const u = new Uint32Array([n, offsets[0], offsets[1], scalar]);
+  ctx.dispatch(pipeline, u.buffer, [out, ...tensors.map((x) => x.buffer)], grid1d(Math.ceil(n / 4), WG));
 }
 
 export function unaryKernel(ctx: GpuContext, op: UnaryOp, x: GpuOperand, outDtype: DType): GpuBuffer {
@@ -197,7 +323,7 @@ export function unaryKernel(ctx: GpuContext, op: UnaryOp, x: GpuOperand, outDtyp
   return runMap(ctx, { name: op, body: `return ${expr};`, inputs: [x], outDtype, inC: c, outC: c }, x.view.shape);
 }
 
-export function binaryKernel(ctx: GpuContext, op: BinaryOp, a: GpuOperand, b: GpuOperand, outShape: Shape, outDtype: DType): GpuBuffer {
+export function binaryKernel(ctx: GpuContext, op: BinaryOp, a: MapInput, b: MapInput, outShape: Shape, outDtype: DType): GpuBuffer {
   const c = computeTypeOf(a.dtype, b.dtype, outDtype);
   return runMap(ctx, { name: op, body: `return ${binaryExpr(op, c)};`, inputs: [a, b], outDtype, inC: c, outC: c }, outShape);
 }

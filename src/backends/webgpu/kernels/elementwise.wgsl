@@ -9,6 +9,7 @@ struct Params {
   shape: array<vec4<u32>, 2>,
   strides0: array<vec4<u32>, 2>,
   strides1: array<vec4<u32>, 2>,
+  scalar: u32, // storage code of a number operand (float32 bits or int32)
 }
 
 @group(0) @binding(0) var<uniform> p: Params;

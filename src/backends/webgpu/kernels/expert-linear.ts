@@ -3,7 +3,8 @@
 // ids stay on the GPU, so an MoE block costs the same few dispatches whatever the number of experts.
 import { DTYPE_INFO, isFp8, lanesPerWord, type DType } from '../../../core/dtype.js';
 import { wordBytes, type GpuBuffer, type GpuContext } from '../gpu-context.js';
-import { viaFloat32, type GpuOperand } from './elementwise.js';
+import { binaryKernel, viaFloat32, type GpuOperand } from './elementwise.js';
+import { swigluKernel } from './swiglu.js';
 import { expertGemmKernel, useGroupedExpertGemm } from './expert-gemm.js';
 import { columnReduceWgsl } from './gemv.js';
 import { commonWgsl, decodeFn, encodeFn, fillTemplate, grid1d, loadFn, wgslSource } from './wgsl.js';
@@ -12,6 +13,10 @@ export interface ExpertLinearKernelOptions {
   scale?: GpuBuffer;
   combine?: GpuOperand;
   outDtype: DType;
+  /** silu(gate) * up of the weight's gate rows and up rows (gather only): out [T*k, N/2]. */
+  activation?: 'swiglu';
+  /** Contiguous [T, N] from element 0, added last (combine only). */
+  residual?: GpuOperand;
 }
 
 const TPO = 64;
@@ -83,6 +88,21 @@ function loadWeightFn(access: WeightAccess, dtype: DType): string {
   return `fn load_w(e: u32) -> f32 {\n  let wi = e >> ${Math.log2(lanes)}u;\n  return decode_w(${code});\n}\n`;
 }
 
+const GATHER_SWIGLU = `    let token = orow / p.slots;
+    let e = ids[p.ids_off + token * p.ids_s0 + (orow % p.slots) * p.ids_s1];
+    if (e < p.experts) {
+      let xrow = p.x_off + select(token, orow, p.x_per_slot != 0u) * p.x_s0;
+      acc = vec2<f32>(partial_dot(e, n, xrow, t), partial_dot(e, n + p.n, xrow, t));
+    }`;
+
+/** silu(gate) * up exactly as swiglu.wgsl computes it, so the fused output equals swiglu of the plain one. */
+const SWIGLU_FN = `fn finish(v: vec2<f32>, row: u32, col: u32) -> f32 {
+  let a = v.x;
+  let ea = select(exp(-a), a, is_nan(a));
+  return a / (1.0 + ea) * v.y;
+}
+`;
+
 const GATHER = `    let token = orow / p.slots;
     let e = ids[p.ids_off + token * p.ids_s0 + (orow % p.slots) * p.ids_s1];
     if (e < p.experts) {
@@ -102,7 +122,7 @@ function storeCode(lanes: number): string {
   if (lanes === 1) {
     return `    for (var g = 0u; g < OPW; g++) {
       if (n0 + g < p.n) {
-        out[orow * p.n + n0 + g] = encode_out(red[g * TPO]);
+        out[orow * p.n + n0 + g] = encode_out(finish(red[g * TPO], orow, n0 + g));
       }
     }`;
   }
@@ -112,7 +132,7 @@ function storeCode(lanes: number): string {
       if (nw < p.n) {
         var word = 0u;
         for (var l = 0u; l < ${lanes}u; l++) {
-          word |= encode_out(red[(w * ${lanes}u + l) * TPO]) << (l * ${32 / lanes}u);
+          word |= encode_out(finish(red[(w * ${lanes}u + l) * TPO], orow, nw + l)) << (l * ${32 / lanes}u);
         }
         out[(orow * p.n + nw) / ${lanes}u] = word;
       }
@@ -125,12 +145,24 @@ function storeCode(lanes: number): string {
  * scales of an FP8 weight. Accumulates in float32.
  */
 export function expertLinearKernel(ctx: GpuContext, x: GpuOperand, weight: GpuOperand, ids: GpuOperand, options: ExpertLinearKernelOptions): GpuBuffer {
-  const { scale, combine, outDtype } = options;
-  // Prefill-sized batches: sort the slots by expert and run a grouped GEMM (one weight read per 64-slot tile).
-  if (useGroupedExpertGemm(ctx, weight, ids, combine !== undefined)) return expertGemmKernel(ctx, x, weight, ids, options);
-  const [numExperts, n, k] = weight.view.shape;
+  const { scale, combine, outDtype, activation, residual } = options;
+  const [numExperts, wRows, k] = weight.view.shape;
   const [t, slots] = ids.view.shape;
   const rowsOut = combine ? t : t * slots;
+  // Prefill-sized batches: sort the slots by expert and run a grouped GEMM (one weight read per 64-slot tile); its
+  // epilogues run as the separate ops they stand for.
+  if (useGroupedExpertGemm(ctx, weight, ids, combine !== undefined)) {
+    const plain = expertGemmKernel(ctx, x, weight, ids, { scale, combine, outDtype });
+    if (!activation && !residual) return plain;
+    try {
+      const view = { shape: [rowsOut, wRows], strides: [wRows, 1], offset: 0 };
+      const op = { buffer: plain, dtype: outDtype, view };
+      return activation ? swigluKernel(ctx, op) : binaryKernel(ctx, 'add', op, residual!, [rowsOut, wRows], outDtype);
+    } finally {
+      ctx.release(plain);
+    }
+  }
+  const n = activation ? wRows / 2 : wRows;
   const lanes = lanesPerWord(outDtype);
   if (lanes > 1 && n % lanes !== 0) {
     // Rows would share packed output words between workgroups.
@@ -146,15 +178,24 @@ export function expertLinearKernel(ctx: GpuContext, x: GpuOperand, weight: GpuOp
   const lut = isFp8(weight.dtype);
   const scaled = scale !== undefined;
   const subgroups = ctx.subgroupReduce(TPO);
-  const key = ['expert-linear', access, x.dtype, weight.dtype, outDtype, !!combine, scaled, subgroups].join('|');
+  const key = ['expert-linear', access, x.dtype, weight.dtype, outDtype, !!combine, scaled, subgroups, activation ?? 'linear', residual?.dtype ?? 'no-residual'].join('|');
   const pipeline = ctx.pipeline(key, () => {
-    const extras = [scaled ? 'var<storage, read> scale: array<f32>;' : '', combine ? 'var<storage, read> comb: array<u32>;' : ''].filter(Boolean);
+    const extras = [
+      scaled ? 'var<storage, read> scale: array<f32>;' : '',
+      combine ? 'var<storage, read> comb: array<u32>;' : '',
+      residual ? 'var<storage, read> res: array<u32>;' : '',
+    ].filter(Boolean);
+    const finish = activation
+      ? SWIGLU_FN
+      : `fn finish(v: f32, row: u32, col: u32) -> f32 {\n  return v${residual ? ' + load_res(row * p.n + col)' : ''};\n}\n`;
     const fns = [
       loadFn('load_x', 'xin', x.dtype, 'f32'),
       // FP8 codes decode through a 256-entry table in workgroup memory, filled with the exact decoder.
       lut ? 'fn decode_w(code: u32) -> f32 {\n  return fp8_lut[code];\n}\n' : decodeFn('decode_w', weight.dtype, 'f32'),
       loadWeightFn(access, weight.dtype),
       scaled ? 'fn block_scale(e: u32, n: u32, k: u32) -> f32 {\n  return scale[(e * p.n_blocks + n / 128u) * p.k_blocks + k / 128u];\n}\n' : '',
+      residual ? loadFn('load_res', 'res', residual.dtype, 'f32') : '',
+      finish,
       encodeFn('encode_out', outDtype, 'f32'),
     ].join('\n');
     return (
@@ -165,9 +206,11 @@ export function expertLinearKernel(ctx: GpuContext, x: GpuOperand, weight: GpuOp
         EXTRA_BINDINGS: extras.map((b, i) => `@group(0) @binding(${5 + i}) ${b}`).join('\n'),
         FUNCTIONS: fns,
         DOT: dotCode(access, weight.dtype, scaled),
-        ACCUMULATE: combine ? COMBINE : GATHER,
+        ACCUMULATE: combine ? COMBINE : activation ? GATHER_SWIGLU : GATHER,
+        ACC_TYPE: activation ? 'vec2<f32>' : 'f32',
+        ACC_ZERO: activation ? 'vec2<f32>(0.0)' : '0.0',
         SUBGROUP_BUILTINS: subgroups ? ', @builtin(subgroup_invocation_id) sg_lane: u32, @builtin(subgroup_size) sg_size: u32' : '',
-        REDUCE: columnReduceWgsl(subgroups, '0.0'),
+        REDUCE: columnReduceWgsl(subgroups, activation ? 'vec2<f32>(0.0)' : '0.0'),
         STORE: storeCode(lanes),
         LUT_DECL: lut ? 'var<workgroup> fp8_lut: array<f32, 256>;' : '',
         LUT_FILL: lut ? `  fp8_lut[lid.x] = ${weight.dtype === 'float8_e4m3fn' ? 'e4m3_to_f32' : 'e5m2_to_f32'}(lid.x);\n  workgroupBarrier();` : '',
@@ -183,10 +226,10 @@ export function expertLinearKernel(ctx: GpuContext, x: GpuOperand, weight: GpuOp
     rowsOut, colBlocks, x.view.offset, x.view.strides[0],
     x.view.strides[1], x.view.shape[0] === t * slots ? 1 : 0, inUnits(weight.view.offset), inUnits(se),
     inUnits(sn), sk, Math.floor(k / perUnit), Math.ceil(k / 128),
-    Math.ceil(n / 128), ids.view.offset, ids.view.strides[0], ids.view.strides[1],
+    Math.ceil(wRows / 128), ids.view.offset, ids.view.strides[0], ids.view.strides[1],
     combine?.view.offset ?? 0, combine?.view.strides[0] ?? 0, combine?.view.strides[1] ?? 0, 0,
   ]);
-  const buffers = [out, x.buffer, weight.buffer, ids.buffer, ...(scale ? [scale] : []), ...(combine ? [combine.buffer] : [])];
+  const buffers = [out, x.buffer, weight.buffer, ids.buffer, ...(scale ? [scale] : []), ...(combine ? [combine.buffer] : []), ...(residual ? [residual.buffer] : [])];
   ctx.dispatch(pipeline, u.buffer, buffers, grid1d(colBlocks * rowsOut, 1));
   return out;
 }

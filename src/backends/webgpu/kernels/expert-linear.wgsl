@@ -4,7 +4,8 @@
 // workgroup; the grid runs over (column block, output row), the output row being a slot (gather) or a token
 // (combine). Every weight byte of a slot's expert rows is read once per slot, 16 bytes a load when the rows are
 // 16-byte aligned (else one word, else one element), and dequantized in registers (FP8 through a workgroup table).
-// An expert id outside 0..E-1 contributes zeros.
+// An expert id outside 0..E-1 contributes zeros. Epilogues: SwiGLU (gather; each column accumulates its gate row
+// and its up row, p.n being the output width, half the weight's rows) and a residual add (combine).
 
 struct Params {
   n: u32,
@@ -43,7 +44,7 @@ struct Params {
 const TPO = 64u;  // invocations per output column
 const OPW = 4u;   // output columns per workgroup
 
-var<workgroup> red: array<f32, 256>;
+var<workgroup> red: array<{{ACC_TYPE}}, 256>;
 {{LUT_DECL}}
 
 {{FUNCTIONS}}
@@ -65,7 +66,7 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
   let orow = wg / p.col_blocks;
   let n = cb * OPW + g;
 {{LUT_FILL}}
-  var acc = 0.0;
+  var acc = {{ACC_ZERO}};
   if (n < p.n && orow < p.rows_out) {
 {{ACCUMULATE}}
   }

@@ -23,6 +23,8 @@ export interface GemmScaling {
   bias?: GpuOperand;
   /** One float32 value multiplied into the result before the output cast (scaledMm's scale_result). */
   scaleResult?: GpuBuffer;
+  /** Contiguous [m, n] (from element 0) added last: a residual connection in the epilogue. */
+  residual?: GpuOperand;
 }
 
 function scaleTerm(name: string, recipe: ScaleRecipe | undefined, index: string): string {
@@ -37,12 +39,13 @@ export function scalingBuffers(s: GemmScaling): [name: string, buffer: GpuBuffer
   if (s.scaleB) extras.push(['scale_b', s.scaleB.buffer]);
   if (s.bias) extras.push(['bias', s.bias.buffer]);
   if (s.scaleResult) extras.push(['scale_result', s.scaleResult]);
+  if (s.residual) extras.push(['residual', s.residual.buffer]);
   return extras;
 }
 
 /** WGSL declarations of scalingBuffers from binding 4 on. */
 export function scalingBindings(extras: readonly [string, GpuBuffer][]): string {
-  return extras.map(([name], i) => `@group(0) @binding(${4 + i}) var<storage, read> ${name}: array<${name === 'bias' ? 'u32' : 'f32'}>;`).join('\n');
+  return extras.map(([name], i) => `@group(0) @binding(${4 + i}) var<storage, read> ${name}: array<${name === 'bias' || name === 'residual' ? 'u32' : 'f32'}>;`).join('\n');
 }
 
 /**
@@ -52,10 +55,12 @@ export function scalingBindings(extras: readonly [string, GpuBuffer][]): string 
 export function epilogueWgsl(s: GemmScaling, outDtype: DType): string {
   return [
     s.bias ? loadFn('load_bias', 'bias', s.bias.dtype, 'f32') : '',
+    s.residual ? loadFn('load_residual', 'residual', s.residual.dtype, 'f32') : '',
     'fn epilogue(m: u32, n: u32, v: f32) -> f32 {',
     `  var r = v${scaleTerm('scale_a', s.scaleA?.recipe, 'm')}${scaleTerm('scale_b', s.scaleB?.recipe, 'n')};`,
     s.bias ? '  r += load_bias(n);' : '',
     s.scaleResult ? '  r *= scale_result[0];' : '',
+    s.residual ? '  r += load_residual(m * p.n + n);' : '',
     '  return r;',
     '}',
     encodeFn('encode_out', outDtype, 'f32', true),
@@ -72,16 +77,17 @@ function functions(a: GpuOperand, b: GpuOperand, outDtype: DType, s: GemmScaling
 }
 
 /**
- * WGSL storing an invocation's 4x4 block row i (columns c0..c0+3 of output row `row`): `value(col, acc)` turns a
- * column's accumulator into the stored value. Packed dtypes write whole words (n is a multiple of lanes here).
+ * WGSL storing 4 columns (c0..c0+3 of output row `row`) of an invocation's register block from the vec4 `acc`:
+ * `value(col, acc)` turns a column's accumulator into the stored value. Packed dtypes write whole words (n is a
+ * multiple of lanes here).
  */
-export function tileStoreCode(lanes: number, value: (col: string, acc: string) => string): string {
+export function tileStoreCode(lanes: number, value: (col: string, acc: string) => string, c0 = 'c0', acc = 'acc[i]'): string {
   if (lanes === 1) {
     return [
       '      for (var j = 0u; j < 4u; j++) {',
-      '        let c = c0 + j;',
+      `        let c = ${c0} + j;`,
       '        if (c < p.n) {',
-      `          out[row + c] = encode_out(${value('c', 'acc[i][j]')});`,
+      `          out[row + c] = encode_out(${value('c', `${acc}[j]`)});`,
       '        }',
       '      }',
     ].join('\n');
@@ -89,16 +95,36 @@ export function tileStoreCode(lanes: number, value: (col: string, acc: string) =
   const bits = 32 / lanes;
   return [
     `      for (var w = 0u; w < ${4 / lanes}u; w++) {`,
-    `        let cw = c0 + w * ${lanes}u;`,
+    `        let cw = ${c0} + w * ${lanes}u;`,
     '        if (cw < p.n) {',
     '          var word = 0u;',
     `          for (var l = 0u; l < ${lanes}u; l++) {`,
-    `            word |= encode_out(${value('cw + l', `acc[i][w * ${lanes}u + l]`)}) << (l * ${bits}u);`,
+    `            word |= encode_out(${value('cw + l', `${acc}[w * ${lanes}u + l]`)}) << (l * ${bits}u);`,
     '          }',
     `          out[(row + cw) / ${lanes}u] = word;`,
     '        }',
     '      }',
   ].join('\n');
+}
+
+/** A GEMM variant's register block (rm x rn outputs an invocation) and workgroup size. */
+interface Blocking {
+  rm: number;
+  rn: number;
+  wg: number;
+}
+
+/** The store of the whole rm x rn block, unrolled so the accumulators need no dynamic index (they stay registers). */
+function blockStoreCode(lanes: number, { rm, rn }: Blocking): string {
+  const lines: string[] = [];
+  for (let i = 0; i < rm; i++) {
+    lines.push('  {', `    let r = row0 + ty * ${rm}u + ${i}u;`, '    if (r < p.m) {', '      let row = out_base + r * p.n;');
+    for (let h = 0; h < rn / 4; h++) {
+      lines.push(`      let c${h} = c0 + ${4 * h}u;`, tileStoreCode(lanes, (col, acc) => `epilogue(r, ${col}, ${acc})`, `c${h}`, `acc[${(i * rn) / 4 + h}]`));
+    }
+    lines.push('    }', '  }');
+  }
+  return lines.join('\n');
 }
 
 const A_TILE_LOAD = [
@@ -108,9 +134,23 @@ const A_TILE_LOAD = [
   '    }',
 ].join('\n');
 
+type ATileCode = Record<'A_STORAGE' | 'A_LOAD' | 'A_REGISTERS' | 'SUBGROUP_BUILTINS', string> & {
+  blocking: Blocking;
+  /** The multiply-adds of K step `kk` (a constant: the K loop is unrolled). */
+  step: (kk: number) => string;
+};
+
 /**
- * How the A tile reaches the invocations, as WGSL snippets for gemm.wgsl. `width` 0: each multiply-add step reads
- * 4 A values from the workgroup-memory tile. Otherwise the 16 invocations of a row group (same ty, consecutive t),
+ * The plain variant's register block (rows x columns an invocation; multiples of 4, dividing 64). 8x8 (64
+ * invocations) halved the instructions per multiply-add against 4x4 on SwiftShader; 8x16 and 16x16 measured a
+ * little better there but leave GPUs 32 or 16 invocations a workgroup. The bench may change it (it is in the key).
+ */
+export const plainBlocking = { rm: 8, rn: 8 };
+
+/**
+ * How the A tile reaches the invocations, as WGSL snippets for gemm.wgsl. `width` 0: the plain variant, 8x8 blocks
+ * from an A tile stored transposed ([TK][TM / 4] vec4s, so one load gives 4 rows at one k). Otherwise 4x4 blocks
+ * and the 16 invocations of a row group (same ty, consecutive t),
  * which all need the same 4 rows x 16 k of A, split them within aligned groups of `width` lanes (these lie inside
  * one subgroup, see GpuContext.subgroupShareWidth): lane l holds a_reg[j][i] = A[row i][k = j * width + l] and
  * broadcasts it with one vec4 shuffle per k, so the register index (k / width) and the source lane (k % width) are
@@ -119,23 +159,34 @@ const A_TILE_LOAD = [
  * times the global reads), so there the tile stays, filled as before, and each lane reads only its 64 / width values
  * from it instead of 64.
  */
-function aTileCode(width: number, direct: boolean): Record<'A_STORAGE' | 'A_LOAD' | 'A_REGISTERS' | 'A_MULTIPLY' | 'SUBGROUP_BUILTINS', string> {
-  const tileDecl = 'var<workgroup> a_tile: array<f32, 1024>; // [TM][TK]';
+function aTileCode(width: number, direct: boolean): ATileCode {
   if (width === 0) {
+    const { rm, rn } = plainBlocking;
+    const blocking = { rm, rn, wg: (64 / rm) * (64 / rn) };
     return {
-      A_STORAGE: tileDecl,
-      A_LOAD: A_TILE_LOAD,
-      A_REGISTERS: '',
-      A_MULTIPLY: [
-        '      let ao = ty * 4u * TK + kk;',
-        '      acc[0] += a_tile[ao] * bv;',
-        '      acc[1] += a_tile[ao + TK] * bv;',
-        '      acc[2] += a_tile[ao + 2u * TK] * bv;',
-        '      acc[3] += a_tile[ao + 3u * TK] * bv;',
+      blocking,
+      A_STORAGE: 'var<workgroup> a_tile: array<vec4<f32>, 256>; // [TK][TM / 4]: A transposed',
+      A_LOAD: [
+        '    for (var q = 0u; q < 256u / WG; q++) {',
+        '      let idx = t + q * WG;',
+        '      a_tile[(idx % 16u) * 16u + idx / 16u] = load_a4(a_base, row0 + (idx / 16u) * 4u, k0 + idx % 16u, inside);',
+        '    }',
       ].join('\n'),
+      A_REGISTERS: '',
+      // Rows ty * rm.. are the vec4s ty * rm / 4.. of a k row of a_tile; columns tx * rn.. those of b_tile.
+      step: (kk) => {
+        const lines: string[] = [];
+        for (let v = 0; v < rm / 4; v++) lines.push(`    let a${kk}_${v} = a_tile[${kk * 16 + v}u + ty * ${rm / 4}u];`);
+        for (let v = 0; v < rn / 4; v++) lines.push(`    let b${kk}_${v} = b_tile[${kk * 16 + v}u + tx * ${rn / 4}u];`);
+        for (let i = 0; i < rm; i++) {
+          for (let h = 0; h < rn / 4; h++) lines.push(`    acc[${(i * rn) / 4 + h}] += a${kk}_${i >> 2}[${i & 3}] * b${kk}_${h};`);
+        }
+        return lines.join('\n');
+      },
       SUBGROUP_BUILTINS: '',
     };
   }
+  const tileDecl = 'var<workgroup> a_tile: array<f32, 1024>; // [TM][TK]';
   const regs = (value: string) =>
     [
       '    var a_reg: array<vec4<f32>, TK / SW>;',
@@ -147,17 +198,17 @@ function aTileCode(width: number, direct: boolean): Record<'A_STORAGE' | 'A_LOAD
       '    }',
     ].join('\n');
   return {
+    blocking: { rm: 4, rn: 4, wg: 256 },
     A_STORAGE: `const SW = ${width}u; // lanes sharing A values\n${direct ? '' : tileDecl}`,
     A_LOAD: direct ? regs('load_a_or_zero(row0 + ty * 4u + i, k0 + kj, a_base)') : A_TILE_LOAD,
     A_REGISTERS: direct ? '' : regs('a_tile[(ty * 4u + i) * TK + kj]'),
     // Every lane reaches this shuffle (uniform loops, no early exit), as subgroup operations require.
-    A_MULTIPLY: [
-      '      let a4 = subgroupShuffle(a_reg[kk / SW], sg_lane - sg_lane % SW + kk % SW);',
-      '      acc[0] += a4[0] * bv;',
-      '      acc[1] += a4[1] * bv;',
-      '      acc[2] += a4[2] * bv;',
-      '      acc[3] += a4[3] * bv;',
-    ].join('\n'),
+    step: (kk) =>
+      [
+        `    let b${kk} = b_tile[${kk * 16}u + tx];`,
+        `    let a${kk} = subgroupShuffle(a_reg[${kk} / SW], sg_lane - sg_lane % SW + ${kk}u % SW);`,
+        ...[0, 1, 2, 3].map((i) => `    acc[${i}] += a${kk}[${i}] * b${kk};`),
+      ].join('\n'),
     SUBGROUP_BUILTINS: ', @builtin(subgroup_invocation_id) sg_lane: u32',
   };
 }
@@ -209,17 +260,26 @@ export function gemmKernel(ctx: GpuContext, a: GpuOperand, b: GpuOperand, dims: 
   const share = gemmShareWidth(ctx);
   const direct = share >= gemmTuning.directALoadWidth;
   const variant = share === 0 ? 'sg0' : `sg${share}${direct ? 'direct' : 'staged'}`;
-  const key = ['gemm', a.dtype, b.dtype, outDtype, scaling.scaleA?.recipe, scaling.scaleB?.recipe, scaling.bias?.dtype, !!scaling.scaleResult, variant].join('|');
-  const pipeline = ctx.pipeline(key, () =>
-    (share ? 'enable subgroups;\n' : '') +
+  const block = share === 0 ? `${plainBlocking.rm}x${plainBlocking.rn}` : '4x4';
+  const key = ['gemm', a.dtype, b.dtype, outDtype, scaling.scaleA?.recipe, scaling.scaleB?.recipe, scaling.bias?.dtype, !!scaling.scaleResult, scaling.residual?.dtype, block, variant].join('|');
+  const pipeline = ctx.pipeline(key, () => {
+    const code = aTileCode(share, direct);
+    return (share ? 'enable subgroups;\n' : '') +
     commonWgsl() +
     fillTemplate(wgslSource(import.meta.url, 'gemm.wgsl'), {
       EXTRA_BINDINGS: scalingBindings(extras),
       FUNCTIONS: functions(a, b, outDtype, scaling),
-      ...aTileCode(share, direct),
-      STORE: tileStoreCode(lanes, (col, acc) => `epilogue(r, ${col}, ${acc})`),
-    }),
-  );
+      A_STORAGE: code.A_STORAGE,
+      A_LOAD: code.A_LOAD,
+      A_REGISTERS: code.A_REGISTERS,
+      SUBGROUP_BUILTINS: code.SUBGROUP_BUILTINS,
+      WG: code.blocking.wg,
+      RM: code.blocking.rm,
+      RN: code.blocking.rn,
+      MULTIPLY: Array.from({ length: 16 }, (_, kk) => code.step(kk)).join('\n'),
+      STORE: blockStoreCode(lanes, code.blocking),
+    });
+  });
   const u = new Uint32Array(24);
   const as = a.view.strides;
   const bs = b.view.strides;

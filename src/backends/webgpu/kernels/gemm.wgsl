@@ -1,6 +1,9 @@
-// Tiled batched GEMM with fp32 accumulation: a 64x64 output tile per workgroup of 256 invocations (16x16), each
-// computing a 4x4 block from 64x16 / 16x64 tiles of A and B. The B tile is staged in workgroup memory; the A tile
-// is too, or, in the subgroup variant (A_* from gemm.ts), held in registers and passed around with subgroupShuffle.
+// Tiled batched GEMM with fp32 accumulation: a 64x64 output tile per workgroup, from 64x16 / 16x64 tiles of A and
+// B. Plain variant: 64 invocations (8x8), each an 8x8 register block, reading A (stored transposed) and B from
+// workgroup memory as vec4s: 4 vec4 loads feed 64 multiply-adds. Subgroup variant (A_* from gemm.ts): 256
+// invocations with 4x4 blocks, A held in registers and passed around with subgroupShuffle. gemm.ts unrolls the
+// K step and the store (MULTIPLY, STORE), so the accumulators are registers and the inner loop has no index
+// arithmetic or bounds checks; tiles wholly inside the matrices load without bounds checks either.
 // Operands are strided views (a transposed [N,K] weight needs no copy) of any dtype, dequantized on load (FP8
 // included, with per-block scales when given); per-tensor/per-row scales, bias and the output cast happen in the
 // epilogue.
@@ -39,19 +42,57 @@ fn load_a_or_zero(gr: u32, gk: u32, a_base: u32) -> f32 {
   return 0.0;
 }
 
+// The 4 consecutive-column values b[gk, gc..gc+3] (zero outside the matrix unless `inside`).
+fn load_b4(b_base: u32, gk: u32, gc: u32, inside: bool) -> vec4<f32> {
+  let i = b_base + gk * p.b_sk + gc * p.b_sn;
+  if (inside) {
+    return vec4<f32>(load_b(i, gk, gc), load_b(i + p.b_sn, gk, gc + 1u), load_b(i + 2u * p.b_sn, gk, gc + 2u), load_b(i + 3u * p.b_sn, gk, gc + 3u));
+  }
+  var v = vec4<f32>();
+  if (gk < p.k) {
+    for (var j = 0u; j < 4u; j++) {
+      if (gc + j < p.n) {
+        v[j] = load_b(i + j * p.b_sn, gk, gc + j);
+      }
+    }
+  }
+  return v;
+}
+
+// The 4 consecutive-row values a[gr..gr+3, gk] (zero outside the matrix unless `inside`).
+fn load_a4(a_base: u32, gr: u32, gk: u32, inside: bool) -> vec4<f32> {
+  let i = a_base + gr * p.a_sm + gk * p.a_sk;
+  if (inside) {
+    return vec4<f32>(load_a(i, gr, gk), load_a(i + p.a_sm, gr + 1u, gk), load_a(i + 2u * p.a_sm, gr + 2u, gk), load_a(i + 3u * p.a_sm, gr + 3u, gk));
+  }
+  var v = vec4<f32>();
+  if (gk < p.k) {
+    for (var j = 0u; j < 4u; j++) {
+      if (gr + j < p.m) {
+        v[j] = load_a(i + j * p.a_sm, gr + j, gk);
+      }
+    }
+  }
+  return v;
+}
+
 const TM = 64u;
 const TN = 64u;
 const TK = 16u;
+const WG = {{WG}}u;
+const RM = {{RM}}u; // rows of an invocation's register block
+const RN = {{RN}}u; // its columns
 
 {{A_STORAGE}}
-var<workgroup> b_tile: array<f32, 1024>; // [TK][TN]
+var<workgroup> b_tile: array<vec4<f32>, 256>; // [TK][TN / 4]
 
 // One dimension: subgroupLayoutIsLinear checked, for this workgroup shape, that subgroups are aligned runs of
-// consecutive invocations. Invocation t = ty * 16 + tx computes rows ty * 4.. and columns tx * 4.. of the tile.
-@compute @workgroup_size(256)
+// consecutive invocations. Invocation t = ty * (TN / RN) + tx computes rows ty * RM.. and columns tx * RN.. of
+// the tile.
+@compute @workgroup_size(WG)
 fn main(@builtin(local_invocation_index) t: u32, @builtin(workgroup_id) wid: vec3<u32>{{SUBGROUP_BUILTINS}}) {
-  let tx = t % 16u;
-  let ty = t / 16u;
+  let tx = t % (TN / RN);
+  let ty = t / (TN / RN);
   // Batch offsets of a and b from the batch index (broadcast dims have stride 0).
   var rem = wid.z;
   var a_base = p.a_off;
@@ -64,36 +105,23 @@ fn main(@builtin(local_invocation_index) t: u32, @builtin(workgroup_id) wid: vec
   }
   let row0 = wid.y * TM;
   let col0 = wid.x * TN;
-  var acc: array<vec4<f32>, 4>;
+  let inside_mn = row0 + TM <= p.m && col0 + TN <= p.n;
+  var acc: array<vec4<f32>, RM * RN / 4u>;
   for (var k0 = 0u; k0 < p.k; k0 += TK) {
-    // 256 invocations load the 1024 elements of the B tile, 4 apiece; out-of-range elements are zero.
-    for (var q = 0u; q < 4u; q++) {
-      let idx = t + q * 256u;
-      let gbk = k0 + idx / TN;
-      let gc = col0 + idx % TN;
-      var bv = 0.0;
-      if (gbk < p.k && gc < p.n) {
-        bv = load_b(b_base + gbk * p.b_sk + gc * p.b_sn, gbk, gc);
-      }
-      b_tile[idx] = bv;
+    // Uniform across the workgroup: a tile wholly inside the matrices skips the per-element bounds checks.
+    let inside = inside_mn && k0 + TK <= p.k;
+    // The B tile's 256 vec4s (4 consecutive columns at one k), 256 / WG apiece; out-of-range elements are zero.
+    for (var q = 0u; q < 256u / WG; q++) {
+      let idx = t + q * WG;
+      b_tile[idx] = load_b4(b_base, k0 + idx / 16u, col0 + (idx % 16u) * 4u, inside);
     }
 {{A_LOAD}}
     workgroupBarrier();
 {{A_REGISTERS}}
-    for (var kk = 0u; kk < TK; kk++) {
-      let bo = kk * TN + tx * 4u;
-      let bv = vec4<f32>(b_tile[bo], b_tile[bo + 1u], b_tile[bo + 2u], b_tile[bo + 3u]);
-{{A_MULTIPLY}}
-    }
+{{MULTIPLY}}
     workgroupBarrier();
   }
   let out_base = wid.z * p.m * p.n;
-  let c0 = col0 + tx * 4u;
-  for (var i = 0u; i < 4u; i++) {
-    let r = row0 + ty * 4u + i;
-    if (r < p.m) {
-      let row = out_base + r * p.n;
+  let c0 = col0 + tx * RN;
 {{STORE}}
-    }
-  }
 }

@@ -122,7 +122,7 @@ export function gemvKernel(ctx: GpuContext, a: GpuOperand, b: GpuOperand, dims: 
   const tpo = threadsPerOutput(Math.floor(k / perChunk));
   const opw = WORKGROUP / tpo;
   const subgroups = ctx.subgroupReduce(tpo);
-  const key = ['gemv', 'lut', tpo, m, a.dtype, b.dtype, outDtype, ra, rb, s.bias?.dtype, !!s.scaleResult, subgroups].join('|');
+  const key = ['gemv', 'lut', tpo, m, a.dtype, b.dtype, outDtype, ra, rb, s.bias?.dtype, !!s.scaleResult, s.residual?.dtype, subgroups].join('|');
   const pipeline = ctx.pipeline(key, () => {
     // FP8 codes decode through a 256-entry table in workgroup memory (filled with the exact decoder): one load
     // instead of a dozen integer ops per weight, and per activation too when it has the same format.

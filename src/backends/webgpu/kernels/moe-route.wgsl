@@ -2,6 +2,8 @@
 // the lower id), divided by their sum when normalize. One 64-invocation workgroup per row. The top k are found in k
 // rounds without storing the row: round r takes the best (probability, id) that orders after round r-1's winner,
 // every probability recomputed the same way each round (so equal values stay equal and any E fits).
+// With the router fused (moeRouter), the workgroup first computes its token's E logits (one expert row per
+// invocation, float32, in index order along h) into workgroup memory: router GEMV and top-k in one dispatch.
 // A row with a NaN logit, a +Inf logit or only -Inf logits has no softmax: ids 0..k-1 with NaN weights, as the CPU.
 // Ranking uses this kernel's float32 probabilities (exp and division a few ulps from the CPU's correctly rounded
 // ones), so two experts whose probabilities are within an ulp or two, or that underflow to subnormals (which a GPU
@@ -15,6 +17,13 @@ struct Params {
   off: u32,
   s_row: u32,
   s_e: u32,
+  h: u32,       // with the router fused: x [T, h] . W [E, h]^T gives the logits (x_* and w_* are their views)
+  x_off: u32,
+  x_s0: u32,
+  x_s1: u32,
+  w_off: u32,
+  w_s0: u32,
+  w_s1: u32,
   _pad: u32,
 }
 
@@ -22,6 +31,7 @@ struct Params {
 @group(0) @binding(1) var<storage, read_write> ids: array<u32>;
 @group(0) @binding(2) var<storage, read_write> weights: array<f32>;
 @group(0) @binding(3) var<storage, read> in0: array<u32>;
+{{ROUTER_BINDING}}
 
 {{FUNCTIONS}}
 
@@ -45,12 +55,13 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
   // Workgroups past the last row (a folded grid) still take part in every barrier.
   let live = row < p.rows;
   let base = p.off + row * p.s_row;
+{{LOGITS_PROLOGUE}}
 
   var m = f32_bits(0xff800000u);
   var nan = 0u;
   if (live) {
     for (var i = lid.x; i < p.e; i += WG) {
-      let x = load0(base + i * p.s_e);
+      let x = logit(base, i);
       if (is_nan(x)) {
         nan = 1u;
       } else {
@@ -75,7 +86,7 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
   var sum = 0.0;
   if (live && !bad) {
     for (var i = lid.x; i < p.e; i += WG) {
-      let x = load0(base + i * p.s_e);
+      let x = logit(base, i);
       sum += select(exp(x - row_max), 0.0, is_neg_inf(x));
     }
   }
@@ -99,7 +110,7 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
     var best_id = 0xffffffffu;
     if (live && !bad) {
       for (var i = lid.x; i < p.e; i += WG) {
-        let x = load0(base + i * p.s_e);
+        let x = logit(base, i);
         let q = select(exp(x - row_max) / row_sum, 0.0, is_neg_inf(x));
         let after = q < prev_p || (q == prev_p && i > prev_id);
         if (after && before(q, i, best_p, best_id)) {

@@ -23,7 +23,8 @@ export function quantizeBlocksKernel(ctx: GpuContext, x: GpuOperand, q: Quantize
   const params = new ArrayBuffer(32);
   new Uint32Array(params).set([rows, cols, q.blockRows, q.blockCols, kb, nBlocks, x.view.offset]);
   new Float32Array(params)[7] = q.fmax;
-  ctx.dispatch(ctx.pipeline(key, source, 'amax'), params, [scale, x.buffer], grid1d(nBlocks, 1));
+  // Both entry points share one layout, so amax binds `out` too (it does not touch it).
+  ctx.dispatch(ctx.pipeline(key, source, 'amax'), params, [scale, x.buffer, data], grid1d(nBlocks, 1));
   ctx.dispatch(ctx.pipeline(key, source, 'encode'), params, [scale, x.buffer, data], grid1d(Math.ceil(n / 4), 256));
   return [data, scale];
 }

@@ -17,6 +17,7 @@ struct Params {
   repetition: f32,
   presence: f32,
   frequency: f32,
+  u_at: u32,            // element of draw_buf holding u (when the draw comes from a buffer)
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -24,6 +25,7 @@ struct Params {
 @group(0) @binding(2) var<storage, read> in0: array<u32>;
 @group(0) @binding(3) var<storage, read_write> work: array<f32>;
 @group(0) @binding(4) var<storage, read> prev: array<i32>;
+{{DRAW_BINDING}}
 
 {{FUNCTIONS}}
 
@@ -239,7 +241,7 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>) {
     for (var q = 0u; q < WG; q++) {
       total = add64(total, red_u[q]);
     }
-    var goal = scale64(total, p.u);
+    var goal = scale64(total, {{DRAW}});
     if (ge64(goal, total)) {
       goal = sub64(total, vec2<u32>(1u, 0u));
     }

@@ -72,7 +72,9 @@ function splitRows(ctx: GpuContext, x: GpuOperand, out: GpuBuffer, rows: number,
   const partials = ctx.alloc(rows * chunks * 8);
   try {
     const grid = grid1d(rows * chunks, 1);
-    ctx.dispatch(ctx.pipeline(key, build, 'partials_main'), params, [partials, x.buffer], grid);
+    // Both entry points share one layout: partials_main writes the partials through `out` and binds x in place of
+    // the `partials` input it does not read (the same buffer cannot be bound writable and read-only at once).
+    ctx.dispatch(ctx.pipeline(key, build, 'partials_main'), params, [partials, x.buffer, x.buffer], grid);
     ctx.dispatch(ctx.pipeline(key, build, 'normalize_main'), params, [out, x.buffer, partials], grid);
     return out;
   } finally {

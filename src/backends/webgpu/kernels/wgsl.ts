@@ -38,7 +38,7 @@ export function computeTypeOf(...dtypes: DType[]): ComputeType {
 }
 
 /** `(code: u32) -> C`: a dtype's storage code to the compute type. */
-function decodeExpr(dtype: DType, code: string, c: ComputeType): string {
+export function decodeExpr(dtype: DType, code: string, c: ComputeType): string {
   const asF32 = (e: string) => (c === 'f32' ? e : `i32_from_f32(${e})`);
   const asI32 = (e: string) => (c === 'i32' ? e : `f32(${e})`);
   switch (dtype) {

@@ -1,0 +1,89 @@
+// Host cost of enqueueing work, side by side on one adapter: a chain of 2000 eager adds (timed until the last op
+// returns, before any GPU wait), the same chain captured and replayed, and raw Dawn encoding the same kind of
+// dispatch with prebuilt bind groups (the floor) and with a new bind group + uniform write per dispatch. Rows give
+// host µs per dispatch (the median column is ms); the ratio is against the raw-Dawn floor of the same run.
+import { add, capture, randn, synchronize, type Tensor } from '../src/index.js';
+import { webgpuBackend } from '../src/backends/registry.js';
+import { measureDispatchFloor } from '../src/backends/webgpu/dispatch-floor.js';
+import { median, type BenchCase, type BenchContext, type RowInput } from './harness.js';
+
+const FLOOR = 'host/dispatch raw dawn prebuilt';
+const CHAIN = 2000;
+const SHAPE = `chain ${CHAIN} x [256]`;
+
+export function dispatchOverheadCases(_quick: boolean): BenchCase[] {
+  return [{ benchmark: 'host/dispatch', shape: SHAPE, run: (ctx) => measure(ctx) }];
+}
+
+/** Runs `body` (which enqueues `dispatches` dispatches) three times and returns µs per dispatch of the median run. */
+async function hostMicros(dispatches: number, body: () => void | (() => void)): Promise<number> {
+  const times: number[] = [];
+  for (let r = 0; r < 4; r++) {
+    const t0 = performance.now();
+    const cleanup = body();
+    const dt = performance.now() - t0;
+    if (cleanup) cleanup();
+    await synchronize();
+    if (r > 0) times.push(dt); // the first run fills the pool and compiles
+  }
+  return (median(times) * 1000) / dispatches;
+}
+
+function row(benchmark: string, micros: number, note: string): RowInput {
+  // One "run" is one dispatch: the table's median column is then µs/1000 = ms per dispatch.
+  return { benchmark, shape: SHAPE, backend: 'webgpu', timing: { medianMs: micros / 1000, minMs: micros / 1000, runs: 3, dispatchesPerRun: 1 }, baselineBenchmark: FLOOR, note: `${benchmark}: ${micros.toFixed(1)} µs/dispatch ${note}` };
+}
+
+async function measure(ctx: BenchContext): Promise<RowInput[]> {
+  const backend = webgpuBackend();
+  if (!ctx.gpu || !backend) return [{ benchmark: FLOOR, shape: SHAPE, backend: 'cpu', note: 'WebGPU only' }];
+  const x = randn([256], { device: 'webgpu' });
+  const y = randn([256], { device: 'webgpu' });
+  try {
+    const chain = (op: (t: Tensor) => Tensor) => () => {
+      let t = op(x);
+      const made: Tensor[] = [t];
+      for (let i = 1; i < CHAIN; i++) made.push((t = op(t)));
+      return () => made.forEach((m) => m.dispose());
+    };
+    const eagerTensor = await hostMicros(CHAIN, chain((t) => add(t, y)));
+    const eagerScalar = await hostMicros(CHAIN, chain((t) => t.add(1)));
+    const scalarDispatches = await countDispatches(() => x.add(1).dispose());
+
+    // Replay: the same chain recorded once, its dispatches replayed with nothing else on the host.
+    let out: Tensor | undefined;
+    const { graph } = capture('add chain', () => {
+      let t = add(x, y);
+      for (let i = 1; i < CHAIN; i++) {
+        const next = add(t, y);
+        t.dispose();
+        t = next;
+      }
+      out = t;
+    });
+    const replay = await hostMicros(CHAIN, () => graph!.replay());
+    graph!.dispose();
+    out!.dispose();
+    const { prebuiltMicros: floor, freshMicros: fresh } = await measureDispatchFloor(backend.gpuDevice, CHAIN);
+
+    ctx.log(`  eager add(t, y) ${eagerTensor.toFixed(1)} µs, eager add(t, 1) ${eagerScalar.toFixed(1)} µs (${scalarDispatches} dispatches), replay ${replay.toFixed(1)} µs, raw prebuilt ${floor.toFixed(1)} µs, raw fresh ${fresh.toFixed(1)} µs`);
+    return [
+      row(FLOOR, floor, '(setBindGroup + dispatchWorkgroups with a bind group built beforehand)'),
+      row('host/dispatch raw dawn new bind group', fresh, '(createBindGroup + writeBuffer of a uniform per dispatch)'),
+      row('host/dispatch replay', replay, '(the add chain captured once, then replayed)'),
+      row('host/dispatch eager add(t, y)', eagerTensor, '(tensor operand)'),
+      row('host/dispatch eager add(t, 1)', eagerScalar, `(number operand, ${scalarDispatches} dispatch${scalarDispatches === 1 ? '' : 'es'} per op)`),
+    ];
+  } finally {
+    x.dispose();
+    y.dispose();
+  }
+}
+
+async function countDispatches(fn: () => void): Promise<number> {
+  const b = webgpuBackend()!;
+  const before = b.counters.dispatches;
+  fn();
+  await synchronize();
+  return b.counters.dispatches - before;
+}

@@ -1,0 +1,51 @@
+// A recorded step (the CUDA-graph / ONNX Runtime WebGPU graph-capture idea): for each dispatch its pipeline, bind
+// group, uniform offset and grid, so that replaying it is only setPipeline / setBindGroup / dispatchWorkgroups.
+// What changes between replays must live in buffers the caller rewrites (a decode step's position, its sampler
+// draw, its input token), never in the recorded uniforms.
+import { CaptureError } from '../../core/errors.js';
+import type { UniformArena } from './bindings.js';
+
+export { CaptureError };
+
+export interface RecordedDispatch {
+  readonly pipeline: GPUComputePipeline;
+  readonly bindGroup: GPUBindGroup;
+  readonly offsets: number[] | undefined;
+  readonly grid: readonly [number, number, number];
+  readonly kernel: string;
+}
+
+export class CapturedStep {
+  readonly dispatches: RecordedDispatch[] = [];
+  /** Every buffer the recorded bind groups reference (reserved by the backend until dispose). */
+  readonly buffers = new Set<GPUBuffer>();
+  /** Dispatches per kernel family, for the backend's counters. */
+  readonly kernelCounts = new Map<string, number>();
+  private disposed = false;
+
+  constructor(
+    readonly label: string,
+    readonly arena: UniformArena,
+    private readonly onDispose: (step: CapturedStep) => void,
+  ) {}
+
+  record(d: RecordedDispatch): void {
+    this.dispatches.push(d);
+    this.kernelCounts.set(d.kernel, (this.kernelCounts.get(d.kernel) ?? 0) + 1);
+  }
+
+  get isDisposed(): boolean {
+    return this.disposed;
+  }
+
+  checkLive(): void {
+    if (this.disposed) throw new CaptureError(`captured step '${this.label}' was disposed`);
+  }
+
+  /** Frees its uniforms and lets the backend free the buffers that were released while it was alive. */
+  dispose(): void {
+    if (this.disposed) return;
+    this.disposed = true;
+    this.onDispose(this);
+  }
+}

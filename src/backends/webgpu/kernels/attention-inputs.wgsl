@@ -1,0 +1,129 @@
+// The attention inputs of one layer from its fused q|k|v projection, in one dispatch: per head row, Qwen3's
+// RMSNorm (HF rounding: the normalized value in the activation dtype, then the weight), rotate-half RoPE at
+// position pos + s, q written to `out` [S, Hq, D], k and v written into the KV caches at row pos + s.
+// One workgroup per (token s, head slot j): j < Hq a q head, then Hkv k heads, then Hkv v heads (copied as is).
+// pos = p.pos0 + the position buffer's value (a captured decode step advances it without new uniforms); a row at
+// or past the cache's capacity or the RoPE table's end writes nothing.
+
+struct Params {
+  s: u32,
+  heads: u32,
+  kv_heads: u32,
+  d: u32,
+  qkv_off: u32,
+  qkv_s0: u32,
+  qn_off: u32,
+  kn_off: u32,
+  cos_off: u32,
+  cs0: u32,
+  sin_off: u32,
+  ss0: u32,
+  k_off: u32,
+  ks0: u32,
+  ks1: u32,
+  v_off: u32,
+  vs0: u32,
+  vs1: u32,
+  pos0: u32,
+  pos_at: u32,
+  capacity: u32,
+  table_len: u32,
+  eps: f32,
+  total: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read_write> out: array<u32>;
+@group(0) @binding(2) var<storage, read> qkv: array<u32>;
+@group(0) @binding(3) var<storage, read> cos_t: array<f32>;
+@group(0) @binding(4) var<storage, read> sin_t: array<f32>;
+@group(0) @binding(5) var<storage, read_write> k_cache: array<u32>;
+@group(0) @binding(6) var<storage, read_write> v_cache: array<u32>;
+{{EXTRA_BINDINGS}}
+
+{{FUNCTIONS}}
+
+const WG = 64u;
+const MAX_D = {{MAX_D}}u;
+
+var<workgroup> row: array<f32, MAX_D>;
+var<workgroup> red: array<f32, WG>;
+var<workgroup> sh_pos: u32;
+
+fn position() -> u32 {
+  return {{POSITION}};
+}
+
+// Rotate-half RoPE of element c of the (normalized) row at table row t.
+fn roped(c: u32, t: u32) -> f32 {
+  let half = p.d / 2u;
+  let i = c % half;
+  let cs = cos_t[p.cos_off + t * p.cs0 + i];
+  let sn = sin_t[p.sin_off + t * p.ss0 + i];
+  if (c < half) {
+    return row[c] * cs - row[c + half] * sn;
+  }
+  return row[c] * cs + row[i] * sn;
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+  let index = wid.x + wid.y * nwg.x;
+  if (index >= p.total) {
+    return;
+  }
+  let t = lid.x;
+  let slots = p.heads + 2u * p.kv_heads;
+  let s = index / slots;
+  let j = index % slots;
+  if (t == 0u) {
+    sh_pos = position();
+  }
+  // Read from a buffer, the position must be made workgroup-uniform before the barriers below depend on it.
+  let pos = workgroupUniformLoad(&sh_pos) + s;
+  let is_q = j < p.heads;
+  let is_v = j >= p.heads + p.kv_heads;
+  // Caches and tables only have rows below their lengths; q rows past them are left unwritten too.
+  if (pos >= p.capacity || pos >= p.table_len) {
+    return;
+  }
+  let base = p.qkv_off + s * p.qkv_s0 + j * p.d;
+  var sum_sq = 0.0;
+  for (var c = t; c < p.d; c += WG) {
+    let x = load_qkv(base + c);
+    row[c] = x;
+    sum_sq += x * x;
+  }
+  if (!is_v) {
+    {{NORMALIZE}}
+  }
+  workgroupBarrier();
+  if (is_q) {
+    let first = (s * p.heads + j) * p.d;
+    for (var w = t; w * Q_LANES < p.d; w += WG) {
+      var word = 0u;
+      for (var l = 0u; l < Q_LANES; l++) {
+        word |= encode_q(roped(w * Q_LANES + l, pos)) << (l * Q_BITS);
+      }
+      out[first / Q_LANES + w] = word;
+    }
+  } else if (!is_v) {
+    let first = p.k_off + pos * p.ks0 + (j - p.heads) * p.ks1;
+    for (var w = t; w * K_LANES < p.d; w += WG) {
+      var word = 0u;
+      for (var l = 0u; l < K_LANES; l++) {
+        word |= encode_k(round_x(roped(w * K_LANES + l, pos))) << (l * K_BITS);
+      }
+      k_cache[first / K_LANES + w] = word;
+    }
+  } else {
+    let first = p.v_off + pos * p.vs0 + (j - p.heads - p.kv_heads) * p.vs1;
+    for (var w = t; w * V_LANES < p.d; w += WG) {
+      var word = 0u;
+      for (var l = 0u; l < V_LANES; l++) {
+        word |= encode_v(row[w * V_LANES + l]) << (l * V_BITS);
+      }
+      v_cache[first / V_LANES + w] = word;
+    }
+  }
+}

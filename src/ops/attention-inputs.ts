@@ -1,0 +1,100 @@
+// One layer's attention inputs in one kernel: from the fused q|k|v projection, Qwen3's per-head q/k RMSNorm and
+// rotate-half RoPE, k and v written into the KV caches at the current position, q returned. It replaces six
+// dispatches (two norms, two ropes, two cache copies) per layer and token. The position may be a device scalar,
+// so a captured decode step can advance it without recording new work.
+import { lanesPerWord } from '../core/dtype.js';
+import { DTypeError, ShapeError } from '../core/errors.js';
+import { formatShape } from '../core/shape.js';
+import type { Tensor } from '../core/tensor.js';
+import { compact } from './shape-ops.js';
+import { commonBackend, requireDTypes, wrap } from './util.js';
+
+const FLOAT_DTYPES = ['float32', 'float16', 'bfloat16'] as const;
+
+export interface AttentionInputsOptions {
+  heads: number;
+  kvHeads: number;
+  headDim: number;
+  /** Per-head RMSNorm weights [headDim] of q and k (Qwen3), both or neither. */
+  qNorm?: Tensor;
+  kNorm?: Tensor;
+  /** Default 1e-6. */
+  eps?: number;
+  /** float32 RoPE tables [P, headDim / 2] (models/qwen3/rope.ts). */
+  cos: Tensor;
+  sin: Tensor;
+  /** KV caches [capacity, kvHeads, headDim], written in place at rows position .. position + S - 1. */
+  keys: Tensor;
+  values: Tensor;
+  /** Row of token 0: a number, or an int32 [1] tensor on the device (read by the kernel; not checked on the host). */
+  position: number | Tensor;
+}
+
+/** qkv [S, (heads + 2 kvHeads) * headDim] -> q [S, heads, headDim]; k, v land in the caches. */
+export function attentionInputs(qkv: Tensor, o: AttentionInputsOptions): Tensor {
+  const dynamic = typeof o.position !== 'number' ? o.position : undefined;
+  const extra = [o.qNorm, o.kNorm, dynamic].filter((t): t is Tensor => t !== undefined);
+  const backend = commonBackend('attentionInputs', qkv, o.cos, o.sin, o.keys, o.values, ...extra);
+  const { heads, kvHeads, headDim: d } = o;
+  for (const [name, v] of [['heads', heads], ['kvHeads', kvHeads], ['headDim', d]] as const) {
+    if (!Number.isInteger(v) || v <= 0) throw new RangeError(`attentionInputs: ${name} must be a positive integer, got ${v}`);
+  }
+  if (d % 2 !== 0) throw new ShapeError(`attentionInputs: headDim must be even for RoPE, got ${d}`);
+  requireDTypes('attentionInputs', qkv, FLOAT_DTYPES);
+  const width = (heads + 2 * kvHeads) * d;
+  if (qkv.ndim !== 2 || qkv.shape[1] !== width) throw new ShapeError(`attentionInputs: qkv must be [S, ${width}] ((${heads} + 2 x ${kvHeads}) x ${d}), got ${formatShape(qkv.shape)}`);
+  if ((o.qNorm === undefined) !== (o.kNorm === undefined)) throw new ShapeError('attentionInputs: give both qNorm and kNorm, or neither');
+  for (const w of [o.qNorm, o.kNorm]) {
+    if (!w) continue;
+    requireDTypes('attentionInputs', w, FLOAT_DTYPES);
+    if (w.ndim !== 1 || w.shape[0] !== d) throw new ShapeError(`attentionInputs: norm weights must be [${d}], got ${formatShape(w.shape)}`);
+  }
+  requireDTypes('attentionInputs', o.cos, ['float32']);
+  requireDTypes('attentionInputs', o.sin, ['float32']);
+  if (o.cos.ndim !== 2 || o.cos.shape[1] !== d / 2 || o.sin.shape.join() !== o.cos.shape.join()) {
+    throw new ShapeError(`attentionInputs: cos and sin must both be [P, ${d / 2}], got ${formatShape(o.cos.shape)} and ${formatShape(o.sin.shape)}`);
+  }
+  for (const [name, c] of [['keys', o.keys], ['values', o.values]] as const) {
+    requireDTypes('attentionInputs', c, FLOAT_DTYPES);
+    if (c.ndim !== 3 || c.shape[1] !== kvHeads || c.shape[2] !== d) throw new ShapeError(`attentionInputs: ${name} must be [capacity, ${kvHeads}, ${d}], got ${formatShape(c.shape)}`);
+    const lanes = lanesPerWord(c.dtype);
+    if (c.strides[2] !== 1 || c.offset % lanes !== 0 || c.strides[0] % lanes !== 0 || c.strides[1] % lanes !== 0 || d % lanes !== 0) {
+      throw new ShapeError(`attentionInputs: ${name} ${c.describe()} must have unit last stride and whole ${c.dtype} words per row`);
+    }
+  }
+  const s = qkv.shape[0];
+  if (dynamic) {
+    if (dynamic.dtype !== 'int32' || dynamic.numel !== 1) throw new DTypeError(`attentionInputs: a position tensor must be int32 with one element, got ${dynamic.describe()}`);
+  } else {
+    const p = o.position as number;
+    const rows = Math.min(o.keys.shape[0], o.cos.shape[0]);
+    if (!Number.isInteger(p) || p < 0 || p + s > rows) {
+      throw new ShapeError(`attentionInputs: positions ${p}..${p + s - 1} do not fit the cache (${o.keys.shape[0]} rows) and RoPE table (${o.cos.shape[0]} positions)`);
+    }
+  }
+  const eps = o.eps ?? 1e-6;
+  if (!(eps >= 0) || !Number.isFinite(eps)) throw new RangeError(`attentionInputs: eps must be a finite number >= 0, got ${eps}`);
+  // Kernels index rows with unit last strides; anything else is compacted first (weights and tables normally are).
+  const unit = (t: Tensor) => (t.ndim === 0 || t.strides[t.ndim - 1] === 1 ? undefined : compact(t));
+  const copies = { qkv: unit(qkv), qNorm: o.qNorm && unit(o.qNorm), kNorm: o.kNorm && unit(o.kNorm), cos: unit(o.cos), sin: unit(o.sin) };
+  try {
+    const handle = backend.attentionInputs({
+      qkv: (copies.qkv ?? qkv).operand(),
+      qNorm: o.qNorm && (copies.qNorm ?? o.qNorm).operand(),
+      kNorm: o.kNorm && (copies.kNorm ?? o.kNorm).operand(),
+      eps,
+      cos: (copies.cos ?? o.cos).operand(),
+      sin: (copies.sin ?? o.sin).operand(),
+      keys: o.keys.operand(),
+      values: o.values.operand(),
+      position: dynamic ? 0 : (o.position as number),
+      positionFrom: dynamic?.operand(),
+      heads,
+      kvHeads,
+      headDim: d,
+    });
+    return wrap(backend, handle, qkv.dtype, [s, heads, d]);
+  } finally {
+    for (const c of Object.values(copies)) c?.dispose();
+  }
+}

@@ -122,6 +122,8 @@ describe('generate() on the CPU', () => {
       const got = await run(webgpu, [{ role: 'user', content: 'Name a color.' }], { maxNewTokens: 3, ...options });
       expect(got.ids).toEqual(want.ids);
       expect(got.stats.dispatchesPerToken).toBeGreaterThan(0);
+      // Decode steps after the first replay the recorded one.
+      expect(got.stats.decode).toMatchObject({ mode: 'replay', recordedSteps: 1, replayedSteps: got.ids.length - 2 });
     }
-  });
+  }, 240_000); // a hang guard: the 151936-row lm_head takes about a minute on a 2-core software adapter
 });

@@ -64,11 +64,12 @@ async function measure(ctx: BenchContext): Promise<RowInput[]> {
     const replay = await hostMicros(CHAIN, () => graph!.replay());
     graph!.dispose();
     out!.dispose();
-    const { prebuiltMicros: floor, freshMicros: fresh } = await measureDispatchFloor(backend.gpuDevice, CHAIN);
+    const { prebuiltMicros: floor, prebuiltSameMicros: same, freshMicros: fresh } = await measureDispatchFloor(backend.gpuDevice, CHAIN);
 
-    ctx.log(`  eager add(t, y) ${eagerTensor.toFixed(1)} µs, eager add(t, 1) ${eagerScalar.toFixed(1)} µs (${scalarDispatches} dispatches), replay ${replay.toFixed(1)} µs, raw prebuilt ${floor.toFixed(1)} µs, raw fresh ${fresh.toFixed(1)} µs`);
+    ctx.log(`  eager add(t, y) ${eagerTensor.toFixed(1)} µs, eager add(t, 1) ${eagerScalar.toFixed(1)} µs (${scalarDispatches} dispatches), replay ${replay.toFixed(1)} µs, raw prebuilt ${floor.toFixed(1)} µs (same 2 groups ${same.toFixed(1)} µs), raw fresh ${fresh.toFixed(1)} µs`);
     return [
-      row(FLOOR, floor, '(setBindGroup + dispatchWorkgroups with a bind group built beforehand)'),
+      row(FLOOR, floor, '(setBindGroup + dispatchWorkgroups, prebuilt bind groups over a chain of distinct buffers)'),
+      row('host/dispatch raw dawn prebuilt, 2 groups', same, '(the same, alternating two bind groups over two buffers)'),
       row('host/dispatch raw dawn new bind group', fresh, '(createBindGroup + writeBuffer of a uniform per dispatch)'),
       row('host/dispatch replay', replay, '(the add chain captured once, then replayed)'),
       row('host/dispatch eager add(t, y)', eagerTensor, '(tensor operand)'),

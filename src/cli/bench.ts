@@ -23,6 +23,11 @@ export interface BenchCliOptions {
   profile?: boolean;
 }
 
+/** GB/s with three significant digits (a software adapter's figures are tiny). */
+export function gbs(x: number): string {
+  return x >= 100 ? x.toFixed(0) : x.toPrecision(3);
+}
+
 export async function runBench(o: BenchCliOptions, out: (line: string) => void = (l) => process.stdout.write(l + '\n'), log: (line: string) => void = (l) => process.stderr.write(l + '\n')): Promise<number> {
   try {
     const { loaded, device, dir, loadMs } = await openModel({ ...o, log, maxSequence: o.promptTokens + o.decodeTokens + 8 });
@@ -59,7 +64,7 @@ export async function runBench(o: BenchCliOptions, out: (line: string) => void =
         out(
           `${name.padEnd(10)} prefill ${r.promptTokens} tokens: ${((r.promptTokens / r.prefillMs) * 1000).toFixed(1)} tok/s | decode ${r.decodeSteps} tokens: ${r.decodeTokensPerSecond.toFixed(2)} tok/s, ` +
             `${r.dispatchesPerToken.toFixed(0)} dispatches/token (${r.dispatchesPerLayer.toFixed(1)}/layer), ${r.readsPerToken.toFixed(0)} reads/token, host ${r.hostMicrosPerToken.toFixed(0)} µs/token, ` +
-            `${((active * r.decodeTokensPerSecond) / 1e9).toFixed(2)} GB/s of active weights, peak GPU ${formatBytes(r.peakGpuBytes)}`,
+            `${gbs((active * r.decodeTokensPerSecond) / 1e9)} GB/s of active weights, peak GPU ${formatBytes(r.peakGpuBytes)}`,
         );
       }
       const cap = results.captured;
@@ -69,7 +74,7 @@ export async function runBench(o: BenchCliOptions, out: (line: string) => void =
         out(`host per token: captured ${cap.hostMicrosPerToken.toFixed(0)} µs vs eager ${eager.hostMicrosPerToken.toFixed(0)} µs (${(eager.hostMicrosPerToken / cap.hostMicrosPerToken).toFixed(1)}x less host work)`);
         if (floor) {
           out(
-            `host per dispatch: replay ${perDispatch(cap).toFixed(1)} µs, eager ${perDispatch(eager).toFixed(1)} µs; raw Dawn floor ${floor.prebuiltMicros.toFixed(1)} µs (prebuilt bind groups), ${floor.freshMicros.toFixed(1)} µs (new bind group + uniform write): ` +
+            `host per dispatch (a step's host time / its dispatches, state writes and submit included): replay ${perDispatch(cap).toFixed(1)} µs, eager ${perDispatch(eager).toFixed(1)} µs; raw Dawn floor ${floor.prebuiltMicros.toFixed(1)} µs (prebuilt bind groups over distinct buffers), ${floor.freshMicros.toFixed(1)} µs (new bind group + uniform write): ` +
               `replay is ${(perDispatch(cap) / floor.prebuiltMicros).toFixed(1)}x the floor`,
           );
         }

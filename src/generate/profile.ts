@@ -42,6 +42,6 @@ export function formatProfile(p: DecodeProfile): string[] {
   const widths = header.map((h, c) => Math.max(h.length, ...rows.map((r) => r[c].length)));
   const line = (r: string[]) => r.map((x, c) => (c === 0 ? x.padEnd(widths[c]) : x.padStart(widths[c]))).join('  ');
   const out = [`GPU time per kernel family over ${p.decodeSteps} captured decode steps (timestamp queries, one pass per dispatch):`, line(header), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.map(line)];
-  if (p.weightGBs !== null) out.push(`weight-reading kernels (${[...WEIGHT_KERNELS].join(', ')}): ${p.weightGBs.toFixed(2)} GB/s of active weights`);
+  if (p.weightGBs !== null) out.push(`weight-reading kernels (${[...WEIGHT_KERNELS].join(', ')}): ${p.weightGBs >= 100 ? p.weightGBs.toFixed(0) : p.weightGBs.toPrecision(3)} GB/s of active weights`);
   return out;
 }

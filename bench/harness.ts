@@ -1,7 +1,10 @@
 // A small benchmark harness: timing of async work, rows with throughput and a ratio against a baseline measured
 // in the same run, an aligned text table and the same rows as JSON.
 import { writeFileSync } from 'node:fs';
+import { median } from '../src/generate/measure.js';
 import { gpuCounters, randn, synchronize, type Tensor } from '../src/index.js';
+
+export { median };
 
 /** 'node': plain Node.js with no tensorgpu backend, for baselines outside the library (e.g. `fs.readFile`). */
 export type BackendName = 'webgpu' | 'cpu' | 'node';
@@ -113,11 +116,6 @@ export async function primeGpu(key: string, shapes: readonly (readonly number[])
   primed.add(key);
 }
 
-export function median(xs: readonly number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  const mid = s.length >> 1;
-  return s.length % 2 ? s[mid] : (s[mid - 1] + s[mid]) / 2;
-}
 
 /** What a bench reports; the harness turns it into a Row (throughput, ratio). */
 export interface RowInput {

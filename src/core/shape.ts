@@ -40,6 +40,11 @@ export function isContiguous(view: View): boolean {
   return true;
 }
 
+/** A 2-D view with its dims swapped (an [N, K] linear weight read as [K, N]), sharing the storage. */
+export function transposed2d(view: View): View {
+  return { shape: [view.shape[1], view.shape[0]], strides: [view.strides[1], view.strides[0]], offset: view.offset };
+}
+
 export function formatShape(shape: Shape): string {
   return `[${shape.join(', ')}]`;
 }

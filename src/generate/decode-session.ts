@@ -53,7 +53,7 @@ export class DecodeSession {
   readonly logits: Tensor | undefined;
   private graph: CapturedGraph | undefined;
   private readonly sampling: SessionSampling;
-  private captureWanted: boolean;
+  private readonly captureWanted: boolean;
   readonly stats: DecodeSessionStats = { mode: 'eager', recordedSteps: 0, replayedSteps: 0, eagerSteps: 0, capturedDispatches: 0, hostMs: 0, lastHostMs: 0 };
 
   constructor(

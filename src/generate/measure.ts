@@ -93,7 +93,8 @@ export async function measureDecode(model: Qwen3Model, options: { promptTokens: 
   }
 }
 
-function median(xs: readonly number[]): number {
+/** The median of xs (0 for none): also the bench harness's. */
+export function median(xs: readonly number[]): number {
   if (xs.length === 0) return 0;
   const s = [...xs].sort((a, b) => a - b);
   const mid = s.length >> 1;

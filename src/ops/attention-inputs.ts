@@ -3,11 +3,11 @@
 // dispatches (two norms, two ropes, two cache copies) per layer and token. The position may be a device scalar,
 // so a captured decode step can advance it without recording new work.
 import { lanesPerWord } from '../core/dtype.js';
-import { DTypeError, ShapeError } from '../core/errors.js';
+import { ShapeError } from '../core/errors.js';
 import { formatShape } from '../core/shape.js';
 import type { Tensor } from '../core/tensor.js';
 import { compact } from './shape-ops.js';
-import { commonBackend, requireDTypes, wrap } from './util.js';
+import { commonBackend, requireDeviceScalar, requireDTypes, wrap } from './util.js';
 
 const FLOAT_DTYPES = ['float32', 'float16', 'bfloat16'] as const;
 
@@ -64,7 +64,7 @@ export function attentionInputs(qkv: Tensor, o: AttentionInputsOptions): Tensor 
   }
   const s = qkv.shape[0];
   if (dynamic) {
-    if (dynamic.dtype !== 'int32' || dynamic.numel !== 1) throw new DTypeError(`attentionInputs: a position tensor must be int32 with one element, got ${dynamic.describe()}`);
+    requireDeviceScalar('attentionInputs', 'a position tensor', dynamic, 'int32');
   } else {
     const p = o.position as number;
     const rows = Math.min(o.keys.shape[0], o.cos.shape[0]);

@@ -1,7 +1,7 @@
 import type { ScaleRecipe } from '../backends/backend.js';
 import { isFp8 } from '../core/dtype.js';
 import { DTypeError, ShapeError } from '../core/errors.js';
-import { broadcastShapes, broadcastView, formatShape } from '../core/shape.js';
+import { broadcastShapes, broadcastView, formatShape, transposed2d } from '../core/shape.js';
 import type { Tensor } from '../core/tensor.js';
 import { compact, reshape, unsqueeze } from './shape-ops.js';
 import { commonBackend, requireDTypes, wrap } from './util.js';
@@ -112,7 +112,7 @@ export function linear(x: Tensor, weight: Tensor, bias?: Tensor, options: Linear
   const s = scale && compact(scale);
   const r = residual && compact(residual);
   try {
-    const wT = { ...weight.operand(), view: { shape: [k, n], strides: [weight.strides[1], weight.strides[0]], offset: weight.offset } };
+    const wT = { ...weight.operand(), view: transposed2d(weight.layout) };
     const scaling = {
       ...(b ? { bias: b.operand() } : {}),
       ...(s && recipe ? { scaleB: { handle: s.storage.handle, recipe } } : {}),

@@ -1,9 +1,9 @@
 // Transformer building blocks as single fused ops: RMSNorm, rotary embedding, attention with grouped-query heads
 // and a causal mask, SwiGLU. Each is one kernel on the GPU; the CPU backend holds the reference.
-import { DTypeError, ShapeError } from '../core/errors.js';
+import { ShapeError } from '../core/errors.js';
 import { formatShape } from '../core/shape.js';
 import type { Tensor } from '../core/tensor.js';
-import { commonBackend, requireDTypes, wrap } from './util.js';
+import { commonBackend, requireDeviceScalar, requireDTypes, wrap } from './util.js';
 
 const FLOAT_DTYPES = ['float32', 'float16', 'bfloat16'] as const;
 
@@ -71,7 +71,7 @@ export function attention(q: Tensor, k: Tensor, v: Tensor, options: AttentionOpO
   const [skv, hkv, dk] = k.shape;
   if (dk !== d || v.shape.join() !== k.shape.join()) throw new ShapeError(`attention: k and v must be [Skv, Hkv, ${d}], got ${formatShape(k.shape)} and ${formatShape(v.shape)}`);
   if (hkv === 0 || hq % hkv !== 0) throw new ShapeError(`attention: ${hq} query heads are not a multiple of ${hkv} kv heads`);
-  if (dynamic && (dynamic.dtype !== 'int32' || dynamic.numel !== 1)) throw new DTypeError(`attention: a queryOffset tensor must be int32 with one element, got ${dynamic.describe()}`);
+  if (dynamic) requireDeviceScalar('attention', 'a queryOffset tensor', dynamic, 'int32');
   const queryOffset = dynamic ? 0 : ((options.queryOffset as number | undefined) ?? skv - sq);
   if (!Number.isInteger(queryOffset)) throw new RangeError(`attention: queryOffset must be an integer, got ${queryOffset}`);
   const handle = backend.attention(q.operand(), k.operand(), v.operand(), { scale: options.scale ?? 1 / Math.sqrt(d), causal: options.causal ?? false, queryOffset }, dynamic?.operand());

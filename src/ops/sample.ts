@@ -6,7 +6,7 @@ import { formatShape } from '../core/shape.js';
 import type { Tensor } from '../core/tensor.js';
 import { tensor } from './creation.js';
 import { compact } from './shape-ops.js';
-import { commonBackend, requireDTypes, wrap } from './util.js';
+import { commonBackend, requireDeviceScalar, requireDTypes, wrap } from './util.js';
 
 export interface SampleOptions {
   /** Divides the logits; 0 = greedy (argmax). Default 1. */
@@ -50,13 +50,12 @@ function resolveParams(o: SampleOptions, vocab: number): SamplingParams {
   check(topP > 0 && topP <= 1, `topP must be in (0, 1], got ${topP}`);
   check(minP >= 0 && minP <= 1, `minP must be in [0, 1], got ${minP}`);
   check(Number.isFinite(repetition) && repetition > 0, `repetitionPenalty must be > 0, got ${repetition}`);
-  const g = o.seed !== undefined ? new Generator(o.seed) : (o.generator ?? defaultGenerator);
   return {
     invTemperature: temperature === 0 ? 0 : Math.fround(1 / temperature),
     topK: Math.min(topK, vocab),
     topP: Math.fround(topP),
     minP: Math.fround(minP),
-    u: o.draw ? 0 : g.uniform(),
+    u: o.draw ? 0 : samplingDraw(o),
     repetition: Math.fround(repetition),
     invRepetition: Math.fround(1 / repetition),
     presence: Math.fround(o.presencePenalty ?? 0),
@@ -95,7 +94,7 @@ export function sampleToken(logits: Tensor, options: SampleOptions = {}): Tensor
     const draw = options.draw;
     if (draw) {
       commonBackend('sample', logits, draw);
-      if (draw.dtype !== 'float32' || draw.numel !== 1) throw new DTypeError(`sample: draw must be float32 with one element, got ${draw.describe()}`);
+      requireDeviceScalar('sample', 'draw', draw, 'float32');
     }
     const handle = backend.sample(logits.operand(), prev && prev.numel > 0 ? prev.operand() : undefined, params, draw?.operand());
     return wrap(backend, handle, 'int32', [1]);

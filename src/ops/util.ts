@@ -27,6 +27,11 @@ export function viewOf(t: Tensor, view: View): Tensor {
   return new Tensor(t.storage, view, t.dtype);
 }
 
+/** A one-element device scalar of dtype: a captured step's position or draw, read by kernels in place of a number. */
+export function requireDeviceScalar(op: string, what: string, t: Tensor, dtype: DType): void {
+  if (t.dtype !== dtype || t.numel !== 1) throw new DTypeError(`${op}: ${what} must be ${dtype} with one element, got ${t.describe()}`);
+}
+
 export function requireDTypes(op: string, t: Tensor, allowed: readonly DType[]): void {
   if (!allowed.includes(t.dtype)) {
     throw new DTypeError(`${op} does not take ${t.dtype} (tensor ${t.describe()}); supported: ${allowed.join(', ')}`);

@@ -2,7 +2,7 @@
 import { allocStorage, decodeOne, encodeOne, type StorageArray } from '../../core/codecs.js';
 import { DTYPE_INFO, type DType } from '../../core/dtype.js';
 import { ShapeError } from '../../core/errors.js';
-import { numel, type Shape, type View } from '../../core/shape.js';
+import { numel, transposed2d, type Shape, type View } from '../../core/shape.js';
 import { attentionInputsReference } from './attention-inputs.js';
 import { isScalarOperand, type AttentionInputsArgs, type AttentionOptions, type Backend, type BinaryOp, type ConvGeometry, type ExpertLinearOptions, type MatmulDims, type MatmulScaling, type Operand, type PadMode, type ScalarOperand, type QuantizeBlocks, type ReduceOp, type SamplingParams, type UnaryOp, type UpsampleMode } from '../backend.js';
 import { convReference, padReference } from './conv.js';
@@ -275,8 +275,7 @@ export class CpuBackend implements Backend<Handle> {
   moeRouter(x: Operand<Handle>, weight: Operand<Handle>, topK: number, normalize: boolean): [Handle, Handle] {
     const [t, h] = x.view.shape;
     const e = weight.view.shape[0];
-    const wT = { ...weight, view: { shape: [h, e], strides: [weight.view.strides[1], weight.view.strides[0]], offset: weight.view.offset } };
-    const logits = this.matmul(x, wT, { batch: [], m: t, n: e, k: h }, 'float32');
+    const logits = this.matmul(x, { ...weight, view: transposed2d(weight.view) }, { batch: [], m: t, n: e, k: h }, 'float32');
     return moeRouteReference({ handle: logits, dtype: 'float32', view: { shape: [t, e], strides: [e, 1], offset: 0 } }, topK, normalize);
   }
 

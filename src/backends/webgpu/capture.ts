@@ -34,10 +34,6 @@ export class CapturedStep {
     this.kernelCounts.set(d.kernel, (this.kernelCounts.get(d.kernel) ?? 0) + 1);
   }
 
-  get isDisposed(): boolean {
-    return this.disposed;
-  }
-
   checkLive(): void {
     if (this.disposed) throw new CaptureError(`captured step '${this.label}' was disposed`);
   }

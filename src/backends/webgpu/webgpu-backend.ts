@@ -4,7 +4,7 @@ import type { StorageArray } from '../../core/codecs.js';
 import { allocStorage } from '../../core/codecs.js';
 import { DTYPE_INFO, isFp8, lanesPerWord, type DType } from '../../core/dtype.js';
 import { DeviceUnavailableError, ShapeError } from '../../core/errors.js';
-import { contiguousView, isContiguous, numel, type Shape } from '../../core/shape.js';
+import { contiguousView, isContiguous, numel, transposed2d, type Shape } from '../../core/shape.js';
 import { isScalarOperand, type ScalarOperand } from '../backend.js';
 import type { AttentionInputsArgs, AttentionOptions, Backend, BinaryOp, ConvGeometry, ExpertLinearOptions, MatmulDims, MatmulScaling, Operand, PadMode, QuantizeBlocks, ReduceOp, SamplingParams, UnaryOp, UpsampleMode } from '../backend.js';
 import { castCode } from '../cpu/cpu-backend.js';
@@ -106,7 +106,8 @@ export class WebGpuBackend implements Backend<GpuBuffer>, GpuContext {
   private readonly staging: BufferPool;
   private readonly pipelines = new Map<string, GPUComputePipeline>();
   private readonly modules = new Map<string, GPUShaderModule>();
-  private readonly codes = new Map<string, string>();
+  /** Each module's binding signature (bindingSignature), for its other entry points. */
+  private readonly signatures = new Map<string, string>();
   private encoder: GPUCommandEncoder | undefined;
   private profiler: GpuProfiler | undefined;
   private pass: GPUComputePassEncoder | undefined;
@@ -212,14 +213,14 @@ export class WebGpuBackend implements Backend<GpuBuffer>, GpuContext {
     if (!p) {
       // One module per key: entry points of the same source share it.
       let module = this.modules.get(key);
-      let code = this.codes.get(key);
-      if (!module || code === undefined) {
-        code = build();
+      let signature = this.signatures.get(key);
+      if (!module || signature === undefined) {
+        const code = build();
         module = this.gpuDevice.createShaderModule({ code, label: key });
+        signature = bindingSignature(code);
         this.modules.set(key, module);
-        this.codes.set(key, code);
+        this.signatures.set(key, signature);
       }
-      const signature = bindingSignature(code);
       const layout = this.layoutFor(signature);
       p = this.gpuDevice.createComputePipeline({ layout: layout.pipelineLayout, compute: { module, entryPoint }, label: cacheKey });
       this.pipelines.set(cacheKey, p);
@@ -363,7 +364,7 @@ export class WebGpuBackend implements Backend<GpuBuffer>, GpuContext {
     this.recording = new CapturedStep(label, new UniformArena(this.gpuDevice, CAPTURE_UNIFORM_BYTES, this.uniformAlignment, `captured step ${label}`), (step) => this.unpinStep(step));
   }
 
-  /** Ends recording and returns the step (null when nothing was recorded: abortCapture semantics). */
+  /** Ends recording and returns the step (an empty one when nothing was dispatched). */
   endCapture(): CapturedStep {
     const step = this.recording;
     if (!step) throw new CaptureError('endCapture without beginCapture');
@@ -379,37 +380,17 @@ export class WebGpuBackend implements Backend<GpuBuffer>, GpuContext {
     step?.dispose();
   }
 
-  get capturing(): boolean {
-    return this.recording !== undefined;
-  }
-
   /** Encodes a recorded step again: no tensors, no shapes, no allocation, no bind groups, no uniform writes. */
   replay(step: CapturedStep): void {
     this.checkAlive();
     if (this.recording) throw new CaptureError(`cannot replay '${step.label}' while recording '${this.recording.label}'`);
     step.checkLive();
-    if (this.profiler) {
-      for (const d of step.dispatches) this.encode(d.pipeline, d.bindGroup, d.offsets, d.grid, d.kernel);
-    } else this.replayInto(step);
+    for (const d of step.dispatches) this.encode(d.pipeline, d.bindGroup, d.offsets, d.grid, d.kernel);
     this.counters.dispatches += step.dispatches.length;
     for (const [kernel, n] of step.kernelCounts) this.counters.byKernel[kernel] = (this.counters.byKernel[kernel] ?? 0) + n;
     this.counters.replays++;
     this.pending += step.dispatches.length;
     if (this.pending >= MAX_BATCH) this.flush();
-  }
-
-  /** The replay loop proper: one pass, setPipeline only when it changes. */
-  private replayInto(step: CapturedStep): void {
-    this.encoder ??= this.gpuDevice.createCommandEncoder();
-    const pass = (this.pass ??= this.encoder.beginComputePass());
-    let last = this.passPipeline;
-    for (const d of step.dispatches) {
-      if (d.pipeline !== last) pass.setPipeline((last = d.pipeline));
-      if (d.offsets) pass.setBindGroup(0, d.bindGroup, d.offsets);
-      else pass.setBindGroup(0, d.bindGroup);
-      pass.dispatchWorkgroups(d.grid[0], d.grid[1], d.grid[2]);
-    }
-    this.passPipeline = last;
   }
 
   private pin(step: CapturedStep, buffer: GPUBuffer): void {
@@ -595,8 +576,7 @@ export class WebGpuBackend implements Backend<GpuBuffer>, GpuContext {
     const [t, h] = x.view.shape;
     const e = weight.view.shape[0];
     if (e <= FUSED_ROUTER_MAX_EXPERTS && !isFp8(weight.dtype)) return moeRouteKernel(this, this.gpuOperand(x), topK, normalize, this.gpuOperand(weight));
-    const wT = { ...weight, view: { shape: [h, e], strides: [weight.view.strides[1], weight.view.strides[0]], offset: weight.view.offset } };
-    const logits = this.matmul(x, wT, { batch: [], m: t, n: e, k: h }, 'float32');
+    const logits = this.matmul(x, { ...weight, view: transposed2d(weight.view) }, { batch: [], m: t, n: e, k: h }, 'float32');
     try {
       return moeRouteKernel(this, { buffer: logits, dtype: 'float32', view: contiguousView([t, e]) }, topK, normalize);
     } finally {

@@ -3,10 +3,8 @@
 import { lanesPerWord, type DType } from '../../../core/dtype.js';
 import type { AttentionInputsArgs } from '../../backend.js';
 import { wordBytes, type GpuBuffer, type GpuContext } from '../gpu-context.js';
-import { uniformWords } from './nn-util.js';
+import { pow2AtLeast, uniformWords } from './nn-util.js';
 import { commonWgsl, encodeFn, fillTemplate, grid1d, loadFn, wgslSource } from './wgsl.js';
-
-const pow2AtLeast = (x: number) => 2 ** Math.ceil(Math.log2(Math.max(1, x)));
 
 /** The activation dtype's rounding (HF casts the normalized value back to it). */
 function roundFn(dtype: DType): string {
@@ -53,7 +51,8 @@ export function attentionInputsKernel(ctx: GpuContext, a: AttentionInputsArgs<Gp
   if (a.positionFrom) bind('pos_buf', a.positionFrom.handle);
   const kD = a.keys.dtype;
   const vD = a.values.dtype;
-  const key = ['attention-inputs', qDtype, kD, vD, norm ? `${a.qNorm!.dtype},${a.kNorm!.dtype}` : 'no-norm', a.positionFrom ? 'pos-buffer' : 'pos-uniform', pow2AtLeast(d)].join('|');
+  const maxD = Math.max(64, pow2AtLeast(d));
+  const key = ['attention-inputs', qDtype, kD, vD, norm ? `${a.qNorm!.dtype},${a.kNorm!.dtype}` : 'no-norm', a.positionFrom ? 'pos-buffer' : 'pos-uniform', maxD].join('|');
   const lanes = (dt: DType) => lanesPerWord(dt);
   const pipeline = ctx.pipeline(key, () =>
     commonWgsl() +
@@ -67,7 +66,7 @@ export function attentionInputsKernel(ctx: GpuContext, a: AttentionInputsArgs<Gp
         encodeFn('encode_k', kD, 'f32') +
         encodeFn('encode_v', vD, 'f32') +
         [['Q', qDtype], ['K', kD], ['V', vD]].map(([n, dt]) => `const ${n}_LANES = ${lanes(dt as DType)}u;\nconst ${n}_BITS = ${32 / lanes(dt as DType)}u;\n`).join(''),
-      MAX_D: Math.max(64, pow2AtLeast(d)),
+      MAX_D: maxD,
       POSITION: a.positionFrom ? 'p.pos0 + u32(bitcast<i32>(pos_buf[p.pos_at]))' : 'p.pos0',
       NORMALIZE: norm ? NORMALIZE : '',
     }),

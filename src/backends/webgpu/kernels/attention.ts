@@ -8,14 +8,13 @@ import { numel } from '../../../core/shape.js';
 import type { AttentionOptions } from '../../backend.js';
 import { wordBytes, type GpuBuffer, type GpuContext } from '../gpu-context.js';
 import { viaFloat32, type GpuOperand } from './elementwise.js';
-import { uniformWords } from './nn-util.js';
+import { pow2AtLeast, uniformWords } from './nn-util.js';
 import { commonWgsl, encodeFn, fillTemplate, grid1d, loadFn, wgslSource } from './wgsl.js';
 
 const WG = 64;
 /** Rows (query x head pairs) one workgroup serves, at most; their q rows sit in workgroup memory. */
 const MAX_ROWS = 8;
 const MAX_Q_FLOATS = 2048;
-const pow2AtLeast = (x: number) => 2 ** Math.ceil(Math.log2(x));
 /** Split the keys when fewer workgroups than this would run, in chunks of at least MIN_CHUNK keys. */
 const TARGET_WORKGROUPS = 256;
 const MIN_CHUNK = 256;

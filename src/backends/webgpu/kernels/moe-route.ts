@@ -1,6 +1,7 @@
 // Launcher of the MoE router top-k (moe-route.wgsl): one dispatch, one workgroup per token row.
 import type { GpuBuffer, GpuContext } from '../gpu-context.js';
 import type { GpuOperand } from './elementwise.js';
+import { pow2AtLeast } from './nn-util.js';
 import { commonWgsl, fillTemplate, grid1d, loadFn, wgslSource } from './wgsl.js';
 
 /** Experts the fused router holds logits for in workgroup memory. */
@@ -32,7 +33,8 @@ export function moeRouteKernel(ctx: GpuContext, logits: GpuOperand, topK: number
   const ids = ctx.alloc(Math.max(4, t * topK * 4));
   const weights = ctx.alloc(Math.max(4, t * topK * 4));
   if (t * topK === 0) return [ids, weights];
-  const key = ['moe-route', logits.dtype, router ? `router-${router.dtype}-${Math.max(64, 2 ** Math.ceil(Math.log2(e)))}` : 'logits'].join('|');
+  const logitSlots = Math.max(64, pow2AtLeast(e));
+  const key = ['moe-route', logits.dtype, router ? `router-${router.dtype}-${logitSlots}` : 'logits'].join('|');
   const pipeline = ctx.pipeline(key, () =>
     commonWgsl() +
     fillTemplate(wgslSource(import.meta.url, 'moe-route.wgsl'), {
@@ -40,7 +42,7 @@ export function moeRouteKernel(ctx: GpuContext, logits: GpuOperand, topK: number
         loadFn('load0', 'in0', logits.dtype, 'f32') +
         (router
           ? loadFn('load_w', 'router_w', router.dtype, 'f32') +
-            `var<workgroup> sh_logits: array<f32, ${Math.max(64, 2 ** Math.ceil(Math.log2(e)))}>;\nfn logit(base: u32, i: u32) -> f32 {\n  return sh_logits[i];\n}\n`
+            `var<workgroup> sh_logits: array<f32, ${logitSlots}>;\nfn logit(base: u32, i: u32) -> f32 {\n  return sh_logits[i];\n}\n`
           : PLAIN_LOGIT),
       ROUTER_BINDING: router ? '@group(0) @binding(4) var<storage, read> router_w: array<u32>;' : '',
       LOGITS_PROLOGUE: router ? ROUTER_PROLOGUE : '',

@@ -14,6 +14,11 @@ export function withContiguous<R>(ctx: GpuContext, x: GpuOperand, kernel: (x: Gp
   }
 }
 
+/** The smallest power of two >= x (1 for x <= 1): pipelines specialised per power of two, not per size. */
+export function pow2AtLeast(x: number): number {
+  return 2 ** Math.ceil(Math.log2(Math.max(1, x)));
+}
+
 /** A uniform block of u32 words with f32 / i32 fields written by bits (std140-free: all fields are 4 bytes). */
 export function uniformWords(fields: readonly (number | { f32: number } | { i32: number })[]): ArrayBuffer {
   const words = Math.ceil(fields.length / 4) * 4;

@@ -1,4 +1,4 @@
-// MoE decode on one adapter, one generated model, three ways:
+// MoE decode on one adapter, for a generated Qwen3-MoE and a generated LFM2-MoE, four ways:
 // - fused and captured (the default): router + top-k, every selected expert's gate|up + SwiGLU, down + weighted
 //   combine + residual in 3 dispatches per MoE layer, the expert ids never leaving the device, the whole step
 //   recorded once and replayed;
@@ -11,18 +11,19 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { activeWeightBytes, measureDecode } from '../src/generate/measure.js';
+import { measureDecode } from '../src/generate/measure.js';
 import type { Qwen3Config } from '../src/io/hf-config.js';
-import { loadQwen3 } from '../src/models/qwen3/load.js';
-import type { MoeMode } from '../src/models/qwen3/model.js';
+import type { Lfm2Config } from '../src/io/lfm2-config.js';
+import type { MoeMode } from '../src/models/causal-lm.js';
+import { writeRandomLfm2Checkpoint } from '../src/models/lfm2/random-checkpoint.js';
+import { loadModel } from '../src/models/load.js';
 import { writeRandomQwen3Checkpoint } from '../src/models/qwen3/random-checkpoint.js';
-import { disposeWeights } from '../src/models/qwen3/weights.js';
 import type { BenchCase, BenchContext, RowInput } from './harness.js';
 
-const FUSED = 'moe decode bf16 fused captured';
-const EAGER = 'moe decode bf16 fused eager';
-const LOOP = 'moe decode bf16 per-expert loop';
-const FP8 = 'moe decode fp8 fused captured';
+/** The four rows of one model: `${prefix} bf16 fused captured`, ... */
+function rowNames(prefix: string) {
+  return { fused: `${prefix} bf16 fused captured`, eager: `${prefix} bf16 fused eager`, loop: `${prefix} bf16 per-expert loop`, fp8: `${prefix} fp8 fused captured` };
+}
 
 /** Qwen3-30B-A3B's routing (128 experts, top 8) at a width a software adapter can run. */
 function benchConfig(quick: boolean): Qwen3Config {
@@ -45,23 +46,56 @@ function benchConfig(quick: boolean): Qwen3Config {
   };
 }
 
+/**
+ * LFM2-8B-A1B's routing (32 experts, top 4, sigmoid + expert_bias) and layer mix (conv layers with attention every
+ * few, the first two dense) at a width a software adapter can run.
+ */
+function lfm2BenchConfig(quick: boolean): Lfm2Config {
+  const layers = quick ? 4 : 6;
+  return {
+    modelType: 'lfm2_moe',
+    vocabSize: 4096,
+    hiddenSize: 256,
+    intermediateSize: 768,
+    numHiddenLayers: layers,
+    numAttentionHeads: 4,
+    numKeyValueHeads: 2,
+    headDim: 64,
+    layerTypes: Array.from({ length: layers }, (_, i) => (i % 3 === 2 ? 'full_attention' : 'conv')),
+    normEps: 1e-5,
+    ropeTheta: 1_000_000,
+    maxPositionEmbeddings: 4096,
+    tieWordEmbeddings: true,
+    convBias: false,
+    convLCache: 3,
+    eosTokenIds: [7],
+    moe: { numExperts: 32, numExpertsPerTok: 4, moeIntermediateSize: 128, numDenseLayers: 2, normTopkProb: true, useExpertBias: true, routedScalingFactor: 1 },
+  };
+}
+
 export function moeDecodeCases(quick: boolean): BenchCase[] {
   const c = benchConfig(quick);
   const shape = `${c.numHiddenLayers}L h${c.hiddenSize} ${c.moe!.numExperts}e top${c.moe!.numExpertsPerTok}`;
-  return [{ benchmark: 'moe decode', shape, run: (ctx) => measure(ctx, c, shape) }];
+  const l = lfm2BenchConfig(quick);
+  const lfm2Shape = `${l.numHiddenLayers}L h${l.hiddenSize} ${l.moe!.numExperts}e top${l.moe!.numExpertsPerTok}`;
+  return [
+    { benchmark: 'moe decode', shape, run: (ctx) => measure(ctx, 'moe decode', (dir) => writeRandomQwen3Checkpoint(dir, c, { seed: 5 }), shape) },
+    { benchmark: 'lfm2-moe decode', shape: lfm2Shape, run: (ctx) => measure(ctx, 'lfm2-moe decode', (dir) => writeRandomLfm2Checkpoint(dir, l, { seed: 5 }), lfm2Shape) },
+  ];
 }
 
-async function measure(ctx: BenchContext, config: Qwen3Config, shape: string): Promise<RowInput[]> {
+async function measure(ctx: BenchContext, prefix: string, write: (dir: string) => Promise<unknown>, shape: string): Promise<RowInput[]> {
+  const { fused: FUSED, eager: EAGER, loop: LOOP, fp8: FP8 } = rowNames(prefix);
   if (!ctx.gpu) return [FUSED, EAGER, LOOP, FP8].map((benchmark) => ({ benchmark, shape, backend: 'cpu', note: 'WebGPU only' }));
   const dir = mkdtempSync(join(tmpdir(), 'tensorgpu-bench-moe-'));
   const steps = ctx.quick ? 4 : 8;
   const rows: RowInput[] = [];
   try {
-    await writeRandomQwen3Checkpoint(dir, config, { seed: 5 });
+    await write(dir);
     for (const dtype of ['bfloat16', 'fp8'] as const) {
-      const { model } = await loadQwen3(dir, { device: 'webgpu', dtype: dtype === 'fp8' ? 'fp8' : undefined, maxSequence: 64 });
+      const { model } = await loadModel(dir, { device: 'webgpu', dtype: dtype === 'fp8' ? 'fp8' : undefined, maxSequence: 64 });
       try {
-        const active = activeWeightBytes(model);
+        const active = model.activeWeightBytes();
         const runs: [string, MoeMode, boolean][] = dtype === 'fp8' ? [[FP8, 'fused', true]] : [[FUSED, 'fused', true], [EAGER, 'fused', false], [LOOP, 'per-expert', false]];
         for (const [benchmark, mode, capture] of runs) {
           model.moeMode = mode;
@@ -81,7 +115,6 @@ async function measure(ctx: BenchContext, config: Qwen3Config, shape: string): P
         }
       } finally {
         model.dispose();
-        disposeWeights(model.weights);
       }
     }
   } finally {

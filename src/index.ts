@@ -26,9 +26,16 @@ export { writeSafetensors, tensorSource, type TensorSource } from './io/safetens
 export { Checkpoint, type Weight, type WeightLoadOptions } from './io/checkpoint.js';
 export { writeCheckpoint } from './io/checkpoint-writer.js';
 export { parseQwen3Config, type Qwen3Config } from './io/hf-config.js';
-export { loadQwen3, type LoadedModel, type LoadModelOptions } from './models/qwen3/load.js';
-export { Qwen3Model, KvCache, type MoeMode } from './models/qwen3/model.js';
+export { parseLfm2Config, type Lfm2Config } from './io/lfm2-config.js';
+export { loadModel, type LoadedModel, type LoadModelOptions } from './models/load.js';
+export { loadQwen3 } from './models/qwen3/load.js';
+export type { CausalLM, ModelCache, ForwardOptions, MoeMode } from './models/causal-lm.js';
+export { SUPPORTED_MODEL_TYPES } from './models/families.js';
+export { Qwen3Model, KvCache } from './models/qwen3/model.js';
+export { Lfm2Model, Lfm2Cache } from './models/lfm2/model.js';
 export { QWEN3_PRESETS, writeRandomQwen3Checkpoint } from './models/qwen3/random-checkpoint.js';
+export { LFM2_PRESETS, writeRandomLfm2Checkpoint } from './models/lfm2/random-checkpoint.js';
+export { ensureBuiltinModel } from './models/builtin.js';
 export { loadWanVae, type LoadWanVaeOptions, type VaePart } from './models/wan-vae/load.js';
 export { WanVae, type DecodeOptions, type TilingOptions } from './models/wan-vae/model.js';
 export { parseWanVaeConfig, type WanVaeConfig } from './models/wan-vae/config.js';

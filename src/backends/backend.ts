@@ -120,6 +120,31 @@ export interface AttentionInputsArgs<H> {
   readonly headDim: number;
 }
 
+/** LFM2's gated short convolution (Backend.shortConv). */
+export interface ShortConvArgs<H> {
+  /** Contiguous [S, 3H]: the B, C and x thirds of in_proj's output. */
+  readonly bcx: Operand<H>;
+  /** [H, L]: each channel's L taps, the last one multiplying the current token. */
+  readonly weight: Operand<H>;
+  /** Contiguous float32 [L-1, H]: Bx of the L-1 tokens before these, read, then overwritten with the last L-1. */
+  readonly state: Operand<H>;
+  /** [H]: the conv's bias (conv_bias), added before the C gate. */
+  readonly bias?: Operand<H>;
+}
+
+/** How a router turns logits into top-k expert weights (see Backend.moeRoute). */
+export interface RouteOptions<H> {
+  /** 'softmax' over experts (Qwen3-MoE) or an elementwise 'sigmoid' (LFM2-MoE, DeepSeek-V3). */
+  scoring: 'softmax' | 'sigmoid';
+  /** float32 [E] added to the scores for the choice only (LFM2's expert_bias). */
+  selectionBias?: Operand<H>;
+  normalize: boolean;
+  /** Added to the chosen weights' sum before dividing (LFM2: 1e-6; Qwen3: 0). */
+  normalizeEps: number;
+  /** Multiplies the final weights (routed_scaling_factor). */
+  scale: number;
+}
+
 export interface ExpertLinearOptions<H> {
   /** float32 block scales [E, ceil(N/128), ceil(K/128)] of an FP8 weight. */
   readonly scale?: H;
@@ -219,19 +244,25 @@ export interface Backend<H = unknown> {
    * in qkv's dtype.
    */
   attentionInputs(args: AttentionInputsArgs<H>): H;
+  /**
+   * LFM2's short conv: Bx = B * x, y[t, c] = sum_k weight[c, k] * Bx[t - (L-1) + k, c] (rows before t = 0 from the
+   * state), returns C * y as float32 [S, H] and leaves the last L-1 Bx rows in the state.
+   */
+  shortConv(args: ShortConvArgs<H>): H;
   /** SwiGLU on halves of the last dim: x [..., 2I] -> silu(x[..., :I]) * x[..., I:], contiguous, in x's dtype. */
   swiglu(x: Operand<H>): H;
   /**
-   * MoE router: per row of logits [T, E], softmax in float32, the topK largest probabilities in descending order
-   * (ties: the lower expert id first), divided by their sum when normalize. Returns [ids int32 [T, topK],
-   * weights float32 [T, topK]].
+   * MoE router: per row of logits [T, E], a score per expert (softmax over experts or an elementwise sigmoid, in
+   * float32), the topK experts by score + selectionBias in descending order (ties: the lower expert id first),
+   * weighted by their unbiased scores, divided by (their sum + normalizeEps) when normalize, times scale. Returns
+   * [ids int32 [T, topK], weights float32 [T, topK]].
    */
-  moeRoute(logits: Operand<H>, topK: number, normalize: boolean): [ids: H, weights: H];
+  moeRoute(logits: Operand<H>, topK: number, options: RouteOptions<H>): [ids: H, weights: H];
   /**
    * The router projection and moeRoute in one: logits = x [T, H] . weight [E, H]^T in float32 (as linear would
-   * store them), then softmax + top-k.
+   * store them), then scoring + top-k.
    */
-  moeRouter(x: Operand<H>, weight: Operand<H>, topK: number, normalize: boolean): [ids: H, weights: H];
+  moeRouter(x: Operand<H>, weight: Operand<H>, topK: number, options: RouteOptions<H>): [ids: H, weights: H];
   /**
    * Expert-indexed linear layer for MoE, with expert ids read on the device. weight [E, N, K] (expert e's
    * [N, K] linear weight, any float dtype, FP8 with block scales [E, ceil(N/128), ceil(K/128)] in options.scale);

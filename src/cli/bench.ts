@@ -4,9 +4,8 @@
 import { releaseDevice, webgpuBackend, type DeviceRequest } from '../backends/registry.js';
 import { measureDispatchFloor } from '../backends/webgpu/dispatch-floor.js';
 import { formatProfile, profileDecode } from '../generate/profile.js';
-import { activeWeightBytes, measureDecode, type DecodeMeasurement } from '../generate/measure.js';
-import type { MoeMode } from '../models/qwen3/model.js';
-import { disposeWeights } from '../models/qwen3/weights.js';
+import { measureDecode, type DecodeMeasurement } from '../generate/measure.js';
+import type { MoeMode } from '../models/causal-lm.js';
 import { openModel } from './model-source.js';
 import { formatBytes } from './progress.js';
 
@@ -41,7 +40,7 @@ export async function runBench(o: BenchCliOptions, out: (line: string) => void =
         runs.push({ name: 'eager', mode: 'fused', capture: false });
       }
       if (config.moe && o.moe !== 'fused') runs.push({ name: 'per-expert', mode: 'per-expert', capture: false });
-      const active = activeWeightBytes(model);
+      const active = model.activeWeightBytes();
       const results: Record<string, DecodeMeasurement> = {};
       for (const run of runs) {
         model.moeMode = run.mode;
@@ -88,7 +87,6 @@ export async function runBench(o: BenchCliOptions, out: (line: string) => void =
       return 0;
     } finally {
       model.dispose();
-      disposeWeights(model.weights);
     }
   } finally {
     releaseDevice();

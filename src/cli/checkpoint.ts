@@ -1,4 +1,4 @@
-// `tensorgpu checkpoint generate|inspect|load`: write a random-weight Qwen3 checkpoint in the HF layout, list a
+// `tensorgpu checkpoint generate|inspect|load`: write a random-weight checkpoint in the HF layout, list a
 // checkpoint's tensors, and stream a whole checkpoint onto a device with a progress bar and the figures that
 // matter (GB/s, device and host memory).
 import { basename } from 'node:path';
@@ -6,9 +6,8 @@ import { initDevice, releaseDevice, type DeviceRequest } from '../backends/regis
 import { DTYPE_INFO } from '../core/dtype.js';
 import type { Tensor } from '../core/tensor.js';
 import { Checkpoint } from '../io/checkpoint.js';
-import { parseQwen3Config, SUPPORTED_MODEL_TYPES } from '../io/hf-config.js';
-import { qwen3WeightSpecs } from '../models/qwen3/layout.js';
-import { QWEN3_PRESETS, writeRandomQwen3Checkpoint, type RandomWeightDType } from '../models/qwen3/random-checkpoint.js';
+import { familyOf, isSupportedModelType, presetNamed } from '../models/families.js';
+import type { RandomWeightDType } from '../models/random-weights.js';
 import { memoryStats, synchronize } from '../runtime-stats.js';
 import { byteProgress, formatBytes } from './progress.js';
 
@@ -24,10 +23,9 @@ export interface GenerateOptions {
 }
 
 export async function runGenerateCheckpoint(o: GenerateOptions, out: Out = stdout): Promise<number> {
-  const config = QWEN3_PRESETS[o.preset];
-  if (!config) throw new Error(`unknown preset '${o.preset}' (presets: ${Object.keys(QWEN3_PRESETS).join(', ')})`);
+  const { family, config } = presetNamed(o.preset);
   const t0 = performance.now();
-  const files = await writeRandomQwen3Checkpoint(o.out, config, { dtype: o.dtype, seed: o.seed, shardBytes: o.shardMb ? o.shardMb * 2 ** 20 : undefined });
+  const files = await family.writeRandom(o.out, config, { dtype: o.dtype, seed: o.seed, shardBytes: o.shardMb ? o.shardMb * 2 ** 20 : undefined });
   out(`wrote ${o.preset} (${o.dtype}, seed ${o.seed}) to ${o.out}: ${files.join(', ')} in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
   return 0;
 }
@@ -36,9 +34,10 @@ export async function runInspectCheckpoint(path: string, out: Out = stdout): Pro
   await using ck = await Checkpoint.open(path);
   if (ck.config !== undefined) {
     try {
-      const c = parseQwen3Config(ck.config);
-      const moe = c.moe ? `, ${c.moe.numExperts} experts (top ${c.moe.numExpertsPerTok})` : '';
-      out(`config: ${c.modelType}, ${c.numHiddenLayers} layers, hidden ${c.hiddenSize}, vocab ${c.vocabSize}${moe}${c.quantization ? `, ${c.quantization.format} weights` : ''}`);
+      const family = familyOf(ck.config, 'config.json');
+      const c = family.parseConfig(ck.config, 'config.json');
+      const q = (c as { quantization?: { format: string } }).quantization;
+      out(`config: ${family.describe(c)}${q ? `, ${q.format} weights` : ''}`);
     } catch (e) {
       out(`config: not a supported model (${(e as Error).message})`);
     }
@@ -60,8 +59,9 @@ export interface LoadOptions {
 }
 
 /**
- * Loads every tensor the way a model would: linear weights of a Qwen3 checkpoint through loadWeight (FP8 scales
- * attached, optional FP8 quantization), everything else as stored. Other checkpoints load tensor by tensor.
+ * Loads every tensor the way a model would: linear weights of a supported model's checkpoint through loadWeight
+ * (FP8 scales attached, optional FP8 quantization), everything else as stored. Other checkpoints load tensor by
+ * tensor.
  */
 export async function runLoadCheckpoint(o: LoadOptions, out: Out = stdout): Promise<number> {
   const device = await initDevice(o.device, { onNotice: out });
@@ -78,11 +78,11 @@ export async function runLoadCheckpoint(o: LoadOptions, out: Out = stdout): Prom
     const t0 = performance.now();
     let linears = 0;
     try {
-      // Only a config that says it is Qwen3 is held to the Qwen3 layout; another model's config.json (a diffusers
-      // VAE, a llama) means tensor by tensor, as when there is no config at all.
-      const modelType = (ck.config as { model_type?: unknown } | null | undefined)?.model_type;
-      const isQwen3 = typeof modelType === 'string' && (SUPPORTED_MODEL_TYPES as readonly string[]).includes(modelType);
-      const specs = isQwen3 ? qwen3WeightSpecs(parseQwen3Config(ck.config, `${o.model}/config.json`)) : undefined;
+      // Only a config of a supported family is held to that family's layout; another model's config.json (a
+      // diffusers VAE, a llama) means tensor by tensor, as when there is no config at all.
+      const file = `${o.model}/config.json`;
+      const family = isSupportedModelType(ck.config) ? familyOf(ck.config, file) : undefined;
+      const specs = family?.weightSpecs(family.parseConfig(ck.config, file));
       if (specs) {
         for (const spec of specs) {
           if (spec.role === 'linear' || spec.role === 'lm_head') {

@@ -1,7 +1,6 @@
 // `tensorgpu generate`: stream text from a Qwen3 / Qwen3-MoE checkpoint (or the built-in default model).
 import { releaseDevice, type DeviceRequest } from '../backends/registry.js';
 import { generate } from '../generate/generate.js';
-import { disposeWeights } from '../models/qwen3/weights.js';
 import { openModel } from './model-source.js';
 
 export interface GenerateCliOptions {
@@ -50,7 +49,6 @@ export async function runGenerate(o: GenerateCliOptions, write: (text: string) =
       return 0;
     } finally {
       model.dispose();
-      disposeWeights(model.weights);
     }
   } finally {
     releaseDevice();

@@ -7,6 +7,8 @@ import { runGenerate } from './generate.js';
 import { runBench } from './bench.js';
 import { runDoctor } from './doctor.js';
 import { runVaeDecode } from './vae-decode.js';
+import { BUILTIN_PREFIX } from '../models/builtin.js';
+import { presetNames } from '../models/families.js';
 
 function positiveInt(value: string): number {
   const n = Number(value);
@@ -62,8 +64,8 @@ type WeightDType = (typeof WEIGHT_DTYPES)[number];
 
 program
   .command('generate')
-  .description('stream text from a Qwen3 / Qwen3-MoE checkpoint (default: a built-in random-weight Qwen3-MoE with the real tokenizer)')
-  .option('--model <dir>', 'Hugging Face checkpoint directory (config.json, safetensors, tokenizer.json)')
+  .description('stream text from a Qwen3 / Qwen3-MoE / LFM2 / LFM2-MoE checkpoint (default: a built-in random-weight Qwen3-MoE with the real tokenizer)')
+  .option('--model <dir>', `Hugging Face checkpoint directory (config.json, safetensors, tokenizer.json), or ${BUILTIN_PREFIX}<preset> (${presetNames().join(', ')})`)
   .option('--prompt <text>', 'the user message (or raw text with --raw)', 'Write a haiku about GPUs.')
   .option('--max-tokens <n>', 'most tokens to generate', positiveInt, 32)
   .option('--temperature <t>', 'sampling temperature (0 = greedy)', number, 0.7)
@@ -81,7 +83,7 @@ program
 program
   .command('bench')
   .description('prefill/decode tok/s, dispatches per token, bytes per token and peak GPU memory of a model (default: the built-in Qwen3-MoE)')
-  .option('--model <dir>', 'Hugging Face checkpoint directory')
+  .option('--model <dir>', `Hugging Face checkpoint directory, or ${BUILTIN_PREFIX}<preset> (${presetNames().join(', ')})`)
   .option('--device <device>', 'auto, webgpu or cpu', deviceName, 'auto')
   .option('--dtype <dtype>', 'fp8 quantizes linear weights at load; float32/float16/bfloat16 convert them', choice(WEIGHT_DTYPES))
   .option('--prompt-tokens <n>', 'prefill length', positiveInt, 32)
@@ -113,9 +115,9 @@ const checkpoint = program.command('checkpoint').description('Hugging Face safet
 
 checkpoint
   .command('generate')
-  .description('write a random-weight Qwen3 / Qwen3-MoE checkpoint in the Hugging Face layout')
+  .description('write a random-weight Qwen3 / Qwen3-MoE / LFM2 / LFM2-MoE checkpoint in the Hugging Face layout')
   .requiredOption('--out <dir>', 'directory to write')
-  .option('--preset <name>', 'qwen3-moe-tiny or qwen3-tiny', 'qwen3-moe-tiny')
+  .option('--preset <name>', presetNames().join(', '), 'qwen3-moe-tiny')
   .option('--dtype <dtype>', 'bfloat16, float16, float32 or fp8 (e4m3 with 128x128 block scales)', choice(['bfloat16', 'float16', 'float32', 'fp8'] as const), 'bfloat16')
   .option('--seed <n>', 'random seed', positiveInt, 1)
   .option('--shard-mb <n>', 'shard size limit in MiB (default: one file)', positiveInt)

@@ -1,8 +1,9 @@
-// Resolves `--model` for the model commands: a checkpoint directory, or the built-in default generated on demand.
+// Resolves `--model` for the model commands: a checkpoint directory of any supported family, `builtin:<preset>`,
+// or the built-in default, generated on demand.
 import { initDevice, type DeviceRequest } from '../backends/registry.js';
 import type { DeviceName } from '../backends/backend.js';
-import { ensureDefaultModel } from '../models/qwen3/default-model.js';
-import { loadQwen3, type LoadedModel } from '../models/qwen3/load.js';
+import { resolveModelDir } from '../models/builtin.js';
+import { loadModel, type LoadedModel } from '../models/load.js';
 import { byteProgress } from './progress.js';
 
 export interface ModelSourceOptions {
@@ -15,11 +16,11 @@ export interface ModelSourceOptions {
 
 export async function openModel(o: ModelSourceOptions): Promise<{ loaded: LoadedModel; device: DeviceName; dir: string; loadMs: number }> {
   const device = await initDevice(o.device, { onNotice: o.log });
-  const dir = o.model ?? (await ensureDefaultModel({ onNotice: o.log }));
+  const dir = await resolveModelDir(o.model, o.log);
   let bar: ReturnType<typeof byteProgress> | undefined;
   let last = 0;
   const t0 = performance.now();
-  const loaded = await loadQwen3(dir, {
+  const loaded = await loadModel(dir, {
     device,
     dtype: o.dtype,
     maxSequence: o.maxSequence,

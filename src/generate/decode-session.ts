@@ -14,7 +14,7 @@ import { capture, writeTensor, type CapturedGraph } from '../ops/capture.js';
 import { tensor, zeros } from '../ops/creation.js';
 import { sampleToken, type SampleOptions } from '../ops/sample.js';
 import { copyInto } from '../ops/shape-ops.js';
-import type { KvCache, Qwen3Model } from '../models/qwen3/model.js';
+import type { CausalLM, ModelCache } from '../models/causal-lm.js';
 
 export type SessionSampling = Omit<SampleOptions, 'seed' | 'generator' | 'previousTokens' | 'draw'>;
 
@@ -43,7 +43,7 @@ export interface DecodeSessionStats {
 }
 
 export class DecodeSession {
-  readonly cache: KvCache;
+  readonly cache: ModelCache;
   readonly device: DeviceName;
   /** The next step's input token: int32 [1], overwritten on the device by each step's sample. */
   private readonly token: Tensor;
@@ -57,7 +57,7 @@ export class DecodeSession {
   readonly stats: DecodeSessionStats = { mode: 'eager', recordedSteps: 0, replayedSteps: 0, eagerSteps: 0, capturedDispatches: 0, hostMs: 0, lastHostMs: 0 };
 
   constructor(
-    readonly model: Qwen3Model,
+    readonly model: CausalLM,
     options: DecodeSessionOptions = {},
   ) {
     this.device = model.device;
@@ -89,7 +89,7 @@ export class DecodeSession {
    * sampling penalties only.
    */
   async next(draw: number, history?: readonly number[]): Promise<number> {
-    if (this.cache.length + 1 > this.cache.capacity) throw new RangeError(`the KV cache holds ${this.cache.capacity} positions; all are used`);
+    if (this.cache.length + 1 > this.cache.capacity) throw new RangeError(`the cache holds ${this.cache.capacity} positions; all are used`);
     const t0 = performance.now();
     writeTensor(this.draw, [draw]);
     if (this.device === 'webgpu') writeTensor(this.position, [this.cache.length]);

@@ -3,7 +3,7 @@
 // step's input; the only read back is the 4-byte id, needed to stream text and check stop conditions.
 import { samplingDraw, type SampleOptions } from '../ops/sample.js';
 import { DecodeSession, type DecodeSessionStats } from './decode-session.js';
-import type { Qwen3Model } from '../models/qwen3/model.js';
+import type { CausalLM } from '../models/causal-lm.js';
 import { gpuCounters } from '../runtime-stats.js';
 import { StreamingDecoder, type ChatMessage, type TextTokenizer } from './tokenizer.js';
 
@@ -49,7 +49,7 @@ export function promptIds(tokenizer: TextTokenizer, prompt: string | readonly Ch
 
 /** Streams generated tokens; the generator's return value holds the timing and stop reason. */
 export async function* generate(
-  model: Qwen3Model,
+  model: CausalLM,
   tokenizer: TextTokenizer,
   prompt: string | readonly ChatMessage[] | readonly number[],
   options: GenerateOptions = {},

@@ -1,11 +1,8 @@
 // Decode measurement shared by `tensorgpu bench` and `npm run bench`: prefill a prompt of random ids, then greedy
 // decode steps exactly as generate() runs them (a DecodeSession: forward, GPU sampling, one 4-byte read per
 // token), captured and replayed or eager, with the host time spent enqueueing each step.
-import { DTYPE_INFO } from '../core/dtype.js';
 import { Generator } from '../core/random.js';
-import type { Tensor } from '../core/tensor.js';
-import type { Qwen3Model } from '../models/qwen3/model.js';
-import { weightTensors } from '../models/qwen3/weights.js';
+import type { CausalLM } from '../models/causal-lm.js';
 import { gpuCounters, memoryStats, resetPeakMemory, synchronize } from '../runtime-stats.js';
 import { DecodeSession, type DecodeSessionStats } from './decode-session.js';
 
@@ -30,30 +27,8 @@ export interface DecodeMeasurement {
   peakGpuBytes: number;
 }
 
-const bytesOf = (t: Tensor) => t.numel * DTYPE_INFO[t.dtype].itemBytes;
-
-/**
- * The least a decode step must read: every weight once, but only topK of E experts per MoE layer and one row of
- * the embedding (KV cache and activations excluded: they grow with the context and are small here).
- */
-export function activeWeightBytes(model: Qwen3Model): number {
-  const w = model.weights;
-  let total = 0;
-  for (const t of weightTensors(w)) total += bytesOf(t);
-  total -= bytesOf(w.embedTokens) - bytesOf(w.embedTokens) / w.embedTokens.shape[0];
-  if (w.lmHead.data === w.embedTokens) total += bytesOf(w.embedTokens) - bytesOf(w.embedTokens) / w.embedTokens.shape[0];
-  const moe = model.config.moe;
-  for (const l of w.layers) {
-    if (l.mlp.kind !== 'moe' || !moe) continue;
-    for (const x of [l.mlp.gateUp, l.mlp.down]) {
-      for (const t of [x.data, ...(x.scale ? [x.scale] : [])]) total -= bytesOf(t) * (1 - moe.numExpertsPerTok / moe.numExperts);
-    }
-  }
-  return total;
-}
-
 /** Prefill, one untimed decode step (it records the captured step), then `decodeSteps` timed steps. */
-export async function measureDecode(model: Qwen3Model, options: { promptTokens: number; decodeSteps: number; seed?: number; capture?: boolean }): Promise<DecodeMeasurement> {
+export async function measureDecode(model: CausalLM, options: { promptTokens: number; decodeSteps: number; seed?: number; capture?: boolean }): Promise<DecodeMeasurement> {
   const g = new Generator(options.seed ?? 7);
   const ids = Array.from({ length: options.promptTokens }, () => g.nextU32() % model.config.vocabSize);
   const session = new DecodeSession(model, { sampling: { temperature: 0 }, capture: options.capture ?? true });

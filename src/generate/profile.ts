@@ -1,10 +1,9 @@
 // `tensorgpu bench --profile`: GPU time per kernel family over captured decode steps, from timestamp queries, as a
 // table (kernel, dispatches per token, µs per token, share), plus the bandwidth of the kernels that read weights.
 import type { KernelTime } from '../backends/webgpu/profiler.js';
-import type { Qwen3Model } from '../models/qwen3/model.js';
+import type { CausalLM } from '../models/causal-lm.js';
 import { resetProfile, startProfiling, stopProfiling } from '../runtime-stats.js';
 import { DecodeSession } from './decode-session.js';
-import { activeWeightBytes } from './measure.js';
 
 export interface DecodeProfile {
   decodeSteps: number;
@@ -16,7 +15,7 @@ export interface DecodeProfile {
 /** Kernel families whose time is mostly reading weights. */
 const WEIGHT_KERNELS = new Set(['gemv', 'expert-linear', 'gemm', 'expert-gemm']);
 
-export async function profileDecode(model: Qwen3Model, options: { promptTokens: number; decodeSteps: number }): Promise<DecodeProfile> {
+export async function profileDecode(model: CausalLM, options: { promptTokens: number; decodeSteps: number }): Promise<DecodeProfile> {
   const session = new DecodeSession(model, { sampling: { temperature: 0 } });
   startProfiling();
   try {
@@ -30,7 +29,7 @@ export async function profileDecode(model: Qwen3Model, options: { promptTokens: 
   const kernels = await stopProfiling();
   const weightMicros = kernels.filter((k) => WEIGHT_KERNELS.has(k.kernel)).reduce((a, k) => a + k.totalMicros, 0);
   const perToken = weightMicros / Math.max(1, options.decodeSteps);
-  return { decodeSteps: options.decodeSteps, kernels, weightGBs: perToken > 0 ? activeWeightBytes(model) / (perToken * 1e3) : null };
+  return { decodeSteps: options.decodeSteps, kernels, weightGBs: perToken > 0 ? model.activeWeightBytes() / (perToken * 1e3) : null };
 }
 
 export function formatProfile(p: DecodeProfile): string[] {

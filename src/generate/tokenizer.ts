@@ -8,6 +8,7 @@ import { dirname, join } from 'node:path';
 import { Template } from '@huggingface/jinja';
 import { Tokenizer } from '@huggingface/tokenizers';
 import { CheckpointError } from '../core/errors.js';
+import { withExactCaseInsensitiveRegexes } from './regex-compat.js';
 
 export interface ChatMessage {
   role: 'system' | 'user' | 'assistant' | 'tool';
@@ -47,7 +48,7 @@ export class TextTokenizer {
     json: Record<string, unknown>,
     readonly config: Record<string, unknown>,
   ) {
-    this.tokenizer = new Tokenizer(json, config);
+    this.tokenizer = new Tokenizer(withExactCaseInsensitiveRegexes(json), config);
     const chat = config.chat_template;
     if (typeof chat === 'string') this.template = new Template(chat);
     const eos = typeof config.eos_token === 'string' ? config.eos_token : (config.eos_token as { content?: string } | undefined)?.content;
@@ -70,8 +71,12 @@ export class TextTokenizer {
     return this.tokenizer.encode(text, { add_special_tokens: false }).ids;
   }
 
-  decode(ids: readonly number[], skipSpecialTokens = true): string {
-    return this.tokenizer.decode([...ids], { skip_special_tokens: skipSpecialTokens });
+  /**
+   * Text of ids. `cleanUpSpaces: false` skips the config's clean_up_tokenization_spaces (LFM2 sets it: "Hi ." ->
+   * "Hi."), which rewrites text already emitted and so cannot be applied to a stream.
+   */
+  decode(ids: readonly number[], skipSpecialTokens = true, options: { cleanUpSpaces?: boolean } = {}): string {
+    return this.tokenizer.decode([...ids], { skip_special_tokens: skipSpecialTokens, ...(options.cleanUpSpaces === false ? { clean_up_tokenization_spaces: false } : {}) });
   }
 
   /** The prompt text for a conversation, ending with the assistant's turn opening (add_generation_prompt). */
@@ -89,7 +94,8 @@ export class TextTokenizer {
 
 /**
  * Turns a growing list of ids into text deltas: decodes everything generated so far and emits what is new, holding
- * back while the text ends in an incomplete UTF-8 sequence (a byte-level BPE token can split a character).
+ * back while the text ends in an incomplete UTF-8 sequence (a byte-level BPE token can split a character). Spaces
+ * are not cleaned up (a later token would change text already emitted).
  */
 export class StreamingDecoder {
   private readonly ids: number[] = [];
@@ -99,7 +105,7 @@ export class StreamingDecoder {
 
   push(id: number): string {
     this.ids.push(id);
-    const text = this.tokenizer.decode(this.ids);
+    const text = this.tokenizer.decode(this.ids, true, { cleanUpSpaces: false });
     if (text.endsWith('\uFFFD') || !text.startsWith(this.emitted)) return '';
     const delta = text.slice(this.emitted.length);
     this.emitted = text;

@@ -2,6 +2,7 @@
 // checkpoint generator). Every field is checked, and an error names the file and the field.
 import { parseDType, type DType } from '../core/dtype.js';
 import { CheckpointError } from '../core/errors.js';
+import { Fields, type Json } from './config-fields.js';
 
 export interface RopeScaling {
   /** 'default' | 'linear' | 'dynamic' | 'yarn' | 'llama3' ...: HF's rope_type (or the older `type`). */
@@ -58,74 +59,9 @@ export interface Qwen3Config {
   readonly quantization?: Fp8QuantizationConfig;
 }
 
-export const SUPPORTED_MODEL_TYPES = ['qwen3', 'qwen3_moe'] as const;
+export const QWEN3_MODEL_TYPES = ['qwen3', 'qwen3_moe'] as const;
 
-type Json = Record<string, unknown>;
-
-class Fields {
-  constructor(
-    private readonly json: Json,
-    private readonly file: string,
-    private readonly prefix = '',
-  ) {}
-
-  fail(key: string, want: string): never {
-    throw new CheckpointError(`${this.prefix}${key} must be ${want}, got ${JSON.stringify(this.json[key]) ?? 'nothing'}`, { file: this.file });
-  }
-
-  has(key: string): boolean {
-    return this.json[key] !== undefined && this.json[key] !== null;
-  }
-
-  int(key: string, fallback?: number, min = 1): number {
-    if (!this.has(key) && fallback !== undefined) return fallback;
-    const v = this.json[key];
-    if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < min) this.fail(key, `an integer >= ${min}`);
-    return v;
-  }
-
-  positive(key: string, fallback?: number): number {
-    if (!this.has(key) && fallback !== undefined) return fallback;
-    const v = this.json[key];
-    if (typeof v !== 'number' || !(v > 0) || !Number.isFinite(v)) this.fail(key, 'a positive number');
-    return v;
-  }
-
-  bool(key: string, fallback: boolean): boolean {
-    if (!this.has(key)) return fallback;
-    const v = this.json[key];
-    if (typeof v !== 'boolean') this.fail(key, 'true or false');
-    return v;
-  }
-
-  string(key: string, fallback?: string): string {
-    if (!this.has(key) && fallback !== undefined) return fallback;
-    const v = this.json[key];
-    if (typeof v !== 'string') this.fail(key, 'a string');
-    return v;
-  }
-
-  ints(key: string, min = 0): number[] {
-    if (!this.has(key)) return [];
-    const v = this.json[key];
-    if (typeof v === 'number') return [this.int(key, undefined, min)];
-    if (!Array.isArray(v) || !v.every((x) => Number.isSafeInteger(x) && x >= min)) this.fail(key, `an integer or a list of integers >= ${min}`);
-    return v as number[];
-  }
-
-  object(key: string): Fields | undefined {
-    if (!this.has(key)) return undefined;
-    const v = this.json[key];
-    if (typeof v !== 'object' || Array.isArray(v)) this.fail(key, 'an object');
-    return new Fields(v as Json, this.file, `${this.prefix}${key}.`);
-  }
-
-  raw(): Json {
-    return this.json;
-  }
-}
-
-function parseRopeScaling(f: Fields | undefined): RopeScaling | undefined {
+export function parseRopeScaling(f: Fields | undefined): RopeScaling | undefined {
   if (!f) return undefined;
   const type = f.has('rope_type') ? f.string('rope_type') : f.string('type', 'default');
   const params: Record<string, number> = {};
@@ -133,7 +69,7 @@ function parseRopeScaling(f: Fields | undefined): RopeScaling | undefined {
   return { type, factor: f.positive('factor', 1), params };
 }
 
-function parseQuantization(f: Fields | undefined, file: string): Fp8QuantizationConfig | undefined {
+export function parseQuantization(f: Fields | undefined, file: string): Fp8QuantizationConfig | undefined {
   if (!f) return undefined;
   const method = f.string('quant_method');
   if (method !== 'fp8') throw new CheckpointError(`quantization_config.quant_method '${method}' is not supported (supported: fp8)`, { file });
@@ -157,8 +93,8 @@ export function parseQwen3Config(json: unknown, file = 'config.json'): Qwen3Conf
   if (typeof json !== 'object' || json === null || Array.isArray(json)) throw new CheckpointError('config is not a JSON object', { file });
   const f = new Fields(json as Json, file);
   const modelType = f.string('model_type');
-  if (!(SUPPORTED_MODEL_TYPES as readonly string[]).includes(modelType)) {
-    throw new CheckpointError(`model_type '${modelType}' is not supported (supported: ${SUPPORTED_MODEL_TYPES.join(', ')})`, { file });
+  if (!(QWEN3_MODEL_TYPES as readonly string[]).includes(modelType)) {
+    throw new CheckpointError(`model_type '${modelType}' is not supported (supported: ${QWEN3_MODEL_TYPES.join(', ')})`, { file });
   }
   const act = f.string('hidden_act', 'silu');
   if (act !== 'silu') f.fail('hidden_act', "'silu' (Qwen3's SwiGLU)");
@@ -265,14 +201,17 @@ export function toHfConfig(c: Qwen3Config): Record<string, unknown> {
       mlp_only_layers: c.moe.mlpOnlyLayers,
     });
   }
-  if (c.quantization) {
-    json.quantization_config = {
-      quant_method: 'fp8',
-      fmt: c.quantization.format === 'float8_e4m3fn' ? 'e4m3' : 'e5m2',
-      activation_scheme: c.quantization.activationScheme,
-      weight_block_size: c.quantization.weightBlockSize,
-      modules_to_not_convert: c.quantization.modulesToNotConvert.length > 0 ? c.quantization.modulesToNotConvert : undefined,
-    };
-  }
+  if (c.quantization) json.quantization_config = quantizationToHf(c.quantization);
   return json;
+}
+
+/** quantization_config as HF writes it. */
+export function quantizationToHf(q: Fp8QuantizationConfig): Record<string, unknown> {
+  return {
+    quant_method: 'fp8',
+    fmt: q.format === 'float8_e4m3fn' ? 'e4m3' : 'e5m2',
+    activation_scheme: q.activationScheme,
+    weight_block_size: q.weightBlockSize,
+    modules_to_not_convert: q.modulesToNotConvert.length > 0 ? q.modulesToNotConvert : undefined,
+  };
 }

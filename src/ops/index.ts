@@ -15,4 +15,5 @@ export * from './conv.js';
 export * from './pad.js';
 export * from './vae-ops.js';
 export * from './attention-inputs.js';
+export * from './short-conv.js';
 export * from './capture.js';

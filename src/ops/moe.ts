@@ -1,6 +1,7 @@
 // Mixture-of-experts ops whose expert choice stays on the device: the router's top-k, and a linear layer that reads
 // each slot's expert id on the GPU (gather), optionally summing a token's slots with its routing weights
 // (combine). An MoE block is then a handful of dispatches with no read back, whatever the number of experts.
+import type { RouteOptions } from '../backends/backend.js';
 import { DTypeError, ShapeError } from '../core/errors.js';
 import { isFp8 } from '../core/dtype.js';
 import { formatShape } from '../core/shape.js';
@@ -10,27 +11,43 @@ import { commonBackend, requireDTypes, wrap } from './util.js';
 
 const FLOAT_DTYPES = ['float32', 'float16', 'bfloat16'] as const;
 
+export interface RouteOpOptions {
+  /** Divide the chosen weights by their sum (+ normalizeEps): Qwen3-MoE's / LFM2-MoE's norm_topk_prob. */
+  normalize?: boolean;
+  /** 'softmax' over the experts (default; Qwen3-MoE) or an elementwise 'sigmoid' (LFM2-MoE). */
+  scoring?: 'softmax' | 'sigmoid';
+  /** float32 [E] added to the scores for the choice only; weights stay the unbiased scores (LFM2's expert_bias). */
+  selectionBias?: Tensor;
+  /** Added to the sum before normalizing (default 0; LFM2-MoE: 1e-6). */
+  normalizeEps?: number;
+  /** Multiplies the final weights (routed_scaling_factor; default 1). */
+  scale?: number;
+}
+
 /**
- * Router top-k: softmax over experts in float32, the topK most probable experts (descending; ties go to the lower
- * id, as torch.topk on CPU), renormalized to sum to 1 when `normalize` (Qwen3-MoE's norm_topk_prob). A row with a
- * NaN or +Inf logit, or only -Inf logits, has no softmax: it gets ids 0..topK-1 with NaN weights on every device.
+ * Router top-k: a float32 score per expert (softmax over the row, or sigmoid), the topK experts by score +
+ * selectionBias (descending; ties go to the lower id, as torch.topk on CPU), weighted by their scores, renormalized
+ * when `normalize`, times `scale`. A row with a NaN logit (for softmax also +Inf, or only -Inf logits) has no
+ * scores: it gets ids 0..topK-1 with NaN weights on every device.
  */
-export function moeRoute(logits: Tensor, topK: number, options: { normalize?: boolean } = {}): { ids: Tensor; weights: Tensor } {
-  const backend = commonBackend('moeRoute', logits);
+export function moeRoute(logits: Tensor, topK: number, options: RouteOpOptions = {}): { ids: Tensor; weights: Tensor } {
+  const backend = commonBackend('moeRoute', logits, ...(options.selectionBias ? [options.selectionBias] : []));
   requireDTypes('moeRoute', logits, FLOAT_DTYPES);
   if (logits.ndim !== 2) throw new ShapeError(`moeRoute: logits must be [T, E], got ${formatShape(logits.shape)}`);
   const [t, e] = logits.shape;
-  if (!Number.isInteger(topK) || topK < 1 || topK > e) throw new RangeError(`moeRoute: topK must be in 1..${e}, got ${topK}`);
-  const [ids, weights] = backend.moeRoute(logits.operand(), topK, options.normalize ?? false);
-  return { ids: wrap(backend, ids, 'int32', [t, topK]), weights: wrap(backend, weights, 'float32', [t, topK]) };
+  checkTopK('moeRoute', topK, e);
+  return withRouteOptions('moeRoute', options, e, (route) => {
+    const [ids, weights] = backend.moeRoute(logits.operand(), topK, route);
+    return { ids: wrap(backend, ids, 'int32', [t, topK]), weights: wrap(backend, weights, 'float32', [t, topK]) };
+  });
 }
 
 /**
  * The MoE router in one kernel: logits = x [T, H] . weight [E, H]^T (float32, as linear stores them), then moeRoute's
- * softmax + top-k. Same result as moeRoute(linear(x, weight), ...) up to the float32 summation order of the logits.
+ * scoring + top-k. Same result as moeRoute(linear(x, weight), ...) up to the float32 summation order of the logits.
  */
-export function moeRouter(x: Tensor, weight: Tensor, topK: number, options: { normalize?: boolean } = {}): { ids: Tensor; weights: Tensor } {
-  const backend = commonBackend('moeRouter', x, weight);
+export function moeRouter(x: Tensor, weight: Tensor, topK: number, options: RouteOpOptions = {}): { ids: Tensor; weights: Tensor } {
+  const backend = commonBackend('moeRouter', x, weight, ...(options.selectionBias ? [options.selectionBias] : []));
   requireDTypes('moeRouter', x, FLOAT_DTYPES);
   requireDTypes('moeRouter', weight, FLOAT_DTYPES);
   if (x.ndim !== 2 || weight.ndim !== 2 || x.shape[1] !== weight.shape[1]) {
@@ -38,9 +55,36 @@ export function moeRouter(x: Tensor, weight: Tensor, topK: number, options: { no
   }
   const [t] = x.shape;
   const e = weight.shape[0];
-  if (!Number.isInteger(topK) || topK < 1 || topK > e) throw new RangeError(`moeRouter: topK must be in 1..${e}, got ${topK}`);
-  const [ids, weights] = backend.moeRouter(x.operand(), weight.operand(), topK, options.normalize ?? false);
-  return { ids: wrap(backend, ids, 'int32', [t, topK]), weights: wrap(backend, weights, 'float32', [t, topK]) };
+  checkTopK('moeRouter', topK, e);
+  return withRouteOptions('moeRouter', options, e, (route) => {
+    const [ids, weights] = backend.moeRouter(x.operand(), weight.operand(), topK, route);
+    return { ids: wrap(backend, ids, 'int32', [t, topK]), weights: wrap(backend, weights, 'float32', [t, topK]) };
+  });
+}
+
+function checkTopK(op: string, topK: number, e: number): void {
+  if (!Number.isInteger(topK) || topK < 1 || topK > e) throw new RangeError(`${op}: topK must be in 1..${e}, got ${topK}`);
+}
+
+/** Validates the route options and runs `body` with the backend's form (the bias compacted). */
+function withRouteOptions<R>(op: string, o: RouteOpOptions, experts: number, body: (route: RouteOptions<unknown>) => R): R {
+  const scoring = o.scoring ?? 'softmax';
+  if (scoring !== 'softmax' && scoring !== 'sigmoid') throw new RangeError(`${op}: scoring must be 'softmax' or 'sigmoid', got ${String(scoring)}`);
+  const normalizeEps = o.normalizeEps ?? 0;
+  const scale = o.scale ?? 1;
+  if (!Number.isFinite(normalizeEps) || normalizeEps < 0) throw new RangeError(`${op}: normalizeEps must be a finite number >= 0, got ${normalizeEps}`);
+  if (!Number.isFinite(scale)) throw new RangeError(`${op}: scale must be finite, got ${scale}`);
+  const bias = o.selectionBias;
+  if (bias) {
+    requireDTypes(`${op} selectionBias`, bias, ['float32']);
+    if (bias.ndim !== 1 || bias.shape[0] !== experts) throw new ShapeError(`${op}: selectionBias must be [${experts}] (one per expert), got ${formatShape(bias.shape)}`);
+  }
+  const packed = bias && compact(bias);
+  try {
+    return body({ scoring, normalize: o.normalize ?? false, normalizeEps, scale, selectionBias: packed?.operand() });
+  } finally {
+    packed?.dispose();
+  }
 }
 
 export interface ExpertLinearOpOptions {

@@ -1,5 +1,6 @@
 // `tensorgpu generate` and `tensorgpu bench` on the CPU with a small checkpoint that carries the real Qwen3
-// tokenizer: the streamed text, the statistics line, and bench's fused vs per-expert comparison.
+// tokenizer: the streamed text, the statistics line, and bench's fused vs per-expert comparison; and the built-in
+// LFM2-MoE by `--model builtin:lfm2-moe-tiny` (LFM2's layout and tokenizer shape, chat template included).
 import { beforeAll, describe, expect, it } from 'vitest';
 import { runBench } from '../../src/cli/bench.js';
 import { runGenerate } from '../../src/cli/generate.js';
@@ -43,5 +44,26 @@ describe('model commands on the CPU', () => {
     expect(Object.keys(parsed.results)).toEqual(['eager']);
     expect(parsed.results.eager.decodeSteps).toBe(1);
     expect(parsed.activeWeightBytes).toBeGreaterThan(0);
+  });
+
+  it('builtin:lfm2-moe-tiny generates through the chat template and benches fused against per-expert', async () => {
+    let text = '';
+    const logs: string[] = [];
+    const code = await runGenerate(
+      { model: 'builtin:lfm2-moe-tiny', prompt: 'Hello', maxTokens: 3, temperature: 0, topK: 0, topP: 1, device: 'cpu' },
+      (t) => (text += t),
+      (l) => logs.push(l),
+    );
+    expect(code).toBe(0);
+    expect(text.length).toBeGreaterThan(1);
+    // Through the chat template (<|startoftext|><|im_start|>user\nHello<|im_end|>\n<|im_start|>assistant\n), not
+    // the 1-2 tokens of the raw word.
+    const stats = /^(\d+) prompt tokens, 3 generated \(max-tokens\)/.exec(logs.at(-1) ?? '');
+    expect(Number(stats?.[1])).toBeGreaterThanOrEqual(9);
+    const lines: string[] = [];
+    expect(await runBench({ model: 'builtin:lfm2-moe-tiny', device: 'cpu', promptTokens: 2, decodeTokens: 1, moe: 'both' }, (l) => lines.push(l), () => {})).toBe(0);
+    expect(lines[0]).toContain('lfm2_moe, 6 layers, 32 experts, top 4) on cpu');
+    expect(lines.at(-1)).toMatch(/^fused \(eager\) vs per-expert: [\d.]+x decode tok\/s/);
+    await expect(runBench({ model: 'builtin:lfm2-huge', device: 'cpu', promptTokens: 2, decodeTokens: 1 }, () => {}, () => {})).rejects.toThrow(/unknown preset 'lfm2-huge' \(presets: .*lfm2-moe-tiny/);
   });
 });

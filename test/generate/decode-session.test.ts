@@ -12,7 +12,6 @@ import { DecodeSession, type SessionSampling } from '../../src/generate/decode-s
 import type { Qwen3Config } from '../../src/io/hf-config.js';
 import { loadQwen3, type LoadedModel } from '../../src/models/qwen3/load.js';
 import { writeRandomQwen3Checkpoint } from '../../src/models/qwen3/random-checkpoint.js';
-import { disposeWeights } from '../../src/models/qwen3/weights.js';
 import { setupWebGpu } from '../helpers/webgpu.js';
 
 const gpu = await setupWebGpu();
@@ -48,7 +47,6 @@ beforeAll(async () => {
 afterAll(() => {
   for (const m of Object.values(models)) {
     m!.model.dispose();
-    disposeWeights(m!.model.weights);
   }
   rmSync(dir, { recursive: true, force: true });
 });

@@ -5,7 +5,6 @@ import { setDefaultDevice } from '../../src/index.js';
 import { generate, type GenerateOptions, type GenerationStats } from '../../src/generate/generate.js';
 import { StreamingDecoder, TextTokenizer, qwen3TokenizerDir } from '../../src/generate/tokenizer.js';
 import { loadQwen3, type LoadedModel } from '../../src/models/qwen3/load.js';
-import { disposeWeights } from '../../src/models/qwen3/weights.js';
 import { writeTinyChatModel } from '../helpers/qwen3.js';
 import { setupWebGpu } from '../helpers/webgpu.js';
 
@@ -64,7 +63,6 @@ describe('generate() on the CPU', () => {
   afterAll(() => {
     for (const m of models) {
       m.model.dispose();
-      disposeWeights(m.model.weights);
     }
   });
 

@@ -8,7 +8,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { setDefaultDevice, tensor, type Tensor } from '../../src/index.js';
 import type { Qwen3Config } from '../../src/io/hf-config.js';
 import { loadQwen3, type LoadedModel } from '../../src/models/qwen3/load.js';
-import { disposeWeights } from '../../src/models/qwen3/weights.js';
 import { writeRandomQwen3Checkpoint, type RandomWeightDType } from '../../src/models/qwen3/random-checkpoint.js';
 import { setupWebGpu } from '../helpers/webgpu.js';
 
@@ -105,7 +104,6 @@ describe.skipIf(!gpu.available)(`Qwen3 forward, WebGPU vs CPU ${gpu.skipReason}`
   afterAll(() => {
     for (const m of loaded) {
       m.model.dispose();
-      disposeWeights(m.model.weights);
     }
   });
 

@@ -13,7 +13,6 @@ import { expertLinear, Generator, gpuCounters, memoryStats, setDefaultDevice, sy
 import type { Qwen3Config } from '../../src/io/hf-config.js';
 import { loadQwen3 } from '../../src/models/qwen3/load.js';
 import { writeRandomQwen3Checkpoint } from '../../src/models/qwen3/random-checkpoint.js';
-import { disposeWeights } from '../../src/models/qwen3/weights.js';
 import { randomTensor } from '../helpers/compare.js';
 import { setupWebGpu } from '../helpers/webgpu.js';
 
@@ -288,7 +287,6 @@ describe.skipIf(!gpu.available)(`Qwen3-MoE prefill through the grouped expert GE
       [input, out].forEach((u) => u.dispose());
       cache.dispose();
       m.model.dispose();
-      disposeWeights(m.model.weights);
     }
     const [want, got] = logits;
     expect(got.length).toBe(prompt.length * base.vocabSize);

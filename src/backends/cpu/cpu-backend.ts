@@ -4,7 +4,8 @@ import { DTYPE_INFO, type DType } from '../../core/dtype.js';
 import { ShapeError } from '../../core/errors.js';
 import { numel, transposed2d, type Shape, type View } from '../../core/shape.js';
 import { attentionInputsReference } from './attention-inputs.js';
-import { isScalarOperand, type AttentionInputsArgs, type AttentionOptions, type Backend, type BinaryOp, type ConvGeometry, type ExpertLinearOptions, type MatmulDims, type MatmulScaling, type Operand, type PadMode, type ScalarOperand, type QuantizeBlocks, type ReduceOp, type SamplingParams, type UnaryOp, type UpsampleMode } from '../backend.js';
+import { shortConvReference } from './short-conv.js';
+import { isScalarOperand, type AttentionInputsArgs, type AttentionOptions, type Backend, type BinaryOp, type ConvGeometry, type ExpertLinearOptions, type MatmulDims, type MatmulScaling, type Operand, type PadMode, type ScalarOperand, type QuantizeBlocks, type ReduceOp, type RouteOptions, type SamplingParams, type ShortConvArgs, type UnaryOp, type UpsampleMode } from '../backend.js';
 import { convReference, padReference } from './conv.js';
 import { expertLinearReference, moeRouteReference } from './moe.js';
 import { attentionReference, rmsNormReference, ropeReference, swigluReference } from './nn.js';
@@ -264,19 +265,23 @@ export class CpuBackend implements Backend<Handle> {
     return attentionInputsReference(args);
   }
 
+  shortConv(args: ShortConvArgs<Handle>): Handle {
+    return shortConvReference(args);
+  }
+
   swiglu(x: Operand<Handle>): Handle {
     return swigluReference(x);
   }
 
-  moeRoute(logits: Operand<Handle>, topK: number, normalize: boolean): [Handle, Handle] {
-    return moeRouteReference(logits, topK, normalize);
+  moeRoute(logits: Operand<Handle>, topK: number, options: RouteOptions<Handle>): [Handle, Handle] {
+    return moeRouteReference(logits, topK, options);
   }
 
-  moeRouter(x: Operand<Handle>, weight: Operand<Handle>, topK: number, normalize: boolean): [Handle, Handle] {
+  moeRouter(x: Operand<Handle>, weight: Operand<Handle>, topK: number, options: RouteOptions<Handle>): [Handle, Handle] {
     const [t, h] = x.view.shape;
     const e = weight.view.shape[0];
     const logits = this.matmul(x, { ...weight, view: transposed2d(weight.view) }, { batch: [], m: t, n: e, k: h }, 'float32');
-    return moeRouteReference({ handle: logits, dtype: 'float32', view: { shape: [t, e], strides: [e, 1], offset: 0 } }, topK, normalize);
+    return moeRouteReference({ handle: logits, dtype: 'float32', view: { shape: [t, e], strides: [e, 1], offset: 0 } }, topK, options);
   }
 
   /** The plain product stored in outDtype, then SwiGLU or the residual add: the unfused ops' roundings. */

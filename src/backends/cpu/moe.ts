@@ -1,5 +1,5 @@
 // CPU references of the MoE routing and expert-indexed linear layer: the oracle for the fused WGSL kernels.
-import type { ExpertLinearOptions, Operand } from '../backend.js';
+import type { ExpertLinearOptions, Operand, RouteOptions } from '../backend.js';
 import { decodeOne, type StorageArray } from '../../core/codecs.js';
 import type { DType } from '../../core/dtype.js';
 import { ShapeError } from '../../core/errors.js';
@@ -8,18 +8,21 @@ import { store, values } from './cpu-backend.js';
 type Handle = StorageArray;
 
 /**
- * Router top-k of logits [T, E]. Each row's softmax is computed in float64 and every probability rounded to
- * float32 (what a float32 softmax gives, correctly rounded); the topK largest of those are chosen, descending, ties
- * to the lower expert id, with NaN ranked above every number (torch.topk). A NaN logit, a +Inf logit or a row of
- * all -Inf makes every probability of that row NaN, so such a row picks experts 0..topK-1 with NaN weights; the
- * WebGPU kernel does the same. With normalize the chosen probabilities are divided by their float32 sum.
+ * Router top-k of logits [T, E]. Softmax scoring: each row's softmax in float64, every probability rounded to
+ * float32 (what a float32 softmax gives, correctly rounded). Sigmoid scoring: each score is the float32-rounded
+ * 1 / (1 + e^-x). The topK largest of score + selectionBias (in float32) are chosen, descending, ties to the lower
+ * expert id; their weights are the unbiased scores. A NaN logit (and, for softmax, a +Inf logit or a row of all
+ * -Inf, which have no softmax) makes the row undefined: it picks experts 0..topK-1 with NaN weights, as the WebGPU
+ * kernel does. With normalize the chosen weights are divided by their float32 sum + normalizeEps; then times scale.
  */
-export function moeRouteReference(logits: Operand<Handle>, topK: number, normalize: boolean): [Handle, Handle] {
+export function moeRouteReference(logits: Operand<Handle>, topK: number, options: RouteOptions<Handle>): [Handle, Handle] {
   const [t, e] = logits.view.shape;
   const v = values(logits);
+  const bias = options.selectionBias ? values(options.selectionBias) : undefined;
   const ids = new Int32Array(t * topK);
   const weights = new Float32Array(t * topK);
   const prob = new Float64Array(e);
+  const key = new Float64Array(e);
   const order = new Int32Array(e);
   for (let row = 0; row < t; row++) {
     const base = row * e;
@@ -31,28 +34,33 @@ export function moeRouteReference(logits: Operand<Handle>, topK: number, normali
       else if (x > max) max = x;
     }
     // exp(x - max) with max = +Inf or -Inf (every logit -Inf) is NaN: the whole row is undefined.
-    if (nan || !Number.isFinite(max)) {
+    if (nan || (options.scoring === 'softmax' && !Number.isFinite(max))) {
       for (let j = 0; j < topK; j++) {
         ids[row * topK + j] = j;
         weights[row * topK + j] = NaN;
       }
       continue;
     }
-    let sum = 0;
-    for (let i = 0; i < e; i++) {
-      prob[i] = Math.exp(v[base + i] - max);
-      sum += prob[i];
+    if (options.scoring === 'softmax') {
+      let sum = 0;
+      for (let i = 0; i < e; i++) {
+        prob[i] = Math.exp(v[base + i] - max);
+        sum += prob[i];
+      }
+      for (let i = 0; i < e; i++) prob[i] = Math.fround(prob[i] / sum);
+    } else {
+      for (let i = 0; i < e; i++) prob[i] = Math.fround(1 / (1 + Math.exp(-v[base + i])));
     }
     for (let i = 0; i < e; i++) {
-      prob[i] = Math.fround(prob[i] / sum);
+      key[i] = bias ? Math.fround(prob[i] + bias[i]) : prob[i];
       order[i] = i;
     }
     // Partial selection: topK passes of "largest remaining, lowest id first" (topK <= E, and E is small).
     for (let j = 0; j < topK; j++) {
       let best = j;
       for (let i = j + 1; i < e; i++) {
-        const a = prob[order[i]];
-        const b = prob[order[best]];
+        const a = key[order[i]];
+        const b = key[order[best]];
         if (a > b || (a === b && order[i] < order[best])) best = i;
       }
       const tmp = order[j];
@@ -61,10 +69,12 @@ export function moeRouteReference(logits: Operand<Handle>, topK: number, normali
     }
     let chosenSum = 0;
     for (let j = 0; j < topK; j++) chosenSum = Math.fround(chosenSum + prob[order[j]]);
+    const denominator = Math.fround(chosenSum + options.normalizeEps);
     for (let j = 0; j < topK; j++) {
       const p = prob[order[j]];
       ids[row * topK + j] = order[j];
-      weights[row * topK + j] = normalize ? Math.fround(p / chosenSum) : p;
+      const w = options.normalize ? Math.fround(p / denominator) : p;
+      weights[row * topK + j] = options.scale === 1 ? w : Math.fround(w * options.scale);
     }
   }
   return [ids, weights];

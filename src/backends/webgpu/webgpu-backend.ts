@@ -6,7 +6,7 @@ import { DTYPE_INFO, isFp8, lanesPerWord, type DType } from '../../core/dtype.js
 import { DeviceUnavailableError, ShapeError } from '../../core/errors.js';
 import { contiguousView, isContiguous, numel, transposed2d, type Shape } from '../../core/shape.js';
 import { isScalarOperand, type ScalarOperand } from '../backend.js';
-import type { AttentionInputsArgs, AttentionOptions, Backend, BinaryOp, ConvGeometry, ExpertLinearOptions, MatmulDims, MatmulScaling, Operand, PadMode, QuantizeBlocks, ReduceOp, SamplingParams, UnaryOp, UpsampleMode } from '../backend.js';
+import type { AttentionInputsArgs, AttentionOptions, Backend, BinaryOp, ConvGeometry, ExpertLinearOptions, MatmulDims, MatmulScaling, Operand, PadMode, QuantizeBlocks, ReduceOp, RouteOptions, SamplingParams, ShortConvArgs, UnaryOp, UpsampleMode } from '../backend.js';
 import { castCode } from '../cpu/cpu-backend.js';
 import { BufferPool, type MemoryStats } from './buffer-pool.js';
 import { bindingSignature, layoutEntries, UniformArena } from './bindings.js';
@@ -27,7 +27,8 @@ import { groupNormKernel } from './kernels/group-norm.js';
 import { upsample2xKernel } from './kernels/upsample.js';
 import { withContiguous } from './kernels/nn-util.js';
 import { expertLinearKernel } from './kernels/expert-linear.js';
-import { FUSED_ROUTER_MAX_EXPERTS, moeRouteKernel } from './kernels/moe-route.js';
+import { shortConvKernel } from './kernels/short-conv.js';
+import { FUSED_ROUTER_MAX_EXPERTS, moeRouteKernel, type GpuRouteOptions } from './kernels/moe-route.js';
 import { quantizeBlocksKernel } from './kernels/quantize-blocks.js';
 import { rmsNormKernel } from './kernels/rms-norm.js';
 import { ropeKernel } from './kernels/rope.js';
@@ -563,22 +564,31 @@ export class WebGpuBackend implements Backend<GpuBuffer>, GpuContext {
     return attentionInputsKernel(this, args);
   }
 
+  /** One dispatch: conv, gates and the state update. */
+  shortConv(args: ShortConvArgs<GpuBuffer>): GpuBuffer {
+    return shortConvKernel(this, args);
+  }
+
   swiglu(x: Operand<GpuBuffer>): GpuBuffer {
     return swigluKernel(this, this.gpuOperand(x));
   }
 
-  moeRoute(logits: Operand<GpuBuffer>, topK: number, normalize: boolean): [GpuBuffer, GpuBuffer] {
-    return moeRouteKernel(this, this.gpuOperand(logits), topK, normalize);
+  moeRoute(logits: Operand<GpuBuffer>, topK: number, options: RouteOptions<GpuBuffer>): [GpuBuffer, GpuBuffer] {
+    return moeRouteKernel(this, this.gpuOperand(logits), topK, this.routeOptions(options));
+  }
+
+  private routeOptions(o: RouteOptions<GpuBuffer>): GpuRouteOptions {
+    return { ...o, selectionBias: o.selectionBias && this.gpuOperand(o.selectionBias) };
   }
 
   /** One dispatch (the logits live in workgroup memory) up to FUSED_ROUTER_MAX_EXPERTS experts, else two. */
-  moeRouter(x: Operand<GpuBuffer>, weight: Operand<GpuBuffer>, topK: number, normalize: boolean): [GpuBuffer, GpuBuffer] {
+  moeRouter(x: Operand<GpuBuffer>, weight: Operand<GpuBuffer>, topK: number, options: RouteOptions<GpuBuffer>): [GpuBuffer, GpuBuffer] {
     const [t, h] = x.view.shape;
     const e = weight.view.shape[0];
-    if (e <= FUSED_ROUTER_MAX_EXPERTS && !isFp8(weight.dtype)) return moeRouteKernel(this, this.gpuOperand(x), topK, normalize, this.gpuOperand(weight));
+    if (e <= FUSED_ROUTER_MAX_EXPERTS && !isFp8(weight.dtype)) return moeRouteKernel(this, this.gpuOperand(x), topK, this.routeOptions(options), this.gpuOperand(weight));
     const logits = this.matmul(x, { ...weight, view: transposed2d(weight.view) }, { batch: [], m: t, n: e, k: h }, 'float32');
     try {
-      return moeRouteKernel(this, { buffer: logits, dtype: 'float32', view: contiguousView([t, e]) }, topK, normalize);
+      return moeRouteKernel(this, { buffer: logits, dtype: 'float32', view: contiguousView([t, e]) }, topK, this.routeOptions(options));
     } finally {
       this.release(logits);
     }

@@ -2,14 +2,9 @@
 // Qwen3MoeForCausalLM state dicts): the single source for the loader and the random-checkpoint generator.
 import { isMoeLayer, type Qwen3Config } from '../../io/hf-config.js';
 
-export type WeightRole = 'embedding' | 'linear' | 'router' | 'norm' | 'lm_head';
+import type { WeightSpec } from '../random-weights.js';
 
-export interface WeightSpec {
-  readonly name: string;
-  /** As stored: a linear weight is [out_features, in_features]. */
-  readonly shape: readonly number[];
-  readonly role: WeightRole;
-}
+export type { WeightSpec };
 
 /** Every tensor of the checkpoint, in state-dict order. Linear names end in `.weight`; biases follow their weight. */
 export function qwen3WeightSpecs(c: Qwen3Config): WeightSpec[] {
@@ -25,10 +20,10 @@ export function qwen3WeightSpecs(c: Qwen3Config): WeightSpec[] {
     specs.push({ name: `${p}.input_layernorm.weight`, shape: [h], role: 'norm' });
     for (const [proj, out] of [['q_proj', q], ['k_proj', kv], ['v_proj', kv]] as const) {
       linear(`${p}.self_attn.${proj}`, out, h);
-      if (c.attentionBias) specs.push({ name: `${p}.self_attn.${proj}.bias`, shape: [out], role: 'norm' });
+      if (c.attentionBias) specs.push({ name: `${p}.self_attn.${proj}.bias`, shape: [out], role: 'bias' });
     }
     linear(`${p}.self_attn.o_proj`, h, q);
-    if (c.attentionBias) specs.push({ name: `${p}.self_attn.o_proj.bias`, shape: [h], role: 'norm' });
+    if (c.attentionBias) specs.push({ name: `${p}.self_attn.o_proj.bias`, shape: [h], role: 'bias' });
     specs.push({ name: `${p}.self_attn.q_norm.weight`, shape: [c.headDim], role: 'norm' });
     specs.push({ name: `${p}.self_attn.k_norm.weight`, shape: [c.headDim], role: 'norm' });
     specs.push({ name: `${p}.post_attention_layernorm.weight`, shape: [h], role: 'norm' });

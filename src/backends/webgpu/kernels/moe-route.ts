@@ -1,8 +1,12 @@
 // Launcher of the MoE router top-k (moe-route.wgsl): one dispatch, one workgroup per token row.
+import type { RouteOptions } from '../../backend.js';
 import type { GpuBuffer, GpuContext } from '../gpu-context.js';
 import type { GpuOperand } from './elementwise.js';
 import { pow2AtLeast } from './nn-util.js';
 import { commonWgsl, fillTemplate, grid1d, loadFn, wgslSource } from './wgsl.js';
+
+/** RouteOptions with the selection bias as a kernel operand. */
+export type GpuRouteOptions = Omit<RouteOptions<GpuBuffer>, 'selectionBias'> & { selectionBias?: GpuOperand };
 
 /** Experts the fused router holds logits for in workgroup memory. */
 export const FUSED_ROUTER_MAX_EXPERTS = 1024;
@@ -25,16 +29,18 @@ const ROUTER_PROLOGUE = `  if (live) {
 /**
  * logits [T, E] (any strides) -> [ids int32 [T, topK], weights float32 [T, topK]], both contiguous. With `router`
  * (weight [E, H], float dtypes, E <= FUSED_ROUTER_MAX_EXPERTS), `logits` is the hidden state x [T, H] and the
- * logits x . W^T are computed in the same dispatch.
+ * logits x . W^T are computed in the same dispatch. The selection bias is a contiguous float32 [E].
  */
-export function moeRouteKernel(ctx: GpuContext, logits: GpuOperand, topK: number, normalize: boolean, router?: GpuOperand): [GpuBuffer, GpuBuffer] {
+export function moeRouteKernel(ctx: GpuContext, logits: GpuOperand, topK: number, options: GpuRouteOptions, router?: GpuOperand): [GpuBuffer, GpuBuffer] {
   const t = logits.view.shape[0];
   const e = router ? router.view.shape[0] : logits.view.shape[1];
   const ids = ctx.alloc(Math.max(4, t * topK * 4));
   const weights = ctx.alloc(Math.max(4, t * topK * 4));
   if (t * topK === 0) return [ids, weights];
   const logitSlots = Math.max(64, pow2AtLeast(e));
-  const key = ['moe-route', logits.dtype, router ? `router-${router.dtype}-${logitSlots}` : 'logits'].join('|');
+  const bias = options.selectionBias;
+  const biasBinding = router ? 5 : 4;
+  const key = ['moe-route', logits.dtype, router ? `router-${router.dtype}-${logitSlots}` : 'logits', bias ? 'bias' : ''].join('|');
   const pipeline = ctx.pipeline(key, () =>
     commonWgsl() +
     fillTemplate(wgslSource(import.meta.url, 'moe-route.wgsl'), {
@@ -46,12 +52,20 @@ export function moeRouteKernel(ctx: GpuContext, logits: GpuOperand, topK: number
           : PLAIN_LOGIT),
       ROUTER_BINDING: router ? '@group(0) @binding(4) var<storage, read> router_w: array<u32>;' : '',
       LOGITS_PROLOGUE: router ? ROUTER_PROLOGUE : '',
+      BIAS_BINDING: bias
+        ? `@group(0) @binding(${biasBinding}) var<storage, read> selection_bias: array<f32>;\nfn bias(i: u32) -> f32 {\n  return selection_bias[p.bias_off + i];\n}`
+        : 'fn bias(i: u32) -> f32 {\n  return 0.0;\n}',
     }),
   );
   const [s0, s1] = logits.view.strides;
-  const u = router
-    ? new Uint32Array([t, e, topK, normalize ? 1 : 0, 0, 0, 0, logits.view.shape[1], logits.view.offset, s0, s1, router.view.offset, ...router.view.strides, 0, 0])
-    : new Uint32Array([t, e, topK, normalize ? 1 : 0, logits.view.offset, s0, s1, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
-  ctx.dispatch(pipeline, u.buffer, [ids, weights, logits.buffer, ...(router ? [router.buffer] : [])], grid1d(t, 1));
+  const head = [t, e, topK, options.normalize ? 1 : 0];
+  const views = router ? [0, 0, 0, logits.view.shape[1], logits.view.offset, s0, s1, router.view.offset, ...router.view.strides] : [logits.view.offset, s0, s1, 0, 0, 0, 0, 0, 0, 0];
+  const u = new Uint32Array(20);
+  u.set([...head, ...views, options.scoring === 'sigmoid' ? 1 : 0, 0, 0, bias?.view.offset ?? 0]);
+  const f = new Float32Array(u.buffer);
+  f[15] = options.normalizeEps;
+  f[16] = options.scale;
+  const buffers = [ids, weights, logits.buffer, ...(router ? [router.buffer] : []), ...(bias ? [bias.buffer] : [])];
+  ctx.dispatch(pipeline, u.buffer, buffers, grid1d(t, 1));
   return [ids, weights];
 }

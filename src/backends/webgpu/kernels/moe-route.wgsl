@@ -1,10 +1,12 @@
-// MoE router: per row of logits [T, E], softmax in float32 and the topK most probable experts (descending, ties to
-// the lower id), divided by their sum when normalize. One 64-invocation workgroup per row. The top k are found in k
+// MoE router: per row of logits [T, E], a float32 score per expert (softmax over the row, or an elementwise sigmoid)
+// and the topK experts by score + selection bias (descending, ties to the lower id), weighted by their unbiased
+// scores, divided by (their sum + eps) when normalize, times scale. One 64-invocation workgroup per row. The top k are found in k
 // rounds without storing the row: round r takes the best (probability, id) that orders after round r-1's winner,
 // every probability recomputed the same way each round (so equal values stay equal and any E fits).
 // With the router fused (moeRouter), the workgroup first computes its token's E logits (one expert row per
 // invocation, float32, in index order along h) into workgroup memory: router GEMV and top-k in one dispatch.
-// A row with a NaN logit, a +Inf logit or only -Inf logits has no softmax: ids 0..k-1 with NaN weights, as the CPU.
+// A row with a NaN logit (or, for softmax, a +Inf logit or only -Inf logits) has no scores: ids 0..k-1 with NaN
+// weights, as the CPU.
 // Ranking uses this kernel's float32 probabilities (exp and division a few ulps from the CPU's correctly rounded
 // ones), so two experts whose probabilities are within an ulp or two, or that underflow to subnormals (which a GPU
 // may flush to 0), can come out in the other order than on the CPU; exactly equal logits always tie identically.
@@ -24,7 +26,12 @@ struct Params {
   w_off: u32,
   w_s0: u32,
   w_s1: u32,
-  _pad: u32,
+  sigmoid: u32,  // score = sigmoid(logit) instead of the row's softmax
+  eps: f32,
+  scale: f32,
+  bias_off: u32,
+  _pad0: u32,
+  _pad1: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -32,6 +39,7 @@ struct Params {
 @group(0) @binding(2) var<storage, read_write> weights: array<f32>;
 @group(0) @binding(3) var<storage, read> in0: array<u32>;
 {{ROUTER_BINDING}}
+{{BIAS_BINDING}}
 
 {{FUNCTIONS}}
 
@@ -42,6 +50,15 @@ var<workgroup> red_u: array<u32, WG>;
 
 fn is_neg_inf(x: f32) -> bool {
   return bitcast<u32>(x) == 0xff800000u;
+}
+
+// The expert's score, the weight it gets when chosen.
+fn score(base: u32, i: u32, row_max: f32, row_sum: f32) -> f32 {
+  let x = logit(base, i);
+  if (p.sigmoid != 0u) {
+    return 1.0 / (1.0 + exp(-x));
+  }
+  return select(exp(x - row_max) / row_sum, 0.0, is_neg_inf(x));
 }
 
 // (pa, ia) comes first in the top-k order: larger probability, then lower id.
@@ -80,7 +97,7 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
     workgroupBarrier();
   }
   let row_max = red_f[0];
-  let bad = red_u[0] != 0u || (bitcast<u32>(row_max) & 0x7fffffffu) == 0x7f800000u;
+  let bad = red_u[0] != 0u || (p.sigmoid == 0u && (bitcast<u32>(row_max) & 0x7fffffffu) == 0x7f800000u);
   workgroupBarrier();
 
   var sum = 0.0;
@@ -101,17 +118,17 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
   let row_sum = red_f[0];
   workgroupBarrier();
 
-  var prev_p = 2.0;  // above every probability: round 0 may take anything
+  let inf = f32_bits(0x7f800000u);
+  var prev_p = inf;  // above every key: round 0 may take anything
   var prev_id = 0u;
   var total = 0.0;
   let out0 = row * p.top_k;
   for (var r = 0u; r < p.top_k; r++) {
-    var best_p = -1.0;
+    var best_p = -inf;
     var best_id = 0xffffffffu;
     if (live && !bad) {
       for (var i = lid.x; i < p.e; i += WG) {
-        let x = logit(base, i);
-        let q = select(exp(x - row_max) / row_sum, 0.0, is_neg_inf(x));
+        let q = score(base, i, row_max, row_sum) + bias(i);
         let after = q < prev_p || (q == prev_p && i > prev_id);
         if (after && before(q, i, best_p, best_id)) {
           best_p = q;
@@ -137,15 +154,17 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
         ids[out0 + r] = r;
         weights[out0 + r] = f32_bits(0x7fc00000u);
       } else {
+        let w = score(base, prev_id, row_max, row_sum);
         ids[out0 + r] = prev_id;
-        weights[out0 + r] = prev_p;
-        total += prev_p;
+        weights[out0 + r] = w;
+        total += w;
       }
     }
   }
-  if (live && lid.x == 0u && p.normalize != 0u && !bad) {
+  if (live && lid.x == 0u && !bad && (p.normalize != 0u || p.scale != 1.0)) {
+    let denominator = select(1.0, total + p.eps, p.normalize != 0u);
     for (var r = 0u; r < p.top_k; r++) {
-      weights[out0 + r] = weights[out0 + r] / total;
+      weights[out0 + r] = weights[out0 + r] / denominator * p.scale;
     }
   }
 }

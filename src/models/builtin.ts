@@ -1,0 +1,37 @@
+// Built-in random-weight models in the exact Hugging Face layout with a real-shaped tokenizer, generated once into
+// the temp directory: `tensorgpu generate` and `tensorgpu bench` run on a fresh machine with nothing to download.
+// The default is qwen3-moe-tiny (the real Qwen3 tokenizer); `--model builtin:lfm2-moe-tiny` picks another preset.
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ensureGeneratedDir } from '../io/generated-dir.js';
+import { presetNamed } from './families.js';
+import type { RandomWeightDType } from './random-weights.js';
+
+export const DEFAULT_PRESET = 'qwen3-moe-tiny';
+/** `--model builtin:<preset>`. */
+export const BUILTIN_PREFIX = 'builtin:';
+/** Bumped whenever a generator or preset changes what is written. */
+const LAYOUT_VERSION = 2;
+
+/** The directory of a built-in preset, generating it first if needed (a few seconds, once). */
+export async function ensureBuiltinModel(options: { preset?: string; dtype?: RandomWeightDType; seed?: number; onNotice?: (line: string) => void } = {}): Promise<string> {
+  const preset = options.preset ?? DEFAULT_PRESET;
+  const dtype = options.dtype ?? 'bfloat16';
+  const seed = options.seed ?? 1;
+  const { family, config } = presetNamed(preset);
+  const dir = join(tmpdir(), `tensorgpu-${preset}-${dtype}-seed${seed}-v${LAYOUT_VERSION}`);
+  return ensureGeneratedDir(
+    dir,
+    async (staging) => {
+      await family.writeRandom(staging, config, { dtype, seed, extraFiles: await family.tokenizerFiles() });
+    },
+    () => options.onNotice?.(`generating the built-in ${preset} model (random ${dtype} weights, ${family.name}-shaped tokenizer) in ${dir}`),
+  );
+}
+
+/** `--model`: a directory as is, `builtin:<preset>` generated on demand, nothing for the default preset. */
+export async function resolveModelDir(model: string | undefined, onNotice?: (line: string) => void): Promise<string> {
+  if (model === undefined) return ensureBuiltinModel({ onNotice });
+  if (model.startsWith(BUILTIN_PREFIX)) return ensureBuiltinModel({ preset: model.slice(BUILTIN_PREFIX.length), onNotice });
+  return model;
+}

@@ -1,0 +1,82 @@
+// What generation, decode sessions, the bench and the CLI need of a decoder-only model, whatever its family
+// (Qwen3 / Qwen3-MoE, LFM2 / LFM2-MoE): a cache per sequence, a forward that queues its ops without reading back
+// (so a decode step can be captured), and the figures the bench reports.
+import type { DeviceName } from '../backends/backend.js';
+import { DTYPE_INFO } from '../core/dtype.js';
+import type { Tensor } from '../core/tensor.js';
+
+/** How the MoE block runs: fused (expert ids stay on the device) or a per-expert loop (the baseline it beats). */
+export type MoeMode = 'fused' | 'per-expert';
+
+/** A sequence's state on the device (KV rows, conv states), allocated once for `capacity` positions. */
+export interface ModelCache {
+  /** Positions filled so far. */
+  length: number;
+  readonly capacity: number;
+  dispose(): void;
+}
+
+export interface ForwardOptions {
+  /** Logits of the last position only (default true). */
+  lastOnly?: boolean;
+  /**
+   * An int32 [1] device tensor holding cache.length, read by the kernels instead of baking the position into their
+   * uniforms: what lets a decode step be captured once and replayed (generate/decode-session.ts).
+   */
+  position?: Tensor;
+}
+
+/** The config fields every family shares (each family's config has more). */
+export interface CausalLMConfig {
+  readonly modelType: string;
+  readonly vocabSize: number;
+  readonly numHiddenLayers: number;
+  readonly eosTokenIds: readonly number[];
+  readonly moe?: { readonly numExperts: number; readonly numExpertsPerTok: number };
+}
+
+export interface CausalLM {
+  readonly config: CausalLMConfig;
+  readonly device: DeviceName;
+  moeMode: MoeMode;
+  /** GPU dispatches of the last forward: in all, and per decoder layer. */
+  readonly lastForward: { dispatches: number; perLayer: number };
+  newCache(): ModelCache;
+  /**
+   * Runs tokens (int32 [S] on this device) at the cache's positions, updates the cache and returns float32
+   * logits [S, vocab] ([1, vocab] with lastOnly, the default).
+   */
+  forward(tokens: Tensor, cache: ModelCache, options?: ForwardOptions | boolean): Promise<Tensor>;
+  /** The forward with no reads (fused MoE): every op queued, nothing awaited. */
+  forwardSync(tokens: Tensor, cache: ModelCache, options?: ForwardOptions): Tensor;
+  /** Every weight tensor once (a tied lm_head is the embedding). */
+  weightTensors(): Tensor[];
+  /** The least a decode step reads: weights once, one embedding row, topK of E experts (see activeBytes). */
+  activeWeightBytes(): number;
+  /** Frees the weights and the model's own tables. */
+  dispose(): void;
+}
+
+export const tensorBytes = (t: Tensor): number => t.numel * DTYPE_INFO[t.dtype].itemBytes;
+
+/**
+ * The least a decode step must read: every weight once, but one row of the embedding (the whole of it again when it
+ * is also the lm_head) and only topK of E experts of the stacked expert tensors. KV cache and activations are
+ * excluded: they grow with the context and are small here.
+ */
+export function activeBytes(w: { all: Tensor[]; embedding: Tensor; tiedHead: boolean; experts: Tensor[]; activeFraction: number }): number {
+  let total = 0;
+  for (const t of w.all) total += tensorBytes(t);
+  const row = tensorBytes(w.embedding) / Math.max(1, w.embedding.shape[0]);
+  total -= tensorBytes(w.embedding) - row;
+  if (w.tiedHead) total += tensorBytes(w.embedding) - row;
+  for (const t of w.experts) total -= tensorBytes(t) * (1 - w.activeFraction);
+  return total;
+}
+
+/** The cache position of the next s tokens, checked against its capacity. */
+export function reserve(cache: ModelCache, s: number): number {
+  const start = cache.length;
+  if (start + s > cache.capacity) throw new RangeError(`the cache holds ${cache.capacity} positions; ${start} used, ${s} more requested`);
+  return start;
+}

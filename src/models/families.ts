@@ -1,0 +1,107 @@
+// The decoder families tensorgpu runs, by config.json's model_type: how to parse the config, the tensor layout,
+// how to build the model from a checkpoint, the built-in random-weight presets and the tokenizer they ship with.
+// loadModel, the CLI's checkpoint commands and the built-in models all go through this one table.
+import type { Checkpoint } from '../io/checkpoint.js';
+import { CheckpointError } from '../core/errors.js';
+import { parseQwen3Config, type Qwen3Config } from '../io/hf-config.js';
+import { parseLfm2Config, type Lfm2Config } from '../io/lfm2-config.js';
+import { qwen3TokenizerFiles } from '../generate/tokenizer.js';
+import { lfm2TokenizerFiles } from '../generate/lfm2-tokenizer.js';
+import type { CausalLM, CausalLMConfig, MoeMode } from './causal-lm.js';
+import type { DType } from '../core/dtype.js';
+import type { RandomCheckpointOptions, WeightSpec } from './random-weights.js';
+import type { WeightLoadingOptions } from './layers/weights.js';
+import { qwen3WeightSpecs } from './qwen3/layout.js';
+import { Qwen3Model } from './qwen3/model.js';
+import { QWEN3_PRESETS, writeRandomQwen3Checkpoint } from './qwen3/random-checkpoint.js';
+import { loadQwen3Weights } from './qwen3/weights.js';
+import { lfm2WeightSpecs } from './lfm2/layout.js';
+import { Lfm2Model } from './lfm2/model.js';
+import { LFM2_PRESETS, writeRandomLfm2Checkpoint } from './lfm2/random-checkpoint.js';
+import { loadLfm2Weights } from './lfm2/weights.js';
+
+export interface ModelBuildOptions {
+  maxSequence: number;
+  kvDtype?: DType;
+  moeMode?: MoeMode;
+}
+
+export interface ModelFamily<C extends CausalLMConfig = CausalLMConfig> {
+  readonly name: string;
+  readonly modelTypes: readonly string[];
+  parseConfig(json: unknown, file: string): C;
+  weightSpecs(config: C): WeightSpec[];
+  /** Streams the weights and builds the model. */
+  load(ck: Checkpoint, config: C, weights: WeightLoadingOptions, model: ModelBuildOptions): Promise<CausalLM>;
+  /** Longest context the config allows. */
+  maxPositions(config: C): number;
+  /** One line: type, layers, width, experts. */
+  describe(config: C): string;
+  readonly presets: Readonly<Record<string, C>>;
+  writeRandom(dir: string, config: C, options: RandomCheckpointOptions): Promise<string[]>;
+  /** tokenizer.json and tokenizer_config.json the built-in presets ship with. */
+  tokenizerFiles(): Promise<Record<string, string>>;
+}
+
+const moeText = (m?: { numExperts: number; numExpertsPerTok: number }) => (m ? `, ${m.numExperts} experts (top ${m.numExpertsPerTok})` : '');
+
+const QWEN3: ModelFamily<Qwen3Config> = {
+  name: 'Qwen3',
+  modelTypes: ['qwen3', 'qwen3_moe'],
+  parseConfig: parseQwen3Config,
+  weightSpecs: qwen3WeightSpecs,
+  load: async (ck, config, w, m) => new Qwen3Model(config, await loadQwen3Weights(ck, config, w), m),
+  maxPositions: (c) => c.maxPositionEmbeddings,
+  describe: (c) => `${c.modelType}, ${c.numHiddenLayers} layers, hidden ${c.hiddenSize}, vocab ${c.vocabSize}${moeText(c.moe)}`,
+  presets: QWEN3_PRESETS,
+  writeRandom: writeRandomQwen3Checkpoint,
+  tokenizerFiles: qwen3TokenizerFiles,
+};
+
+const LFM2: ModelFamily<Lfm2Config> = {
+  name: 'LFM2',
+  modelTypes: ['lfm2', 'lfm2_moe'],
+  parseConfig: parseLfm2Config,
+  weightSpecs: lfm2WeightSpecs,
+  load: async (ck, config, w, m) => new Lfm2Model(config, await loadLfm2Weights(ck, config, w), m),
+  maxPositions: (c) => c.maxPositionEmbeddings,
+  describe: (c) => {
+    const attention = c.layerTypes.filter((t) => t === 'full_attention').length;
+    return `${c.modelType}, ${c.numHiddenLayers} layers (${c.numHiddenLayers - attention} conv, ${attention} attention), hidden ${c.hiddenSize}, vocab ${c.vocabSize}${moeText(c.moe)}`;
+  },
+  presets: LFM2_PRESETS,
+  writeRandom: writeRandomLfm2Checkpoint,
+  tokenizerFiles: lfm2TokenizerFiles,
+};
+
+export const MODEL_FAMILIES: readonly ModelFamily[] = [QWEN3 as unknown as ModelFamily, LFM2 as unknown as ModelFamily];
+
+export const SUPPORTED_MODEL_TYPES: readonly string[] = MODEL_FAMILIES.flatMap((f) => f.modelTypes);
+
+/** The family of a config.json, or a CheckpointError naming the model_type and the supported ones. */
+export function familyOf(json: unknown, file: string): ModelFamily {
+  const type = (json as { model_type?: unknown } | null | undefined)?.model_type;
+  const family = MODEL_FAMILIES.find((f) => typeof type === 'string' && f.modelTypes.includes(type));
+  if (typeof type !== 'string') throw new CheckpointError(`model_type must be a string (one of ${SUPPORTED_MODEL_TYPES.join(', ')}), got ${JSON.stringify(type) ?? 'nothing'}`, { file });
+  if (!family) throw new CheckpointError(`model_type '${type}' is not supported (supported: ${SUPPORTED_MODEL_TYPES.join(', ')})`, { file });
+  return family;
+}
+
+/** Whether config.json names a supported model_type. */
+export function isSupportedModelType(json: unknown): boolean {
+  const type = (json as { model_type?: unknown } | null | undefined)?.model_type;
+  return typeof type === 'string' && SUPPORTED_MODEL_TYPES.includes(type);
+}
+
+/** Every built-in preset by name, with its family. */
+export function presetNamed(name: string): { family: ModelFamily; config: CausalLMConfig } {
+  for (const family of MODEL_FAMILIES) {
+    const config = family.presets[name];
+    if (config) return { family, config };
+  }
+  throw new RangeError(`unknown preset '${name}' (presets: ${presetNames().join(', ')})`);
+}
+
+export function presetNames(): string[] {
+  return MODEL_FAMILIES.flatMap((f) => Object.keys(f.presets));
+}

@@ -1,0 +1,202 @@
+// Decoder blocks shared by the model families, built from ops only: a projection with its residual in the kernel's
+// epilogue, attention with q/k norm + RoPE + the cache write fused, a SwiGLU MLP, and the MoE block in its fused
+// form (router + top-k, the chosen experts' gate|up with SwiGLU, down + weighted combine + residual: no read back)
+// and as the per-expert loop it is measured against.
+import type { Tensor } from '../../core/tensor.js';
+import { cast } from '../../ops/convert.js';
+import { indexSelect } from '../../ops/index-select.js';
+import { dispatchCount } from '../../runtime-stats.js';
+import type { Weight } from '../../io/checkpoint.js';
+import { attentionInputs } from '../../ops/attention-inputs.js';
+import { add, mul } from '../../ops/elementwise.js';
+import { linear } from '../../ops/matmul.js';
+import { expertLinear, moeRoute, moeRouter, type RouteOpOptions } from '../../ops/moe.js';
+import { attention, rmsNorm, swiglu } from '../../ops/nn.js';
+import { cat, clone, narrow, reshape, select } from '../../ops/shape-ops.js';
+import { withTempsAsync } from '../../ops/util.js';
+import { tidy } from '../../core/scope.js';
+import type { AttentionWeights, DenseMlpWeights, MoeWeights } from './weights.js';
+
+/** x . W^T (+ residual, added in the kernel's epilogue). */
+export function project(x: Tensor, w: Weight, residual?: Tensor): Tensor {
+  return linear(x, w.data, undefined, { ...(w.scale ? { weightScale: w.scale, recipe: w.recipe } : {}), residual });
+}
+
+export interface AttentionGeometry {
+  readonly heads: number;
+  readonly kvHeads: number;
+  readonly headDim: number;
+  /** The q/k RMSNorm's eps. */
+  readonly eps: number;
+}
+
+/** One layer's slot in the KV cache and where these tokens go in it. */
+export interface AttentionCacheSlot {
+  readonly keys: Tensor;
+  readonly values: Tensor;
+  /** Cache row of the first token. */
+  readonly start: number;
+  /**
+   * int32 [1] device scalar holding `start`: the kernels read the position from it and attend over the whole
+   * cache (the causal mask hides rows not yet written), so a captured step replays at any position.
+   */
+  readonly position?: Tensor;
+}
+
+/** h + o(attention(q, k, v)) of the normed x, with q/k norm, RoPE and the cache write fused into one kernel. */
+export function attentionBlock(x: Tensor, h: Tensor, a: AttentionWeights, g: AttentionGeometry, rope: { cos: Tensor; sin: Tensor }, slot: AttentionCacheSlot): Tensor {
+  return tidy(() => {
+    const s = x.shape[0];
+    const qkv = 'data' in a.qkv ? project(x, a.qkv) : cat([project(x, a.qkv.q), project(x, a.qkv.k), project(x, a.qkv.v)], 1);
+    const { keys, values, start, position } = slot;
+    const q = attentionInputs(qkv, {
+      heads: g.heads,
+      kvHeads: g.kvHeads,
+      headDim: g.headDim,
+      qNorm: a.qNorm,
+      kNorm: a.kNorm,
+      eps: g.eps,
+      cos: rope.cos,
+      sin: rope.sin,
+      keys,
+      values,
+      position: position ?? start,
+    });
+    const attn = position
+      ? attention(q, keys, values, { causal: true, queryOffset: position })
+      : attention(q, narrow(keys, 0, 0, start + s), narrow(values, 0, 0, start + s), { causal: true, queryOffset: start });
+    return project(reshape(attn, [s, g.heads * g.headDim]), a.o, h);
+  });
+}
+
+/** residual + down(silu(gate x) * up x). */
+export function denseMlp(x: Tensor, mlp: DenseMlpWeights, residual: Tensor): Tensor {
+  return project(swiglu(project(x, mlp.gateUp)), mlp.down, residual);
+}
+
+/** How a model family routes: top-k and the RouteOpOptions (scoring, normalization, scale) of its router. */
+export interface Routing extends Omit<RouteOpOptions, 'selectionBias'> {
+  readonly topK: number;
+}
+
+/** The router GEMV and top-k in one kernel, or (unfused, or an FP8 router) a linear then the top-k. */
+function route(x: Tensor, mlp: MoeWeights, routing: Routing, fused = true): { ids: Tensor; weights: Tensor } {
+  const { topK, ...options } = routing;
+  const o = { ...options, selectionBias: mlp.selectionBias };
+  // The router stays in high precision (official FP8 checkpoints keep it so); an FP8 one goes through linear.
+  return fused && !mlp.router.scale ? moeRouter(x, mlp.router.data, topK, o) : moeRoute(project(x, mlp.router), topK, o);
+}
+
+/** residual + MoE(x) in three dispatches, the expert ids never leaving the device. */
+export function fusedMoe(x: Tensor, mlp: MoeWeights, routing: Routing, residual: Tensor): Tensor {
+  const { ids, weights } = route(x, mlp, routing);
+  const act = expertLinear(x, mlp.gateUp.data, ids, { scale: mlp.gateUp.scale, activation: 'swiglu' });
+  return expertLinear(act, mlp.down.data, ids, { scale: mlp.down.scale, combine: weights, residual });
+}
+
+/**
+ * MoE(x) the way eager frameworks run it, the baseline the fused block is measured against: read the routing
+ * back, then one gate|up, SwiGLU, down and scaled add per selected expert and token.
+ */
+export async function perExpertMoe(x: Tensor, mlp: MoeWeights, routing: Routing): Promise<Tensor> {
+  return withTempsAsync(async (keep) => {
+    const r = route(x, mlp, routing, false);
+    keep(r.ids);
+    keep(r.weights);
+    const ids = await r.ids.toArray();
+    const weights = await r.weights.toArray();
+    const k = routing.topK;
+    const rows: Tensor[] = [];
+    for (let t = 0; t < x.shape[0]; t++) {
+      const xt = keep(narrow(x, 0, t, 1));
+      let acc: Tensor | undefined;
+      for (let j = 0; j < k; j++) {
+        const e = ids[t * k + j];
+        const expert = (w: Weight): Weight => ({ data: keep(select(w.data, 0, e)), scale: w.scale && keep(select(w.scale, 0, e)), recipe: w.recipe });
+        const y = keep(project(keep(swiglu(keep(project(xt, expert(mlp.gateUp))))), expert(mlp.down)));
+        const scaled = keep(mul(y, weights[t * k + j]));
+        acc = acc ? keep(add(acc, scaled)) : scaled;
+      }
+      rows.push(acc!);
+    }
+    return rows.length === 1 ? clone(rows[0]) : cat(rows, 0);
+  });
+}
+
+/** The final norm, then the lm_head over the last position (lastOnly) or all of them. */
+export function lmHead(h: Tensor, norm: Tensor, eps: number, head: Weight, lastOnly: boolean): Tensor {
+  const s = h.shape[0];
+  const last = lastOnly && s > 1 ? narrow(h, 0, s - 1, 1) : h;
+  return project(rmsNorm(last, norm, eps), head);
+}
+
+/** What the shared decoder loop needs of a family: embedding and head, and per layer its token mixer and feed-forward. */
+export interface DecoderStack {
+  readonly embedTokens: Tensor;
+  readonly numLayers: number;
+  /** The final norm and its eps (also the feed-forward norms' eps). */
+  readonly norm: Tensor;
+  readonly eps: number;
+  readonly lmHead: Weight;
+  readonly routing?: Routing;
+  /** h + layer i's token mixer (attention, or LFM2's short conv) over its normed input. */
+  mix(h: Tensor, i: number, start: number, position?: Tensor): Tensor;
+  /** The norm in front of layer i's feed-forward, and its weights. */
+  feedForward(i: number): { readonly norm: Tensor; readonly weights: DenseMlpWeights | MoeWeights };
+}
+
+export interface DecoderRun {
+  readonly logits: Tensor;
+  /** Dispatches in all, and per decoder layer. */
+  readonly dispatches: number;
+  readonly perLayer: number;
+}
+
+/** Embedding, every layer (mixer, then feed-forward with its residual in the last kernel), the head: no reads. */
+export function decoderForward(stack: DecoderStack, tokens: Tensor, start: number, position: Tensor | undefined, lastOnly: boolean): DecoderRun {
+  const d0 = dispatchCount();
+  let layerDispatches = 0;
+  const logits = tidy(() => {
+    let h = cast(indexSelect(stack.embedTokens, 0, tokens), 'float32');
+    const l0 = dispatchCount();
+    for (let i = 0; i < stack.numLayers; i++) {
+      const next = tidy(() => {
+        const x = stack.mix(h, i, start, position);
+        const ff = stack.feedForward(i);
+        const normed = rmsNorm(x, ff.norm, stack.eps);
+        return ff.weights.kind === 'dense' ? denseMlp(normed, ff.weights, x) : fusedMoe(normed, ff.weights, stack.routing!, x);
+      });
+      h.dispose(); // layer by layer, so a long prefill holds one hidden state at a time
+      h = next;
+    }
+    layerDispatches = dispatchCount() - l0;
+    return lmHead(h, stack.norm, stack.eps, stack.lmHead, lastOnly);
+  });
+  return { logits, dispatches: dispatchCount() - d0, perLayer: layerDispatches / Math.max(1, stack.numLayers) };
+}
+
+/** The eager baseline: the same mixers, then the per-expert MoE loop that reads the routing back every layer. */
+export async function decoderForwardPerExpert(stack: DecoderStack, tokens: Tensor, start: number, lastOnly: boolean): Promise<DecoderRun> {
+  const d0 = dispatchCount();
+  let h = tidy(() => cast(indexSelect(stack.embedTokens, 0, tokens), 'float32'));
+  const l0 = dispatchCount();
+  for (let i = 0; i < stack.numLayers; i++) {
+    const x = stack.mix(h, i, start);
+    h.dispose();
+    const ff = stack.feedForward(i);
+    const normed = rmsNorm(x, ff.norm, stack.eps);
+    const w = ff.weights;
+    if (w.kind === 'dense') h = tidy(() => denseMlp(normed, w, x));
+    else {
+      const mlp = await perExpertMoe(normed, w, stack.routing!);
+      h = tidy(() => add(x, mlp));
+      mlp.dispose();
+    }
+    normed.dispose();
+    x.dispose();
+  }
+  const perLayer = (dispatchCount() - l0) / Math.max(1, stack.numLayers);
+  const logits = tidy(() => lmHead(h, stack.norm, stack.eps, stack.lmHead, lastOnly));
+  h.dispose();
+  return { logits, dispatches: dispatchCount() - d0, perLayer };
+}

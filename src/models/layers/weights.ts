@@ -1,0 +1,189 @@
+// Weight sets shared by the decoder families (Qwen3, LFM2): attention with q|k|v stacked, a SwiGLU MLP with
+// gate|up fused, MoE experts stacked into [E, 2I, H] and [E, H, I] so one dispatch serves every chosen expert, and
+// the loader that streams them from a checkpoint, quantizing on request and releasing what it loaded on failure.
+import type { DeviceName } from '../../backends/backend.js';
+import type { DType } from '../../core/dtype.js';
+import type { Tensor } from '../../core/tensor.js';
+import type { Checkpoint, Weight } from '../../io/checkpoint.js';
+import { CheckpointError } from '../../core/errors.js';
+import { cat, unsqueeze } from '../../ops/shape-ops.js';
+import type { WeightSpec } from '../random-weights.js';
+
+export interface AttentionWeights {
+  /**
+   * q, k and v stacked into one [(Hq + 2 Hkv) * D, H] weight (one GEMV per token), or the three apart when FP8
+   * 128-row blocks would straddle a seam.
+   */
+  readonly qkv: Weight | { readonly q: Weight; readonly k: Weight; readonly v: Weight };
+  /** The output projection (Qwen3's o_proj, LFM2's out_proj). */
+  readonly o: Weight;
+  /** Per-head RMSNorm weights of q and k [D] (Qwen3's q_norm/k_norm, LFM2's q_layernorm/k_layernorm). */
+  readonly qNorm: Tensor;
+  readonly kNorm: Tensor;
+}
+
+export interface DenseMlpWeights {
+  readonly kind: 'dense';
+  /** [2I, H]: gate rows then up rows (LFM2: w1 then w3). */
+  readonly gateUp: Weight;
+  /** [H, I] (LFM2: w2). */
+  readonly down: Weight;
+}
+
+export interface MoeWeights {
+  readonly kind: 'moe';
+  /** Router [E, H]. */
+  readonly router: Weight;
+  /** float32 [E] added to the router's scores for the choice only (LFM2-MoE's expert_bias). */
+  readonly selectionBias?: Tensor;
+  /** Stacked experts: [E, 2I, H] (gate rows then up rows of each expert) and its block scales when FP8. */
+  readonly gateUp: Weight;
+  /** [E, H, I]. */
+  readonly down: Weight;
+}
+
+export interface WeightLoadingOptions {
+  device?: DeviceName;
+  /** Quantize float linear weights to FP8 (128x128 blocks) at load. */
+  quantize?: 'float8_e4m3fn';
+  /** Convert unquantized linear weights (and norms, embeddings) to this dtype at load. */
+  dtype?: DType;
+  onBytes?: (bytes: number) => void;
+}
+
+/** A weight's tensors: its data and, when quantized, its scales. */
+export function weightParts(w: Weight): Tensor[] {
+  return [w.data, ...(w.scale ? [w.scale] : [])];
+}
+
+export function attentionTensors(a: AttentionWeights): Tensor[] {
+  const qkv = 'data' in a.qkv ? weightParts(a.qkv) : [...weightParts(a.qkv.q), ...weightParts(a.qkv.k), ...weightParts(a.qkv.v)];
+  return [a.qNorm, a.kNorm, ...qkv, ...weightParts(a.o)];
+}
+
+export function mlpTensors(m: DenseMlpWeights | MoeWeights): Tensor[] {
+  const routing = m.kind === 'moe' ? [...weightParts(m.router), ...(m.selectionBias ? [m.selectionBias] : [])] : [];
+  return [...routing, ...weightParts(m.gateUp), ...weightParts(m.down)];
+}
+
+/** Concatenates weights along dim (their data, and their scales along the same dim), disposing the parts. */
+export function concatWeights(parts: Weight[], dim: number): Weight {
+  const data = cat(parts.map((p) => p.data), dim);
+  const scale = parts[0].scale ? cat(parts.map((p) => p.scale!), dim) : undefined;
+  for (const p of parts) {
+    p.data.dispose();
+    p.scale?.dispose();
+  }
+  return { data, scale, recipe: parts[0].recipe };
+}
+
+/** Stacks [N, K] weights into [E, N, K] (scales into [E, ...]). */
+export function stackWeights(parts: Weight[]): Weight {
+  const lifted = parts.map((p) => ({ data: unsqueeze(p.data, 0), scale: p.scale && unsqueeze(p.scale, 0), recipe: p.recipe }));
+  for (const p of parts) {
+    p.data.dispose();
+    p.scale?.dispose();
+  }
+  return concatWeights(lifted, 0);
+}
+
+/** Row blocks fuse unless FP8 128-row blocks would straddle the seam (rows not a multiple of 128). */
+export function canFuseRows(w: Weight, rows: number): boolean {
+  return !w.scale || (w.recipe === 'block' && rows % 128 === 0) || w.recipe === 'row';
+}
+
+/**
+ * Checks that the checkpoint holds every tensor of the layout with its shape (FP8 weights may carry scales next to
+ * them; extra tensors are ignored), so a missing expert or a mis-sized conv is an error naming the tensor before
+ * anything is uploaded.
+ */
+export function checkLayout(ck: Checkpoint, specs: readonly WeightSpec[]): void {
+  for (const spec of specs) {
+    if (!ck.has(spec.name)) throw new CheckpointError(`checkpoint has no tensor '${spec.name}'`, { file: ck.dir, tensor: spec.name });
+    const e = ck.entry(spec.name);
+    if (e.shape.join() !== spec.shape.join()) {
+      throw new CheckpointError(`tensor '${spec.name}' is [${e.shape.join(', ')}], the config implies [${spec.shape.join(', ')}]`, { file: e.file, tensor: spec.name });
+    }
+  }
+}
+
+/**
+ * Streams tensors of one checkpoint onto the device with the loading options, remembering what it loaded so a
+ * failure part way (a missing tensor, a bad header) releases everything.
+ */
+export class WeightLoader {
+  private readonly loaded: Tensor[] = [];
+
+  constructor(
+    private readonly ck: Checkpoint,
+    private readonly options: WeightLoadingOptions,
+  ) {}
+
+  /** A tensor as stored (converted to options.dtype when given). */
+  async plain(name: string, dtype = this.options.dtype): Promise<Tensor> {
+    const t = await this.ck.load(name, { device: this.options.device, dtype, onBytes: this.options.onBytes });
+    this.loaded.push(t);
+    return t;
+  }
+
+  /** `${prefix}.weight` with its scales; quantized to FP8 on request unless canQuantize is false (routers, heads). */
+  async linear(prefix: string, canQuantize = true): Promise<Weight> {
+    const { device, dtype, onBytes, quantize } = this.options;
+    const w = await this.ck.loadWeight(prefix, { device, dtype, onBytes, quantize: canQuantize ? quantize : undefined });
+    this.loaded.push(...weightParts(w));
+    return w;
+  }
+
+  /** q, k, v stacked into one weight when their FP8 blocks allow it. */
+  async attention(names: { q: string; k: string; v: string; o: string; qNorm: string; kNorm: string }, qRows: number, kvRows: number): Promise<AttentionWeights> {
+    const q = await this.linear(names.q);
+    const k = await this.linear(names.k);
+    const v = await this.linear(names.v);
+    const stackable = canFuseRows(q, qRows) && canFuseRows(k, kvRows);
+    return {
+      qkv: stackable ? this.track(concatWeights([q, k, v], 0)) : { q, k, v },
+      o: await this.linear(names.o),
+      qNorm: await this.plain(names.qNorm),
+      kNorm: await this.plain(names.kNorm),
+    };
+  }
+
+  /** A SwiGLU MLP from its gate, up and down projections (prefixes without `.weight`). */
+  async denseMlp(gate: string, up: string, down: string, intermediate: number): Promise<DenseMlpWeights> {
+    const g = await this.linear(gate);
+    const u = await this.linear(up);
+    if (!canFuseRows(g, intermediate)) throw new RangeError(`FP8 block-scaled MLPs need an intermediate size (${intermediate}) that is a multiple of 128`);
+    return { kind: 'dense', gateUp: this.track(concatWeights([g, u], 0)), down: await this.linear(down) };
+  }
+
+  /** numExperts experts, each from `expert(e)`'s gate, up and down prefixes, stacked. */
+  async experts(numExperts: number, intermediate: number, expert: (e: number) => { gate: string; up: string; down: string }): Promise<Pick<MoeWeights, 'gateUp' | 'down'>> {
+    const gateUps: Weight[] = [];
+    const downs: Weight[] = [];
+    for (let e = 0; e < numExperts; e++) {
+      const names = expert(e);
+      const gate = await this.linear(names.gate);
+      const up = await this.linear(names.up);
+      if (!canFuseRows(gate, intermediate)) throw new RangeError(`FP8 block-scaled experts need moe_intermediate_size (${intermediate}) to be a multiple of 128`);
+      gateUps.push(concatWeights([gate, up], 0));
+      downs.push(await this.linear(names.down));
+    }
+    return { gateUp: this.track(stackWeights(gateUps)), down: this.track(stackWeights(downs)) };
+  }
+
+  /** Tracks a tensor derived from loaded ones (a view that holds their storage) for release on failure. */
+  adopt(t: Tensor): Tensor {
+    this.loaded.push(t);
+    return t;
+  }
+
+  /** Releases every tensor loaded so far that is still alive (after a failure). */
+  release(): void {
+    for (const t of this.loaded) if (!t.isDisposed) t.dispose();
+  }
+
+  private track(w: Weight): Weight {
+    this.loaded.push(...weightParts(w));
+    return w;
+  }
+}

@@ -1,0 +1,57 @@
+// Opens a Hugging Face checkpoint directory of any supported family (models/families.ts, by config.json's
+// model_type): typed config, weights streamed onto the device, tokenizer from the folder.
+import { getDefaultDevice } from '../backends/registry.js';
+import type { DeviceName } from '../backends/backend.js';
+import type { DType } from '../core/dtype.js';
+import { CheckpointError } from '../core/errors.js';
+import { Checkpoint } from '../io/checkpoint.js';
+import { TextTokenizer } from '../generate/tokenizer.js';
+import type { CausalLM, CausalLMConfig, MoeMode } from './causal-lm.js';
+import { familyOf } from './families.js';
+
+export interface LoadModelOptions {
+  device?: DeviceName;
+  /** 'fp8' quantizes float linear weights to FP8 (128x128 blocks) at load; a float dtype converts them. */
+  dtype?: 'fp8' | DType;
+  /** Cache capacity in positions (default: min(max_position_embeddings, 4096)). */
+  maxSequence?: number;
+  kvDtype?: DType;
+  moeMode?: MoeMode;
+  /** Progress: bytes read so far of `total`. */
+  onProgress?: (done: number, total: number) => void;
+}
+
+export interface LoadedModel<M extends CausalLM = CausalLM> {
+  readonly model: M;
+  readonly config: M['config'];
+  /** undefined when the directory has no tokenizer.json. */
+  readonly tokenizer?: TextTokenizer;
+  /** Bytes of tensor data read from disk. */
+  readonly checkpointBytes: number;
+}
+
+/** Loads the model a checkpoint directory holds (qwen3, qwen3_moe, lfm2, lfm2_moe). */
+export async function loadModel(dir: string, options: LoadModelOptions = {}): Promise<LoadedModel> {
+  await using ck = await Checkpoint.open(dir);
+  if (ck.config === undefined) throw new CheckpointError('the checkpoint has no config.json', { file: dir });
+  const file = `${dir}/config.json`;
+  const family = familyOf(ck.config, file);
+  const config: CausalLMConfig = family.parseConfig(ck.config, file);
+  const total = ck.totalBytes;
+  let done = 0;
+  const weights = {
+    device: options.device ?? getDefaultDevice(),
+    quantize: options.dtype === 'fp8' ? ('float8_e4m3fn' as const) : undefined,
+    dtype: options.dtype === 'fp8' ? undefined : options.dtype,
+    onBytes: (n: number) => options.onProgress?.((done += n), total),
+  };
+  const maxSequence = options.maxSequence ?? Math.min(family.maxPositions(config), 4096);
+  const model = await family.load(ck, config, weights, { maxSequence, kvDtype: options.kvDtype, moeMode: options.moeMode });
+  let tokenizer: TextTokenizer | undefined;
+  try {
+    tokenizer = TextTokenizer.fromDirectory(dir);
+  } catch {
+    tokenizer = undefined;
+  }
+  return { model, config: model.config, tokenizer, checkpointBytes: total };
+}

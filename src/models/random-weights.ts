@@ -1,0 +1,105 @@
+// Random-weight checkpoints in the exact Hugging Face layout (config.json, safetensors shards, index, FP8
+// `weight_scale_inv` block scales) for any decoder family whose tensors a WeightSpec list describes: tests,
+// benchmarks and the CLI's built-in models run with nothing to download. Each tensor's values depend only on the
+// seed and its name (not on order or sharding) and are produced only when written: memory stays at one tensor.
+import { encodeValues } from '../core/codecs.js';
+import type { DType } from '../core/dtype.js';
+import { generatorFor } from '../core/random.js';
+import { toBytes } from '../ops/convert.js';
+import { tensor } from '../ops/creation.js';
+import { quantize } from '../ops/quantize.js';
+import { writeCheckpoint } from '../io/checkpoint-writer.js';
+import type { Fp8QuantizationConfig } from '../io/hf-config.js';
+import type { TensorSource } from '../io/safetensors-writer.js';
+
+/** fp8: linear layers in float8_e4m3fn with 128x128 block scales (the *-FP8 layout); the rest bf16. */
+export type RandomWeightDType = 'float32' | 'float16' | 'bfloat16' | 'fp8';
+
+/**
+ * What a tensor is, which sets its random scale and whether FP8 checkpoints quantize it: 'linear' weights are
+ * quantized, 'router' and 'lm_head' are not (as official FP8 checkpoints keep them); 'conv' taps scale by their
+ * fan-in (the last dim); 'selection-bias' (LFM2's expert_bias) is always float32; 'bias' is a linear's bias.
+ */
+export type WeightRole = 'embedding' | 'linear' | 'router' | 'norm' | 'lm_head' | 'conv' | 'bias' | 'selection-bias';
+
+export interface WeightSpec {
+  readonly name: string;
+  /** As stored: a linear weight is [out_features, in_features]. */
+  readonly shape: readonly number[];
+  readonly role: WeightRole;
+}
+
+export interface RandomCheckpointOptions {
+  dtype?: RandomWeightDType;
+  seed?: number;
+  /** Shard size limit in bytes (default: a single model.safetensors). */
+  shardBytes?: number;
+  /** Extra files to write next to the weights (tokenizer.json, tokenizer_config.json, ...). */
+  extraFiles?: Record<string, string>;
+}
+
+/** The quantization_config FP8 checkpoints carry (128x128 blocks, dynamic activations). */
+export const FP8_BLOCK_QUANTIZATION: Fp8QuantizationConfig = { method: 'fp8', format: 'float8_e4m3fn', weightBlockSize: [128, 128], activationScheme: 'dynamic', modulesToNotConvert: [] };
+
+/** A config as a checkpoint of this weight dtype saves it: torch_dtype, and FP8's quantization_config. */
+export function savedConfig<C extends { readonly torchDtype?: DType; readonly quantization?: Fp8QuantizationConfig }>(config: C, dtype: RandomWeightDType): C {
+  return { ...config, torchDtype: dtype === 'fp8' ? 'bfloat16' : dtype, quantization: dtype === 'fp8' ? FP8_BLOCK_QUANTIZATION : undefined };
+}
+
+/**
+ * Uniform values (as PyTorch's default Linear init draws them) with the scale a trained model keeps: unit variance
+ * through linears and embeddings, norms near 1, biases small. Uniform costs one draw a value, which matters for
+ * the tens of millions of values of a real vocabulary's embedding.
+ */
+export function randomValues(spec: WeightSpec, seed: number): Float32Array {
+  const g = generatorFor(seed, spec.name);
+  const n = spec.shape.reduce((a, b) => a * b, 1);
+  const out = new Float32Array(n);
+  const fanIn = spec.role === 'conv' ? spec.shape[spec.shape.length - 1] : spec.shape[1];
+  const [center, std] =
+    spec.role === 'norm' ? [1, 0.1] : spec.role === 'embedding' ? [0, 1] : spec.role === 'bias' || spec.role === 'selection-bias' ? [0, 0.1] : [0, 1 / Math.sqrt(fanIn)];
+  const width = 2 * Math.sqrt(3) * std; // uniform on [-w/2, w/2) has this standard deviation
+  for (let i = 0; i < n; i++) out[i] = center + width * (g.uniform() - 0.5);
+  return out;
+}
+
+function bytesOf(a: ArrayBufferView): Uint8Array {
+  return new Uint8Array(a.buffer, a.byteOffset, a.byteLength);
+}
+
+/** Each spec as a lazily produced tensor source in the checkpoint dtype (FP8 linears with their block scales). */
+export function randomSources(specs: readonly WeightSpec[], dtype: RandomWeightDType, seed: number): [string, TensorSource][] {
+  const out: [string, TensorSource][] = [];
+  const plain: DType = dtype === 'fp8' ? 'bfloat16' : dtype;
+  for (const spec of specs) {
+    if (dtype === 'fp8' && spec.role === 'linear') {
+      // Quantized once, on the CPU backend with the library's own quantize (the GPU path is tested against it).
+      let cached: { data: Uint8Array; scale: Uint8Array } | undefined;
+      const quantized = async () => {
+        if (!cached) {
+          const x = tensor(randomValues(spec, seed), { device: 'cpu' }).reshape([...spec.shape]);
+          const q = quantize(x, { granularity: 'block128' });
+          cached = { data: await toBytes(q.data), scale: await toBytes(q.scale) };
+          for (const t of [x, q.data, q.scale]) t.dispose();
+        }
+        return cached;
+      };
+      const [n, k] = spec.shape;
+      out.push([spec.name, { dtype: 'float8_e4m3fn', shape: spec.shape, bytes: async () => (await quantized()).data }]);
+      out.push([`${spec.name}_scale_inv`, { dtype: 'float32', shape: [Math.ceil(n / 128), Math.ceil(k / 128)], bytes: async () => (await quantized()).scale }]);
+      continue;
+    }
+    const stored: DType = spec.role === 'selection-bias' ? 'float32' : plain;
+    out.push([spec.name, { dtype: stored, shape: spec.shape, bytes: () => bytesOf(encodeValues(stored, randomValues(spec, seed))) }]);
+  }
+  return out;
+}
+
+/** Writes the specs' random tensors and config.json to dir; returns the weight file names. */
+export async function writeRandomCheckpoint(dir: string, specs: readonly WeightSpec[], config: Record<string, unknown>, options: RandomCheckpointOptions = {}): Promise<string[]> {
+  return writeCheckpoint(dir, randomSources(specs, options.dtype ?? 'bfloat16', options.seed ?? 0), {
+    config,
+    shardBytes: options.shardBytes,
+    extraFiles: options.extraFiles,
+  });
+}

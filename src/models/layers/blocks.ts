@@ -100,7 +100,7 @@ export function fusedMoe(x: Tensor, mlp: MoeWeights, routing: Routing, residual:
  */
 export async function perExpertMoe(x: Tensor, mlp: MoeWeights, routing: Routing): Promise<Tensor> {
   return withTempsAsync(async (keep) => {
-    const r = route(x, mlp, routing, false);
+    const r = tidy(() => route(x, mlp, routing, false)); // the router logits go, ids and weights stay
     keep(r.ids);
     keep(r.weights);
     const ids = await r.ids.toArray();

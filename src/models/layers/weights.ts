@@ -5,7 +5,9 @@ import type { DeviceName } from '../../backends/backend.js';
 import type { DType } from '../../core/dtype.js';
 import type { Tensor } from '../../core/tensor.js';
 import type { Checkpoint, Weight } from '../../io/checkpoint.js';
+import { isFp8 } from '../../core/dtype.js';
 import { CheckpointError } from '../../core/errors.js';
+import { quantize as quantizeTensor } from '../../ops/quantize.js';
 import { cat, unsqueeze } from '../../ops/shape-ops.js';
 import type { WeightSpec } from '../random-weights.js';
 
@@ -134,38 +136,61 @@ export class WeightLoader {
     return w;
   }
 
-  /** q, k, v stacked into one weight when their FP8 blocks allow it. */
-  async attention(names: { q: string; k: string; v: string; o: string; qNorm: string; kNorm: string }, qRows: number, kvRows: number): Promise<AttentionWeights> {
-    const q = await this.linear(names.q);
-    const k = await this.linear(names.k);
-    const v = await this.linear(names.v);
-    const stackable = canFuseRows(q, qRows) && canFuseRows(k, kvRows);
+  /**
+   * The weights of `prefixes` stacked by rows into one [sum N, K] weight. FP8 made at load quantizes the stack
+   * whole, so its 128-row blocks need not line up with the seams; stored FP8 weights stack only when every seam
+   * falls on a block edge, and come back apart otherwise.
+   */
+  private async rowStack(prefixes: readonly string[]): Promise<{ stacked: Weight } | { parts: Weight[] }> {
+    const quantize = this.options.quantize;
+    const storedFp8 = prefixes.some((p) => {
+      const dtype = this.ck.entry(`${p}.weight`).dtype;
+      return dtype !== undefined && isFp8(dtype);
+    });
+    if (quantize && !storedFp8) {
+      const parts: Weight[] = [];
+      for (const p of prefixes) parts.push(await this.linear(p, false));
+      const plain = concatWeights(parts, 0);
+      const q = quantizeTensor(plain.data, { dtype: quantize, granularity: 'block128' });
+      plain.data.dispose();
+      return { stacked: this.track({ data: q.data, scale: q.scale, recipe: 'block' }) };
+    }
+    const parts: Weight[] = [];
+    for (const p of prefixes) parts.push(await this.linear(p));
+    const aligned = parts.every((w, i) => i === parts.length - 1 || canFuseRows(w, w.data.shape[0]));
+    return aligned ? { stacked: this.track(concatWeights(parts, 0)) } : { parts };
+  }
+
+  /** q, k, v stacked into one weight (apart only for stored FP8 blocks that straddle a seam). */
+  async attention(names: { q: string; k: string; v: string; o: string; qNorm: string; kNorm: string }): Promise<AttentionWeights> {
+    const qkv = await this.rowStack([names.q, names.k, names.v]);
     return {
-      qkv: stackable ? this.track(concatWeights([q, k, v], 0)) : { q, k, v },
+      qkv: 'stacked' in qkv ? qkv.stacked : { q: qkv.parts[0], k: qkv.parts[1], v: qkv.parts[2] },
       o: await this.linear(names.o),
       qNorm: await this.plain(names.qNorm),
       kNorm: await this.plain(names.kNorm),
     };
   }
 
+  /** gate and up stacked into one [2I, H] weight. */
+  private async gateUp(gate: string, up: string, what: string): Promise<Weight> {
+    const stack = await this.rowStack([gate, up]);
+    if (!('stacked' in stack)) throw new RangeError(`FP8 block-scaled ${what} need their intermediate size (${stack.parts[0].data.shape[0]}) to be a multiple of 128`);
+    return stack.stacked;
+  }
+
   /** A SwiGLU MLP from its gate, up and down projections (prefixes without `.weight`). */
-  async denseMlp(gate: string, up: string, down: string, intermediate: number): Promise<DenseMlpWeights> {
-    const g = await this.linear(gate);
-    const u = await this.linear(up);
-    if (!canFuseRows(g, intermediate)) throw new RangeError(`FP8 block-scaled MLPs need an intermediate size (${intermediate}) that is a multiple of 128`);
-    return { kind: 'dense', gateUp: this.track(concatWeights([g, u], 0)), down: await this.linear(down) };
+  async denseMlp(gate: string, up: string, down: string): Promise<DenseMlpWeights> {
+    return { kind: 'dense', gateUp: await this.gateUp(gate, up, 'MLPs'), down: await this.linear(down) };
   }
 
   /** numExperts experts, each from `expert(e)`'s gate, up and down prefixes, stacked. */
-  async experts(numExperts: number, intermediate: number, expert: (e: number) => { gate: string; up: string; down: string }): Promise<Pick<MoeWeights, 'gateUp' | 'down'>> {
+  async experts(numExperts: number, expert: (e: number) => { gate: string; up: string; down: string }): Promise<Pick<MoeWeights, 'gateUp' | 'down'>> {
     const gateUps: Weight[] = [];
     const downs: Weight[] = [];
     for (let e = 0; e < numExperts; e++) {
       const names = expert(e);
-      const gate = await this.linear(names.gate);
-      const up = await this.linear(names.up);
-      if (!canFuseRows(gate, intermediate)) throw new RangeError(`FP8 block-scaled experts need moe_intermediate_size (${intermediate}) to be a multiple of 128`);
-      gateUps.push(concatWeights([gate, up], 0));
+      gateUps.push(await this.gateUp(names.gate, names.up, 'experts'));
       downs.push(await this.linear(names.down));
     }
     return { gateUp: this.track(stackWeights(gateUps)), down: this.track(stackWeights(downs)) };

@@ -7,16 +7,14 @@ import type { DeviceName } from '../../backends/backend.js';
 import type { DType } from '../../core/dtype.js';
 import type { Tensor } from '../../core/tensor.js';
 import type { Lfm2Config } from '../../io/lfm2-config.js';
-import { tensor, zeros } from '../../ops/creation.js';
+import { zeros } from '../../ops/creation.js';
 import { linear } from '../../ops/matmul.js';
 import { rmsNorm } from '../../ops/nn.js';
-import { reshape } from '../../ops/shape-ops.js';
 import { shortConv } from '../../ops/short-conv.js';
 import { keep, tidy } from '../../core/scope.js';
-import { activeBytes, reserve, type CausalLM, type ForwardOptions, type ModelCache, type MoeMode } from '../causal-lm.js';
-import { attentionBlock, decoderForward, decoderForwardPerExpert, type DecoderRun, type DecoderStack, type Routing } from '../layers/blocks.js';
-import { weightParts } from '../layers/weights.js';
-import { ropeTables } from '../qwen3/rope.js';
+import type { ModelCache, MoeMode } from '../causal-lm.js';
+import { attentionBlock, type DecoderStack, type Routing } from '../layers/blocks.js';
+import { DecoderModel } from '../layers/decoder-model.js';
 import { lfm2WeightTensors, type Lfm2Weights, type ShortConvWeights } from './weights.js';
 
 export interface Lfm2ModelOptions {
@@ -55,25 +53,16 @@ export class Lfm2Cache implements ModelCache {
   }
 }
 
-export class Lfm2Model implements CausalLM {
-  readonly device: DeviceName;
-  private readonly rope: { cos: Tensor; sin: Tensor };
+export class Lfm2Model extends DecoderModel<Lfm2Cache> {
   private readonly routing: Routing | undefined;
-  moeMode: MoeMode;
-  lastForward = { dispatches: 0, perLayer: 0 };
 
   constructor(
     readonly config: Lfm2Config,
     readonly weights: Lfm2Weights,
     readonly options: Lfm2ModelOptions,
   ) {
-    this.device = weights.embedTokens.device;
-    this.moeMode = options.moeMode ?? 'fused';
-    const c = config;
-    const tables = ropeTables(c.headDim, c.ropeTheta, c.ropeScaling, c.maxPositionEmbeddings, options.maxSequence);
-    const table = (values: Float32Array) => keep(tidy(() => reshape(tensor(values, { device: this.device }), [tables.positions, tables.half])));
-    this.rope = { cos: table(tables.cos), sin: table(tables.sin) };
-    const moe = c.moe;
+    super(weights.embedTokens, { headDim: config.headDim, theta: config.ropeTheta, scaling: config.ropeScaling, maxPositionEmbeddings: config.maxPositionEmbeddings }, options.maxSequence, options.moeMode);
+    const moe = config.moe;
     this.routing = moe && { topK: moe.numExpertsPerTok, scoring: 'sigmoid', normalize: moe.normTopkProb, normalizeEps: 1e-6, scale: moe.routedScalingFactor };
   }
 
@@ -81,29 +70,8 @@ export class Lfm2Model implements CausalLM {
     return new Lfm2Cache(this.config, this.options.maxSequence, this.options.kvDtype ?? 'float32', this.device);
   }
 
-  async forward(tokens: Tensor, cache: ModelCache, options: ForwardOptions | boolean = {}): Promise<Tensor> {
-    const o = typeof options === 'boolean' ? { lastOnly: options } : options;
-    if (this.moeMode !== 'per-expert' || !this.config.moe) return this.forwardSync(tokens, cache, o);
-    const lc = cache as Lfm2Cache;
-    const start = reserve(lc, tokens.shape[0]);
-    const run = await decoderForwardPerExpert(this.stack(lc), tokens, start, o.lastOnly ?? true);
-    return this.finish(lc, start + tokens.shape[0], run);
-  }
-
-  forwardSync(tokens: Tensor, cache: ModelCache, options: ForwardOptions = {}): Tensor {
-    const lc = cache as Lfm2Cache;
-    const start = reserve(lc, tokens.shape[0]);
-    return this.finish(lc, start + tokens.shape[0], decoderForward(this.stack(lc), tokens, start, options.position, options.lastOnly ?? true));
-  }
-
-  private finish(lc: Lfm2Cache, length: number, run: DecoderRun): Tensor {
-    lc.length = length;
-    this.lastForward = { dispatches: run.dispatches, perLayer: run.perLayer };
-    return run.logits;
-  }
-
-  /** The layers over this cache: h + op(operator_norm(h)), then the dense or MoE feed-forward. */
-  private stack(cache: Lfm2Cache): DecoderStack {
+  /** h + op(operator_norm(h)), op the short conv or attention; then the dense or MoE feed-forward after ffn_norm. */
+  protected stack(cache: Lfm2Cache): DecoderStack {
     const c = this.config;
     const w = this.weights;
     const geometry = { heads: c.numAttentionHeads, kvHeads: c.numKeyValueHeads, headDim: c.headDim, eps: c.normEps };
@@ -137,17 +105,11 @@ export class Lfm2Model implements CausalLM {
     return lfm2WeightTensors(this.weights);
   }
 
-  activeWeightBytes(): number {
-    const w = this.weights;
-    const experts = w.layers.flatMap((l) => (l.feedForward.kind === 'moe' ? [...weightParts(l.feedForward.gateUp), ...weightParts(l.feedForward.down)] : []));
-    const moe = this.config.moe;
-    return activeBytes({ all: this.weightTensors(), embedding: w.embedTokens, tiedHead: w.lmHead.data === w.embedTokens, experts, activeFraction: moe ? moe.numExpertsPerTok / moe.numExperts : 1 });
+  protected feedForwards() {
+    return this.weights.layers.map((l) => l.feedForward);
   }
 
-  /** Frees the RoPE tables and the weights. */
-  dispose(): void {
-    this.rope.cos.dispose();
-    this.rope.sin.dispose();
-    for (const t of this.weightTensors()) t.dispose();
+  protected embedding() {
+    return this.weights;
   }
 }

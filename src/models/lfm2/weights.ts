@@ -69,11 +69,7 @@ export async function loadLfm2Weights(ck: Checkpoint, config: Lfm2Config, option
         op = { kind: 'conv', conv: { inProj, inBias, taps, tapsBias, outProj, outBias } };
       } else {
         const a = `${p}.self_attn`;
-        const attention = await load.attention(
-          { q: `${a}.q_proj`, k: `${a}.k_proj`, v: `${a}.v_proj`, o: `${a}.out_proj`, qNorm: `${a}.q_layernorm.weight`, kNorm: `${a}.k_layernorm.weight` },
-          config.numAttentionHeads * config.headDim,
-          config.numKeyValueHeads * config.headDim,
-        );
+        const attention = await load.attention({ q: `${a}.q_proj`, k: `${a}.k_proj`, v: `${a}.v_proj`, o: `${a}.out_proj`, qNorm: `${a}.q_layernorm.weight`, kNorm: `${a}.k_layernorm.weight` });
         op = { kind: 'attention', attention };
       }
       const ff = `${p}.feed_forward`;
@@ -83,10 +79,10 @@ export async function loadLfm2Weights(ck: Checkpoint, config: Lfm2Config, option
         // Router and selection bias stay in high precision (the bias in float32: it only ranks, but finely).
         const router = await load.linear(`${ff}.gate`, false);
         const selectionBias = moe.useExpertBias ? await load.plain(`${ff}.expert_bias`, 'float32') : undefined;
-        const experts = await load.experts(moe.numExperts, moe.moeIntermediateSize, (e) => ({ gate: `${ff}.experts.${e}.w1`, up: `${ff}.experts.${e}.w3`, down: `${ff}.experts.${e}.w2` }));
+        const experts = await load.experts(moe.numExperts, (e) => ({ gate: `${ff}.experts.${e}.w1`, up: `${ff}.experts.${e}.w3`, down: `${ff}.experts.${e}.w2` }));
         feedForward = { kind: 'moe', router, selectionBias, ...experts };
       } else {
-        feedForward = await load.denseMlp(`${ff}.w1`, `${ff}.w3`, `${ff}.w2`, config.intermediateSize);
+        feedForward = await load.denseMlp(`${ff}.w1`, `${ff}.w3`, `${ff}.w2`);
       }
       layers.push({ operatorNorm: await load.plain(`${p}.operator_norm.weight`), ffnNorm: await load.plain(`${p}.ffn_norm.weight`), op, feedForward });
     }

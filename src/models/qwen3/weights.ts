@@ -42,22 +42,18 @@ export async function loadQwen3Weights(ck: Checkpoint, config: Qwen3Config, opti
     for (let i = 0; i < config.numHiddenLayers; i++) {
       const p = `model.layers.${i}`;
       const a = `${p}.self_attn`;
-      const attention = await load.attention(
-        { q: `${a}.q_proj`, k: `${a}.k_proj`, v: `${a}.v_proj`, o: `${a}.o_proj`, qNorm: `${a}.q_norm.weight`, kNorm: `${a}.k_norm.weight` },
-        config.numAttentionHeads * config.headDim,
-        config.numKeyValueHeads * config.headDim,
-      );
+      const attention = await load.attention({ q: `${a}.q_proj`, k: `${a}.k_proj`, v: `${a}.v_proj`, o: `${a}.o_proj`, qNorm: `${a}.q_norm.weight`, kNorm: `${a}.k_norm.weight` });
       let mlp: DenseMlpWeights | MoeWeights;
       if (config.moe && isMoeLayer(config, i)) {
         // The router stays in high precision, as in the official FP8 checkpoints.
         const router = await load.linear(`${p}.mlp.gate`, false);
-        const experts = await load.experts(config.moe.numExperts, config.moe.moeIntermediateSize, (e) => {
+        const experts = await load.experts(config.moe.numExperts, (e) => {
           const x = `${p}.mlp.experts.${e}`;
           return { gate: `${x}.gate_proj`, up: `${x}.up_proj`, down: `${x}.down_proj` };
         });
         mlp = { kind: 'moe', router, ...experts };
       } else {
-        mlp = await load.denseMlp(`${p}.mlp.gate_proj`, `${p}.mlp.up_proj`, `${p}.mlp.down_proj`, config.intermediateSize);
+        mlp = await load.denseMlp(`${p}.mlp.gate_proj`, `${p}.mlp.up_proj`, `${p}.mlp.down_proj`);
       }
       layers.push({
         inputNorm: await load.plain(`${p}.input_layernorm.weight`),

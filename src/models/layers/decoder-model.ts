@@ -1,0 +1,79 @@
+// What every decoder family's model class shares: RoPE tables on the device, the fused and per-expert forwards over
+// the family's DecoderStack, dispatch accounting, the active-bytes figure and disposal. A family supplies its
+// cache, its stack (how a layer mixes tokens, which feed-forward follows) and its weight list.
+import type { DeviceName } from '../../backends/backend.js';
+import { keep, tidy } from '../../core/scope.js';
+import type { Tensor } from '../../core/tensor.js';
+import type { Weight } from '../../io/checkpoint.js';
+import type { RopeScaling } from '../../io/hf-config.js';
+import { tensor } from '../../ops/creation.js';
+import { reshape } from '../../ops/shape-ops.js';
+import { activeBytes, reserve, type CausalLM, type CausalLMConfig, type ForwardOptions, type ModelCache, type MoeMode } from '../causal-lm.js';
+import { ropeTables } from '../qwen3/rope.js';
+import { decoderForward, decoderForwardPerExpert, type DecoderRun, type DecoderStack } from './blocks.js';
+import { weightParts, type DenseMlpWeights, type MoeWeights } from './weights.js';
+
+export interface RopeGeometry {
+  readonly headDim: number;
+  readonly theta: number;
+  readonly scaling?: RopeScaling;
+  readonly maxPositionEmbeddings: number;
+}
+
+export abstract class DecoderModel<Cache extends ModelCache> implements CausalLM {
+  abstract readonly config: CausalLMConfig;
+  readonly device: DeviceName;
+  protected readonly rope: { cos: Tensor; sin: Tensor };
+  moeMode: MoeMode;
+  lastForward = { dispatches: 0, perLayer: 0 };
+
+  protected constructor(embedTokens: Tensor, rope: RopeGeometry, maxSequence: number, moeMode: MoeMode | undefined) {
+    this.device = embedTokens.device;
+    this.moeMode = moeMode ?? 'fused';
+    const tables = ropeTables(rope.headDim, rope.theta, rope.scaling, rope.maxPositionEmbeddings, maxSequence);
+    const table = (values: Float32Array) => keep(tidy(() => reshape(tensor(values, { device: this.device }), [tables.positions, tables.half])));
+    this.rope = { cos: table(tables.cos), sin: table(tables.sin) };
+  }
+
+  abstract newCache(): Cache;
+  /** The layers over this cache. */
+  protected abstract stack(cache: Cache): DecoderStack;
+  abstract weightTensors(): Tensor[];
+  /** Every layer's feed-forward (for the active-bytes figure). */
+  protected abstract feedForwards(): readonly (DenseMlpWeights | MoeWeights)[];
+  protected abstract embedding(): { embedTokens: Tensor; lmHead: Weight };
+
+  async forward(tokens: Tensor, cache: ModelCache, options: ForwardOptions | boolean = {}): Promise<Tensor> {
+    const o = typeof options === 'boolean' ? { lastOnly: options } : options;
+    if (this.moeMode !== 'per-expert' || !this.config.moe) return this.forwardSync(tokens, cache, o);
+    const c = cache as Cache;
+    const start = reserve(c, tokens.shape[0]);
+    return this.finish(c, start + tokens.shape[0], await decoderForwardPerExpert(this.stack(c), tokens, start, o.lastOnly ?? true));
+  }
+
+  forwardSync(tokens: Tensor, cache: ModelCache, options: ForwardOptions = {}): Tensor {
+    const c = cache as Cache;
+    const start = reserve(c, tokens.shape[0]);
+    return this.finish(c, start + tokens.shape[0], decoderForward(this.stack(c), tokens, start, options.position, options.lastOnly ?? true));
+  }
+
+  private finish(cache: Cache, length: number, run: DecoderRun): Tensor {
+    cache.length = length;
+    this.lastForward = { dispatches: run.dispatches, perLayer: run.perLayer };
+    return run.logits;
+  }
+
+  activeWeightBytes(): number {
+    const { embedTokens, lmHead } = this.embedding();
+    const experts = this.feedForwards().flatMap((f) => (f.kind === 'moe' ? [...weightParts(f.gateUp), ...weightParts(f.down)] : []));
+    const moe = this.config.moe;
+    return activeBytes({ all: this.weightTensors(), embedding: embedTokens, tiedHead: lmHead.data === embedTokens, experts, activeFraction: moe ? moe.numExpertsPerTok / moe.numExperts : 1 });
+  }
+
+  /** Frees the RoPE tables and the weights. */
+  dispose(): void {
+    this.rope.cos.dispose();
+    this.rope.sin.dispose();
+    for (const t of this.weightTensors()) t.dispose();
+  }
+}

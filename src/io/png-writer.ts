@@ -20,14 +20,23 @@ export function toByte(v: number): number {
   return b > 255 ? 255 : b >= 0 ? b : 0;
 }
 
-/** Encodes one frame's planar values ([C, H, W], C = 1 or 3) as a grayscale or RGB PNG. */
-export function encodeFramePng(planes: ArrayLike<number>, channels: 1 | 3, height: number, width: number): Buffer {
+/** One frame's planar values ([C, H, W] in [-1, 1]) -> interleaved bytes [H, W, C]. */
+export function interleaveFrame(planes: ArrayLike<number>, channels: 1 | 3, height: number, width: number): Buffer {
   const pixels = height * width;
   const data = Buffer.alloc(pixels * channels);
   for (let c = 0; c < channels; c++) {
     const plane = c * pixels;
     for (let p = 0; p < pixels; p++) data[p * channels + c] = toByte(planes[plane + p]);
   }
+  return data;
+}
+
+/** Encodes one frame's planar values ([C, H, W], C = 1 or 3) as a grayscale or RGB PNG. */
+export function encodeFramePng(planes: ArrayLike<number>, channels: 1 | 3, height: number, width: number): Buffer {
+  return encodeInterleavedPng(interleaveFrame(planes, channels, height, width), channels, height, width);
+}
+
+function encodeInterleavedPng(data: Buffer, channels: 1 | 3, height: number, width: number): Buffer {
   const png = new PNG();
   png.width = width;
   png.height = height;
@@ -37,11 +46,16 @@ export function encodeFramePng(planes: ArrayLike<number>, channels: 1 | 3, heigh
   return PNG.sync.write(png, { colorType, inputColorType: colorType, inputHasAlpha: false });
 }
 
+export interface WriteVideoPngOptions {
+  /** Also gets each frame's interleaved bytes ([H, W, C]), in order (e.g. for an animated preview). */
+  onFrame?: (pixels: Uint8Array, channels: 1 | 3, index: number) => Promise<void> | void;
+}
+
 /**
  * Writes video [1, C, F, H, W] (C = 1 or 3, values in [-1, 1]) as PNGs: a single frame to outPath, several frames to
  * outPath's stem with a 4-digit index (out.png -> out-0000.png, out-0001.png, ...). Returns the paths written.
  */
-export async function writeVideoPng(video: Tensor, outPath: string): Promise<string[]> {
+export async function writeVideoPng(video: Tensor, outPath: string, options: WriteVideoPngOptions = {}): Promise<string[]> {
   const [b, c, f, h, w] = video.shape;
   if (video.ndim !== 5 || b !== 1 || (c !== 1 && c !== 3)) {
     throw new ShapeError(`writeVideoPng: video must be [1, C, F, H, W] with C = 1 or 3, got ${video.describe()}`);
@@ -56,7 +70,10 @@ export async function writeVideoPng(video: Tensor, outPath: string): Promise<str
     } finally {
       frame.dispose();
     }
-    await writeFile(paths[i], encodeFramePng(values, c === 1 ? 1 : 3, h, w));
+    const channels = c === 1 ? 1 : 3;
+    const pixels = interleaveFrame(values, channels, h, w);
+    await writeFile(paths[i], encodeInterleavedPng(pixels, channels, h, w));
+    await options.onFrame?.(pixels, channels, i);
   }
   return paths;
 }

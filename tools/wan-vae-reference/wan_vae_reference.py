@@ -1,6 +1,8 @@
 """A literal numpy (float64) port of diffusers' AutoencoderKLWan
-(src/diffusers/models/autoencoders/autoencoder_kl_wan.py, diffusers commit 022e259c), used as an independent golden
-reference for src/models/wan-vae/. Module structure, feat_cache / feat_idx bookkeeping (including the "Rep" marker),
+(src/diffusers/models/autoencoders/autoencoder_kl_wan.py as of diffusers commit e87b2a7a, the last to change that file
+before main's 58eb52c0), used as an independent golden reference for src/models/wan-vae/. With _class_name
+AutoencoderKLQwenImage it follows autoencoder_kl_qwenimage.py where that differs for these shapes: the spatial ratio is
+2 ** len(temperal_downsample) and tiled_decode does not clamp. Module structure, feat_cache / feat_idx bookkeeping (including the "Rep" marker),
 chunking, tiling and blending follow diffusers line by line; only torch ops are replaced by numpy equivalents.
 
 Usage: python3 tools/wan-vae-reference/wan_vae_reference.py [fixtureRoot] [outDir]
@@ -595,7 +597,9 @@ class AutoencoderKLWan:
         self.decoder = WanDecoder3d(w, decoder_base_dim, z_dim, dim_mult, num_res_blocks, attn_scales, self.temperal_upsample, decoder_out_channels, is_residual)
         unused = set(tensors) - w.used
         assert not unused, f"unused tensors: {sorted(unused)}"
-        self.spatial_compression_ratio = 2 ** len(temperal_downsample)
+        # AutoencoderKLWan takes the ratio from its config (16 for Wan2.2, #12335); AutoencoderKLQwenImage computes it.
+        self.qwen_image = c.get("_class_name") == "AutoencoderKLQwenImage"
+        self.spatial_compression_ratio = 2 ** len(temperal_downsample) if self.qwen_image else c.get("scale_factor_spatial", 8)
         self.use_tiling = False
         self.tile_sample_min_height = 256
         self.tile_sample_min_width = 256
@@ -623,10 +627,12 @@ class AutoencoderKLWan:
 
     def _encode(self, x):
         _, _, num_frame, height, width = x.shape
-        assert not self.use_tiling, "tiled_encode is not ported"
         self.clear_cache()
         if self.patch_size is not None:
             x = patchify(x, patch_size=self.patch_size)
+        # height and width are the image's (taken before patchify), compared with tile_sample_min as diffusers does.
+        if self.use_tiling and (width > self.tile_sample_min_width or height > self.tile_sample_min_height):
+            return self.tiled_encode(x)
         iter_ = 1 + (num_frame - 1) // 4
         for i in range(iter_):
             self._enc_conv_idx = [0]
@@ -679,16 +685,79 @@ class AutoencoderKLWan:
             b[:, :, :, :, x] = a[:, :, :, :, -blend_extent + x] * (1 - x / blend_extent) + b[:, :, :, :, x] * (x / blend_extent)
         return b
 
+    def tiled_encode(self, x):
+        _, _, num_frames, height, width = x.shape
+        encode_spatial_compression_ratio = self.spatial_compression_ratio
+        if self.patch_size is not None:
+            assert encode_spatial_compression_ratio % self.patch_size == 0
+            encode_spatial_compression_ratio = self.spatial_compression_ratio // self.patch_size
+
+        latent_height = height // encode_spatial_compression_ratio
+        latent_width = width // encode_spatial_compression_ratio
+
+        tile_latent_min_height = self.tile_sample_min_height // encode_spatial_compression_ratio
+        tile_latent_min_width = self.tile_sample_min_width // encode_spatial_compression_ratio
+        tile_latent_stride_height = self.tile_sample_stride_height // encode_spatial_compression_ratio
+        tile_latent_stride_width = self.tile_sample_stride_width // encode_spatial_compression_ratio
+
+        blend_height = tile_latent_min_height - tile_latent_stride_height
+        blend_width = tile_latent_min_width - tile_latent_stride_width
+
+        rows = []
+        for i in range(0, height, self.tile_sample_stride_height):
+            row = []
+            for j in range(0, width, self.tile_sample_stride_width):
+                self.clear_cache()
+                time = []
+                frame_range = 1 + (num_frames - 1) // 4
+                for k in range(frame_range):
+                    self._enc_conv_idx = [0]
+                    if k == 0:
+                        tile = x[:, :, :1, i : i + self.tile_sample_min_height, j : j + self.tile_sample_min_width]
+                    else:
+                        tile = x[:, :, 1 + 4 * (k - 1) : 1 + 4 * k, i : i + self.tile_sample_min_height, j : j + self.tile_sample_min_width]
+                    tile = self.encoder(tile, feat_cache=self._enc_feat_map, feat_idx=self._enc_conv_idx)
+                    tile = self.quant_conv(tile)
+                    time.append(tile)
+                row.append(np.concatenate(time, axis=2))
+            rows.append(row)
+        self.clear_cache()
+
+        result_rows = []
+        for i, row in enumerate(rows):
+            result_row = []
+            for j, tile in enumerate(row):
+                if i > 0:
+                    tile = self.blend_v(rows[i - 1][j], tile, blend_height)
+                if j > 0:
+                    tile = self.blend_h(row[j - 1], tile, blend_width)
+                result_row.append(tile[:, :, :, :tile_latent_stride_height, :tile_latent_stride_width])
+            result_rows.append(np.concatenate(result_row, axis=-1))
+
+        enc = np.concatenate(result_rows, axis=3)[:, :, :, :latent_height, :latent_width]
+        return enc
+
     def tiled_decode(self, z):
         _, _, num_frames, height, width = z.shape
         sample_height = height * self.spatial_compression_ratio
         sample_width = width * self.spatial_compression_ratio
+
         tile_latent_min_height = self.tile_sample_min_height // self.spatial_compression_ratio
         tile_latent_min_width = self.tile_sample_min_width // self.spatial_compression_ratio
         tile_latent_stride_height = self.tile_sample_stride_height // self.spatial_compression_ratio
         tile_latent_stride_width = self.tile_sample_stride_width // self.spatial_compression_ratio
-        blend_height = self.tile_sample_min_height - self.tile_sample_stride_height
-        blend_width = self.tile_sample_min_width - self.tile_sample_stride_width
+        tile_sample_stride_height = self.tile_sample_stride_height
+        tile_sample_stride_width = self.tile_sample_stride_width
+        if self.patch_size is not None:
+            sample_height = sample_height // self.patch_size
+            sample_width = sample_width // self.patch_size
+            tile_sample_stride_height = tile_sample_stride_height // self.patch_size
+            tile_sample_stride_width = tile_sample_stride_width // self.patch_size
+            blend_height = self.tile_sample_min_height // self.patch_size - tile_sample_stride_height
+            blend_width = self.tile_sample_min_width // self.patch_size - tile_sample_stride_width
+        else:
+            blend_height = self.tile_sample_min_height - tile_sample_stride_height
+            blend_width = self.tile_sample_min_width - tile_sample_stride_width
 
         rows = []
         for i in range(0, height, tile_latent_stride_height):
@@ -697,11 +766,10 @@ class AutoencoderKLWan:
                 self.clear_cache()
                 time = []
                 for k in range(num_frames):
-                    first_chunk = True if k == 0 else False
                     self._conv_idx = [0]
                     tile = z[:, :, k : k + 1, i : i + tile_latent_min_height, j : j + tile_latent_min_width]
                     tile = self.post_quant_conv(tile)
-                    decoded = self.decoder(tile, feat_cache=self._feat_map, feat_idx=self._conv_idx, first_chunk=first_chunk)
+                    decoded = self.decoder(tile, feat_cache=self._feat_map, feat_idx=self._conv_idx, first_chunk=(k == 0))
                     time.append(decoded)
                 row.append(np.concatenate(time, axis=2))
             rows.append(row)
@@ -715,13 +783,14 @@ class AutoencoderKLWan:
                     tile = self.blend_v(rows[i - 1][j], tile, blend_height)
                 if j > 0:
                     tile = self.blend_h(row[j - 1], tile, blend_width)
-                result_row.append(tile[:, :, :, : self.tile_sample_stride_height, : self.tile_sample_stride_width])
+                result_row.append(tile[:, :, :, :tile_sample_stride_height, :tile_sample_stride_width])
             result_rows.append(np.concatenate(result_row, axis=-1))
-
         dec = np.concatenate(result_rows, axis=3)[:, :, :, :sample_height, :sample_width]
+
         if self.patch_size is not None:
             dec = unpatchify(dec, patch_size=self.patch_size)
-        return np.clip(dec, -1.0, 1.0)
+        # AutoencoderKLQwenImage.tiled_decode returns the blend unclamped (its untiled _decode clamps).
+        return dec if self.qwen_image else np.clip(dec, -1.0, 1.0)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -741,18 +810,34 @@ def run_preset(src, out_path):
     print(f"  decode {z.shape} -> {dec.shape}, range [{dec.min():.3f}, {dec.max():.3f}], clamped {np.mean(np.abs(dec) == 1):.3f}")
     outputs.append(("decoded", dec))
 
-    vae.enable_tiling(tile_sample_min_height=24, tile_sample_min_width=24, tile_sample_stride_height=16, tile_sample_stride_width=16)
-    tiled_in = inputs.get("tiled_latents", z)
-    tiled = vae.decode(tiled_in)
-    vae.disable_tiling()
-    untiled = vae.decode(tiled_in)
-    print(f"  tiled decode {tiled_in.shape} -> {tiled.shape}, max |tiled - untiled| {np.abs(tiled - untiled).max():.3f}")
-    outputs.append(("tiled_decoded", tiled))
+    def tiling(name):
+        # enable_tiling(tile_sample_min_height, tile_sample_min_width, tile_sample_stride_height, tile_sample_stride_width),
+        # in diffusers' units (image pixels), as make-inputs.ts chose them for the preset.
+        h, w, sh, sw = (int(v) for v in inputs[name])
+        vae.enable_tiling(tile_sample_min_height=h, tile_sample_min_width=w, tile_sample_stride_height=sh, tile_sample_stride_width=sw)
+        return (h, w, sh, sw)
+
+    tiled_in = inputs["tiled_latents"]
+    for tiling_name, out_name in (("tiling_decode", "tiled_decoded"), ("tiling_decode_hw", "tiled_decoded_hw")):
+        t = tiling(tiling_name)
+        tiled = vae.decode(tiled_in)
+        vae.disable_tiling()
+        untiled = vae.decode(tiled_in)
+        print(f"  tiled decode {t} {tiled_in.shape} -> {tiled.shape}, max |tiled - untiled| {np.abs(tiled - untiled).max():.3f}")
+        outputs.append((out_name, tiled))
 
     x = inputs["video"]
     mean = vae.encode_mean(x)
     print(f"  encode {x.shape} -> {mean.shape}, std {mean.std():.3f}")
     outputs.append(("encoded_mean", mean))
+
+    xt = inputs["tiled_video"]
+    t = tiling("tiling_encode")
+    tiled_mean = vae.encode_mean(xt)
+    vae.disable_tiling()
+    untiled_mean = vae.encode_mean(xt)
+    print(f"  tiled encode {t} {xt.shape} -> {tiled_mean.shape}, max |tiled - untiled| {np.abs(tiled_mean - untiled_mean).max():.3f}")
+    outputs.append(("tiled_encoded_mean", tiled_mean))
 
     write_safetensors(out_path, outputs)
     print(f"  wrote {out_path} ({os.path.getsize(out_path)} bytes)")

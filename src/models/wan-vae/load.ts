@@ -1,5 +1,8 @@
-// Opens a diffusers AutoencoderKLWan directory (config.json + diffusion_pytorch_model.safetensors): typed config,
-// every expected tensor checked for presence and shape before anything is uploaded, weights streamed to the device.
+// Opens a diffusers AutoencoderKLWan or AutoencoderKLQwenImage directory (config.json +
+// diffusion_pytorch_model.safetensors), or a pipeline folder holding one in `vae/`: typed config, every expected
+// tensor checked for presence and shape before anything is uploaded, weights streamed to the device.
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { getDefaultDevice } from '../../backends/registry.js';
 import type { DeviceName } from '../../backends/backend.js';
 import type { DType } from '../../core/dtype.js';
@@ -7,7 +10,7 @@ import { CheckpointError } from '../../core/errors.js';
 import type { Tensor } from '../../core/tensor.js';
 import { Checkpoint } from '../../io/checkpoint.js';
 import { wanVaeSpec, wanVaeWeightSpecs, type Channels } from './architecture.js';
-import { parseWanVaeConfig, type WanVaeConfig } from './config.js';
+import { parseWanVaeConfig, VAE_CLASSES, type WanVaeConfig } from './config.js';
 import { WanVae } from './model.js';
 
 export type VaePart = 'decoder' | 'encoder' | 'both';
@@ -42,15 +45,38 @@ function channelsOf(ck: Checkpoint, config: WanVaeConfig): Channels {
   return { encoderIn: pick('encoder.conv_in.weight', 1, config.inChannels), decoderOut: pick('decoder.conv_out.weight', 0, config.outChannels) };
 }
 
-export async function loadWanVae(dir: string, options: LoadWanVaeOptions = {}): Promise<WanVae> {
+/**
+ * A diffusers pipeline folder (model_index.json and no config.json of its own) -> its `vae/` component, as
+ * `from_pretrained(dir, subfolder="vae")` reads it; any other path as given.
+ */
+export function vaeFolder(dir: string): string {
+  const index = join(dir, 'model_index.json');
+  if (existsSync(join(dir, 'config.json')) || !existsSync(index)) return dir;
+  let components: Record<string, unknown>;
+  try {
+    components = JSON.parse(readFileSync(index, 'utf8')) as Record<string, unknown>;
+  } catch (e) {
+    throw new CheckpointError(`not valid JSON (${(e as Error).message})`, { file: index });
+  }
+  if (components === null || typeof components !== 'object' || !Array.isArray(components.vae)) {
+    const listed = components && typeof components === 'object' ? Object.keys(components).filter((k) => !k.startsWith('_')) : [];
+    throw new CheckpointError(`the pipeline has no 'vae' component (components: ${listed.join(', ') || 'none'})`, { file: index });
+  }
+  return join(dir, 'vae');
+}
+
+const classOf = (config: WanVaeConfig) => Object.entries(VAE_CLASSES).find(([, f]) => f === config.family)?.[0];
+
+export async function loadWanVae(path: string, options: LoadWanVaeOptions = {}): Promise<WanVae> {
+  const dir = vaeFolder(path);
   await using ck = await Checkpoint.open(dir);
   if (ck.config === undefined) throw new CheckpointError('no config.json', { file: dir });
-  const config = parseWanVaeConfig(ck.config, `${dir}/config.json`);
+  const config = parseWanVaeConfig(ck.config, join(dir, 'config.json'));
   const spec = wanVaeSpec(config, channelsOf(ck, config));
   const part = options.parts ?? 'both';
   const wanted = wanVaeWeightSpecs(spec).filter((s) => partNeeds(part, s.name));
   for (const s of wanted) {
-    if (!ck.has(s.name)) throw new CheckpointError(`missing tensor for this config (base_dim ${config.baseDim}, dim_mult ${JSON.stringify(config.dimMult)})`, { file: dir, tensor: s.name });
+    if (!ck.has(s.name)) throw new CheckpointError(`missing tensor for this ${classOf(config)} config (base_dim ${config.baseDim}, dim_mult ${JSON.stringify(config.dimMult)})`, { file: dir, tensor: s.name });
     const e = ck.entry(s.name);
     if (e.shape.join() !== s.shape.join()) {
       throw new CheckpointError(`shape [${e.shape.join(', ')}] does not match the config, which needs [${s.shape.join(', ')}]`, { file: e.file, tensor: s.name, offset: e.begin });

@@ -1,50 +1,56 @@
 // AutoencoderKLWan (Wan2.1 / Wan2.2 / Qwen-Image VAE): causal chunked encode and decode with the feature cache,
-// Wan2.2's 2x2 patchify, and tiled decode that blends overlapping tiles like diffusers' tiled_decode while keeping
-// only one tile's working set (plus the output and two thin blend strips) alive.
+// Wan2.2's 2x2 patchify, and diffusers' tiled_decode / tiled_encode, streamed so that only one tile's working set
+// (plus the output and two thin blend strips) is alive. Both run as step generators that yield after each chunk
+// and tile, so a caller can wait for the device between steps and report finished (not merely queued) work.
 import { ShapeError } from '../../core/errors.js';
+import { keep, tidy } from '../../core/scope.js';
 import type { Tensor } from '../../core/tensor.js';
-import { tensor, zeros } from '../../ops/creation.js';
-import { cat, copyInto } from '../../ops/shape-ops.js';
-import { tidy } from '../../core/scope.js';
+import { zeros } from '../../ops/creation.js';
+import { copyInto } from '../../ops/shape-ops.js';
 import type { WanVaeSpec } from './architecture.js';
 import { FeatureCache, narrowCopy, WanVaeLayers } from './blocks.js';
 import { convScale, temporalScale, type WanVaeConfig } from './config.js';
+import { blendInto, decodeTilePlan, encodeTilePlan, type TilePlan, type TilingOptions } from './tiling.js';
 
-export interface TilingOptions {
-  /** Tile height and width in decoder pixels (before Wan2.2's unpatchify, as diffusers counts them); default 256. */
-  tileSize?: number;
-  /** Distance between tile origins in the same pixels; default 192. The overlap is blended linearly. */
-  stride?: number;
-}
+export { DEFAULT_TILING, decodeTilePlan, encodeTilePlan, type TilePlan, type TilingOptions } from './tiling.js';
 
-export interface DecodeOptions {
-  /** Decode in overlapping spatial tiles when the latent is larger than one tile (diffusers' enable_tiling()). */
+export interface CodecOptions {
+  /** Work in overlapping spatial tiles when the input is larger than one tile (diffusers' enable_tiling()); true
+   * takes diffusers' default sizes. */
   tiling?: boolean | TilingOptions;
-  /** Called after each decoded chunk (latent frame) of each tile. */
-  onProgress?: (done: number, total: number) => void;
+}
+export type DecodeOptions = CodecOptions;
+export type EncodeOptions = CodecOptions;
+
+/** Work done so far: chunks (a latent frame to decode; 1, then 4 frames to encode) over all tiles, and tiles. */
+export interface CodecProgress {
+  readonly chunks: number;
+  readonly totalChunks: number;
+  readonly tiles: number;
+  readonly totalTiles: number;
 }
 
-export interface TilePlan {
-  /** Tile and stride in latent pixels. */
-  readonly latentTile: number;
-  readonly latentStride: number;
-  /** Overlap blended between neighbours, in decoder pixels. */
-  readonly blend: number;
-  readonly stride: number;
-  /** Tile origins (latent rows and columns). */
-  readonly rows: readonly number[];
-  readonly cols: readonly number[];
-}
+/** A decode or encode in steps: each next() queues one chunk (or finishes a tile); the return value is the result. */
+export type CodecSteps = Generator<CodecProgress, Tensor, void>;
 
-/** diffusers' tile grid: origins every latentStride, tiles latentTile long (clipped at the edges). */
-export function tilePlan(latentHeight: number, latentWidth: number, scale: number, options: TilingOptions = {}): TilePlan {
-  const tile = options.tileSize ?? 256;
-  const stride = options.stride ?? 192;
-  if (!Number.isInteger(tile) || !Number.isInteger(stride) || stride <= 0 || stride > tile || tile % scale !== 0 || stride % scale !== 0) {
-    throw new RangeError(`tiling: tileSize ${tile} and stride ${stride} must be multiples of ${scale} with 0 < stride <= tileSize`);
+class Counter {
+  chunks = 0;
+  tiles = 0;
+  constructor(
+    readonly totalChunks: number,
+    readonly totalTiles: number,
+  ) {}
+  snapshot(): CodecProgress {
+    return { chunks: this.chunks, totalChunks: this.totalChunks, tiles: this.tiles, totalTiles: this.totalTiles };
   }
-  const range = (n: number, step: number) => Array.from({ length: Math.ceil(n / step) }, (_, i) => i * step);
-  return { latentTile: tile / scale, latentStride: stride / scale, blend: tile - stride, stride, rows: range(latentHeight, stride / scale), cols: range(latentWidth, stride / scale) };
+}
+
+/** Runs steps to the end synchronously (everything queued; read the result to wait for it). */
+export function runSteps(steps: CodecSteps): Tensor {
+  for (;;) {
+    const r = steps.next();
+    if (r.done) return r.value;
+  }
 }
 
 /** [B, C, F, H, W] -> [B, C p^2, F, H/p, W/p] with diffusers' channel order (c, w-offset, h-offset). */
@@ -54,6 +60,8 @@ export function patchify(x: Tensor, p: number): Tensor {
   if (h % p !== 0 || w % p !== 0) throw new ShapeError(`patchify: height ${h} and width ${w} must be multiples of the patch size ${p}`);
   return tidy(() => x.reshape([n, c, f, h / p, p, w / p, p]).permute([0, 1, 6, 4, 2, 3, 5]).reshape([n, c * p * p, f, h / p, w / p]));
 }
+
+const tilingOf = (t: CodecOptions['tiling']) => (t === true ? {} : t || undefined);
 
 export class WanVae {
   private readonly layers: WanVaeLayers;
@@ -91,75 +99,85 @@ export class WanVae {
 
   /**
    * Latents [B, zDim, T, h, w] -> video [B, C, 1 + 4 (T - 1), h * scale, w * scale] in [-1, 1], on the latents'
-   * device. Queued, not awaited: read the result to wait for it. Each decoded chunk (or blended tile crop) is
-   * clamped and written straight into the output in image layout (unpatchified by the copy's strides), so no
-   * full-size temporary exists besides the output.
+   * device. Queued, not awaited: read the result to wait for it.
    */
   decode(z: Tensor, options: DecodeOptions = {}): Tensor {
+    return runSteps(this.decodeSteps(z, options));
+  }
+
+  /**
+   * decode() in steps (input checked now). Each decoded chunk (or blended tile crop) is clamped and written straight
+   * into the output in image layout (unpatchified by the copy's strides), so no full-size temporary exists besides
+   * the output. The result is the caller's to dispose, also when it stops early (call return()).
+   */
+  decodeSteps(z: Tensor, options: DecodeOptions = {}): CodecSteps {
     const zDim = this.config.zDim;
     if (z.ndim !== 5 || z.shape[1] !== zDim) throw new ShapeError(`WanVae.decode: latents must be [B, ${zDim}, T, h, w], got ${z.describe()}`);
     if (z.shape.some((s) => s === 0)) throw new ShapeError(`WanVae.decode: latents ${z.describe()} are empty`);
-    const scale = convScale(this.config);
+    const tiling = tilingOf(options.tiling);
+    const plan = tiling ? decodeTilePlan(this.config, z.shape[3], z.shape[4], tiling) : undefined;
+    return this.decodeGen(z, plan);
+  }
+
+  private *decodeGen(z: Tensor, plan: TilePlan | undefined): CodecSteps {
     const [n, , t, h, w] = z.shape;
-    const tiling = options.tiling === true ? {} : options.tiling || undefined;
-    const plan = tiling ? tilePlan(h, w, scale, tiling) : undefined;
     const s = this.spatialScale;
-    const out = zeros([n, this.imageChannels, this.framesFor(t), h * s, w * s], { device: z.device });
+    const tiles = plan ? plan.rows.origins.length * plan.cols.origins.length : 1;
+    const counter = new Counter(t * tiles, tiles);
+    const out = keep(zeros([n, this.imageChannels, this.framesFor(t), h * s, w * s], { device: z.device }));
+    let done = false;
     try {
-      if (plan && (h > plan.latentTile || w > plan.latentTile)) this.decodeTiled(z, plan, out, options.onProgress);
-      else this.decodeRegion(z, (chunk, frame) => this.writeImage(out, chunk, frame, 0, 0), options.onProgress);
+      if (plan) {
+        // diffusers clamps the blended video in AutoencoderKLWan.tiled_decode, but AutoencoderKLQwenImage.tiled_decode
+        // returns it unclamped (only its untiled _decode clamps); follow each.
+        const clamp = this.config.family !== 'qwen-image';
+        yield* this.blendTiles(plan, counter, (i, j) => this.decodeTile(z, i, j, plan, counter), (crop, y, x) => this.writeImage(out, crop, 0, y, x, clamp));
+      } else {
+        yield* this.decodeChunks(z, (chunk, frame) => this.writeImage(out, chunk, frame, 0, 0, true), counter);
+        counter.tiles++;
+        yield counter.snapshot();
+      }
+      done = true;
       return out;
-    } catch (e) {
-      out.dispose();
-      throw e;
+    } finally {
+      if (!done) out.dispose();
     }
   }
 
-  /** Clamps decoder output [B, Cd, Tc, hd, wd] and copies it, unpatchified, into out at (frame, y, x) (decoder pixels). */
-  private writeImage(out: Tensor, src: Tensor, frame: number, y: number, x: number): void {
+  /** Decodes the latent tile at (i, j) (latent pixels) into a new tensor in decoder layout [B, Cd, F, th, tw]. */
+  private *decodeTile(z: Tensor, i: number, j: number, plan: TilePlan, counter: Counter): Generator<CodecProgress, Tensor, void> {
+    const [n, , t, h, w] = z.shape;
+    const c = convScale(this.config);
+    const [rh, rw] = [Math.min(plan.rows.tile, h - i), Math.min(plan.cols.tile, w - j)];
+    const region = keep(tidy(() => z.narrow(3, i, rh).narrow(4, j, rw)));
+    const tile = keep(zeros([n, this.spec.decoder.convOut.cout, this.framesFor(t), rh * c, rw * c], { device: z.device }));
+    let done = false;
+    try {
+      yield* this.decodeChunks(region, (chunk, frame) => copyInto(tile.narrow(2, frame, chunk.shape[2]), chunk), counter);
+      done = true;
+      return tile;
+    } finally {
+      region.dispose();
+      if (!done) tile.dispose();
+    }
+  }
+
+  /** Clamps decoder output [B, Cd, Tc, hd, wd] (unless told not to) and copies it, unpatchified, into out at (frame, y, x) (decoder pixels). */
+  private writeImage(out: Tensor, src: Tensor, frame: number, y: number, x: number, clamp: boolean): void {
     const p = this.config.patchSize;
     const [n, cd, tc, hd, wd] = src.shape;
     const c = cd / (p * p);
     tidy(() => {
-      const clamped = src.maximum(-1).minimum(1);
+      const values = clamp ? src.maximum(-1).minimum(1) : src;
       const region = out.narrow(2, frame, tc).narrow(3, y * p, hd * p).narrow(4, x * p, wd * p);
       // diffusers' unpatchify: out[c, f, h p + b, w p + a] = x[c p^2 + a p + b, f, h, w].
       const dst = region.view([n, c, tc, hd, p, wd, p]).permute([0, 1, 6, 4, 2, 3, 5]);
-      copyInto(dst, clamped.view([n, c, p, p, tc, hd, wd]));
-    });
-  }
-
-  /**
-   * Video [B, C, F, H, W] in [-1, 1] (F = 1 + 4k, H and W multiples of spatialScale) -> the latent posterior's mean
-   * [B, zDim, 1 + k, H / scale, W / scale].
-   */
-  encode(x: Tensor): Tensor {
-    const [n, c, f, h, w] = x.shape;
-    const s = this.spatialScale;
-    const ts = this.temporalScale;
-    if (x.ndim !== 5 || c !== this.imageChannels) throw new ShapeError(`WanVae.encode: video must be [B, ${this.imageChannels}, F, H, W], got ${x.describe()}`);
-    if (f < 1 || (f - 1) % ts !== 0) throw new ShapeError(`WanVae.encode: frame count ${f} must be 1 + ${ts}k`);
-    if (h % s !== 0 || w % s !== 0 || h === 0 || w === 0 || n === 0) throw new ShapeError(`WanVae.encode: height ${h} and width ${w} must be positive multiples of ${s}`);
-    const e = this.spec.encoder;
-    return tidy(() => {
-      const xp = patchify(x, this.config.patchSize);
-      const cache = new FeatureCache();
-      try {
-        const chunks: Tensor[] = [];
-        for (let start = 0; start < f; start = start === 0 ? 1 : start + ts) {
-          chunks.push(this.layers.encoder(xp.narrow(2, start, start === 0 ? 1 : ts), e, cache));
-        }
-        const moments = chunks.length === 1 ? chunks[0] : cat(chunks, 2);
-        const q = this.layers.conv(moments, this.spec.quantConv);
-        return narrowCopy(q, 1, 0, this.config.zDim);
-      } finally {
-        cache.dispose();
-      }
+      copyInto(dst, values.view([n, c, p, p, tc, hd, wd]));
     });
   }
 
   /** Decodes a latent region chunk by chunk (one latent frame each), handing each chunk and its first frame to emit. */
-  private decodeRegion(z: Tensor, emit: (chunk: Tensor, frame: number) => void, onProgress?: (done: number, total: number) => void, progress = { done: 0, total: z.shape[2] }): void {
+  private *decodeChunks(z: Tensor, emit: (chunk: Tensor, frame: number) => void, counter: Counter): Generator<CodecProgress, void, void> {
     const d = this.spec.decoder;
     const cache = new FeatureCache();
     try {
@@ -171,7 +189,8 @@ export class WanVae {
           emit(chunk, frame);
           frame += chunk.shape[2];
         });
-        onProgress?.(++progress.done, progress.total);
+        counter.chunks++;
+        yield counter.snapshot();
       }
     } finally {
       cache.dispose();
@@ -179,42 +198,130 @@ export class WanVae {
   }
 
   /**
-   * diffusers' tiled_decode, streamed: tiles are decoded in row order and blended in place with the already blended
-   * tile above (its bottom rows) and to the left (its right columns); then their stride x stride crop is final and
-   * goes to the output. Only those two strips outlive a tile, so memory is one tile's working set plus the output.
+   * Video [B, C, F, H, W] in [-1, 1] (F = 1 + 4k, H and W multiples of spatialScale) -> the latent posterior's mean
+   * [B, zDim, 1 + k, H / scale, W / scale]. Queued, not awaited.
    */
-  private decodeTiled(z: Tensor, plan: TilePlan, out: Tensor, onProgress?: (done: number, total: number) => void): void {
-    const [n, , t, h, w] = z.shape;
-    const scale = convScale(this.config);
-    const above = new Map<number, Tensor>();
-    const progress = { done: 0, total: t * plan.rows.length * plan.cols.length };
+  encode(x: Tensor, options: EncodeOptions = {}): Tensor {
+    return runSteps(this.encodeSteps(x, options));
+  }
+
+  /** encode() in steps (input checked now); tiled like diffusers' tiled_encode above a size when tiling is asked for. */
+  encodeSteps(x: Tensor, options: EncodeOptions = {}): CodecSteps {
+    const [n, c, f, h, w] = x.shape;
+    const s = this.spatialScale;
+    const ts = this.temporalScale;
+    if (x.ndim !== 5 || c !== this.imageChannels) throw new ShapeError(`WanVae.encode: video must be [B, ${this.imageChannels}, F, H, W], got ${x.describe()}`);
+    if (f < 1 || (f - 1) % ts !== 0) throw new ShapeError(`WanVae.encode: frame count ${f} must be 1 + ${ts}k`);
+    if (h % s !== 0 || w % s !== 0 || h === 0 || w === 0 || n === 0) throw new ShapeError(`WanVae.encode: height ${h} and width ${w} must be positive multiples of ${s}`);
+    const tiling = tilingOf(options.tiling);
+    const plan = tiling ? encodeTilePlan(this.config, h, w, tiling) : undefined;
+    return this.encodeGen(x, plan);
+  }
+
+  private *encodeGen(x: Tensor, plan: TilePlan | undefined): CodecSteps {
+    const [n, , f, h, w] = x.shape;
+    const s = this.spatialScale;
+    const latentFrames = 1 + (f - 1) / this.temporalScale;
+    const tiles = plan ? plan.rows.origins.length * plan.cols.origins.length : 1;
+    const counter = new Counter(latentFrames * tiles, tiles);
+    const out = keep(zeros([n, this.config.zDim, latentFrames, h / s, w / s], { device: x.device }));
+    const xp = keep(patchify(x, this.config.patchSize));
+    let done = false;
     try {
-      for (const i of plan.rows) {
+      if (plan) {
+        yield* this.blendTiles(plan, counter, (i, j) => this.encodeTile(xp, i, j, plan, counter), (crop, y, xo) => copyInto(out.narrow(3, y, crop.shape[3]).narrow(4, xo, crop.shape[4]), crop));
+      } else {
+        yield* this.encodeChunks(xp, (mean, frame) => copyInto(out.narrow(2, frame, mean.shape[2]), mean), counter);
+        counter.tiles++;
+        yield counter.snapshot();
+      }
+      done = true;
+      return out;
+    } finally {
+      xp.dispose();
+      if (!done) out.dispose();
+    }
+  }
+
+  /** Encodes the patchified tile at (i, j) into a new tensor [B, zDim, T, th, tw] (the posterior mean). */
+  private *encodeTile(xp: Tensor, i: number, j: number, plan: TilePlan, counter: Counter): Generator<CodecProgress, Tensor, void> {
+    const [n, , f, hp, wp] = xp.shape;
+    const c = convScale(this.config);
+    const [rh, rw] = [Math.min(plan.rows.tile, hp - i), Math.min(plan.cols.tile, wp - j)];
+    const region = keep(tidy(() => xp.narrow(3, i, rh).narrow(4, j, rw)));
+    const tile = keep(zeros([n, this.config.zDim, 1 + (f - 1) / this.temporalScale, rh / c, rw / c], { device: xp.device }));
+    let done = false;
+    try {
+      yield* this.encodeChunks(region, (mean, frame) => copyInto(tile.narrow(2, frame, mean.shape[2]), mean), counter);
+      done = true;
+      return tile;
+    } finally {
+      region.dispose();
+      if (!done) tile.dispose();
+    }
+  }
+
+  /**
+   * Encodes patchified video chunk by chunk (frame 0, then 4 frames at a time) through the encoder and quant_conv,
+   * handing each chunk's posterior mean (the first zDim moments) and its latent frame to emit. quant_conv is 1x1x1,
+   * so applying it per chunk (as tiled_encode does) equals applying it to the concatenation (as _encode does).
+   */
+  private *encodeChunks(xp: Tensor, emit: (mean: Tensor, frame: number) => void, counter: Counter): Generator<CodecProgress, void, void> {
+    const f = xp.shape[2];
+    const ts = this.temporalScale;
+    const cache = new FeatureCache();
+    try {
+      let frame = 0;
+      for (let start = 0; start < f; start = start === 0 ? 1 : start + ts) {
+        tidy(() => {
+          const moments = this.layers.encoder(xp.narrow(2, start, start === 0 ? 1 : ts), this.spec.encoder, cache);
+          const q = this.layers.conv(moments, this.spec.quantConv);
+          emit(q.narrow(1, 0, this.config.zDim), frame);
+          frame += q.shape[2];
+        });
+        counter.chunks++;
+        yield counter.snapshot();
+      }
+    } finally {
+      cache.dispose();
+    }
+  }
+
+  /**
+   * diffusers' tiled_decode / tiled_encode loop, streamed: tiles are made in row order and blended in place with the
+   * already blended tile above (its last rows) and to the left (its last columns), as diffusers' in-place blend_v /
+   * blend_h leave them; then the tile's crop is final and goes to write at its place in the output. Only those
+   * strips outlive a tile, so memory is one tile's working set plus the output.
+   */
+  private *blendTiles(
+    plan: TilePlan,
+    counter: Counter,
+    makeTile: (i: number, j: number) => Generator<CodecProgress, Tensor, void>,
+    write: (crop: Tensor, y: number, x: number) => void,
+  ): Generator<CodecProgress, void, void> {
+    const { rows, cols } = plan;
+    const above = new Map<number, Tensor>();
+    try {
+      for (let a = 0; a < rows.origins.length; a++) {
         let left: Tensor | undefined;
         try {
-          for (const j of plan.cols) {
-            const th = Math.min(plan.latentTile, h - i) * scale;
-            const tw = Math.min(plan.latentTile, w - j) * scale;
-            const tile = zeros([n, this.spec.decoder.convOut.cout, this.framesFor(t), th, tw], { device: z.device });
+          for (let b = 0; b < cols.origins.length; b++) {
+            const tile = yield* makeTile(rows.origins[a], cols.origins[b]);
             try {
-              tidy(() => {
-                const region = z.narrow(3, i, th / scale).narrow(4, j, tw / scale);
-                this.decodeRegion(region, (chunk, frame) => copyInto(tile.narrow(2, frame, chunk.shape[2]), chunk), onProgress, progress);
-              });
-              const up = above.get(j);
-              if (up) blendInto(tile, up, plan.blend, 3);
-              if (left) blendInto(tile, left, plan.blend, 4);
+              const [th, tw] = [tile.shape[3], tile.shape[4]];
+              const up = above.get(b);
+              if (up) blendInto(tile, up, rows.blend, 3);
+              if (left) blendInto(tile, left, cols.blend, 4);
               up?.dispose();
-              above.set(j, narrowCopy(tile, 3, th - Math.min(plan.blend, th), Math.min(plan.blend, th)));
+              above.set(b, keep(narrowCopy(tile, 3, th - Math.min(rows.blend, th), Math.min(rows.blend, th))));
               left?.dispose();
-              left = narrowCopy(tile, 4, tw - Math.min(plan.blend, tw), Math.min(plan.blend, tw));
-              tidy(() => {
-                const crop = tile.narrow(3, 0, Math.min(plan.stride, th)).narrow(4, 0, Math.min(plan.stride, tw));
-                this.writeImage(out, crop, 0, i * scale, j * scale);
-              });
+              left = keep(narrowCopy(tile, 4, tw - Math.min(cols.blend, tw), Math.min(cols.blend, tw)));
+              tidy(() => write(tile.narrow(3, 0, Math.min(rows.crop, th)).narrow(4, 0, Math.min(cols.crop, tw)), a * rows.crop, b * cols.crop));
             } finally {
               tile.dispose();
             }
+            counter.tiles++;
+            yield counter.snapshot();
           }
         } finally {
           left?.dispose();
@@ -228,23 +335,4 @@ export class WanVae {
   dispose(): void {
     for (const t of this.weights.values()) t.dispose();
   }
-}
-
-/**
- * diffusers' blend_v (dim 3) / blend_h (dim 4), in place on b: over the first e = min(a, b, extent) positions,
- * b[y] = a[-e + y] (1 - y / e) + b[y] (y / e). `strip` holds a's last positions along dim.
- */
-function blendInto(b: Tensor, strip: Tensor, extent: number, dim: 3 | 4): void {
-  const e = Math.min(strip.shape[dim], b.shape[dim], extent);
-  if (e === 0) return;
-  tidy(() => {
-    const shape = [1, 1, 1, 1, 1];
-    shape[dim] = e;
-    const ramp = new Float32Array(e).map((_, y) => y / e);
-    const r = tensor(ramp, { device: b.device }).reshape(shape);
-    const rest = tensor(ramp.map((v) => 1 - v), { device: b.device }).reshape(shape);
-    const a = strip.narrow(dim, strip.shape[dim] - e, e);
-    const head = b.narrow(dim, 0, e);
-    copyInto(head, a.mul(rest).add(head.mul(r)));
-  });
 }

@@ -59,6 +59,11 @@ export interface MatmulScaling<H> {
   readonly scaleResult?: H;
   /** [m, n] added last (a residual connection): contiguous from element 0; batch-less products only. */
   readonly residual?: Operand<H>;
+  /**
+   * 'swiglu': the n columns are gate columns then up columns (a stacked gate|up weight) and the result is
+   * [m, n/2] = silu(gate) * up, the residual (then [m, n/2]) added after; batch-less products only.
+   */
+  readonly activation?: 'swiglu';
 }
 
 /**

@@ -53,6 +53,11 @@ export interface LinearOptions {
    * output, any float dtype. Saves the separate add's dispatch and its pass over memory.
    */
   residual?: Tensor;
+  /**
+   * 'swiglu': the weight's N rows are gate rows then up rows (a stacked gate|up projection) and the result is
+   * silu(x . gate^T) * (x . up^T), [..., N/2], the residual (if any) added after: one dispatch on the decode GEMV.
+   */
+  activation?: 'swiglu';
 }
 
 function weightRecipe(scale: Tensor, n: number, k: number, given?: ScaleRecipe): ScaleRecipe {
@@ -102,9 +107,16 @@ export function linear(x: Tensor, weight: Tensor, bias?: Tensor, options: Linear
     if (bias.ndim !== 1 || bias.shape[0] !== n) throw new ShapeError(`linear: bias must have shape [${n}], got ${formatShape(bias.shape)}`);
   }
   const lead = x.shape.slice(0, -1);
+  const swiglu = options.activation !== undefined;
+  if (swiglu) {
+    if (options.activation !== 'swiglu') throw new RangeError(`linear: activation must be 'swiglu', got ${String(options.activation)}`);
+    if (n % 2 !== 0) throw new ShapeError(`linear: swiglu needs an even N (gate rows then up rows), got weight ${formatShape(weight.shape)}`);
+    if (bias) throw new ShapeError('linear: swiglu does not take a bias');
+  }
+  const outCols = swiglu ? n / 2 : n;
   if (residual) {
     requireDTypes('linear residual', residual, MATMUL_DTYPES);
-    if (residual.shape.join() !== [...lead, n].join()) throw new ShapeError(`linear: residual must have the output's shape ${formatShape([...lead, n])}, got ${formatShape(residual.shape)}`);
+    if (residual.shape.join() !== [...lead, outCols].join()) throw new ShapeError(`linear: residual must have the output's shape ${formatShape([...lead, outCols])}, got ${formatShape(residual.shape)}`);
   }
   const m = lead.reduce((p, d) => p * d, 1);
   const rows = reshape(x, [m, k]);
@@ -116,12 +128,13 @@ export function linear(x: Tensor, weight: Tensor, bias?: Tensor, options: Linear
     const scaling = {
       ...(b ? { bias: b.operand() } : {}),
       ...(s && recipe ? { scaleB: { handle: s.storage.handle, recipe } } : {}),
-      ...(r ? { residual: { ...r.operand(), view: { shape: [m, n], strides: [n, 1], offset: 0 } } } : {}),
+      ...(r ? { residual: { ...r.operand(), view: { shape: [m, outCols], strides: [outCols, 1], offset: 0 } } } : {}),
+      ...(swiglu ? { activation: 'swiglu' as const } : {}),
     };
     const handle = backend.matmul(rows.operand(), wT, { batch: [], m, n, k }, x.dtype, scaling);
-    const out = wrap(backend, handle, x.dtype, [m, n]);
+    const out = wrap(backend, handle, x.dtype, [m, outCols]);
     if (lead.length === 1) return out;
-    const shaped = reshape(out, [...lead, n]);
+    const shaped = reshape(out, [...lead, outCols]);
     out.dispose();
     return shaped;
   } finally {

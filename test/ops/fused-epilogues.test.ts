@@ -53,6 +53,16 @@ describe('fused epilogues on the CPU equal the unfused ops exactly', () => {
     expect(await bits(tg.expertLinear(act, down, ids, { combine: cw, residual: r }))).toEqual(await bits(tg.add(tg.expertLinear(act, down, ids, { combine: cw }), r)));
   });
 
+  it('linear swiglu (+ residual) equals swiglu of linear (+ add)', async () => {
+    const x = randomTensor([3, 40]);
+    const w = randomTensor([48, 40], 'bfloat16');
+    const r = randomTensor([3, 24]);
+    const act = tg.linear(x, w, undefined, { activation: 'swiglu' });
+    expect(act.shape).toEqual([3, 24]);
+    expect(await bits(act)).toEqual(await bits(tg.swiglu(tg.linear(x, w))));
+    expect(await bits(tg.linear(x, w, undefined, { activation: 'swiglu', residual: r }))).toEqual(await bits(tg.add(tg.swiglu(tg.linear(x, w)), r)));
+  });
+
   it('moeRouter equals moeRoute of linear', async () => {
     const x = randomTensor([3, 48]);
     const w = randomTensor([16, 48], 'bfloat16');
@@ -68,6 +78,9 @@ describe('fused epilogues on the CPU equal the unfused ops exactly', () => {
     const [ids, cw] = routing(1, 4, 2, 2);
     const x = randomTensor([1, 8]);
     expect(() => tg.linear(x, randomTensor([5, 8]), undefined, { residual: randomTensor([1, 4]) })).toThrow(/residual must have the output's shape \[1, 5\]/);
+    expect(() => tg.linear(x, randomTensor([5, 8]), undefined, { activation: 'swiglu' })).toThrow(/swiglu needs an even N/);
+    expect(() => tg.linear(x, randomTensor([6, 8]), randomTensor([6]), { activation: 'swiglu' })).toThrow(/swiglu does not take a bias/);
+    expect(() => tg.linear(x, randomTensor([6, 8]), undefined, { activation: 'swiglu', residual: randomTensor([1, 6]) })).toThrow(/residual must have the output's shape \[1, 3\]/);
     expect(() => tg.expertLinear(x, randomTensor([4, 6, 8]), ids, { activation: 'swiglu', combine: cw })).toThrow(/not with combine/);
     expect(() => tg.expertLinear(x, randomTensor([4, 5, 8]), ids, { activation: 'swiglu' })).toThrow(/even N/);
     expect(() => tg.expertLinear(x, randomTensor([4, 6, 8]), ids, { residual: randomTensor([1, 6]) })).toThrow(/give combine too/);
@@ -88,6 +101,30 @@ describe.skipIf(!gpu.available)(`fused epilogues on WebGPU ${gpu.skipReason}`, (
       expect(await bits(fused)).toEqual(await bits(tg.add(gr, tg.linear(gx, gw))));
       expectClose((await fused.toArray()) as Float32Array, (await tg.linear(x, w, undefined, { residual: r }).toArray()) as Float32Array, F32, `m ${m} ${wd}`);
     }
+  });
+
+  it.each([
+    ['GEMV (decode), one dispatch', 1],
+    ['GEMV (decode), 4 rows', 4],
+    ['GEMM (prefill), unfused', 9],
+  ] as const)('linear swiglu (+ residual): %s; f32, bf16 and FP8 block weights, odd widths', async (_, m) => {
+    for (const [wd, n2, k] of [['float32', 2 * 37, 200], ['bfloat16', 2 * 72, 136], ['float8_e4m3fn', 2 * 160, 256]] as const) {
+      const x = seeded([m, k], 'float32', 30 + m);
+      const plain = seeded([n2, k], 'float32', 31 + m);
+      const q = wd === 'float8_e4m3fn' ? tg.quantize(plain, { granularity: 'block128' }) : undefined;
+      const w = q ? q.data : plain.to(wd);
+      const opts = q ? { weightScale: q.scale } : {};
+      const r = seeded([m, n2 / 2], 'float32', 32 + m);
+      const [gx, gw, gr, gs] = await Promise.all([x, w, r, ...(q ? [q.scale] : [])].map((t) => t.to('webgpu')));
+      const gopts = gs ? { weightScale: gs } : {};
+      const fused = tg.linear(gx, gw, undefined, { ...gopts, activation: 'swiglu', residual: gr });
+      expect(fused.shape).toEqual([m, n2 / 2]);
+      // The GPU's own unfused chain: same products and adds, so the same bits.
+      expect(await bits(fused), `${wd} m ${m}`).toEqual(await bits(tg.add(tg.swiglu(tg.linear(gx, gw, undefined, gopts)), gr)));
+      const cpu = tg.linear(x, w, undefined, { ...opts, activation: 'swiglu', residual: r });
+      expectClose((await fused.toArray()) as Float32Array, (await cpu.toArray()) as Float32Array, { atol: 1e-4, rtol: 1e-4 }, `${wd} m ${m} vs cpu`);
+    }
+    if (m === 1) expect(await dispatchesOf([seeded([1, 64], 'float32', 1), seeded([96, 64], 'bfloat16', 2)], (a, b) => tg.linear(a, b, undefined, { activation: 'swiglu' }))).toBe(1);
   });
 
   it.each([

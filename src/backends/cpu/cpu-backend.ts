@@ -335,6 +335,15 @@ export class CpuBackend implements Backend<Handle> {
   }
 
   matmul(a: Operand<Handle>, b: Operand<Handle>, dims: MatmulDims, outDtype: DType, scaling: MatmulScaling<Handle> = {}): Handle {
+    if (scaling.activation === 'swiglu') {
+      // The unfused chain's roundings: the product in outDtype, SwiGLU, then the residual add.
+      const { activation: _, residual, ...rest } = scaling;
+      const half = dims.n / 2;
+      const full = this.matmul(a, b, dims, outDtype, rest);
+      const act = swigluReference({ handle: full, dtype: outDtype, view: { shape: [dims.m, dims.n], strides: [dims.n, 1], offset: 0 } });
+      if (!residual) return act;
+      return this.binary('add', { handle: act, dtype: outDtype, view: { shape: [dims.m, half], strides: [half, 1], offset: 0 } }, residual, [dims.m, half], outDtype);
+    }
     const { m, n, k } = dims;
     const batch = numel(dims.batch);
     const va = values(a);

@@ -643,7 +643,26 @@ export class WebGpuBackend implements Backend<GpuBuffer>, GpuContext {
       scaleResult: scaling.scaleResult,
       residual: scaling.residual && this.gpuOperand(scaling.residual),
     };
+    if (scaling.activation === 'swiglu') return this.matmulSwiglu(ga, gb, dims, outDtype, s);
     return gemvApplies(gb, dims) ? gemvKernel(this, ga, gb, dims, outDtype, s) : gemmKernel(this, ga, gb, dims, outDtype, s);
+  }
+
+  /**
+   * silu(gate) * up of a stacked gate|up product: in the decode GEMV's epilogue (one dispatch) when the scales
+   * allow it (none, or block scales applied along K); otherwise the product, SwiGLU and the residual apart.
+   */
+  private matmulSwiglu(a: GpuOperand, b: GpuOperand, dims: MatmulDims, outDtype: DType, s: GemmScaling): GpuBuffer {
+    const fusable = !s.scaleA && !s.bias && !s.scaleResult && (!s.scaleB || s.scaleB.recipe === 'block');
+    if (fusable && gemvApplies(b, dims)) return gemvKernel(this, a, b, dims, outDtype, { ...s, activation: 'swiglu' });
+    const half = dims.n / 2;
+    const { residual, ...rest } = s;
+    const full = gemvApplies(b, dims) ? gemvKernel(this, a, b, dims, outDtype, rest) : gemmKernel(this, a, b, dims, outDtype, rest);
+    const act = swigluKernel(this, { buffer: full, dtype: outDtype, view: contiguousView([dims.m, dims.n]) });
+    this.release(full);
+    if (!residual) return act;
+    const out = binaryKernel(this, 'add', { buffer: act, dtype: outDtype, view: contiguousView([dims.m, half]) }, residual, [dims.m, half], outDtype);
+    this.release(act);
+    return out;
   }
 
   // ---- lifecycle and stats ----

@@ -17,9 +17,9 @@ import { withTempsAsync } from '../../ops/util.js';
 import { tidy } from '../../core/scope.js';
 import type { AttentionWeights, DenseMlpWeights, MoeWeights } from './weights.js';
 
-/** x . W^T (+ residual, added in the kernel's epilogue). */
-export function project(x: Tensor, w: Weight, residual?: Tensor): Tensor {
-  return linear(x, w.data, undefined, { ...(w.scale ? { weightScale: w.scale, recipe: w.recipe } : {}), residual });
+/** x . W^T (+ residual, added in the kernel's epilogue; with swiglu, W is a stacked gate|up). */
+export function project(x: Tensor, w: Weight, residual?: Tensor, activation?: 'swiglu'): Tensor {
+  return linear(x, w.data, undefined, { ...(w.scale ? { weightScale: w.scale, recipe: w.recipe } : {}), residual, activation });
 }
 
 export interface AttentionGeometry {
@@ -69,9 +69,9 @@ export function attentionBlock(x: Tensor, h: Tensor, a: AttentionWeights, g: Att
   });
 }
 
-/** residual + down(silu(gate x) * up x). */
+/** residual + down(silu(gate x) * up x): two dispatches on the decode path (SwiGLU in the gate|up GEMV). */
 export function denseMlp(x: Tensor, mlp: DenseMlpWeights, residual: Tensor): Tensor {
-  return project(swiglu(project(x, mlp.gateUp)), mlp.down, residual);
+  return project(project(x, mlp.gateUp, undefined, 'swiglu'), mlp.down, residual);
 }
 
 /** How a model family routes: top-k and the RouteOpOptions (scoring, normalization, scale) of its router. */

@@ -25,6 +25,8 @@ export interface GemmScaling {
   scaleResult?: GpuBuffer;
   /** Contiguous [m, n] (from element 0) added last: a residual connection in the epilogue. */
   residual?: GpuOperand;
+  /** Decode GEMV only: rows n and n + N/2 of the weight are gate and up, the output [m, N/2] is silu(gate) * up. */
+  activation?: 'swiglu';
 }
 
 function scaleTerm(name: string, recipe: ScaleRecipe | undefined, index: string): string {

@@ -78,13 +78,43 @@ export function columnReduceWgsl(subgroups: boolean, zero: string): string {
   workgroupBarrier();`;
 }
 
+/**
+ * With SwiGLU the gate sums are kept per column and the workgroup runs the up rows (n + up_rows) through the same
+ * reduction; the stored value is then silu(gate) * up.
+ */
+const SECOND_ROW = `  if (t == 0u) {
+    gate_red[g] = red[lid.x];
+  }
+  workgroupBarrier();
+  {
+  acc = vec4<f32>(0.0);
+  if (n < p.n) {
+    acc = row_partial(n + p.up_rows, t);
+  }
+{{REDUCE}}
+  }`;
+
+/** A column's stored value: its sum, or with SwiGLU silu(gate) * up (a NaN gate passes through, as swiglu does). */
+function columnValueFn(swiglu: boolean, opw: number): string {
+  if (!swiglu) return 'fn column_value(g: u32, r: u32) -> f32 {\n  return red[g * TPO][r];\n}\n';
+  return [
+    `var<workgroup> gate_red: array<vec4<f32>, ${opw}>;`,
+    'fn column_value(g: u32, r: u32) -> f32 {',
+    '  let a = gate_red[g][r];',
+    '  let ea = select(exp(-a), a, is_nan(a));',
+    '  return a / (1.0 + ea) * red[g * TPO][r];',
+    '}',
+    '',
+  ].join('\n');
+}
+
 function storeCode(lanes: number, m: number, opw: number): string {
   const lines: string[] = [];
   for (let r = 0; r < m; r++) {
     if (lanes === 1) {
       lines.push(`    for (var g = 0u; g < ${opw}u; g++) {`);
       lines.push(`      if (n0 + g < p.n) {`);
-      lines.push(`        out[${r}u * p.n + n0 + g] = encode_out(epilogue(${r}u, n0 + g, red[g * TPO][${r}]));`);
+      lines.push(`        out[${r}u * p.n + n0 + g] = encode_out(epilogue(${r}u, n0 + g, column_value(g, ${r}u)));`);
       lines.push('      }');
       lines.push('    }');
       continue;
@@ -95,7 +125,7 @@ function storeCode(lanes: number, m: number, opw: number): string {
     lines.push('      if (nw < p.n) {');
     lines.push('        var word = 0u;');
     lines.push(`        for (var l = 0u; l < ${lanes}u; l++) {`);
-    lines.push(`          word |= encode_out(epilogue(${r}u, nw + l, red[(w * ${lanes}u + l) * TPO][${r}])) << (l * ${32 / lanes}u);`);
+    lines.push(`          word |= encode_out(epilogue(${r}u, nw + l, column_value(w * ${lanes}u + l, ${r}u))) << (l * ${32 / lanes}u);`);
     lines.push('        }');
     lines.push(`        out[(${r}u * p.n + nw) / ${lanes}u] = word;`);
     lines.push('      }');
@@ -104,9 +134,14 @@ function storeCode(lanes: number, m: number, opw: number): string {
   return lines.join('\n');
 }
 
-/** [m, k] @ [k, n] (b a transposed [n, k] weight view) for m <= 4 -> contiguous [m, n] in outDtype. */
+/**
+ * [m, k] @ [k, n] (b a transposed [n, k] weight view) for m <= 4 -> contiguous [m, n] in outDtype; with
+ * s.activation 'swiglu' -> [m, n/2] = silu(columns 0..n/2-1) * (columns n/2..n-1).
+ */
 export function gemvKernel(ctx: GpuContext, a: GpuOperand, b: GpuOperand, dims: MatmulDims, outDtype: DType, s: GemmScaling = {}): GpuBuffer {
-  const { m, n, k } = dims;
+  const swiglu = s.activation === 'swiglu';
+  const { m, k } = dims;
+  const n = swiglu ? dims.n / 2 : dims.n;
   const lanes = lanesPerWord(outDtype);
   if (lanes > 1 && n % lanes !== 0) {
     return viaFloat32(ctx, [m, n], outDtype, true, () => gemvKernel(ctx, a, b, dims, 'float32', s));
@@ -122,7 +157,7 @@ export function gemvKernel(ctx: GpuContext, a: GpuOperand, b: GpuOperand, dims: 
   const tpo = threadsPerOutput(Math.floor(k / perChunk));
   const opw = WORKGROUP / tpo;
   const subgroups = ctx.subgroupReduce(tpo);
-  const key = ['gemv', 'lut', tpo, m, a.dtype, b.dtype, outDtype, ra, rb, s.bias?.dtype, !!s.scaleResult, s.residual?.dtype, subgroups].join('|');
+  const key = ['gemv', 'lut', tpo, m, a.dtype, b.dtype, outDtype, ra, rb, s.bias?.dtype, !!s.scaleResult, s.residual?.dtype, subgroups, swiglu ? 'swiglu' : ''].join('|');
   const pipeline = ctx.pipeline(key, () => {
     // FP8 codes decode through a 256-entry table in workgroup memory (filled with the exact decoder): one load
     // instead of a dozen integer ops per weight, and per activation too when it has the same format.
@@ -140,6 +175,7 @@ export function gemvKernel(ctx: GpuContext, a: GpuOperand, b: GpuOperand, dims: 
       `fn a_vec(k: u32) -> vec4<f32> {\n  return vec4<f32>(${rows.join(', ')});\n}\n`,
       blockScaled ? `fn block_scale(n: u32, k: u32) -> vec4<f32> {\n  return vec4<f32>(${[0, 1, 2, 3].map(aScale).join(', ')}) * ${bScale};\n}\n` : '',
       epilogueWgsl(s, outDtype),
+      columnValueFn(swiglu, opw),
     ].join('\n');
     // Directives must precede every declaration, the shared helpers included.
     return (subgroups ? 'enable subgroups;\n' : '') + commonWgsl() + fillTemplate(wgslSource(import.meta.url, 'gemv.wgsl'), {
@@ -154,6 +190,7 @@ export function gemvKernel(ctx: GpuContext, a: GpuOperand, b: GpuOperand, dims: 
       OPW: opw,
       SUBGROUP_BUILTINS: subgroups ? ', @builtin(subgroup_invocation_id) sg_lane: u32, @builtin(subgroup_size) sg_size: u32' : '',
       REDUCE: columnReduceWgsl(subgroups, 'vec4<f32>(0.0)'),
+      SECOND_ROW: swiglu ? fillTemplate(SECOND_ROW, { REDUCE: columnReduceWgsl(subgroups, 'vec4<f32>(0.0)') }) : '',
       LUT_DECL: lut ? 'var<workgroup> fp8_lut: array<f32, 256>;' : '',
       LUT_FILL: lut ? `  fp8_lut[lid.x] = ${b.dtype === 'float8_e4m3fn' ? 'e4m3_to_f32' : 'e5m2_to_f32'}(lid.x);\n  workgroupBarrier();` : '',
     });
@@ -161,7 +198,7 @@ export function gemvKernel(ctx: GpuContext, a: GpuOperand, b: GpuOperand, dims: 
   const [, sn] = b.view.strides;
   const u = new Uint32Array([
     n, k, a.view.offset, a.view.strides[0], a.view.strides[1],
-    (b.view.offset * item) / 16, (sn * item) / 16, Math.floor(k / perChunk), Math.ceil(k / 128), 0, 0, 0,
+    (b.view.offset * item) / 16, (sn * item) / 16, Math.floor(k / perChunk), Math.ceil(k / 128), swiglu ? n : 0, 0, 0,
   ]);
   ctx.dispatch(pipeline, u.buffer, [out, a.buffer, b.buffer, ...extras.map(([, buf]) => buf)], grid1d(Math.ceil(n / opw), 1));
   return out;

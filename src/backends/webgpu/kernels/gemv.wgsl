@@ -12,7 +12,7 @@ struct Params {
   b_row_chunks: u32,   // weight row stride in 16-byte chunks
   chunks: u32,         // whole chunks per row: floor(k / ELEMS_PER_CHUNK)
   k_blocks: u32,       // ceil(k / 128)
-  _pad0: u32,
+  up_rows: u32,        // with SwiGLU: the up row of output column n is weight row n + up_rows
   _pad1: u32,
   _pad2: u32,
 }
@@ -31,6 +31,26 @@ const OPW = {{OPW}}u;  // output columns per workgroup: TPO * OPW = 256
 var<workgroup> red: array<vec4<f32>, 256>;
 {{LUT_DECL}}
 
+// One output column's TPO-strided partial dot product with weight row n (the tail of the row included).
+fn row_partial(n: u32, t: u32) -> vec4<f32> {
+  var acc = vec4<f32>(0.0);   // one lane per activation row m
+  let row = p.b_off_chunks + n * p.b_row_chunks;
+  for (var c = t; c < p.chunks; c += TPO) {
+    let chunk = in1[row + c];
+    let k0 = c * {{ELEMS_PER_CHUNK}}u;
+    var part = vec4<f32>(0.0);
+{{CHUNK_BODY}}
+    acc += part{{CHUNK_SCALE}};
+  }
+  // The last k % ELEMS_PER_CHUNK elements of the row, one per invocation.
+  let k = p.chunks * {{ELEMS_PER_CHUNK}}u + t;
+  if (k < p.k) {
+    let w = load_w(row * {{ELEMS_PER_CHUNK}}u + k);
+    acc += w * a_vec(k){{TAIL_SCALE}};
+  }
+  return acc;
+}
+
 @compute @workgroup_size(256)
 fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>{{SUBGROUP_BUILTINS}}) {
   let wg = wid.x + wid.y * nwg.x;
@@ -38,25 +58,13 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
   let t = lid.x % TPO;
   let n = wg * OPW + g;
 {{LUT_FILL}}
-  var acc = vec4<f32>(0.0);   // one lane per activation row m
+  var acc = vec4<f32>(0.0);
   if (n < p.n) {
-    let row = p.b_off_chunks + n * p.b_row_chunks;
-    for (var c = t; c < p.chunks; c += TPO) {
-      let chunk = in1[row + c];
-      let k0 = c * {{ELEMS_PER_CHUNK}}u;
-      var part = vec4<f32>(0.0);
-{{CHUNK_BODY}}
-      acc += part{{CHUNK_SCALE}};
-    }
-    // The last k % ELEMS_PER_CHUNK elements of the row, one per invocation.
-    let k = p.chunks * {{ELEMS_PER_CHUNK}}u + t;
-    if (k < p.k) {
-      let w = load_w(row * {{ELEMS_PER_CHUNK}}u + k);
-      acc += w * a_vec(k){{TAIL_SCALE}};
-    }
+    acc = row_partial(n, t);
   }
   // Sum the TPO partials of each output column into red[g * TPO].
 {{REDUCE}}
+{{SECOND_ROW}}
   if (lid.x == 0u) {
     let n0 = wg * OPW;
 {{STORE}}

@@ -37,10 +37,12 @@ export { QWEN3_PRESETS, writeRandomQwen3Checkpoint } from './models/qwen3/random
 export { LFM2_PRESETS, writeRandomLfm2Checkpoint } from './models/lfm2/random-checkpoint.js';
 export { ensureBuiltinModel } from './models/builtin.js';
 export { loadWanVae, type LoadWanVaeOptions, type VaePart } from './models/wan-vae/load.js';
-export { WanVae, type DecodeOptions, type TilingOptions } from './models/wan-vae/model.js';
-export { parseWanVaeConfig, type WanVaeConfig } from './models/wan-vae/config.js';
-export { WAN_VAE_PRESETS, writeRandomWanVae } from './models/wan-vae/random-checkpoint.js';
+export { WanVae, type CodecProgress, type CodecSteps, type DecodeOptions, type EncodeOptions } from './models/wan-vae/model.js';
+export { DEFAULT_TILING, decodeTilePlan, encodeTilePlan, type TilePlan, type TilingOptions } from './models/wan-vae/tiling.js';
+export { parseWanVaeConfig, VAE_CLASSES, type WanVaeConfig } from './models/wan-vae/config.js';
+export { WAN_VAE_PRESETS, writeRandomWanVae, writeRandomVaePipeline } from './models/wan-vae/random-checkpoint.js';
 export { readLatents, writeLatents } from './io/latents-file.js';
 export { writeVideoPng } from './io/png-writer.js';
+export { expandFramePattern, readVideoPng } from './io/png-frames.js';
 export { generate, type GenerateOptions, type GeneratedToken, type GenerationStats } from './generate/generate.js';
 export { TextTokenizer, type ChatMessage } from './generate/tokenizer.js';

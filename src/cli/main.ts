@@ -7,6 +7,7 @@ import { runGenerate } from './generate.js';
 import { runBench } from './bench.js';
 import { runDoctor } from './doctor.js';
 import { runVaeDecode } from './vae-decode.js';
+import { runVaeEncode } from './vae-encode.js';
 import { BUILTIN_PREFIX } from '../models/builtin.js';
 import { presetNames } from '../models/families.js';
 
@@ -95,21 +96,52 @@ program
     process.exitCode = await runBench(opts);
   });
 
-program
-  .command('vae-decode')
-  .description('decode video latents to PNG frames with a Wan2.x VAE (default: a built-in random-weight wan2.1-tiny and random latents)')
-  .option('--model <dir>', 'diffusers AutoencoderKLWan directory (config.json, diffusion_pytorch_model.safetensors)')
-  .option('--latents <file>', '.safetensors or .npy latents [B, C, T, h, w], [C, T, h, w] or [C, h, w] (default: random normal [1, z_dim, 1, 16, 16])')
-  .option('--out <path>', 'PNG to write; several frames become <stem>-0000.png, <stem>-0001.png, ...', 'out.png')
-  .option('--seed <n>', 'seed of the default random latents', positiveInt, 1)
-  .option('--device <device>', 'auto, webgpu or cpu', deviceName, 'auto')
-  .option('--tile <n>', 'tile size in decoder pixels', positiveInt, 256)
-  .option('--tile-stride <n>', 'distance between tiles in decoder pixels (the overlap is blended)', positiveInt, 192)
-  .option('--no-tiling', 'decode the whole latent at once')
-  .option('--denormalize', "apply the config's latents_mean / latents_std (z * std + mean) before decoding, as the Wan pipeline does")
-  .action(async (opts: { model?: string; latents?: string; out: string; seed: number; device: 'auto' | 'webgpu' | 'cpu'; tile: number; tileStride: number; tiling: boolean; denormalize?: boolean }) => {
-    process.exitCode = await runVaeDecode(opts);
-  });
+type DeviceFlag = 'auto' | 'webgpu' | 'cpu';
+type TilingFlagValues = { tile?: number; tileStride?: number; tileHeight?: number; tileWidth?: number; tileStrideHeight?: number; tileStrideWidth?: number; tiling: boolean };
+
+/** diffusers' enable_tiling() sizes, in image pixels, for both VAE commands. */
+function tilingOptions(command: Command, what: string): Command {
+  return command
+    .option('--tile <px>', 'tile height and width in image pixels (diffusers tile_sample_min_height / _width; default 256)', positiveInt)
+    .option('--tile-stride <px>', 'distance between tiles in image pixels, both ways; the overlap is blended (default 192)', positiveInt)
+    .option('--tile-height <px>', 'tile height (overrides --tile)', positiveInt)
+    .option('--tile-width <px>', 'tile width (overrides --tile)', positiveInt)
+    .option('--tile-stride-height <px>', 'vertical tile stride (overrides --tile-stride)', positiveInt)
+    .option('--tile-stride-width <px>', 'horizontal tile stride (overrides --tile-stride)', positiveInt)
+    .option('--no-tiling', `${what} the whole frame at once`);
+}
+
+tilingOptions(
+  program
+    .command('vae-decode')
+    .description('decode video latents to PNG frames (and an animated preview) with a Wan2.x / Qwen-Image VAE (default: a built-in random-weight wan2.1-tiny and random latents)')
+    .option('--model <dir>', 'diffusers AutoencoderKLWan / AutoencoderKLQwenImage folder (config.json, diffusion_pytorch_model.safetensors), or the pipeline folder holding it in vae/')
+    .option('--latents <file>', '.safetensors or .npy latents [B, C, T, h, w], [C, T, h, w] or [C, h, w] (default: random normal [1, z_dim, 1, 16, 16])')
+    .option('--out <path>', 'PNG to write; several frames become <stem>-0000.png, <stem>-0001.png, ...', 'out.png')
+    .option('--preview <file>', 'animated preview of several frames: .gif (default <stem>.gif), or .mp4 / .webm through ffmpeg on PATH')
+    .option('--no-preview', 'write no animated preview')
+    .option('--fps <n>', 'frame rate of the preview', positiveInt, 16)
+    .option('--seed <n>', 'seed of the default random latents', positiveInt, 1)
+    .option('--device <device>', 'auto, webgpu or cpu', deviceName, 'auto')
+    .option('--denormalize', "apply the config's latents_mean / latents_std (z * std + mean) before decoding, as the Wan pipeline does"),
+  'decode',
+).action(async (opts: TilingFlagValues & { model?: string; latents?: string; out: string; preview?: string | false; fps: number; seed: number; device: DeviceFlag; denormalize?: boolean }) => {
+  process.exitCode = await runVaeDecode(opts);
+});
+
+tilingOptions(
+  program
+    .command('vae-encode')
+    .description('encode PNG frames to video latents with a Wan2.x / Qwen-Image VAE, the inverse of vae-decode (default: the built-in random-weight wan2.1-tiny)')
+    .option('--model <dir>', 'diffusers AutoencoderKLWan / AutoencoderKLQwenImage folder (config.json, diffusion_pytorch_model.safetensors), or the pipeline folder holding it in vae/')
+    .requiredOption('--input <path>', 'a PNG, numbered PNGs as a printf pattern (frames-%04d.png: from the first index in 0..4 to the first gap), or a video file (.mp4, .webm, .mov, .mkv, .avi, .gif: decoded by ffmpeg on PATH)')
+    .option('--out <file>', ".safetensors file for the latents (tensor 'latents', [1, z_dim, T, h, w])", 'latents.safetensors')
+    .option('--device <device>', 'auto, webgpu or cpu', deviceName, 'auto')
+    .option('--normalize', "write (z - latents_mean) / latents_std with the config's statistics, as the Wan pipeline feeds its transformer"),
+  'encode',
+).action(async (opts: TilingFlagValues & { model?: string; input: string; out: string; device: DeviceFlag; normalize?: boolean }) => {
+  process.exitCode = await runVaeEncode(opts);
+});
 
 const checkpoint = program.command('checkpoint').description('Hugging Face safetensors checkpoints: generate, inspect, load');
 

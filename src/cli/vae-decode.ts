@@ -65,11 +65,7 @@ export async function runVaeDecode(o: VaeDecodeCliOptions, out: (line: string) =
       throw new Error(`${o.latents ?? 'latents'}: latents have ${z.shape[1]} channels (shape ${shapeOf(z)}), the model's z_dim is ${config.zDim}`);
     }
     if (z.shape.some((d) => d === 0)) throw new Error(`${o.latents ?? 'latents'}: latents ${shapeOf(z)} are empty`);
-    const raw = z;
-    if (o.denormalize) {
-      z = undefined;
-      z = applyLatentStats(raw, vae, 'denormalize', loaded.dir);
-    }
+    if (o.denormalize) z = applyLatentStats(z, vae, 'denormalize', loaded.dir);
 
     const tiling = tilingFromFlags(o);
     const [, , t, h, w] = z.shape;
@@ -103,13 +99,13 @@ export async function runVaeDecode(o: VaeDecodeCliOptions, out: (line: string) =
     out(`latents: ${shapeOf(z)} (${source}${o.denormalize ? ', denormalized with latents_mean / latents_std' : ''})`);
     out(`output: ${shapeOf(video)} (${f} frame${f === 1 ? '' : 's'} of ${vw}x${vh}, ${c === 1 ? 'grayscale' : 'RGB'}; ${t} latent frame${t === 1 ? '' : 's'})`);
     out(`frames written: ${paths.length <= 8 ? paths.join(', ') : `${paths.length} PNGs, ${paths[0]} ... ${paths.at(-1)}`}`);
-    if (preview) out(`preview: ${preview.path} (${f} frames at ${fps} fps, ${preview.format === 'gif' ? 'animated GIF' : `${preview.format.toUpperCase()} through ffmpeg`})`);
+    if (preview) out(`preview: ${preview.path} (${f} frames at ${fps} fps, ${{ gif: 'animated GIF', mp4: 'MP4 through ffmpeg', webm: 'WebM through ffmpeg' }[preview.format]})`);
     out(`decode: ${(decodeMs / 1000).toFixed(2)} s (${describeTiling(plan)}), ${preview ? 'PNG + preview' : 'PNG'} write ${(writeMs / 1000).toFixed(2)} s`);
     if (device === 'webgpu') {
       const pads = (after.byKernel.pad ?? 0) - (before.byKernel.pad ?? 0);
       out(`webgpu: ${after.dispatches - before.dispatches} dispatches (${pads} pad), ${after.pipelinesCompiled - before.pipelinesCompiled} pipelines compiled, peak GPU memory ${formatBytes(peak)}`);
     }
-    preview = undefined;
+    preview = undefined; // finished: nothing to abort
     return 0;
   } finally {
     preview?.abort();

@@ -77,6 +77,19 @@ describe('Qwen-Image VAE (AutoencoderKLQwenImage) folders', () => {
     }
   });
 
+  it("loads a Wan2.2 pipeline folder's vae/ from the pipeline root as well", async () => {
+    const wan22 = mkdtempSync(join(tmpdir(), 'tensorgpu-wan22-pipeline-'));
+    await writeRandomVaePipeline(wan22, WAN_VAE_PRESETS['wan2.2-tiny'], { dtype: 'float32' });
+    expect(JSON.parse(readFileSync(join(wan22, 'model_index.json'), 'utf8')).vae).toEqual(['diffusers', 'AutoencoderKLWan']);
+    const vae = await loadWanVae(wan22, { device: 'cpu', parts: 'decoder' });
+    try {
+      expect(vae.config).toMatchObject({ family: 'wan', patchSize: 2, isResidual: true });
+      expect(vae.spatialScale).toBe(16);
+    } finally {
+      vae.dispose();
+    }
+  });
+
   it("an input_channels 4 (Qwen-Image-Layered's RGBA) VAE encodes and decodes 4 channels", async () => {
     const dir = mkdtempSync(join(tmpdir(), 'tensorgpu-qwen-rgba-'));
     await writeRandomWanVae(dir, { ...WAN_VAE_PRESETS['qwen-image-tiny'], inChannels: 4, outChannels: 4 }, { dtype: 'float32' });

@@ -101,7 +101,7 @@ describe.skipIf(!gpu.available)(`Wan VAE on WebGPU vs CPU ${gpu.skipReason}`, ()
 
   it('tiled decode: same on both devices, close to untiled, no pad dispatch, no leak, flat peak memory', async () => {
     const m = models['wan2.1-tiny'];
-    const tiling = { tileSize: 32, stride: 24 };
+    const tiling = { tileSampleMinHeight: 32, tileSampleMinWidth: 32, tileSampleStrideHeight: 24, tileSampleStrideWidth: 24 };
     const shape = [1, 16, 1, 8, 8];
     const tiledCpu = await values(m.cpu.decode(randomInput(shape, 13, 'cpu'), { tiling }));
     const untiled = await values(m.cpu.decode(randomInput(shape, 13, 'cpu')));
@@ -135,6 +135,33 @@ describe.skipIf(!gpu.available)(`Wan VAE on WebGPU vs CPU ${gpu.skipReason}`, ()
     expect(extra[1]).toBeLessThan(extra[0] * 1.15);
   }, 180_000);
 
+  it('tiled encode (patch size 2, tiles both ways) and tiled decode match the CPU backend and leak nothing', async () => {
+    const m = models['wan2.2-tiny'];
+    // diffusers' tiled_encode counts these in patchified pixels: 64 x 64 -> 32 x 32, tiles of 32 every 16 (2 x 2).
+    const tiling = { tileSampleMinHeight: 32, tileSampleMinWidth: 32, tileSampleStrideHeight: 16, tileSampleStrideWidth: 16 };
+    const xShape = [1, 3, 5, 64, 64];
+    const zc = m.cpu.encode(randomInput(xShape, 16, 'cpu', 1), { tiling });
+    await synchronize();
+    const live = memoryStats().liveBytes;
+    const x = randomInput(xShape, 16, 'webgpu', 1);
+    const zg = m.gpu.encode(x, { tiling });
+    x.dispose();
+    expect(zg.shape).toEqual([1, 8, 2, 4, 4]);
+    const [lc, lg] = [await zc.toArray(), await zg.toArray()];
+    let worst = 0;
+    for (let i = 0; i < lc.length; i++) worst = Math.max(worst, Math.abs(lc[i] - lg[i]) / (Math.abs(lc[i]) + 1e-2));
+    expect(worst).toBeLessThan(1e-3);
+    // Wan2.2 decode tiles in image pixels: 48 / 32 px = 3-latent tiles every 2 latents.
+    const decTiling = { tileSampleMinHeight: 48, tileSampleMinWidth: 48, tileSampleStrideHeight: 32, tileSampleStrideWidth: 32 };
+    const [rc, rg] = [await values(m.cpu.decode(zc, { tiling: decTiling })), await values(m.gpu.decode(zg, { tiling: decTiling }))];
+    zc.dispose();
+    zg.dispose();
+    const db = psnr(rc, rg);
+    console.log(`wan2.2-tiny tiled encode, WebGPU vs CPU: max rel ${worst.toExponential(2)}; tiled decode of it: PSNR ${db.toFixed(1)} dB`);
+    expect(db).toBeGreaterThan(90);
+    expect(memoryStats().liveBytes).toBe(live);
+  }, 120_000);
+
   it('a tile larger than the latent decodes untiled', async () => {
     const m = models['wan2.1-tiny'];
     const a = await values(m.gpu.decode(randomInput([1, 16, 1, 3, 4], 15, 'webgpu')));
@@ -151,7 +178,7 @@ describe.skipIf(!gpu.available)(`Wan VAE on WebGPU vs CPU ${gpu.skipReason}`, ()
     const y = randomInput([1, 3, 1, 12, 16], 1, 'cpu');
     expect(() => m.cpu.encode(y)).toThrow(/height 12 and width 16 must be positive multiples of 8/);
     const z2 = randomInput([1, 16, 1, 8, 8], 1, 'cpu');
-    expect(() => m.cpu.decode(z2, { tiling: { tileSize: 30, stride: 24 } })).toThrow(/multiples of 8/);
+    expect(() => m.cpu.decode(z2, { tiling: { tileSampleMinWidth: 30, tileSampleStrideWidth: 24 } })).toThrow(/tileSampleMinWidth 30 and tileSampleStrideWidth 24 must be positive multiples of 8/);
   });
 
   it('a checkpoint with a wrong shape or a missing tensor fails at load, naming the tensor', async () => {

@@ -313,9 +313,11 @@ export class WanVae {
               if (up) blendInto(tile, up, rows.blend, 3);
               if (left) blendInto(tile, left, cols.blend, 4);
               up?.dispose();
-              above.set(b, keep(narrowCopy(tile, 3, th - Math.min(rows.blend, th), Math.min(rows.blend, th))));
+              above.delete(b);
               left?.dispose();
-              left = keep(narrowCopy(tile, 4, tw - Math.min(cols.blend, tw), Math.min(cols.blend, tw)));
+              left = undefined;
+              if (rows.blend > 0) above.set(b, lastStrip(tile, 3, rows.blend));
+              if (cols.blend > 0) left = lastStrip(tile, 4, cols.blend);
               tidy(() => write(tile.narrow(3, 0, Math.min(rows.crop, th)).narrow(4, 0, Math.min(cols.crop, tw)), a * rows.crop, b * cols.crop));
             } finally {
               tile.dispose();
@@ -335,4 +337,10 @@ export class WanVae {
   dispose(): void {
     for (const t of this.weights.values()) t.dispose();
   }
+}
+
+/** The last min(blend, extent) positions of t along dim, as a copy that outlives every scope. */
+function lastStrip(t: Tensor, dim: 3 | 4, blend: number): Tensor {
+  const e = Math.min(blend, t.shape[dim]);
+  return keep(narrowCopy(t, dim, t.shape[dim] - e, e));
 }

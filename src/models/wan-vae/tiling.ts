@@ -58,7 +58,7 @@ export function resolveTiling(config: WanVaeConfig, options: TilingOptions = {})
 }
 
 function definedOnly(o: TilingOptions): TilingOptions {
-  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined));
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as TilingOptions;
 }
 
 const origins = (n: number, step: number) => Array.from({ length: Math.ceil(n / step) }, (_, i) => i * step);

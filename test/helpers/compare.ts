@@ -170,3 +170,18 @@ export function randomTensor(shape: readonly number[], dtype: DType = 'float32',
 
 export const FLOAT_DTYPES = ['float32', 'float16', 'bfloat16'] as const;
 export const INT_DTYPES = ['int32', 'uint8', 'bool'] as const;
+
+/** PSNR in dB of a against b for signals in [-1, 1] (peak-to-peak 2); Infinity when equal. */
+export function psnr(a: ArrayLike<number>, b: ArrayLike<number>): number {
+  if (a.length !== b.length) throw new Error(`psnr: ${a.length} values against ${b.length}`);
+  let se = 0;
+  for (let i = 0; i < a.length; i++) se += (a[i] - b[i]) ** 2;
+  return se === 0 ? Infinity : 10 * Math.log10(4 / (se / a.length));
+}
+
+/** A float32 tensor's values, the tensor disposed. */
+export async function takeValues(t: Tensor): Promise<Float32Array> {
+  const v = Float32Array.from(await t.toArray());
+  t.dispose();
+  return v;
+}

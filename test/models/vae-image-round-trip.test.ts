@@ -1,6 +1,7 @@
 // The seed's check of issue 14: an image-sized encode -> decode round trip on WebGPU against the CPU backend,
 // reported as PSNR (PyTorch MPS reached 29.95 dB against its CPU after its fix), for a Wan2.2-shaped VAE (patchify,
 // residual blocks) and a Qwen-Image VAE loaded from its own AutoencoderKLQwenImage folder.
+import { psnr, takeValues } from '../helpers/compare.js';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -46,19 +47,6 @@ function testImage(device: 'cpu' | 'webgpu'): Tensor {
   return t;
 }
 
-/** PSNR for signals in [-1, 1] (peak-to-peak 2). */
-function psnr(a: Float32Array, b: Float32Array): number {
-  expect(a.length).toBe(b.length);
-  let se = 0;
-  for (let i = 0; i < a.length; i++) se += (a[i] - b[i]) ** 2;
-  return se === 0 ? Infinity : 10 * Math.log10(4 / (se / a.length));
-}
-
-async function values(t: Tensor): Promise<Float32Array> {
-  const v = (await t.toArray()) as Float32Array;
-  t.dispose();
-  return v;
-}
 
 /**
  * float32 on both devices differs only in summation order: measured 130-137 dB at 128 and 256. A wrong tap, border,
@@ -84,7 +72,7 @@ describe.skipIf(!gpu.available)(`VAE encode -> decode of a ${SIZE}x${SIZE} image
       const [lc, lg] = [(await zc.toArray()) as Float32Array, (await zg.toArray()) as Float32Array];
       let worst = 0;
       for (let i = 0; i < lc.length; i++) worst = Math.max(worst, Math.abs(lc[i] - lg[i]) / (Math.abs(lc[i]) + 1e-2));
-      const [rc, rg] = [await values(cpu.decode(zc)), await values(webgpu.decode(zg))];
+      const [rc, rg] = [await takeValues(cpu.decode(zc)), await takeValues(webgpu.decode(zg))];
       zc.dispose();
       zg.dispose();
       expect(rc.length).toBe(3 * SIZE * SIZE);

@@ -2,6 +2,7 @@
 // Wan2.2-style with patchify and residual blocks): chunked causal decode and encode -> decode equal on both devices
 // (PSNR far above PyTorch MPS's 29.95 dB against CPU), tiled decode that issues no padding dispatch, leaks nothing and
 // keeps peak memory flat as the latent grows, and clear errors for bad input and bad checkpoints.
+import { psnr, takeValues } from '../helpers/compare.js';
 import { mkdtempSync, writeFileSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -27,19 +28,6 @@ function randomInput(shape: number[], seed: number, device: 'cpu' | 'webgpu', ra
   return t;
 }
 
-/** PSNR for signals in [-1, 1] (peak-to-peak 2). */
-function psnr(a: Float32Array, b: Float32Array): number {
-  expect(a.length).toBe(b.length);
-  let se = 0;
-  for (let i = 0; i < a.length; i++) se += (a[i] - b[i]) ** 2;
-  return se === 0 ? Infinity : 10 * Math.log10(4 / (se / a.length));
-}
-
-async function values(t: Tensor): Promise<Float32Array> {
-  const v = (await t.toArray()) as Float32Array;
-  t.dispose();
-  return v;
-}
 
 async function checkpoint(preset: string): Promise<string> {
   const dir = mkdtempSync(join(tmpdir(), `tensorgpu-${preset}-`));
@@ -69,7 +57,7 @@ describe.skipIf(!gpu.available)(`Wan VAE on WebGPU vs CPU ${gpu.skipReason}`, ()
     const after = gpuCounters();
     z.dispose();
     expect(got.shape).toEqual(outShape);
-    const [a, b] = [await values(expected), await values(got)];
+    const [a, b] = [await takeValues(expected), await takeValues(got)];
     // Not degenerate: values spread over the range, some clamped at the ends.
     expect(Math.max(...a) - Math.min(...a)).toBeGreaterThan(0.5);
     expect(psnr(a, b)).toBeGreaterThan(100);
@@ -91,7 +79,7 @@ describe.skipIf(!gpu.available)(`Wan VAE on WebGPU vs CPU ${gpu.skipReason}`, ()
     let worst = 0;
     for (let i = 0; i < lc.length; i++) worst = Math.max(worst, Math.abs(lc[i] - lg[i]) / (Math.abs(lc[i]) + 1e-2));
     expect(worst).toBeLessThan(1e-3);
-    const [rc, rg] = [await values(m.cpu.decode(zc)), await values(m.gpu.decode(zg))];
+    const [rc, rg] = [await takeValues(m.cpu.decode(zc)), await takeValues(m.gpu.decode(zg))];
     zc.dispose();
     zg.dispose();
     const db = psnr(rc, rg);
@@ -103,13 +91,13 @@ describe.skipIf(!gpu.available)(`Wan VAE on WebGPU vs CPU ${gpu.skipReason}`, ()
     const m = models['wan2.1-tiny'];
     const tiling = { tileSampleMinHeight: 32, tileSampleMinWidth: 32, tileSampleStrideHeight: 24, tileSampleStrideWidth: 24 };
     const shape = [1, 16, 1, 8, 8];
-    const tiledCpu = await values(m.cpu.decode(randomInput(shape, 13, 'cpu'), { tiling }));
-    const untiled = await values(m.cpu.decode(randomInput(shape, 13, 'cpu')));
+    const tiledCpu = await takeValues(m.cpu.decode(randomInput(shape, 13, 'cpu'), { tiling }));
+    const untiled = await takeValues(m.cpu.decode(randomInput(shape, 13, 'cpu')));
     await synchronize();
     const live = memoryStats().liveBytes;
     const z = randomInput(shape, 13, 'webgpu');
     const before = gpuCounters();
-    const tiled = await values(m.gpu.decode(z, { tiling }));
+    const tiled = await takeValues(m.gpu.decode(z, { tiling }));
     const after = gpuCounters();
     z.dispose();
     expect(psnr(tiledCpu, tiled)).toBeGreaterThan(100);
@@ -153,7 +141,7 @@ describe.skipIf(!gpu.available)(`Wan VAE on WebGPU vs CPU ${gpu.skipReason}`, ()
     expect(worst).toBeLessThan(1e-3);
     // Wan2.2 decode tiles in image pixels: 48 / 32 px = 3-latent tiles every 2 latents.
     const decTiling = { tileSampleMinHeight: 48, tileSampleMinWidth: 48, tileSampleStrideHeight: 32, tileSampleStrideWidth: 32 };
-    const [rc, rg] = [await values(m.cpu.decode(zc, { tiling: decTiling })), await values(m.gpu.decode(zg, { tiling: decTiling }))];
+    const [rc, rg] = [await takeValues(m.cpu.decode(zc, { tiling: decTiling })), await takeValues(m.gpu.decode(zg, { tiling: decTiling }))];
     zc.dispose();
     zg.dispose();
     const db = psnr(rc, rg);
@@ -164,8 +152,8 @@ describe.skipIf(!gpu.available)(`Wan VAE on WebGPU vs CPU ${gpu.skipReason}`, ()
 
   it('a tile larger than the latent decodes untiled', async () => {
     const m = models['wan2.1-tiny'];
-    const a = await values(m.gpu.decode(randomInput([1, 16, 1, 3, 4], 15, 'webgpu')));
-    const b = await values(m.gpu.decode(randomInput([1, 16, 1, 3, 4], 15, 'webgpu'), { tiling: true }));
+    const a = await takeValues(m.gpu.decode(randomInput([1, 16, 1, 3, 4], 15, 'webgpu')));
+    const b = await takeValues(m.gpu.decode(randomInput([1, 16, 1, 3, 4], 15, 'webgpu'), { tiling: true }));
     expect(psnr(a, b)).toBe(Infinity);
   }, 60_000);
 

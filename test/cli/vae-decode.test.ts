@@ -173,9 +173,17 @@ describe('tensorgpu vae-decode on the CPU', () => {
     expect(probe.stdout.trim()).toBe('24,16,5');
   });
 
-  it.skipIf(hasFfmpeg())('an MP4 preview without ffmpeg on PATH fails before decoding, saying why', async () => {
+  it('an MP4 preview without ffmpeg on PATH fails before decoding, saying why', async () => {
     const none = () => {};
-    await expect(runVaeDecode({ latents, out: join(dir, 'y.png'), device: 'cpu', preview: join(dir, 'y.mp4') }, none, none)).rejects.toThrow(/--preview .*y\.mp4: writing \.mp4 needs ffmpeg on PATH, and none was found/);
+    // An empty PATH hides an installed ffmpeg, so this runs on every machine.
+    const path = process.env.PATH;
+    process.env.PATH = '';
+    try {
+      expect(hasFfmpeg()).toBe(false);
+      await expect(runVaeDecode({ latents, out: join(dir, 'y.png'), device: 'cpu', preview: join(dir, 'y.mp4') }, none, none)).rejects.toThrow(/--preview .*y\.mp4: writing \.mp4 needs ffmpeg on PATH, and none was found/);
+    } finally {
+      process.env.PATH = path;
+    }
     expect(existsSync(join(dir, 'y-0000.png'))).toBe(false);
   });
 });

@@ -79,8 +79,10 @@ export const MODEL_FAMILIES: readonly ModelFamily[] = [QWEN3 as unknown as Model
 export const SUPPORTED_MODEL_TYPES: readonly string[] = MODEL_FAMILIES.flatMap((f) => f.modelTypes);
 
 /** The family of a config.json, or a CheckpointError naming the model_type and the supported ones. */
+const modelTypeOf = (json: unknown): unknown => (json as { model_type?: unknown } | null | undefined)?.model_type;
+
 export function familyOf(json: unknown, file: string): ModelFamily {
-  const type = (json as { model_type?: unknown } | null | undefined)?.model_type;
+  const type = modelTypeOf(json);
   const family = MODEL_FAMILIES.find((f) => typeof type === 'string' && f.modelTypes.includes(type));
   if (typeof type !== 'string') throw new CheckpointError(`model_type must be a string (one of ${SUPPORTED_MODEL_TYPES.join(', ')}), got ${JSON.stringify(type) ?? 'nothing'}`, { file });
   if (!family) throw new CheckpointError(`model_type '${type}' is not supported (supported: ${SUPPORTED_MODEL_TYPES.join(', ')})`, { file });
@@ -89,7 +91,7 @@ export function familyOf(json: unknown, file: string): ModelFamily {
 
 /** Whether config.json names a supported model_type. */
 export function isSupportedModelType(json: unknown): boolean {
-  const type = (json as { model_type?: unknown } | null | undefined)?.model_type;
+  const type = modelTypeOf(json);
   return typeof type === 'string' && SUPPORTED_MODEL_TYPES.includes(type);
 }
 

@@ -7,7 +7,7 @@ import { CheckpointError } from '../core/errors.js';
 import { Checkpoint } from '../io/checkpoint.js';
 import { TextTokenizer } from '../generate/tokenizer.js';
 import type { CausalLM, CausalLMConfig, MoeMode } from './causal-lm.js';
-import { familyOf } from './families.js';
+import { familyOf, type ModelFamily } from './families.js';
 
 export interface LoadModelOptions {
   device?: DeviceName;
@@ -32,10 +32,16 @@ export interface LoadedModel<M extends CausalLM = CausalLM> {
 
 /** Loads the model a checkpoint directory holds (qwen3, qwen3_moe, lfm2, lfm2_moe). */
 export async function loadModel(dir: string, options: LoadModelOptions = {}): Promise<LoadedModel> {
+  return loadModelOf(dir, options);
+}
+
+/** loadModel, with `accept` called on the family before any weight is read (it throws to refuse one). */
+export async function loadModelOf(dir: string, options: LoadModelOptions, accept?: (family: ModelFamily, file: string) => void): Promise<LoadedModel> {
   await using ck = await Checkpoint.open(dir);
   if (ck.config === undefined) throw new CheckpointError('the checkpoint has no config.json', { file: dir });
   const file = `${dir}/config.json`;
   const family = familyOf(ck.config, file);
+  accept?.(family, file);
   const config: CausalLMConfig = family.parseConfig(ck.config, file);
   const total = ck.totalBytes;
   let done = 0;

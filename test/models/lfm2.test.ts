@@ -16,6 +16,7 @@ import { lfm2WeightSpecs } from '../../src/models/lfm2/layout.js';
 import { Lfm2Model } from '../../src/models/lfm2/model.js';
 import { writeRandomLfm2Checkpoint } from '../../src/models/lfm2/random-checkpoint.js';
 import { loadModel, type LoadedModel } from '../../src/models/load.js';
+import { loadQwen3 } from '../../src/models/qwen3/load.js';
 import { randomSources } from '../../src/models/random-weights.js';
 import { tensor } from '../../src/ops/creation.js';
 import { LFM2_REFERENCE_CASES } from '../../tools/lfm2-reference/presets.js';
@@ -196,6 +197,7 @@ describe(`LFM2 FP8 and checkpoint errors ${gpu.skipReason}`, () => {
       const config = JSON.parse(readFileSync(join(dir, 'config.json'), 'utf8'));
       writeFileSync(join(dir, 'config.json'), JSON.stringify({ ...config, model_type: 'mamba2' }));
       await expect(loadModel(dir, { device: 'cpu' })).rejects.toThrow(/model_type 'mamba2' is not supported \(supported: qwen3, qwen3_moe, lfm2, lfm2_moe\)/);
+      await expect(loadQwen3(dirs.dense, { device: 'cpu' })).rejects.toThrow(/the checkpoint is LFM2, not Qwen3/);
       writeFileSync(join(dir, 'config.json'), JSON.stringify({ ...config, layer_types: ['conv'] }));
       await expect(loadModel(dir, { device: 'cpu' })).rejects.toThrow(/layer_types must be a list of num_hidden_layers \(3\) entries/);
     } finally {

@@ -1,16 +1,17 @@
-// Opens a Qwen3 / Qwen3-MoE checkpoint directory (loadModel, typed as Qwen3Model; other families are an error).
+// Opens a Qwen3 / Qwen3-MoE checkpoint directory (loadModel, typed as Qwen3Model; other families are refused
+// before their weights are read).
 import { CheckpointError } from '../../core/errors.js';
-import { loadModel, type LoadedModel, type LoadModelOptions } from '../load.js';
-import { Qwen3Model } from './model.js';
+import { QWEN3_MODEL_TYPES } from '../../io/hf-config.js';
+import { loadModelOf, type LoadedModel, type LoadModelOptions } from '../load.js';
+import type { Qwen3Model } from './model.js';
 
 export type { LoadedModel, LoadModelOptions };
 
 export async function loadQwen3(dir: string, options: LoadModelOptions = {}): Promise<LoadedModel<Qwen3Model>> {
-  const loaded = await loadModel(dir, options);
-  if (!(loaded.model instanceof Qwen3Model)) {
-    const type = loaded.config.modelType;
-    loaded.model.dispose();
-    throw new CheckpointError(`model_type '${type}' is not Qwen3 (use loadModel for any supported family)`, { file: `${dir}/config.json` });
-  }
+  const loaded = await loadModelOf(dir, options, (family, file) => {
+    if (family.modelTypes.some((t) => !(QWEN3_MODEL_TYPES as readonly string[]).includes(t))) {
+      throw new CheckpointError(`the checkpoint is ${family.name}, not Qwen3 (use loadModel for any supported family)`, { file });
+    }
+  });
   return loaded as LoadedModel<Qwen3Model>;
 }

@@ -101,7 +101,8 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
   workgroupBarrier();
 
   var sum = 0.0;
-  if (live && !bad) {
+  // Sigmoid scores need no row sum (the max pass above still finds NaN rows).
+  if (live && !bad && p.sigmoid == 0u) {
     for (var i = lid.x; i < p.e; i += WG) {
       let x = logit(base, i);
       sum += select(exp(x - row_max), 0.0, is_neg_inf(x));

@@ -42,6 +42,10 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     win[k] = state[p.st_off + k * p.h + c];
   }
   let wrow = p.w_off + c * p.w_s0;
+  var taps: array<f32, MAX_WINDOW>;  // the channel's past taps, read once for all S tokens
+  for (var k = 0u; k < window; k++) {
+    taps[k] = load_w(wrow + k * p.w_s1);
+  }
   let w_now = load_w(wrow + window * p.w_s1);
   let b = bias(c);
   for (var t = 0u; t < p.s; t++) {
@@ -49,7 +53,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     let bx = load_in(row + c) * load_in(row + 2u * p.h + c);
     var y = b;
     for (var k = 0u; k < window; k++) {
-      y += load_w(wrow + k * p.w_s1) * win[k];
+      y += taps[k] * win[k];
     }
     y += w_now * bx;
     for (var k = 0u; k + 1u < window; k++) {

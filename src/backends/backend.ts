@@ -27,7 +27,7 @@ export function isScalarOperand<T extends object>(x: T | ScalarOperand): x is Sc
 export const UNARY_OPS = ['neg', 'abs', 'exp', 'log', 'sqrt', 'rsqrt', 'silu', 'gelu', 'gelu_tanh', 'tanh', 'sigmoid', 'relu'] as const;
 export type UnaryOp = (typeof UNARY_OPS)[number];
 
-export const ARITHMETIC_OPS = ['add', 'sub', 'mul', 'div', 'maximum', 'minimum'] as const;
+export const ARITHMETIC_OPS = ['add', 'sub', 'mul', 'div', 'pow', 'maximum', 'minimum'] as const;
 export const COMPARISON_OPS = ['eq', 'ne', 'lt', 'le', 'gt', 'ge'] as const;
 export type ArithmeticOp = (typeof ARITHMETIC_OPS)[number];
 export type ComparisonOp = (typeof COMPARISON_OPS)[number];
@@ -217,6 +217,11 @@ export interface Backend<H = unknown> {
   /** a and b are already broadcast to outShape; computes in float32 when any dtype involved is floating, else int32. */
   /** Broadcast views a, b (or a JS number on either side) to outShape. */
   binary(op: BinaryOp, a: Operand<H> | ScalarOperand, b: Operand<H> | ScalarOperand, outShape: Shape, outDtype: DType): H;
+  /**
+   * where(cond, a, b) over views broadcast to outShape; cond is bool. When a and b (numbers included) are of
+   * outDtype, codes are selected as they are.
+   */
+  where(cond: Operand<H>, a: Operand<H> | ScalarOperand, b: Operand<H> | ScalarOperand, outShape: Shape, outDtype: DType): H;
   /** Softmax (or log-softmax) along dim, numerically stable; contiguous result in x's dtype. */
   softmax(x: Operand<H>, dim: number, log: boolean): H;
   /** One token id sampled from a 1-D logits row (int32 storage of one element; -1 when nothing can be sampled). */

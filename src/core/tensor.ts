@@ -180,6 +180,14 @@ export class Tensor {
   maximum(other: TensorOrScalar): Tensor {
     return ops.maximum(this, other);
   }
+  /** this ** exponent (torch.pow). */
+  pow(exponent: TensorOrScalar): Tensor {
+    return ops.pow(this, exponent);
+  }
+  /** this where condition holds, else other (torch.Tensor.where). */
+  where(condition: Tensor, other: TensorOrScalar): Tensor {
+    return ops.where(condition, this, other);
+  }
   minimum(other: TensorOrScalar): Tensor {
     return ops.minimum(this, other);
   }

@@ -1,4 +1,4 @@
-import { COMPARISON_OPS, type ScalarOperand, type ArithmeticOp, type BinaryOp, type ComparisonOp, type UnaryOp } from '../backends/backend.js';
+import { COMPARISON_OPS, type Operand, type ScalarOperand, type ArithmeticOp, type BinaryOp, type ComparisonOp, type UnaryOp } from '../backends/backend.js';
 import { DTYPE_INFO, isFloating, isFp8, promoteTypes, type DType } from '../core/dtype.js';
 import { DTypeError } from '../core/errors.js';
 import { broadcastShapes, broadcastView, contiguousView } from '../core/shape.js';
@@ -77,6 +77,19 @@ export const sub = arithmetic('sub');
 export const mul = arithmetic('mul');
 export const div = arithmetic('div');
 export const maximum = arithmetic('maximum');
+
+/**
+ * x ** y, elementwise with broadcasting (torch.pow): a tensor or a JS number on either side, PyTorch's promotion
+ * (int ** int stays an integer, int ** 0.5 is float32), C's special cases (0 ** 0 = 1, 1 ** NaN = 1, a negative
+ * base with a non-integer exponent is NaN). An integer tensor to a negative integer number is an error, as in
+ * PyTorch; with an integer tensor exponent the result is 0 unless the base is 1 or -1.
+ */
+export function pow(x: TensorOrScalar, y: TensorOrScalar): Tensor {
+  if (typeof y === 'number' && typeof x !== 'number' && !isFloating(x.dtype) && Number.isInteger(y) && y < 0) {
+    throw new DTypeError(`pow: integers to negative integer powers are not allowed (${x.describe()} ** ${y}); use a float tensor`);
+  }
+  return binary('pow', x, y);
+}
 export const minimum = arithmetic('minimum');
 export const eq = comparison('eq');
 export const ne = comparison('ne');
@@ -84,3 +97,34 @@ export const lt = comparison('lt');
 export const le = comparison('le');
 export const gt = comparison('gt');
 export const ge = comparison('ge');
+
+/**
+ * where(cond, a, b): a where cond is true, else b (torch.where), broadcasting all three. cond must be bool; a and b
+ * are tensors or JS numbers, promoted as in arithmetic (two numbers: float32 if either is fractional, else
+ * int32). When a and b share the result's dtype the kernel selects storage codes, so NaN payloads and FP8 tensors
+ * pass through unchanged.
+ */
+export function where(cond: Tensor, a: TensorOrScalar, b: TensorOrScalar): Tensor {
+  if (cond.dtype !== 'bool') throw new DTypeError(`where: the condition must be bool, got ${cond.describe()}; compare first (x.gt(0)) or cast with .to('bool')`);
+  const sa = typeof a === 'number' ? a : undefined;
+  const sb = typeof b === 'number' ? b : undefined;
+  const ta = typeof a === 'number' ? undefined : a;
+  const tb = typeof b === 'number' ? undefined : b;
+  const backend = commonBackend('where', ...[cond, ta, tb].filter((t): t is Tensor => t !== undefined));
+  let dtype: DType;
+  if (ta && tb) dtype = ta.dtype === tb.dtype ? ta.dtype : promoteTypes(ta.dtype, tb.dtype);
+  else if (ta || tb) {
+    const t = (ta ?? tb)!;
+    const n = (sa ?? sb)!;
+    // A JS number does not widen a tensor's dtype unless it is of a higher category (PyTorch's wrapped numbers).
+    dtype = isFloating(t.dtype) ? t.dtype : !Number.isInteger(n) ? 'float32' : t.dtype === 'bool' ? 'int32' : t.dtype;
+  } else dtype = Number.isInteger(sa) && Number.isInteger(sb) ? 'int32' : 'float32';
+  for (const t of [ta, tb]) {
+    if (t && isFp8(t.dtype) && t.dtype !== dtype) throw new DTypeError(`where: ${t.describe()} and ${(t === ta ? tb : ta)?.describe() ?? 'a number'} have no common dtype (FP8 mixes with nothing); cast first`);
+  }
+  const shape = broadcastShapes(broadcastShapes(cond.shape, ta?.shape ?? []), tb?.shape ?? []);
+  const operand = (t: Tensor | undefined, n: number | undefined): Operand<unknown> | ScalarOperand =>
+    t ? { ...t.operand(), view: broadcastView(t.layout, shape) } : { scalar: n!, dtype: isFloating(dtype) || !Number.isInteger(n) ? 'float32' : 'int32' };
+  const c = { ...cond.operand(), view: broadcastView(cond.layout, shape) };
+  return wrap(backend, backend.where(c, operand(ta, sa), operand(tb, sb), shape, dtype), dtype, shape);
+}

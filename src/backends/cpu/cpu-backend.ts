@@ -110,6 +110,11 @@ export function store(values: Float64Array, dtype: DType, saturate = false): Han
 
 const isInt = (dtype: DType) => !DTYPE_INFO[dtype].isFloating;
 
+/** A number operand's value once rounded to its own dtype (float32 or int32), as kernels receive it. */
+export function scalarValue(x: ScalarOperand): number {
+  return decodeOne(x.dtype, castCode(x.scalar, x.dtype));
+}
+
 export class CpuBackend implements Backend<Handle> {
   readonly device = 'cpu' as const;
 
@@ -192,7 +197,7 @@ export class CpuBackend implements Backend<Handle> {
 
   binary(op: BinaryOp, a: Operand<Handle> | ScalarOperand, b: Operand<Handle> | ScalarOperand, outShape: Shape, outDtype: DType): Handle {
     const n = numel(outShape);
-    const operand = (x: Operand<Handle> | ScalarOperand) => (isScalarOperand(x) ? new Float64Array(n).fill(decodeOne(x.dtype, castCode(x.scalar, x.dtype))) : values(x));
+    const operand = (x: Operand<Handle> | ScalarOperand) => (isScalarOperand(x) ? new Float64Array(n).fill(scalarValue(x)) : values(x));
     const va = operand(a);
     const vb = operand(b);
     const integer = isInt(a.dtype) && isInt(b.dtype) && isInt(outDtype);
@@ -200,6 +205,22 @@ export class CpuBackend implements Backend<Handle> {
     const out = new Float64Array(n);
     for (let i = 0; i < n; i++) out[i] = f(va[i], vb[i]);
     return store(out, outDtype);
+  }
+
+  where(cond: Operand<Handle>, a: Operand<Handle> | ScalarOperand, b: Operand<Handle> | ScalarOperand, outShape: Shape, outDtype: DType): Handle {
+    const n = numel(outShape);
+    const c = gatherCodes(cond);
+    // Storage of each side in outDtype; of outDtype already, codes are selected as they are (NaN payloads, FP8).
+    const side = (x: Operand<Handle> | ScalarOperand): Handle =>
+      isScalarOperand(x) ? store(new Float64Array([scalarValue(x)]), outDtype) : x.dtype === outDtype ? gatherCodes(x) : store(values(x), outDtype);
+    const [sa, sb] = [side(a), side(b)];
+    const out = allocStorage(outDtype, n);
+    // float32 moves as raw bits: a JS number would quiet a signaling NaN's payload.
+    const bits = (h: Handle) => (h instanceof Float32Array ? new Uint32Array(h.buffer, h.byteOffset, h.length) : h);
+    const [ba, bb, bo] = [bits(sa), bits(sb), bits(out)];
+    const [stepA, stepB] = [isScalarOperand(a) ? 0 : 1, isScalarOperand(b) ? 0 : 1];
+    for (let i = 0; i < n; i++) bo[i] = c[i] ? ba[i * stepA] : bb[i * stepB];
+    return out;
   }
 
   softmax(x: Operand<Handle>, dim: number, log: boolean): Handle {

@@ -41,11 +41,36 @@ export const UNARY_I32: Partial<Record<UnaryOp, (x: number) => number>> = {
 const nanMax = (a: number, b: number) => (Number.isNaN(a) || Number.isNaN(b) ? NaN : Math.max(a, b));
 const nanMin = (a: number, b: number) => (Number.isNaN(a) || Number.isNaN(b) ? NaN : Math.min(a, b));
 
+const isOddInteger = (y: number) => Number.isInteger(y) && Math.abs(y % 2) === 1;
+
+/**
+ * C99 / IEEE pow, as PyTorch computes it on every backend. JS's Math.pow differs at two points: 1 ** NaN and
+ * (-1) ** +-Inf are NaN there, 1 in C.
+ */
+export function powIeee(x: number, y: number): number {
+  if (y === 0 || x === 1) return 1;
+  if (x === -1 && Math.abs(y) === Infinity) return 1;
+  return Math.pow(x, y);
+}
+
+/** Integer pow with int32 wrap-around; a negative exponent gives 0 unless the base is 1 or -1 (PyTorch's rule). */
+export function powInt32(x: number, y: number): number {
+  if (y < 0) return x === 1 ? 1 : x === -1 ? (isOddInteger(y) ? -1 : 1) : 0;
+  let r = 1;
+  let base = x | 0;
+  for (let e = y >>> 0; e > 0; e >>>= 1) {
+    if (e & 1) r = Math.imul(r, base);
+    base = Math.imul(base, base);
+  }
+  return r;
+}
+
 export const BINARY_F64: Readonly<Record<BinaryOp, (a: number, b: number) => number>> = {
   add: (a, b) => a + b,
   sub: (a, b) => a - b,
   mul: (a, b) => a * b,
   div: (a, b) => a / b,
+  pow: powIeee,
   maximum: nanMax,
   minimum: nanMin,
   eq: (a, b) => +(a === b),
@@ -62,6 +87,7 @@ export const BINARY_I32: Readonly<Record<BinaryOp, (a: number, b: number) => num
   sub: (a, b) => (a - b) | 0,
   mul: (a, b) => Math.imul(a, b),
   div: (a, b) => a / b, // true division: callers compute int division in float
+  pow: powInt32,
 };
 
 export type Reducer = { init: number; step: (acc: number, x: number) => number };

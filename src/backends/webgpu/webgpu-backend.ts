@@ -13,7 +13,7 @@ import { bindingSignature, layoutEntries, UniformArena } from './bindings.js';
 import { CaptureError, CapturedStep } from './capture.js';
 import { GpuProfiler, type KernelTime } from './profiler.js';
 import { wordBytes, type GpuBuffer, type GpuContext } from './gpu-context.js';
-import { binaryKernel, castKernel, fillKernel, scatterKernel, unaryKernel, type GpuOperand } from './kernels/elementwise.js';
+import { binaryKernel, castKernel, fillKernel, scatterKernel, unaryKernel, whereKernel, type GpuOperand } from './kernels/elementwise.js';
 import { gemmKernel, type GemmScaling } from './kernels/gemm.js';
 import { gemvApplies, gemvKernel } from './kernels/gemv.js';
 import { gatherKernel } from './kernels/gather.js';
@@ -32,6 +32,7 @@ import { FUSED_ROUTER_MAX_EXPERTS, moeRouteKernel, type GpuRouteOptions } from '
 import { quantizeBlocksKernel } from './kernels/quantize-blocks.js';
 import { rmsNormKernel } from './kernels/rms-norm.js';
 import { ropeKernel } from './kernels/rope.js';
+import { SUBGROUP_PROBE_INVOCATIONS, subgroupProbeKernel } from './kernels/subgroup-probe.js';
 import { swigluKernel } from './kernels/swiglu.js';
 import { reduceKernel } from './kernels/reduce.js';
 import { sampleKernel } from './kernels/sample.js';
@@ -534,6 +535,11 @@ export class WebGpuBackend implements Backend<GpuBuffer>, GpuContext {
     return binaryKernel(this, op, input(a), input(b), outShape, outDtype);
   }
 
+  where(cond: Operand<GpuBuffer>, a: Operand<GpuBuffer> | ScalarOperand, b: Operand<GpuBuffer> | ScalarOperand, outShape: Shape, outDtype: DType): GpuBuffer {
+    const input = (x: Operand<GpuBuffer> | ScalarOperand) => (isScalarOperand(x) ? x : this.gpuOperand(x));
+    return whereKernel(this, this.gpuOperand(cond), input(a), input(b), outShape, outDtype);
+  }
+
   softmax(x: Operand<GpuBuffer>, dim: number, log: boolean): GpuBuffer {
     return this.withContiguous(x, (cx) => softmaxKernel(this, cx, dim, log));
   }
@@ -722,17 +728,10 @@ export class WebGpuBackend implements Backend<GpuBuffer>, GpuContext {
  * per group of consecutive invocations need it: check once on this device (one dispatch and a read).
  */
 async function subgroupLayoutIsLinear(backend: WebGpuBackend): Promise<boolean> {
-  const code = `enable subgroups;
-@group(0) @binding(0) var<storage, read_write> out: array<u32>;
-@compute @workgroup_size(256)
-fn main(@builtin(local_invocation_index) li: u32, @builtin(subgroup_invocation_id) lane: u32, @builtin(subgroup_size) size: u32) {
-  let first = subgroupBroadcastFirst(li);
-  out[li] = select(0u, 1u, lane == li % size && first == li - lane);
-}`;
-  const out = backend.alloc(256 * 4);
+  const out = backend.alloc(SUBGROUP_PROBE_INVOCATIONS * 4);
   try {
-    backend.dispatch(backend.pipeline('subgroup-layout-probe', () => code), null, [out], [1, 1, 1]);
-    const flags = (await backend.read({ handle: out, dtype: 'int32', view: contiguousView([256]) })) as Int32Array;
+    subgroupProbeKernel(backend, out);
+    const flags = (await backend.read({ handle: out, dtype: 'int32', view: contiguousView([SUBGROUP_PROBE_INVOCATIONS]) })) as Int32Array;
     return flags.every((f) => f === 1);
   } catch {
     return false;

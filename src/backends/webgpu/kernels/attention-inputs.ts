@@ -3,8 +3,9 @@
 import { lanesPerWord, type DType } from '../../../core/dtype.js';
 import type { AttentionInputsArgs } from '../../backend.js';
 import { wordBytes, type GpuBuffer, type GpuContext } from '../gpu-context.js';
-import { pow2AtLeast, uniformWords } from './nn-util.js';
-import { commonWgsl, encodeFn, fillTemplate, grid1d, loadFn, wgslSource } from './wgsl.js';
+import { defineKernel } from './kernel.js';
+import { pow2AtLeast } from './nn-util.js';
+import { grid1d } from './wgsl.js';
 
 /** The activation dtype's rounding (HF casts the normalized value back to it). */
 function roundFn(dtype: DType): string {
@@ -27,6 +28,51 @@ const NORMALIZE = `red[t] = sum_sq;
       row[c] = round_x(w * round_x(row[c] * r));
     }`;
 
+const NO_NORM = 'none';
+
+const attentionInputs = defineKernel({
+  name: 'attention-inputs',
+  source: 'attention-inputs.wgsl',
+  // qn, kn: the q/k norm weights' dtypes, or NO_NORM; maxD: the row's workgroup array (a power of two >= D).
+  variant: { q: 'dtype', k: 'dtype', v: 'dtype', qn: 'string', kn: 'string', posBuffer: 'boolean', maxD: 'number' },
+  params: {
+    s: 'u32', heads: 'u32', kv_heads: 'u32', d: 'u32',
+    qkv_off: 'u32', qkv_s0: 'u32',
+    qn_off: 'u32', kn_off: 'u32',
+    cos_off: 'u32', cs0: 'u32', sin_off: 'u32', ss0: 'u32',
+    k_off: 'u32', ks0: 'u32', ks1: 'u32',
+    v_off: 'u32', vs0: 'u32', vs1: 'u32',
+    pos0: 'u32', pos_at: 'u32',
+    capacity: 'u32', table_len: 'u32',
+    eps: 'f32', total: 'u32',
+  },
+  // q, and the k / v rows written in place into the caches.
+  outputs: { out: { packed: 'q' }, k_cache: { packed: 'k' }, v_cache: { packed: 'v' } },
+  inputs: {
+    qkv: { packed: 'q' },
+    cos_t: 'f32',
+    sin_t: 'f32',
+    qn: { packed: (v) => v.qn as DType, when: (v) => v.qn !== NO_NORM },
+    kn: { packed: (v) => v.kn as DType, when: (v) => v.kn !== NO_NORM },
+    pos_buf: { type: 'u32', when: (v) => v.posBuffer },
+  },
+  grid: 'custom',
+  workgroupSize: 64,
+  constants: (v) => {
+    const c: Record<string, number> = { MAX_D: v.maxD };
+    for (const [n, dt] of [['Q', v.q], ['K', v.k], ['V', v.v]] as const) {
+      c[`${n}_LANES`] = lanesPerWord(dt);
+      c[`${n}_BITS`] = 32 / lanesPerWord(dt);
+    }
+    return c;
+  },
+  functions: (v) => roundFn(v.q),
+  code: (v) => ({
+    POSITION: v.posBuffer ? 'p.pos0 + u32(bitcast<i32>(pos_buf[p.pos_at]))' : 'p.pos0',
+    NORMALIZE: v.qn !== NO_NORM ? NORMALIZE : '',
+  }),
+});
+
 /** Returns q [S, Hq, D] (qkv's dtype); writes k and v rows into the caches. Views are as the op validated them. */
 export function attentionInputsKernel(ctx: GpuContext, a: AttentionInputsArgs<GpuBuffer>): GpuBuffer {
   const { heads, kvHeads, headDim: d } = a;
@@ -37,53 +83,32 @@ export function attentionInputsKernel(ctx: GpuContext, a: AttentionInputsArgs<Gp
   const total = s * (heads + 2 * kvHeads);
   if (total === 0 || d === 0) return out;
   const norm = a.qNorm !== undefined;
-  const extras: string[] = [];
-  const extraBuffers: GpuBuffer[] = [];
-  let binding = 7;
-  const bind = (name: string, b: GpuBuffer) => {
-    extras.push(`@group(0) @binding(${binding++}) var<storage, read> ${name}: array<u32>;`);
-    extraBuffers.push(b);
-  };
-  if (norm) {
-    bind('qn_buf', a.qNorm!.handle);
-    bind('kn_buf', a.kNorm!.handle);
-  }
-  if (a.positionFrom) bind('pos_buf', a.positionFrom.handle);
-  const kD = a.keys.dtype;
-  const vD = a.values.dtype;
-  const maxD = Math.max(64, pow2AtLeast(d));
-  const key = ['attention-inputs', qDtype, kD, vD, norm ? `${a.qNorm!.dtype},${a.kNorm!.dtype}` : 'no-norm', a.positionFrom ? 'pos-buffer' : 'pos-uniform', maxD].join('|');
-  const lanes = (dt: DType) => lanesPerWord(dt);
-  const pipeline = ctx.pipeline(key, () =>
-    commonWgsl() +
-    fillTemplate(wgslSource(import.meta.url, 'attention-inputs.wgsl'), {
-      EXTRA_BINDINGS: extras.join('\n'),
-      FUNCTIONS:
-        loadFn('load_qkv', 'qkv', qDtype, 'f32') +
-        (norm ? loadFn('load_qn', 'qn_buf', a.qNorm!.dtype, 'f32') + loadFn('load_kn', 'kn_buf', a.kNorm!.dtype, 'f32') : '') +
-        roundFn(qDtype) +
-        encodeFn('encode_q', qDtype, 'f32') +
-        encodeFn('encode_k', kD, 'f32') +
-        encodeFn('encode_v', vD, 'f32') +
-        [['Q', qDtype], ['K', kD], ['V', vD]].map(([n, dt]) => `const ${n}_LANES = ${lanes(dt as DType)}u;\nconst ${n}_BITS = ${32 / lanes(dt as DType)}u;\n`).join(''),
-      MAX_D: maxD,
-      POSITION: a.positionFrom ? 'p.pos0 + u32(bitcast<i32>(pos_buf[p.pos_at]))' : 'p.pos0',
-      NORMALIZE: norm ? NORMALIZE : '',
-    }),
-  );
   const k = a.keys.view;
   const v = a.values.view;
-  const params = uniformWords([
-    s, heads, kvHeads, d,
-    qkv.view.offset, qkv.view.strides[0],
-    a.qNorm?.view.offset ?? 0, a.kNorm?.view.offset ?? 0,
-    a.cos.view.offset, a.cos.view.strides[0], a.sin.view.offset, a.sin.view.strides[0],
-    k.offset, k.strides[0], k.strides[1],
-    v.offset, v.strides[0], v.strides[1],
-    a.position, a.positionFrom?.view.offset ?? 0,
-    k.shape[0], a.cos.view.shape[0],
-    { f32: a.eps }, total,
-  ]);
-  ctx.dispatch(pipeline, params, [out, qkv.handle, a.cos.handle, a.sin.handle, a.keys.handle, a.values.handle, ...extraBuffers], grid1d(total, 1));
+  attentionInputs.run(
+    ctx,
+    {
+      q: qDtype, k: a.keys.dtype, v: a.values.dtype,
+      qn: norm ? a.qNorm!.dtype : NO_NORM, kn: norm ? a.kNorm!.dtype : NO_NORM,
+      posBuffer: a.positionFrom !== undefined, maxD: Math.max(64, pow2AtLeast(d)),
+    },
+    {
+      s, heads, kv_heads: kvHeads, d,
+      qkv_off: qkv.view.offset, qkv_s0: qkv.view.strides[0],
+      qn_off: a.qNorm?.view.offset ?? 0, kn_off: a.kNorm?.view.offset ?? 0,
+      cos_off: a.cos.view.offset, cs0: a.cos.view.strides[0], sin_off: a.sin.view.offset, ss0: a.sin.view.strides[0],
+      k_off: k.offset, ks0: k.strides[0], ks1: k.strides[1],
+      v_off: v.offset, vs0: v.strides[0], vs1: v.strides[1],
+      pos0: a.position, pos_at: a.positionFrom?.view.offset ?? 0,
+      capacity: k.shape[0], table_len: a.cos.view.shape[0],
+      eps: a.eps, total,
+    },
+    {
+      out, k_cache: a.keys.handle, v_cache: a.values.handle,
+      qkv: qkv.handle, cos_t: a.cos.handle, sin_t: a.sin.handle,
+      qn: a.qNorm?.handle, kn: a.kNorm?.handle, pos_buf: a.positionFrom?.handle,
+    },
+    { workgroups: grid1d(total, 1) },
+  );
   return out;
 }

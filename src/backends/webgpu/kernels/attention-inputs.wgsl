@@ -4,47 +4,8 @@
 // One workgroup per (token s, head slot j): j < Hq a q head, then Hkv k heads, then Hkv v heads (copied as is).
 // pos = p.pos0 + the position buffer's value (a captured decode step advances it without new uniforms); a row at
 // or past the cache's capacity or the RoPE table's end writes nothing.
-
-struct Params {
-  s: u32,
-  heads: u32,
-  kv_heads: u32,
-  d: u32,
-  qkv_off: u32,
-  qkv_s0: u32,
-  qn_off: u32,
-  kn_off: u32,
-  cos_off: u32,
-  cs0: u32,
-  sin_off: u32,
-  ss0: u32,
-  k_off: u32,
-  ks0: u32,
-  ks1: u32,
-  v_off: u32,
-  vs0: u32,
-  vs1: u32,
-  pos0: u32,
-  pos_at: u32,
-  capacity: u32,
-  table_len: u32,
-  eps: f32,
-  total: u32,
-}
-
-@group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read_write> out: array<u32>;
-@group(0) @binding(2) var<storage, read> qkv: array<u32>;
-@group(0) @binding(3) var<storage, read> cos_t: array<f32>;
-@group(0) @binding(4) var<storage, read> sin_t: array<f32>;
-@group(0) @binding(5) var<storage, read_write> k_cache: array<u32>;
-@group(0) @binding(6) var<storage, read_write> v_cache: array<u32>;
-{{EXTRA_BINDINGS}}
-
-{{FUNCTIONS}}
-
-const WG = 64u;
-const MAX_D = {{MAX_D}}u;
+// The header (params, bindings, load_qkv/qn/kn, encode_out/k_cache/v_cache, round_x, WG = 64, MAX_D >= D and each
+// output's LANES / BITS) comes from the description in attention-inputs.ts; POSITION and NORMALIZE are its code.
 
 var<workgroup> row: array<f32, MAX_D>;
 var<workgroup> red: array<f32, WG>;
@@ -103,7 +64,7 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
     for (var w = t; w * Q_LANES < p.d; w += WG) {
       var word = 0u;
       for (var l = 0u; l < Q_LANES; l++) {
-        word |= encode_q(roped(w * Q_LANES + l, pos)) << (l * Q_BITS);
+        word |= encode_out(roped(w * Q_LANES + l, pos)) << (l * Q_BITS);
       }
       out[first / Q_LANES + w] = word;
     }
@@ -112,7 +73,7 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
     for (var w = t; w * K_LANES < p.d; w += WG) {
       var word = 0u;
       for (var l = 0u; l < K_LANES; l++) {
-        word |= encode_k(round_x(roped(w * K_LANES + l, pos))) << (l * K_BITS);
+        word |= encode_k_cache(round_x(roped(w * K_LANES + l, pos))) << (l * K_BITS);
       }
       k_cache[first / K_LANES + w] = word;
     }
@@ -121,7 +82,7 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
     for (var w = t; w * V_LANES < p.d; w += WG) {
       var word = 0u;
       for (var l = 0u; l < V_LANES; l++) {
-        word |= encode_v(row[w * V_LANES + l]) << (l * V_BITS);
+        word |= encode_v_cache(row[w * V_LANES + l]) << (l * V_BITS);
       }
       v_cache[first / V_LANES + w] = word;
     }

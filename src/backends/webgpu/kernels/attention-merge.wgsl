@@ -1,25 +1,7 @@
 // Merges the per-split states of attention.wgsl (SPLIT) into the output, one invocation per output word:
 // out = sum_s acc_s exp(m_s - M) / sum_s l_s exp(m_s - M) with M the largest split max, and the same NaN / zero
 // rules as the single-pass kernel. Partials: [rows * splits] (max, sum) pairs, then [rows * splits, D] acc.
-
-struct Params {
-  n: u32,
-  d: u32,
-  hq: u32,
-  splits: u32,
-  skv: u32,
-  causal: u32,
-  query_offset: i32,
-  acc_base: u32,
-  qoff_at: u32,
-}
-
-@group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read_write> out: array<u32>;
-@group(0) @binding(2) var<storage, read> part: array<f32>;
-{{QOFF_BINDING}}
-
-{{FUNCTIONS}}
+// The header and the one-word-per-invocation loop come from the description in attention.ts.
 
 fn visible(i: u32) -> u32 {
   if (p.causal == 0u) {
@@ -55,20 +37,4 @@ fn merged(e: u32) -> f32 {
     acc += part[p.acc_base + (row * p.splits + s) * p.d + c] * f;
   }
   return acc / sum;
-}
-
-@compute @workgroup_size(256)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
-  let w = linear_index(gid, nwg, 256u);
-  let first = w * {{LANES}}u;
-  if (first >= p.n) {
-    return;
-  }
-  var word = 0u;
-  for (var l = 0u; l < {{LANES}}u; l++) {
-    if (first + l < p.n) {
-      word |= encode_out(merged(first + l)) << (l * {{BITS}}u);
-    }
-  }
-  out[w] = word;
 }

@@ -8,8 +8,9 @@ import { numel } from '../../../core/shape.js';
 import type { AttentionOptions } from '../../backend.js';
 import { wordBytes, type GpuBuffer, type GpuContext } from '../gpu-context.js';
 import { viaFloat32, type GpuOperand } from './elementwise.js';
-import { pow2AtLeast, uniformWords } from './nn-util.js';
-import { commonWgsl, encodeFn, fillTemplate, grid1d, loadFn, wgslSource } from './wgsl.js';
+import { defineKernel } from './kernel.js';
+import { pow2AtLeast } from './nn-util.js';
+import { grid1d } from './wgsl.js';
 
 const WG = 64;
 /** Rows (query x head pairs) one workgroup serves, at most; their q rows sit in workgroup memory. */
@@ -19,6 +20,42 @@ const MAX_Q_FLOATS = 2048;
 const TARGET_WORKGROUPS = 256;
 const MIN_CHUNK = 256;
 const MAX_SPLITS = 64;
+
+/** The query offset, plus the device value when a captured step reads it from qoff_buf. */
+const queryOffsetExpr = (qoffBuffer: boolean) => (qoffBuffer ? '(p.query_offset + qoff_buf[p.qoff_at])' : 'p.query_offset');
+
+const attention = defineKernel({
+  name: 'attention',
+  source: 'attention.wgsl',
+  variant: { q: 'dtype', k: 'dtype', v: 'dtype', out: 'dtype', rows: 'number', rounds: 'number', dq: 'number', split: 'boolean', qoffBuffer: 'boolean' },
+  params: {
+    sq: 'u32', hq: 'u32', skv: 'u32', hkv: 'u32',
+    d: 'u32', gh: 'u32', gq: 'u32', group: 'u32', hblocks: 'u32', splits: 'u32', chunk: 'u32',
+    causal: 'u32', query_offset: 'i32', scale: 'f32', total_wg: 'u32',
+    q_off: 'u32', qs0: 'u32', qs1: 'u32', qs2: 'u32',
+    k_off: 'u32', ks0: 'u32', ks1: 'u32', ks2: 'u32',
+    v_off: 'u32', vs0: 'u32', vs1: 'u32', vs2: 'u32',
+    acc_base: 'u32', qoff_at: 'u32',
+  },
+  // With key splits `out` is the float32 partials (raw bits), else the packed output.
+  outputs: { out: { packed: 'out' } },
+  inputs: { q: { packed: 'q' }, k: { packed: 'k' }, v: { packed: 'v' }, qoff_buf: { type: 'i32', when: (v) => v.qoffBuffer } },
+  grid: 'custom',
+  workgroupSize: WG,
+  constants: (v) => ({ ROWS: v.rows, LANES: lanesPerWord(v.out), BITS: 32 / lanesPerWord(v.out), ROUNDS: v.rounds, Q_FLOATS: v.rows * v.dq }),
+  code: (v) => ({ FINISH: v.split ? SPLIT_FINISH : SINGLE_FINISH, QUERY_OFFSET: queryOffsetExpr(v.qoffBuffer) }),
+});
+
+const attentionMerge = defineKernel({
+  name: 'attention-merge',
+  source: 'attention-merge.wgsl',
+  variant: { out: 'dtype', qoffBuffer: 'boolean' },
+  params: { n: 'u32', d: 'u32', hq: 'u32', splits: 'u32', skv: 'u32', causal: 'u32', query_offset: 'i32', acc_base: 'u32', qoff_at: 'u32' },
+  outputs: { out: { packed: 'out' } },
+  inputs: { part: 'f32', qoff_buf: { type: 'i32', when: (v) => v.qoffBuffer } },
+  grid: { words: 'n', element: 'merged' },
+  code: (v) => ({ QUERY_OFFSET: queryOffsetExpr(v.qoffBuffer) }),
+});
 
 /**
  * `queryOffsetFrom` (int32 [1] on the device), when given, is added to options.queryOffset inside the kernel: a
@@ -63,55 +100,29 @@ export function attentionKernel(ctx: GpuContext, q: GpuOperand, k: GpuOperand, v
   // Pipelines are per power of two of rows and of output rounds, not per shape.
   const rows = pow2AtLeast(gh * gq);
   const rounds = pow2AtLeast(Math.ceil(d / (WG * lanes)));
-  const finish = splits > 1 ? SPLIT_FINISH : SINGLE_FINISH;
-  const dynamic = queryOffsetFrom !== undefined;
-  const qoff = {
-    QOFF_BINDING: dynamic ? '@group(0) @binding(5) var<storage, read> qoff_buf: array<i32>;' : '',
-    QUERY_OFFSET: dynamic ? '(p.query_offset + qoff_buf[p.qoff_at])' : 'p.query_offset',
-  };
-  const key = ['attention', q.dtype, k.dtype, v.dtype, outDtype, rows, rounds, dq, splits > 1, dynamic ? 'qoff-buffer' : 'qoff-uniform'].join('|');
-  const pipeline = ctx.pipeline(key, () =>
-    commonWgsl() +
-    fillTemplate(wgslSource(import.meta.url, 'attention.wgsl'), {
-      FUNCTIONS: loadFn('load_q', 'q_buf', q.dtype, 'f32') + loadFn('load_k', 'k_buf', k.dtype, 'f32') + loadFn('load_v', 'v_buf', v.dtype, 'f32') + encodeFn('encode_out', outDtype, 'f32'),
-      ROWS: rows,
-      Q_FLOATS: rows * dq,
-      LANES: lanes,
-      ROUNDS: rounds,
-      FINISH: fillTemplate(finish, { BITS: 32 / lanes }),
-      ...qoff,
-    }),
-  );
+  const qoffBuffer = queryOffsetFrom !== undefined;
   const total = base * splits;
-  const params = uniformWords([
+  const common = { causal: options.causal ? 1 : 0, query_offset: queryOffset, acc_base: accBase, qoff_at: queryOffsetFrom?.view.offset ?? 0 };
+  const params = {
+    ...common,
     sq, hq, skv, hkv,
     d, gh, gq, group, hblocks, splits, chunk,
-    options.causal ? 1 : 0, { i32: queryOffset }, { f32: options.scale }, total,
-    q.view.offset, ...q.view.strides,
-    k.view.offset, ...k.view.strides,
-    v.view.offset, ...v.view.strides,
-    accBase, queryOffsetFrom?.view.offset ?? 0,
-  ]);
-  const extra = queryOffsetFrom ? [queryOffsetFrom.buffer] : [];
+    scale: options.scale, total_wg: total,
+    q_off: q.view.offset, qs0: q.view.strides[0], qs1: q.view.strides[1], qs2: q.view.strides[2],
+    k_off: k.view.offset, ks0: k.view.strides[0], ks1: k.view.strides[1], ks2: k.view.strides[2],
+    v_off: v.view.offset, vs0: v.view.strides[0], vs1: v.view.strides[1], vs2: v.view.strides[2],
+  };
+  const variant = { q: q.dtype, k: k.dtype, v: v.dtype, out: outDtype, rows, rounds, dq, split: splits > 1, qoffBuffer };
+  const inputs = { q: q.buffer, k: k.buffer, v: v.buffer, qoff_buf: queryOffsetFrom?.buffer };
+  const workgroups = grid1d(total, 1);
   if (splits === 1) {
-    ctx.dispatch(pipeline, params, [out, q.buffer, k.buffer, v.buffer, ...extra], grid1d(total, 1));
+    attention.run(ctx, variant, params, { out, ...inputs }, { workgroups });
     return out;
   }
   const partials = ctx.alloc(accBase * 4 + rowsTotal * splits * d * 4);
   try {
-    ctx.dispatch(pipeline, params, [partials, q.buffer, k.buffer, v.buffer, ...extra], grid1d(total, 1));
-    const merge = ctx.pipeline(['attention-merge', outDtype, dynamic ? 'qoff-buffer' : 'qoff-uniform'].join('|'), () =>
-      commonWgsl() +
-      fillTemplate(wgslSource(import.meta.url, 'attention-merge.wgsl'), {
-        FUNCTIONS: encodeFn('encode_out', outDtype, 'f32'),
-        LANES: lanes,
-        BITS: 32 / lanes,
-        QOFF_BINDING: dynamic ? '@group(0) @binding(3) var<storage, read> qoff_buf: array<i32>;' : '',
-        QUERY_OFFSET: qoff.QUERY_OFFSET,
-      }),
-    );
-    const mergeParams = uniformWords([n, d, hq, splits, skv, options.causal ? 1 : 0, { i32: queryOffset }, accBase, queryOffsetFrom?.view.offset ?? 0]);
-    ctx.dispatch(merge, mergeParams, [out, partials, ...extra], grid1d(Math.ceil(n / lanes), 256));
+    attention.run(ctx, variant, params, { out: partials, ...inputs }, { workgroups });
+    attentionMerge.run(ctx, { out: outDtype, qoffBuffer }, { ...common, n, d, hq, splits, skv }, { out, part: partials, qoff_buf: queryOffsetFrom?.buffer });
     return out;
   } finally {
     ctx.release(partials);
@@ -134,7 +145,7 @@ const SINGLE_FINISH = `  for (var r = 0u; r < ROWS; r++) {
             if (seen) {
               x = select(acc[r * RL + round * LANES + lane] / l[r], f32_bits(0x7fc00000u), nan_row);
             }
-            word |= encode_out(x) << (lane * {{BITS}}u);
+            word |= encode_out(x) << (lane * BITS);
           }
           out[(out_base + c0) / LANES] = word;
         }

@@ -13,57 +13,13 @@
 // -Inf is NaN, a row that sees no key is 0. With key splits (p.splits > 1, the launcher's SPLIT_FINISH) the workgroup
 // covers keys [split * chunk, +chunk) and writes its un-normalized state (max, sum, acc) for attention-merge.wgsl
 // instead of the output.
+// The header (params, bindings, load_q/k/v, encode_out, WG = 64 and the ROWS, LANES, BITS, ROUNDS, Q_FLOATS
+// constants) comes from the description in attention.ts; FINISH and QUERY_OFFSET are the launcher's code.
 
-struct Params {
-  sq: u32,
-  hq: u32,
-  skv: u32,
-  hkv: u32,
-  d: u32,
-  gh: u32,
-  gq: u32,
-  group: u32,
-  hblocks: u32,
-  splits: u32,
-  chunk: u32,
-  causal: u32,
-  query_offset: i32,
-  scale: f32,
-  total_wg: u32,
-  q_off: u32,
-  qs0: u32,
-  qs1: u32,
-  qs2: u32,
-  k_off: u32,
-  ks0: u32,
-  ks1: u32,
-  ks2: u32,
-  v_off: u32,
-  vs0: u32,
-  vs1: u32,
-  vs2: u32,
-  acc_base: u32,
-  qoff_at: u32,
-}
-
-@group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read_write> out: array<u32>;
-@group(0) @binding(2) var<storage, read> q_buf: array<u32>;
-@group(0) @binding(3) var<storage, read> k_buf: array<u32>;
-@group(0) @binding(4) var<storage, read> v_buf: array<u32>;
-{{QOFF_BINDING}}
-
-{{FUNCTIONS}}
-
-const WG = 64u;
-// Rows held per workgroup (p.gh * p.gq of them are used; a power of two so few pipelines serve all shapes).
-const ROWS = {{ROWS}}u;
-const LANES = {{LANES}}u;
-// Output dims per row per invocation: up to ROUNDS rounds of LANES consecutive dims (ROUNDS * WG * LANES >= D).
-const ROUNDS = {{ROUNDS}}u;
+// ROWS: rows held per workgroup (p.gh * p.gq of them are used; a power of two so few pipelines serve all shapes).
+// ROUNDS: output dims per row per invocation, up to ROUNDS rounds of LANES consecutive dims (ROUNDS * WG * LANES >= D).
+// Q_FLOATS: q rows in workgroup memory, p.gh * p.gq * p.d <= Q_FLOATS (the launcher picks gh, gq so).
 const RL = ROUNDS * LANES;
-// q rows in workgroup memory: p.gh * p.gq * p.d <= Q_FLOATS (the launcher picks gh, gq so).
-const Q_FLOATS = {{Q_FLOATS}}u;
 
 var<workgroup> sh_q: array<f32, Q_FLOATS>;
 var<workgroup> sh_s: array<f32, ROWS * WG>;

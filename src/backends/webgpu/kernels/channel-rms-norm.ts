@@ -4,10 +4,32 @@ import { lanesPerWord, type DType } from '../../../core/dtype.js';
 import { numel } from '../../../core/shape.js';
 import { wordBytes, type GpuBuffer, type GpuContext } from '../gpu-context.js';
 import { viaFloat32, type GpuOperand } from './elementwise.js';
-import { uniformWords } from './nn-util.js';
-import { commonWgsl, encodeFn, fillTemplate, grid1d, loadFn, wgslSource } from './wgsl.js';
+import { defineKernel } from './kernel.js';
 
-const WG = 64;
+const channelRmsNorm = defineKernel({
+  name: 'channel-rms-norm',
+  source: 'channel-rms-norm.wgsl',
+  // weight: its dtype, or 'none'.
+  variant: { dtype: 'dtype', weight: 'string', outDtype: 'dtype', silu: 'boolean' },
+  params: {
+    columns: 'u32', // N * S / LANES
+    c: 'u32',
+    s: 'u32', // T * H * W
+    h: 'u32', w: 'u32',
+    x_off: 'u32', xs_n: 'u32', xs_c: 'u32', xs_t: 'u32', xs_h: 'u32', xs_w: 'u32',
+    w_off: 'u32', ws: 'u32',
+    eps: 'f32',
+  },
+  outputs: { out: { packed: 'outDtype' } },
+  inputs: { x: { packed: 'dtype' }, weight: { packed: (v) => v.weight as DType, when: (v) => v.weight !== 'none' } },
+  grid: { threads: 'columns', invoke: 'norm_column' },
+  workgroupSize: 64,
+  constants: (v) => ({ LANES: lanesPerWord(v.outDtype), BITS: 32 / lanesPerWord(v.outDtype) }),
+  code: (v) => ({
+    APPLY_WEIGHT: v.weight !== 'none' ? 'y * load_weight(p.w_off + c * p.ws)' : 'y',
+    ACTIVATION: v.silu ? 'v / (1.0 + exp(-v))' : 'v',
+  }),
+});
 
 export function channelRmsNormKernel(ctx: GpuContext, x: GpuOperand, weight: GpuOperand | undefined, eps: number, silu: boolean, outDtype: DType = x.dtype): GpuBuffer {
   const shape = x.view.shape;
@@ -20,21 +42,13 @@ export function channelRmsNormKernel(ctx: GpuContext, x: GpuOperand, weight: Gpu
   }
   const out = ctx.alloc(wordBytes(numel(shape), lanes));
   if (numel(shape) === 0) return out;
-  const key = ['channel-rms-norm', x.dtype, weight?.dtype ?? 'none', outDtype, silu ? 'silu' : ''].join('|');
-  const pipeline = ctx.pipeline(key, () =>
-    commonWgsl() +
-    fillTemplate(wgslSource(import.meta.url, 'channel-rms-norm.wgsl'), {
-      WEIGHT_BINDING: weight ? '@group(0) @binding(3) var<storage, read> wbuf: array<u32>;' : '',
-      FUNCTIONS: loadFn('load_x', 'xbuf', x.dtype, 'f32') + (weight ? loadFn('load_w', 'wbuf', weight.dtype, 'f32') : '') + encodeFn('encode_out', outDtype, 'f32'),
-      APPLY_WEIGHT: weight ? 'y * load_w(p.w_off + c * p.ws)' : 'y',
-      ACTIVATION: silu ? 'v / (1.0 + exp(-v))' : 'v',
-      WG,
-      LANES: lanes,
-      BITS: 32 / lanes,
-    }),
-  );
   const columns = (n * s) / lanes;
-  const params = uniformWords([columns, c, s, h, w, x.view.offset, ...x.view.strides, weight?.view.offset ?? 0, weight?.view.strides[0] ?? 0, { f32: eps }]);
-  ctx.dispatch(pipeline, params, weight ? [out, x.buffer, weight.buffer] : [out, x.buffer], grid1d(columns, WG));
+  const [xs_n, xs_c, xs_t, xs_h, xs_w] = x.view.strides;
+  channelRmsNorm.run(
+    ctx,
+    { dtype: x.dtype, weight: weight?.dtype ?? 'none', outDtype, silu },
+    { columns, c, s, h, w, x_off: x.view.offset, xs_n, xs_c, xs_t, xs_h, xs_w, w_off: weight?.view.offset ?? 0, ws: weight?.view.strides[0] ?? 0, eps },
+    { out, x: x.buffer, weight: weight?.buffer },
+  );
   return out;
 }

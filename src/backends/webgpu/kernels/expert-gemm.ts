@@ -8,8 +8,9 @@ import { viaFloat32, type GpuOperand } from './elementwise.js';
 import type { ExpertLinearKernelOptions } from './expert-linear.js';
 import { tileStoreCode } from './gemm.js';
 import { moePlanKernel, moePlanLayout, PLAN_MAX_EXPERTS } from './moe-plan.js';
-import { commonWgsl, encodeFn, fillTemplate, grid1d, loadFn, wgslSource } from './wgsl.js';
+import { defineKernel } from './kernel.js';
 
+/** Output tile: BM sorted slots x BN columns (BM is also the plan's row tile). */
 const BM = 64;
 const BN = 64;
 
@@ -35,57 +36,83 @@ export function useGroupedExpertGemm(ctx: GpuContext, weight: GpuOperand, ids: G
   return !withCombine || total * n * 4 <= maxBytes;
 }
 
+const expertGemm = defineKernel({
+  name: 'expert-gemm',
+  source: 'expert-gemm.wgsl',
+  variant: { x: 'dtype', w: 'dtype', out: 'dtype', scaled: 'boolean' },
+  params: {
+    n: 'u32', k: 'u32', experts: 'u32', slots: 'u32',
+    x_off: 'u32', x_s0: 'u32', x_s1: 'u32',
+    x_per_slot: 'u32', // x has a row per slot (1) or per token (0)
+    w_off: 'u32', w_se: 'u32', w_sn: 'u32', w_sk: 'u32', // weight offset and strides, in elements
+    k_blocks: 'u32', // ceil(k / 128)
+    n_blocks: 'u32', // ceil(n / 128)
+    max_tiles: 'u32',
+  },
+  outputs: { out: { packed: 'out' } },
+  inputs: { x: { packed: 'x' }, w: { packed: 'w' }, plan: 'u32', scale: { type: 'f32', when: (v) => v.scaled } },
+  grid: 'custom',
+  // 16 x 16 invocations (the body's @workgroup_size), a BM x BN output tile.
+  workgroupSize: 256,
+  constants: () => ({ BM, BN }),
+  code: (v) => ({
+    // FP8 block scales vary along K: applied per element on load, as gemm.ts's `block` recipe.
+    B_SCALE: v.scaled ? ' * scale[(e * p.n_blocks + (col0 + r) / 128u) * p.k_blocks + gk / 128u]' : '',
+    STORE: tileStoreCode(lanesPerWord(v.out), (_col, acc) => acc),
+  }),
+});
+
 /** The GEMM over a plan's tiles -> contiguous [T*k, N] in outDtype (n a multiple of outDtype's lanes). */
 function groupedGemm(ctx: GpuContext, x: GpuOperand, weight: GpuOperand, ids: GpuOperand, scale: GpuBuffer | undefined, plan: GpuBuffer, maxTiles: number, outDtype: DType): GpuBuffer {
   const [experts, n, k] = weight.view.shape;
   const [t, slots] = ids.view.shape;
-  const lanes = lanesPerWord(outDtype);
-  const out = ctx.alloc(wordBytes(t * slots * n, lanes));
-  const scaled = scale !== undefined;
-  const key = ['expert-gemm', x.dtype, weight.dtype, outDtype, scaled].join('|');
-  const pipeline = ctx.pipeline(key, () =>
-    commonWgsl() +
-    fillTemplate(wgslSource(import.meta.url, 'expert-gemm.wgsl'), {
-      EXTRA_BINDINGS: scaled ? '@group(0) @binding(5) var<storage, read> scale: array<f32>;' : '',
-      FUNCTIONS: [loadFn('load_x', 'xin', x.dtype, 'f32'), loadFn('load_w', 'w', weight.dtype, 'f32'), encodeFn('encode_out', outDtype, 'f32')].join('\n'),
-      // FP8 block scales vary along K: applied per element on load, as gemm.ts's `block` recipe.
-      B_SCALE: scaled ? ' * scale[(e * p.n_blocks + (col0 + r) / 128u) * p.k_blocks + gk / 128u]' : '',
-      STORE: tileStoreCode(lanes, (_col, acc) => acc),
-    }),
-  );
+  const out = ctx.alloc(wordBytes(t * slots * n, lanesPerWord(outDtype)));
   // A dim of size 1 is never stepped along: its stride does not matter.
   const [se, sn, sk] = weight.view.strides.map((s, d) => (weight.view.shape[d] === 1 ? 0 : s));
-  const u = new Uint32Array([
-    n, k, experts, slots,
-    x.view.offset, x.view.strides[0], x.view.strides[1], x.view.shape[0] === t * slots ? 1 : 0,
-    weight.view.offset, se, sn, sk,
-    Math.ceil(k / 128), Math.ceil(n / 128), maxTiles, 0,
-  ]);
-  const buffers = [out, x.buffer, weight.buffer, plan, ...(scale ? [scale] : [])];
-  ctx.dispatch(pipeline, u.buffer, buffers, [maxTiles, Math.ceil(n / BN), 1]);
+  expertGemm.run(
+    ctx,
+    { x: x.dtype, w: weight.dtype, out: outDtype, scaled: scale !== undefined },
+    {
+      n, k, experts, slots,
+      x_off: x.view.offset, x_s0: x.view.strides[0], x_s1: x.view.strides[1], x_per_slot: x.view.shape[0] === t * slots ? 1 : 0,
+      w_off: weight.view.offset, w_se: se, w_sn: sn, w_sk: sk,
+      k_blocks: Math.ceil(k / 128), n_blocks: Math.ceil(n / 128), max_tiles: maxTiles,
+    },
+    { out, x: x.buffer, w: weight.buffer, plan, scale },
+    { workgroups: [maxTiles, Math.ceil(n / BN), 1] },
+  );
   return out;
 }
+
+const expertCombine = defineKernel({
+  name: 'expert-combine',
+  source: 'expert-combine.wgsl',
+  variant: { out: 'dtype' },
+  params: {
+    total: 'u32', // T * N output elements
+    n: 'u32', slots: 'u32', experts: 'u32',
+    ids_off: 'u32', ids_s0: 'u32', ids_s1: 'u32',
+    c_off: 'u32', c_s0: 'u32', c_s1: 'u32',
+  },
+  outputs: { out: { packed: 'out' } },
+  inputs: { slot_out: 'f32', ids: 'u32', comb: 'u32' },
+  grid: { words: 'total', element: 'combine_at' },
+});
 
 /** out[t, n] = sum_j combine[t, j] * slotOut[t*k + j, n] (in-range ids only) -> contiguous [T, N] in outDtype. */
 function combineSlots(ctx: GpuContext, slotOut: GpuBuffer, ids: GpuOperand, combine: GpuOperand, experts: number, n: number, outDtype: DType): GpuBuffer {
   const [t, slots] = ids.view.shape;
-  const lanes = lanesPerWord(outDtype);
-  const out = ctx.alloc(wordBytes(t * n, lanes));
-  const words = Math.ceil((t * n) / lanes);
-  const pipeline = ctx.pipeline(`expert-combine|${outDtype}`, () =>
-    commonWgsl() +
-    fillTemplate(wgslSource(import.meta.url, 'expert-combine.wgsl'), {
-      FUNCTIONS: encodeFn('encode_out', outDtype, 'f32'),
-      LANES: lanes,
-      BITS: 32 / lanes,
-    }),
+  const out = ctx.alloc(wordBytes(t * n, lanesPerWord(outDtype)));
+  expertCombine.run(
+    ctx,
+    { out: outDtype },
+    {
+      total: t * n, n, slots, experts,
+      ids_off: ids.view.offset, ids_s0: ids.view.strides[0], ids_s1: ids.view.strides[1],
+      c_off: combine.view.offset, c_s0: combine.view.strides[0], c_s1: combine.view.strides[1],
+    },
+    { out, slot_out: slotOut, ids: ids.buffer, comb: combine.buffer },
   );
-  const u = new Uint32Array([
-    t, n, slots, experts,
-    words, ids.view.offset, ids.view.strides[0], ids.view.strides[1],
-    combine.view.offset, combine.view.strides[0], combine.view.strides[1], 0,
-  ]);
-  ctx.dispatch(pipeline, u.buffer, [out, slotOut, ids.buffer, combine.buffer], grid1d(words, 256));
   return out;
 }
 

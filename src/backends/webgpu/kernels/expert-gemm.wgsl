@@ -4,38 +4,9 @@
 // accumulating a 4x4 block in f32 from 64x16 / 16x64 tiles staged in workgroup memory. A rows are gathered through
 // the sorted slot list (x row = slot / k, or slot when x has a row per slot); B comes from W[e] ([N, K] rows,
 // dequantized on load, FP8 block scales per element); each output row is scattered to its slot's row of a
-// [T*k, N] result. Grid: (max tiles, N tiles); tiles past the plan's used count return at once.
+// [T*k, N] result. Grid: (max tiles, N tiles); tiles past the plan's used count return at once. The header
+// (params, bindings, load_x/load_w/encode_out, BM, BN) comes from the description in expert-gemm.ts.
 
-struct Params {
-  n: u32,
-  k: u32,
-  experts: u32,
-  slots: u32,
-  x_off: u32,
-  x_s0: u32,
-  x_s1: u32,
-  x_per_slot: u32,   // x has a row per slot (1) or per token (0)
-  w_off: u32,        // weight offset and strides, in elements
-  w_se: u32,
-  w_sn: u32,
-  w_sk: u32,
-  k_blocks: u32,     // ceil(k / 128)
-  n_blocks: u32,     // ceil(n / 128)
-  max_tiles: u32,
-  _pad: u32,
-}
-
-@group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read_write> out: array<u32>;
-@group(0) @binding(2) var<storage, read> xin: array<u32>;
-@group(0) @binding(3) var<storage, read> w: array<u32>;
-@group(0) @binding(4) var<storage, read> plan: array<u32>;
-{{EXTRA_BINDINGS}}
-
-{{FUNCTIONS}}
-
-const BM = 64u;
-const BN = 64u;
 const TK = 16u;
 const SENTINEL = 0xffffffffu;
 

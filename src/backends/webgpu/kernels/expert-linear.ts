@@ -7,7 +7,8 @@ import { binaryKernel, viaFloat32, type GpuOperand } from './elementwise.js';
 import { swigluKernel } from './swiglu.js';
 import { expertGemmKernel, useGroupedExpertGemm } from './expert-gemm.js';
 import { columnReduceWgsl } from './gemv.js';
-import { commonWgsl, decodeFn, encodeFn, fillTemplate, grid1d, loadFn, wgslSource } from './wgsl.js';
+import { defineKernel, type VariantOf } from './kernel.js';
+import { decodeFn, grid1d } from './wgsl.js';
 
 export interface ExpertLinearKernelOptions {
   scale?: GpuBuffer;
@@ -19,8 +20,10 @@ export interface ExpertLinearKernelOptions {
   residual?: GpuOperand;
 }
 
+/** Invocations per output column. */
 const TPO = 64;
-const OUTPUTS_PER_WORKGROUP = 4;
+/** Output columns a workgroup (TPO * OPW = 256 invocations). */
+const OPW = 4;
 
 /**
  * How weight rows are read: 16-byte chunks when every row starts 16-byte aligned (the checkpoint layout for K a
@@ -127,7 +130,7 @@ function storeCode(lanes: number): string {
     }`;
   }
   // n is a multiple of lanes here: a word holds whole columns of one row.
-  return `    for (var w = 0u; w < ${OUTPUTS_PER_WORKGROUP / lanes}u; w++) {
+  return `    for (var w = 0u; w < ${OPW / lanes}u; w++) {
       let nw = n0 + w * ${lanes}u;
       if (nw < p.n) {
         var word = 0u;
@@ -138,6 +141,81 @@ function storeCode(lanes: number): string {
       }
     }`;
 }
+
+const EXPERT_LINEAR_VARIANT = {
+  access: ['vec4', 'word', 'element'],
+  x: 'dtype',
+  w: 'dtype',
+  out: 'dtype',
+  combine: 'boolean',
+  scaled: 'boolean',
+  subgroups: 'boolean',
+  activation: ['linear', 'swiglu'],
+  residual: 'string',
+} as const;
+type ExpertLinearVariant = VariantOf<typeof EXPERT_LINEAR_VARIANT>;
+
+function expertLinearFunctions(v: ExpertLinearVariant): string {
+  const lut = isFp8(v.w);
+  // The column accumulator: a gate and an up sum with SwiGLU, else one sum.
+  const acc = `alias Acc = ${v.activation === 'swiglu' ? 'vec2<f32>' : 'f32'};\n`;
+  const finish =
+    v.activation === 'swiglu'
+      ? SWIGLU_FN
+      : `fn finish(v: f32, row: u32, col: u32) -> f32 {\n  return v${v.residual !== 'no-residual' ? ' + load_res(row * p.n + col)' : ''};\n}\n`;
+  return [
+    acc,
+    // FP8 codes decode through a 256-entry table in workgroup memory, filled with the exact decoder.
+    lut ? 'var<workgroup> fp8_lut: array<f32, 256>;\nfn decode_w(code: u32) -> f32 {\n  return fp8_lut[code];\n}\n' : decodeFn('decode_w', v.w, 'f32'),
+    loadWeightFn(v.access, v.w),
+    v.scaled ? 'fn block_scale(e: u32, n: u32, k: u32) -> f32 {\n  return scale[(e * p.n_blocks + n / 128u) * p.k_blocks + k / 128u];\n}\n' : '',
+    finish,
+  ].join('\n');
+}
+
+const expertLinear = defineKernel({
+  name: 'expert-linear',
+  source: 'expert-linear.wgsl',
+  variant: EXPERT_LINEAR_VARIANT,
+  params: {
+    n: 'u32', k: 'u32', experts: 'u32',
+    slots: 'u32', // k of the top-k: ids is [T, slots]
+    rows_out: 'u32', // T * slots (gather) or T (combine)
+    col_blocks: 'u32', // ceil(n / OPW)
+    x_off: 'u32', x_s0: 'u32', x_s1: 'u32',
+    x_per_slot: 'u32', // x has a row per slot (1) or per token (0)
+    // Weight offset, expert and row strides, in load units (16-byte chunks, words or elements).
+    w_off: 'u32', w_se: 'u32', w_sn: 'u32',
+    w_sk: 'u32', // element stride along K (element loads only)
+    chunks: 'u32', // whole load units per row
+    k_blocks: 'u32', // ceil(k / 128)
+    n_blocks: 'u32', // ceil(n / 128)
+    ids_off: 'u32', ids_s0: 'u32', ids_s1: 'u32',
+    c_off: 'u32', c_s0: 'u32', c_s1: 'u32',
+  },
+  outputs: { out: { packed: 'out' } },
+  inputs: {
+    x: { packed: 'x' },
+    // Load units of the weight; load_w above decodes single elements from them.
+    w: { type: (v) => (v.access === 'vec4' ? 'vec4<u32>' : 'u32') },
+    ids: 'u32',
+    scale: { type: 'f32', when: (v) => v.scaled },
+    comb: { type: 'u32', when: (v) => v.combine },
+    res: { packed: (v) => v.residual as DType, when: (v) => v.residual !== 'no-residual' },
+  },
+  grid: 'custom',
+  enables: (v) => (v.subgroups ? ['subgroups'] : []),
+  constants: () => ({ TPO, OPW }),
+  functions: expertLinearFunctions,
+  code: (v) => ({
+    DOT: dotCode(v.access, v.w, v.scaled),
+    ACCUMULATE: v.combine ? COMBINE : v.activation === 'swiglu' ? GATHER_SWIGLU : GATHER,
+    SUBGROUP_BUILTINS: v.subgroups ? ', @builtin(subgroup_invocation_id) sg_lane: u32, @builtin(subgroup_size) sg_size: u32' : '',
+    REDUCE: columnReduceWgsl(v.subgroups, 'Acc()'),
+    STORE: storeCode(lanesPerWord(v.out)),
+    LUT_FILL: isFp8(v.w) ? `  fp8_lut[lid.x] = ${v.w === 'float8_e4m3fn' ? 'e4m3_to_f32' : 'e5m2_to_f32'}(lid.x);\n  workgroupBarrier();` : '',
+  }),
+});
 
 /**
  * x [T or T*k, K] . W[ids]^T with weight [E, N, K] and ids int32 [T, k] -> contiguous [T*k, N], or [T, N] summed
@@ -175,61 +253,25 @@ export function expertLinearKernel(ctx: GpuContext, x: GpuOperand, weight: GpuOp
   const item = DTYPE_INFO[weight.dtype].itemBytes;
   const unitBytes = access === 'vec4' ? 16 : access === 'word' ? 4 : item;
   const perUnit = unitBytes / item;
-  const lut = isFp8(weight.dtype);
-  const scaled = scale !== undefined;
-  const subgroups = ctx.subgroupReduce(TPO);
-  const key = ['expert-linear', access, x.dtype, weight.dtype, outDtype, !!combine, scaled, subgroups, activation ?? 'linear', residual?.dtype ?? 'no-residual'].join('|');
-  const pipeline = ctx.pipeline(key, () => {
-    const extras = [
-      scaled ? 'var<storage, read> scale: array<f32>;' : '',
-      combine ? 'var<storage, read> comb: array<u32>;' : '',
-      residual ? 'var<storage, read> res: array<u32>;' : '',
-    ].filter(Boolean);
-    const finish = activation
-      ? SWIGLU_FN
-      : `fn finish(v: f32, row: u32, col: u32) -> f32 {\n  return v${residual ? ' + load_res(row * p.n + col)' : ''};\n}\n`;
-    const fns = [
-      loadFn('load_x', 'xin', x.dtype, 'f32'),
-      // FP8 codes decode through a 256-entry table in workgroup memory, filled with the exact decoder.
-      lut ? 'fn decode_w(code: u32) -> f32 {\n  return fp8_lut[code];\n}\n' : decodeFn('decode_w', weight.dtype, 'f32'),
-      loadWeightFn(access, weight.dtype),
-      scaled ? 'fn block_scale(e: u32, n: u32, k: u32) -> f32 {\n  return scale[(e * p.n_blocks + n / 128u) * p.k_blocks + k / 128u];\n}\n' : '',
-      residual ? loadFn('load_res', 'res', residual.dtype, 'f32') : '',
-      finish,
-      encodeFn('encode_out', outDtype, 'f32'),
-    ].join('\n');
-    return (
-      (subgroups ? 'enable subgroups;\n' : '') +
-      commonWgsl() +
-      fillTemplate(wgslSource(import.meta.url, 'expert-linear.wgsl'), {
-        W_UNIT: access === 'vec4' ? 'vec4<u32>' : 'u32',
-        EXTRA_BINDINGS: extras.map((b, i) => `@group(0) @binding(${5 + i}) ${b}`).join('\n'),
-        FUNCTIONS: fns,
-        DOT: dotCode(access, weight.dtype, scaled),
-        ACCUMULATE: combine ? COMBINE : activation ? GATHER_SWIGLU : GATHER,
-        ACC_TYPE: activation ? 'vec2<f32>' : 'f32',
-        ACC_ZERO: activation ? 'vec2<f32>(0.0)' : '0.0',
-        SUBGROUP_BUILTINS: subgroups ? ', @builtin(subgroup_invocation_id) sg_lane: u32, @builtin(subgroup_size) sg_size: u32' : '',
-        REDUCE: columnReduceWgsl(subgroups, activation ? 'vec2<f32>(0.0)' : '0.0'),
-        STORE: storeCode(lanes),
-        LUT_DECL: lut ? 'var<workgroup> fp8_lut: array<f32, 256>;' : '',
-        LUT_FILL: lut ? `  fp8_lut[lid.x] = ${weight.dtype === 'float8_e4m3fn' ? 'e4m3_to_f32' : 'e5m2_to_f32'}(lid.x);\n  workgroupBarrier();` : '',
-      })
-    );
-  });
-
   const [se, sn, sk] = weight.view.strides.map((s, d) => (weight.view.shape[d] === 1 ? 0 : s));
   const inUnits = (elements: number) => (elements * item) / unitBytes;
-  const colBlocks = Math.ceil(n / OUTPUTS_PER_WORKGROUP);
-  const u = new Uint32Array([
-    n, k, numExperts, slots,
-    rowsOut, colBlocks, x.view.offset, x.view.strides[0],
-    x.view.strides[1], x.view.shape[0] === t * slots ? 1 : 0, inUnits(weight.view.offset), inUnits(se),
-    inUnits(sn), sk, Math.floor(k / perUnit), Math.ceil(k / 128),
-    Math.ceil(wRows / 128), ids.view.offset, ids.view.strides[0], ids.view.strides[1],
-    combine?.view.offset ?? 0, combine?.view.strides[0] ?? 0, combine?.view.strides[1] ?? 0, 0,
-  ]);
-  const buffers = [out, x.buffer, weight.buffer, ids.buffer, ...(scale ? [scale] : []), ...(combine ? [combine.buffer] : []), ...(residual ? [residual.buffer] : [])];
-  ctx.dispatch(pipeline, u.buffer, buffers, grid1d(colBlocks * rowsOut, 1));
+  const colBlocks = Math.ceil(n / OPW);
+  expertLinear.run(
+    ctx,
+    {
+      access, x: x.dtype, w: weight.dtype, out: outDtype, combine: !!combine, scaled: scale !== undefined,
+      subgroups: ctx.subgroupReduce(TPO), activation: activation ?? 'linear', residual: residual?.dtype ?? 'no-residual',
+    },
+    {
+      n, k, experts: numExperts, slots, rows_out: rowsOut, col_blocks: colBlocks,
+      x_off: x.view.offset, x_s0: x.view.strides[0], x_s1: x.view.strides[1], x_per_slot: x.view.shape[0] === t * slots ? 1 : 0,
+      w_off: inUnits(weight.view.offset), w_se: inUnits(se), w_sn: inUnits(sn), w_sk: sk,
+      chunks: Math.floor(k / perUnit), k_blocks: Math.ceil(k / 128), n_blocks: Math.ceil(wRows / 128),
+      ids_off: ids.view.offset, ids_s0: ids.view.strides[0], ids_s1: ids.view.strides[1],
+      c_off: combine?.view.offset ?? 0, c_s0: combine?.view.strides[0] ?? 0, c_s1: combine?.view.strides[1] ?? 0,
+    },
+    { out, x: x.buffer, w: weight.buffer, ids: ids.buffer, scale, comb: combine?.buffer, res: residual?.buffer },
+    { workgroups: grid1d(colBlocks * rowsOut, 1) },
+  );
   return out;
 }

@@ -1,12 +1,12 @@
 // Launcher of the tiled GEMM (gemm.wgsl): plain matmul and FP8 scaledMm share it; they differ only in the
-// generated load/epilogue functions.
+// generated load/epilogue functions. The scaling variant, bindings and epilogue are shared with the decode GEMV.
 import { lanesPerWord, type DType } from '../../../core/dtype.js';
 import { ShapeError } from '../../../core/errors.js';
 import { coalesceViews, formatShape, numel } from '../../../core/shape.js';
 import type { MatmulDims } from '../../backend.js';
 import { wordBytes, type GpuBuffer, type GpuContext } from '../gpu-context.js';
 import { viaFloat32, type GpuOperand } from './elementwise.js';
-import { commonWgsl, encodeFn, fillTemplate, loadFn, wgslSource } from './wgsl.js';
+import { defineKernel, type VariantOf } from './kernel.js';
 
 const TILE = 64;
 
@@ -29,53 +29,67 @@ export interface GemmScaling {
   activation?: 'swiglu';
 }
 
-function scaleTerm(name: string, recipe: ScaleRecipe | undefined, index: string): string {
-  if (!recipe || recipe === 'block') return '';
+function scaleTerm(name: string, recipe: ScaleRecipe | 'none', index: string): string {
+  if (recipe === 'none' || recipe === 'block') return '';
   return recipe === 'tensor' ? ` * ${name}[0]` : ` * ${name}[${index}]`;
 }
 
-/** The optional buffers of a scaled matmul, in binding order after out, a and b. */
-export function scalingBuffers(s: GemmScaling): [name: string, buffer: GpuBuffer][] {
-  const extras: [string, GpuBuffer][] = [];
-  if (s.scaleA) extras.push(['scale_a', s.scaleA.buffer]);
-  if (s.scaleB) extras.push(['scale_b', s.scaleB.buffer]);
-  if (s.bias) extras.push(['bias', s.bias.buffer]);
-  if (s.scaleResult) extras.push(['scale_result', s.scaleResult]);
-  if (s.residual) extras.push(['residual', s.residual.buffer]);
-  return extras;
+const RECIPES = ['none', 'tensor', 'row', 'block'] as const;
+
+/**
+ * Variant fields of a scaled matmul, shared by the GEMM and the decode GEMV: each scale's recipe, and the bias and
+ * residual dtypes ('none' when absent).
+ */
+export const SCALING_VARIANT = { scaleA: RECIPES, scaleB: RECIPES, bias: 'string', scaleResult: 'boolean', residual: 'string' } as const;
+export type ScalingVariant = VariantOf<typeof SCALING_VARIANT>;
+
+export function scalingVariant(s: GemmScaling): ScalingVariant {
+  return {
+    scaleA: s.scaleA?.recipe ?? 'none',
+    scaleB: s.scaleB?.recipe ?? 'none',
+    bias: s.bias?.dtype ?? 'none',
+    scaleResult: !!s.scaleResult,
+    residual: s.residual?.dtype ?? 'none',
+  };
 }
 
-/** WGSL declarations of scalingBuffers from binding 4 on. */
-export function scalingBindings(extras: readonly [string, GpuBuffer][]): string {
-  return extras.map(([name], i) => `@group(0) @binding(${4 + i}) var<storage, read> ${name}: array<${name === 'bias' || name === 'residual' ? 'u32' : 'f32'}>;`).join('\n');
+/** The optional inputs of a scaled matmul, bound in this order after the operands. */
+export const SCALING_INPUTS = {
+  scale_a: { type: 'f32', when: (v: ScalingVariant) => v.scaleA !== 'none' },
+  scale_b: { type: 'f32', when: (v: ScalingVariant) => v.scaleB !== 'none' },
+  bias: { packed: (v: ScalingVariant) => v.bias as DType, when: (v: ScalingVariant) => v.bias !== 'none' },
+  scale_result: { type: 'f32', when: (v: ScalingVariant) => v.scaleResult },
+  residual: { packed: (v: ScalingVariant) => v.residual as DType, when: (v: ScalingVariant) => v.residual !== 'none' },
+} as const;
+
+/** The buffers of SCALING_INPUTS (those absent left undefined). */
+export function scalingBuffers(s: GemmScaling) {
+  return { scale_a: s.scaleA?.buffer, scale_b: s.scaleB?.buffer, bias: s.bias?.buffer, scale_result: s.scaleResult, residual: s.residual?.buffer };
 }
 
 /**
- * `epilogue(m, n, acc)` (tensor/row scales, bias, result scale; block scales apply on load instead, as they vary
- * along K) and `encode_out`. FP8 outputs saturate, as cuBLASLt's scaled GEMMs do, rather than overflow to NaN.
+ * `epilogue(m, n, acc)`: tensor/row scales, bias, result scale and residual (block scales apply on load instead,
+ * as they vary along K). The output cast is encode_out, which saturates FP8 as cuBLASLt's scaled GEMMs do rather
+ * than overflow to NaN.
  */
-export function epilogueWgsl(s: GemmScaling, outDtype: DType): string {
-  return [
-    s.bias ? loadFn('load_bias', 'bias', s.bias.dtype, 'f32') : '',
-    s.residual ? loadFn('load_residual', 'residual', s.residual.dtype, 'f32') : '',
+export function epilogueWgsl(v: ScalingVariant): string {
+  const lines = [
     'fn epilogue(m: u32, n: u32, v: f32) -> f32 {',
-    `  var r = v${scaleTerm('scale_a', s.scaleA?.recipe, 'm')}${scaleTerm('scale_b', s.scaleB?.recipe, 'n')};`,
-    s.bias ? '  r += load_bias(n);' : '',
-    s.scaleResult ? '  r *= scale_result[0];' : '',
-    s.residual ? '  r += load_residual(m * p.n + n);' : '',
+    `  var r = v${scaleTerm('scale_a', v.scaleA, 'm')}${scaleTerm('scale_b', v.scaleB, 'n')};`,
+    v.bias !== 'none' ? '  r += load_bias(n);' : '',
+    v.scaleResult ? '  r *= scale_result[0];' : '',
+    v.residual !== 'none' ? '  r += load_residual(m * p.n + n);' : '',
     '  return r;',
     '}',
-    encodeFn('encode_out', outDtype, 'f32', true),
-  ].join('\n');
+  ];
+  return lines.filter(Boolean).join('\n') + '\n';
 }
 
-function functions(a: GpuOperand, b: GpuOperand, outDtype: DType, s: GemmScaling): string {
-  const ra = s.scaleA?.recipe;
-  const rb = s.scaleB?.recipe;
-  // Block scales vary along K, so they apply per element on load; the others factor out into the epilogue.
-  const loadA = `fn load_a(i: u32, m: u32, k: u32) -> f32 {\n  return load0(i)${ra === 'block' ? ' * scale_a[m * p.k_blocks + k / 128u]' : ''};\n}\n`;
-  const loadB = `fn load_b(i: u32, k: u32, n: u32) -> f32 {\n  return load1(i)${rb === 'block' ? ' * scale_b[(n / 128u) * p.k_blocks + k / 128u]' : ''};\n}\n`;
-  return loadFn('load0', 'in0', a.dtype, 'f32') + loadFn('load1', 'in1', b.dtype, 'f32') + loadA + loadB + epilogueWgsl(s, outDtype);
+/** `a_value` / `b_value`: an operand element dequantized; block scales vary along K, so they apply per element here. */
+function operandLoads(v: ScalingVariant): string {
+  const a = `fn a_value(i: u32, m: u32, k: u32) -> f32 {\n  return load_a(i)${v.scaleA === 'block' ? ' * scale_a[m * p.k_blocks + k / 128u]' : ''};\n}\n`;
+  const b = `fn b_value(i: u32, k: u32, n: u32) -> f32 {\n  return load_b(i)${v.scaleB === 'block' ? ' * scale_b[(n / 128u) * p.k_blocks + k / 128u]' : ''};\n}\n`;
+  return a + b;
 }
 
 /**
@@ -109,11 +123,10 @@ export function tileStoreCode(lanes: number, value: (col: string, acc: string) =
   ].join('\n');
 }
 
-/** A GEMM variant's register block (rm x rn outputs an invocation) and workgroup size. */
+/** A register block: rm x rn outputs an invocation. */
 interface Blocking {
-  rm: number;
-  rn: number;
-  wg: number;
+  readonly rm: number;
+  readonly rn: number;
 }
 
 /** The store of the whole rm x rn block, unrolled so the accumulators need no dynamic index (they stay registers). */
@@ -137,7 +150,6 @@ const A_TILE_LOAD = [
 ].join('\n');
 
 type ATileCode = Record<'A_STORAGE' | 'A_LOAD' | 'A_REGISTERS' | 'SUBGROUP_BUILTINS', string> & {
-  blocking: Blocking;
   /** The multiply-adds of K step `kk` (a constant: the K loop is unrolled). */
   step: (kk: number) => string;
 };
@@ -149,10 +161,20 @@ type ATileCode = Record<'A_STORAGE' | 'A_LOAD' | 'A_REGISTERS' | 'SUBGROUP_BUILT
  */
 export const plainBlocking = { rm: 8, rn: 8 };
 
+/** A sharing variant's name: 'sg0' (the plain tile), else `sg${width}direct` or `sg${width}staged`. */
+function sharingOf(name: string): { width: number; direct: boolean } {
+  const m = /^sg(\d+)(direct|staged)?$/.exec(name);
+  if (!m) throw new Error(`gemm: unknown A sharing ${name}`);
+  return { width: Number(m[1]), direct: m[2] === 'direct' };
+}
+
+const GEMM_VARIANT = { a: 'dtype', b: 'dtype', out: 'dtype', ...SCALING_VARIANT, rm: 'number', rn: 'number', sharing: 'string' } as const;
+type GemmVariant = VariantOf<typeof GEMM_VARIANT>;
+
 /**
- * How the A tile reaches the invocations, as WGSL snippets for gemm.wgsl. `width` 0: the plain variant, 8x8 blocks
- * from an A tile stored transposed ([TK][TM / 4] vec4s, so one load gives 4 rows at one k). Otherwise 4x4 blocks
- * and the 16 invocations of a row group (same ty, consecutive t),
+ * How the A tile reaches the invocations, as WGSL snippets for gemm.wgsl. Sharing width 0: the plain variant, rm x
+ * rn blocks from an A tile stored transposed ([TK][TM / 4] vec4s, so one load gives 4 rows at one k). Otherwise 4x4
+ * blocks and the 16 invocations of a row group (same ty, consecutive t),
  * which all need the same 4 rows x 16 k of A, split them within aligned groups of `width` lanes (these lie inside
  * one subgroup, see GpuContext.subgroupShareWidth): lane l holds a_reg[j][i] = A[row i][k = j * width + l] and
  * broadcasts it with one vec4 shuffle per k, so the register index (k / width) and the source lane (k % width) are
@@ -161,12 +183,11 @@ export const plainBlocking = { rm: 8, rn: 8 };
  * times the global reads), so there the tile stays, filled as before, and each lane reads only its 64 / width values
  * from it instead of 64.
  */
-function aTileCode(width: number, direct: boolean): ATileCode {
+function aTileCode(v: GemmVariant): ATileCode {
+  const { width, direct } = sharingOf(v.sharing);
   if (width === 0) {
-    const { rm, rn } = plainBlocking;
-    const blocking = { rm, rn, wg: (64 / rm) * (64 / rn) };
+    const { rm, rn } = v;
     return {
-      blocking,
       A_STORAGE: 'var<workgroup> a_tile: array<vec4<f32>, 256>; // [TK][TM / 4]: A transposed',
       A_LOAD: [
         '    for (var q = 0u; q < 256u / WG; q++) {',
@@ -178,8 +199,8 @@ function aTileCode(width: number, direct: boolean): ATileCode {
       // Rows ty * rm.. are the vec4s ty * rm / 4.. of a k row of a_tile; columns tx * rn.. those of b_tile.
       step: (kk) => {
         const lines: string[] = [];
-        for (let v = 0; v < rm / 4; v++) lines.push(`    let a${kk}_${v} = a_tile[${kk * 16 + v}u + ty * ${rm / 4}u];`);
-        for (let v = 0; v < rn / 4; v++) lines.push(`    let b${kk}_${v} = b_tile[${kk * 16 + v}u + tx * ${rn / 4}u];`);
+        for (let i = 0; i < rm / 4; i++) lines.push(`    let a${kk}_${i} = a_tile[${kk * 16 + i}u + ty * ${rm / 4}u];`);
+        for (let i = 0; i < rn / 4; i++) lines.push(`    let b${kk}_${i} = b_tile[${kk * 16 + i}u + tx * ${rn / 4}u];`);
         for (let i = 0; i < rm; i++) {
           for (let h = 0; h < rn / 4; h++) lines.push(`    acc[${(i * rn) / 4 + h}] += a${kk}_${i >> 2}[${i & 3}] * b${kk}_${h};`);
         }
@@ -188,7 +209,6 @@ function aTileCode(width: number, direct: boolean): ATileCode {
       SUBGROUP_BUILTINS: '',
     };
   }
-  const tileDecl = 'var<workgroup> a_tile: array<f32, 1024>; // [TM][TK]';
   const regs = (value: string) =>
     [
       '    var a_reg: array<vec4<f32>, TK / SW>;',
@@ -200,8 +220,7 @@ function aTileCode(width: number, direct: boolean): ATileCode {
       '    }',
     ].join('\n');
   return {
-    blocking: { rm: 4, rn: 4, wg: 256 },
-    A_STORAGE: `const SW = ${width}u; // lanes sharing A values\n${direct ? '' : tileDecl}`,
+    A_STORAGE: direct ? '' : 'var<workgroup> a_tile: array<f32, 1024>; // [TM][TK]',
     A_LOAD: direct ? regs('load_a_or_zero(row0 + ty * 4u + i, k0 + kj, a_base)') : A_TILE_LOAD,
     A_REGISTERS: direct ? '' : regs('a_tile[(ty * 4u + i) * TK + kj]'),
     // Every lane reaches this shuffle (uniform loops, no early exit), as subgroup operations require.
@@ -215,14 +234,42 @@ function aTileCode(width: number, direct: boolean): ATileCode {
   };
 }
 
+const gemm = defineKernel({
+  name: 'gemm',
+  source: 'gemm.wgsl',
+  variant: GEMM_VARIANT,
+  params: {
+    m: 'u32', n: 'u32', k: 'u32', batch_rank: 'u32',
+    a_off: 'u32', a_sm: 'u32', a_sk: 'u32', b_off: 'u32', b_sk: 'u32', b_sn: 'u32',
+    k_blocks: 'u32', // ceil(k / 128): row length of block-scale tables
+    batch_shape: 'u32[4]', a_sbatch: 'u32[4]', b_sbatch: 'u32[4]',
+  },
+  outputs: { out: { packed: 'out', saturate: true } },
+  inputs: { a: { packed: 'a' }, b: { packed: 'b' }, ...SCALING_INPUTS },
+  grid: 'custom',
+  // A 64x64 output tile per workgroup.
+  workgroupSize: (v) => (TILE / v.rm) * (TILE / v.rn),
+  enables: (v) => (sharingOf(v.sharing).width ? ['subgroups'] : []),
+  constants: (v) => {
+    const { width } = sharingOf(v.sharing);
+    return { RM: v.rm, RN: v.rn, ...(width ? { SW: width } : {}) };
+  },
+  functions: (v) => operandLoads(v) + epilogueWgsl(v),
+  code: (v) => {
+    const { step, ...code } = aTileCode(v);
+    return {
+      ...code,
+      MULTIPLY: Array.from({ length: 16 }, (_, kk) => step(kk)).join('\n'),
+      STORE: blockStoreCode(lanesPerWord(v.out), v),
+    };
+  },
+});
+
 /**
- * The sharing width from which A is loaded straight into registers (16: whole row groups). Tests lower it to run
- * that path on adapters with narrower subgroups (SwiftShader's are 4 lanes).
- */
-/**
- * directALoadWidth: sharing width from which A skips workgroup memory. minShareWidth: narrowest sharing used at all;
- * 16 by default because the staged variant (narrower groups) measured slower than the plain tile on SwiftShader
- * (docs/benchmarks.md) and is unmeasured on GPUs. Tests and the bench lower it to cover and time that path.
+ * directALoadWidth: sharing width from which A skips workgroup memory (16: whole row groups). minShareWidth:
+ * narrowest sharing used at all; 16 by default because the staged variant (narrower groups) measured slower than the
+ * plain tile on SwiftShader (docs/benchmarks.md) and is unmeasured on GPUs. Tests and the bench lower them to cover
+ * and time those paths on adapters with narrower subgroups (SwiftShader's are 4 lanes).
  */
 export const gemmTuning = { directALoadWidth: 16, minShareWidth: 16 };
 
@@ -258,37 +305,22 @@ export function gemmKernel(ctx: GpuContext, a: GpuOperand, b: GpuOperand, dims: 
   if (batchCount > ctx.limits.maxComputeWorkgroupsPerDimension) {
     throw new ShapeError(`matmul batch of ${batchCount} exceeds the device limit of ${ctx.limits.maxComputeWorkgroupsPerDimension}`);
   }
-  const extras = scalingBuffers(scaling);
-  const share = gemmShareWidth(ctx);
-  const direct = share >= gemmTuning.directALoadWidth;
-  const variant = share === 0 ? 'sg0' : `sg${share}${direct ? 'direct' : 'staged'}`;
-  const block = share === 0 ? `${plainBlocking.rm}x${plainBlocking.rn}` : '4x4';
-  const key = ['gemm', a.dtype, b.dtype, outDtype, scaling.scaleA?.recipe, scaling.scaleB?.recipe, scaling.bias?.dtype, !!scaling.scaleResult, scaling.residual?.dtype, block, variant].join('|');
-  const pipeline = ctx.pipeline(key, () => {
-    const code = aTileCode(share, direct);
-    return (share ? 'enable subgroups;\n' : '') +
-    commonWgsl() +
-    fillTemplate(wgslSource(import.meta.url, 'gemm.wgsl'), {
-      EXTRA_BINDINGS: scalingBindings(extras),
-      FUNCTIONS: functions(a, b, outDtype, scaling),
-      A_STORAGE: code.A_STORAGE,
-      A_LOAD: code.A_LOAD,
-      A_REGISTERS: code.A_REGISTERS,
-      SUBGROUP_BUILTINS: code.SUBGROUP_BUILTINS,
-      WG: code.blocking.wg,
-      RM: code.blocking.rm,
-      RN: code.blocking.rn,
-      MULTIPLY: Array.from({ length: 16 }, (_, kk) => code.step(kk)).join('\n'),
-      STORE: blockStoreCode(lanes, code.blocking),
-    });
-  });
-  const u = new Uint32Array(24);
+  const width = gemmShareWidth(ctx);
+  const sharing = width === 0 ? 'sg0' : `sg${width}${width >= gemmTuning.directALoadWidth ? 'direct' : 'staged'}`;
+  const { rm, rn } = width === 0 ? plainBlocking : { rm: 4, rn: 4 };
   const as = a.view.strides;
   const bs = b.view.strides;
-  u.set([m, n, k, ba.shape.length, a.view.offset, as[r], as[r + 1], b.view.offset, bs[r], bs[r + 1], Math.ceil(k / 128)]);
-  ba.shape.forEach((s, d) => (u[12 + d] = s));
-  ba.strides.forEach((s, d) => (u[16 + d] = s));
-  bb.strides.forEach((s, d) => (u[20 + d] = s));
-  ctx.dispatch(pipeline, u.buffer, [out, a.buffer, b.buffer, ...extras.map(([, buf]) => buf)], [Math.ceil(n / TILE), Math.ceil(m / TILE), batchCount]);
+  gemm.run(
+    ctx,
+    { a: a.dtype, b: b.dtype, out: outDtype, ...scalingVariant(scaling), rm, rn, sharing },
+    {
+      m, n, k, batch_rank: ba.shape.length,
+      a_off: a.view.offset, a_sm: as[r], a_sk: as[r + 1], b_off: b.view.offset, b_sk: bs[r], b_sn: bs[r + 1],
+      k_blocks: Math.ceil(k / 128),
+      batch_shape: ba.shape, a_sbatch: ba.strides, b_sbatch: bb.strides,
+    },
+    { out, a: a.buffer, b: b.buffer, ...scalingBuffers(scaling) },
+    { workgroups: [Math.ceil(n / TILE), Math.ceil(m / TILE), batchCount] },
+  );
   return out;
 }

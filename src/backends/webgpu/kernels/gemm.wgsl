@@ -6,38 +6,13 @@
 // arithmetic or bounds checks; tiles wholly inside the matrices load without bounds checks either.
 // Operands are strided views (a transposed [N,K] weight needs no copy) of any dtype, dequantized on load (FP8
 // included, with per-block scales when given); per-tensor/per-row scales, bias and the output cast happen in the
-// epilogue.
-
-struct Params {
-  m: u32,
-  n: u32,
-  k: u32,
-  batch_rank: u32,
-  a_off: u32,
-  a_sm: u32,
-  a_sk: u32,
-  b_off: u32,
-  b_sk: u32,
-  b_sn: u32,
-  k_blocks: u32,     // ceil(k / 128): row length of block-scale tables
-  _pad: u32,
-  batch_shape: vec4<u32>,
-  a_sbatch: vec4<u32>,
-  b_sbatch: vec4<u32>,
-}
-
-@group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read_write> out: array<u32>;
-@group(0) @binding(2) var<storage, read> in0: array<u32>;
-@group(0) @binding(3) var<storage, read> in1: array<u32>;
-{{EXTRA_BINDINGS}}
-
-{{FUNCTIONS}}
+// epilogue. The header (params, bindings, load_a/load_b/encode_out, a_value/b_value, epilogue, RM/RN/SW) comes
+// from the description in gemm.ts.
 
 // a[gr, gk] of the batch at a_base, or zero outside the matrix (a tile's padding).
 fn load_a_or_zero(gr: u32, gk: u32, a_base: u32) -> f32 {
   if (gr < p.m && gk < p.k) {
-    return load_a(a_base + gr * p.a_sm + gk * p.a_sk, gr, gk);
+    return a_value(a_base + gr * p.a_sm + gk * p.a_sk, gr, gk);
   }
   return 0.0;
 }
@@ -46,13 +21,13 @@ fn load_a_or_zero(gr: u32, gk: u32, a_base: u32) -> f32 {
 fn load_b4(b_base: u32, gk: u32, gc: u32, inside: bool) -> vec4<f32> {
   let i = b_base + gk * p.b_sk + gc * p.b_sn;
   if (inside) {
-    return vec4<f32>(load_b(i, gk, gc), load_b(i + p.b_sn, gk, gc + 1u), load_b(i + 2u * p.b_sn, gk, gc + 2u), load_b(i + 3u * p.b_sn, gk, gc + 3u));
+    return vec4<f32>(b_value(i, gk, gc), b_value(i + p.b_sn, gk, gc + 1u), b_value(i + 2u * p.b_sn, gk, gc + 2u), b_value(i + 3u * p.b_sn, gk, gc + 3u));
   }
   var v = vec4<f32>();
   if (gk < p.k) {
     for (var j = 0u; j < 4u; j++) {
       if (gc + j < p.n) {
-        v[j] = load_b(i + j * p.b_sn, gk, gc + j);
+        v[j] = b_value(i + j * p.b_sn, gk, gc + j);
       }
     }
   }
@@ -63,13 +38,13 @@ fn load_b4(b_base: u32, gk: u32, gc: u32, inside: bool) -> vec4<f32> {
 fn load_a4(a_base: u32, gr: u32, gk: u32, inside: bool) -> vec4<f32> {
   let i = a_base + gr * p.a_sm + gk * p.a_sk;
   if (inside) {
-    return vec4<f32>(load_a(i, gr, gk), load_a(i + p.a_sm, gr + 1u, gk), load_a(i + 2u * p.a_sm, gr + 2u, gk), load_a(i + 3u * p.a_sm, gr + 3u, gk));
+    return vec4<f32>(a_value(i, gr, gk), a_value(i + p.a_sm, gr + 1u, gk), a_value(i + 2u * p.a_sm, gr + 2u, gk), a_value(i + 3u * p.a_sm, gr + 3u, gk));
   }
   var v = vec4<f32>();
   if (gk < p.k) {
     for (var j = 0u; j < 4u; j++) {
       if (gr + j < p.m) {
-        v[j] = load_a(i + j * p.a_sm, gr + j, gk);
+        v[j] = a_value(i + j * p.a_sm, gr + j, gk);
       }
     }
   }
@@ -79,9 +54,7 @@ fn load_a4(a_base: u32, gr: u32, gk: u32, inside: bool) -> vec4<f32> {
 const TM = 64u;
 const TN = 64u;
 const TK = 16u;
-const WG = {{WG}}u;
-const RM = {{RM}}u; // rows of an invocation's register block
-const RN = {{RN}}u; // its columns
+// RM x RN: an invocation's register block; WG = (TM / RM) * (TN / RN) invocations.
 
 {{A_STORAGE}}
 var<workgroup> b_tile: array<vec4<f32>, 256>; // [TK][TN / 4]
@@ -98,10 +71,10 @@ fn main(@builtin(local_invocation_index) t: u32, @builtin(workgroup_id) wid: vec
   var a_base = p.a_off;
   var b_base = p.b_off;
   for (var d = i32(p.batch_rank) - 1; d >= 0; d--) {
-    let i = rem % p.batch_shape[d];
-    rem /= p.batch_shape[d];
-    a_base += i * p.a_sbatch[d];
-    b_base += i * p.b_sbatch[d];
+    let i = rem % p.batch_shape[0][d];
+    rem /= p.batch_shape[0][d];
+    a_base += i * p.a_sbatch[0][d];
+    b_base += i * p.b_sbatch[0][d];
   }
   let row0 = wid.y * TM;
   let col0 = wid.x * TN;

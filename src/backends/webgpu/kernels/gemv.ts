@@ -1,14 +1,15 @@
 // Launcher of the decode GEMV (gemv.wgsl), used by matmul and scaledMm when M <= 4 and the weight is a [N, K]
 // matrix with K contiguous and 16-byte aligned rows; other shapes take the tiled GEMM.
 import { DTYPE_INFO, isFp8, lanesPerWord, type DType } from '../../../core/dtype.js';
-import { contiguousView } from '../../../core/shape.js';
 import type { MatmulDims } from '../../backend.js';
 import { wordBytes, type GpuBuffer, type GpuContext } from '../gpu-context.js';
 import { viaFloat32, type GpuOperand } from './elementwise.js';
-import { epilogueWgsl, scalingBindings, scalingBuffers, type GemmScaling } from './gemm.js';
-import { codeFn, commonWgsl, decodeFn, fillTemplate, grid1d, loadFn, wgslSource } from './wgsl.js';
+import { epilogueWgsl, SCALING_INPUTS, SCALING_VARIANT, scalingBuffers, scalingVariant, type GemmScaling } from './gemm.js';
+import { defineKernel, type VariantOf } from './kernel.js';
+import { decodeFn, fillTemplate, grid1d } from './wgsl.js';
 
 export const GEMV_MAX_M = 4;
+/** Invocations a workgroup: TPO per output column times OPW columns. */
 const WORKGROUP = 256;
 
 /**
@@ -134,6 +135,69 @@ function storeCode(lanes: number, m: number, opw: number): string {
   return lines.join('\n');
 }
 
+const GEMV_VARIANT = {
+  tpo: 'number', m: 'number', a: 'dtype', b: 'dtype', out: 'dtype', ...SCALING_VARIANT, subgroups: 'boolean', swiglu: 'boolean',
+} as const;
+type GemvVariant = VariantOf<typeof GEMV_VARIANT>;
+
+/** Weight elements in a 16-byte chunk. */
+const perChunk = (v: GemvVariant) => 16 / DTYPE_INFO[v.b].itemBytes;
+const blockScaled = (v: GemvVariant) => v.scaleA === 'block' || v.scaleB === 'block';
+
+function gemvFunctions(v: GemvVariant): string {
+  const { m, scaleA: ra, scaleB: rb } = v;
+  // FP8 codes decode through a 256-entry table in workgroup memory (filled with the exact decoder): one load
+  // instead of a dozen integer ops per weight, and per activation too when it has the same format.
+  const lut = isFp8(v.b);
+  const lutA = lut && v.a === v.b;
+  const loadA = (r: number) => (lutA ? `fp8_lut[code_x(p.a_off + ${r}u * p.a_sm + k * p.a_sk)]` : `load_x(p.a_off + ${r}u * p.a_sm + k * p.a_sk)`);
+  const rows = [0, 1, 2, 3].map((r) => (r < m ? loadA(r) : '0.0'));
+  const aScale = (r: number) => (ra === 'block' && r < m ? `scale_a[${r}u * p.k_blocks + k / 128u]` : ra === 'block' ? '0.0' : '1.0');
+  const bScale = rb === 'block' ? 'scale_b[(n / 128u) * p.k_blocks + k / 128u]' : '1.0';
+  return [
+    lut ? 'var<workgroup> fp8_lut: array<f32, 256>;\nfn decode_w(code: u32) -> f32 {\n  return fp8_lut[code];\n}\n' : decodeFn('decode_w', v.b, 'f32'),
+    `fn a_vec(k: u32) -> vec4<f32> {\n  return vec4<f32>(${rows.join(', ')});\n}\n`,
+    blockScaled(v) ? `fn block_scale(n: u32, k: u32) -> vec4<f32> {\n  return vec4<f32>(${[0, 1, 2, 3].map(aScale).join(', ')}) * ${bScale};\n}\n` : '',
+    epilogueWgsl(v),
+    columnValueFn(v.swiglu, WORKGROUP / v.tpo),
+  ].join('\n');
+}
+
+const gemv = defineKernel({
+  name: 'gemv',
+  source: 'gemv.wgsl',
+  variant: GEMV_VARIANT,
+  params: {
+    n: 'u32', k: 'u32', a_off: 'u32', a_sm: 'u32', a_sk: 'u32',
+    b_off_chunks: 'u32', // weight offset in 16-byte chunks
+    b_row_chunks: 'u32', // weight row stride in 16-byte chunks
+    chunks: 'u32', // whole chunks per row: floor(k / ELEMS_PER_CHUNK)
+    k_blocks: 'u32', // ceil(k / 128)
+    up_rows: 'u32', // with SwiGLU: the up row of output column n is weight row n + up_rows
+  },
+  outputs: { out: { packed: 'out', saturate: true } },
+  inputs: { x: { packed: 'a' }, w: { type: 'vec4<u32>', packed: 'b' }, ...SCALING_INPUTS },
+  grid: 'custom',
+  workgroupSize: WORKGROUP,
+  enables: (v) => (v.subgroups ? ['subgroups'] : []),
+  constants: (v) => ({ TPO: v.tpo, OPW: WORKGROUP / v.tpo, ELEMS_PER_CHUNK: perChunk(v) }),
+  functions: gemvFunctions,
+  code: (v) => {
+    const reduce = columnReduceWgsl(v.subgroups, 'vec4<f32>(0.0)');
+    const lut = isFp8(v.b);
+    return {
+      CHUNK_BODY: chunkBody(v.b),
+      CHUNK_SCALE: blockScaled(v) ? ' * block_scale(n, k0)' : '',
+      TAIL_SCALE: blockScaled(v) ? ' * block_scale(n, k)' : '',
+      STORE: storeCode(lanesPerWord(v.out), v.m, WORKGROUP / v.tpo),
+      SUBGROUP_BUILTINS: v.subgroups ? ', @builtin(subgroup_invocation_id) sg_lane: u32, @builtin(subgroup_size) sg_size: u32' : '',
+      REDUCE: reduce,
+      SECOND_ROW: v.swiglu ? fillTemplate(SECOND_ROW, { REDUCE: reduce }) : '',
+      LUT_FILL: lut ? `  fp8_lut[lid.x] = ${v.b === 'float8_e4m3fn' ? 'e4m3_to_f32' : 'e5m2_to_f32'}(lid.x);\n  workgroupBarrier();` : '',
+    };
+  },
+});
+
 /**
  * [m, k] @ [k, n] (b a transposed [n, k] weight view) for m <= 4 -> contiguous [m, n] in outDtype; with
  * s.activation 'swiglu' -> [m, n/2] = silu(columns 0..n/2-1) * (columns n/2..n-1).
@@ -149,57 +213,20 @@ export function gemvKernel(ctx: GpuContext, a: GpuOperand, b: GpuOperand, dims: 
   const out = ctx.alloc(wordBytes(m * n, lanes));
   if (m * n === 0) return out;
   const item = DTYPE_INFO[b.dtype].itemBytes;
-  const perChunk = 16 / item;
-  const ra = s.scaleA?.recipe;
-  const rb = s.scaleB?.recipe;
-  const blockScaled = ra === 'block' || rb === 'block';
-  const extras = scalingBuffers(s);
-  const tpo = threadsPerOutput(Math.floor(k / perChunk));
-  const opw = WORKGROUP / tpo;
+  const chunk = 16 / item;
+  const tpo = threadsPerOutput(Math.floor(k / chunk));
   const subgroups = ctx.subgroupReduce(tpo);
-  const key = ['gemv', 'lut', tpo, m, a.dtype, b.dtype, outDtype, ra, rb, s.bias?.dtype, !!s.scaleResult, s.residual?.dtype, subgroups, swiglu ? 'swiglu' : ''].join('|');
-  const pipeline = ctx.pipeline(key, () => {
-    // FP8 codes decode through a 256-entry table in workgroup memory (filled with the exact decoder): one load
-    // instead of a dozen integer ops per weight, and per activation too when it has the same format.
-    const lut = isFp8(b.dtype);
-    const lutA = lut && a.dtype === b.dtype;
-    const loadA = (r: number) => (lutA ? `fp8_lut[load0_code(p.a_off + ${r}u * p.a_sm + k * p.a_sk)]` : `load0(p.a_off + ${r}u * p.a_sm + k * p.a_sk)`);
-    const rows = [0, 1, 2, 3].map((r) => (r < m ? loadA(r) : '0.0'));
-    const aScale = (r: number) => (ra === 'block' && r < m ? `scale_a[${r}u * p.k_blocks + k / 128u]` : ra === 'block' ? '0.0' : '1.0');
-    const bScale = rb === 'block' ? 'scale_b[(n / 128u) * p.k_blocks + k / 128u]' : '1.0';
-    const fns = [
-      loadFn('load0', 'in0', a.dtype, 'f32'),
-      loadFn('load_w', 'in1', b.dtype, 'f32', true),
-      lut ? 'fn decode_w(code: u32) -> f32 {\n  return fp8_lut[code];\n}\n' : decodeFn('decode_w', b.dtype, 'f32'),
-      lutA ? codeFn('load0_code', 'in0', a.dtype) : '',
-      `fn a_vec(k: u32) -> vec4<f32> {\n  return vec4<f32>(${rows.join(', ')});\n}\n`,
-      blockScaled ? `fn block_scale(n: u32, k: u32) -> vec4<f32> {\n  return vec4<f32>(${[0, 1, 2, 3].map(aScale).join(', ')}) * ${bScale};\n}\n` : '',
-      epilogueWgsl(s, outDtype),
-      columnValueFn(swiglu, opw),
-    ].join('\n');
-    // Directives must precede every declaration, the shared helpers included.
-    return (subgroups ? 'enable subgroups;\n' : '') + commonWgsl() + fillTemplate(wgslSource(import.meta.url, 'gemv.wgsl'), {
-      EXTRA_BINDINGS: scalingBindings(extras),
-      FUNCTIONS: fns,
-      ELEMS_PER_CHUNK: perChunk,
-      CHUNK_BODY: chunkBody(b.dtype),
-      CHUNK_SCALE: blockScaled ? ' * block_scale(n, k0)' : '',
-      TAIL_SCALE: blockScaled ? ' * block_scale(n, k)' : '',
-      STORE: storeCode(lanes, m, opw),
-      TPO: tpo,
-      OPW: opw,
-      SUBGROUP_BUILTINS: subgroups ? ', @builtin(subgroup_invocation_id) sg_lane: u32, @builtin(subgroup_size) sg_size: u32' : '',
-      REDUCE: columnReduceWgsl(subgroups, 'vec4<f32>(0.0)'),
-      SECOND_ROW: swiglu ? fillTemplate(SECOND_ROW, { REDUCE: columnReduceWgsl(subgroups, 'vec4<f32>(0.0)') }) : '',
-      LUT_DECL: lut ? 'var<workgroup> fp8_lut: array<f32, 256>;' : '',
-      LUT_FILL: lut ? `  fp8_lut[lid.x] = ${b.dtype === 'float8_e4m3fn' ? 'e4m3_to_f32' : 'e5m2_to_f32'}(lid.x);\n  workgroupBarrier();` : '',
-    });
-  });
   const [, sn] = b.view.strides;
-  const u = new Uint32Array([
-    n, k, a.view.offset, a.view.strides[0], a.view.strides[1],
-    (b.view.offset * item) / 16, (sn * item) / 16, Math.floor(k / perChunk), Math.ceil(k / 128), swiglu ? n : 0, 0, 0,
-  ]);
-  ctx.dispatch(pipeline, u.buffer, [out, a.buffer, b.buffer, ...extras.map(([, buf]) => buf)], grid1d(Math.ceil(n / opw), 1));
+  gemv.run(
+    ctx,
+    { tpo, m, a: a.dtype, b: b.dtype, out: outDtype, ...scalingVariant(s), subgroups, swiglu },
+    {
+      n, k, a_off: a.view.offset, a_sm: a.view.strides[0], a_sk: a.view.strides[1],
+      b_off_chunks: (b.view.offset * item) / 16, b_row_chunks: (sn * item) / 16, chunks: Math.floor(k / chunk),
+      k_blocks: Math.ceil(k / 128), up_rows: swiglu ? n : 0,
+    },
+    { out, x: a.buffer, w: b.buffer, ...scalingBuffers(s) },
+    { workgroups: grid1d(Math.ceil(n / (WORKGROUP / tpo)), 1) },
+  );
   return out;
 }

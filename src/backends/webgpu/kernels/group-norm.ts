@@ -4,11 +4,43 @@ import { lanesPerWord, type DType } from '../../../core/dtype.js';
 import { numel } from '../../../core/shape.js';
 import { wordBytes, type GpuBuffer, type GpuContext } from '../gpu-context.js';
 import { viaFloat32, type GpuOperand } from './elementwise.js';
-import { uniformWords } from './nn-util.js';
-import { commonWgsl, encodeFn, fillTemplate, grid1d, loadFn, wgslSource } from './wgsl.js';
+import { defineKernel } from './kernel.js';
+import { grid1d } from './wgsl.js';
 
 /** Groups this large get 256 invocations; small ones 64 (SwiftShader and real GPUs pay per idle invocation). */
 const LARGE_GROUP = 16384;
+
+const groupNorm = defineKernel({
+  name: 'group-norm',
+  source: 'group-norm.wgsl',
+  // weight, bias: their dtypes, or 'none'.
+  variant: { dtype: 'dtype', weight: 'string', bias: 'string', outDtype: 'dtype', wg: 'number' },
+  params: {
+    groups: 'u32', // workgroups: N * numGroups
+    num_groups: 'u32',
+    cg: 'u32', // channels per group
+    s: 'u32', // T * H * W
+    h: 'u32', w: 'u32',
+    x_off: 'u32', xs_n: 'u32', xs_c: 'u32', xs_t: 'u32', xs_h: 'u32', xs_w: 'u32',
+    w_off: 'u32', ws: 'u32', b_off: 'u32', bs: 'u32',
+    eps: 'f32',
+  },
+  outputs: { out: { packed: 'outDtype' } },
+  inputs: {
+    x: { packed: 'dtype' },
+    weight: { packed: (v) => v.weight as DType, when: (v) => v.weight !== 'none' },
+    bias: { packed: (v) => v.bias as DType, when: (v) => v.bias !== 'none' },
+  },
+  grid: 'custom',
+  workgroupSize: (v) => v.wg,
+  constants: (v) => ({ LANES: lanesPerWord(v.outDtype), BITS: 32 / lanesPerWord(v.outDtype) }),
+  code: (v) => {
+    let affine = 'y';
+    if (v.weight !== 'none') affine = `${affine} * load_weight(p.w_off + c * p.ws)`;
+    if (v.bias !== 'none') affine = `${affine} + load_bias(p.b_off + c * p.bs)`;
+    return { AFFINE: affine };
+  },
+});
 
 export function groupNormKernel(ctx: GpuContext, x: GpuOperand, numGroups: number, weight: GpuOperand | undefined, bias: GpuOperand | undefined, eps: number, outDtype: DType = x.dtype): GpuBuffer {
   const shape = x.view.shape;
@@ -23,35 +55,20 @@ export function groupNormKernel(ctx: GpuContext, x: GpuOperand, numGroups: numbe
   }
   const out = ctx.alloc(wordBytes(total, lanes));
   if (total === 0) return out;
-  const wg = count >= LARGE_GROUP ? 256 : 64;
-  const key = ['group-norm', x.dtype, weight?.dtype ?? 'none', bias?.dtype ?? 'none', outDtype, wg].join('|');
-  let affine = 'y';
-  if (weight) affine = `${affine} * load_w(p.w_off + c * p.ws)`;
-  if (bias) affine = `${affine} + load_b(p.b_off + c * p.bs)`;
-  const pipeline = ctx.pipeline(key, () =>
-    commonWgsl() +
-    fillTemplate(wgslSource(import.meta.url, 'group-norm.wgsl'), {
-      WEIGHT_BINDING: weight ? '@group(0) @binding(3) var<storage, read> wbuf: array<u32>;' : '',
-      BIAS_BINDING: bias ? `@group(0) @binding(${weight ? 4 : 3}) var<storage, read> bbuf: array<u32>;` : '',
-      FUNCTIONS:
-        loadFn('load_x', 'xbuf', x.dtype, 'f32') +
-        (weight ? loadFn('load_w', 'wbuf', weight.dtype, 'f32') : '') +
-        (bias ? loadFn('load_b', 'bbuf', bias.dtype, 'f32') : '') +
-        encodeFn('encode_out', outDtype, 'f32'),
-      AFFINE: affine,
-      WG: wg,
-      LANES: lanes,
-      BITS: 32 / lanes,
-    }),
+  const [xs_n, xs_c, xs_t, xs_h, xs_w] = x.view.strides;
+  const groups = n * numGroups;
+  groupNorm.run(
+    ctx,
+    { dtype: x.dtype, weight: weight?.dtype ?? 'none', bias: bias?.dtype ?? 'none', outDtype, wg: count >= LARGE_GROUP ? 256 : 64 },
+    {
+      groups, num_groups: numGroups, cg, s: t * h * w, h, w,
+      x_off: x.view.offset, xs_n, xs_c, xs_t, xs_h, xs_w,
+      w_off: weight?.view.offset ?? 0, ws: weight?.view.strides[0] ?? 0,
+      b_off: bias?.view.offset ?? 0, bs: bias?.view.strides[0] ?? 0,
+      eps,
+    },
+    { out, x: x.buffer, weight: weight?.buffer, bias: bias?.buffer },
+    { workgroups: grid1d(groups, 1) },
   );
-  const params = uniformWords([
-    n * numGroups, numGroups, cg, t * h * w, h, w,
-    x.view.offset, ...x.view.strides,
-    weight?.view.offset ?? 0, weight?.view.strides[0] ?? 0,
-    bias?.view.offset ?? 0, bias?.view.strides[0] ?? 0,
-    { f32: eps },
-  ]);
-  const buffers = [out, x.buffer, ...(weight ? [weight.buffer] : []), ...(bias ? [bias.buffer] : [])];
-  ctx.dispatch(pipeline, params, buffers, grid1d(n * numGroups, 1));
   return out;
 }

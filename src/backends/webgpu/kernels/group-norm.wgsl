@@ -3,40 +3,8 @@
 // one dispatch: the mean (each invocation's share summed with Kahan compensation, then a tree in workgroup memory),
 // the biased variance as the mean of (x - mean)^2 (two-pass: no cancellation of sum(x^2) - n mean^2), then the
 // normalized, weighted and shifted values written a word at a time. The launcher only picks a packed output when
-// each group is whole words (cg * S a multiple of lanes), else it computes float32 and casts.
-
-struct Params {
-  groups: u32,  // workgroups: N * numGroups
-  num_groups: u32,
-  cg: u32,      // channels per group
-  s: u32,       // T * H * W
-  h: u32,
-  w: u32,
-  x_off: u32,
-  xs_n: u32,
-  xs_c: u32,
-  xs_t: u32,
-  xs_h: u32,
-  xs_w: u32,
-  w_off: u32,
-  ws: u32,
-  b_off: u32,
-  bs: u32,
-  eps: f32,
-  _pad0: u32,
-  _pad1: u32,
-  _pad2: u32,
-}
-
-@group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read_write> out: array<u32>;
-@group(0) @binding(2) var<storage, read> xbuf: array<u32>;
-{{WEIGHT_BINDING}}
-{{BIAS_BINDING}}
-
-{{FUNCTIONS}}
-
-const WG = {{WG}}u;
+// each group is whole words (cg * S a multiple of lanes), else it computes float32 and casts. The header comes from
+// the description in group-norm.ts.
 
 var<workgroup> partial: array<f32, WG>;
 
@@ -100,14 +68,14 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
   let rstd = 1.0 / sqrt(workgroup_sum(t, sq) / f32(count) + p.eps);
 
   let first = group * count;
-  for (var j = t * {{LANES}}u; j < count; j += WG * {{LANES}}u) {
+  for (var j = t * LANES; j < count; j += WG * LANES) {
     var word = 0u;
-    for (var l = 0u; l < {{LANES}}u; l++) {
+    for (var l = 0u; l < LANES; l++) {
       let e = j + l;
       let c = c0 + e / p.s;
       let y = (load_at(n, c0, e) - mean) * rstd;
-      word |= encode_out({{AFFINE}}) << (l * {{BITS}}u);
+      word |= encode_out({{AFFINE}}) << (l * BITS);
     }
-    out[(first + j) / {{LANES}}u] = word;
+    out[(first + j) / LANES] = word;
   }
 }

@@ -1,10 +1,22 @@
-import { lanesPerWord, type DType } from '../../../core/dtype.js';
+// Launcher of index-select.wgsl: one invocation per output word, storage codes copied raw.
+import { lanesPerWord } from '../../../core/dtype.js';
 import { numel } from '../../../core/shape.js';
 import { wordBytes, type GpuBuffer, type GpuContext } from '../gpu-context.js';
 import type { GpuOperand } from './elementwise.js';
-import { commonWgsl, fillTemplate, grid1d, wgslSource } from './wgsl.js';
+import { RAW_CODES, RAW_ENCODE } from './gather.js';
+import { defineKernel } from './kernel.js';
 
-const WG = 256;
+const indexSelect = defineKernel({
+  name: 'index_select',
+  source: 'index-select.wgsl',
+  // Codes are copied unconverted: the kernel depends on the lanes a word alone.
+  variant: { lanes: 'number' },
+  params: { n: 'u32', d: 'u32', inner: 'u32', n_idx: 'u32', x_off: 'u32', idx_off: 'u32' },
+  outputs: { out: { packed: (v) => RAW_CODES[v.lanes], helpers: false } },
+  inputs: { x: { packed: (v) => RAW_CODES[v.lanes] }, idx: 'u32' },
+  grid: { words: 'n', element: 'index_select_at' },
+  functions: () => RAW_ENCODE,
+});
 
 /** x (contiguous view, any offset) indexed along dim by a contiguous int32 index -> contiguous output. */
 export function indexSelectKernel(ctx: GpuContext, x: GpuOperand, dim: number, index: GpuOperand): GpuBuffer {
@@ -12,16 +24,9 @@ export function indexSelectKernel(ctx: GpuContext, x: GpuOperand, dim: number, i
   const nIdx = numel(index.view.shape);
   const inner = numel(shape.slice(dim + 1));
   const n = numel(shape.slice(0, dim)) * nIdx * inner;
-  const dtype: DType = x.dtype;
-  const lanes = lanesPerWord(dtype);
+  const lanes = lanesPerWord(x.dtype);
   const out = ctx.alloc(wordBytes(n, lanes));
   if (n === 0) return out;
-  const bits = 32 / lanes;
-  const pipeline = ctx.pipeline(`index_select|${lanes}`, () =>
-    commonWgsl() +
-    fillTemplate(wgslSource(import.meta.url, 'index-select.wgsl'), { LANES: lanes, BITS: bits, MASK: (2 ** bits - 1) >>> 0, WG }),
-  );
-  const params = new Uint32Array([n, shape[dim], inner, nIdx, x.view.offset, index.view.offset, 0, 0]);
-  ctx.dispatch(pipeline, params.buffer, [out, x.buffer, index.buffer], grid1d(Math.ceil(n / lanes), WG));
+  indexSelect.run(ctx, { lanes }, { n, d: shape[dim], inner, n_idx: nIdx, x_off: x.view.offset, idx_off: index.view.offset }, { out, x: x.buffer, idx: index.buffer });
   return out;
 }

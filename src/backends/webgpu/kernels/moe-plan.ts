@@ -1,7 +1,7 @@
 // Launcher of the MoE routing plan (moe-plan.wgsl): the slots sorted by expert into BM-row tiles, on the GPU.
 import type { GpuBuffer, GpuContext } from '../gpu-context.js';
 import type { GpuOperand } from './elementwise.js';
-import { fillTemplate, wgslSource } from './wgsl.js';
+import { defineKernel } from './kernel.js';
 
 /** Experts a plan can sort (one workgroup counter per expert, plus the bucket of out-of-range ids). */
 export const PLAN_MAX_EXPERTS = 1024;
@@ -21,16 +21,35 @@ export function moePlanLayout(total: number, experts: number, bm: number): MoePl
   return { bm, maxTiles, words: 1 + maxTiles + maxTiles * bm };
 }
 
+const moePlan = defineKernel({
+  name: 'moe-plan',
+  source: 'moe-plan.wgsl',
+  variant: { bm: 'number' },
+  params: {
+    total: 'u32', // T * k slots
+    slots: 'u32', // k: ids is [T, k]
+    experts: 'u32', // E; buckets = E + 1
+    max_tiles: 'u32',
+    ids_off: 'u32', ids_s0: 'u32', ids_s1: 'u32',
+  },
+  outputs: { plan: 'u32' },
+  inputs: { ids: 'u32' },
+  grid: 'custom',
+  constants: (v) => ({ BM: v.bm, MAX_BUCKETS: PLAN_MAX_EXPERTS + 1 }),
+});
+
 /** ids int32 [T, k] (any strides) -> a new plan buffer (see moe-plan.wgsl); one single-workgroup dispatch. */
 export function moePlanKernel(ctx: GpuContext, ids: GpuOperand, experts: number, layout: MoePlanLayout): GpuBuffer {
   if (experts > PLAN_MAX_EXPERTS) throw new RangeError(`moe plan: at most ${PLAN_MAX_EXPERTS} experts, got ${experts}`);
   const [t, slots] = ids.view.shape;
   const plan = ctx.alloc(layout.words * 4);
-  const pipeline = ctx.pipeline(`moe-plan|${layout.bm}`, () =>
-    fillTemplate(wgslSource(import.meta.url, 'moe-plan.wgsl'), { BM: layout.bm, MAX_BUCKETS: PLAN_MAX_EXPERTS + 1 }),
-  );
   const [s0, s1] = ids.view.strides;
-  const u = new Uint32Array([t * slots, slots, experts, layout.maxTiles, ids.view.offset, s0, s1, 0]);
-  ctx.dispatch(pipeline, u.buffer, [plan, ids.buffer], [1, 1, 1]);
+  moePlan.run(
+    ctx,
+    { bm: layout.bm },
+    { total: t * slots, slots, experts, max_tiles: layout.maxTiles, ids_off: ids.view.offset, ids_s0: s0, ids_s1: s1 },
+    { plan, ids: ids.buffer },
+    { workgroups: [1, 1, 1] },
+  );
   return plan;
 }

@@ -5,25 +5,8 @@
 //
 // plan (u32): [0] used tiles | [1, 1 + max_tiles) expert of each tile | then max_tiles * BM sorted slot indices.
 // Within an expert the slots land in atomic order; each output row is computed alone, so results do not depend on it.
+// The header (params, bindings, WG, BM, MAX_BUCKETS) comes from the description in moe-plan.ts.
 
-struct Params {
-  total: u32,      // T * k slots
-  slots: u32,      // k: ids is [T, k]
-  experts: u32,    // E; buckets = E + 1
-  max_tiles: u32,
-  ids_off: u32,
-  ids_s0: u32,
-  ids_s1: u32,
-  _pad: u32,
-}
-
-@group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read_write> plan: array<u32>;
-@group(0) @binding(2) var<storage, read> ids: array<u32>;
-
-const WG = 256u;
-const BM = {{BM}}u;
-const MAX_BUCKETS = {{MAX_BUCKETS}}u;
 const SENTINEL = 0xffffffffu;
 
 var<workgroup> counts: array<atomic<u32>, MAX_BUCKETS>;
@@ -35,7 +18,7 @@ fn bucket(s: u32) -> u32 {
   return min(id, p.experts); // negative ids are huge as u32
 }
 
-@compute @workgroup_size(256)
+@compute @workgroup_size(WG)
 fn main(@builtin(local_invocation_id) lid: vec3<u32>) {
   let buckets = p.experts + 1u;
   let t = lid.x;

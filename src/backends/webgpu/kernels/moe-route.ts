@@ -1,9 +1,11 @@
 // Launcher of the MoE router top-k (moe-route.wgsl): one dispatch, one workgroup per token row.
+import type { DType } from '../../../core/dtype.js';
 import type { RouteOptions } from '../../backend.js';
 import type { GpuBuffer, GpuContext } from '../gpu-context.js';
 import type { GpuOperand } from './elementwise.js';
+import { defineKernel } from './kernel.js';
 import { pow2AtLeast } from './nn-util.js';
-import { commonWgsl, fillTemplate, grid1d, loadFn, wgslSource } from './wgsl.js';
+import { grid1d } from './wgsl.js';
 
 /** RouteOptions with the selection bias as a kernel operand. */
 export type GpuRouteOptions = Omit<RouteOptions<GpuBuffer>, 'selectionBias'> & { selectionBias?: GpuOperand };
@@ -11,7 +13,7 @@ export type GpuRouteOptions = Omit<RouteOptions<GpuBuffer>, 'selectionBias'> & {
 /** Experts the fused router holds logits for in workgroup memory. */
 export const FUSED_ROUTER_MAX_EXPERTS = 1024;
 
-const PLAIN_LOGIT = 'fn logit(base: u32, i: u32) -> f32 {\n  return load0(base + i * p.s_e);\n}\n';
+const NO_ROUTER = 'none';
 
 const ROUTER_PROLOGUE = `  if (live) {
     let xrow = p.x_off + row * p.x_s0;
@@ -19,12 +21,47 @@ const ROUTER_PROLOGUE = `  if (live) {
       let wrow = p.w_off + i * p.w_s0;
       var acc = 0.0;
       for (var k = 0u; k < p.h; k++) {
-        acc += load0(xrow + k * p.x_s1) * load_w(wrow + k * p.w_s1);
+        acc += load_x(xrow + k * p.x_s1) * load_router_w(wrow + k * p.w_s1);
       }
       sh_logits[i] = acc;
     }
   }
   workgroupBarrier();`;
+
+/** The expert's logit: read from the row, or from workgroup memory where the fused router wrote it. */
+function logitFn(router: boolean, slots: number): string {
+  if (!router) return 'fn logit(base: u32, i: u32) -> f32 {\n  return load_x(base + i * p.s_e);\n}\n';
+  return `var<workgroup> sh_logits: array<f32, ${slots}>;\nfn logit(base: u32, i: u32) -> f32 {\n  return sh_logits[i];\n}\n`;
+}
+
+const moeRoute = defineKernel({
+  name: 'moe-route',
+  source: 'moe-route.wgsl',
+  // router: the fused router weight's dtype or NO_ROUTER; slots: its logits' workgroup array (0 without it).
+  variant: { dtype: 'dtype', router: 'string', slots: 'number', bias: 'boolean' },
+  params: {
+    rows: 'u32', e: 'u32', top_k: 'u32', normalize: 'u32',
+    off: 'u32', s_row: 'u32', s_e: 'u32',
+    h: 'u32', // with the router fused: x [T, h] . W [E, h]^T gives the logits (x_* and w_* are their views)
+    x_off: 'u32', x_s0: 'u32', x_s1: 'u32',
+    w_off: 'u32', w_s0: 'u32', w_s1: 'u32',
+    sigmoid: 'u32', // score = sigmoid(logit) instead of the row's softmax
+    eps: 'f32', scale: 'f32', bias_off: 'u32',
+  },
+  outputs: { ids: 'u32', weights: 'f32' },
+  // x: the logits, or with the router fused the hidden state.
+  inputs: {
+    x: { packed: 'dtype' },
+    router_w: { packed: (v) => v.router as DType, when: (v) => v.router !== NO_ROUTER },
+    selection_bias: { type: 'f32', when: (v) => v.bias },
+  },
+  grid: 'custom',
+  workgroupSize: 64,
+  functions: (v) =>
+    logitFn(v.router !== NO_ROUTER, v.slots) +
+    (v.bias ? 'fn bias(i: u32) -> f32 {\n  return selection_bias[p.bias_off + i];\n}\n' : 'fn bias(i: u32) -> f32 {\n  return 0.0;\n}\n'),
+  code: (v) => ({ LOGITS_PROLOGUE: v.router !== NO_ROUTER ? ROUTER_PROLOGUE : '' }),
+});
 
 /**
  * logits [T, E] (any strides) -> [ids int32 [T, topK], weights float32 [T, topK]], both contiguous. With `router`
@@ -37,35 +74,21 @@ export function moeRouteKernel(ctx: GpuContext, logits: GpuOperand, topK: number
   const ids = ctx.alloc(Math.max(4, t * topK * 4));
   const weights = ctx.alloc(Math.max(4, t * topK * 4));
   if (t * topK === 0) return [ids, weights];
-  const logitSlots = Math.max(64, pow2AtLeast(e));
   const bias = options.selectionBias;
-  const biasBinding = router ? 5 : 4;
-  const key = ['moe-route', logits.dtype, router ? `router-${router.dtype}-${logitSlots}` : 'logits', bias ? 'bias' : ''].join('|');
-  const pipeline = ctx.pipeline(key, () =>
-    commonWgsl() +
-    fillTemplate(wgslSource(import.meta.url, 'moe-route.wgsl'), {
-      FUNCTIONS:
-        loadFn('load0', 'in0', logits.dtype, 'f32') +
-        (router
-          ? loadFn('load_w', 'router_w', router.dtype, 'f32') +
-            `var<workgroup> sh_logits: array<f32, ${logitSlots}>;\nfn logit(base: u32, i: u32) -> f32 {\n  return sh_logits[i];\n}\n`
-          : PLAIN_LOGIT),
-      ROUTER_BINDING: router ? '@group(0) @binding(4) var<storage, read> router_w: array<u32>;' : '',
-      LOGITS_PROLOGUE: router ? ROUTER_PROLOGUE : '',
-      BIAS_BINDING: bias
-        ? `@group(0) @binding(${biasBinding}) var<storage, read> selection_bias: array<f32>;\nfn bias(i: u32) -> f32 {\n  return selection_bias[p.bias_off + i];\n}`
-        : 'fn bias(i: u32) -> f32 {\n  return 0.0;\n}',
-    }),
-  );
   const [s0, s1] = logits.view.strides;
-  const head = [t, e, topK, options.normalize ? 1 : 0];
-  const views = router ? [0, 0, 0, logits.view.shape[1], logits.view.offset, s0, s1, router.view.offset, ...router.view.strides] : [logits.view.offset, s0, s1, 0, 0, 0, 0, 0, 0, 0];
-  const u = new Uint32Array(20);
-  u.set([...head, ...views, options.scoring === 'sigmoid' ? 1 : 0, 0, 0, bias?.view.offset ?? 0]);
-  const f = new Float32Array(u.buffer);
-  f[15] = options.normalizeEps;
-  f[16] = options.scale;
-  const buffers = [ids, weights, logits.buffer, ...(router ? [router.buffer] : []), ...(bias ? [bias.buffer] : [])];
-  ctx.dispatch(pipeline, u.buffer, buffers, grid1d(t, 1));
+  const views = router
+    ? { off: 0, s_row: 0, s_e: 0, h: logits.view.shape[1], x_off: logits.view.offset, x_s0: s0, x_s1: s1, w_off: router.view.offset, w_s0: router.view.strides[0], w_s1: router.view.strides[1] }
+    : { off: logits.view.offset, s_row: s0, s_e: s1, h: 0, x_off: 0, x_s0: 0, x_s1: 0, w_off: 0, w_s0: 0, w_s1: 0 };
+  moeRoute.run(
+    ctx,
+    { dtype: logits.dtype, router: router?.dtype ?? NO_ROUTER, slots: router ? Math.max(64, pow2AtLeast(e)) : 0, bias: bias !== undefined },
+    {
+      rows: t, e, top_k: topK, normalize: options.normalize ? 1 : 0,
+      ...views,
+      sigmoid: options.scoring === 'sigmoid' ? 1 : 0, eps: options.normalizeEps, scale: options.scale, bias_off: bias?.view.offset ?? 0,
+    },
+    { ids, weights, x: logits.buffer, router_w: router?.buffer, selection_bias: bias?.buffer },
+    { workgroups: grid1d(t, 1) },
+  );
   return [ids, weights];
 }

@@ -10,40 +10,8 @@
 // Ranking uses this kernel's float32 probabilities (exp and division a few ulps from the CPU's correctly rounded
 // ones), so two experts whose probabilities are within an ulp or two, or that underflow to subnormals (which a GPU
 // may flush to 0), can come out in the other order than on the CPU; exactly equal logits always tie identically.
-
-struct Params {
-  rows: u32,
-  e: u32,
-  top_k: u32,
-  normalize: u32,
-  off: u32,
-  s_row: u32,
-  s_e: u32,
-  h: u32,       // with the router fused: x [T, h] . W [E, h]^T gives the logits (x_* and w_* are their views)
-  x_off: u32,
-  x_s0: u32,
-  x_s1: u32,
-  w_off: u32,
-  w_s0: u32,
-  w_s1: u32,
-  sigmoid: u32,  // score = sigmoid(logit) instead of the row's softmax
-  eps: f32,
-  scale: f32,
-  bias_off: u32,
-  _pad0: u32,
-  _pad1: u32,
-}
-
-@group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read_write> ids: array<u32>;
-@group(0) @binding(2) var<storage, read_write> weights: array<f32>;
-@group(0) @binding(3) var<storage, read> in0: array<u32>;
-{{ROUTER_BINDING}}
-{{BIAS_BINDING}}
-
-{{FUNCTIONS}}
-
-const WG = 64u;
+// The header (params, bindings, load_x/load_router_w, WG = 64, logit() and bias()) comes from the description in
+// moe-route.ts; LOGITS_PROLOGUE is the fused router's GEMV.
 
 var<workgroup> red_f: array<f32, WG>;
 var<workgroup> red_u: array<u32, WG>;
@@ -66,7 +34,7 @@ fn before(pa: f32, ia: u32, pb: f32, ib: u32) -> bool {
   return pa > pb || (pa == pb && ia < ib);
 }
 
-@compute @workgroup_size(64)
+@compute @workgroup_size(WG)
 fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
   let row = wid.x + wid.y * nwg.x;
   // Workgroups past the last row (a folded grid) still take part in every barrier.

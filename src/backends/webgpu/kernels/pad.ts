@@ -6,9 +6,9 @@ import type { PadMode } from '../../backend.js';
 import { castCode } from '../../cpu/cpu-backend.js';
 import { wordBytes, type GpuBuffer, type GpuContext } from '../gpu-context.js';
 import type { GpuOperand } from './elementwise.js';
-import { commonWgsl, fillTemplate, grid1d, wgslSource } from './wgsl.js';
+import { RAW_CODES, RAW_ENCODE } from './gather.js';
+import { defineKernel } from './kernel.js';
 
-const WG = 256;
 const MAX_RANK = 8;
 
 // What source() answers for a position outside [0, size): reflect mirrors once (the op checks pad < size).
@@ -26,6 +26,24 @@ function fillBits(dtype: GpuOperand['dtype'], value: number): number {
   return bytes.reduce((acc, b, i) => acc + b * 2 ** (8 * i), 0);
 }
 
+const pad = defineKernel({
+  name: 'pad',
+  source: 'pad.wgsl',
+  // Codes are copied unconverted: the kernel depends on the mode and the lanes a word alone.
+  variant: { mode: ['constant', 'replicate', 'reflect'], lanes: 'number' },
+  params: {
+    n: 'u32', rank: 'u32', x_off: 'u32',
+    fill: 'u32', // the constant's storage code
+    out_shape: 'u32[8]', in_shape: 'u32[8]', strides: 'u32[8]',
+    before: 'i32[8]', // negative = crop
+  },
+  outputs: { out: { packed: (v) => RAW_CODES[v.lanes], helpers: false } },
+  inputs: { x: { packed: (v) => RAW_CODES[v.lanes] } },
+  grid: { words: 'n', element: 'pad_at' },
+  functions: () => RAW_ENCODE,
+  code: (v) => ({ OUTSIDE: OUTSIDE[v.mode] }),
+});
+
 /** F.pad of a strided view in one dispatch (see Backend.pad); contiguous output of outShape. */
 export function padKernel(ctx: GpuContext, x: GpuOperand, before: readonly number[], outShape: Shape, mode: PadMode, value: number): GpuBuffer {
   const rank = outShape.length;
@@ -34,22 +52,11 @@ export function padKernel(ctx: GpuContext, x: GpuOperand, before: readonly numbe
   const lanes = lanesPerWord(x.dtype);
   const out = ctx.alloc(wordBytes(n, lanes));
   if (n === 0) return out;
-  const bits = 32 / lanes;
-  const pipeline = ctx.pipeline(`pad|${mode}|${lanes}`, () =>
-    commonWgsl() + fillTemplate(wgslSource(import.meta.url, 'pad.wgsl'), { LANES: lanes, BITS: bits, MASK: (2 ** bits - 1) >>> 0, WG, OUTSIDE: OUTSIDE[mode] }),
+  pad.run(
+    ctx,
+    { mode, lanes },
+    { n, rank, x_off: x.view.offset, fill: fillBits(x.dtype, value), out_shape: outShape, in_shape: x.view.shape, strides: x.view.strides, before },
+    { out, x: x.buffer },
   );
-  const u = new Uint32Array(36);
-  const i = new Int32Array(u.buffer);
-  u[0] = n;
-  u[1] = rank;
-  u[2] = x.view.offset;
-  u[3] = fillBits(x.dtype, value);
-  for (let d = 0; d < rank; d++) {
-    u[4 + d] = outShape[d];
-    u[12 + d] = x.view.shape[d];
-    u[20 + d] = x.view.strides[d];
-    i[28 + d] = before[d];
-  }
-  ctx.dispatch(pipeline, u.buffer, [out, x.buffer], grid1d(Math.ceil(n / lanes), WG));
   return out;
 }

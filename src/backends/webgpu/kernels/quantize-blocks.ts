@@ -1,9 +1,29 @@
 // Launcher of quantize-blocks.wgsl: blockwise FP8 quantization in two dispatches.
-import type { DType } from '../../../core/dtype.js';
 import type { QuantizeBlocks } from '../../backend.js';
 import { wordBytes, type GpuBuffer, type GpuContext } from '../gpu-context.js';
 import type { GpuOperand } from './elementwise.js';
-import { commonWgsl, encodeFn, fillTemplate, grid1d, loadFn, wgslSource } from './wgsl.js';
+import { defineKernel } from './kernel.js';
+import { grid1d } from './wgsl.js';
+
+/** Invocations of an `encode` workgroup (one output word each); `amax` runs the description's WG per block. */
+const ENCODE_WG = 256;
+
+const quantizeBlocks = defineKernel({
+  name: 'quantize_blocks',
+  source: 'quantize-blocks.wgsl',
+  variant: { x: 'dtype', q: 'dtype' },
+  params: {
+    rows: 'u32', cols: 'u32', bh: 'u32', bw: 'u32',
+    kb: 'u32', // blocks per block row: ceil(cols / bw)
+    n_blocks: 'u32', x_off: 'u32', fmax: 'f32',
+  },
+  // Both entry points share one layout, so amax binds `out` too (it does not touch it).
+  outputs: { scale: 'f32', out: { packed: 'q', saturate: true } },
+  inputs: { x: { packed: 'x' } },
+  grid: 'custom',
+  workgroupSize: 128,
+  constants: () => ({ ENCODE_WG }),
+});
 
 /** x: a contiguous [rows, cols] view (any offset) of a float dtype. Returns [FP8 codes, float32 scales]. */
 export function quantizeBlocksKernel(ctx: GpuContext, x: GpuOperand, q: QuantizeBlocks): [GpuBuffer, GpuBuffer] {
@@ -14,17 +34,10 @@ export function quantizeBlocksKernel(ctx: GpuContext, x: GpuOperand, q: Quantize
   const data = ctx.alloc(wordBytes(n, 4));
   const scale = ctx.alloc(Math.max(4, nBlocks * 4));
   if (n === 0) return [data, scale];
-  const key = ['quantize_blocks', x.dtype, q.dtype].join('|');
-  const source = () =>
-    commonWgsl() +
-    fillTemplate(wgslSource(import.meta.url, 'quantize-blocks.wgsl'), {
-      FUNCTIONS: loadFn('load_x', 'x', x.dtype, 'f32') + encodeFn('encode_out', q.dtype as DType, 'f32', true),
-    });
-  const params = new ArrayBuffer(32);
-  new Uint32Array(params).set([rows, cols, q.blockRows, q.blockCols, kb, nBlocks, x.view.offset]);
-  new Float32Array(params)[7] = q.fmax;
-  // Both entry points share one layout, so amax binds `out` too (it does not touch it).
-  ctx.dispatch(ctx.pipeline(key, source, 'amax'), params, [scale, x.buffer, data], grid1d(nBlocks, 1));
-  ctx.dispatch(ctx.pipeline(key, source, 'encode'), params, [scale, x.buffer, data], grid1d(Math.ceil(n / 4), 256));
+  const variant = { x: x.dtype, q: q.dtype };
+  const params = { rows, cols, bh: q.blockRows, bw: q.blockCols, kb, n_blocks: nBlocks, x_off: x.view.offset, fmax: q.fmax };
+  const buffers = { scale, out: data, x: x.buffer };
+  quantizeBlocks.run(ctx, variant, params, buffers, { entry: 'amax', workgroups: grid1d(nBlocks, 1) });
+  quantizeBlocks.run(ctx, variant, params, buffers, { entry: 'encode', workgroups: grid1d(Math.ceil(n / 4), ENCODE_WG) });
   return [data, scale];
 }

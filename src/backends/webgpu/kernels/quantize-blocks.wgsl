@@ -2,35 +2,17 @@
 // activation groups, 1xcols rows) in two dispatches instead of a chain of elementwise ops and reductions:
 // `amax` gives one workgroup per block and writes its dequantization scale max(amax, 1e-12) / fmax (NaN if the
 // block holds a NaN); `encode` gives one invocation per output word and writes round(x / scale), saturated.
+// The header (params, bindings, load_x/encode_out, WG for amax, ENCODE_WG) comes from the description in
+// quantize-blocks.ts.
 
-struct Params {
-  rows: u32,
-  cols: u32,
-  bh: u32,
-  bw: u32,
-  kb: u32,         // blocks per block row: ceil(cols / bw)
-  n_blocks: u32,
-  x_off: u32,
-  fmax: f32,
-}
-
-@group(0) @binding(0) var<uniform> p: Params;
-// amax binds scale and x; encode binds all three.
-@group(0) @binding(1) var<storage, read_write> scale: array<f32>;
-@group(0) @binding(2) var<storage, read> x: array<u32>;
-@group(0) @binding(3) var<storage, read_write> out: array<u32>;
-
-{{FUNCTIONS}}
-
-const WG = 128u;
-var<workgroup> partial: array<f32, 128>;
+var<workgroup> partial: array<f32, WG>;
 
 // NaN wins, as torch's max does.
 fn amax_combine(a: f32, b: f32) -> f32 {
   return select(max(a, b), f32_bits(0x7fc00000u), is_nan(a) || is_nan(b));
 }
 
-@compute @workgroup_size(128)
+@compute @workgroup_size(WG)
 fn amax(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
   let b = wid.x + wid.y * nwg.x;
   let t = lid.x;
@@ -60,9 +42,9 @@ fn amax(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
   }
 }
 
-@compute @workgroup_size(256)
+@compute @workgroup_size(ENCODE_WG)
 fn encode(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
-  let wi = linear_index(gid, nwg, 256u);
+  let wi = linear_index(gid, nwg, ENCODE_WG);
   let n = p.rows * p.cols;
   if (wi * 4u >= n) {
     return;

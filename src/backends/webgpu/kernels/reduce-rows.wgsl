@@ -1,45 +1,24 @@
-// Reduction for short reduced dims (size <= 64) with many outputs: one invocation per output word folds its
-// lanes' rows serially, instead of a workgroup per output word idling most of its invocations.
+// Reduction of the middle dim of a contiguous [outer, size, inner] input for short reduced dims (size <= 64, or
+// longer with many outputs): output element o folds its row serially, so one invocation per output word folds its
+// lanes' rows instead of a workgroup per output word idling most of its invocations. Argmax/argmin keep the first
+// index of the extreme, and a NaN counts as the extreme (torch semantics). C is the input's compute type, R the
+// result's; the header and the one-word-per-invocation loop come from the description in reduce.ts.
 
-struct Params {
-  n_out: u32,
-  size: u32,
-  inner: u32,
-  offset: u32,
-}
-
-@group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read_write> out: array<u32>;
-@group(0) @binding(2) var<storage, read> in0: array<u32>;
-
-{{FUNCTIONS}}
-
-fn combine(a: {{C}}, ai: u32, v: {{C}}, vi: u32) -> vec2<u32> {
+// Combines (v, i) into the running (a, ai); returns the winner.
+fn combine(a: C, ai: u32, v: C, vi: u32) -> vec2<u32> {
 {{COMBINE}}
 }
 
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
-  let w = linear_index(gid, nwg, 64u);
-  if (w * {{LANES}}u >= p.n_out) {
-    return;
+fn reduce_at(o: u32) -> R {
+  let base = p.offset + (o / p.inner) * p.size * p.inner + o % p.inner;
+  var a: C = {{INIT}};
+  var ai = 0xffffffffu;
+  for (var j = 0u; j < p.size; j++) {
+    let r = combine(a, ai, load_x(base + j * p.inner), j);
+    a = bitcast<C>(r.x);
+    ai = r.y;
   }
-  var word = 0u;
-  for (var l = 0u; l < {{LANES}}u; l++) {
-    let o = w * {{LANES}}u + l;
-    if (o < p.n_out) {
-      let base = p.offset + (o / p.inner) * p.size * p.inner + o % p.inner;
-      var a: {{C}} = {{INIT}};
-      var ai = 0xffffffffu;
-      for (var j = 0u; j < p.size; j++) {
-        let r = combine(a, ai, load0(base + j * p.inner), j);
-        a = bitcast<{{C}}>(r.x);
-        ai = r.y;
-      }
-      let acc_v = a;
-      let acc_i = ai;
-      word |= encode_out({{RESULT}}) << (l * {{BITS}}u);
-    }
-  }
-  out[w] = word;
+  let acc_v = a;
+  let acc_i = ai;
+  return {{RESULT}};
 }

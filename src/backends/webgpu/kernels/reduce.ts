@@ -3,7 +3,8 @@ import { numel } from '../../../core/shape.js';
 import type { ReduceOp } from '../../backend.js';
 import { wordBytes, type GpuBuffer, type GpuContext } from '../gpu-context.js';
 import type { GpuOperand } from './elementwise.js';
-import { commonWgsl, computeTypeOf, encodeFn, fillTemplate, grid1d, loadFn, wgslSource, type ComputeType } from './wgsl.js';
+import { defineKernel } from './kernel.js';
+import { computeTypeOf, grid1d, type ComputeType } from './wgsl.js';
 
 /** Reduced dims up to this length are folded serially by one invocation per output word... */
 const ROWS_MAX_SIZE = 64;
@@ -32,6 +33,62 @@ function initValue(op: ReduceOp, c: ComputeType): string {
   return high ? '2147483647' : '(-2147483647 - 1)';
 }
 
+const OPS = ['sum', 'mean', 'max', 'min', 'argmax', 'argmin'] as const satisfies readonly ReduceOp[];
+
+interface ReduceVariant {
+  readonly op: ReduceOp;
+  readonly dtype: DType;
+  readonly outDtype: DType;
+}
+
+/** The compute type of the result: argmax/argmin give int32 indices. */
+function resultType(v: ReduceVariant): ComputeType {
+  return v.op === 'argmax' || v.op === 'argmin' ? 'i32' : computeTypeOf(v.outDtype);
+}
+
+/** C (the input's compute type) and R (the result's), the types the bodies are written in. */
+function typeAliases(v: ReduceVariant): string {
+  return `alias C = ${computeTypeOf(v.dtype)};\nalias R = ${resultType(v)};\n`;
+}
+
+/** The bodies' code: the combine step, the start value and the result from the winner (acc_v, acc_i). */
+function reduceCode(v: ReduceVariant, acc: { v: string; i: string }): Record<string, string> {
+  const c = computeTypeOf(v.dtype);
+  const result = v.op === 'argmax' || v.op === 'argmin' ? `i32(${acc.i})` : v.op === 'mean' ? `${acc.v} / f32(p.size)` : resultType(v) === c ? acc.v : `${resultType(v)}(${acc.v})`;
+  return { COMBINE: combineBody(v.op, c), INIT: initValue(v.op, c), RESULT: result };
+}
+
+const params = { n_out: 'u32', size: 'u32', inner: 'u32', offset: 'u32' } as const;
+
+/** Short reduced dims: one invocation per output word folds its lanes' rows serially. */
+const reduceRows = defineKernel({
+  name: 'reduce',
+  source: 'reduce-rows.wgsl',
+  variant: { layout: ['rows'], op: OPS, dtype: 'dtype', outDtype: 'dtype' },
+  params,
+  outputs: { out: { packed: 'outDtype', compute: resultType } },
+  inputs: { x: { packed: 'dtype', compute: (v) => computeTypeOf(v.dtype) } },
+  grid: { words: 'n_out', element: 'reduce_at' },
+  workgroupSize: 64,
+  functions: typeAliases,
+  code: (v) => reduceCode(v, { v: 'acc_v', i: 'acc_i' }),
+});
+
+/** Longer ones: a workgroup per output word, sized to the dim. */
+const reduceWorkgroups = defineKernel({
+  name: 'reduce',
+  source: 'reduce.wgsl',
+  variant: { layout: ['wg'], op: OPS, dtype: 'dtype', outDtype: 'dtype', wg: 'number' },
+  params,
+  outputs: { out: { packed: 'outDtype', compute: resultType } },
+  inputs: { x: { packed: 'dtype', compute: (v) => computeTypeOf(v.dtype) } },
+  grid: 'custom',
+  workgroupSize: (v) => v.wg,
+  constants: (v) => ({ LANES: lanesPerWord(v.outDtype), BITS: 32 / lanesPerWord(v.outDtype) }),
+  functions: typeAliases,
+  code: (v) => reduceCode(v, { v: 'acc_v[0]', i: 'acc_i[0]' }),
+});
+
 /** Reduces dim `dim` of an input whose view is contiguous (any offset); the output is contiguous without that dim. */
 export function reduceKernel(ctx: GpuContext, op: ReduceOp, x: GpuOperand, dim: number, outDtype: DType): GpuBuffer {
   const shape = x.view.shape;
@@ -41,28 +98,12 @@ export function reduceKernel(ctx: GpuContext, op: ReduceOp, x: GpuOperand, dim: 
   const lanes = lanesPerWord(outDtype);
   const out = ctx.alloc(wordBytes(nOut, lanes));
   if (nOut === 0) return out;
-  const c = computeTypeOf(x.dtype);
-  const outC: ComputeType = op === 'argmax' || op === 'argmin' ? 'i32' : computeTypeOf(outDtype);
-  // Short reduced dims: one invocation per output word (reduce-rows.wgsl); longer ones: a workgroup per output
-  // word, sized to the dim (reduce.wgsl).
-  const perInvocation = size <= ROWS_MAX_SIZE || (nOut >= ROWS_MANY_OUTPUTS && size <= ROWS_MAX_SIZE_MANY);
-  const wg = perInvocation ? 64 : size >= 1024 ? 256 : size >= 128 ? 128 : 64;
-  const pipeline = ctx.pipeline(['reduce', perInvocation ? 'rows' : 'wg', op, x.dtype, outDtype, wg].join('|'), () => {
-    const [v, i] = perInvocation ? ['acc_v', 'acc_i'] : ['acc_v[0]', 'acc_i[0]'];
-    const result = op === 'argmax' || op === 'argmin' ? `i32(${i})` : op === 'mean' ? `${v} / f32(p.size)` : outC === c ? v : `${outC}(${v})`;
-    return commonWgsl() + fillTemplate(wgslSource(import.meta.url, perInvocation ? 'reduce-rows.wgsl' : 'reduce.wgsl'), {
-      FUNCTIONS: loadFn('load0', 'in0', x.dtype, c) + encodeFn('encode_out', outDtype, outC),
-      C: c,
-      WG: wg,
-      COMBINE: combineBody(op, c),
-      INIT: initValue(op, c),
-      RESULT: result,
-      LANES: lanes,
-      BITS: 32 / lanes,
-    });
-  });
-  const words = Math.ceil(nOut / lanes);
-  const grid = perInvocation ? grid1d(words, 64) : grid1d(words, 1);
-  ctx.dispatch(pipeline, new Uint32Array([nOut, size, inner, x.view.offset]).buffer, [out, x.buffer], grid);
+  const p = { n_out: nOut, size, inner, offset: x.view.offset };
+  if (size <= ROWS_MAX_SIZE || (nOut >= ROWS_MANY_OUTPUTS && size <= ROWS_MAX_SIZE_MANY)) {
+    reduceRows.run(ctx, { layout: 'rows', op, dtype: x.dtype, outDtype }, p, { out, x: x.buffer });
+  } else {
+    const wg = size >= 1024 ? 256 : size >= 128 ? 128 : 64;
+    reduceWorkgroups.run(ctx, { layout: 'wg', op, dtype: x.dtype, outDtype, wg }, p, { out, x: x.buffer }, { workgroups: grid1d(Math.ceil(nOut / lanes), 1) });
+  }
   return out;
 }

@@ -4,8 +4,9 @@ import { lanesPerWord, type DType } from '../../../core/dtype.js';
 import { numel } from '../../../core/shape.js';
 import { wordBytes, type GpuBuffer, type GpuContext } from '../gpu-context.js';
 import { viaFloat32, type GpuOperand } from './elementwise.js';
-import { uniformWords, withContiguous } from './nn-util.js';
-import { commonWgsl, encodeFn, fillTemplate, grid1d, loadFn, wgslSource } from './wgsl.js';
+import { defineKernel } from './kernel.js';
+import { withContiguous } from './nn-util.js';
+import { grid1d } from './wgsl.js';
 
 /** Rows this short go one per invocation when there are enough rows to fill the GPU that way. */
 const ROW_PER_INVOCATION_MAX_D = 256;
@@ -19,6 +20,24 @@ function roundExpr(dtype: DType, v: string): string {
   if (dtype === 'bfloat16') return `bf16_to_f32(f32_to_bf16(${v}))`;
   return v;
 }
+
+const NO_WEIGHT = 'none';
+/** row_main's workgroup size. */
+const ROW_WG = 64;
+
+const rmsNorm = defineKernel({
+  name: 'rms-norm',
+  source: 'rms-norm.wgsl',
+  // weight: the weight's dtype or NO_WEIGHT; wg: workgroup_main's size (WG; row_main's is ROW_WG).
+  variant: { dtype: 'dtype', weight: 'string', out: 'dtype', wg: 'number' },
+  params: { rows: 'u32', d: 'u32', x_off: 'u32', w_off: 'u32', eps: 'f32' },
+  outputs: { out: { packed: 'out' } },
+  inputs: { x: { packed: 'dtype' }, w: { packed: (v) => v.weight as DType, when: (v) => v.weight !== NO_WEIGHT } },
+  grid: 'custom',
+  workgroupSize: (v) => v.wg,
+  constants: (v) => ({ ROW_WG, LANES: lanesPerWord(v.out), BITS: 32 / lanesPerWord(v.out) }),
+  code: (v) => ({ APPLY_WEIGHT: v.weight !== NO_WEIGHT ? `load_w(p.w_off + c) * ${roundExpr(v.dtype, 'x * r')}` : roundExpr(v.dtype, 'x * r') }),
+});
 
 export function rmsNormKernel(ctx: GpuContext, x: GpuOperand, weight: GpuOperand | undefined, eps: number, outDtype: DType = x.dtype): GpuBuffer {
   const shape = x.view.shape;
@@ -36,21 +55,13 @@ export function rmsNormKernel(ctx: GpuContext, x: GpuOperand, weight: GpuOperand
     withOptionalContiguous(ctx, weight, (cw) => {
       const perRow = d <= ALWAYS_ROW_PER_INVOCATION_D || (d <= ROW_PER_INVOCATION_MAX_D && rows >= ROW_PER_INVOCATION_MIN_ROWS);
       const wg = d >= 2048 ? 256 : d >= 256 ? 128 : 64;
-      const key = ['rms-norm', x.dtype, cw?.dtype ?? 'none', outDtype, wg].join('|');
-      const build = () =>
-        commonWgsl() +
-        fillTemplate(wgslSource(import.meta.url, 'rms-norm.wgsl'), {
-          WEIGHT_BINDING: cw ? '@group(0) @binding(3) var<storage, read> w: array<u32>;' : '',
-          FUNCTIONS: loadFn('load0', 'in0', x.dtype, 'f32') + (cw ? loadFn('load_w', 'w', cw.dtype, 'f32') : '') + encodeFn('encode_out', outDtype, 'f32'),
-          APPLY_WEIGHT: cw ? `load_w(p.w_off + c) * ${roundExpr(x.dtype, 'x * r')}` : roundExpr(x.dtype, 'x * r'),
-          WG: wg,
-          LANES: lanes,
-          BITS: 32 / lanes,
-        });
-      const params = uniformWords([rows, d, cx.view.offset, cw?.view.offset ?? 0, { f32: eps }]);
-      const buffers = cw ? [out, cx.buffer, cw.buffer] : [out, cx.buffer];
-      if (perRow) ctx.dispatch(ctx.pipeline(key, build, 'row_main'), params, buffers, grid1d(rows, 64));
-      else ctx.dispatch(ctx.pipeline(key, build, 'workgroup_main'), params, buffers, grid1d(rows, 1));
+      rmsNorm.run(
+        ctx,
+        { dtype: x.dtype, weight: cw?.dtype ?? NO_WEIGHT, out: outDtype, wg },
+        { rows, d, x_off: cx.view.offset, w_off: cw?.view.offset ?? 0, eps },
+        { out, x: cx.buffer, w: cw?.buffer },
+        perRow ? { workgroups: grid1d(rows, ROW_WG), entry: 'row_main' } : { workgroups: grid1d(rows, 1), entry: 'workgroup_main' },
+      );
       return out;
     }),
   );

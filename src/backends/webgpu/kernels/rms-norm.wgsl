@@ -4,26 +4,8 @@
 //   workgroup_main: one workgroup of WG per row, the sum of squares reduced in workgroup memory.
 // Packed outputs are written a word at a time; the launcher only picks a packed output when every row is whole
 // words (d a multiple of lanes), else it computes float32 and casts.
-
-struct Params {
-  rows: u32,
-  d: u32,
-  x_off: u32,
-  w_off: u32,
-  eps: f32,
-  _pad0: u32,
-  _pad1: u32,
-  _pad2: u32,
-}
-
-@group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read_write> out: array<u32>;
-@group(0) @binding(2) var<storage, read> in0: array<u32>;
-{{WEIGHT_BINDING}}
-
-{{FUNCTIONS}}
-
-const WG = {{WG}}u;
+// The header (params, bindings, load_x/load_w/encode_out, WG, ROW_WG, LANES, BITS) comes from the description in
+// rms-norm.ts; APPLY_WEIGHT is its code (the rounding, times the weight when there is one).
 
 // 1 / sqrt(mean + eps) with NaN kept (sqrt's result outside its domain is driver-defined).
 fn inv_rms(sum_sq: f32) -> f32 {
@@ -37,25 +19,25 @@ fn normalized(x: f32, r: f32, c: u32) -> f32 {
 
 // Writes words start, start + step, ... of the row at element `base` of the input (`first` in the output).
 fn store_row(base: u32, first: u32, r: f32, start: u32, step: u32) {
-  for (var j = start * {{LANES}}u; j < p.d; j += step * {{LANES}}u) {
+  for (var j = start * LANES; j < p.d; j += step * LANES) {
     var word = 0u;
-    for (var l = 0u; l < {{LANES}}u; l++) {
-      word |= encode_out(normalized(load0(base + j + l), r, j + l)) << (l * {{BITS}}u);
+    for (var l = 0u; l < LANES; l++) {
+      word |= encode_out(normalized(load_x(base + j + l), r, j + l)) << (l * BITS);
     }
-    out[(first + j) / {{LANES}}u] = word;
+    out[(first + j) / LANES] = word;
   }
 }
 
-@compute @workgroup_size(64)
+@compute @workgroup_size(ROW_WG)
 fn row_main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
-  let row = linear_index(gid, nwg, 64u);
+  let row = linear_index(gid, nwg, ROW_WG);
   if (row >= p.rows) {
     return;
   }
   let base = p.x_off + row * p.d;
   var sum_sq = 0.0;
   for (var j = 0u; j < p.d; j++) {
-    let x = load0(base + j);
+    let x = load_x(base + j);
     sum_sq += x * x;
   }
   store_row(base, row * p.d, inv_rms(sum_sq), 0u, 1u);
@@ -73,7 +55,7 @@ fn workgroup_main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgro
   let base = p.x_off + row * p.d;
   var sum_sq = 0.0;
   for (var j = t; j < p.d; j += WG) {
-    let x = load0(base + j);
+    let x = load_x(base + j);
     sum_sq += x * x;
   }
   partial[t] = sum_sq;

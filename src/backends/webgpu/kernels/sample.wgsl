@@ -3,33 +3,9 @@
 // sortable float keys, min-p, then inverse-CDF sampling in index order with the uniform u drawn on the host.
 // Probability masses are 64-bit fixed point (weight exp(x - max) scaled by 2^32): integer sums are exact, so the
 // result does not depend on the order invocations add in.
+// The header (params, bindings, load_logits, WG = 256) comes from the description in sample.ts; DRAW is the uniform
+// u or, in captured steps, the draw buffer's.
 
-struct Params {
-  v: u32,               // vocabulary size (row length)
-  offset: u32,          // row start in the logits buffer
-  n_prev: u32,          // previous tokens for penalties
-  top_k: u32,           // 0: off
-  inv_temperature: f32, // 0: greedy
-  top_p: f32,           // 1: off
-  min_p: f32,           // 0: off
-  u: f32,               // uniform in [0, 1)
-  inv_repetition: f32,  // 1 / repetition penalty (1: off)
-  repetition: f32,
-  presence: f32,
-  frequency: f32,
-  u_at: u32,            // element of draw_buf holding u (when the draw comes from a buffer)
-}
-
-@group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read_write> token: array<i32>;
-@group(0) @binding(2) var<storage, read> in0: array<u32>;
-@group(0) @binding(3) var<storage, read_write> work: array<f32>;
-@group(0) @binding(4) var<storage, read> prev: array<i32>;
-{{DRAW_BINDING}}
-
-{{FUNCTIONS}}
-
-const WG = 256u;
 const NEG_INF_KEY = 0x007fffffu; // key of -Inf: every finite logit sorts above it
 
 var<workgroup> red_f: array<f32, WG>;
@@ -151,7 +127,7 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>) {
   // 1. Penalised, tempered logits into the scratch row (NaN counts as -Inf: never sampled).
   let greedy = p.inv_temperature == 0.0;
   for (var i = t; i < p.v; i += WG) {
-    let x = load0(p.offset + i);
+    let x = load_logits(p.offset + i);
     work[i] = select(x * select(p.inv_temperature, 1.0, greedy), f32_bits(0xff800000u), is_nan(x));
   }
   storageBarrier();
@@ -171,7 +147,7 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>) {
       }
       if (first && id >= 0 && u32(id) < p.v) {
         // Penalties apply to the raw logit; temperature after (the order of HF's logits processors).
-        let raw = load0(p.offset + u32(id));
+        let raw = load_logits(p.offset + u32(id));
         var x = select(raw * p.repetition, raw * p.inv_repetition, raw > 0.0);
         x = x - p.presence - p.frequency * count;
         work[u32(id)] = select(x * select(p.inv_temperature, 1.0, greedy), f32_bits(0xff800000u), is_nan(raw));

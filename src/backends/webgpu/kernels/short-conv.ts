@@ -1,11 +1,30 @@
 // Launcher of short-conv.wgsl: LFM2's gated causal conv of one layer, its state read and updated in the same dispatch.
+import type { DType } from '../../../core/dtype.js';
 import type { ShortConvArgs } from '../../backend.js';
 import type { GpuBuffer, GpuContext } from '../gpu-context.js';
-import { uniformWords } from './nn-util.js';
-import { commonWgsl, fillTemplate, grid1d, loadFn, wgslSource } from './wgsl.js';
+import { defineKernel } from './kernel.js';
 
 /** Taps - 1 the kernel's register window holds (LFM2 uses 3 taps). */
 export const SHORT_CONV_MAX_WINDOW = 8; // ops/short-conv.ts allows at most 9 taps
+
+const shortConv = defineKernel({
+  name: 'short-conv',
+  source: 'short-conv.wgsl',
+  // bias: its dtype, or 'none'.
+  variant: { dtype: 'dtype', weight: 'dtype', bias: 'string' },
+  params: { s: 'u32', h: 'u32', taps: 'u32', in_off: 'u32', w_off: 'u32', w_s0: 'u32', w_s1: 'u32', st_off: 'u32', b_off: 'u32' },
+  // The state is read and rewritten in place, so it is bound read_write with the output.
+  outputs: { out: 'f32', state: 'f32' },
+  inputs: {
+    bcx: { packed: 'dtype' },
+    conv_w: { packed: 'weight' },
+    conv_b: { packed: (v) => v.bias as DType, when: (v) => v.bias !== 'none' },
+  },
+  grid: { threads: 'h', invoke: 'conv_channel' },
+  workgroupSize: 64,
+  constants: () => ({ MAX_WINDOW: SHORT_CONV_MAX_WINDOW }),
+  code: (v) => ({ BIAS: v.bias !== 'none' ? 'load_conv_b(p.b_off + c)' : '0.0' }),
+});
 
 /** Returns float32 [S, H]; writes the last taps-1 Bx values into the state. */
 export function shortConvKernel(ctx: GpuContext, a: ShortConvArgs<GpuBuffer>): GpuBuffer {
@@ -14,19 +33,12 @@ export function shortConvKernel(ctx: GpuContext, a: ShortConvArgs<GpuBuffer>): G
   const taps = a.weight.view.shape[1];
   const out = ctx.alloc(Math.max(4, s * h * 4));
   if (h === 0) return out;
-  const key = ['short-conv', a.bcx.dtype, a.weight.dtype, a.bias?.dtype ?? 'no-bias'].join('|');
-  const pipeline = ctx.pipeline(key, () =>
-    commonWgsl() +
-    fillTemplate(wgslSource(import.meta.url, 'short-conv.wgsl'), {
-      FUNCTIONS: loadFn('load_in', 'bcx', a.bcx.dtype, 'f32') + loadFn('load_w', 'conv_w', a.weight.dtype, 'f32') + (a.bias ? loadFn('load_b', 'conv_b', a.bias.dtype, 'f32') : ''),
-      BIAS_BINDING: a.bias
-        ? '@group(0) @binding(5) var<storage, read> conv_b: array<u32>;\nfn bias(c: u32) -> f32 {\n  return load_b(p.b_off + c);\n}'
-        : 'fn bias(c: u32) -> f32 {\n  return 0.0;\n}',
-      MAX_WINDOW: SHORT_CONV_MAX_WINDOW,
-    }),
-  );
   const w = a.weight.view;
-  const params = uniformWords([s, h, taps, a.bcx.view.offset, w.offset, w.strides[0], w.strides[1], a.state.view.offset, a.bias?.view.offset ?? 0]);
-  ctx.dispatch(pipeline, params, [out, a.bcx.handle, a.weight.handle, a.state.handle, ...(a.bias ? [a.bias.handle] : [])], grid1d(h, 64));
+  shortConv.run(
+    ctx,
+    { dtype: a.bcx.dtype, weight: a.weight.dtype, bias: a.bias?.dtype ?? 'none' },
+    { s, h, taps, in_off: a.bcx.view.offset, w_off: w.offset, w_s0: w.strides[0], w_s1: w.strides[1], st_off: a.state.view.offset, b_off: a.bias?.view.offset ?? 0 },
+    { out, state: a.state.handle, bcx: a.bcx.handle, conv_w: a.weight.handle, conv_b: a.bias?.handle },
+  );
   return out;
 }

@@ -3,39 +3,10 @@
 // values before the first token come from `state` [L-1, H] (zeros before a sequence's first token), and the last
 // L-1 Bx values are written back to it, so prefill and each decode step are one dispatch with no roll or copy.
 // One invocation per channel walks the S tokens in order with a window of the last L-1 Bx values in registers.
+// The header and the one-invocation-per-channel loop come from the description in short-conv.ts.
 
-struct Params {
-  s: u32,
-  h: u32,
-  taps: u32,
-  in_off: u32,
-  w_off: u32,
-  w_s0: u32,
-  w_s1: u32,
-  st_off: u32,
-  b_off: u32,
-  _pad0: u32,
-  _pad1: u32,
-  _pad2: u32,
-}
-
-@group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read_write> out: array<f32>;
-@group(0) @binding(2) var<storage, read> bcx: array<u32>;
-@group(0) @binding(3) var<storage, read> conv_w: array<u32>;
-@group(0) @binding(4) var<storage, read_write> state: array<f32>;
-{{BIAS_BINDING}}
-
-{{FUNCTIONS}}
-
-const MAX_WINDOW = {{MAX_WINDOW}}u;
-
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
-  let c = linear_index(gid, nwg, 64u);
-  if (c >= p.h) {
-    return;
-  }
+// Channel c over the S tokens.
+fn conv_channel(c: u32) {
   let window = p.taps - 1u;
   var win: array<f32, MAX_WINDOW>;  // oldest first
   for (var k = 0u; k < window; k++) {
@@ -44,13 +15,13 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
   let wrow = p.w_off + c * p.w_s0;
   var taps: array<f32, MAX_WINDOW>;  // the channel's past taps, read once for all S tokens
   for (var k = 0u; k < window; k++) {
-    taps[k] = load_w(wrow + k * p.w_s1);
+    taps[k] = load_conv_w(wrow + k * p.w_s1);
   }
-  let w_now = load_w(wrow + window * p.w_s1);
-  let b = bias(c);
+  let w_now = load_conv_w(wrow + window * p.w_s1);
+  let b = {{BIAS}};
   for (var t = 0u; t < p.s; t++) {
     let row = p.in_off + t * 3u * p.h;
-    let bx = load_in(row + c) * load_in(row + 2u * p.h + c);
+    let bx = load_bcx(row + c) * load_bcx(row + 2u * p.h + c);
     var y = b;
     for (var k = 0u; k < window; k++) {
       y += taps[k] * win[k];
@@ -62,7 +33,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     if (window > 0u) {
       win[window - 1u] = bx;
     }
-    out[t * p.h + c] = load_in(row + p.h + c) * y;
+    out[t * p.h + c] = load_bcx(row + p.h + c) * y;
   }
   for (var k = 0u; k < window; k++) {
     state[p.st_off + k * p.h + c] = win[k];

@@ -1,30 +1,14 @@
 // Softmax / log-softmax of short rows (d <= 64), one invocation per row: many short rows (attention scores in
 // prefill) would otherwise leave most of a workgroup per row idle. Same layout and NaN rules as softmax.wgsl.
+// The header and the one-invocation-per-row main (calling softmax_row for row < p.rows) come from the description
+// in softmax.ts.
 
-struct Params {
-  rows: u32,
-  d: u32,
-  inner: u32,
-  offset: u32,
-}
-
-@group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read_write> out: array<u32>;
-@group(0) @binding(2) var<storage, read> in0: array<u32>;
-
-{{FUNCTIONS}}
-
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
-  let row = linear_index(gid, nwg, 64u);
-  if (row >= p.rows) {
-    return;
-  }
+fn softmax_row(row: u32) {
   let base = p.offset + (row / p.inner) * p.d * p.inner + row % p.inner;
   var m = f32_bits(0xff800000u);
   var s = 0.0;
   for (var j = 0u; j < p.d; j++) {
-    let r = merge(m, s, load0(base + j * p.inner), 1.0);
+    let r = merge(m, s, load_x(base + j * p.inner), 1.0);
     m = r.x;
     s = r.y;
   }
@@ -33,7 +17,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
   let inv = 1.0 / row_sum;
   let log_sum = log(row_sum);
   let first = base - p.offset;
-  for (var j = 0u; j < p.d; j += {{LANES}}u) {
+  for (var j = 0u; j < p.d; j += LANES) {
 {{STORE}}
   }
 }

@@ -1,26 +1,8 @@
 // Split-row softmax for a few long rows (one workgroup per row would leave most of a GPU idle): each row is cut
 // into `chunks` pieces. Pass `partials`: one workgroup per piece writes its online (max, sum). Pass `normalize`: one
 // workgroup per piece merges its row's partials and writes the piece's outputs. Rows are contiguous (inner 1).
-
-struct Params {
-  rows: u32,
-  d: u32,
-  chunks: u32,
-  chunk_len: u32,   // a multiple of LANES, so pieces start on whole output words
-  offset: u32,
-  _pad0: u32,
-  _pad1: u32,
-  _pad2: u32,
-}
-
-@group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read_write> out: array<u32>;
-@group(0) @binding(2) var<storage, read> in0: array<u32>;
-@group(0) @binding(3) var<storage, read> partials: array<vec2<f32>>;
-
-{{FUNCTIONS}}
-
-const WG = 256u;
+// The header (p.chunk_len is a multiple of LANES, so pieces start on whole output words) comes from the description
+// in softmax.ts.
 
 @compute @workgroup_size(WG)
 fn partials_main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
@@ -34,7 +16,7 @@ fn partials_main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgrou
   var m = f32_bits(0xff800000u);
   var s = 0.0;
   for (var j = begin + lid.x; j < end; j += WG) {
-    let r = merge(m, s, load0(p.offset + row * p.d + j), 1.0);
+    let r = merge(m, s, load_x(p.offset + row * p.d + j), 1.0);
     m = r.x;
     s = r.y;
   }
@@ -55,7 +37,8 @@ fn normalize_main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgro
   let row = piece / p.chunks;
   var state = vec2<f32>(f32_bits(0xff800000u), 0.0);
   if (t < p.chunks) {
-    state = partials[row * p.chunks + t];
+    let at = 2u * (row * p.chunks + t);
+    state = vec2<f32>(partials[at], partials[at + 1u]);
   }
   let total = reduce_state(t, state.x, state.y);
   let row_max = total.x;
@@ -66,7 +49,7 @@ fn normalize_main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgro
   let first = row * p.d;
   let begin = (piece % p.chunks) * p.chunk_len;
   let end = min(begin + p.chunk_len, p.d);
-  for (var j = begin + t * {{LANES}}u; j < end; j += WG * {{LANES}}u) {
+  for (var j = begin + t * LANES; j < end; j += WG * LANES) {
 {{STORE}}
   }
 }

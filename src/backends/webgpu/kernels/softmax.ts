@@ -1,8 +1,60 @@
+// Launcher of softmax / log-softmax (softmax-rows.wgsl, softmax.wgsl, softmax-split.wgsl): one invocation per row
+// for short rows, one workgroup per row otherwise, and for a few very long rows two dispatches over row pieces.
 import { lanesPerWord, type DType } from '../../../core/dtype.js';
 import { numel } from '../../../core/shape.js';
 import { wordBytes, type GpuBuffer, type GpuContext } from '../gpu-context.js';
 import { viaFloat32, type GpuOperand } from './elementwise.js';
-import { commonWgsl, encodeFn, fillTemplate, grid1d, loadFn, wgslSource } from './wgsl.js';
+import { defineKernel, type VariantOf } from './kernel.js';
+import { grid1d, wgslSource } from './wgsl.js';
+
+/** What every softmax body depends on: log or not, the input and output dtypes. */
+const VARIANT = { log: 'boolean', dtype: 'dtype', out: 'dtype' } as const;
+type Variant = VariantOf<typeof VARIANT>;
+const PARAMS = { rows: 'u32', d: 'u32', inner: 'u32', offset: 'u32' } as const;
+const BINDINGS = { outputs: { out: { packed: 'out' } }, inputs: { x: { packed: 'dtype' } } } as const;
+const lanesConstants = (v: Variant) => ({ LANES: lanesPerWord(v.out), BITS: 32 / lanesPerWord(v.out) });
+/** The online-softmax state helpers, and the workgroup-wide merge for kernels with a workgroup per row. */
+const onlineSoftmax = (workgroup: boolean) => () => wgslSource('online-softmax.wgsl') + (workgroup ? wgslSource('softmax-workgroup.wgsl') : '');
+
+const softmaxRows = defineKernel({
+  name: 'softmax-rows',
+  source: 'softmax-rows.wgsl',
+  variant: VARIANT,
+  params: PARAMS,
+  ...BINDINGS,
+  grid: { threads: 'rows', invoke: 'softmax_row' },
+  workgroupSize: 64,
+  constants: lanesConstants,
+  functions: onlineSoftmax(false),
+  code: (v) => ({ STORE: storeCode(lanesPerWord(v.out), v.log, true) }),
+});
+
+const softmaxWorkgroup = defineKernel({
+  name: 'softmax',
+  source: 'softmax.wgsl',
+  variant: { ...VARIANT, wg: 'number' },
+  params: PARAMS,
+  ...BINDINGS,
+  grid: 'custom',
+  workgroupSize: (v) => v.wg,
+  constants: lanesConstants,
+  functions: onlineSoftmax(true),
+  code: (v) => ({ STORE: storeCode(lanesPerWord(v.out), v.log, true) }),
+});
+
+const softmaxSplit = defineKernel({
+  name: 'softmax-split',
+  source: 'softmax-split.wgsl',
+  variant: VARIANT,
+  params: { rows: 'u32', d: 'u32', chunks: 'u32', chunk_len: 'u32', offset: 'u32' },
+  outputs: BINDINGS.outputs,
+  inputs: { x: { packed: 'dtype' }, partials: 'f32' },
+  grid: 'custom',
+  workgroupSize: 256,
+  constants: lanesConstants,
+  functions: onlineSoftmax(true),
+  code: (v) => ({ STORE: storeCode(lanesPerWord(v.out), v.log, false) }),
+});
 
 /** Softmax or log-softmax along `dim` of a contiguous-view input; contiguous output of the same shape and dtype. */
 export function softmaxKernel(ctx: GpuContext, x: GpuOperand, dim: number, log: boolean, outDtype: DType = x.dtype): GpuBuffer {
@@ -18,29 +70,18 @@ export function softmaxKernel(ctx: GpuContext, x: GpuOperand, dim: number, log: 
   }
   const out = ctx.alloc(wordBytes(n, lanes));
   if (n === 0) return out;
-  const functions = (workgroup = true) =>
-    wgslSource(import.meta.url, 'online-softmax.wgsl') +
-    (workgroup ? wgslSource(import.meta.url, 'softmax-workgroup.wgsl') : '') +
-    loadFn('load0', 'in0', x.dtype, 'f32') +
-    encodeFn('encode_out', outDtype, 'f32');
+  const variant = { log, dtype: x.dtype, out: outDtype };
   if (inner === 1 && d > SINGLE_PASS_MAX && rows < SPLIT_MAX_ROWS) {
-    return splitRows(ctx, x, out, rows, d, log, outDtype, functions);
+    return splitRows(ctx, x, out, rows, d, variant);
   }
+  const params = { rows, d, inner, offset: x.view.offset };
   if (d <= ROW_PER_INVOCATION_MAX) {
-    const pipeline = ctx.pipeline(['softmax-rows', log, x.dtype, outDtype].join('|'), () =>
-      commonWgsl() +
-      fillTemplate(wgslSource(import.meta.url, 'softmax-rows.wgsl'), { FUNCTIONS: functions(false), LANES: lanes, STORE: storeCode(lanes, log, true) }),
-    );
-    ctx.dispatch(pipeline, new Uint32Array([rows, d, inner, x.view.offset]).buffer, [out, x.buffer], grid1d(rows, 64));
+    softmaxRows.run(ctx, variant, params, { out, x: x.buffer });
     return out;
   }
   // Long rows want every invocation of a big workgroup; shorter rows waste fewer idle ones in a small one.
   const wg = d >= 2048 ? 256 : d >= 256 ? 128 : 64;
-  const pipeline = ctx.pipeline(['softmax', log, x.dtype, outDtype, wg].join('|'), () =>
-    commonWgsl() +
-    fillTemplate(wgslSource(import.meta.url, 'softmax.wgsl'), { FUNCTIONS: functions(), WG: wg, LANES: lanes, STORE: storeCode(lanes, log, true) }),
-  );
-  ctx.dispatch(pipeline, new Uint32Array([rows, d, inner, x.view.offset]).buffer, [out, x.buffer], grid1d(rows, 1));
+  softmaxWorkgroup.run(ctx, { ...variant, wg }, params, { out, x: x.buffer }, { workgroups: grid1d(rows, 1) });
   return out;
 }
 
@@ -60,22 +101,18 @@ const SPLIT_CHUNK = 8192;
  * Few long rows: `chunks` workgroups per row write partial (max, sum) states, then as many merge them and write
  * their piece (two dispatches instead of one, but the whole GPU works on the row).
  */
-function splitRows(ctx: GpuContext, x: GpuOperand, out: GpuBuffer, rows: number, d: number, log: boolean, outDtype: DType, functions: () => string): GpuBuffer {
-  const lanes = lanesPerWord(outDtype);
+function splitRows(ctx: GpuContext, x: GpuOperand, out: GpuBuffer, rows: number, d: number, variant: Variant): GpuBuffer {
+  const lanes = lanesPerWord(variant.out);
   const chunks = Math.min(256, Math.ceil(d / SPLIT_CHUNK));
   const chunkLen = Math.ceil(Math.ceil(d / chunks) / lanes) * lanes;
-  const key = ['softmax-split', log, x.dtype, outDtype].join('|');
-  const build = () =>
-    commonWgsl() +
-    fillTemplate(wgslSource(import.meta.url, 'softmax-split.wgsl'), { FUNCTIONS: functions(), LANES: lanes, STORE: storeCode(lanes, log, false) });
-  const params = new Uint32Array([rows, d, chunks, chunkLen, x.view.offset, 0, 0, 0]).buffer;
+  const params = { rows, d, chunks, chunk_len: chunkLen, offset: x.view.offset };
   const partials = ctx.alloc(rows * chunks * 8);
   try {
-    const grid = grid1d(rows * chunks, 1);
+    const workgroups = grid1d(rows * chunks, 1);
     // Both entry points share one layout: partials_main writes the partials through `out` and binds x in place of
     // the `partials` input it does not read (the same buffer cannot be bound writable and read-only at once).
-    ctx.dispatch(ctx.pipeline(key, build, 'partials_main'), params, [partials, x.buffer, x.buffer], grid);
-    ctx.dispatch(ctx.pipeline(key, build, 'normalize_main'), params, [out, x.buffer, partials], grid);
+    softmaxSplit.run(ctx, variant, params, { out: partials, x: x.buffer, partials: x.buffer }, { workgroups, entry: 'partials_main' });
+    softmaxSplit.run(ctx, variant, params, { out, x: x.buffer, partials }, { workgroups, entry: 'normalize_main' });
     return out;
   } finally {
     ctx.release(partials);
@@ -89,14 +126,14 @@ function storeCode(lanes: number, log: boolean, strided: boolean): string {
   const result = `select(${value}, row_sum, is_nan(row_sum))`;
   if (lanes === 1) {
     const step = strided ? ' * p.inner' : '';
-    return [`    let v = load0(base + j${step});`, `    out[first + j${step}] = encode_out(${result});`].join('\n');
+    return [`    let v = load_x(base + j${step});`, `    out[first + j${step}] = encode_out(${result});`].join('\n');
   }
   return [
     '    var word = 0u;',
-    `    for (var l = 0u; l < ${lanes}u; l++) {`,
-    '      let v = load0(base + j + l);',
-    `      word |= encode_out(${result}) << (l * ${32 / lanes}u);`,
+    '    for (var l = 0u; l < LANES; l++) {',
+    '      let v = load_x(base + j + l);',
+    `      word |= encode_out(${result}) << (l * BITS);`,
     '    }',
-    `    out[(first + j) / ${lanes}u] = word;`,
+    '    out[(first + j) / LANES] = word;',
   ].join('\n');
 }

@@ -2,21 +2,8 @@
 // row, in one dispatch: pass 1 keeps an online (max, sum of exp) per invocation and merges them in workgroup
 // memory; pass 2 writes exp(x - max) / sum (or x - max - log(sum)). The row is read twice and written once.
 // A row of all -Inf gives NaN and a NaN anywhere makes the row NaN, as torch does.
-
-struct Params {
-  rows: u32,
-  d: u32,
-  inner: u32,
-  offset: u32,
-}
-
-@group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read_write> out: array<u32>;
-@group(0) @binding(2) var<storage, read> in0: array<u32>;
-
-{{FUNCTIONS}}
-
-const WG = {{WG}}u;
+// The header (params, bindings, load_x/encode_out, WG, LANES, BITS, the online-softmax helpers) comes from the
+// description in softmax.ts; the STORE placeholder is the launcher's loop body writing element(s) j.
 
 @compute @workgroup_size(WG)
 fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
@@ -29,7 +16,7 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
   var m = f32_bits(0xff800000u);
   var s = 0.0;
   for (var j = t; j < p.d; j += WG) {
-    let r = merge(m, s, load0(base + j * p.inner), 1.0);
+    let r = merge(m, s, load_x(base + j * p.inner), 1.0);
     m = r.x;
     s = r.y;
   }
@@ -41,7 +28,7 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
   // Packed outputs (lanes > 1) are written a word at a time; the launcher only picks them when every row is whole
   // words (inner == 1, d a multiple of lanes), else it computes f32 and casts.
   let first = base - p.offset;
-  for (var j = t * {{LANES}}u; j < p.d; j += WG * {{LANES}}u) {
+  for (var j = t * LANES; j < p.d; j += WG * LANES) {
 {{STORE}}
   }
 }

@@ -1,18 +1,13 @@
-// WGSL sources live in .wgsl files beside their launchers, with {{PLACEHOLDER}}s filled per specialisation
-// (dtypes, ops, fast paths). Every dtype is stored packed in array<u32>: 1, 2 or 4 elements a word.
-import { readFileSync } from 'node:fs';
+// WGSL sources live in .wgsl files beside their launchers and are embedded at build time
+// (scripts/embed-wgsl.mjs -> wgsl-sources.generated.ts): no kernel is read from disk at run time. Every dtype is
+// stored packed in array<u32>: 1, 2 or 4 elements a word.
 import { DTYPE_INFO, lanesPerWord, type DType } from '../../../core/dtype.js';
+import { WGSL_SOURCES } from './wgsl-sources.generated.js';
 
-const sources = new Map<string, string>();
-
-/** Reads a .wgsl file that sits beside the module at `moduleUrl` (cached). */
-export function wgslSource(moduleUrl: string, file: string): string {
-  const url = new URL(file, moduleUrl).href;
-  let src = sources.get(url);
-  if (src === undefined) {
-    src = readFileSync(new URL(url), 'utf8');
-    sources.set(url, src);
-  }
+/** The text of an embedded .wgsl file, by file name. */
+export function wgslSource(file: string): string {
+  const src = WGSL_SOURCES[file];
+  if (src === undefined) throw new Error(`no embedded WGSL source ${file} (run \`npm run wgsl\` after adding a .wgsl file)`);
   return src;
 }
 
@@ -27,7 +22,7 @@ export function fillTemplate(template: string, values: Record<string, string | n
 
 /** Bit-exact dtype conversions (dtype-codecs.wgsl) and small helpers every generated kernel may call. */
 export function commonWgsl(): string {
-  return wgslSource(import.meta.url, 'dtype-codecs.wgsl') + wgslSource(import.meta.url, 'common.wgsl');
+  return wgslSource('dtype-codecs.wgsl') + wgslSource('common.wgsl');
 }
 
 /** The arithmetic type a kernel computes in: f32 when any dtype involved is floating, else i32. */

@@ -103,6 +103,7 @@ interface ParamField {
 
 interface ParamLayout {
   readonly fields: readonly ParamField[];
+  readonly names: ReadonlySet<string>;
   readonly bytes: number;
   readonly wgsl: string;
 }
@@ -125,26 +126,28 @@ function layoutParams(schema: ParamSchema): ParamLayout {
     offset += length ? Math.ceil(length / 4) * 16 : 4;
   }
   const bytes = Math.max(16, Math.ceil(offset / 16) * 16);
-  return { fields, bytes, wgsl: fields.length ? `struct Params {\n${lines.join('\n')}\n}\n\n` : '' };
+  return { fields, names: new Set(fields.map((f) => f.name)), bytes, wgsl: fields.length ? `struct Params {\n${lines.join('\n')}\n}\n\n` : '' };
 }
 
 function packParams(kernel: string, layout: ParamLayout, values: Readonly<Record<string, number | readonly number[]>>): ArrayBuffer {
   const buf = new ArrayBuffer(layout.bytes);
   const dv = new DataView(buf);
+  const put = (f: ParamField, at: number, x: number) => {
+    if (f.scalar === 'f32') dv.setFloat32(at, x, true);
+    else if (f.scalar === 'i32') dv.setInt32(at, x, true);
+    else dv.setUint32(at, x >>> 0, true);
+  };
   for (const f of layout.fields) {
     const v = values[f.name];
     if (v === undefined) throw new Error(`${kernel}: param ${f.name} has no value`);
-    const list = typeof v === 'number' ? (f.length ? null : [v]) : f.length ? v : null;
-    if (!list) throw new Error(`${kernel}: param ${f.name} is ${f.length ? `an array of ${f.length}` : 'a scalar'}`);
-    if (list.length > Math.max(1, f.length)) throw new Error(`${kernel}: param ${f.name} holds ${f.length} values, got ${list.length}`);
-    list.forEach((x, i) => {
-      const at = f.offset + 4 * i;
-      if (f.scalar === 'f32') dv.setFloat32(at, x, true);
-      else if (f.scalar === 'i32') dv.setInt32(at, x, true);
-      else dv.setUint32(at, x >>> 0, true);
-    });
+    if ((typeof v === 'number') !== (f.length === 0)) throw new Error(`${kernel}: param ${f.name} is ${f.length ? `an array of ${f.length}` : 'a scalar'}`);
+    if (typeof v === 'number') put(f, f.offset, v);
+    else {
+      if (v.length > f.length) throw new Error(`${kernel}: param ${f.name} holds ${f.length} values, got ${v.length}`);
+      for (let i = 0; i < v.length; i++) put(f, f.offset + 4 * i, v[i]);
+    }
   }
-  for (const name of Object.keys(values)) if (!layout.fields.some((f) => f.name === name)) throw new Error(`${kernel}: unknown param ${name}`);
+  for (const name in values) if (!layout.names.has(name)) throw new Error(`${kernel}: unknown param ${name}`);
   return buf;
 }
 
@@ -202,6 +205,8 @@ export function defineKernel<const S extends VariantSchema = Record<never, never
     for (const f of Object.keys(v)) if (!(f in schema)) throw new Error(`kernel ${desc.name}: unknown variant field ${f}`);
   };
 
+  /** Per cache key: the variant's bindings, workgroup size and output lanes (checked once, on first use). */
+  const variants = new Map<string, { bindings: ResolvedBinding[]; names: Set<string>; wg: number; outLanes: number }>();
   const key = (v: V): string => [desc.name, ...fieldNames.map((f) => String((v as Record<string, unknown>)[f]))].join('|');
 
   const resolve = (v: V): ResolvedBinding[] => {
@@ -284,34 +289,37 @@ export function defineKernel<const S extends VariantSchema = Record<never, never
     workgroupSize: wgOf,
     pack: (params) => (layout.fields.length ? packParams(desc.name, layout, params as Readonly<Record<string, number | readonly number[]>>) : null),
     run(ctx, v, params, buffers, options = {}) {
-      checkVariant(v);
-      const bindings = resolve(v);
+      // Host cost per dispatch matters (eager decode): what follows from the variant is resolved once per key.
+      const k = key(v);
+      let resolved = variants.get(k);
+      if (!resolved) {
+        checkVariant(v);
+        const bindings = resolve(v);
+        const out = bindings.find((b) => b.name === 'out');
+        resolved = { bindings, names: new Set(bindings.map((b) => b.name)), wg: wgOf(v), outLanes: out?.dtype ? lanesPerWord(out.dtype) : 1 };
+        variants.set(k, resolved);
+      }
       const named = buffers as Readonly<Record<string, GpuBuffer | undefined>>;
       const list: GpuBuffer[] = [];
-      for (const b of bindings) {
+      for (const b of resolved.bindings) {
         const buf = named[b.name];
         if (!buf) throw new Error(`kernel ${desc.name}: no buffer for binding ${b.name}`);
         list.push(buf);
       }
-      for (const name of Object.keys(named)) {
-        if (named[name] !== undefined && !bindings.some((b) => b.name === name)) throw new Error(`kernel ${desc.name}: buffer ${name} is not bound by this variant`);
+      for (const name in named) {
+        if (named[name] !== undefined && !resolved.names.has(name)) throw new Error(`kernel ${desc.name}: buffer ${name} is not bound by this variant`);
       }
       const packed = layout.fields.length ? packParams(desc.name, layout, params as Readonly<Record<string, number | readonly number[]>>) : null;
-      const wg = wgOf(v);
       let workgroups: readonly [number, number, number];
       if (grid === 'custom') {
         if (options.workgroups) workgroups = options.workgroups;
-        else if (options.threads !== undefined) workgroups = grid1d(options.threads, wg);
+        else if (options.threads !== undefined) workgroups = grid1d(options.threads, resolved.wg);
         else throw new Error(`kernel ${desc.name}: a custom grid needs workgroups or threads`);
       } else {
         const p = params as Readonly<Record<string, number>>;
-        if ('words' in grid) {
-          const lanes = lanesPerWord(bindings.find((b) => b.name === 'out')!.dtype!);
-          workgroups = grid1d(Math.ceil(p[grid.words] / lanes), wg);
-        } else workgroups = grid1d(p[grid.threads], wg);
+        workgroups = 'words' in grid ? grid1d(Math.ceil(p[grid.words] / resolved.outLanes), resolved.wg) : grid1d(p[grid.threads], resolved.wg);
       }
-      const entry = options.entry ?? 'main';
-      const pipeline = ctx.pipeline(key(v), () => wgsl(v), entry);
+      const pipeline = ctx.pipeline(k, () => wgsl(v), options.entry ?? 'main');
       ctx.dispatch(pipeline, packed, list, workgroups);
     },
   };

@@ -31,7 +31,10 @@ export const ARITHMETIC_OPS = ['add', 'sub', 'mul', 'div', 'pow', 'maximum', 'mi
 export const COMPARISON_OPS = ['eq', 'ne', 'lt', 'le', 'gt', 'ge'] as const;
 export type ArithmeticOp = (typeof ARITHMETIC_OPS)[number];
 export type ComparisonOp = (typeof COMPARISON_OPS)[number];
-export type BinaryOp = ArithmeticOp | ComparisonOp;
+/** Elementwise derivatives for backward rules: op(x, g) = g * f'(x). */
+export const GRAD_OPS = ['silu_grad', 'gelu_grad', 'gelu_tanh_grad'] as const;
+export type GradOp = (typeof GRAD_OPS)[number];
+export type BinaryOp = ArithmeticOp | ComparisonOp | GradOp;
 
 export type ReduceOp = 'sum' | 'mean' | 'max' | 'min' | 'argmax' | 'argmin';
 

@@ -1,6 +1,9 @@
 import type { Backend, DeviceName, Operand } from '../backends/backend.js';
 import type { DType } from './dtype.js';
-import { DisposedError } from './errors.js';
+import { DisposedError, DTypeError } from './errors.js';
+import { isFloating } from './dtype.js';
+import type { GradNode } from '../autograd/node.js';
+import { backward as runBackward } from '../autograd/backward.js';
 import { contiguousStrides, formatShape, isContiguous, numel, type Shape, type View } from './shape.js';
 import { trackTensor } from './scope.js';
 import { Storage } from './storage.js';
@@ -22,6 +25,10 @@ export class Tensor {
   readonly offset: number;
   readonly dtype: DType;
   private storageRef: Storage | undefined;
+  /** The gradient accumulated by backward() (a leaf that requires grad), or undefined. */
+  grad: Tensor | undefined;
+  private wantsGrad = false;
+  private node: GradNode | undefined;
 
   constructor(storage: Storage, view: View, dtype: DType = storage.dtype) {
     this.shape = Object.freeze([...view.shape]);
@@ -95,6 +102,51 @@ export class Tensor {
 
   [Symbol.dispose](): void {
     this.dispose();
+  }
+
+  // ---- autograd ----
+  /** Whether gradients flow to this tensor: a leaf marked with requiresGrad_(), or the result of an op on one. */
+  get requiresGrad(): boolean {
+    return this.wantsGrad || this.node !== undefined;
+  }
+
+  /** The node of the op that made this tensor (undefined for leaves and for tensors made without grad). */
+  get gradFn(): GradNode | undefined {
+    return this.node;
+  }
+
+  /** Not made by a recorded op: gradients accumulate into its .grad. */
+  get isLeaf(): boolean {
+    return this.node === undefined;
+  }
+
+  /** Marks a leaf as requiring grad (torch's requires_grad_); floating dtypes only. Returns this. */
+  requiresGrad_(flag = true): this {
+    if (this.node) throw new DTypeError(`requiresGrad_ on ${this.describe()}: only leaves can change it (this tensor was made by ${this.node.name}); use detach() first`);
+    if (flag && !isFloating(this.dtype)) throw new DTypeError(`only floating tensors can require grad, got ${this.describe()}`);
+    this.wantsGrad = flag;
+    return this;
+  }
+
+  /** @internal Called by the tape when a recorded op makes this tensor. */
+  setGradFn(node: GradNode): void {
+    this.node = node;
+  }
+
+  /** A view of the same storage outside the graph (no gradient flows through it). */
+  detach(): Tensor {
+    return new Tensor(this.storage, this.layout, this.dtype);
+  }
+
+  /** Computes gradients of this tensor with respect to the leaves that require grad (torch's backward). */
+  backward(grad?: Tensor): void {
+    runBackward(this, grad);
+  }
+
+  /** Drops the accumulated gradient (torch's `t.grad = None`). */
+  zeroGrad(): void {
+    this.grad?.dispose();
+    this.grad = undefined;
   }
 
   // ---- data out ----

@@ -1,10 +1,11 @@
 import type { DeviceName } from '../backends/backend.js';
 import { backendFor } from '../backends/registry.js';
 import { decodeStorage } from '../core/codecs.js';
-import { parseDType, type DType } from '../core/dtype.js';
+import { isFloating, parseDType, type DType } from '../core/dtype.js';
 import { ShapeError } from '../core/errors.js';
 import type { Tensor } from '../core/tensor.js';
 import { commonBackend, viewOf, wrap } from './util.js';
+import { differentiable } from '../autograd/function.js';
 
 export interface CastOptions {
   /** fp8 targets: clamp to the largest finite value instead of PyTorch's overflow to NaN/Inf. */
@@ -14,7 +15,10 @@ export interface CastOptions {
 export function cast(t: Tensor, dtype: DType | string, options: CastOptions = {}): Tensor {
   const target = parseDType(dtype);
   const backend = commonBackend('to', t);
-  return wrap(backend, backend.cast(t.operand(), target, options.saturate ?? false), target, t.shape);
+  const forward = () => wrap(backend, backend.cast(t.operand(), target, options.saturate ?? false), target, t.shape);
+  if (!isFloating(target)) return forward(); // an integer result carries no gradient
+  // The gradient comes back in t's dtype (the sweep casts it).
+  return differentiable('to', [t], forward, (g) => [g.reshape(g.shape)]);
 }
 
 /** Values widened for JS: Float32Array for every float dtype, Int32Array for int32, Uint8Array for uint8/bool. */

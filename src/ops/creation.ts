@@ -13,6 +13,13 @@ export interface CreateOptions {
   device?: DeviceName;
   /** fp8 only: clamp out-of-range values to the largest finite value instead of NaN/Inf. */
   saturate?: boolean;
+  /** A leaf that gradients flow to (floating dtypes only), as torch's requires_grad=True. */
+  requiresGrad?: boolean;
+}
+
+/** Applies options.requiresGrad to a new leaf. */
+function leaf(t: Tensor, options: CreateOptions): Tensor {
+  return options.requiresGrad ? t.requiresGrad_() : t;
 }
 
 export interface RandomOptions extends CreateOptions {
@@ -75,20 +82,20 @@ export function tensor(data: TensorData, options: CreateOptions & { shape?: read
     const shape = options.shape ?? [data.length];
     if (numel(shape) !== data.length) throw new ShapeError(`tensor(): shape ${formatShape(shape)} does not hold ${data.length} values`);
     const fallback = data instanceof Int32Array ? 'int32' : data instanceof Uint8Array ? 'uint8' : 'float32';
-    return fromValues(data, shape, options, fallback);
+    return leaf(fromValues(data, shape, options, fallback), options);
   }
   const shape = nestedShape(data);
   const flat: number[] = [];
   const allBool = flattenNested(data, flat) && flat.length > 0;
   if (options.shape && numel(options.shape) !== flat.length) throw new ShapeError(`tensor(): shape ${formatShape(options.shape)} does not hold ${flat.length} values`);
-  return fromValues(flat, options.shape ?? shape, options, allBool ? 'bool' : 'float32');
+  return leaf(fromValues(flat, options.shape ?? shape, options, allBool ? 'bool' : 'float32'), options);
 }
 
 export function full(shape: readonly number[], value: number, options: CreateOptions = {}): Tensor {
   checkShape(shape);
   const { dtype, device } = resolve(options, 'float32');
   const backend = backendFor(device);
-  return wrap(backend, backend.fill(dtype, numel(shape), value), dtype, shape);
+  return leaf(wrap(backend, backend.fill(dtype, numel(shape), value), dtype, shape), options);
 }
 
 export function zeros(shape: readonly number[], options: CreateOptions = {}): Tensor {
@@ -117,7 +124,7 @@ function random(shape: readonly number[], options: RandomOptions, draw: (g: Gene
   const g = options.generator ?? defaultGenerator;
   const values = new Float32Array(numel(shape));
   for (let i = 0; i < values.length; i++) values[i] = draw(g, dtype);
-  return fromValues(values, shape, { ...options, dtype }, 'float32');
+  return leaf(fromValues(values, shape, { ...options, dtype }, 'float32'), options);
 }
 
 /**

@@ -1,10 +1,12 @@
-import { COMPARISON_OPS, type Operand, type ScalarOperand, type ArithmeticOp, type BinaryOp, type ComparisonOp, type UnaryOp } from '../backends/backend.js';
+import { COMPARISON_OPS, GRAD_OPS, type GradOp, type Operand, type ScalarOperand, type ArithmeticOp, type BinaryOp, type ComparisonOp, type UnaryOp } from '../backends/backend.js';
 import { DTYPE_INFO, isFloating, isFp8, promoteTypes, type DType } from '../core/dtype.js';
 import { DTypeError } from '../core/errors.js';
 import { broadcastShapes, broadcastView, contiguousView } from '../core/shape.js';
 import { Storage } from '../core/storage.js';
 import { Tensor, type TensorOrScalar } from '../core/tensor.js';
 import { commonBackend, wrap } from './util.js';
+import { differentiable, type SaveSpec } from '../autograd/function.js';
+import { binaryRule, sumTo, unaryRule } from '../autograd/rules.js';
 
 function unary(op: UnaryOp, x: Tensor, floatOnly: boolean): Tensor {
   const backend = commonBackend(op, x);
@@ -12,8 +14,14 @@ function unary(op: UnaryOp, x: Tensor, floatOnly: boolean): Tensor {
   if (x.dtype === 'bool' && !floatOnly) throw new DTypeError(`${op} does not take bool (tensor ${x.describe()})`);
   // Like PyTorch, float functions of integer tensors return float32.
   const outDtype: DType = floatOnly && !isFloating(x.dtype) ? 'float32' : x.dtype;
-  return wrap(backend, backend.unary(op, x.operand(), outDtype), outDtype, x.shape);
+  return differentiable(op, [x], () => wrap(backend, backend.unary(op, x.operand(), outDtype), outDtype, x.shape), (g, s) => [unaryRule(op, g, s.inputs[0] as Tensor, s.out!)], UNARY_SAVES[op]);
 }
+
+/** What each unary rule reads (the output where it gives the derivative, else the input). */
+const UNARY_SAVES: Record<UnaryOp, SaveSpec> = {
+  neg: {}, abs: { inputs: [0] }, relu: { out: true }, exp: { out: true }, log: { inputs: [0] }, sqrt: { out: true }, rsqrt: { out: true },
+  tanh: { out: true }, sigmoid: { out: true }, silu: { inputs: [0] }, gelu: { inputs: [0] }, gelu_tanh: { inputs: [0] },
+};
 
 export const neg = (x: Tensor) => unary('neg', x, false);
 export const abs = (x: Tensor) => unary('abs', x, false);
@@ -66,7 +74,22 @@ function binary(op: BinaryOp, x: TensorOrScalar, y: TensorOrScalar): Tensor {
   const shape = broadcastShapes(a.shape, b.shape);
   const opA = sa ?? { ...(x as Tensor).operand(), view: broadcastView((x as Tensor).layout, shape) };
   const opB = sb ?? { ...(y as Tensor).operand(), view: broadcastView((y as Tensor).layout, shape) };
-  return wrap(backend, backend.binary(op, opA, opB, shape, outDtype), outDtype, shape);
+  const forward = () => wrap(backend, backend.binary(op, opA, opB, shape, outDtype), outDtype, shape);
+  if ((COMPARISON_OPS as readonly string[]).includes(op) || (GRAD_OPS as readonly string[]).includes(op)) return forward();
+  return differentiable(op, [x, y], forward, (g, s) => binaryRule(op, g, s.inputs[0] ?? x, s.inputs[1] ?? y, s.out!), BINARY_SAVES[op as ArithmeticOp]);
+}
+
+/** What each arithmetic rule reads (of an unsaved input, the rule reads only its shape). */
+const BINARY_SAVES: Record<ArithmeticOp, SaveSpec> = {
+  add: {}, sub: {}, mul: { inputs: [0, 1] }, div: { inputs: [1], out: true }, pow: { inputs: [0, 1], out: true }, maximum: { inputs: [0, 1] }, minimum: { inputs: [0, 1] },
+};
+
+/**
+ * The elementwise derivative maps backward rules use (silu_grad(x, g) = g * silu'(x), ...): one kernel each,
+ * instead of a chain of ops. Not differentiable themselves.
+ */
+export function gradMap(op: GradOp, x: Tensor, g: Tensor): Tensor {
+  return binary(op, x, g);
 }
 
 const arithmetic = (op: ArithmeticOp) => (a: TensorOrScalar, b: TensorOrScalar) => binary(op, a, b);
@@ -126,5 +149,9 @@ export function where(cond: Tensor, a: TensorOrScalar, b: TensorOrScalar): Tenso
   const operand = (t: Tensor | undefined, n: number | undefined): Operand<unknown> | ScalarOperand =>
     t ? { ...t.operand(), view: broadcastView(t.layout, shape) } : { scalar: n!, dtype: isFloating(dtype) || !Number.isInteger(n) ? 'float32' : 'int32' };
   const c = { ...cond.operand(), view: broadcastView(cond.layout, shape) };
-  return wrap(backend, backend.where(c, operand(ta, sa), operand(tb, sb), shape, dtype), dtype, shape);
+  const forward = () => wrap(backend, backend.where(c, operand(ta, sa), operand(tb, sb), shape, dtype), dtype, shape);
+  return differentiable('where', [cond, a, b], forward, (g, s) => {
+    const kept = s.inputs[0] as Tensor;
+    return [undefined, ta ? sumTo(where(kept, g, 0), ta.shape) : undefined, tb ? sumTo(where(kept, 0, g), tb.shape) : undefined];
+  }, { inputs: [0] });
 }

@@ -3,6 +3,8 @@ import { formatShape, normalizeDim } from '../core/shape.js';
 import type { Tensor } from '../core/tensor.js';
 import { contiguous } from './shape-ops.js';
 import { commonBackend, wrap } from './util.js';
+import { differentiable, notDifferentiable } from '../autograd/function.js';
+import { arange } from './creation.js';
 
 /**
  * torch.index_select: the entries of x at `index` (1-D int32) along dim, for every dtype (FP8 included: codes are
@@ -15,14 +17,31 @@ export function indexSelect(x: Tensor, dim: number, index: Tensor): Tensor {
   if (index.ndim > 1) throw new ShapeError(`indexSelect: index must be 0-D or 1-D, got ${index.describe()}`);
   if (x.ndim === 0) throw new ShapeError('indexSelect: cannot index a 0-d tensor');
   const d = normalizeDim(dim, x.ndim);
-  const idx = contiguous(index);
-  try {
-    const shape = [...x.shape];
-    shape[d] = idx.numel;
-    return wrap(backend, backend.indexSelect(x.operand(), d, idx.operand()), x.dtype, shape);
-  } finally {
-    idx.dispose();
-  }
+  const forward = () => {
+    const idx = contiguous(index);
+    try {
+      const shape = [...x.shape];
+      shape[d] = idx.numel;
+      return wrap(backend, backend.indexSelect(x.operand(), d, idx.operand()), x.dtype, shape);
+    } finally {
+      idx.dispose();
+    }
+  };
+  return differentiable('indexSelect', [x, index], forward, (g, s) => [indexSelectRule(g, s.inputs[1] as Tensor, x.shape, d)], { inputs: [1] });
+}
+
+/**
+ * d indexSelect (an embedding's backward): the rows of g summed into the rows they were taken from, as a
+ * one-hot [size, T] matmul (repeated indices add up). A scatter-add kernel would do this in T * row work.
+ */
+function indexSelectRule(g: Tensor, index: Tensor, shape: readonly number[], d: number): Tensor {
+  const size = shape[d];
+  const order = [d, ...shape.map((_, i) => i).filter((i) => i !== d)];
+  const rows = g.to('float32').permute(...order);
+  const flat = rows.reshape(rows.shape[0], -1);
+  const oneHot = arange(0, size, 1, { device: index.device }).reshape(size, 1).eq(index.reshape(1, -1)).to('float32');
+  const summed = oneHot.matmul(flat).reshape(size, ...rows.shape.slice(1));
+  return summed.permute(...order.map((_, i) => order.indexOf(i)));
 }
 
 /**
@@ -39,5 +58,5 @@ export function gather(x: Tensor, dim: number, index: Tensor): Tensor {
   index.shape.forEach((s, i) => {
     if (i !== d && s > x.shape[i]) throw new ShapeError(`gather: index ${formatShape(index.shape)} is larger than x ${formatShape(x.shape)} in dim ${i}`);
   });
-  return wrap(backend, backend.gather(x.operand(), d, index.operand()), x.dtype, index.shape);
+  return notDifferentiable('gather', [x, index], () => wrap(backend, backend.gather(x.operand(), d, index.operand()), x.dtype, index.shape));
 }

@@ -8,6 +8,7 @@ export * from './scaled-mm.js';
 export * from './quantize.js';
 export * from './index-select.js';
 export * from './softmax.js';
+export * from './loss.js';
 export * from './sample.js';
 export * from './nn.js';
 export * from './moe.js';

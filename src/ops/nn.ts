@@ -4,6 +4,10 @@ import { ShapeError } from '../core/errors.js';
 import { formatShape } from '../core/shape.js';
 import type { Tensor } from '../core/tensor.js';
 import { commonBackend, requireDeviceScalar, requireDTypes, wrap } from './util.js';
+import { differentiable, notDifferentiable } from '../autograd/function.js';
+import { arange } from './creation.js';
+import { gradMap, where } from './elementwise.js';
+import { cat } from './shape-ops.js';
 
 const FLOAT_DTYPES = ['float32', 'float16', 'bfloat16'] as const;
 
@@ -21,7 +25,20 @@ export function rmsNorm(x: Tensor, weight: Tensor | undefined, eps: number): Ten
     if (weight.ndim !== 1 || weight.shape[0] !== d) throw new ShapeError(`rmsNorm: weight must be [${d}] for x ${formatShape(x.shape)}, got ${formatShape(weight.shape)}`);
   }
   if (!(eps >= 0) || !Number.isFinite(eps)) throw new RangeError(`rmsNorm: eps must be a finite number >= 0, got ${eps}`);
-  return wrap(backend, backend.rmsNorm(x.operand(), weight?.operand(), eps), x.dtype, x.shape);
+  const forward = () => wrap(backend, backend.rmsNorm(x.operand(), weight?.operand(), eps), x.dtype, x.shape);
+  return differentiable('rmsNorm', [x, weight], forward, (g, s) => rmsNormRule(g, s.inputs[0] as Tensor, s.inputs[1] as Tensor | undefined, eps), { inputs: [0, 1] });
+}
+
+/** d rmsNorm, with r = rsqrt(mean(x^2) + eps), n = x r, gn = g w: dx = r (gn - n mean(gn n)), dw = sum of g n. */
+function rmsNormRule(g: Tensor, x: Tensor, weight: Tensor | undefined, eps: number): (Tensor | undefined)[] {
+  const x32 = x.to('float32');
+  const g32 = g.to('float32');
+  const r = x32.mul(x32).mean(-1, { keepdim: true }).add(eps).rsqrt();
+  const n = x32.mul(r);
+  const gn = weight ? g32.mul(weight.to('float32')) : g32;
+  const dx = r.mul(gn.sub(n.mul(gn.mul(n).mean(-1, { keepdim: true }))));
+  const dw = weight ? g32.mul(n).reshape(-1, x.shape[x.ndim - 1]).sum(0) : undefined;
+  return [dx, dw];
 }
 
 /**
@@ -41,7 +58,9 @@ export function rope(x: Tensor, cos: Tensor, sin: Tensor, positionOffset: number
   if (!Number.isInteger(positionOffset) || positionOffset < 0 || positionOffset + s > cos.shape[0]) {
     throw new ShapeError(`rope: positions ${positionOffset}..${positionOffset + s - 1} are outside the ${cos.shape[0]}-position table`);
   }
-  return wrap(backend, backend.rope(x.operand(), cos.operand(), sin.operand(), positionOffset), x.dtype, x.shape);
+  const forward = () => wrap(backend, backend.rope(x.operand(), cos.operand(), sin.operand(), positionOffset), x.dtype, x.shape);
+  // A rotation's transpose rotates back: the gradient is rope with sin negated.
+  return differentiable('rope', [x, cos, sin], forward, (g, sv) => [rope(g, sv.inputs[1] as Tensor, (sv.inputs[2] as Tensor).neg(), positionOffset)], { inputs: [1, 2] });
 }
 
 export interface AttentionOpOptions {
@@ -74,8 +93,43 @@ export function attention(q: Tensor, k: Tensor, v: Tensor, options: AttentionOpO
   if (dynamic) requireDeviceScalar('attention', 'a queryOffset tensor', dynamic, 'int32');
   const queryOffset = dynamic ? 0 : ((options.queryOffset as number | undefined) ?? skv - sq);
   if (!Number.isInteger(queryOffset)) throw new RangeError(`attention: queryOffset must be an integer, got ${queryOffset}`);
-  const handle = backend.attention(q.operand(), k.operand(), v.operand(), { scale: options.scale ?? 1 / Math.sqrt(d), causal: options.causal ?? false, queryOffset }, dynamic?.operand());
-  return wrap(backend, handle, q.dtype, q.shape);
+  const scale = options.scale ?? 1 / Math.sqrt(d);
+  const causal = options.causal ?? false;
+  const forward = () => wrap(backend, backend.attention(q.operand(), k.operand(), v.operand(), { scale, causal, queryOffset }, dynamic?.operand()), q.dtype, q.shape);
+  if (dynamic) return notDifferentiable('attention with a device queryOffset', [q, k, v], forward);
+  return differentiable('attention', [q, k, v], forward, (g, s) => attentionRule(g, s.inputs as Tensor[], scale, causal, queryOffset), { inputs: [0, 1, 2] });
+}
+
+/**
+ * d attention, recomputing the probabilities P from q and k (nothing [H, Sq, Skv] is kept from the forward):
+ * dV = P^T dO, dS = P (dP - rowsum(dP P)) with dP = dO V^T, dQ = scale dS K, dK = scale dS^T Q; grouped-query heads
+ * sum their group's gradients into the shared K/V head. Float32 throughout.
+ */
+function attentionRule(g: Tensor, [q, k, v]: Tensor[], scale: number, causal: boolean, queryOffset: number): Tensor[] {
+  const [sq, hq, d] = q.shape;
+  const [skv, hkv] = k.shape;
+  const group = hq / hkv;
+  const heads = (t: Tensor) => t.to('float32').permute(1, 0, 2); // [H, S, D]
+  const widen = (t: Tensor) => (group === 1 ? t : t.unsqueeze(1).expand(hkv, group, skv, d).reshape(hq, skv, d));
+  const qh = heads(q);
+  const kh = widen(heads(k));
+  const vh = widen(heads(v));
+  let scores = qh.matmul(kh.transpose(1, 2)).mul(scale);
+  if (causal) {
+    const allowed = arange(0, skv, 1, { device: q.device }).reshape(1, skv).le(arange(0, sq, 1, { device: q.device }).reshape(sq, 1).add(queryOffset));
+    scores = where(allowed, scores, -Infinity);
+  }
+  const probs = scores.softmax(-1);
+  // A query that sees no key has an all -Inf row: the kernel gives it zeros, so no gradient flows from it.
+  const p = where(probs.ne(probs), 0, probs);
+  const dO = heads(g);
+  const dv = p.transpose(1, 2).matmul(dO);
+  const dp = dO.matmul(vh.transpose(1, 2));
+  const ds = p.mul(dp.sub(dp.mul(p).sum(-1, { keepdim: true })));
+  const dq = ds.matmul(kh).mul(scale);
+  const dk = ds.transpose(1, 2).matmul(qh).mul(scale);
+  const narrowHeads = (t: Tensor) => (group === 1 ? t : t.reshape(hkv, group, skv, d).sum(1));
+  return [dq.permute(1, 0, 2), narrowHeads(dk).permute(1, 0, 2), narrowHeads(dv).permute(1, 0, 2)];
 }
 
 /** SwiGLU of a fused gate/up projection: x [..., 2I] -> silu(x[..., :I]) * x[..., I:], one kernel. */
@@ -84,5 +138,14 @@ export function swiglu(x: Tensor): Tensor {
   requireDTypes('swiglu', x, FLOAT_DTYPES);
   if (x.ndim === 0 || x.shape[x.ndim - 1] % 2 !== 0) throw new ShapeError(`swiglu: the last dim must be even (gate and up halves), got ${formatShape(x.shape)}`);
   const shape = [...x.shape.slice(0, -1), x.shape[x.ndim - 1] / 2];
-  return wrap(backend, backend.swiglu(x.operand()), x.dtype, shape);
+  const forward = () => wrap(backend, backend.swiglu(x.operand()), x.dtype, shape);
+  return differentiable('swiglu', [x], forward, (g, s) => {
+    // out = silu(a) b: da = g b silu'(a), db = g silu(a).
+    const xs = s.inputs[0] as Tensor;
+    const half = shape[shape.length - 1];
+    const a = xs.narrow(-1, 0, half).to('float32');
+    const b = xs.narrow(-1, half, half).to('float32');
+    const g32 = g.to('float32');
+    return [cat([gradMap('silu_grad', a, g32.mul(b)), g32.mul(a.silu())], -1)];
+  }, { inputs: [0] });
 }

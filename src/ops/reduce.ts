@@ -5,6 +5,7 @@ import { normalizeDim } from '../core/shape.js';
 import type { Tensor } from '../core/tensor.js';
 import { reshape } from './shape-ops.js';
 import { commonBackend, wrap } from './util.js';
+import { differentiable, notDifferentiable } from '../autograd/function.js';
 
 export interface ReduceOptions {
   /** Keep the reduced dim with size 1 (torch's keepdim). */
@@ -55,9 +56,20 @@ function reshapeOwned(t: Tensor, shape: number[]): Tensor {
   return r;
 }
 
-export const sum = (x: Tensor, dim?: number, o?: ReduceOptions) => reduce('sum', x, dim, o);
-export const mean = (x: Tensor, dim?: number, o?: ReduceOptions) => reduce('mean', x, dim, o);
-export const max = (x: Tensor, dim?: number, o?: ReduceOptions) => reduce('max', x, dim, o);
-export const min = (x: Tensor, dim?: number, o?: ReduceOptions) => reduce('min', x, dim, o);
+/** The gradient of a sum or mean: g broadcast back over the reduced dim (or all), scaled by 1/count for a mean. */
+function reduceRule(op: 'sum' | 'mean', x: Tensor, dim: number | undefined, o: ReduceOptions = {}) {
+  return (g: Tensor) => {
+    const kept = dim === undefined || x.ndim === 0 ? x.shape.map(() => 1) : x.shape.map((s, i) => (i === normalizeDim(dim, x.ndim) ? 1 : s));
+    const back = g.reshape(kept).expand(x.shape);
+    if (op === 'sum') return [back];
+    const count = dim === undefined || x.ndim === 0 ? x.numel : x.shape[normalizeDim(dim, x.ndim)];
+    return [back.div(count)];
+  };
+}
+
+export const sum = (x: Tensor, dim?: number, o?: ReduceOptions) => differentiable('sum', [x], () => reduce('sum', x, dim, o), reduceRule('sum', x, dim, o));
+export const mean = (x: Tensor, dim?: number, o?: ReduceOptions) => differentiable('mean', [x], () => reduce('mean', x, dim, o), reduceRule('mean', x, dim, o));
+export const max = (x: Tensor, dim?: number, o?: ReduceOptions) => notDifferentiable('max', [x], () => reduce('max', x, dim, o));
+export const min = (x: Tensor, dim?: number, o?: ReduceOptions) => notDifferentiable('min', [x], () => reduce('min', x, dim, o));
 export const argmax = (x: Tensor, dim?: number, o?: ReduceOptions) => reduce('argmax', x, dim, o);
 export const argmin = (x: Tensor, dim?: number, o?: ReduceOptions) => reduce('argmin', x, dim, o);

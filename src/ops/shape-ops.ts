@@ -4,11 +4,12 @@ import { checkShape, contiguousStrides, formatShape, inferReshape, normalizeDim,
 import type { Tensor } from '../core/tensor.js';
 import { commonBackend, viewOf, wrap } from './util.js';
 import { zeros } from './creation.js';
+import { differentiable } from '../autograd/function.js';
+import { sumTo } from '../autograd/rules.js';
 
 /** A contiguous copy when t is not contiguous; otherwise a new view of the same storage. */
 export function contiguous(t: Tensor): Tensor {
-  if (t.isContiguous()) return viewOf(t, t.layout);
-  return clone(t);
+  return differentiable('contiguous', [t], () => (t.isContiguous() ? viewOf(t, t.layout) : cloneImpl(t)), (g) => [passThrough(g)]);
 }
 
 /**
@@ -20,24 +21,24 @@ export function compact(t: Tensor): Tensor {
 }
 
 /** A contiguous copy with its own storage. */
-export function clone(t: Tensor): Tensor {
+function cloneImpl(t: Tensor): Tensor {
   const backend = commonBackend('clone', t);
   return wrap(backend, backend.cast(t.operand(), t.dtype, false), t.dtype, t.shape);
 }
 
 /** A view when the layout allows it, else a copy (torch.reshape). */
-export function reshape(t: Tensor, shape: readonly number[]): Tensor {
+function reshapeImpl(t: Tensor, shape: readonly number[]): Tensor {
   const target = inferReshape(t.shape, shape);
   const strides = viewStrides(t.layout, target);
   if (strides) return viewOf(t, { shape: target, strides, offset: t.offset });
-  const c = clone(t);
+  const c = cloneImpl(t);
   const r = viewOf(c, { shape: target, strides: contiguousStrides(target), offset: 0 });
   c.dispose();
   return r;
 }
 
 /** Always a view; throws when the layout needs a copy (torch.view). */
-export function view(t: Tensor, shape: readonly number[]): Tensor {
+function viewImpl(t: Tensor, shape: readonly number[]): Tensor {
   const target = inferReshape(t.shape, shape);
   const strides = viewStrides(t.layout, target);
   if (!strides) {
@@ -46,7 +47,7 @@ export function view(t: Tensor, shape: readonly number[]): Tensor {
   return viewOf(t, { shape: target, strides, offset: t.offset });
 }
 
-export function permute(t: Tensor, dims: readonly number[]): Tensor {
+function permuteImpl(t: Tensor, dims: readonly number[]): Tensor {
   if (dims.length !== t.ndim) throw new ShapeError(`permute: ${dims.length} dims given for a tensor of rank ${t.ndim}`);
   const norm = dims.map((d) => normalizeDim(d, t.ndim));
   if (new Set(norm).size !== norm.length) throw new ShapeError(`permute: repeated dim in [${dims.join(', ')}]`);
@@ -54,7 +55,7 @@ export function permute(t: Tensor, dims: readonly number[]): Tensor {
 }
 
 export function transpose(t: Tensor, dim0: number, dim1: number): Tensor {
-  if (t.ndim < 2 && dim0 === -2 && dim1 === -1) return viewOf(t, t.layout);
+  if (t.ndim < 2 && dim0 === -2 && dim1 === -1) return reshape(t, t.shape);
   const a = normalizeDim(dim0, t.ndim);
   const b = normalizeDim(dim1, t.ndim);
   const order = t.shape.map((_, i) => (i === a ? b : i === b ? a : i));
@@ -62,7 +63,7 @@ export function transpose(t: Tensor, dim0: number, dim1: number): Tensor {
 }
 
 /** Elements start..end-1 (step apart) of dim; negative indices count from the end, out-of-range ones clamp (Python slicing). */
-export function slice(t: Tensor, dim: number, start = 0, end = Number.MAX_SAFE_INTEGER, step = 1): Tensor {
+function sliceImpl(t: Tensor, dim: number, start = 0, end = Number.MAX_SAFE_INTEGER, step = 1): Tensor {
   const d = normalizeDim(dim, t.ndim);
   if (!Number.isInteger(step) || step <= 0) throw new ShapeError(`slice: step must be a positive integer, got ${step}`);
   const size = t.shape[d];
@@ -88,7 +89,7 @@ export function narrow(t: Tensor, dim: number, start: number, length: number): T
 }
 
 /** Index `index` of dim, removing the dim (t[..., index, ...]). */
-export function select(t: Tensor, dim: number, index: number): Tensor {
+function selectImpl(t: Tensor, dim: number, index: number): Tensor {
   const d = normalizeDim(dim, t.ndim);
   const i = index < 0 ? index + t.shape[d] : index;
   if (!Number.isInteger(i) || i < 0 || i >= t.shape[d]) {
@@ -101,13 +102,13 @@ export function select(t: Tensor, dim: number, index: number): Tensor {
   });
 }
 
-export function squeeze(t: Tensor, dim?: number): Tensor {
+function squeezeImpl(t: Tensor, dim?: number): Tensor {
   const keep = (k: number) => (dim === undefined ? t.shape[k] !== 1 : k !== normalizeDim(dim, t.ndim) || t.shape[k] !== 1);
   const idx = t.shape.map((_, k) => k).filter(keep);
   return viewOf(t, { shape: idx.map((k) => t.shape[k]), strides: idx.map((k) => t.strides[k]), offset: t.offset });
 }
 
-export function unsqueeze(t: Tensor, dim: number): Tensor {
+function unsqueezeImpl(t: Tensor, dim: number): Tensor {
   const d = normalizeDim(dim, t.ndim + 1);
   const shape = [...t.shape];
   const strides = [...t.strides];
@@ -117,7 +118,7 @@ export function unsqueeze(t: Tensor, dim: number): Tensor {
 }
 
 /** Broadcast view: size-1 dims repeat with stride 0; -1 keeps a size (torch.expand). */
-export function expand(t: Tensor, shape: readonly number[]): Tensor {
+function expandImpl(t: Tensor, shape: readonly number[]): Tensor {
   if (shape.length < t.ndim) throw new ShapeError(`expand: target ${formatShape(shape)} has fewer dims than ${t.describe()}`);
   const lead = shape.length - t.ndim;
   const strides: number[] = [];
@@ -142,7 +143,7 @@ export function flatten(t: Tensor, startDim = 0, endDim = -1): Tensor {
 }
 
 /** Concatenates along dim (torch.cat): all inputs share dtype, device and every other size. */
-export function cat(tensors: readonly Tensor[], dim = 0): Tensor {
+function catImpl(tensors: readonly Tensor[], dim = 0): Tensor {
   if (tensors.length === 0) throw new ShapeError('cat: expected a non-empty list of tensors');
   const backend = commonBackend('cat', ...tensors);
   const first = tensors[0];
@@ -176,4 +177,79 @@ export function copyInto(dst: Tensor, src: Tensor): void {
   const backend = commonBackend('copyInto', dst, src);
   if (dst.shape.join() !== src.shape.join()) throw new ShapeError(`copyInto: src ${formatShape(src.shape)} does not match dst ${formatShape(dst.shape)}`);
   if (src.numel > 0) backend.copyInto(src.operand(), dst.operand());
+}
+
+// ---- autograd: view ops pass the gradient back through the inverse view; slicing scatters it into zeros ----
+
+/** A view of g (the sweep disposes the gradient it hands a rule). */
+function passThrough(g: Tensor): Tensor {
+  return viewOf(g, g.layout);
+}
+
+/** zeros shaped like x with g written into the part `part` of it selects (slice and select backward). */
+function scatterInto(x: Tensor, g: Tensor, part: (z: Tensor) => Tensor): Tensor {
+  const z = zeros(x.shape, { dtype: g.dtype, device: g.device });
+  const region = part(z);
+  copyInto(region, g);
+  region.dispose();
+  return z;
+}
+
+/** A contiguous copy with its own storage. */
+export function clone(t: Tensor): Tensor {
+  return differentiable('clone', [t], () => cloneImpl(t), (g) => [passThrough(g)]);
+}
+
+/** A view when the layout allows it, else a copy (torch.reshape). */
+export function reshape(t: Tensor, shape: readonly number[]): Tensor {
+  return differentiable('reshape', [t], () => reshapeImpl(t, shape), (g) => [g.reshape(t.shape)]);
+}
+
+/** Always a view; throws when the layout needs a copy (torch.view). */
+export function view(t: Tensor, shape: readonly number[]): Tensor {
+  return differentiable('view', [t], () => viewImpl(t, shape), (g) => [g.reshape(t.shape)]);
+}
+
+export function permute(t: Tensor, dims: readonly number[]): Tensor {
+  return differentiable('permute', [t], () => permuteImpl(t, dims), (g) => {
+    const norm = dims.map((d) => normalizeDim(d, t.ndim));
+    const inverse = norm.map((_, i) => norm.indexOf(i));
+    return [permuteImpl(g, inverse)];
+  });
+}
+
+/** Elements start..end-1 (step apart) of dim; negative indices count from the end, out-of-range ones clamp (Python slicing). */
+export function slice(t: Tensor, dim: number, start = 0, end = Number.MAX_SAFE_INTEGER, step = 1): Tensor {
+  return differentiable('slice', [t], () => sliceImpl(t, dim, start, end, step), (g) => [scatterInto(t, g, (z) => sliceImpl(z, dim, start, end, step))]);
+}
+
+/** Index `index` of dim, removing the dim (t[..., index, ...]). */
+export function select(t: Tensor, dim: number, index: number): Tensor {
+  return differentiable('select', [t], () => selectImpl(t, dim, index), (g) => [scatterInto(t, g, (z) => selectImpl(z, dim, index))]);
+}
+
+export function squeeze(t: Tensor, dim?: number): Tensor {
+  return differentiable('squeeze', [t], () => squeezeImpl(t, dim), (g) => [g.reshape(t.shape)]);
+}
+
+export function unsqueeze(t: Tensor, dim: number): Tensor {
+  return differentiable('unsqueeze', [t], () => unsqueezeImpl(t, dim), (g) => [g.reshape(t.shape)]);
+}
+
+/** Broadcast view: size-1 dims repeat with stride 0; -1 keeps a size (torch.expand). */
+export function expand(t: Tensor, shape: readonly number[]): Tensor {
+  return differentiable('expand', [t], () => expandImpl(t, shape), (g) => [sumTo(g, t.shape)]);
+}
+
+/** Concatenates along dim (torch.cat): all inputs share dtype, device and every other size. */
+export function cat(tensors: readonly Tensor[], dim = 0): Tensor {
+  return differentiable('cat', tensors, () => catImpl(tensors, dim), (g) => {
+    const d = normalizeDim(dim, g.ndim);
+    let at = 0;
+    return tensors.map((t) => {
+      const part = sliceImpl(g, d, at, at + t.shape[d]);
+      at += t.shape[d];
+      return part;
+    });
+  });
 }

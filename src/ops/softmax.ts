@@ -1,6 +1,7 @@
 import { normalizeDim } from '../core/shape.js';
 import type { Tensor } from '../core/tensor.js';
 import { commonBackend, requireDTypes, wrap } from './util.js';
+import { differentiable } from '../autograd/function.js';
 
 const SOFTMAX_DTYPES = ['float32', 'float16', 'bfloat16'] as const;
 
@@ -18,10 +19,15 @@ function softmaxOp(name: string, x: Tensor, dim: number, log: boolean): Tensor {
  * -Inf gives NaN, as in torch.
  */
 export function softmax(x: Tensor, dim = -1): Tensor {
-  return softmaxOp('softmax', x, dim, false);
+  // dx = y (g - sum(g y)) along dim.
+  return differentiable('softmax', [x], () => softmaxOp('softmax', x, dim, false), (g, s) => {
+    const y = s.out!;
+    return [y.mul(g.sub(g.mul(y).sum(dim, { keepdim: true })))];
+  }, { out: true });
 }
 
 /** torch.log_softmax along dim: x - max - log(sum(exp(x - max))), dispatched as softmax is. */
 export function logSoftmax(x: Tensor, dim = -1): Tensor {
-  return softmaxOp('logSoftmax', x, dim, true);
+  // dx = g - exp(y) sum(g) along dim.
+  return differentiable('logSoftmax', [x], () => softmaxOp('logSoftmax', x, dim, true), (g, s) => [g.sub(s.out!.exp().mul(g.sum(dim, { keepdim: true })))], { out: true });
 }

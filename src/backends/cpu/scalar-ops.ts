@@ -65,7 +65,17 @@ export function powInt32(x: number, y: number): number {
   return r;
 }
 
+const sigmoid = (x: number) => 1 / (1 + Math.exp(-x));
+const GELU_TANH_K = Math.sqrt(2 / Math.PI);
+
 export const BINARY_F64: Readonly<Record<BinaryOp, (a: number, b: number) => number>> = {
+  // Derivative maps (x, g) -> g * f'(x) of the backward rules.
+  silu_grad: (x, g) => g * sigmoid(x) * (1 + x * (1 - sigmoid(x))),
+  gelu_grad: (x, g) => g * (0.5 * erfc(-x / Math.SQRT2) + (x * Math.exp(-0.5 * x * x)) / Math.sqrt(2 * Math.PI)),
+  gelu_tanh_grad: (x, g) => {
+    const t = Math.tanh(GELU_TANH_K * (x + 0.044715 * x * x * x));
+    return g * (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * GELU_TANH_K * (1 + 3 * 0.044715 * x * x));
+  },
   add: (a, b) => a + b,
   sub: (a, b) => a - b,
   mul: (a, b) => a * b,

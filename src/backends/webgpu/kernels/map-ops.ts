@@ -68,6 +68,8 @@ function binaryExpr(op: BinaryOp, c: ComputeType): string {
       return cmp(`${ordered}x > y`);
     case 'ge':
       return cmp(`${ordered}x >= y`);
+    default:
+      throw new Error(`no binary expression for ${op}`);
   }
 }
 
@@ -82,6 +84,11 @@ for (const op of UNARY_OPS) ops[op] = { arity: 1, f32: F32_UNARY[op], i32: I32_U
 for (const op of [...ARITHMETIC_OPS, ...COMPARISON_OPS]) {
   ops[op] = { arity: 2, f32: binaryExpr(op, 'f32'), i32: binaryExpr(op, 'i32'), uses: op === 'pow' ? ['pow.wgsl'] : undefined };
 }
+
+// Derivative maps of the backward rules, (x, g) -> g * f'(x); float only.
+ops.silu_grad = { arity: 2, f32: 'g_silu(x, y)', uses: ['grad-maps.wgsl'] };
+ops.gelu_grad = { arity: 2, f32: 'g_gelu(x, y)', uses: ['grad-maps.wgsl'] };
+ops.gelu_tanh_grad = { arity: 2, f32: 'g_gelu_tanh(x, y)', uses: ['grad-maps.wgsl'] };
 
 export const MAP_OPS: Readonly<Record<string, MapOp>> = ops;
 

@@ -21,6 +21,8 @@ export type BackwardRule = (grad: Tensor, saved: readonly Tensor[]) => readonly 
 
 export class GradNode {
   private savedTensors: Tensor[] | undefined;
+  /** Each saved tensor's storage version when saved: an in-place write since would make the rule wrong. */
+  private readonly versions: number[];
 
   constructor(
     readonly name: string,
@@ -30,12 +32,19 @@ export class GradNode {
     saved: readonly Tensor[],
   ) {
     this.savedTensors = saved.map(saveView);
+    this.versions = saved.map((t) => t.storage.version);
   }
 
   /** Runs the rule once; its saved tensors are released right after (torch's retain_graph=False). */
   apply(grad: Tensor): readonly (Tensor | undefined)[] {
     const saved = this.savedTensors;
     if (!saved) throw new Error(`backward through ${this.name} a second time: its saved tensors were released after the first backward()`);
+    saved.forEach((t, i) => {
+      if (t.storage.version !== this.versions[i]) {
+        this.release();
+        throw new Error(`backward through ${this.name}: a tensor it saved (${t.describe()}) was modified in place (copyInto/writeTensor) after the forward; clone it before writing`);
+      }
+    });
     try {
       return this.rule(grad, saved);
     } finally {

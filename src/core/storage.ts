@@ -7,6 +7,8 @@ import type { DType } from './dtype.js';
  */
 export class Storage {
   private refs = 0;
+  /** Bumped by every in-place write (copyInto, writeTensor): autograd refuses a saved tensor written since. */
+  version = 0;
 
   constructor(
     readonly backend: Backend,

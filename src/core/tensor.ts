@@ -98,6 +98,9 @@ export class Tensor {
     const s = this.storageRef;
     this.storageRef = undefined;
     s?.release();
+    // The gradient is this tensor's too; the graph behind a result stays with the tensors that saved it.
+    this.grad?.dispose();
+    this.grad = undefined;
   }
 
   [Symbol.dispose](): void {

@@ -55,4 +55,5 @@ export function writeTensor(t: Tensor, values: ArrayLike<number>): void {
   // A queued write lands before commands still being encoded: submit them first so it comes after them.
   if (backend.device === 'webgpu') webgpuBackend()?.flush();
   backend.writeBytes(t.storage.handle, t.offset * DTYPE_INFO[t.dtype].itemBytes, new Uint8Array(data.buffer));
+  t.storage.version++;
 }

@@ -177,6 +177,7 @@ export function copyInto(dst: Tensor, src: Tensor): void {
   const backend = commonBackend('copyInto', dst, src);
   if (dst.shape.join() !== src.shape.join()) throw new ShapeError(`copyInto: src ${formatShape(src.shape)} does not match dst ${formatShape(dst.shape)}`);
   if (src.numel > 0) backend.copyInto(src.operand(), dst.operand());
+  dst.storage.version++;
 }
 
 // ---- autograd: view ops pass the gradient back through the inverse view; slicing scatters it into zeros ----

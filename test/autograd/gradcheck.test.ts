@@ -215,6 +215,12 @@ describe('autograd: the tape', () => {
     expect(() => y.backward()).toThrow(/a second time/);
     expect(() => x.max().backward()).toThrow(/backward through max is not implemented yet/);
     expect(() => x.mul(2).backward(tensor([1, 2, 3]))).toThrow(/grad has shape \[3\]/);
+    // Writing into a tensor that a rule saved, between forward and backward, is refused.
+    const w = tensor([1, 2], { requiresGrad: true });
+    const c = tensor([3, 4]);
+    const prod = w.mul(c).sum();
+    tg.copyInto(c, tensor([0, 0]));
+    expect(() => prod.backward()).toThrow(/modified in place/);
   });
 
   it('inference records nothing: no node, no saved tensor, same dispatches', async () => {

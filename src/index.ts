@@ -47,3 +47,4 @@ export { writeVideoPng } from './io/png-writer.js';
 export { expandFramePattern, readVideoPng } from './io/png-frames.js';
 export { generate, type GenerateOptions, type GeneratedToken, type GenerationStats } from './generate/generate.js';
 export { TextTokenizer, type ChatMessage } from './generate/tokenizer.js';
+export * from './optim/index.js';

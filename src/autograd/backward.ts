@@ -58,10 +58,14 @@ function accumulate(into: Map<GradNode, Tensor>, node: GradNode, g: Tensor): voi
 
 function accumulateLeaf(leaf: Tensor, g: Tensor): void {
   const prev = leaf.grad;
-  leaf.grad = keep(prev ? prev.add(g) : g);
+  // A .grad owns contiguous storage: optimizers and clipping update it in place, and a rule may hand the same
+  // gradient to two inputs (a + b) or a broadcast view of it.
+  const own = prev || (g.isContiguous() && g.storage.holders === 1) ? g : g.clone();
+  if (own !== g) g.dispose();
+  leaf.grad = keep(prev ? prev.add(own) : own);
   if (prev) {
     prev.dispose();
-    g.dispose();
+    own.dispose();
   }
 }
 

@@ -189,6 +189,42 @@ export type PadMode = 'constant' | 'replicate' | 'reflect';
 /** How upsample2x fills the new positions (torch F.interpolate modes; bilinear with align_corners=false). */
 export type UpsampleMode = 'nearest' | 'bilinear';
 
+/**
+ * The scalars of one Adam / AdamW step of one parameter (Backend.adamStep), computed by the optimizer in float64
+ * from the parameter's step count t, as PyTorch does with Python floats.
+ */
+export interface AdamStepHyper {
+  /** Multiplies the parameter first: AdamW's decoupled decay, 1 - lr * weightDecay (1 for Adam). */
+  readonly decay: number;
+  /** Adam's L2 term: weightDecay * param is added to the gradient (0 for AdamW). */
+  readonly weightDecay: number;
+  readonly beta1: number;
+  readonly beta2: number;
+  readonly eps: number;
+  /** lr / (1 - beta1^t). */
+  readonly stepSize: number;
+  /** sqrt(1 - beta2^t). */
+  readonly biasCorrection2Sqrt: number;
+  readonly maximize: boolean;
+  /** The state's first step: m, v (and vmax) hold nothing yet and are read as zeros (never filled first). */
+  readonly first: boolean;
+}
+
+/** The scalars of one SGD step of one parameter (Backend.sgdStep). */
+export interface SgdStepHyper {
+  readonly lr: number;
+  readonly momentum: number;
+  readonly dampening: number;
+  readonly nesterov: boolean;
+  readonly weightDecay: number;
+  readonly maximize: boolean;
+  /** The momentum buffer's first step: it holds nothing yet and becomes the gradient (torch clones it). */
+  readonly first: boolean;
+}
+
+/** Which norm clipGradNorm measures: 1 (sum of |g|), 2 (Euclidean) or Infinity (max |g|). */
+export type GradNormType = number;
+
 export interface Backend<H = unknown> {
   readonly device: DeviceName;
   /** Storage holding `data` (codes/bits as in StorageArray) for data.length elements. */
@@ -330,4 +366,19 @@ export interface Backend<H = unknown> {
    * output then saturates.
    */
   matmul(a: Operand<H>, b: Operand<H>, dims: MatmulDims, outDtype: DType, scaling?: MatmulScaling<H>): H;
+  /**
+   * One fused Adam / AdamW step (torch.optim.adam's single-tensor formulas, in its order), in place: param is a
+   * contiguous view (any offset) of float32, float16 or bfloat16, rounded once when written; grad any view of its
+   * shape and of any float dtype; m, v and vmax (amsgrad; undefined otherwise) float32 storage of param's numel
+   * elements from element 0. One dispatch on the GPU.
+   */
+  adamStep(param: Operand<H>, grad: Operand<H>, m: H, v: H, vmax: H | undefined, hyper: AdamStepHyper): void;
+  /** One fused SGD step in place (torch.optim.sgd's formulas), operands as for adamStep; momentumBuffer with momentum. */
+  sgdStep(param: Operand<H>, grad: Operand<H>, momentumBuffer: H | undefined, hyper: SgdStepHyper): void;
+  /**
+   * torch.nn.utils.clip_grad_norm_: the norm of all grads together (contiguous views, any offset, float dtypes),
+   * then each grad multiplied in place by min(1, maxNorm / (norm + 1e-6)), with nothing read back. Returns the norm
+   * as float32 storage of one element.
+   */
+  clipGradNorm(grads: readonly Operand<H>[], maxNorm: number, normType: GradNormType): H;
 }

@@ -21,6 +21,11 @@ export class Storage {
     return this.backend.device;
   }
 
+  /** Tensors holding this storage (views included). */
+  get holders(): number {
+    return Math.max(this.refs, 0);
+  }
+
   get freed(): boolean {
     return this.refs < 0;
   }

@@ -204,6 +204,17 @@ describe('autograd: the tape', () => {
     expectClose(await z.grad!.toArray(), [4 + Math.exp(2)], tolerance('float32'), 'z*z + exp(z)');
   });
 
+  it('each leaf owns its gradient: in-place updates of one never reach another (a + b hands both the same gradient)', async () => {
+    const a = tensor([1, 2, 3], { requiresGrad: true });
+    const b = tensor([4, 5, 6], { requiresGrad: true });
+    const c = tensor([[1], [2]], { requiresGrad: true });
+    a.add(b).add(c).sum().backward();
+    tg.copyInto(a.grad!, tensor([9, 9, 9]));
+    expect(Array.from(await b.grad!.toArray())).toEqual([2, 2, 2]);
+    expect(b.grad!.isContiguous() && c.grad!.isContiguous()).toBe(true);
+    expect(Array.from(await c.grad!.toArray())).toEqual([3, 3]);
+  });
+
   it('errors name what is wrong', async () => {
     expect(() => tensor([1, 2], { dtype: 'int32', requiresGrad: true })).toThrow(/only floating tensors can require grad, got \[2\] int32/);
     const x = tensor([1, 2], { requiresGrad: true });

@@ -1,9 +1,10 @@
 // End to end: a one-layer decoder built from ops (embedding, rmsNorm, GQA causal attention with RoPE, SwiGLU MLP,
-// tied lm_head, crossEntropy) trained on a repeated sequence with plain SGD reaches near-zero loss on WebGPU
-// with the CPU's loss curve, GPU memory stays flat from step to step, and a frozen weight stays bit-identical.
+// tied lm_head, crossEntropy) trained on a repeated sequence reaches near-zero loss on WebGPU: with plain SGD
+// (the CPU's loss curve, GPU memory flat from step to step, a frozen weight bit-identical) and with the fused
+// AdamW + clipGradNorm + a cosine schedule (one optimizer dispatch per parameter).
 import { describe, expect, it } from 'vitest';
 import * as tg from '../../src/index.js';
-import { gpuCounters, memoryStats, noGrad, synchronize, type Tensor } from '../../src/index.js';
+import { AdamW, LrScheduler, clipGradNorm, cosineWithWarmup, gpuCounters, memoryStats, noGrad, synchronize, type Tensor } from '../../src/index.js';
 import { expectClose } from '../helpers/compare.js';
 import { setupWebGpu } from '../helpers/webgpu.js';
 
@@ -83,5 +84,28 @@ describe.skipIf(!gpu.available)(`training a tiny decoder ${gpu.skipReason}`, () 
     }
     const onCpu = await train(tinyDecoder('cpu', true), steps);
     expectClose(losses, onCpu, { atol: 1e-4, rtol: 2e-2 }, 'loss curve, WebGPU vs CPU');
+  });
+
+  it('AdamW with gradient clipping and a cosine schedule: near-zero loss, one optimizer dispatch per parameter', async () => {
+    const model = tinyDecoder('webgpu', false);
+    const opt = new AdamW(model.params, { lr: 2e-2, weightDecay: 0.01 });
+    const schedule = new LrScheduler(opt, cosineWithWarmup(5, 80, 0.1));
+    let optimizerDispatches = -1;
+    let last = Infinity;
+    for (let step = 0; step < 80; step++) {
+      const loss = tg.tidy(model.forward);
+      loss.backward();
+      clipGradNorm(model.params, 1).dispose();
+      await synchronize();
+      const before = gpuCounters().dispatches;
+      opt.step();
+      if (step === 3) optimizerDispatches = gpuCounters().dispatches - before;
+      opt.zeroGrad();
+      schedule.step();
+      last = await loss.item();
+      loss.dispose();
+    }
+    expect(optimizerDispatches).toBe(model.params.length);
+    expect(last).toBeLessThan(0.01);
   });
 });

@@ -10,6 +10,8 @@ import { convReference, padReference } from './conv.js';
 import { expertLinearReference, moeRouteReference } from './moe.js';
 import { attentionReference, rmsNormReference, ropeReference, swigluReference } from './nn.js';
 import { sampleReference } from './sampling.js';
+import { adamStepReference, clipGradNormReference, sgdStepReference } from './optim.js';
+import type { AdamStepHyper, GradNormType, SgdStepHyper } from '../backend.js';
 import { channelRmsNormReference, groupNormReference, upsample2xReference } from './vae-ops.js';
 import { BINARY_F64, BINARY_I32, REDUCE_F64, UNARY_F64, UNARY_I32 } from './scalar-ops.js';
 
@@ -403,6 +405,18 @@ export class CpuBackend implements Backend<Handle> {
     }
     // Scaled FP8 outputs saturate, as the GPU epilogue does.
     return store(out, outDtype, true);
+  }
+
+  adamStep(param: Operand<Handle>, grad: Operand<Handle>, m: Handle, v: Handle, vmax: Handle | undefined, hyper: AdamStepHyper): void {
+    adamStepReference(param, grad, m as Float32Array, v as Float32Array, vmax as Float32Array | undefined, hyper);
+  }
+
+  sgdStep(param: Operand<Handle>, grad: Operand<Handle>, momentumBuffer: Handle | undefined, hyper: SgdStepHyper): void {
+    sgdStepReference(param, grad, momentumBuffer as Float32Array | undefined, hyper);
+  }
+
+  clipGradNorm(grads: readonly Operand<Handle>[], maxNorm: number, normType: GradNormType): Handle {
+    return clipGradNormReference(grads, maxNorm, normType);
   }
 }
 

@@ -37,6 +37,8 @@ import { swigluKernel } from './kernels/swiglu.js';
 import { reduceKernel } from './kernels/reduce.js';
 import { sampleKernel } from './kernels/sample.js';
 import { softmaxKernel } from './kernels/softmax.js';
+import { adamStepKernel, clipGradNormKernel, sgdStepKernel } from './kernels/optim.js';
+import type { AdamStepHyper, GradNormType, SgdStepHyper } from '../backend.js';
 import { checkAdapter, OPTIONAL_FEATURES, REQUIRED_LIMITS } from './requirements.js';
 import { loadGpu } from './runtime.js';
 
@@ -669,6 +671,22 @@ export class WebGpuBackend implements Backend<GpuBuffer>, GpuContext {
     const out = binaryKernel(this, 'add', { buffer: act, dtype: outDtype, view: contiguousView([dims.m, half]) }, residual, [dims.m, half], outDtype);
     this.release(act);
     return out;
+  }
+
+  /** One dispatch per parameter: param, m, v (and vmax) updated in place. */
+  adamStep(param: Operand<GpuBuffer>, grad: Operand<GpuBuffer>, m: GpuBuffer, v: GpuBuffer, vmax: GpuBuffer | undefined, hyper: AdamStepHyper): void {
+    adamStepKernel(this, this.gpuOperand(param), this.gpuOperand(grad), m, v, vmax, hyper);
+  }
+
+  /** One dispatch per parameter: param and its momentum buffer updated in place. */
+  sgdStep(param: Operand<GpuBuffer>, grad: Operand<GpuBuffer>, momentumBuffer: GpuBuffer | undefined, hyper: SgdStepHyper): void {
+    sgdStepKernel(this, this.gpuOperand(param), this.gpuOperand(grad), momentumBuffer, hyper);
+  }
+
+  /** 2 * grads + 1 dispatches, nothing read back: partial norms, their total and clip coefficient, in-place scales. */
+  clipGradNorm(grads: readonly Operand<GpuBuffer>[], maxNorm: number, normType: GradNormType): GpuBuffer {
+    const kind = normType === 1 ? 'l1' : normType === 2 ? 'l2' : 'inf';
+    return clipGradNormKernel(this, grads.map((g) => this.gpuOperand(g)), maxNorm, kind);
   }
 
   // ---- lifecycle and stats ----

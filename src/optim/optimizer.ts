@@ -1,0 +1,197 @@
+// The optimizer base: one parameter group, per-parameter state (a step count and float32 tensors shaped like the
+// parameter, created on the parameter's first step), step() over the parameters that have a gradient, and the
+// state dict. Each update is one fused backend call (Backend.adamStep / sgdStep): on the GPU, one dispatch per
+// parameter per step, the state written in place and never filled first.
+import type { Backend } from '../backends/backend.js';
+import { DeviceMismatchError, DTypeError, ShapeError, TensorGpuError } from '../core/errors.js';
+import { keep } from '../core/scope.js';
+import { formatShape } from '../core/shape.js';
+import { Tensor } from '../core/tensor.js';
+
+/** A hyperparameter value as the state dict keeps it. */
+export type HyperValue = number | boolean | readonly number[];
+
+/** One parameter's state: its step count and its state tensors by PyTorch's names (exp_avg, momentum_buffer, ...). */
+export interface ParamState {
+  readonly step: number;
+  readonly tensors: Readonly<Record<string, Tensor>>;
+}
+
+/**
+ * What `Optimizer.stateDict()` returns and `loadStateDict()` takes (torch's optimizer.state_dict(), one group):
+ * the optimizer's name, its hyperparameters (lr included) and, per parameter in the optimizer's order, its state
+ * or null before its first step. The tensors are the optimizer's own (updated in place by later steps): save them
+ * (saveOptimizerState) or clone them before stepping again.
+ */
+export interface OptimizerStateDict {
+  readonly optimizer: string;
+  readonly hyper: Readonly<Record<string, HyperValue>>;
+  readonly state: readonly (ParamState | null)[];
+}
+
+/** The float dtypes a parameter may have (the state stays float32 whatever it is). */
+const PARAM_DTYPES = ['float32', 'float16', 'bfloat16'];
+
+interface MutableState {
+  step: number;
+  readonly tensors: Map<string, Tensor>;
+}
+
+export abstract class Optimizer<H extends { lr: number } = { lr: number }> {
+  readonly params: readonly Tensor[];
+  /** The hyperparameters, one group for every parameter (torch's param_groups[0]). */
+  protected readonly hyper: H;
+  private readonly states: (MutableState | undefined)[];
+
+  protected constructor(
+    /** The class name saved in the state dict ('SGD', 'Adam', 'AdamW'). */
+    readonly name: string,
+    params: readonly Tensor[],
+    hyper: H,
+  ) {
+    if (params.length === 0) throw new RangeError(`${name}: got an empty parameter list`);
+    const seen = new Set<Tensor>();
+    params.forEach((p, i) => {
+      if (seen.has(p)) throw new TensorGpuError(`${name}: parameter ${i} (${p.describe()}) appears twice in the parameter list`);
+      seen.add(p);
+      if (!PARAM_DTYPES.includes(p.dtype)) throw new DTypeError(`${name}: parameter ${i} is ${p.describe()}; parameters must be ${PARAM_DTYPES.join(', ')}`);
+      if (!p.isLeaf) throw new TensorGpuError(`${name}: parameter ${i} (${p.describe()}) is not a leaf (it was made by ${p.gradFn?.name}): optimize the tensor it came from`);
+      if (!p.isContiguous()) throw new ShapeError(`${name}: parameter ${i} (${p.describe()}) is a strided view; the update writes parameters in place, so they must be contiguous`);
+    });
+    this.params = [...params];
+    this.hyper = { ...hyper };
+    this.validate(this.hyper);
+    this.states = params.map(() => undefined);
+  }
+
+  /** The learning rate (a scheduler or the caller sets it between steps). */
+  get lr(): number {
+    return this.hyper.lr;
+  }
+
+  set lr(value: number) {
+    if (!(value >= 0)) throw new RangeError(`${this.name}: invalid learning rate ${value}`);
+    this.hyper.lr = value;
+  }
+
+  /** Checks hyperparameters as torch's constructor does (RangeError naming the value). */
+  protected abstract validate(h: H): void;
+
+  /** Updates param in place from grad (checked: same device, shape and a float dtype): one backend call. */
+  protected abstract update(backend: Backend, param: Tensor, grad: Tensor, state: ParamStateAccess): void;
+
+  /** Updates every parameter that has a gradient (the others, as in PyTorch, keep their values and state). */
+  step(): void {
+    // Every gradient is checked before any parameter changes, so a bad one leaves the step undone, not half done.
+    const work = this.params.flatMap((p, i) => (p.grad ? [{ p, g: p.grad, i }] : []));
+    for (const { p, g, i } of work) {
+      if (g.storage.backend !== p.storage.backend) throw new DeviceMismatchError(`${this.name}: parameter ${i} (${p.describe()}) is on ${p.device} but its gradient on ${g.device}`);
+      if (g.shape.length !== p.shape.length || g.shape.some((s, d) => s !== p.shape[d])) {
+        throw new ShapeError(`${this.name}: parameter ${i} is ${formatShape(p.shape)} but its gradient ${formatShape(g.shape)}`);
+      }
+      if (!PARAM_DTYPES.includes(g.dtype)) throw new DTypeError(`${this.name}: the gradient of parameter ${i} is ${g.describe()}; expected a float dtype`);
+    }
+    for (const { p, g, i } of work) {
+      const backend = p.storage.backend;
+      let state = this.states[i];
+      if (!state) this.states[i] = state = { step: 0, tensors: new Map() };
+      const s = state;
+      // A gradient in the parameter's own storage cannot be bound beside it (a kernel writes the parameter).
+      const grad = g.storage === p.storage ? g.clone() : g;
+      try {
+        this.update(backend, p, grad, {
+          step: s.step,
+          tensor: (key) => s.tensors.get(key),
+          create: (key) => {
+            const t = keep(Tensor.fromHandle(backend, backend.allocBytes('float32', p.numel), 'float32', p.shape));
+            s.tensors.set(key, t);
+            return t;
+          },
+        });
+      } finally {
+        if (grad !== g) grad.dispose();
+      }
+      s.step++;
+      // Autograd refuses a saved tensor written since it was saved.
+      p.storage.version++;
+    }
+  }
+
+  /** Drops every parameter's gradient (torch's zero_grad(set_to_none=True)). */
+  zeroGrad(): void {
+    for (const p of this.params) p.zeroGrad();
+  }
+
+  /** Hyperparameters, step counts and state tensors (the optimizer's own: see OptimizerStateDict). */
+  stateDict(): OptimizerStateDict {
+    return {
+      optimizer: this.name,
+      hyper: { ...this.hyper } as Record<string, HyperValue>,
+      state: this.states.map((s) => (s ? { step: s.step, tensors: Object.fromEntries(s.tensors) } : null)),
+    };
+  }
+
+  /**
+   * Replaces hyperparameters and state with copies of sd's (on each parameter's device). sd must come from the
+   * same optimizer class over parameters of the same shapes, in the same order.
+   */
+  loadStateDict(sd: OptimizerStateDict): void {
+    if (sd.optimizer !== this.name) throw new TensorGpuError(`${this.name}.loadStateDict: the state dict is of ${sd.optimizer}`);
+    if (sd.state.length !== this.params.length) throw new TensorGpuError(`${this.name}.loadStateDict: the state dict has ${sd.state.length} parameters, this optimizer ${this.params.length}`);
+    const hyper = { ...this.hyper } as Record<string, HyperValue>;
+    for (const [k, v] of Object.entries(sd.hyper)) {
+      if (!(k in hyper)) throw new TensorGpuError(`${this.name}.loadStateDict: unknown hyperparameter '${k}'`);
+      if (typeof v !== typeof hyper[k] || Array.isArray(v) !== Array.isArray(hyper[k])) throw new TensorGpuError(`${this.name}.loadStateDict: hyperparameter '${k}' is ${JSON.stringify(v)}, expected a value like ${JSON.stringify(hyper[k])}`);
+      hyper[k] = Array.isArray(v) ? [...v] : v;
+    }
+    this.validate(hyper as unknown as H);
+    sd.state.forEach((s, i) => {
+      if (!s) return;
+      // State exists from a parameter's first step on (step 0 is null).
+      if (!Number.isInteger(s.step) || s.step < 1) throw new RangeError(`${this.name}.loadStateDict: parameter ${i} has step ${s.step}`);
+      for (const [key, t] of Object.entries(s.tensors)) {
+        const p = this.params[i];
+        if (t.shape.join() !== p.shape.join()) throw new ShapeError(`${this.name}.loadStateDict: state '${key}' of parameter ${i} is ${formatShape(t.shape)}, the parameter ${formatShape(p.shape)}`);
+        if (t.dtype !== 'float32') throw new DTypeError(`${this.name}.loadStateDict: state '${key}' of parameter ${i} is ${t.describe()}; optimizer state is float32`);
+      }
+    });
+    // Copies first: sd may hold this optimizer's own tensors (opt.loadStateDict(opt.stateDict())).
+    const copies = sd.state.map((s, i) => {
+      if (!s) return undefined;
+      const p = this.params[i];
+      const tensors = new Map<string, Tensor>();
+      for (const [key, t] of Object.entries(s.tensors)) tensors.set(key, keep(copyTo(t, p)));
+      return { step: s.step, tensors };
+    });
+    this.disposeState();
+    copies.forEach((c, i) => (this.states[i] = c));
+    Object.assign(this.hyper, hyper);
+  }
+
+  /** Releases the state tensors (the parameters stay the caller's). */
+  dispose(): void {
+    this.disposeState();
+  }
+
+  private disposeState(): void {
+    this.states.forEach((s, i) => {
+      for (const t of s?.tensors.values() ?? []) t.dispose();
+      this.states[i] = undefined;
+    });
+  }
+}
+
+/** What update() sees of a parameter's state: the step count before this step, and its tensors by name. */
+export interface ParamStateAccess {
+  /** Steps taken before this one (0: the first; new state tensors then hold nothing and are read as zeros). */
+  readonly step: number;
+  tensor(key: string): Tensor | undefined;
+  /** A new float32 tensor shaped like the parameter, uninitialized (the kernel's first step writes it whole). */
+  create(key: string): Tensor;
+}
+
+/** A contiguous copy of t with its own storage on p's device. */
+function copyTo(t: Tensor, p: Tensor): Tensor {
+  if (t.storage.backend !== p.storage.backend) throw new DeviceMismatchError(`loadStateDict: a state tensor is on ${t.device}, its parameter on ${p.device}; load it with { device: '${p.device}' }`);
+  return t.clone();
+}

@@ -77,10 +77,8 @@ export function backward(root: Tensor, grad?: Tensor): void {
     throw new ShapeError(`backward(grad): grad has shape ${formatShape(grad.shape)}, the tensor ${formatShape(root.shape)}`);
   }
   noGrad(() => {
-    const g0 = grad ? grad.to(root.dtype) : ones(root.shape, { dtype: root.dtype, device: root.device });
-    // .to(same dtype) is a view of the caller's gradient: give the sweep its own copy to consume.
-    const seed = grad && g0.dtype === grad.dtype ? g0.clone() : g0;
-    if (seed !== g0) g0.dispose();
+    // to() copies, so the sweep consumes its own seed and never the caller's gradient.
+    const seed = grad ? grad.to(root.dtype) : ones(root.shape, { dtype: root.dtype, device: root.device });
     const node = root.gradFn;
     if (!node) {
       accumulateLeaf(root, seed);

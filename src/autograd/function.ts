@@ -9,10 +9,14 @@ import { needsGrad, record } from './node.js';
 export type Input = Tensor | number | undefined;
 export type Grads = readonly (Tensor | undefined)[];
 
-/** What a rule sees: the inputs (saved views; numbers as they were; unsaved tensors undefined) and the output. */
+/**
+ * What a rule sees: the inputs (saved views; numbers as they were; unsaved tensors undefined), the output, and
+ * which inputs want a gradient (a rule may skip the others: a frozen weight's costs a matmul).
+ */
 export interface Saved {
   readonly inputs: readonly Input[];
   readonly out: Tensor | undefined;
+  readonly needs: readonly boolean[];
 }
 
 export interface SaveSpec {
@@ -25,12 +29,13 @@ export interface SaveSpec {
 export function differentiable(name: string, inputs: readonly Input[], forward: () => Tensor, rule: (g: Tensor, saved: Saved) => Grads, save: SaveSpec = {}): Tensor {
   if (!needsGrad(...inputs)) return forward();
   const out = noGrad(forward);
+  const needs = inputs.map((x) => typeof x === 'object' && x.requiresGrad);
   const which = (save.inputs ?? []).filter((i) => typeof inputs[i] === 'object');
   const tensors = [...which.map((i) => inputs[i] as Tensor), ...(save.out ? [out] : [])];
   return record(out, name, inputs, tensors, (g, saved) => {
     const view: Input[] = inputs.map((x) => (typeof x === 'object' ? undefined : x));
     which.forEach((i, k) => (view[i] = saved[k]));
-    return rule(g, { inputs: view, out: save.out ? saved[saved.length - 1] : undefined });
+    return rule(g, { inputs: view, out: save.out ? saved[saved.length - 1] : undefined, needs });
   });
 }
 

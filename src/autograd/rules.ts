@@ -6,6 +6,16 @@ import type { Shape } from '../core/shape.js';
 import type { Tensor } from '../core/tensor.js';
 import * as ops from '../ops/index.js';
 
+/** t in float32: itself when it already is (to() always copies). */
+export function float32(t: Tensor): Tensor {
+  return t.dtype === 'float32' ? t : t.to('float32');
+}
+
+/** d softmax along dim from its output y: y (g - sum(g y)). */
+export function softmaxBackward(y: Tensor, g: Tensor, dim: number): Tensor {
+  return y.mul(g.sub(g.mul(y).sum(dim, { keepdim: true })));
+}
+
 /** g summed down to `shape` (the inverse of broadcasting): leading dims away, size-1 dims kept. */
 export function sumTo(g: Tensor, shape: Shape): Tensor {
   let r = g;
@@ -28,11 +38,13 @@ export function sumTo(g: Tensor, shape: Shape): Tensor {
 
 type Grads = readonly (Tensor | undefined)[];
 
-/** d(x op y) for the arithmetic ops; x and y are the inputs (numbers for JS-number operands), out the result. */
-export function binaryRule(op: BinaryOp, g: Tensor, x: Tensor | number, y: Tensor | number, out: Tensor): Grads {
-  const shapeOf = (t: Tensor | number) => (typeof t === 'number' ? [] : t.shape);
-  const gx = (f: () => Tensor) => (typeof x === 'number' ? undefined : sumTo(f(), shapeOf(x)));
-  const gy = (f: () => Tensor) => (typeof y === 'number' ? undefined : sumTo(f(), shapeOf(y)));
+/**
+ * d(x op y) for the arithmetic ops; x and y are the inputs (numbers for JS-number operands), out the result, needs
+ * which of them want a gradient.
+ */
+export function binaryRule(op: BinaryOp, g: Tensor, x: Tensor | number, y: Tensor | number, out: Tensor, needs: readonly boolean[]): Grads {
+  const gx = (f: () => Tensor) => (needs[0] ? sumTo(f(), (x as Tensor).shape) : undefined);
+  const gy = (f: () => Tensor) => (needs[1] ? sumTo(f(), (y as Tensor).shape) : undefined);
   switch (op) {
     case 'add':
       return [gx(() => g), gy(() => g)];

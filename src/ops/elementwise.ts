@@ -76,7 +76,7 @@ function binary(op: BinaryOp, x: TensorOrScalar, y: TensorOrScalar): Tensor {
   const opB = sb ?? { ...(y as Tensor).operand(), view: broadcastView((y as Tensor).layout, shape) };
   const forward = () => wrap(backend, backend.binary(op, opA, opB, shape, outDtype), outDtype, shape);
   if ((COMPARISON_OPS as readonly string[]).includes(op) || (GRAD_OPS as readonly string[]).includes(op)) return forward();
-  return differentiable(op, [x, y], forward, (g, s) => binaryRule(op, g, s.inputs[0] ?? x, s.inputs[1] ?? y, s.out!), BINARY_SAVES[op as ArithmeticOp]);
+  return differentiable(op, [x, y], forward, (g, s) => binaryRule(op, g, s.inputs[0] ?? x, s.inputs[1] ?? y, s.out!, s.needs), BINARY_SAVES[op as ArithmeticOp]);
 }
 
 /** What each arithmetic rule reads (of an unsaved input, the rule reads only its shape). */
@@ -152,6 +152,6 @@ export function where(cond: Tensor, a: TensorOrScalar, b: TensorOrScalar): Tenso
   const forward = () => wrap(backend, backend.where(c, operand(ta, sa), operand(tb, sb), shape, dtype), dtype, shape);
   return differentiable('where', [cond, a, b], forward, (g, s) => {
     const kept = s.inputs[0] as Tensor;
-    return [undefined, ta ? sumTo(where(kept, g, 0), ta.shape) : undefined, tb ? sumTo(where(kept, 0, g), tb.shape) : undefined];
+    return [undefined, s.needs[1] ? sumTo(where(kept, g, 0), (a as Tensor).shape) : undefined, s.needs[2] ? sumTo(where(kept, 0, g), (b as Tensor).shape) : undefined];
   }, { inputs: [0] });
 }

@@ -4,6 +4,7 @@ import type { Tensor } from '../core/tensor.js';
 import { contiguous } from './shape-ops.js';
 import { commonBackend, wrap } from './util.js';
 import { differentiable, notDifferentiable } from '../autograd/function.js';
+import { float32 } from '../autograd/rules.js';
 import { arange } from './creation.js';
 
 /**
@@ -37,7 +38,7 @@ export function indexSelect(x: Tensor, dim: number, index: Tensor): Tensor {
 function indexSelectRule(g: Tensor, index: Tensor, shape: readonly number[], d: number): Tensor {
   const size = shape[d];
   const order = [d, ...shape.map((_, i) => i).filter((i) => i !== d)];
-  const rows = g.to('float32').permute(...order);
+  const rows = float32(g).permute(...order);
   const flat = rows.reshape(rows.shape[0], -1);
   const oneHot = arange(0, size, 1, { device: index.device }).reshape(size, 1).eq(index.reshape(1, -1)).to('float32');
   const summed = oneHot.matmul(flat).reshape(size, ...rows.shape.slice(1));

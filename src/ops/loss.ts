@@ -10,6 +10,7 @@ import { arange } from './creation.js';
 import { where } from './elementwise.js';
 import { gather } from './index-select.js';
 import { logSoftmax } from './softmax.js';
+import { float32 } from '../autograd/rules.js';
 
 export interface CrossEntropyOptions {
   /** Targets equal to this are skipped (and not counted by the mean), as torch's ignore_index. Default -100. */
@@ -32,7 +33,7 @@ export function crossEntropy(logits: Tensor, targets: Tensor, options: CrossEntr
   const classes = logits.shape[logits.ndim - 1];
   const rows = targets.numel;
   const parts = noGrad(() => tidy(() => {
-    const lsm = logSoftmax(logits.reshape(rows, classes).to('float32'), -1);
+    const lsm = logSoftmax(float32(logits.reshape(rows, classes)), -1);
     const t = targets.reshape(rows);
     const keep = t.ne(ignore);
     const safe = where(keep, t, 0);
@@ -46,7 +47,8 @@ export function crossEntropy(logits: Tensor, targets: Tensor, options: CrossEntr
     if (!needsGrad(logits)) return out;
     return record(out, 'crossEntropy', [logits], [lsm, safe, valid], (g, [l, s, v]) => {
       // d logits = (softmax - onehot(target)) * valid * dL/dnll (1/count for the mean).
-      const perRow = reduction === 'none' ? g.to('float32').reshape(rows, 1) : reduction === 'sum' ? g.to('float32') : g.to('float32').div(v.sum());
+      const g32 = float32(g);
+      const perRow = reduction === 'none' ? g32.reshape(rows, 1) : reduction === 'sum' ? g32 : g32.div(v.sum());
       const oneHot = arange(0, classes, 1, { device: s.device }).reshape(1, classes).eq(s.reshape(rows, 1)).to('float32');
       const d = l.exp().sub(oneHot).mul(v.reshape(rows, 1)).mul(perRow);
       return [d.reshape(logits.shape)];

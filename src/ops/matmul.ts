@@ -15,19 +15,19 @@ const MATMUL_DTYPES = ['float32', 'float16', 'bfloat16'] as const;
  * Accumulates in float32 whatever the input dtype; FP8 operands go through scaledMm instead.
  */
 export function matmul(x: Tensor, y: Tensor): Tensor {
-  return differentiable('matmul', [x, y], () => matmulForward(x, y), (g, s) => matmulRule(g, s.inputs[0] as Tensor, s.inputs[1] as Tensor), { inputs: [0, 1] });
+  return differentiable('matmul', [x, y], () => matmulForward(x, y), (g, s) => matmulRule(g, s.inputs[0] as Tensor, s.inputs[1] as Tensor, s.needs), { inputs: [0, 1] });
 }
 
 /** d(x @ y): g @ y^T and x^T @ g, with 1-D operands' dims restored and broadcast batch dims summed away. */
-function matmulRule(g: Tensor, x: Tensor, y: Tensor): (Tensor | undefined)[] {
+function matmulRule(g: Tensor, x: Tensor, y: Tensor, needs: readonly boolean[]): (Tensor | undefined)[] {
   const a = x.ndim === 1 ? unsqueeze(x, 0) : x;
   const b = y.ndim === 1 ? unsqueeze(y, 1) : y;
   const [m, n] = [a.shape[a.ndim - 2], b.shape[b.ndim - 1]];
   const batch = broadcastShapes(a.shape.slice(0, -2), b.shape.slice(0, -2));
   const g2 = reshape(g, [...batch, m, n]);
-  const ga = matmulForward(g2, b.transpose(-2, -1));
-  const gb = matmulForward(a.transpose(-2, -1), g2);
-  return [sumTo(ga, a.shape).reshape(x.shape), sumTo(gb, b.shape).reshape(y.shape)];
+  const ga = needs[0] ? sumTo(matmulForward(g2, b.transpose(-2, -1)), a.shape).reshape(x.shape) : undefined;
+  const gb = needs[1] ? sumTo(matmulForward(a.transpose(-2, -1), g2), b.shape).reshape(y.shape) : undefined;
+  return [ga, gb];
 }
 
 function matmulForward(x: Tensor, y: Tensor): Tensor {
@@ -104,23 +104,22 @@ function weightRecipe(scale: Tensor, n: number, k: number, given?: ScaleRecipe):
  * every weight byte once.
  */
 export function linear(x: Tensor, weight: Tensor, bias?: Tensor, options: LinearOptions = {}): Tensor {
-  const wants = [x, weight, bias, options.residual].map((t) => t?.requiresGrad ?? false);
-  return differentiable('linear', [x, weight, bias, options.residual], () => linearForward(x, weight, bias, options), (g, s) => linearRule(g, s.inputs[0] as Tensor, s.inputs[1] as Tensor, wants, options), { inputs: [0, 1] });
+  return differentiable('linear', [x, weight, bias, options.residual], () => linearForward(x, weight, bias, options), (g, s) => linearRule(g, s.inputs[0] as Tensor, s.inputs[1] as Tensor, s.needs, options), { inputs: [0, 1] });
 }
 
 /**
  * d linear: dx = g @ W (a linear over W^T, any weight dtype), dW = g^T @ x, db = sum of g's rows, dresidual = g.
  * Not yet through FP8 weights or the fused SwiGLU epilogue.
  */
-function linearRule(g: Tensor, x: Tensor, weight: Tensor, wants: readonly boolean[], options: LinearOptions): (Tensor | undefined)[] {
+function linearRule(g: Tensor, x: Tensor, weight: Tensor, needs: readonly boolean[], options: LinearOptions): (Tensor | undefined)[] {
   if (options.activation || options.weightScale) throw new Error('backward through linear with an FP8 weight or a fused swiglu is not implemented yet');
   const [n, k] = weight.shape;
   const rows = reshape(g, [g.numel / n, n]);
   const xs = reshape(x, [x.numel / k, k]);
-  const gx = wants[0] ? linearForward(g, weight.transpose(0, 1), undefined, {}) : undefined;
-  const gw = wants[1] ? matmulForward(rows.transpose(0, 1), xs.dtype === rows.dtype ? xs : xs.to(rows.dtype)) : undefined;
-  const gb = wants[2] ? rows.sum(0) : undefined;
-  return [gx, gw, gb, wants[3] ? reshape(g, g.shape) : undefined];
+  const gx = needs[0] ? linearForward(g, weight.transpose(0, 1), undefined, {}) : undefined;
+  const gw = needs[1] ? matmulForward(rows.transpose(0, 1), xs.dtype === rows.dtype ? xs : xs.to(rows.dtype)) : undefined;
+  const gb = needs[2] ? rows.sum(0) : undefined;
+  return [gx, gw, gb, needs[3] ? reshape(g, g.shape) : undefined];
 }
 
 function linearForward(x: Tensor, weight: Tensor, bias?: Tensor, options: LinearOptions = {}): Tensor {

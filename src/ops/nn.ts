@@ -5,6 +5,7 @@ import { formatShape } from '../core/shape.js';
 import type { Tensor } from '../core/tensor.js';
 import { commonBackend, requireDeviceScalar, requireDTypes, wrap } from './util.js';
 import { differentiable, notDifferentiable } from '../autograd/function.js';
+import { float32, softmaxBackward } from '../autograd/rules.js';
 import { arange } from './creation.js';
 import { gradMap, where } from './elementwise.js';
 import { cat } from './shape-ops.js';
@@ -26,18 +27,18 @@ export function rmsNorm(x: Tensor, weight: Tensor | undefined, eps: number): Ten
   }
   if (!(eps >= 0) || !Number.isFinite(eps)) throw new RangeError(`rmsNorm: eps must be a finite number >= 0, got ${eps}`);
   const forward = () => wrap(backend, backend.rmsNorm(x.operand(), weight?.operand(), eps), x.dtype, x.shape);
-  return differentiable('rmsNorm', [x, weight], forward, (g, s) => rmsNormRule(g, s.inputs[0] as Tensor, s.inputs[1] as Tensor | undefined, eps), { inputs: [0, 1] });
+  return differentiable('rmsNorm', [x, weight], forward, (g, s) => rmsNormRule(g, s.inputs[0] as Tensor, s.inputs[1] as Tensor | undefined, eps, s.needs[1]), { inputs: [0, 1] });
 }
 
 /** d rmsNorm, with r = rsqrt(mean(x^2) + eps), n = x r, gn = g w: dx = r (gn - n mean(gn n)), dw = sum of g n. */
-function rmsNormRule(g: Tensor, x: Tensor, weight: Tensor | undefined, eps: number): (Tensor | undefined)[] {
-  const x32 = x.to('float32');
-  const g32 = g.to('float32');
+function rmsNormRule(g: Tensor, x: Tensor, weight: Tensor | undefined, eps: number, weightNeedsGrad: boolean): (Tensor | undefined)[] {
+  const x32 = float32(x);
+  const g32 = float32(g);
   const r = x32.mul(x32).mean(-1, { keepdim: true }).add(eps).rsqrt();
   const n = x32.mul(r);
-  const gn = weight ? g32.mul(weight.to('float32')) : g32;
+  const gn = weight ? g32.mul(float32(weight)) : g32;
   const dx = r.mul(gn.sub(n.mul(gn.mul(n).mean(-1, { keepdim: true }))));
-  const dw = weight ? g32.mul(n).reshape(-1, x.shape[x.ndim - 1]).sum(0) : undefined;
+  const dw = weight && weightNeedsGrad ? g32.mul(n).reshape(-1, x.shape[x.ndim - 1]).sum(0) : undefined;
   return [dx, dw];
 }
 
@@ -109,7 +110,7 @@ function attentionRule(g: Tensor, [q, k, v]: Tensor[], scale: number, causal: bo
   const [sq, hq, d] = q.shape;
   const [skv, hkv] = k.shape;
   const group = hq / hkv;
-  const heads = (t: Tensor) => t.to('float32').permute(1, 0, 2); // [H, S, D]
+  const heads = (t: Tensor) => float32(t).permute(1, 0, 2); // [H, S, D]
   const widen = (t: Tensor) => (group === 1 ? t : t.unsqueeze(1).expand(hkv, group, skv, d).reshape(hq, skv, d));
   const qh = heads(q);
   const kh = widen(heads(k));
@@ -125,7 +126,7 @@ function attentionRule(g: Tensor, [q, k, v]: Tensor[], scale: number, causal: bo
   const dO = heads(g);
   const dv = p.transpose(1, 2).matmul(dO);
   const dp = dO.matmul(vh.transpose(1, 2));
-  const ds = p.mul(dp.sub(dp.mul(p).sum(-1, { keepdim: true })));
+  const ds = softmaxBackward(p, dp, -1);
   const dq = ds.matmul(kh).mul(scale);
   const dk = ds.transpose(1, 2).matmul(qh).mul(scale);
   const narrowHeads = (t: Tensor) => (group === 1 ? t : t.reshape(hkv, group, skv, d).sum(1));
@@ -143,9 +144,9 @@ export function swiglu(x: Tensor): Tensor {
     // out = silu(a) b: da = g b silu'(a), db = g silu(a).
     const xs = s.inputs[0] as Tensor;
     const half = shape[shape.length - 1];
-    const a = xs.narrow(-1, 0, half).to('float32');
-    const b = xs.narrow(-1, half, half).to('float32');
-    const g32 = g.to('float32');
+    const a = float32(xs.narrow(-1, 0, half));
+    const b = float32(xs.narrow(-1, half, half));
+    const g32 = float32(g);
     return [cat([gradMap('silu_grad', a, g32.mul(b)), g32.mul(a.silu())], -1)];
   }, { inputs: [0] });
 }

@@ -57,7 +57,7 @@ function reshapeOwned(t: Tensor, shape: number[]): Tensor {
 }
 
 /** The gradient of a sum or mean: g broadcast back over the reduced dim (or all), scaled by 1/count for a mean. */
-function reduceRule(op: 'sum' | 'mean', x: Tensor, dim: number | undefined, o: ReduceOptions = {}) {
+function reduceRule(op: 'sum' | 'mean', x: Tensor, dim: number | undefined) {
   return (g: Tensor) => {
     const kept = dim === undefined || x.ndim === 0 ? x.shape.map(() => 1) : x.shape.map((s, i) => (i === normalizeDim(dim, x.ndim) ? 1 : s));
     const back = g.reshape(kept).expand(x.shape);
@@ -67,8 +67,8 @@ function reduceRule(op: 'sum' | 'mean', x: Tensor, dim: number | undefined, o: R
   };
 }
 
-export const sum = (x: Tensor, dim?: number, o?: ReduceOptions) => differentiable('sum', [x], () => reduce('sum', x, dim, o), reduceRule('sum', x, dim, o));
-export const mean = (x: Tensor, dim?: number, o?: ReduceOptions) => differentiable('mean', [x], () => reduce('mean', x, dim, o), reduceRule('mean', x, dim, o));
+export const sum = (x: Tensor, dim?: number, o?: ReduceOptions) => differentiable('sum', [x], () => reduce('sum', x, dim, o), reduceRule('sum', x, dim));
+export const mean = (x: Tensor, dim?: number, o?: ReduceOptions) => differentiable('mean', [x], () => reduce('mean', x, dim, o), reduceRule('mean', x, dim));
 export const max = (x: Tensor, dim?: number, o?: ReduceOptions) => notDifferentiable('max', [x], () => reduce('max', x, dim, o));
 export const min = (x: Tensor, dim?: number, o?: ReduceOptions) => notDifferentiable('min', [x], () => reduce('min', x, dim, o));
 export const argmax = (x: Tensor, dim?: number, o?: ReduceOptions) => reduce('argmax', x, dim, o);

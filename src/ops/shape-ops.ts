@@ -20,13 +20,11 @@ export function compact(t: Tensor): Tensor {
   return t.isContiguous() && t.offset === 0 ? viewOf(t, t.layout) : clone(t);
 }
 
-/** A contiguous copy with its own storage. */
 function cloneImpl(t: Tensor): Tensor {
   const backend = commonBackend('clone', t);
   return wrap(backend, backend.cast(t.operand(), t.dtype, false), t.dtype, t.shape);
 }
 
-/** A view when the layout allows it, else a copy (torch.reshape). */
 function reshapeImpl(t: Tensor, shape: readonly number[]): Tensor {
   const target = inferReshape(t.shape, shape);
   const strides = viewStrides(t.layout, target);
@@ -37,7 +35,6 @@ function reshapeImpl(t: Tensor, shape: readonly number[]): Tensor {
   return r;
 }
 
-/** Always a view; throws when the layout needs a copy (torch.view). */
 function viewImpl(t: Tensor, shape: readonly number[]): Tensor {
   const target = inferReshape(t.shape, shape);
   const strides = viewStrides(t.layout, target);
@@ -62,7 +59,6 @@ export function transpose(t: Tensor, dim0: number, dim1: number): Tensor {
   return permute(t, order);
 }
 
-/** Elements start..end-1 (step apart) of dim; negative indices count from the end, out-of-range ones clamp (Python slicing). */
 function sliceImpl(t: Tensor, dim: number, start = 0, end = Number.MAX_SAFE_INTEGER, step = 1): Tensor {
   const d = normalizeDim(dim, t.ndim);
   if (!Number.isInteger(step) || step <= 0) throw new ShapeError(`slice: step must be a positive integer, got ${step}`);
@@ -88,7 +84,6 @@ export function narrow(t: Tensor, dim: number, start: number, length: number): T
   return slice(t, d, s, s + length);
 }
 
-/** Index `index` of dim, removing the dim (t[..., index, ...]). */
 function selectImpl(t: Tensor, dim: number, index: number): Tensor {
   const d = normalizeDim(dim, t.ndim);
   const i = index < 0 ? index + t.shape[d] : index;
@@ -117,7 +112,6 @@ function unsqueezeImpl(t: Tensor, dim: number): Tensor {
   return viewOf(t, { shape, strides, offset: t.offset });
 }
 
-/** Broadcast view: size-1 dims repeat with stride 0; -1 keeps a size (torch.expand). */
 function expandImpl(t: Tensor, shape: readonly number[]): Tensor {
   if (shape.length < t.ndim) throw new ShapeError(`expand: target ${formatShape(shape)} has fewer dims than ${t.describe()}`);
   const lead = shape.length - t.ndim;
@@ -142,7 +136,6 @@ export function flatten(t: Tensor, startDim = 0, endDim = -1): Tensor {
   return reshape(t, [...t.shape.slice(0, s), numel(t.shape.slice(s, e + 1)), ...t.shape.slice(e + 1)]);
 }
 
-/** Concatenates along dim (torch.cat): all inputs share dtype, device and every other size. */
 function catImpl(tensors: readonly Tensor[], dim = 0): Tensor {
   if (tensors.length === 0) throw new ShapeError('cat: expected a non-empty list of tensors');
   const backend = commonBackend('cat', ...tensors);

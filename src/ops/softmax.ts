@@ -2,6 +2,7 @@ import { normalizeDim } from '../core/shape.js';
 import type { Tensor } from '../core/tensor.js';
 import { commonBackend, requireDTypes, wrap } from './util.js';
 import { differentiable } from '../autograd/function.js';
+import { softmaxBackward } from '../autograd/rules.js';
 
 const SOFTMAX_DTYPES = ['float32', 'float16', 'bfloat16'] as const;
 
@@ -19,11 +20,7 @@ function softmaxOp(name: string, x: Tensor, dim: number, log: boolean): Tensor {
  * -Inf gives NaN, as in torch.
  */
 export function softmax(x: Tensor, dim = -1): Tensor {
-  // dx = y (g - sum(g y)) along dim.
-  return differentiable('softmax', [x], () => softmaxOp('softmax', x, dim, false), (g, s) => {
-    const y = s.out!;
-    return [y.mul(g.sub(g.mul(y).sum(dim, { keepdim: true })))];
-  }, { out: true });
+  return differentiable('softmax', [x], () => softmaxOp('softmax', x, dim, false), (g, s) => [softmaxBackward(s.out!, g, dim)], { out: true });
 }
 
 /** torch.log_softmax along dim: x - max - log(sum(exp(x - max))), dispatched as softmax is. */

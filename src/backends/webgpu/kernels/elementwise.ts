@@ -2,7 +2,7 @@
 // (elementwise-linear.wgsl) for every op in map-ops.ts (unary, binary, pow, where, cast/copy), the scatter copy
 // and fill. An op is only its expression (map-ops.ts); the descriptions here give every op its bindings, loads,
 // dtype codecs and loop.
-import { DTYPE_INFO, lanesPerWord, type DType } from '../../../core/dtype.js';
+import { lanesPerWord, type DType } from '../../../core/dtype.js';
 import { ShapeError } from '../../../core/errors.js';
 import { coalesceViews, contiguousView, formatShape, numel, type Shape, type View } from '../../../core/shape.js';
 import { isScalarOperand, type BinaryOp, type ScalarOperand, type UnaryOp } from '../../backend.js';
@@ -39,6 +39,10 @@ type MapInput = GpuOperand | ScalarOperand;
 /** 'raw': the map moves storage codes unconverted (u32), for copies and single-dtype selections. */
 type MapCompute = ComputeType | 'raw';
 const COMPUTE = ['f32', 'i32', 'raw'] as const;
+/** The WGSL type a map's values have in compute type c (raw codes are u32). */
+const valueType = (c: MapCompute) => (c === 'raw' ? 'u32' : c);
+/** The compute type of a packed binding's generated helpers (unused by a raw map, which reads codes). */
+const helperCompute = (c: MapCompute): ComputeType => (c === 'raw' ? 'i32' : c);
 
 /**
  * An argument of a map as its variant field: '' (absent) or `dtype:access`, plus `:vec4|word` (how the fast path
@@ -79,8 +83,8 @@ function opFunctions(v: MapVariant & { inC: MapCompute; outC: MapCompute }): str
   const op = MAP_OPS[v.op];
   if (!op) throw new Error(`no elementwise op ${v.op}`);
   if (op.arity !== args.length) throw new Error(`elementwise op ${v.op} takes ${op.arity} inputs, got ${args.length}`);
-  const inType = v.inC === 'raw' ? 'u32' : v.inC;
-  const outType = v.outC === 'raw' ? 'u32' : v.outC;
+  const inType = valueType(v.inC);
+  const outType = valueType(v.outC);
   const files = [...(v.inC === 'f32' ? ['float-math.wgsl'] : []), ...(op.uses ?? [])];
   return (
     files.map(wgslSource).join('\n') +
@@ -93,7 +97,7 @@ type StridedVariant = MapVariant & { readonly inC: MapCompute };
 /** Tensor argument `slot` of the strided map: packed in its dtype, bound when the map has that many tensors. */
 const stridedInput = (slot: number) => ({
   packed: (v: MapVariant) => slotArg(v, slot)!.dtype,
-  compute: (v: StridedVariant): ComputeType => (v.inC === 'raw' ? 'i32' : v.inC),
+  compute: (v: StridedVariant) => helperCompute(v.inC),
   when: (v: MapVariant) => slotArg(v, slot) !== undefined,
 });
 /** Tensor argument `slot` of the fast path: words or vec4s of words. */
@@ -115,12 +119,12 @@ const stridedMap = defineKernel({
     strides0: 'u32[8]', strides1: 'u32[8]', strides2: 'u32[8]',
     scalar0: 'u32', scalar1: 'u32', scalar2: 'u32', // storage code of a number argument, by argument
   },
-  outputs: { out: { packed: 'out', compute: (v) => (v.outC === 'raw' ? 'i32' : v.outC), saturate: (v) => v.saturate, helpers: (v) => v.outC !== 'raw' } },
+  outputs: { out: { packed: 'out', compute: (v) => helperCompute(v.outC), saturate: (v) => v.saturate, helpers: (v) => v.outC !== 'raw' } },
   inputs: { in0: stridedInput(0), in1: stridedInput(1), in2: stridedInput(2) },
   grid: { words: 'n', element: 'map_element' },
   functions: (v) => {
     const numbers = argsOf(v)
-      .map((a, k) => (a.slot >= 0 ? '' : `fn number${k}() -> ${v.inC === 'raw' ? 'u32' : v.inC} {\n  return ${v.inC === 'raw' ? `p.scalar${k}` : decodeExpr(a.dtype, `p.scalar${k}`, v.inC)};\n}\n`))
+      .map((a, k) => (a.slot >= 0 ? '' : `fn number${k}() -> ${valueType(v.inC)} {\n  return ${v.inC === 'raw' ? `p.scalar${k}` : decodeExpr(a.dtype, `p.scalar${k}`, v.inC)};\n}\n`))
       .join('');
     return opFunctions(v) + numbers + (v.outC === 'raw' ? 'fn encode_out(v: u32) -> u32 {\n  return v;\n}\n' : '');
   },
@@ -384,6 +388,3 @@ export function fillKernel(ctx: GpuContext, dtype: DType, n: number, code: numbe
   fill.run(ctx, {}, { words, word }, { out });
   return out;
 }
-
-/** Whether dtype is one the map kernels decode (every dtype: FP8 only moves through copies, casts and where). */
-export const mapDtypes: readonly DType[] = Object.keys(DTYPE_INFO) as DType[];

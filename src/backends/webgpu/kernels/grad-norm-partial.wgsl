@@ -1,8 +1,6 @@
 // First pass of the global gradient norm: workgroup k of this gradient's dispatch reduces the elements
 // k * WG + t, stepping by p.groups * WG (|g|, g^2 or max |g| by the NORM variant), and writes its total to
-// partial[p.slot0 + k]. One dispatch per gradient; grad-norm-total.wgsl combines every slot.
-
-var<workgroup> acc: array<f32, WG>;
+// partial[p.slot0 + k] (grad-norm-reduce.wgsl). One dispatch per gradient; grad-norm-total.wgsl combines every slot.
 
 @compute @workgroup_size(WG)
 fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>) {
@@ -11,15 +9,8 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
   for (var e = wid.x * WG + t; e < p.n; e += p.groups * WG) {
     s = norm_combine(s, norm_term(load_g(p.g_off + e)));
   }
-  acc[t] = s;
-  workgroupBarrier();
-  for (var k = WG / 2u; k > 0u; k >>= 1u) {
-    if (t < k) {
-      acc[t] = norm_combine(acc[t], acc[t + k]);
-    }
-    workgroupBarrier();
-  }
+  let total = workgroup_norm(t, s);
   if (t == 0u) {
-    partial[p.slot0 + wid.x] = acc[0];
+    partial[p.slot0 + wid.x] = total;
   }
 }

@@ -13,7 +13,7 @@ import type { GpuBuffer, GpuContext } from '../gpu-context.js';
 import type { GpuOperand } from './elementwise.js';
 import { defineKernel } from './kernel.js';
 import { withContiguous } from './nn-util.js';
-import { decodeFn } from './wgsl.js';
+import { decodeFn, wgslSource } from './wgsl.js';
 
 /** Grad views of at most this rank are read through their strides in place (strided_offset's limit). */
 const MAX_STRIDED_RANK = 8;
@@ -182,7 +182,10 @@ function normFunctions(kind: GradNormKind): string {
   // max that keeps a NaN (WGSL's max may drop it), as torch's max does.
   const combine = kind === 'inf' ? 'select(max(a, b), a + b, is_nan(a) || is_nan(b))' : 'a + b';
   const finish = kind === 'l2' ? 'sqrt(s)' : 's';
-  return `fn norm_term(x: f32) -> f32 {\n  return ${term};\n}\nfn norm_combine(a: f32, b: f32) -> f32 {\n  return ${combine};\n}\nfn norm_finish(s: f32) -> f32 {\n  return ${finish};\n}\n`;
+  return (
+    `fn norm_term(x: f32) -> f32 {\n  return ${term};\n}\nfn norm_combine(a: f32, b: f32) -> f32 {\n  return ${combine};\n}\nfn norm_finish(s: f32) -> f32 {\n  return ${finish};\n}\n` +
+    wgslSource('grad-norm-reduce.wgsl')
+  );
 }
 
 const NORM_KINDS = ['l1', 'l2', 'inf'] as const;

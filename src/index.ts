@@ -48,3 +48,4 @@ export { expandFramePattern, readVideoPng } from './io/png-frames.js';
 export { generate, type GenerateOptions, type GeneratedToken, type GenerationStats } from './generate/generate.js';
 export { TextTokenizer, type ChatMessage } from './generate/tokenizer.js';
 export * from './optim/index.js';
+export * from './train/index.js';

@@ -2,6 +2,8 @@
 import { releaseDevice, type DeviceRequest } from '../backends/registry.js';
 import { generate } from '../generate/generate.js';
 import { openModel } from './model-source.js';
+import { trainingView } from '../train/decoder-training.js';
+import { loadAdapter } from '../train/peft.js';
 
 export interface GenerateCliOptions {
   model?: string;
@@ -16,6 +18,8 @@ export interface GenerateCliOptions {
   /** Send the prompt as is, without the chat template. */
   raw?: boolean;
   think?: boolean;
+  /** A LoRA adapter directory (PEFT layout) merged into the weights after loading. */
+  adapter?: string;
 }
 
 export async function runGenerate(o: GenerateCliOptions, write: (text: string) => void = (t) => process.stdout.write(t), log: (line: string) => void = (l) => process.stderr.write(l + '\n')): Promise<number> {
@@ -25,6 +29,13 @@ export async function runGenerate(o: GenerateCliOptions, write: (text: string) =
     try {
       if (!tokenizer) throw new Error(`${dir} has no tokenizer.json`);
       log(`model ${dir} on ${device} (loaded in ${(loadMs / 1000).toFixed(1)} s)`);
+      if (o.adapter) {
+        const sites = trainingView(model).sites;
+        const adapter = await loadAdapter(o.adapter, sites, { device });
+        adapter.merge(sites);
+        log(`merged the LoRA adapter ${o.adapter} (r=${adapter.config.rank}, ${adapter.modules.size} projections) into the weights`);
+        adapter.dispose();
+      }
       const prompt = o.raw || !tokenizer.hasChatTemplate ? o.prompt : [{ role: 'user' as const, content: o.prompt }];
       const stream = generate(model, tokenizer, prompt, {
         maxNewTokens: o.maxTokens,

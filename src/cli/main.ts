@@ -4,6 +4,7 @@ import { Command, InvalidArgumentError } from 'commander';
 import { runGenerateCheckpoint, runInspectCheckpoint, runLoadCheckpoint } from './checkpoint.js';
 import { runDemo } from './demo.js';
 import { runGenerate } from './generate.js';
+import { runTrain, type TrainCliOptions } from './train.js';
 import { runBench } from './bench.js';
 import { runDoctor } from './doctor.js';
 import { runVaeDecode } from './vae-decode.js';
@@ -77,8 +78,30 @@ program
   .option('--dtype <dtype>', 'fp8 quantizes linear weights at load; float32/float16/bfloat16 convert them', choice(WEIGHT_DTYPES))
   .option('--raw', 'send the prompt as is, without the chat template')
   .option('--think', "let Qwen3 think first (the chat template's enable_thinking)")
-  .action(async (opts: { model?: string; prompt: string; maxTokens: number; temperature: number; topK: number; topP: number; seed?: number; device: 'auto' | 'webgpu' | 'cpu'; dtype?: WeightDType; raw?: boolean; think?: boolean }) => {
+  .option('--adapter <dir>', 'a LoRA adapter (PEFT layout: adapter_config.json + adapter_model.safetensors, e.g. from `tensorgpu train`) merged into the weights')
+  .action(async (opts: { model?: string; prompt: string; maxTokens: number; temperature: number; topK: number; topP: number; seed?: number; device: 'auto' | 'webgpu' | 'cpu'; dtype?: WeightDType; raw?: boolean; think?: boolean; adapter?: string }) => {
     process.exitCode = await runGenerate(opts);
+  });
+
+program
+  .command('train')
+  .description('fine-tune a Qwen3 / LFM2 checkpoint on a text or JSONL file: LoRA adapters (PEFT layout) or --full (default: the built-in model on a built-in text)')
+  .option('--model <dir>', `Hugging Face checkpoint directory, or ${BUILTIN_PREFIX}<preset> (${presetNames().join(', ')})`)
+  .option('--data <file>', 'training text: a .txt file, or .jsonl records with "text", "prompt" + "completion" or chat "messages" (default: a built-in text)')
+  .option('--out <dir>', 'where the adapter (or the --full model), loss.png and losses.json go', 'tensorgpu-adapter')
+  .option('--steps <n>', 'optimizer steps', positiveInt, 20)
+  .option('--lr <lr>', 'peak learning rate (AdamW; linear warmup, then cosine decay)', number, 2e-3)
+  .option('--warmup <n>', 'warmup steps (default: a tenth of --steps)', positiveInt)
+  .option('--seq-len <n>', 'tokens per packed training sequence', positiveInt, 32)
+  .option('--lora-rank <r>', 'LoRA rank', positiveInt, 8)
+  .option('--lora-alpha <a>', 'LoRA alpha (the delta is scaled by alpha / rank; default 2 x rank)', number)
+  .option('--targets <modules>', 'comma-separated projection names to adapt (default: every attention and MLP projection)')
+  .option('--full', 'train every weight instead of LoRA adapters (a small model in float32 or bfloat16)')
+  .option('--seed <n>', 'adapter initialization seed', positiveInt, 0)
+  .option('--device <device>', 'auto, webgpu or cpu', deviceName, 'auto')
+  .option('--dtype <dtype>', 'fp8 quantizes the frozen base at load; float32/float16/bfloat16 convert it', choice(WEIGHT_DTYPES))
+  .action(async (opts: TrainCliOptions) => {
+    process.exitCode = await runTrain(opts);
   });
 
 program

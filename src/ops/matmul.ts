@@ -7,6 +7,7 @@ import { compact, reshape, unsqueeze } from './shape-ops.js';
 import { commonBackend, requireDTypes, wrap } from './util.js';
 import { differentiable } from '../autograd/function.js';
 import { sumTo } from '../autograd/rules.js';
+import { swigluGrad } from './nn.js';
 
 const MATMUL_DTYPES = ['float32', 'float16', 'bfloat16'] as const;
 
@@ -108,18 +109,37 @@ export function linear(x: Tensor, weight: Tensor, bias?: Tensor, options: Linear
 }
 
 /**
- * d linear: dx = g @ W (a linear over W^T, any weight dtype), dW = g^T @ x, db = sum of g's rows, dresidual = g.
- * Not yet through FP8 weights or the fused SwiGLU epilogue.
+ * d linear: dx = g @ W (a linear over W^T, any weight dtype; an FP8 weight dequantized for it), dW = g^T @ x,
+ * db = sum of g's rows, dresidual = g. With the fused swiglu, the pre-activation is recomputed (one more linear)
+ * rather than kept from the forward. FP8 weights are frozen: they have no gradient.
  */
 function linearRule(g: Tensor, x: Tensor, weight: Tensor, needs: readonly boolean[], options: LinearOptions): (Tensor | undefined)[] {
-  if (options.activation || options.weightScale) throw new Error('backward through linear with an FP8 weight or a fused swiglu is not implemented yet');
   const [n, k] = weight.shape;
+  const quantized = options.weightScale !== undefined;
+  if (quantized && needs[1]) throw new DTypeError(`linear: an ${weight.dtype} weight has no gradient (FP8 weights are frozen; train adapters on top of them)`);
+  const gOut = needs[3] ? reshape(g, g.shape) : undefined;
+  if (options.activation === 'swiglu') {
+    const pre = linearForward(x, weight, undefined, { weightScale: options.weightScale, recipe: options.recipe });
+    g = swigluGrad(pre, g);
+  }
   const rows = reshape(g, [g.numel / n, n]);
   const xs = reshape(x, [x.numel / k, k]);
-  const gx = needs[0] ? linearForward(g, weight.transpose(0, 1), undefined, {}) : undefined;
+  const w = quantized ? dequantizeWeight(weight, options.weightScale!, weightRecipe(options.weightScale!, n, k, options.recipe)) : weight;
+  const gx = needs[0] ? linearForward(g, w.transpose(0, 1), undefined, {}) : undefined;
   const gw = needs[1] ? matmulForward(rows.transpose(0, 1), xs.dtype === rows.dtype ? xs : xs.to(rows.dtype)) : undefined;
   const gb = needs[2] ? rows.sum(0) : undefined;
-  return [gx, gw, gb, needs[3] ? reshape(g, g.shape) : undefined];
+  return [gx, gw, gb, gOut];
+}
+
+/** An FP8 [N, K] weight as float32 values: codes times their tensor, row or 128x128 block scale. */
+export function dequantizeWeight(weight: Tensor, scale: Tensor, recipe: ScaleRecipe): Tensor {
+  const [n, k] = weight.shape;
+  const w = weight.to('float32');
+  if (recipe === 'tensor') return w.mul(scale.reshape([]));
+  if (recipe === 'row') return w.mul(scale.reshape(n, 1));
+  const [nb, kb] = scale.shape;
+  const blocks = scale.reshape(nb, 1, kb, 1).expand(nb, 128, kb, 128).reshape(nb * 128, kb * 128);
+  return w.mul(blocks.narrow(0, 0, n).narrow(1, 0, k));
 }
 
 function linearForward(x: Tensor, weight: Tensor, bias?: Tensor, options: LinearOptions = {}): Tensor {

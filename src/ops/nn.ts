@@ -140,13 +140,14 @@ export function swiglu(x: Tensor): Tensor {
   if (x.ndim === 0 || x.shape[x.ndim - 1] % 2 !== 0) throw new ShapeError(`swiglu: the last dim must be even (gate and up halves), got ${formatShape(x.shape)}`);
   const shape = [...x.shape.slice(0, -1), x.shape[x.ndim - 1] / 2];
   const forward = () => wrap(backend, backend.swiglu(x.operand()), x.dtype, shape);
-  return differentiable('swiglu', [x], forward, (g, s) => {
-    // out = silu(a) b: da = g b silu'(a), db = g silu(a).
-    const xs = s.inputs[0] as Tensor;
-    const half = shape[shape.length - 1];
-    const a = float32(xs.narrow(-1, 0, half));
-    const b = float32(xs.narrow(-1, half, half));
-    const g32 = float32(g);
-    return [cat([gradMap('silu_grad', a, g32.mul(b)), g32.mul(a.silu())], -1)];
-  }, { inputs: [0] });
+  return differentiable('swiglu', [x], forward, (g, s) => [swigluGrad(s.inputs[0] as Tensor, g)], { inputs: [0] });
+}
+
+/** d swiglu at the gate|up input x: out = silu(a) b gives da = g b silu'(a), db = g silu(a) (float32). */
+export function swigluGrad(x: Tensor, g: Tensor): Tensor {
+  const half = x.shape[x.ndim - 1] / 2;
+  const a = float32(x.narrow(-1, 0, half));
+  const b = float32(x.narrow(-1, half, half));
+  const g32 = float32(g);
+  return cat([gradMap('silu_grad', a, g32.mul(b)), g32.mul(a.silu())], -1);
 }

@@ -23,7 +23,8 @@ export interface RopeGeometry {
 export abstract class DecoderModel<Cache extends ModelCache> implements CausalLM {
   abstract readonly config: CausalLMConfig;
   readonly device: DeviceName;
-  protected readonly rope: { cos: Tensor; sin: Tensor };
+  /** RoPE cos/sin tables [maxSequence, headDim / 2] (the training forward reads them too). */
+  readonly rope: { cos: Tensor; sin: Tensor };
   moeMode: MoeMode;
   lastForward = { dispatches: 0, perLayer: 0 };
 

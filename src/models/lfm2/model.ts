@@ -54,7 +54,8 @@ export class Lfm2Cache implements ModelCache {
 }
 
 export class Lfm2Model extends DecoderModel<Lfm2Cache> {
-  private readonly routing: Routing | undefined;
+  /** The MoE router (undefined for dense models). */
+  readonly routing: Routing | undefined;
 
   constructor(
     readonly config: Lfm2Config,

@@ -47,7 +47,8 @@ export class KvCache implements ModelCache {
 }
 
 export class Qwen3Model extends DecoderModel<KvCache> {
-  private readonly routing: Routing | undefined;
+  /** The MoE router (undefined for dense models). */
+  readonly routing: Routing | undefined;
 
   constructor(
     readonly config: Qwen3Config,

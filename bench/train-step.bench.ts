@@ -1,0 +1,95 @@
+// One training step of the built-in model (Qwen3-MoE tiny, real vocabulary): forward over a packed sequence, fused
+// crossEntropy, backward, clipGradNorm and the AdamW update of LoRA r=8 adapters on every attention projection,
+// on WebGPU against the CPU backend. And the AdamW update alone, fused (one dispatch per parameter tensor) against
+// the same update written op by op (torch's for-each-free reference loop). Dispatches per step, optimizer
+// dispatches, peak GPU memory and optimizer-state bytes per trained parameter are machine-independent.
+import { ensureBuiltinModel } from '../src/models/builtin.js';
+import { loadModel } from '../src/models/load.js';
+import { FineTune, packSequences } from '../src/train/fine-tune.js';
+import { DEFAULT_LORA_TARGETS, LoraAdapter } from '../src/train/lora.js';
+import { trainingLogits, trainingView } from '../src/train/decoder-training.js';
+import { SAMPLE_TRAINING_TEXT } from '../src/train/sample-text.js';
+import { TextTokenizer } from '../src/generate/tokenizer.js';
+import { copyInto, crossEntropy, Generator, memoryStats, noGrad, resetPeakMemory, synchronize, tensor, tidy, zeros, type Tensor } from '../src/index.js';
+import { timeIt, type BenchCase, type BenchContext, type RowInput } from './harness.js';
+
+const SEQ = 32;
+
+export function trainStepCases(quick: boolean): BenchCase[] {
+  const shape = `builtin qwen3-moe-tiny S=${SEQ} lora r8`;
+  return [{ benchmark: 'train step', shape, run: (ctx) => measure(ctx, shape, quick) }];
+}
+
+/** AdamW written op by op (what the fused kernel replaces): about a dozen dispatches per parameter tensor. */
+function adamwByOps(params: readonly Tensor[], m: Tensor[], v: Tensor[], t: number, lr = 1e-3, b1 = 0.9, b2 = 0.999, eps = 1e-8, wd = 0.01): void {
+  noGrad(() =>
+    tidy(() => {
+      params.forEach((p, i) => {
+        const g = p.grad!;
+        copyInto(m[i], m[i].mul(b1).add(g.mul(1 - b1)));
+        copyInto(v[i], v[i].mul(b2).add(g.mul(g).mul(1 - b2)));
+        const denom = v[i].div(1 - b2 ** t).sqrt().add(eps);
+        copyInto(p, p.mul(1 - lr * wd).sub(m[i].div(1 - b1 ** t).div(denom).mul(lr)));
+      });
+    }),
+  );
+}
+
+async function measure(ctx: BenchContext, shape: string, quick: boolean): Promise<RowInput[]> {
+  const dir = await ensureBuiltinModel({ onNotice: ctx.log });
+  const tokenizer = TextTokenizer.fromDirectory(dir);
+  const sequences = packSequences(tokenizer.encode(SAMPLE_TRAINING_TEXT), SEQ);
+  const rows: RowInput[] = [];
+  const time = { warmup: 1, minRuns: quick ? 1 : 3, maxRuns: quick ? 1 : 3, minMs: 0, maxMs: quick ? 0 : 20000 };
+  for (const device of ['webgpu', 'cpu'] as const) {
+    if (device === 'webgpu' && !ctx.gpu) continue;
+    const { model } = await loadModel(dir, { device, maxSequence: SEQ });
+    const adapter = LoraAdapter.create(trainingView(model).sites, { rank: 8, alpha: 16, targetModules: DEFAULT_LORA_TARGETS.qwen3 }, { device, generator: new Generator(0) });
+    const run = new FineTune(model, { kind: 'lora', adapter }, { steps: 100, lr: 1e-3 });
+    try {
+      let step = 0;
+      let last = { dispatches: 0, optimizerDispatches: 0, loss: 0 };
+      await run.step(sequences[0]);
+      await synchronize();
+      const base = memoryStats().liveBytes;
+      resetPeakMemory();
+      const timing = await timeIt(async () => {
+        last = await run.step(sequences[step++ % sequences.length]);
+      }, time);
+      const peak = memoryStats().peakLiveBytes;
+      const stateBytes = 8; // AdamW: exp_avg and exp_avg_sq in float32 per trained value
+      const note = `${device}: ${last.dispatches} dispatches/step, ${last.optimizerDispatches} in the fused AdamW for ${run.params.length} tensors (${run.parameterCount} values, ${stateBytes} B of state each), peak GPU ${((peak - base) / 2 ** 20).toFixed(1)} MiB above the model + state`;
+      ctx.log(`  train step ${note}`);
+      rows.push({ benchmark: 'train step', shape, backend: device, timing: { ...timing, dispatchesPerRun: device === 'webgpu' ? last.dispatches : 0 }, note: device === 'webgpu' ? note : undefined });
+      if (device === 'webgpu') {
+        // The update alone, on the gradients of one more step: fused vs op by op.
+        const [inputs, targets] = [tensor(sequences[0].slice(0, SEQ), { dtype: 'int32', device }), tensor(sequences[0].slice(1), { dtype: 'int32', device })];
+        const logits = await trainingLogits(run.view, inputs, adapter.delta);
+        const loss = crossEntropy(logits, targets);
+        loss.backward();
+        for (const x of [inputs, targets, logits, loss]) x.dispose();
+        const fused = await timeIt(async () => {
+          run.optimizer.step();
+          await synchronize();
+        }, { warmup: 1, minRuns: 5, maxRuns: 20, minMs: 0, maxMs: 2000 });
+        const m = run.params.map((p) => zeros(p.shape, { device }));
+        const v = run.params.map((p) => zeros(p.shape, { device }));
+        let t = 1;
+        const ops = await timeIt(async () => {
+          adamwByOps(run.params, m, v, t++);
+          await synchronize();
+        }, { warmup: 1, minRuns: 5, maxRuns: 20, minMs: 0, maxMs: 2000 });
+        const opShape = `${run.params.length} LoRA tensors, ${run.parameterCount} values`;
+        rows.push({ benchmark: 'adamw update fused', shape: opShape, backend: 'webgpu', timing: fused, bytes: run.parameterCount * 4 * 7, baselineBenchmark: 'adamw update op by op' });
+        rows.push({ benchmark: 'adamw update op by op', shape: opShape, backend: 'webgpu', timing: ops, bytes: run.parameterCount * 4 * 7 });
+        for (const x of [...m, ...v]) x.dispose();
+        run.optimizer.zeroGrad();
+      }
+    } finally {
+      run.dispose();
+      adapter.dispose();
+      model.dispose();
+    }
+  }
+  return rows;
+}

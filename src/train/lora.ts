@@ -1,0 +1,120 @@
+// LoRA adapters (Hu et al. 2021, as PEFT implements them): for each targeted projection W [out, in], trainable
+// A [r, in] and B [out, r] with y = x W^T + (alpha / r) (x A^T) B^T. A starts as PEFT's kaiming-uniform
+// (bound 1 / sqrt(in)) and B at zero, so training starts from the base model exactly. The base weights are never
+// written during training; merge() folds the adapter into them for inference.
+import type { DeviceName } from '../backends/backend.js';
+import type { Generator } from '../core/random.js';
+import type { Tensor } from '../core/tensor.js';
+import { keep, tidy } from '../core/scope.js';
+import { noGrad } from '../autograd/grad-mode.js';
+import { rand, zeros } from '../ops/creation.js';
+import { linear, dequantizeWeight } from '../ops/matmul.js';
+import { quantize } from '../ops/quantize.js';
+import { copyInto } from '../ops/shape-ops.js';
+import type { Weight } from '../io/checkpoint.js';
+import type { ProjectionDelta, ProjectionSite } from './decoder-training.js';
+
+export interface LoraConfig {
+  readonly rank: number;
+  /** The delta is scaled by alpha / rank (alpha / sqrt(rank) with rsLora). */
+  readonly alpha: number;
+  /** Module names (the last part of a site's path, PEFT's target_modules) that get an adapter. */
+  readonly targetModules: readonly string[];
+  readonly rsLora?: boolean;
+}
+
+/** PEFT's defaults for the families: every attention and MLP projection. */
+export const DEFAULT_LORA_TARGETS: Readonly<Record<'qwen3' | 'lfm2', readonly string[]>> = {
+  qwen3: ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj'],
+  lfm2: ['q_proj', 'k_proj', 'v_proj', 'out_proj', 'in_proj', 'w1', 'w2', 'w3'],
+};
+
+export interface LoraPair {
+  /** [rank, inFeatures] */
+  readonly a: Tensor;
+  /** [outFeatures, rank] */
+  readonly b: Tensor;
+}
+
+export class LoraAdapter {
+  constructor(
+    readonly config: LoraConfig,
+    /** By site name. */
+    readonly modules: ReadonlyMap<string, LoraPair>,
+  ) {
+    if (!Number.isInteger(config.rank) || config.rank < 1) throw new RangeError(`LoRA rank must be a positive integer, got ${config.rank}`);
+    if (!(config.alpha > 0)) throw new RangeError(`LoRA alpha must be > 0, got ${config.alpha}`);
+  }
+
+  /** Fresh adapters on every site whose module is targeted (A kaiming-uniform, B zeros; float32, requiring grad). */
+  static create(sites: readonly ProjectionSite[], config: LoraConfig, options: { device?: DeviceName; generator?: Generator } = {}): LoraAdapter {
+    const chosen = sites.filter((s) => config.targetModules.includes(s.module));
+    if (chosen.length === 0) throw new RangeError(`LoRA: no projection matches target modules [${config.targetModules.join(', ')}] (the model has ${[...new Set(sites.map((s) => s.module))].join(', ')})`);
+    const modules = new Map<string, LoraPair>();
+    for (const s of chosen) {
+      const bound = 1 / Math.sqrt(s.inFeatures);
+      const a = keep(tidy(() => rand([config.rank, s.inFeatures], { device: options.device, generator: options.generator }).mul(2 * bound).sub(bound))).requiresGrad_();
+      const b = keep(zeros([s.outFeatures, config.rank], { device: options.device })).requiresGrad_();
+      modules.set(s.name, { a, b });
+    }
+    return new LoraAdapter(config, modules);
+  }
+
+  get scaling(): number {
+    return this.config.alpha / (this.config.rsLora ? Math.sqrt(this.config.rank) : this.config.rank);
+  }
+
+  /** The trainable tensors, A then B of each module in site order. */
+  parameters(): Tensor[] {
+    return [...this.modules.values()].flatMap((m) => [m.a, m.b]);
+  }
+
+  /** The delta the training forward adds at each site: scaling * (x A^T) B^T. */
+  readonly delta: ProjectionDelta = (site, x) => {
+    const m = this.modules.get(site.name);
+    return m && linear(linear(x, m.a), m.b).mul(this.scaling);
+  };
+
+  /**
+   * Folds the adapter into the base weights in place (W += scaling B A, rows of stacked weights at their offset).
+   * Float weights are updated in their dtype; FP8 weights are dequantized, updated and re-quantized with the same
+   * recipe, their scales rewritten.
+   */
+  merge(sites: readonly ProjectionSite[]): void {
+    const byWeight = new Map<Weight, ProjectionSite[]>();
+    for (const s of sites) {
+      if (!this.modules.has(s.name)) continue;
+      byWeight.set(s.weight, [...(byWeight.get(s.weight) ?? []), s]);
+    }
+    noGrad(() => {
+      for (const [w, parts] of byWeight) {
+        tidy(() => {
+          const deltaOf = (s: ProjectionSite) => {
+            const m = this.modules.get(s.name)!;
+            return m.b.matmul(m.a).mul(this.scaling);
+          };
+          if (!w.scale) {
+            for (const s of parts) {
+              const rows = w.data.narrow(0, s.rowOffset, s.outFeatures);
+              copyInto(rows, rows.to('float32').add(deltaOf(s)));
+            }
+            return;
+          }
+          const full = dequantizeWeight(w.data, w.scale, w.recipe ?? 'block');
+          for (const s of parts) {
+            const rows = full.narrow(0, s.rowOffset, s.outFeatures);
+            copyInto(rows, rows.add(deltaOf(s)));
+          }
+          const granularity = w.recipe === 'row' ? 'row' : w.recipe === 'tensor' ? 'tensor' : 'block128';
+          const q = quantize(full, { dtype: w.data.dtype as 'float8_e4m3fn', granularity });
+          copyInto(w.data, q.data);
+          copyInto(w.scale, q.scale.reshape(w.scale.shape));
+        });
+      }
+    });
+  }
+
+  dispose(): void {
+    for (const t of this.parameters()) t.dispose();
+  }
+}

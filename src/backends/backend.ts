@@ -253,6 +253,13 @@ export interface Backend<H = unknown> {
   indexSelect(x: Operand<H>, dim: number, index: Operand<H>): H;
   /** x.gather(dim, index): index is int32 with x's rank (sizes <= x's off dim); result has the index's shape. */
   gather(x: Operand<H>, dim: number, index: Operand<H>): H;
+  /**
+   * The scatter-add of indexSelect's backward (torch.index_add_ into zeros): float32 contiguous out of source's
+   * shape with `size` at dim, zeros, then out[.., index[i], ..] += source[.., i, ..] for i in increasing order (a
+   * fixed order on every device: no atomics). source: any float dtype; index: 1-D int32 of source.shape[dim]
+   * entries. An index outside [0, size): CPU throws, GPU adds nothing.
+   */
+  indexAdd(source: Operand<H>, dim: number, index: Operand<H>, size: number): H;
   /** a and b are already broadcast to outShape; computes in float32 when any dtype involved is floating, else int32. */
   /** Broadcast views a, b (or a JS number on either side) to outShape. */
   binary(op: BinaryOp, a: Operand<H> | ScalarOperand, b: Operand<H> | ScalarOperand, outShape: Shape, outDtype: DType): H;
@@ -263,6 +270,20 @@ export interface Backend<H = unknown> {
   where(cond: Operand<H>, a: Operand<H> | ScalarOperand, b: Operand<H> | ScalarOperand, outShape: Shape, outDtype: DType): H;
   /** Softmax (or log-softmax) along dim, numerically stable; contiguous result in x's dtype. */
   softmax(x: Operand<H>, dim: number, log: boolean): H;
+  /**
+   * Cross-entropy forward of logits [rows, classes] (any float dtype and strides) against int32 targets [rows]:
+   * float32 [rows] lse = logsumexp of each row and nll = lse - logits[row, target] (0 where target == ignoreIndex).
+   * The row is read once; nothing [rows, classes] is written. A NaN or +Inf logit, or a row of all -Inf, gives NaN.
+   * A target outside [0, classes) that is not ignoreIndex: CPU throws a ShapeError naming the row, GPU gives NaN nll.
+   */
+  crossEntropyForward(logits: Operand<H>, targets: Operand<H>, ignoreIndex: number): [lse: H, nll: H];
+  /**
+   * Cross-entropy backward: d logits [rows, classes], contiguous in outDtype, = (exp(logits - lse[row]) -
+   * onehot(target)) * rowScale[row], with rowScale taken as 0 on ignored rows. lse: the forward's float32 [rows];
+   * rowScale: the upstream gradient per row, [rows] of any float dtype (stride 0 for one value). Bad targets as in
+   * the forward (GPU: NaN row).
+   */
+  crossEntropyBackward(logits: Operand<H>, targets: Operand<H>, lse: Operand<H>, rowScale: Operand<H>, ignoreIndex: number, outDtype: DType): H;
   /** One token id sampled from a 1-D logits row (int32 storage of one element; -1 when nothing can be sampled). */
   /** `drawFrom` (float32 [1] on the device), when given, replaces params.u: a captured step's per-step draw. */
   sample(logits: Operand<H>, previous: Operand<H> | undefined, params: SamplingParams, drawFrom?: Operand<H>): H;

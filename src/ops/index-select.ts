@@ -4,8 +4,6 @@ import type { Tensor } from '../core/tensor.js';
 import { contiguous } from './shape-ops.js';
 import { commonBackend, wrap } from './util.js';
 import { differentiable, notDifferentiable } from '../autograd/function.js';
-import { float32 } from '../autograd/rules.js';
-import { arange } from './creation.js';
 
 /**
  * torch.index_select: the entries of x at `index` (1-D int32) along dim, for every dtype (FP8 included: codes are
@@ -32,17 +30,17 @@ export function indexSelect(x: Tensor, dim: number, index: Tensor): Tensor {
 }
 
 /**
- * d indexSelect (an embedding's backward): the rows of g summed into the rows they were taken from, as a
- * one-hot [size, T] matmul (repeated indices add up). A scatter-add kernel would do this in T * row work.
+ * d indexSelect (an embedding's backward): the rows of g summed into the rows they were taken from (repeated
+ * indices add up, in index order), by the backend's scatter-add: (size + T) * row work, float32, for any dim.
  */
 function indexSelectRule(g: Tensor, index: Tensor, shape: readonly number[], d: number): Tensor {
-  const size = shape[d];
-  const order = [d, ...shape.map((_, i) => i).filter((i) => i !== d)];
-  const rows = float32(g).permute(...order);
-  const flat = rows.reshape(rows.shape[0], -1);
-  const oneHot = arange(0, size, 1, { device: index.device }).reshape(size, 1).eq(index.reshape(1, -1)).to('float32');
-  const summed = oneHot.matmul(flat).reshape(size, ...rows.shape.slice(1));
-  return summed.permute(...order.map((_, i) => order.indexOf(i)));
+  const backend = commonBackend('indexSelect backward', g, index);
+  const idx = index.reshape(-1);
+  try {
+    return wrap(backend, backend.indexAdd(g.operand(), d, idx.operand(), shape[d]), 'float32', shape);
+  } finally {
+    idx.dispose();
+  }
 }
 
 /**

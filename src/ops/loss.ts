@@ -1,16 +1,15 @@
-// Losses. crossEntropy computes the log-softmax over the classes once: the forward keeps it (float32) for the
-// backward, whose gradient is softmax - onehot, so the vocabulary-wide softmax is never materialized twice.
+// Losses. crossEntropy is two backend ops: the forward reads each row of logits once and keeps only its float32
+// logsumexp [N]; the backward writes d logits = softmax - onehot straight from the logits and that lse, so no
+// [N, V] softmax, log-softmax or one-hot is ever stored, and none lives between forward and backward.
 import { DTypeError, ShapeError } from '../core/errors.js';
+import { isFloating } from '../core/dtype.js';
 import { formatShape } from '../core/shape.js';
 import type { Tensor } from '../core/tensor.js';
 import { noGrad } from '../autograd/grad-mode.js';
 import { tidy } from '../core/scope.js';
 import { needsGrad, record } from '../autograd/node.js';
-import { arange } from './creation.js';
-import { where } from './elementwise.js';
-import { gather } from './index-select.js';
-import { logSoftmax } from './softmax.js';
 import { float32 } from '../autograd/rules.js';
+import { commonBackend, wrap } from './util.js';
 
 export interface CrossEntropyOptions {
   /** Targets equal to this are skipped (and not counted by the mean), as torch's ignore_index. Default -100. */
@@ -20,42 +19,51 @@ export interface CrossEntropyOptions {
 }
 
 /**
- * torch.nn.functional.cross_entropy of logits [N, C] (or [..., C]) against int32 class targets [N] (or [...]):
- * -log_softmax(logits)[target], reduced. A mean over zero counted targets is NaN, as in PyTorch.
+ * torch.nn.functional.cross_entropy of logits [N, C] (or [..., C], any float dtype) against int32 class targets [N]
+ * (or [...]): -log_softmax(logits)[target], reduced; the loss has the logits' dtype. A mean over zero counted
+ * targets is NaN, as in PyTorch, and so is the loss of a row holding a NaN. A target outside [0, C) that is not
+ * ignoreIndex throws a ShapeError naming the row on the CPU; on WebGPU that row's loss (and gradient) is NaN,
+ * since checking would need a read back from the GPU.
  */
 export function crossEntropy(logits: Tensor, targets: Tensor, options: CrossEntropyOptions = {}): Tensor {
   const ignore = options.ignoreIndex ?? -100;
   const reduction = options.reduction ?? 'mean';
+  const backend = commonBackend('crossEntropy', logits, targets);
   if (targets.dtype !== 'int32') throw new DTypeError(`crossEntropy: targets must be int32 class indices, got ${targets.describe()}`);
+  if (!isFloating(logits.dtype)) throw new DTypeError(`crossEntropy: logits must be floating, got ${logits.describe()}`);
   if (logits.ndim < 1 || targets.shape.join() !== logits.shape.slice(0, -1).join()) {
     throw new ShapeError(`crossEntropy: targets ${formatShape(targets.shape)} must be logits ${formatShape(logits.shape)} without its class dim`);
   }
+  if (!Number.isInteger(ignore)) throw new DTypeError(`crossEntropy: ignoreIndex must be an integer, got ${ignore}`);
   const classes = logits.shape[logits.ndim - 1];
   const rows = targets.numel;
-  const parts = noGrad(() => tidy(() => {
-    const lsm = logSoftmax(float32(logits.reshape(rows, classes)), -1);
-    const t = targets.reshape(rows);
-    const keep = t.ne(ignore);
-    const safe = where(keep, t, 0);
-    const valid = keep.to('float32');
-    const nll = gather(lsm, 1, safe.reshape(rows, 1)).reshape(rows).neg().mul(valid);
-    const out = reduction === 'none' ? nll.reshape(targets.shape) : reduction === 'sum' ? nll.sum() : nll.sum().div(valid.sum());
-    return { lsm, safe, valid, out: out.to(logits.dtype) };
-  }));
-  const { lsm, safe, valid, out } = parts;
+  const parts = noGrad(() =>
+    tidy(() => {
+      const t = targets.reshape(rows);
+      const [lseH, nllH] = backend.crossEntropyForward(logits.reshape(rows, classes).operand(), t.operand(), ignore);
+      const lse = wrap(backend, lseH, 'float32', [rows]);
+      const nll = wrap(backend, nllH, 'float32', [rows]);
+      // The counted targets, for the mean and its gradient (int32: sum of a bool).
+      const count = reduction === 'mean' ? t.ne(ignore).sum() : undefined;
+      const loss = reduction === 'none' ? nll.reshape(targets.shape) : count ? nll.sum().div(count) : nll.sum();
+      return { lse, count, out: loss.dtype === logits.dtype ? loss : loss.to(logits.dtype) };
+    }),
+  );
+  const { lse, count, out } = parts;
   try {
     if (!needsGrad(logits)) return out;
-    return record(out, 'crossEntropy', [logits], [lsm, safe, valid], (g, [l, s, v]) => {
-      // d logits = (softmax - onehot(target)) * valid * dL/dnll (1/count for the mean).
-      const g32 = float32(g);
-      const perRow = reduction === 'none' ? g32.reshape(rows, 1) : reduction === 'sum' ? g32 : g32.div(v.sum());
-      const oneHot = arange(0, classes, 1, { device: s.device }).reshape(1, classes).eq(s.reshape(rows, 1)).to('float32');
-      const d = l.exp().sub(oneHot).mul(v.reshape(rows, 1)).mul(perRow);
-      return [d.reshape(logits.shape)];
-    });
+    // Saved: the logits (alive anyway), the targets, lse [N] and the count: O(N) beyond what the caller holds.
+    return record(out, 'crossEntropy', [logits], [logits, targets, lse, ...(count ? [count] : [])], (g, [l, tg, ls, c]) => [
+      tidy(() => {
+        // The upstream gradient per row: g itself for 'none', broadcast (stride 0) for 'sum', g / count for 'mean'.
+        const perRow = reduction === 'none' ? g.reshape(rows) : (reduction === 'sum' ? g : float32(g).div(c)).reshape(1).expand([rows]);
+        const x = l.reshape(rows, classes);
+        const d = backend.crossEntropyBackward(x.operand(), tg.reshape(rows).operand(), ls.operand(), perRow.operand(), ignore, logits.dtype);
+        return wrap(backend, d, logits.dtype, logits.shape);
+      }),
+    ]);
   } finally {
-    lsm.dispose();
-    safe.dispose();
-    valid.dispose();
+    lse.dispose();
+    count?.dispose();
   }
 }

@@ -7,6 +7,7 @@ import { attentionInputsReference } from './attention-inputs.js';
 import { shortConvReference } from './short-conv.js';
 import { isScalarOperand, type AttentionInputsArgs, type AttentionOptions, type Backend, type BinaryOp, type ConvGeometry, type ExpertLinearOptions, type MatmulDims, type MatmulScaling, type Operand, type PadMode, type ScalarOperand, type QuantizeBlocks, type ReduceOp, type RouteOptions, type SamplingParams, type ShortConvArgs, type UnaryOp, type UpsampleMode } from '../backend.js';
 import { convReference, padReference } from './conv.js';
+import { crossEntropyBackwardReference, crossEntropyForwardReference, indexAddReference } from './cross-entropy.js';
 import { expertLinearReference, moeRouteReference } from './moe.js';
 import { attentionReference, rmsNormReference, ropeReference, swigluReference } from './nn.js';
 import { sampleReference } from './sampling.js';
@@ -188,6 +189,18 @@ export class CpuBackend implements Backend<Handle> {
       out[i] = x.handle[base[i] + id * x.view.strides[dim]];
     }
     return out;
+  }
+
+  indexAdd(source: Operand<Handle>, dim: number, index: Operand<Handle>, size: number): Handle {
+    return indexAddReference(source, dim, index, size);
+  }
+
+  crossEntropyForward(logits: Operand<Handle>, targets: Operand<Handle>, ignoreIndex: number): [Handle, Handle] {
+    return crossEntropyForwardReference(logits, targets, ignoreIndex);
+  }
+
+  crossEntropyBackward(logits: Operand<Handle>, targets: Operand<Handle>, lse: Operand<Handle>, rowScale: Operand<Handle>, ignoreIndex: number, outDtype: DType): Handle {
+    return crossEntropyBackwardReference(logits, targets, lse, rowScale, ignoreIndex, outDtype);
   }
 
   unary(op: UnaryOp, x: Operand<Handle>, outDtype: DType): Handle {

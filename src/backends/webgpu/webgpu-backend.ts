@@ -18,6 +18,8 @@ import { gemmKernel, type GemmScaling } from './kernels/gemm.js';
 import { gemvApplies, gemvKernel } from './kernels/gemv.js';
 import { gatherKernel } from './kernels/gather.js';
 import { indexSelectKernel } from './kernels/index-select.js';
+import { indexAddKernel } from './kernels/index-add.js';
+import { crossEntropyBackwardKernel, crossEntropyForwardKernel } from './kernels/cross-entropy.js';
 import { attentionKernel } from './kernels/attention.js';
 import { attentionInputsKernel } from './kernels/attention-inputs.js';
 import { convKernel } from './kernels/conv.js';
@@ -526,6 +528,21 @@ export class WebGpuBackend implements Backend<GpuBuffer>, GpuContext {
 
   gather(x: Operand<GpuBuffer>, dim: number, index: Operand<GpuBuffer>): GpuBuffer {
     return gatherKernel(this, this.gpuOperand(x), dim, this.gpuOperand(index));
+  }
+
+  /** Three dispatches (chain heads filled, chains linked, sums), no float atomics: the sum order is the index's. */
+  indexAdd(source: Operand<GpuBuffer>, dim: number, index: Operand<GpuBuffer>, size: number): GpuBuffer {
+    return indexAddKernel(this, this.gpuOperand(source), dim, this.gpuOperand(index), size);
+  }
+
+  /** One dispatch, a workgroup per row; targets outside [0, classes) give NaN (no read back to check them). */
+  crossEntropyForward(logits: Operand<GpuBuffer>, targets: Operand<GpuBuffer>, ignoreIndex: number): [GpuBuffer, GpuBuffer] {
+    return crossEntropyForwardKernel(this, this.gpuOperand(logits), this.gpuOperand(targets), ignoreIndex);
+  }
+
+  /** One dispatch, an invocation per output word, in outDtype. */
+  crossEntropyBackward(logits: Operand<GpuBuffer>, targets: Operand<GpuBuffer>, lse: Operand<GpuBuffer>, rowScale: Operand<GpuBuffer>, ignoreIndex: number, outDtype: DType): GpuBuffer {
+    return crossEntropyBackwardKernel(this, this.gpuOperand(logits), this.gpuOperand(targets), this.gpuOperand(lse), this.gpuOperand(rowScale), ignoreIndex, outDtype);
   }
 
   unary(op: UnaryOp, x: Operand<GpuBuffer>, outDtype: DType): GpuBuffer {

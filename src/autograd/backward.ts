@@ -7,6 +7,7 @@ import { formatShape } from '../core/shape.js';
 import { keep, tidy } from '../core/scope.js';
 import type { Tensor } from '../core/tensor.js';
 import { ones } from '../ops/creation.js';
+import { copyInto } from '../ops/shape-ops.js';
 import { noGrad } from './grad-mode.js';
 import type { Edge, GradNode } from './node.js';
 
@@ -58,6 +59,16 @@ function accumulate(into: Map<GradNode, Tensor>, node: GradNode, g: Tensor): voi
 
 function accumulateLeaf(leaf: Tensor, g: Tensor): void {
   const prev = leaf.grad;
+  const slot = leaf.gradBuffer;
+  if (slot) {
+    // A shared gradient arena: the gradient is written in place, .grad is a view of the slot.
+    const sum = prev ? prev.add(g) : g;
+    copyInto(slot, sum);
+    if (sum !== g) sum.dispose();
+    g.dispose();
+    leaf.grad ??= keep(slot.detach());
+    return;
+  }
   // A .grad owns contiguous storage: optimizers and clipping update it in place, and a rule may hand the same
   // gradient to two inputs (a + b) or a broadcast view of it.
   const own = prev || (g.isContiguous() && g.storage.holders === 1) ? g : g.clone();

@@ -27,6 +27,11 @@ export class Tensor {
   private storageRef: Storage | undefined;
   /** The gradient accumulated by backward() (a leaf that requires grad), or undefined. */
   grad: Tensor | undefined;
+  /**
+   * @internal Where backward writes this leaf's gradient instead of fresh storage: a view of a gradient arena that
+   * parameters share (optim/flat-parameters.ts), so one optimizer dispatch updates all of them.
+   */
+  gradBuffer: Tensor | undefined;
   private wantsGrad = false;
   private node: GradNode | undefined;
 
@@ -101,6 +106,8 @@ export class Tensor {
     // The gradient is this tensor's too; the graph behind a result stays with the tensors that saved it.
     this.grad?.dispose();
     this.grad = undefined;
+    this.gradBuffer?.dispose();
+    this.gradBuffer = undefined;
   }
 
   [Symbol.dispose](): void {

@@ -6,6 +6,7 @@ import { DeviceMismatchError, DTypeError } from '../core/errors.js';
 import { keep } from '../core/scope.js';
 import { Tensor } from '../core/tensor.js';
 import { noGrad } from '../autograd/grad-mode.js';
+import { flatSpan } from './flat-parameters.js';
 import type { Storage } from '../core/storage.js';
 
 export interface ClipGradNormOptions {
@@ -30,6 +31,20 @@ export function clipGradNorm(params: Tensor | readonly Tensor[], maxNorm: number
     return Tensor.fromHandle(backend, backend.fill('float32', 1, 0), 'float32', []);
   }
   const backend = withGrad[0].grad!.storage.backend;
+  // Gradients in one arena (flatParameters) are clipped as the one span they tile.
+  const span = withGrad.length === list.length ? flatSpan(list) : undefined;
+  if (span) {
+    try {
+      if (list.every((p) => p.grad!.storage === span.grads.storage && p.grad!.offset === p.gradBuffer!.offset)) {
+        const norm = backend.clipGradNorm([span.grads.operand()], maxNorm, normType);
+        span.grads.storage.version++;
+        return Tensor.fromHandle(backend, norm, 'float32', []);
+      }
+    } finally {
+      span.params.dispose();
+      span.grads.dispose();
+    }
+  }
   const seen = new Set<Storage>();
   noGrad(() => {
     withGrad.forEach((p, i) => {

@@ -5,7 +5,8 @@
 import type { Backend } from '../backends/backend.js';
 import { DeviceMismatchError, DTypeError, ShapeError, TensorGpuError } from '../core/errors.js';
 import { keep } from '../core/scope.js';
-import { formatShape } from '../core/shape.js';
+import { contiguousStrides, formatShape } from '../core/shape.js';
+import { flatSpan, type FlatSpan } from './flat-parameters.js';
 import { Tensor } from '../core/tensor.js';
 
 /** A hyperparameter value as the state dict keeps it. */
@@ -42,6 +43,10 @@ export abstract class Optimizer<H extends { lr: number } = { lr: number }> {
   /** The hyperparameters, one group for every parameter (torch's param_groups[0]). */
   protected readonly hyper: H;
   private readonly states: (MutableState | undefined)[];
+  /** Parameters that tile one arena (flat-parameters.ts): updated as one span, one dispatch per step. */
+  private readonly flat: FlatSpan | undefined;
+  /** The span's state (per-parameter states then hold views of it). */
+  private flatState: MutableState | undefined;
 
   protected constructor(
     /** The class name saved in the state dict ('SGD', 'Adam', 'AdamW'). */
@@ -62,6 +67,12 @@ export abstract class Optimizer<H extends { lr: number } = { lr: number }> {
     this.hyper = { ...hyper };
     this.validate(this.hyper);
     this.states = params.map(() => undefined);
+    this.flat = flatSpan(this.params);
+  }
+
+  /** Whether the parameters share one arena and step as one span (multi-tensor apply: one dispatch per step). */
+  get fused(): boolean {
+    return this.flat !== undefined;
   }
 
   /** The learning rate (a scheduler or the caller sets it between steps). */
@@ -91,6 +102,11 @@ export abstract class Optimizer<H extends { lr: number } = { lr: number }> {
       }
       if (!PARAM_DTYPES.includes(g.dtype)) throw new DTypeError(`${this.name}: the gradient of parameter ${i} is ${g.describe()}; expected a float dtype`);
     }
+    if (this.canStepFlat(work.length)) {
+      this.stepFlat(this.flat!);
+      return;
+    }
+    this.unflatten();
     for (const { p, g, i } of work) {
       const backend = p.storage.backend;
       let state = this.states[i];
@@ -115,6 +131,57 @@ export abstract class Optimizer<H extends { lr: number } = { lr: number }> {
       // Autograd refuses a saved tensor written since it was saved.
       p.storage.version++;
     }
+  }
+
+  /**
+   * The span path applies when every parameter has its gradient in its arena slot and the state is the span's
+   * (or not made yet); a loaded state dict (per-parameter copies) or a missing gradient takes the per-tensor path.
+   */
+  private canStepFlat(withGrad: number): boolean {
+    const flat = this.flat;
+    if (!flat || withGrad !== this.params.length) return false;
+    if (!this.params.every((p) => p.grad!.storage === flat.grads.storage && p.grad!.offset === p.gradBuffer!.offset)) return false;
+    return this.flatState !== undefined || this.states.every((s) => s === undefined);
+  }
+
+  /**
+   * Gives every parameter its own copy of the span's state (the per-tensor kernels bind whole state buffers), for
+   * good: the per-tensor path from then on.
+   */
+  private unflatten(): void {
+    if (!this.flatState) return;
+    this.states.forEach((s) => {
+      for (const [key, view] of s!.tensors) {
+        s!.tensors.set(key, keep(view.clone()));
+        view.dispose();
+      }
+    });
+    for (const t of this.flatState.tensors.values()) t.dispose();
+    this.flatState = undefined;
+  }
+
+  private stepFlat(flat: FlatSpan): void {
+    const backend = flat.params.storage.backend;
+    const total = flat.params.numel;
+    if (!this.flatState) {
+      this.flatState = { step: 0, tensors: new Map() };
+      this.params.forEach((_, i) => (this.states[i] = { step: 0, tensors: new Map() }));
+    }
+    const fs = this.flatState;
+    this.update(backend, flat.params, flat.grads, {
+      step: fs.step,
+      tensor: (key) => fs.tensors.get(key),
+      create: (key) => {
+        const t = keep(Tensor.fromHandle(backend, backend.allocBytes('float32', total), 'float32', [total]));
+        fs.tensors.set(key, t);
+        // Each parameter's state is a view of the span's, so stateDict() lists it per parameter as usual.
+        this.params.forEach((p, i) => this.states[i]!.tensors.set(key, keep(new Tensor(t.storage, { shape: p.shape, strides: contiguousStrides(p.shape), offset: flat.offsets[i] }, 'float32'))));
+        return t;
+      },
+    });
+    fs.step++;
+    for (const s of this.states) s!.step++;
+    flat.params.storage.version++;
   }
 
   /** Drops every parameter's gradient (torch's zero_grad(set_to_none=True)). */
@@ -171,9 +238,13 @@ export abstract class Optimizer<H extends { lr: number } = { lr: number }> {
   /** Releases the state tensors (the parameters stay the caller's). */
   dispose(): void {
     this.disposeState();
+    this.flat?.params.dispose();
+    this.flat?.grads.dispose();
   }
 
   private disposeState(): void {
+    for (const t of this.flatState?.tensors.values() ?? []) t.dispose();
+    this.flatState = undefined;
     this.states.forEach((s, i) => {
       for (const t of s?.tensors.values() ?? []) t.dispose();
       this.states[i] = undefined;

@@ -5,11 +5,12 @@
 import type { DeviceName } from '../backends/backend.js';
 import type { Generator } from '../core/random.js';
 import type { Tensor } from '../core/tensor.js';
-import { keep, tidy } from '../core/scope.js';
+import { tidy } from '../core/scope.js';
 import { noGrad } from '../autograd/grad-mode.js';
 import { rand, zeros } from '../ops/creation.js';
 import { linear, dequantizeWeight } from '../ops/matmul.js';
 import { quantize } from '../ops/quantize.js';
+import { flatParameters } from '../optim/flat-parameters.js';
 import { copyInto } from '../ops/shape-ops.js';
 import type { Weight } from '../io/checkpoint.js';
 import type { ProjectionDelta, ProjectionSite } from './decoder-training.js';
@@ -46,17 +47,21 @@ export class LoraAdapter {
     if (!(config.alpha > 0)) throw new RangeError(`LoRA alpha must be > 0, got ${config.alpha}`);
   }
 
-  /** Fresh adapters on every site whose module is targeted (A kaiming-uniform, B zeros; float32, requiring grad). */
+  /**
+   * Fresh adapters on every site whose module is targeted (A kaiming-uniform, B zeros; float32, requiring grad),
+   * all in one parameter arena.
+   */
   static create(sites: readonly ProjectionSite[], config: LoraConfig, options: { device?: DeviceName; generator?: Generator } = {}): LoraAdapter {
     const chosen = sites.filter((s) => config.targetModules.includes(s.module));
     if (chosen.length === 0) throw new RangeError(`LoRA: no projection matches target modules [${config.targetModules.join(', ')}] (the model has ${[...new Set(sites.map((s) => s.module))].join(', ')})`);
-    const modules = new Map<string, LoraPair>();
-    for (const s of chosen) {
+    // A and B of every module live in one arena (their gradients in another): one AdamW dispatch per step.
+    const initial = chosen.flatMap((s) => {
       const bound = 1 / Math.sqrt(s.inFeatures);
-      const a = keep(tidy(() => rand([config.rank, s.inFeatures], { device: options.device, generator: options.generator }).mul(2 * bound).sub(bound))).requiresGrad_();
-      const b = keep(zeros([s.outFeatures, config.rank], { device: options.device })).requiresGrad_();
-      modules.set(s.name, { a, b });
-    }
+      return [tidy(() => rand([config.rank, s.inFeatures], { device: options.device, generator: options.generator }).mul(2 * bound).sub(bound)), zeros([s.outFeatures, config.rank], { device: options.device })];
+    });
+    const params = flatParameters(initial);
+    for (const t of initial) t.dispose();
+    const modules = new Map<string, LoraPair>(chosen.map((s, i) => [s.name, { a: params[2 * i], b: params[2 * i + 1] }]));
     return new LoraAdapter(config, modules);
   }
 

@@ -29,6 +29,8 @@ export interface TrainCliOptions {
   loraAlpha?: number;
   targets?: string;
   full?: boolean;
+  /** --full with 16-bit weights: float32 master copies (default true; --no-master-weights). */
+  masterWeights?: boolean;
   warmup?: number;
   seed: number;
   device: DeviceRequest;
@@ -82,7 +84,7 @@ export async function runTrain(o: TrainCliOptions, log: (line: string) => void =
       const adapter = o.full
         ? undefined
         : LoraAdapter.create(view.sites, { rank: o.loraRank, alpha: o.loraAlpha ?? 2 * o.loraRank, targetModules: o.targets ? o.targets.split(',').map((t) => t.trim()) : DEFAULT_LORA_TARGETS[view.family] }, { device, generator: new Generator(o.seed) });
-      const run = new FineTune(model, adapter ? { kind: 'lora', adapter } : { kind: 'full' }, { steps: o.steps, lr: o.lr, warmupSteps: o.warmup });
+      const run = new FineTune(model, adapter ? { kind: 'lora', adapter } : { kind: 'full' }, { steps: o.steps, lr: o.lr, warmupSteps: o.warmup, masterWeights: o.masterWeights });
       log(`training ${o.full ? 'every weight' : `LoRA r=${o.loraRank} on ${adapter!.modules.size} projections`} of ${dir} on ${device}: ${run.parameterCount.toLocaleString('en-US')} parameters, ${sequences.length} sequence(s) of ${o.seqLen} tokens, ${o.steps} steps`);
       const losses: number[] = [];
       const bar = new cliProgress.SingleBar(

@@ -3,9 +3,9 @@
 // step count, as PyTorch does with Python floats, and the whole update is one fused backend call.
 import type { Backend } from '../backends/backend.js';
 import type { Tensor } from '../core/tensor.js';
-import { Optimizer, type ParamStateAccess } from './optimizer.js';
+import { Optimizer, type CommonOptimizerOptions, type ParamStateAccess } from './optimizer.js';
 
-export interface AdamOptions {
+export interface AdamOptions extends CommonOptimizerOptions {
   /** Default 1e-3. */
   lr?: number;
   /** Default [0.9, 0.999]. */
@@ -43,7 +43,7 @@ class AdamBase extends Optimizer<AdamHyper> {
       weightDecay: options.weightDecay ?? (decoupled ? 1e-2 : 0),
       amsgrad: options.amsgrad ?? false,
       maximize: options.maximize ?? false,
-    });
+    }, options);
   }
 
   protected validate(h: AdamHyper): void {

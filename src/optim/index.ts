@@ -1,5 +1,5 @@
 // Optimizers, gradient clipping, learning-rate schedules and optimizer state files.
-export { Optimizer, type HyperValue, type OptimizerStateDict, type ParamState, type ParamStateAccess } from './optimizer.js';
+export { Optimizer, type CommonOptimizerOptions, type HyperValue, type OptimizerStateDict, type ParamState, type ParamStateAccess } from './optimizer.js';
 export { SGD, type SgdOptions, type SgdHyper } from './sgd.js';
 export { Adam, AdamW, type AdamOptions, type AdamHyper } from './adam.js';
 export { clipGradNorm, type ClipGradNormOptions } from './clip.js';

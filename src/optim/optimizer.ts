@@ -7,6 +7,7 @@ import { DeviceMismatchError, DTypeError, ShapeError, TensorGpuError } from '../
 import { keep } from '../core/scope.js';
 import { contiguousStrides, formatShape } from '../core/shape.js';
 import { flatSpan, type FlatSpan } from './flat-parameters.js';
+import { copyInto } from '../ops/shape-ops.js';
 import { Tensor } from '../core/tensor.js';
 
 /** A hyperparameter value as the state dict keeps it. */
@@ -30,6 +31,17 @@ export interface OptimizerStateDict {
   readonly state: readonly (ParamState | null)[];
 }
 
+/** Options every optimizer takes. */
+export interface CommonOptimizerOptions {
+  /**
+   * Keep a float32 master copy of each float16/bfloat16 parameter and update that (mixed-precision training): small
+   * steps that would round away in 16 bits accumulate. Costs 4 bytes per parameter value. Default false.
+   */
+  masterWeights?: boolean;
+}
+
+const MASTER = 'master_weight';
+
 /** The float dtypes a parameter may have (the state stays float32 whatever it is). */
 const PARAM_DTYPES = ['float32', 'float16', 'bfloat16'];
 
@@ -48,12 +60,17 @@ export abstract class Optimizer<H extends { lr: number } = { lr: number }> {
   /** The span's state (per-parameter states then hold views of it). */
   private flatState: MutableState | undefined;
 
+  /** float16/bfloat16 parameters step on a float32 master copy (state 'master_weight'), then take its rounding. */
+  readonly masterWeights: boolean;
+
   protected constructor(
     /** The class name saved in the state dict ('SGD', 'Adam', 'AdamW'). */
     readonly name: string,
     params: readonly Tensor[],
     hyper: H,
+    common: CommonOptimizerOptions = {},
   ) {
+    this.masterWeights = common.masterWeights ?? false;
     if (params.length === 0) throw new RangeError(`${name}: got an empty parameter list`);
     const seen = new Set<Tensor>();
     params.forEach((p, i) => {
@@ -114,8 +131,10 @@ export abstract class Optimizer<H extends { lr: number } = { lr: number }> {
       const s = state;
       // A gradient in the parameter's own storage cannot be bound beside it (a kernel writes the parameter).
       const grad = g.storage === p.storage ? g.clone() : g;
+      // Master weights: the update runs on the float32 copy, which the 16-bit parameter then takes, rounded.
+      const master = this.masterWeights && p.dtype !== 'float32' ? (s.tensors.get(MASTER) ?? this.createMaster(s, p)) : undefined;
       try {
-        this.update(backend, p, grad, {
+        this.update(backend, master ?? p, grad, {
           step: s.step,
           tensor: (key) => s.tensors.get(key),
           create: (key) => {
@@ -124,6 +143,7 @@ export abstract class Optimizer<H extends { lr: number } = { lr: number }> {
             return t;
           },
         });
+        if (master) copyInto(p, master);
       } finally {
         if (grad !== g) grad.dispose();
       }
@@ -182,6 +202,12 @@ export abstract class Optimizer<H extends { lr: number } = { lr: number }> {
     fs.step++;
     for (const s of this.states) s!.step++;
     flat.params.storage.version++;
+  }
+
+  private createMaster(s: MutableState, p: Tensor): Tensor {
+    const t = keep(p.to('float32'));
+    s.tensors.set(MASTER, t);
+    return t;
   }
 
   /** Drops every parameter's gradient (torch's zero_grad(set_to_none=True)). */

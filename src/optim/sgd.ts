@@ -3,9 +3,9 @@
 // parameter per step.
 import type { Backend } from '../backends/backend.js';
 import type { Tensor } from '../core/tensor.js';
-import { Optimizer, type ParamStateAccess } from './optimizer.js';
+import { Optimizer, type CommonOptimizerOptions, type ParamStateAccess } from './optimizer.js';
 
-export interface SgdOptions {
+export interface SgdOptions extends CommonOptimizerOptions {
   /** Default 1e-3. */
   lr?: number;
   /** Default 0 (no momentum buffer). */
@@ -37,7 +37,7 @@ export class SGD extends Optimizer<SgdHyper> {
       weightDecay: options.weightDecay ?? 0,
       nesterov: options.nesterov ?? false,
       maximize: options.maximize ?? false,
-    });
+    }, options);
   }
 
   protected validate(h: SgdHyper): void {

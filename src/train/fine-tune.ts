@@ -26,6 +26,8 @@ export interface FineTuneOptions {
   weightDecay?: number;
   /** Global gradient-norm clip (default 1; 0 turns it off). */
   maxGradNorm?: number;
+  /** --full with 16-bit weights: step float32 master copies (default true; 4 more bytes per weight). */
+  masterWeights?: boolean;
 }
 
 export interface StepResult {
@@ -63,7 +65,7 @@ export class FineTune {
       // The scales of FP8 weights are excluded above; the rest (norms, embeddings, projections) are all trained.
       this.params = weights.map((t) => t.requiresGrad_());
     }
-    this.optimizer = new AdamW(this.params, { lr: options.lr, weightDecay: options.weightDecay ?? 0 });
+    this.optimizer = new AdamW(this.params, { lr: options.lr, weightDecay: options.weightDecay ?? 0, masterWeights: options.masterWeights ?? true });
     const warmup = options.warmupSteps ?? Math.floor(options.steps / 10);
     this.scheduler = new LrScheduler(this.optimizer, options.schedule === 'constant' ? constantLr() : cosineWithWarmup(warmup, options.steps, options.minLrRatio ?? 0.1));
   }

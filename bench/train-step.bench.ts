@@ -1,7 +1,7 @@
 // One training step of the built-in model (Qwen3-MoE tiny, real vocabulary): forward over a packed sequence, fused
 // crossEntropy, backward, clipGradNorm and the AdamW update of LoRA r=8 adapters on every attention projection,
-// on WebGPU against the CPU backend. And the AdamW update alone, fused (one dispatch per parameter tensor) against
-// the same update written op by op (torch's for-each-free reference loop). Dispatches per step, optimizer
+// on WebGPU against the CPU backend. And the AdamW update alone: over the adapters' parameter arena (one dispatch),
+// per tensor (the same kernel, one dispatch each), and written op by op. Dispatches per step, optimizer
 // dispatches, peak GPU memory and optimizer-state bytes per trained parameter are machine-independent.
 import { ensureBuiltinModel } from '../src/models/builtin.js';
 import { loadModel } from '../src/models/load.js';
@@ -10,7 +10,7 @@ import { DEFAULT_LORA_TARGETS, LoraAdapter } from '../src/train/lora.js';
 import { trainingLogits, trainingView } from '../src/train/decoder-training.js';
 import { SAMPLE_TRAINING_TEXT } from '../src/train/sample-text.js';
 import { TextTokenizer } from '../src/generate/tokenizer.js';
-import { copyInto, crossEntropy, Generator, memoryStats, noGrad, resetPeakMemory, synchronize, tensor, tidy, zeros, type Tensor } from '../src/index.js';
+import { AdamW, copyInto, crossEntropy, Generator, memoryStats, noGrad, resetPeakMemory, synchronize, tensor, tidy, zeros, type Tensor } from '../src/index.js';
 import { timeIt, type BenchCase, type BenchContext, type RowInput } from './harness.js';
 
 const SEQ = 32;
@@ -58,7 +58,7 @@ async function measure(ctx: BenchContext, shape: string, quick: boolean): Promis
       }, time);
       const peak = memoryStats().peakLiveBytes;
       const stateBytes = 8; // AdamW: exp_avg and exp_avg_sq in float32 per trained value
-      const note = `${device}: ${last.dispatches} dispatches/step, ${last.optimizerDispatches} in the fused AdamW for ${run.params.length} tensors (${run.parameterCount} values, ${stateBytes} B of state each), peak GPU ${((peak - base) / 2 ** 20).toFixed(1)} MiB above the model + state`;
+      const note = `${device}: ${last.dispatches} dispatches/step, ${last.optimizerDispatches} in the fused AdamW over the arena of ${run.params.length} tensors (${run.parameterCount} values, ${stateBytes} B of state each), peak GPU ${((peak - base) / 2 ** 20).toFixed(1)} MiB above the model + state`;
       ctx.log(`  train step ${note}`);
       rows.push({ benchmark: 'train step', shape, backend: device, timing: { ...timing, dispatchesPerRun: device === 'webgpu' ? last.dispatches : 0 }, note: device === 'webgpu' ? note : undefined });
       if (device === 'webgpu') {
@@ -72,6 +72,19 @@ async function measure(ctx: BenchContext, shape: string, quick: boolean): Promis
           run.optimizer.step();
           await synchronize();
         }, { warmup: 1, minRuns: 5, maxRuns: 20, minMs: 0, maxMs: 2000 });
+        // The same fused kernel, one dispatch per tensor (separate parameters, as before the arena).
+        const apart = run.params.map((p) => {
+          const c = tidy(() => p.detach().clone()).requiresGrad_();
+          c.grad = p.grad!.clone();
+          return c;
+        });
+        const perTensor = new AdamW(apart, { lr: 1e-3 });
+        const separate = await timeIt(async () => {
+          perTensor.step();
+          await synchronize();
+        }, { warmup: 1, minRuns: 5, maxRuns: 20, minMs: 0, maxMs: 2000 });
+        perTensor.dispose();
+        for (const c of apart) c.dispose();
         const m = run.params.map((p) => zeros(p.shape, { device }));
         const v = run.params.map((p) => zeros(p.shape, { device }));
         let t = 1;
@@ -81,6 +94,7 @@ async function measure(ctx: BenchContext, shape: string, quick: boolean): Promis
         }, { warmup: 1, minRuns: 5, maxRuns: 20, minMs: 0, maxMs: 2000 });
         const opShape = `${run.params.length} LoRA tensors, ${run.parameterCount} values`;
         rows.push({ benchmark: 'adamw update fused', shape: opShape, backend: 'webgpu', timing: fused, bytes: run.parameterCount * 4 * 7, baselineBenchmark: 'adamw update op by op' });
+        rows.push({ benchmark: 'adamw update per tensor', shape: opShape, backend: 'webgpu', timing: separate, bytes: run.parameterCount * 4 * 7, baselineBenchmark: 'adamw update op by op' });
         rows.push({ benchmark: 'adamw update op by op', shape: opShape, backend: 'webgpu', timing: ops, bytes: run.parameterCount * 4 * 7 });
         for (const x of [...m, ...v]) x.dispose();
         run.optimizer.zeroGrad();

@@ -202,7 +202,7 @@ async function moeForward(x: Tensor, residual: Tensor, mlp: MoeWeights, routing:
   const ids = noGrad(() => tidy(() => moeRoute(logits, topK, { scoring, normalize, normalizeEps, scale, selectionBias: mlp.selectionBias }).ids));
   const chosen = await ids.toArray();
   ids.dispose();
-  return tidy(() => {
+  const out = tidy(() => {
     const [s, experts] = logits.shape;
     const mask = new Float32Array(s * experts);
     const tokens: number[][] = Array.from({ length: experts }, () => []);
@@ -232,6 +232,8 @@ async function moeForward(x: Tensor, residual: Tensor, mlp: MoeWeights, routing:
     });
     return out;
   });
+  logits.dispose(); // the tape holds what backward needs of it
+  return out;
 }
 
 /** Logits [S, vocab] (float32) of a packed sequence of token ids (int32 [S] on the model's device). */

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { copyInto, crossEntropy, Generator, randn, setDefaultDevice, tensor } from '../../src/index.js';
+import { copyInto, crossEntropy, Generator, memoryStats, randn, setDefaultDevice, synchronize, tensor, tidy } from '../../src/index.js';
 import type { Qwen3Config } from '../../src/io/hf-config.js';
 import { loadModel, type LoadedModel } from '../../src/models/load.js';
 import { writeRandomQwen3Checkpoint } from '../../src/models/qwen3/random-checkpoint.js';
@@ -93,18 +93,25 @@ describe.skipIf(!gpu.available)(`training forward of the model classes ${gpu.ski
       const grads: Float32Array[][] = [];
       for (const device of devices) {
         const model = await open(name, device);
+        await synchronize();
+        const live = memoryStats().liveBytes;
         const view = trainingView(model);
         const family = view.family;
         const adapter = LoraAdapter.create(view.sites, { rank: 4, alpha: 8, targetModules: DEFAULT_LORA_TARGETS[family] }, { device, generator: new Generator(11) });
         // B starts at zero (so A's gradient would too): give B values so both halves are checked.
-        for (const { b } of adapter.modules.values()) copyInto(b, randn(b.shape, { device, generator: new Generator(5) }).mul(0.1));
+        for (const { b } of adapter.modules.values()) tidy(() => copyInto(b, randn(b.shape, { device, generator: new Generator(5) }).mul(0.1)));
         const ids = IDS.slice(0, 9);
-        const logits = await trainingLogits(view, tensor(ids.slice(0, 8), { dtype: 'int32', device }), adapter.delta);
-        crossEntropy(logits, tensor(ids.slice(1), { dtype: 'int32', device })).backward();
+        const [inputs, targets] = [tensor(ids.slice(0, 8), { dtype: 'int32', device }), tensor(ids.slice(1), { dtype: 'int32', device })];
+        const logits = await trainingLogits(view, inputs, adapter.delta);
+        const loss = crossEntropy(logits, targets);
+        loss.backward();
+        for (const t of [inputs, targets, logits, loss]) t.dispose();
         grads.push(await Promise.all(adapter.parameters().map(async (p) => (await p.grad!.toArray()) as Float32Array)));
         for (const w of model.weightTensors()) expect(w.grad).toBeUndefined();
         expect(grads.at(-1)!.some((g) => g.some((v) => v !== 0))).toBe(true);
         adapter.dispose();
+        await synchronize();
+        expect(memoryStats().liveBytes, `live GPU bytes after forward + backward on ${device}`).toBe(live);
       }
       grads[0].forEach((g, i) => expectClose(grads[1][i], g, { atol: 1e-4, rtol: 1e-3 }, `${name} adapter tensor ${i}`));
     });

@@ -86,47 +86,39 @@ function denseFeedForward(prefix: string, m: DenseMlpWeights, names: [string, st
   return { kind: 'dense', weights: m, gate: site(`${prefix}.${names[0]}`, m.gateUp, 0, rows), up: site(`${prefix}.${names[1]}`, m.gateUp, rows, rows), down: site(`${prefix}.${names[2]}`, m.down, 0, m.down.data.shape[0]) };
 }
 
+/** What both families' views share: embedding, final norm and head, routing, RoPE and the attention geometry. */
+function commonView(model: Qwen3Model | Lfm2Model, eps: number) {
+  const c = model.config;
+  const w = model.weights;
+  const geometry = { heads: c.numAttentionHeads, kvHeads: c.numKeyValueHeads, headDim: c.headDim, eps };
+  return { embedTokens: w.embedTokens, norm: w.norm, eps, lmHead: w.lmHead, routing: model.routing, geometry, rope: model.rope };
+}
+
 /** The training view of a loaded Qwen3 / LFM2 model (the weights are shared, not copied). */
 export function trainingView(model: CausalLM): TrainingView {
   let view: Omit<TrainingView, 'sites'>;
   if (model instanceof Qwen3Model) {
-    const c = model.config;
-    const geometry = { heads: c.numAttentionHeads, kvHeads: c.numKeyValueHeads, headDim: c.headDim, eps: c.rmsNormEps };
-    const w = model.weights;
+    const common = commonView(model, model.config.rmsNormEps);
     view = {
+      ...common,
       family: 'qwen3',
-      embedTokens: w.embedTokens,
-      norm: w.norm,
-      eps: c.rmsNormEps,
-      lmHead: w.lmHead,
-      routing: model.routing,
-      geometry,
-      rope: model.rope,
-      layers: w.layers.map((l, i) => ({
+      layers: model.weights.layers.map((l, i) => ({
         mixerNorm: l.inputNorm,
-        mixer: attentionMixer(`model.layers.${i}.self_attn`, l.attention, geometry, 'o_proj'),
+        mixer: attentionMixer(`model.layers.${i}.self_attn`, l.attention, common.geometry, 'o_proj'),
         ffNorm: l.postAttentionNorm,
         ff: l.mlp.kind === 'moe' ? { kind: 'moe', weights: l.mlp } : denseFeedForward(`model.layers.${i}.mlp`, l.mlp, ['gate_proj', 'up_proj', 'down_proj']),
       })),
     };
   } else if (model instanceof Lfm2Model) {
-    const c = model.config;
-    const geometry = { heads: c.numAttentionHeads, kvHeads: c.numKeyValueHeads, headDim: c.headDim, eps: c.normEps };
-    const w = model.weights;
+    const common = commonView(model, model.config.normEps);
     view = {
+      ...common,
       family: 'lfm2',
-      embedTokens: w.embedTokens,
-      norm: w.norm,
-      eps: c.normEps,
-      lmHead: w.lmHead,
-      routing: model.routing,
-      geometry,
-      rope: model.rope,
-      layers: w.layers.map((l, i) => {
+      layers: model.weights.layers.map((l, i) => {
         const p = `model.layers.${i}`;
         const mixer: Mixer =
           l.op.kind === 'attention'
-            ? attentionMixer(`${p}.self_attn`, l.op.attention, geometry, 'out_proj')
+            ? attentionMixer(`${p}.self_attn`, l.op.attention, common.geometry, 'out_proj')
             : { kind: 'conv', weights: l.op.conv, inProj: site(`${p}.conv.in_proj`, l.op.conv.inProj, 0, l.op.conv.inProj.data.shape[0]), outProj: site(`${p}.conv.out_proj`, l.op.conv.outProj, 0, l.op.conv.outProj.data.shape[0]) };
         const ff: FeedForward = l.feedForward.kind === 'moe' ? { kind: 'moe', weights: l.feedForward } : denseFeedForward(`${p}.feed_forward`, l.feedForward, ['w1', 'w3', 'w2']);
         return { mixerNorm: l.operatorNorm, mixer, ffNorm: l.ffnNorm, ff };

@@ -310,6 +310,13 @@ export interface Backend<H = unknown> {
    */
   attention(q: Operand<H>, k: Operand<H>, v: Operand<H>, options: AttentionOptions, queryOffsetFrom?: Operand<H>): H;
   /**
+   * Gradients of attention(q, k, v, options) given dOut [Sq, Hq, D] (any float dtypes and strides): float32 dq, dk,
+   * dv, contiguous and shaped like q, k, v. The probabilities are recomputed (FlashAttention-2's backward): only
+   * [Hq, Sq] float32 lives beyond the results, and the sums run in a fixed order (the same bits every run). A query
+   * that sees no key contributes nothing; a row whose forward output is NaN gives NaN gradients.
+   */
+  attentionBackward(q: Operand<H>, k: Operand<H>, v: Operand<H>, dOut: Operand<H>, options: AttentionOptions): [dq: H, dk: H, dv: H];
+  /**
    * q/k RMSNorm + RoPE of a fused qkv projection, k and v written into the caches: returns q [S, heads, headDim]
    * in qkv's dtype.
    */

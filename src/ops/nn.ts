@@ -3,11 +3,11 @@
 import { ShapeError } from '../core/errors.js';
 import { formatShape } from '../core/shape.js';
 import type { Tensor } from '../core/tensor.js';
+import type { AttentionOptions, Backend } from '../backends/backend.js';
 import { commonBackend, requireDeviceScalar, requireDTypes, wrap } from './util.js';
 import { differentiable, notDifferentiable } from '../autograd/function.js';
-import { float32, softmaxBackward } from '../autograd/rules.js';
-import { arange } from './creation.js';
-import { gradMap, where } from './elementwise.js';
+import { float32 } from '../autograd/rules.js';
+import { gradMap } from './elementwise.js';
 import { cat } from './shape-ops.js';
 
 const FLOAT_DTYPES = ['float32', 'float16', 'bfloat16'] as const;
@@ -98,39 +98,17 @@ export function attention(q: Tensor, k: Tensor, v: Tensor, options: AttentionOpO
   const causal = options.causal ?? false;
   const forward = () => wrap(backend, backend.attention(q.operand(), k.operand(), v.operand(), { scale, causal, queryOffset }, dynamic?.operand()), q.dtype, q.shape);
   if (dynamic) return notDifferentiable('attention with a device queryOffset', [q, k, v], forward);
-  return differentiable('attention', [q, k, v], forward, (g, s) => attentionRule(g, s.inputs as Tensor[], scale, causal, queryOffset), { inputs: [0, 1, 2] });
+  return differentiable('attention', [q, k, v], forward, (g, s) => attentionRule(backend, g, s.inputs as Tensor[], { scale, causal, queryOffset }), { inputs: [0, 1, 2] });
 }
 
 /**
- * d attention, recomputing the probabilities P from q and k (nothing [H, Sq, Skv] is kept from the forward):
- * dV = P^T dO, dS = P (dP - rowsum(dP P)) with dP = dO V^T, dQ = scale dS K, dK = scale dS^T Q; grouped-query heads
- * sum their group's gradients into the shared K/V head. Float32 throughout.
+ * d attention in one backend call (FlashAttention-2's backward: two kernels on WebGPU, recomputing the
+ * probabilities from q and k, so nothing [H, Sq, Skv] is stored, in the forward or here): float32 dq, dk, dv, a
+ * grouped kv head summing its query heads' gradients. A query that sees no key (the forward's zeros) passes none.
  */
-function attentionRule(g: Tensor, [q, k, v]: Tensor[], scale: number, causal: boolean, queryOffset: number): Tensor[] {
-  const [sq, hq, d] = q.shape;
-  const [skv, hkv] = k.shape;
-  const group = hq / hkv;
-  const heads = (t: Tensor) => float32(t).permute(1, 0, 2); // [H, S, D]
-  const widen = (t: Tensor) => (group === 1 ? t : t.unsqueeze(1).expand(hkv, group, skv, d).reshape(hq, skv, d));
-  const qh = heads(q);
-  const kh = widen(heads(k));
-  const vh = widen(heads(v));
-  let scores = qh.matmul(kh.transpose(1, 2)).mul(scale);
-  if (causal) {
-    const allowed = arange(0, skv, 1, { device: q.device }).reshape(1, skv).le(arange(0, sq, 1, { device: q.device }).reshape(sq, 1).add(queryOffset));
-    scores = where(allowed, scores, -Infinity);
-  }
-  const probs = scores.softmax(-1);
-  // A query that sees no key has an all -Inf row: the kernel gives it zeros, so no gradient flows from it.
-  const p = where(probs.ne(probs), 0, probs);
-  const dO = heads(g);
-  const dv = p.transpose(1, 2).matmul(dO);
-  const dp = dO.matmul(vh.transpose(1, 2));
-  const ds = softmaxBackward(p, dp, -1);
-  const dq = ds.matmul(kh).mul(scale);
-  const dk = ds.transpose(1, 2).matmul(qh).mul(scale);
-  const narrowHeads = (t: Tensor) => (group === 1 ? t : t.reshape(hkv, group, skv, d).sum(1));
-  return [dq.permute(1, 0, 2), narrowHeads(dk).permute(1, 0, 2), narrowHeads(dv).permute(1, 0, 2)];
+function attentionRule(backend: Backend, g: Tensor, [q, k, v]: Tensor[], options: AttentionOptions): Tensor[] {
+  const [dq, dk, dv] = backend.attentionBackward(q.operand(), k.operand(), v.operand(), g.operand(), options);
+  return [wrap(backend, dq, 'float32', q.shape), wrap(backend, dk, 'float32', k.shape), wrap(backend, dv, 'float32', v.shape)];
 }
 
 /** SwiGLU of a fused gate/up projection: x [..., 2I] -> silu(x[..., :I]) * x[..., I:], one kernel. */

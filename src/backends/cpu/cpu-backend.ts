@@ -4,6 +4,7 @@ import { DTYPE_INFO, type DType } from '../../core/dtype.js';
 import { ShapeError } from '../../core/errors.js';
 import { numel, transposed2d, type Shape, type View } from '../../core/shape.js';
 import { attentionInputsReference } from './attention-inputs.js';
+import { attentionBackwardReference } from './attention-backward.js';
 import { shortConvReference } from './short-conv.js';
 import { isScalarOperand, type AttentionInputsArgs, type AttentionOptions, type Backend, type BinaryOp, type ConvGeometry, type ExpertLinearOptions, type MatmulDims, type MatmulScaling, type Operand, type PadMode, type ScalarOperand, type QuantizeBlocks, type ReduceOp, type RouteOptions, type SamplingParams, type ShortConvArgs, type UnaryOp, type UpsampleMode } from '../backend.js';
 import { convReference, padReference } from './conv.js';
@@ -295,6 +296,10 @@ export class CpuBackend implements Backend<Handle> {
   attention(q: Operand<Handle>, k: Operand<Handle>, v: Operand<Handle>, options: AttentionOptions, queryOffsetFrom?: Operand<Handle>): Handle {
     const offset = options.queryOffset + (queryOffsetFrom ? values(queryOffsetFrom)[0] : 0);
     return attentionReference(q, k, v, { ...options, queryOffset: offset });
+  }
+
+  attentionBackward(q: Operand<Handle>, k: Operand<Handle>, v: Operand<Handle>, dOut: Operand<Handle>, options: AttentionOptions): [Handle, Handle, Handle] {
+    return attentionBackwardReference(q, k, v, dOut, options);
   }
 
   attentionInputs(args: AttentionInputsArgs<Handle>): Handle {

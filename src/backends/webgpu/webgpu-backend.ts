@@ -21,6 +21,7 @@ import { indexSelectKernel } from './kernels/index-select.js';
 import { indexAddKernel } from './kernels/index-add.js';
 import { crossEntropyBackwardKernel, crossEntropyForwardKernel } from './kernels/cross-entropy.js';
 import { attentionKernel } from './kernels/attention.js';
+import { attentionBackwardKernel } from './kernels/attention-backward.js';
 import { attentionInputsKernel } from './kernels/attention-inputs.js';
 import { convKernel } from './kernels/conv.js';
 import { padKernel } from './kernels/pad.js';
@@ -585,6 +586,10 @@ export class WebGpuBackend implements Backend<GpuBuffer>, GpuContext {
   }
 
   /** One dispatch: q/k norm, RoPE and both cache writes. */
+  attentionBackward(q: Operand<GpuBuffer>, k: Operand<GpuBuffer>, v: Operand<GpuBuffer>, dOut: Operand<GpuBuffer>, options: AttentionOptions): [GpuBuffer, GpuBuffer, GpuBuffer] {
+    return attentionBackwardKernel(this, this.gpuOperand(q), this.gpuOperand(k), this.gpuOperand(v), this.gpuOperand(dOut), options);
+  }
+
   attentionInputs(args: AttentionInputsArgs<GpuBuffer>): GpuBuffer {
     return attentionInputsKernel(this, args);
   }

@@ -6,7 +6,7 @@
 import { ensureBuiltinModel } from '../src/models/builtin.js';
 import { loadModel } from '../src/models/load.js';
 import { FineTune, packSequences } from '../src/train/fine-tune.js';
-import { DEFAULT_LORA_TARGETS, LoraAdapter } from '../src/train/lora.js';
+import { defaultLoraTargets, LoraAdapter } from '../src/train/lora.js';
 import { trainingLogits, trainingView } from '../src/train/decoder-training.js';
 import { SAMPLE_TRAINING_TEXT } from '../src/train/sample-text.js';
 import { TextTokenizer } from '../src/generate/tokenizer.js';
@@ -44,7 +44,7 @@ async function measure(ctx: BenchContext, shape: string, quick: boolean): Promis
   for (const device of ['webgpu', 'cpu'] as const) {
     if (device === 'webgpu' && !ctx.gpu) continue;
     const { model } = await loadModel(dir, { device, maxSequence: SEQ });
-    const adapter = LoraAdapter.create(trainingView(model).sites, { rank: 8, alpha: 16, targetModules: DEFAULT_LORA_TARGETS.qwen3 }, { device, generator: new Generator(0) });
+    const adapter = LoraAdapter.create(trainingView(model).sites, { rank: 8, alpha: 16, targetModules: defaultLoraTargets(trainingView(model)) }, { device, generator: new Generator(0) });
     const run = new FineTune(model, { kind: 'lora', adapter }, { steps: 100, lr: 1e-3 });
     try {
       let step = 0;

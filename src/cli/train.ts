@@ -12,7 +12,7 @@ import { writeLossPlot } from '../io/loss-plot.js';
 import { saveOptimizerState } from '../optim/state-file.js';
 import { saveWeights } from '../train/export.js';
 import { FineTune, packSequences, type StepResult } from '../train/fine-tune.js';
-import { DEFAULT_LORA_TARGETS, LoraAdapter } from '../train/lora.js';
+import { defaultLoraTargets, LoraAdapter } from '../train/lora.js';
 import { saveAdapter } from '../train/peft.js';
 import { SAMPLE_TRAINING_TEXT } from '../train/sample-text.js';
 import { trainingView } from '../train/decoder-training.js';
@@ -83,7 +83,7 @@ export async function runTrain(o: TrainCliOptions, log: (line: string) => void =
       const view = trainingView(model);
       const adapter = o.full
         ? undefined
-        : LoraAdapter.create(view.sites, { rank: o.loraRank, alpha: o.loraAlpha ?? 2 * o.loraRank, targetModules: o.targets ? o.targets.split(',').map((t) => t.trim()) : DEFAULT_LORA_TARGETS[view.family] }, { device, generator: new Generator(o.seed) });
+        : LoraAdapter.create(view.sites, { rank: o.loraRank, alpha: o.loraAlpha ?? 2 * o.loraRank, targetModules: o.targets ? o.targets.split(',').map((t) => t.trim()) : defaultLoraTargets(view) }, { device, generator: new Generator(o.seed) });
       const run = new FineTune(model, adapter ? { kind: 'lora', adapter } : { kind: 'full' }, { steps: o.steps, lr: o.lr, warmupSteps: o.warmup, masterWeights: o.masterWeights });
       log(`training ${o.full ? 'every weight' : `LoRA r=${o.loraRank} on ${adapter!.modules.size} projections`} of ${dir} on ${device}: ${run.parameterCount.toLocaleString('en-US')} parameters, ${sequences.length} sequence(s) of ${o.seqLen} tokens, ${o.steps} steps`);
       const losses: number[] = [];

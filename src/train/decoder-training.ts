@@ -35,6 +35,8 @@ export interface ProjectionSite {
   /** The loaded weight holding its rows (q|k|v and gate|up are stacked at load). */
   readonly weight: Weight;
   readonly rowOffset: number;
+  /** For an MoE expert: its index into the stacked [E, N, K] weight. */
+  readonly expert?: number;
 }
 
 /** An adapter's contribution x -> delta [S, outFeatures] at a site, or undefined where it has none. */
@@ -46,7 +48,14 @@ type Mixer =
 
 type FeedForward =
   | { readonly kind: 'dense'; readonly weights: DenseMlpWeights; readonly gate: ProjectionSite; readonly up: ProjectionSite; readonly down: ProjectionSite }
-  | { readonly kind: 'moe'; readonly weights: MoeWeights };
+  | { readonly kind: 'moe'; readonly weights: MoeWeights; readonly experts: readonly ExpertSites[] };
+
+/** One expert's projections (rows of the stacked gate|up and down weights). */
+interface ExpertSites {
+  readonly gate: ProjectionSite;
+  readonly up: ProjectionSite;
+  readonly down: ProjectionSite;
+}
 
 export interface TrainingLayer {
   readonly mixerNorm: Tensor;
@@ -70,8 +79,23 @@ export interface TrainingView {
   readonly sites: readonly ProjectionSite[];
 }
 
-function site(name: string, weight: Weight, rowOffset: number, outFeatures: number): ProjectionSite {
-  return { name, module: name.slice(name.lastIndexOf('.') + 1), inFeatures: weight.data.shape[weight.data.ndim - 1], outFeatures, weight, rowOffset };
+function site(name: string, weight: Weight, rowOffset: number, outFeatures: number, expert?: number): ProjectionSite {
+  return { name, module: name.slice(name.lastIndexOf('.') + 1), inFeatures: weight.data.shape[weight.data.ndim - 1], outFeatures, weight, rowOffset, expert };
+}
+
+/** An MoE feed-forward with a site per expert projection (`<prefix>.experts.<e>.<gate|up|down>`). */
+function moeFeedForward(prefix: string, m: MoeWeights, names: [string, string, string]): FeedForward {
+  const [experts, rows] = [m.gateUp.data.shape[0], m.gateUp.data.shape[1] / 2];
+  const at = (e: number) => `${prefix}.experts.${e}`;
+  return {
+    kind: 'moe',
+    weights: m,
+    experts: Array.from({ length: experts }, (_, e) => ({
+      gate: site(`${at(e)}.${names[0]}`, m.gateUp, 0, rows, e),
+      up: site(`${at(e)}.${names[1]}`, m.gateUp, rows, rows, e),
+      down: site(`${at(e)}.${names[2]}`, m.down, 0, m.down.data.shape[1], e),
+    })),
+  };
 }
 
 function attentionMixer(prefix: string, a: AttentionWeights, g: AttentionGeometry, oName: string): Mixer {
@@ -106,7 +130,7 @@ export function trainingView(model: CausalLM): TrainingView {
         mixerNorm: l.inputNorm,
         mixer: attentionMixer(`model.layers.${i}.self_attn`, l.attention, common.geometry, 'o_proj'),
         ffNorm: l.postAttentionNorm,
-        ff: l.mlp.kind === 'moe' ? { kind: 'moe', weights: l.mlp } : denseFeedForward(`model.layers.${i}.mlp`, l.mlp, ['gate_proj', 'up_proj', 'down_proj']),
+        ff: (l.mlp.kind === 'moe' ? moeFeedForward : denseFeedForward)(`model.layers.${i}.mlp`, l.mlp as never, ['gate_proj', 'up_proj', 'down_proj']),
       })),
     };
   } else if (model instanceof Lfm2Model) {
@@ -120,7 +144,7 @@ export function trainingView(model: CausalLM): TrainingView {
           l.op.kind === 'attention'
             ? attentionMixer(`${p}.self_attn`, l.op.attention, common.geometry, 'out_proj')
             : { kind: 'conv', weights: l.op.conv, inProj: site(`${p}.conv.in_proj`, l.op.conv.inProj, 0, l.op.conv.inProj.data.shape[0]), outProj: site(`${p}.conv.out_proj`, l.op.conv.outProj, 0, l.op.conv.outProj.data.shape[0]) };
-        const ff: FeedForward = l.feedForward.kind === 'moe' ? { kind: 'moe', weights: l.feedForward } : denseFeedForward(`${p}.feed_forward`, l.feedForward, ['w1', 'w3', 'w2']);
+        const ff = (l.feedForward.kind === 'moe' ? moeFeedForward : denseFeedForward)(`${p}.feed_forward`, l.feedForward as never, ['w1', 'w3', 'w2']);
         return { mixerNorm: l.operatorNorm, mixer, ffNorm: l.ffnNorm, ff };
       }),
     };
@@ -132,6 +156,7 @@ export function trainingView(model: CausalLM): TrainingView {
     const m = l.mixer;
     sites.push(...(m.kind === 'attention' ? [m.q, m.k, m.v, m.o] : [m.inProj, m.outProj]));
     if (l.ff.kind === 'dense') sites.push(l.ff.gate, l.ff.up, l.ff.down);
+    else for (const e of l.ff.experts) sites.push(e.gate, e.up, e.down);
   }
   return { ...view, sites };
 }
@@ -149,9 +174,14 @@ function project(x: Tensor, s: ProjectionSite, delta: ProjectionDelta | undefine
 function projectStacked(x: Tensor, sites: readonly ProjectionSite[], delta: ProjectionDelta | undefined): Tensor {
   const w = sites[0].weight;
   if (!sites.every((s) => s.weight === w)) return cat(sites.map((s) => project(x, s, delta)), 1);
-  const y = linear(x, w.data, undefined, scaleOf(w));
+  return withDeltas(linear(x, w.data, undefined, scaleOf(w)), x, sites, delta);
+}
+
+/** y (the sites' outputs side by side) plus their deltas at x, zeros where a site has none. */
+function withDeltas(y: Tensor, x: Tensor, sites: readonly ProjectionSite[], delta: ProjectionDelta | undefined): Tensor {
   const deltas = sites.map((s) => delta?.(s, x));
   if (deltas.every((d) => d === undefined)) return y;
+  if (deltas.length === 1) return y.add(deltas[0]!);
   return y.add(cat(deltas.map((d, i) => d ?? zeros([x.shape[0], sites[i].outFeatures], { device: x.device })), 1));
 }
 
@@ -188,7 +218,8 @@ function convForward(x: Tensor, h: Tensor, m: Extract<Mixer, { kind: 'conv' }>, 
  * device (read back once per layer), each chosen expert run on its tokens (gathered and scattered by one-hot
  * matmuls), weighted by the differentiable router scores of the chosen experts (renormalized, scaled).
  */
-async function moeForward(x: Tensor, residual: Tensor, mlp: MoeWeights, routing: Routing): Promise<Tensor> {
+async function moeForward(x: Tensor, residual: Tensor, ff: Extract<FeedForward, { kind: 'moe' }>, routing: Routing, delta?: ProjectionDelta): Promise<Tensor> {
+  const mlp = ff.weights;
   const { topK, scoring, normalize, normalizeEps, scale } = routing;
   const logits = linear(x, mlp.router.data, undefined, scaleOf(mlp.router));
   const ids = noGrad(() => tidy(() => moeRoute(logits, topK, { scoring, normalize, normalizeEps, scale, selectionBias: mlp.selectionBias }).ids));
@@ -217,9 +248,10 @@ async function moeForward(x: Tensor, residual: Tensor, mlp: MoeWeights, routing:
       const gather = tensor(pick, { shape: [rows.length, s], device: x.device });
       const expert = (w: Weight): Weight => ({ data: select(w.data, 0, e), scale: w.scale && select(w.scale, 0, e), recipe: w.recipe });
       const [gateUp, down] = [expert(mlp.gateUp), expert(mlp.down)];
+      const sites = ff.experts[e];
       const xe = gather.matmul(x);
-      const act = swiglu(linear(xe, gateUp.data, undefined, scaleOf(gateUp)));
-      const ye = linear(act, down.data, undefined, scaleOf(down)).mul(gather.matmul(weights.narrow(1, e, 1)));
+      const act = swiglu(withDeltas(linear(xe, gateUp.data, undefined, scaleOf(gateUp)), xe, [sites.gate, sites.up], delta));
+      const ye = withDeltas(linear(act, down.data, undefined, scaleOf(down)), act, [sites.down], delta).mul(gather.matmul(weights.narrow(1, e, 1)));
       out = out.add(gather.transpose(0, 1).matmul(ye));
     });
     return out;
@@ -248,7 +280,7 @@ export async function trainingLogits(view: TrainingView, tokens: Tensor, delta?:
       const next =
         ff.kind === 'dense'
           ? tidy(() => project(swiglu(projectStacked(normed, [ff.gate, ff.up], delta)), ff.down, delta, h))
-          : await moeForward(normed, h, ff.weights, view.routing!);
+          : await moeForward(normed, h, ff, view.routing!, delta);
       normed.dispose();
       h.dispose();
       h = next;

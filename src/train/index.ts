@@ -1,6 +1,6 @@
 // Fine-tuning: the training forward of the model classes, LoRA adapters (PEFT files), the training loop, export.
 export { trainingView, trainingLogits, type TrainingView, type TrainingLayer, type ProjectionSite, type ProjectionDelta } from './decoder-training.js';
-export { LoraAdapter, DEFAULT_LORA_TARGETS, type LoraConfig, type LoraPair } from './lora.js';
+export { LoraAdapter, DEFAULT_LORA_TARGETS, defaultLoraTargets, type LoraConfig, type LoraPair } from './lora.js';
 export { saveAdapter, loadAdapter, readAdapterConfig, ADAPTER_CONFIG, ADAPTER_WEIGHTS } from './peft.js';
 export { FineTune, packSequences, type FineTuneOptions, type StepResult, type Trainable } from './fine-tune.js';
 export { hfTensors, saveWeights } from './export.js';

@@ -30,6 +30,20 @@ export const DEFAULT_LORA_TARGETS: Readonly<Record<'qwen3' | 'lfm2', readonly st
   lfm2: ['q_proj', 'k_proj', 'v_proj', 'out_proj', 'in_proj', 'w1', 'w2', 'w3'],
 };
 
+/** The attention (and LFM2 conv) projections alone. */
+const MIXER_TARGETS: Readonly<Record<'qwen3' | 'lfm2', readonly string[]>> = {
+  qwen3: ['q_proj', 'k_proj', 'v_proj', 'o_proj'],
+  lfm2: ['q_proj', 'k_proj', 'v_proj', 'out_proj', 'in_proj'],
+};
+
+/**
+ * What `tensorgpu train` adapts by default: every projection of a dense model; for an MoE model the attention
+ * (and conv) projections only, since gate/up/down would put an adapter on every expert (name them to get that).
+ */
+export function defaultLoraTargets(view: { readonly family: 'qwen3' | 'lfm2'; readonly layers: readonly { readonly ff: { readonly kind: string } }[] }): readonly string[] {
+  return view.layers.some((l) => l.ff.kind === 'moe') ? MIXER_TARGETS[view.family] : DEFAULT_LORA_TARGETS[view.family];
+}
+
 export interface LoraPair {
   /** [rank, inFeatures] */
   readonly a: Tensor;
@@ -86,34 +100,43 @@ export class LoraAdapter {
    * recipe, their scales rewritten.
    */
   merge(sites: readonly ProjectionSite[]): void {
-    const byWeight = new Map<Weight, ProjectionSite[]>();
+    // Grouped by the 2-D weight they write (an expert's slice of a stacked weight is its own).
+    const groups = new Map<string, { weight: Weight; expert?: number; sites: ProjectionSite[] }>();
+    const ids = new Map<Weight, number>();
     for (const s of sites) {
       if (!this.modules.has(s.name)) continue;
-      byWeight.set(s.weight, [...(byWeight.get(s.weight) ?? []), s]);
+      if (!ids.has(s.weight)) ids.set(s.weight, ids.size);
+      const key = `${ids.get(s.weight)}:${s.expert ?? -1}`;
+      const g = groups.get(key) ?? { weight: s.weight, expert: s.expert, sites: [] };
+      g.sites.push(s);
+      groups.set(key, g);
     }
     noGrad(() => {
-      for (const [w, parts] of byWeight) {
+      for (const { weight, expert, sites: parts } of groups.values()) {
         tidy(() => {
+          const slice = (t: Tensor) => (expert === undefined ? t : t.select(0, expert));
+          const data = slice(weight.data);
           const deltaOf = (s: ProjectionSite) => {
             const m = this.modules.get(s.name)!;
             return m.b.matmul(m.a).mul(this.scaling);
           };
-          if (!w.scale) {
+          if (!weight.scale) {
             for (const s of parts) {
-              const rows = w.data.narrow(0, s.rowOffset, s.outFeatures);
+              const rows = data.narrow(0, s.rowOffset, s.outFeatures);
               copyInto(rows, rows.to('float32').add(deltaOf(s)));
             }
             return;
           }
-          const full = dequantizeWeight(w.data, w.scale, w.recipe ?? 'block');
+          const scale = slice(weight.scale);
+          const full = dequantizeWeight(data, scale, weight.recipe ?? 'block');
           for (const s of parts) {
             const rows = full.narrow(0, s.rowOffset, s.outFeatures);
             copyInto(rows, rows.add(deltaOf(s)));
           }
-          const granularity = w.recipe === 'row' ? 'row' : w.recipe === 'tensor' ? 'tensor' : 'block128';
-          const q = quantize(full, { dtype: w.data.dtype as 'float8_e4m3fn', granularity });
-          copyInto(w.data, q.data);
-          copyInto(w.scale, q.scale.reshape(w.scale.shape));
+          const granularity = weight.recipe === 'row' ? 'row' : weight.recipe === 'tensor' ? 'tensor' : 'block128';
+          const q = quantize(full, { dtype: data.dtype as 'float8_e4m3fn', granularity });
+          copyInto(data, q.data);
+          copyInto(scale, q.scale.reshape(scale.shape));
         });
       }
     });

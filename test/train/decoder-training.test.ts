@@ -13,7 +13,7 @@ import { writeRandomLfm2Checkpoint } from '../../src/models/lfm2/random-checkpoi
 import { QWEN3_PRESETS } from '../../src/models/qwen3/random-checkpoint.js';
 import { LFM2_REFERENCE_CASES } from '../../tools/lfm2-reference/presets.js';
 import { trainingLogits, trainingView } from '../../src/train/decoder-training.js';
-import { LoraAdapter, DEFAULT_LORA_TARGETS } from '../../src/train/lora.js';
+import { LoraAdapter, DEFAULT_LORA_TARGETS, defaultLoraTargets } from '../../src/train/lora.js';
 import { saveWeights } from '../../src/train/export.js';
 import { expectClose } from '../helpers/compare.js';
 import { setupWebGpu } from '../helpers/webgpu.js';
@@ -85,6 +85,32 @@ describe.skipIf(!gpu.available)(`training forward of the model classes ${gpu.ski
       const tokens = tensor(IDS.slice(0, 6), { dtype: 'int32', device: 'cpu' });
       const logits = async (m: typeof model) => (await trainingLogits(trainingView(m), tokens)).toArray();
       expect(Array.from(await logits(again.model))).toEqual(Array.from(await logits(model)));
+    });
+  }
+
+  for (const name of ['qwen3moe', 'lfm2moe']) {
+    it(`${name}: adapters on the experts change the training logits, and merged into the stacked experts give the same`, async () => {
+      const device = devices.at(-1)!;
+      const model = await open(name, device);
+      const view = trainingView(model);
+      const expertSites = view.sites.filter((s) => s.expert !== undefined);
+      expect(expertSites.length).toBe(3 * model.config.moe!.numExperts * view.layers.filter((l) => l.ff.kind === 'moe').length);
+      expect(expertSites[0].name).toMatch(/^model\.layers\.\d+\.(mlp|feed_forward)\.experts\.0\.(gate_proj|w1)$/);
+      const family = view.family;
+      const targets = family === 'qwen3' ? ['gate_proj', 'up_proj', 'down_proj'] : ['w1', 'w3', 'w2'];
+      expect(defaultLoraTargets(view)).not.toContain(targets[0]);
+      const adapter = LoraAdapter.create(view.sites, { rank: 2, alpha: 4, targetModules: targets }, { device, generator: new Generator(3) });
+      for (const { b } of adapter.modules.values()) tidy(() => copyInto(b, randn(b.shape, { device, generator: new Generator(4) }).mul(0.2)));
+      const tokens = tensor(IDS.slice(0, 8), { dtype: 'int32', device });
+      const base = await (await trainingLogits(view, tokens)).toArray();
+      const want = await (await trainingLogits(view, tokens, adapter.delta)).toArray();
+      expect(Math.max(...Array.from(want, (v, i) => Math.abs(v - base[i])))).toBeGreaterThan(1e-3);
+      adapter.merge(view.sites);
+      const cache = model.newCache();
+      const got = await (await model.forward(tokens, cache, { lastOnly: false })).toArray();
+      cache.dispose();
+      expectClose(got, want, { atol: 2e-4, rtol: 1e-4 }, `${name} merged experts`);
+      adapter.dispose();
     });
   }
 

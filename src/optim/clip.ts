@@ -6,7 +6,7 @@ import { DeviceMismatchError, DTypeError } from '../core/errors.js';
 import { keep } from '../core/scope.js';
 import { Tensor } from '../core/tensor.js';
 import { noGrad } from '../autograd/grad-mode.js';
-import { flatSpan } from './flat-parameters.js';
+import { flatSpan, gradsInSpan } from './flat-parameters.js';
 import type { Storage } from '../core/storage.js';
 
 export interface ClipGradNormOptions {
@@ -35,7 +35,7 @@ export function clipGradNorm(params: Tensor | readonly Tensor[], maxNorm: number
   const span = withGrad.length === list.length ? flatSpan(list) : undefined;
   if (span) {
     try {
-      if (list.every((p) => p.grad!.storage === span.grads.storage && p.grad!.offset === p.gradBuffer!.offset)) {
+      if (gradsInSpan(list, span)) {
         const norm = backend.clipGradNorm([span.grads.operand()], maxNorm, normType);
         span.grads.storage.version++;
         return Tensor.fromHandle(backend, norm, 'float32', []);

@@ -47,6 +47,11 @@ export interface FlatSpan {
   readonly offsets: readonly number[];
 }
 
+/** Whether every parameter has a gradient, and it is the one backward wrote into its slot of the span's arena. */
+export function gradsInSpan(params: readonly Tensor[], span: FlatSpan): boolean {
+  return params.every((p) => p.grad !== undefined && p.grad.storage === span.grads.storage && p.grad.offset === p.gradBuffer!.offset);
+}
+
 /** The flat span of params, when they tile one float32 storage back to back and their gradient slots likewise. */
 export function flatSpan(params: readonly Tensor[]): FlatSpan | undefined {
   if (params.length < 2) return undefined;

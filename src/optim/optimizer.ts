@@ -6,7 +6,7 @@ import type { Backend } from '../backends/backend.js';
 import { DeviceMismatchError, DTypeError, ShapeError, TensorGpuError } from '../core/errors.js';
 import { keep } from '../core/scope.js';
 import { contiguousStrides, formatShape } from '../core/shape.js';
-import { flatSpan, type FlatSpan } from './flat-parameters.js';
+import { flatSpan, gradsInSpan, type FlatSpan } from './flat-parameters.js';
 import { copyInto } from '../ops/shape-ops.js';
 import { Tensor } from '../core/tensor.js';
 
@@ -119,7 +119,7 @@ export abstract class Optimizer<H extends { lr: number } = { lr: number }> {
       }
       if (!PARAM_DTYPES.includes(g.dtype)) throw new DTypeError(`${this.name}: the gradient of parameter ${i} is ${g.describe()}; expected a float dtype`);
     }
-    if (this.canStepFlat(work.length)) {
+    if (this.canStepFlat()) {
       this.stepFlat(this.flat!);
       return;
     }
@@ -157,10 +157,9 @@ export abstract class Optimizer<H extends { lr: number } = { lr: number }> {
    * The span path applies when every parameter has its gradient in its arena slot and the state is the span's
    * (or not made yet); a loaded state dict (per-parameter copies) or a missing gradient takes the per-tensor path.
    */
-  private canStepFlat(withGrad: number): boolean {
+  private canStepFlat(): boolean {
     const flat = this.flat;
-    if (!flat || withGrad !== this.params.length) return false;
-    if (!this.params.every((p) => p.grad!.storage === flat.grads.storage && p.grad!.offset === p.gradBuffer!.offset)) return false;
+    if (!flat || !gradsInSpan(this.params, flat)) return false;
     return this.flatState !== undefined || this.states.every((s) => s === undefined);
   }
 

@@ -8,7 +8,7 @@ import type { Weight } from '../io/checkpoint.js';
 import type { CausalLM } from '../models/causal-lm.js';
 import { Qwen3Model } from '../models/qwen3/model.js';
 import { Lfm2Model } from '../models/lfm2/model.js';
-import type { AttentionGeometry, Routing } from '../models/layers/blocks.js';
+import { weightScaleOptions, type AttentionGeometry, type Routing } from '../models/layers/blocks.js';
 import type { AttentionWeights, DenseMlpWeights, MoeWeights } from '../models/layers/weights.js';
 import type { ShortConvWeights } from '../models/lfm2/weights.js';
 import { noGrad } from '../autograd/grad-mode.js';
@@ -161,11 +161,9 @@ export function trainingView(model: CausalLM): TrainingView {
   return { ...view, sites };
 }
 
-const scaleOf = (w: Weight) => (w.scale ? { weightScale: w.scale, recipe: w.recipe } : {});
-
 /** x W^T (+ bias, + residual) plus the adapter's delta at this site. */
 function project(x: Tensor, s: ProjectionSite, delta: ProjectionDelta | undefined, residual?: Tensor, bias?: Tensor): Tensor {
-  const y = linear(x, s.weight.data, bias, { ...scaleOf(s.weight), residual });
+  const y = linear(x, s.weight.data, bias, { ...weightScaleOptions(s.weight), residual });
   const d = delta?.(s, x);
   return d ? y.add(d) : y;
 }
@@ -174,7 +172,7 @@ function project(x: Tensor, s: ProjectionSite, delta: ProjectionDelta | undefine
 function projectStacked(x: Tensor, sites: readonly ProjectionSite[], delta: ProjectionDelta | undefined): Tensor {
   const w = sites[0].weight;
   if (!sites.every((s) => s.weight === w)) return cat(sites.map((s) => project(x, s, delta)), 1);
-  return withDeltas(linear(x, w.data, undefined, scaleOf(w)), x, sites, delta);
+  return withDeltas(linear(x, w.data, undefined, weightScaleOptions(w)), x, sites, delta);
 }
 
 /** y (the sites' outputs side by side) plus their deltas at x, zeros where a site has none. */
@@ -221,7 +219,7 @@ function convForward(x: Tensor, h: Tensor, m: Extract<Mixer, { kind: 'conv' }>, 
 async function moeForward(x: Tensor, residual: Tensor, ff: Extract<FeedForward, { kind: 'moe' }>, routing: Routing, delta?: ProjectionDelta): Promise<Tensor> {
   const mlp = ff.weights;
   const { topK, scoring, normalize, normalizeEps, scale } = routing;
-  const logits = linear(x, mlp.router.data, undefined, scaleOf(mlp.router));
+  const logits = linear(x, mlp.router.data, undefined, weightScaleOptions(mlp.router));
   const ids = noGrad(() => tidy(() => moeRoute(logits, topK, { scoring, normalize, normalizeEps, scale, selectionBias: mlp.selectionBias }).ids));
   const chosen = await ids.toArray();
   ids.dispose();
@@ -250,8 +248,8 @@ async function moeForward(x: Tensor, residual: Tensor, ff: Extract<FeedForward, 
       const [gateUp, down] = [expert(mlp.gateUp), expert(mlp.down)];
       const sites = ff.experts[e];
       const xe = gather.matmul(x);
-      const act = swiglu(withDeltas(linear(xe, gateUp.data, undefined, scaleOf(gateUp)), xe, [sites.gate, sites.up], delta));
-      const ye = withDeltas(linear(act, down.data, undefined, scaleOf(down)), act, [sites.down], delta).mul(gather.matmul(weights.narrow(1, e, 1)));
+      const act = swiglu(withDeltas(linear(xe, gateUp.data, undefined, weightScaleOptions(gateUp)), xe, [sites.gate, sites.up], delta));
+      const ye = withDeltas(linear(act, down.data, undefined, weightScaleOptions(down)), act, [sites.down], delta).mul(gather.matmul(weights.narrow(1, e, 1)));
       out = out.add(gather.transpose(0, 1).matmul(ye));
     });
     return out;
@@ -285,7 +283,7 @@ export async function trainingLogits(view: TrainingView, tokens: Tensor, delta?:
       h.dispose();
       h = next;
     }
-    return tidy(() => linear(rmsNorm(h, view.norm, view.eps), view.lmHead.data, undefined, scaleOf(view.lmHead)));
+    return tidy(() => linear(rmsNorm(h, view.norm, view.eps), view.lmHead.data, undefined, weightScaleOptions(view.lmHead)));
   } finally {
     h.dispose();
     tables.cos.dispose();

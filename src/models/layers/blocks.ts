@@ -17,9 +17,14 @@ import { withTempsAsync } from '../../ops/util.js';
 import { tidy } from '../../core/scope.js';
 import type { AttentionWeights, DenseMlpWeights, MoeWeights } from './weights.js';
 
+/** linear's options for a weight: its FP8 dequantization scale and recipe, when it has them. */
+export function weightScaleOptions(w: Weight): { weightScale?: Tensor; recipe?: Weight['recipe'] } {
+  return w.scale ? { weightScale: w.scale, recipe: w.recipe } : {};
+}
+
 /** x . W^T (+ residual, added in the kernel's epilogue; with swiglu, W is a stacked gate|up). */
 export function project(x: Tensor, w: Weight, residual?: Tensor, activation?: 'swiglu'): Tensor {
-  return linear(x, w.data, undefined, { ...(w.scale ? { weightScale: w.scale, recipe: w.recipe } : {}), residual, activation });
+  return linear(x, w.data, undefined, { ...weightScaleOptions(w), residual, activation });
 }
 
 export interface AttentionGeometry {

@@ -13,7 +13,7 @@ import { rmsNorm } from '../../ops/nn.js';
 import { shortConv } from '../../ops/short-conv.js';
 import { keep, tidy } from '../../core/scope.js';
 import type { ModelCache, MoeMode } from '../causal-lm.js';
-import { attentionBlock, type DecoderStack, type Routing } from '../layers/blocks.js';
+import { attentionBlock, weightScaleOptions, type DecoderStack, type Routing } from '../layers/blocks.js';
 import { DecoderModel } from '../layers/decoder-model.js';
 import { lfm2WeightTensors, type Lfm2Weights, type ShortConvWeights } from './weights.js';
 
@@ -96,10 +96,9 @@ export class Lfm2Model extends DecoderModel<Lfm2Cache> {
 
   /** h + out_proj(C * conv(B * x)): in_proj, the conv kernel (state read and updated), out_proj with the residual. */
   private conv(x: Tensor, h: Tensor, cw: ShortConvWeights, state: Tensor): Tensor {
-    const scaled = (w: typeof cw.inProj) => (w.scale ? { weightScale: w.scale, recipe: w.recipe } : {});
-    const bcx = linear(x, cw.inProj.data, cw.inBias, scaled(cw.inProj));
+    const bcx = linear(x, cw.inProj.data, cw.inBias, weightScaleOptions(cw.inProj));
     const y = shortConv(bcx, cw.taps, state, cw.tapsBias);
-    return linear(y, cw.outProj.data, cw.outBias, { ...scaled(cw.outProj), residual: h });
+    return linear(y, cw.outProj.data, cw.outBias, { ...weightScaleOptions(cw.outProj), residual: h });
   }
 
   weightTensors(): Tensor[] {

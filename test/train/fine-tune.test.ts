@@ -19,6 +19,8 @@ import { expectClose } from '../helpers/compare.js';
 import { setupWebGpu } from '../helpers/webgpu.js';
 
 const gpu = await setupWebGpu();
+// Hundreds of steps: a guard against hangs only, generous for a busy 2-core machine under SwiftShader.
+const HANG_GUARD_MS = 600_000;
 
 const CONFIG: Qwen3Config = { ...QWEN3_PRESETS['qwen3-tiny'], vocabSize: 64, hiddenSize: 32, intermediateSize: 64, numHiddenLayers: 2, numAttentionHeads: 4, numKeyValueHeads: 2, headDim: 8, bosTokenId: 1, eosTokenIds: [2] };
 const SEQUENCE = Array.from({ length: 13 }, (_, i) => (i * 7 + 3) % 64);
@@ -72,7 +74,7 @@ describe.skipIf(!gpu.available)(`fine-tuning the model classes ${gpu.skipReason}
     expect(losses[0]).toBeGreaterThan(3);
     expect(losses.at(-1)).toBeLessThan(0.05);
     run.dispose();
-  });
+  }, HANG_GUARD_MS);
 
   it('LoRA on a frozen base: the loss falls, one optimizer dispatch per step, every base weight stays bit-identical', async () => {
     const model = await open('f32');
@@ -93,7 +95,7 @@ describe.skipIf(!gpu.available)(`fine-tuning the model classes ${gpu.skipReason}
     for (const w of model.weightTensors()) expect(w.grad).toBeUndefined();
     run.dispose();
     adapter.dispose();
-  });
+  }, HANG_GUARD_MS);
 
   for (const name of ['f32', 'fp8']) {
     it(`${name}: PEFT files round-trip, and the merged weights give the unmerged adapter's logits`, async () => {

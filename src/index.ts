@@ -22,6 +22,10 @@ export { memoryStats, resetPeakMemory, emptyCache, synchronize, gpuCounters, sta
 export type { KernelTime } from './backends/webgpu/profiler.js';
 export type { MemoryStats } from './backends/webgpu/buffer-pool.js';
 export * from './ops/index.js';
+export * from './audio/index.js';
+export { AudioFormatError } from './io/audio-errors.js';
+export { decodeWav, encodeWav, readWav, writeWav, toMono, type WavAudio, type WavBitDepth, type EncodeWavOptions } from './io/wav.js';
+export { spectrogramPng, writeSpectrogramPng, SPECTROGRAM_COLORMAPS, type SpectrogramColormap, type SpectrogramPngOptions } from './io/spectrogram-image.js';
 export { SafetensorsFile, type TensorLoadOptions } from './io/safetensors-reader.js';
 export { writeSafetensors, tensorSource, type TensorSource } from './io/safetensors-writer.js';
 export { Checkpoint, type Weight, type WeightLoadOptions } from './io/checkpoint.js';

@@ -183,6 +183,15 @@ export interface ConvGeometry {
   readonly groups: number;
 }
 
+/** Geometry of a transposed 1-D convolution (Backend.convTranspose1d); outputPadding only lengthens outShape. */
+export interface ConvTranspose1dGeometry {
+  readonly stride: number;
+  /** Positions cropped from both ends of the full transposed output. */
+  readonly padding: number;
+  readonly dilation: number;
+  readonly groups: number;
+}
+
 /** How pad fills positions outside the input (torch F.pad modes). */
 export type PadMode = 'constant' | 'replicate' | 'reflect';
 
@@ -220,6 +229,54 @@ export interface SgdStepHyper {
   readonly maximize: boolean;
   /** The momentum buffer's first step: it holds nothing yet and becomes the gradient (torch clones it). */
   readonly first: boolean;
+}
+
+/**
+ * What a row of an fft reads: 'complex' z_j = x[j]; 'real' z_j = (x[j], 0); 'hermitian' bins 0..L-1 of a
+ * Hermitian spectrum (z_j = x[j] for j <= n/2, z_{n-j} = conj(z_j), the imaginary parts of bin 0 and of bin n/2 for
+ * even n ignored, as torch's irfft); 'frames' the STFT's frames of a signal (Backend.stft).
+ */
+export type FftInput = 'complex' | 'real' | 'hermitian';
+/** What a row of an fft writes: all n bins, the n/2 + 1 bins of a real signal's spectrum, or the n real parts. */
+export type FftOutput = 'complex' | 'half' | 'real';
+
+/** One DFT per row (Backend.fft): X_k = scale * sum_j z_j exp(-+2 pi i j k / n). */
+export interface FftArgs {
+  /** The transform length (>= 1): rows shorter than n read zeros past their end, longer ones are cut. */
+  readonly n: number;
+  /** exp(+2 pi i jk / n) (no 1/n: that is in scale). */
+  readonly inverse: boolean;
+  readonly input: FftInput;
+  readonly output: FftOutput;
+  readonly scale: number;
+}
+
+/** torch.stft's framing (Backend.stft): frame f is samples f * hop - padLeft + j, j < nFft, of each signal. */
+export interface StftArgs {
+  readonly nFft: number;
+  readonly hop: number;
+  readonly frames: number;
+  /** center: nFft / 2 samples of padding before the signal (and the frame count covers as many after it). */
+  readonly padLeft: number;
+  /** Samples outside the signal: 'reflect' mirrors about the edge without repeating it, 'constant' reads 0. */
+  readonly padMode: 'reflect' | 'constant';
+  /** nFft / 2 + 1 bins (onesided) or all nFft. */
+  readonly onesided: boolean;
+  /** Multiplies X (normalized: nFft^-0.5). */
+  readonly scale: number;
+  /** X as complex pairs, |X|^2 ('power') or |X| ('magnitude'). */
+  readonly output: 'complex' | 'power' | 'magnitude';
+}
+
+/** Whisper's log-mel normalization (Backend.logMel). */
+export interface LogMelArgs {
+  /** log10(max(mel, floor)). */
+  readonly floor: number;
+  /** Values below each example's max - dynamicRange are raised to it. */
+  readonly dynamicRange: number;
+  /** Then (x + offset) / divisor. */
+  readonly offset: number;
+  readonly divisor: number;
 }
 
 /** Which norm clipGradNorm measures: 1 (sum of |g|), 2 (Euclidean) or Infinity (max |g|). */
@@ -358,6 +415,15 @@ export interface Backend<H = unknown> {
    */
   conv(x: Operand<H>, weight: Operand<H>, bias: Operand<H> | undefined, geometry: ConvGeometry, outShape: Shape, previous?: Operand<H>): H;
   /**
+   * Transposed 1-D convolution (torch F.conv_transpose1d), the adjoint of conv1d: x [N, C, L] and weight
+   * [C, O/groups, k] are strided views of float dtypes (they may differ); bias [O] or undefined. With og = O/groups
+   * and cg = C/groups, out[n, o, t] = bias[o] + sum over c in [floor(o/og)*cg, floor(o/og)*cg + cg) and taps j in
+   * [0, k) with (t + padding - j*dilation) divisible by stride and q = (t + padding - j*dilation) / stride in [0, L)
+   * of x[n, c, q] * weight[c, o mod og, j]. Accumulates in float32 or better; contiguous result of outShape
+   * [N, O, Lout] in x's dtype (the op sizes Lout = (L-1)*stride - 2*padding + dilation*(k-1) + outputPadding + 1).
+   */
+  convTranspose1d(x: Operand<H>, weight: Operand<H>, bias: Operand<H> | undefined, geometry: ConvTranspose1dGeometry, outShape: Shape): H;
+  /**
    * torch F.pad over every dim of x (any dtype, any rank; storage codes are copied, never converted): output
    * element o of dim d reads input position o - before[d]. Outside [0, size): constant writes `value` (encoded in
    * x's dtype), replicate clamps to the edge, reflect mirrors about the edge without repeating it (the op checks
@@ -409,4 +475,37 @@ export interface Backend<H = unknown> {
    * as float32 storage of one element.
    */
   clipGradNorm(grads: readonly Operand<H>[], maxNorm: number, normType: GradNormType): H;
+  /**
+   * A DFT of length args.n along the last dim of every row: x is a view [R0, R1, L] (real) or [R0, R1, L, 2]
+   * (complex pairs, torch.view_as_real's layout), any float dtype and strides. Contiguous float32 result:
+   * complex [R0, R1, n, 2], half [R0, R1, floor(n/2) + 1, 2] or real [R0, R1, n]. Computed as in fft-plan.ts
+   * (Stockham passes, Bluestein for lengths with a prime factor above 5): float64 on the CPU, float32 on the GPU.
+   */
+  fft(x: Operand<H>, args: FftArgs): H;
+  /**
+   * torch.stft of real signals x [B, T] (any float dtype and strides): frame f of signal b holds z_j =
+   * x[b, f * hop - padLeft + j] * window[j] (positions outside [0, T) as padMode says; the op checks that a
+   * reflection stays inside), X = scale * DFT_nFft(z). Contiguous float32 result [B, bins, frames, 2] (complex) or
+   * [B, bins, frames] (power, magnitude). window: [nFft] of any float dtype. One dispatch on the GPU for nFft up
+   * to 2048 (1024 for lengths with a prime factor above 5).
+   */
+  stft(x: Operand<H>, window: Operand<H>, args: StftArgs): H;
+  /**
+   * Overlap-add of istft: frames [B, F, nFft] (float32 or any float view) times window [nFft], summed into
+   * y[b, t] = sum_f frames[b, f, t + padLeft - f * hop] * window[..] / sum_f window[..]^2 over the frames that
+   * cover t + padLeft, for t < length (0 where no frame covers it). Contiguous float32 [B, length].
+   */
+  overlapAdd(frames: Operand<H>, window: Operand<H>, hop: number, padLeft: number, length: number): H;
+  /**
+   * Whisper's log-mel from a power spectrogram power [B, K, F] (float32 view) and filters [M, K]: y[b, m, f] =
+   * log10(max(sum_k filters[m, k] * power[b, k, f], floor)), then max(y, max_b - dynamicRange) with max_b the largest
+   * y of example b, then (y + offset) / divisor. Contiguous float32 [B, M, F]; on the GPU the max is never read back.
+   */
+  logMel(power: Operand<H>, filters: Operand<H>, args: LogMelArgs): H;
+  /**
+   * Polyphase resampling (torchaudio's sinc-interpolation resample): kernel [P, W] (float32, P = new rate / gcd
+   * phases) and signals x [B, T]: y[b, i] = sum_w kernel[i mod P, w] * x[b, (i div P) * stride - padLeft + w], with
+   * positions outside [0, T) reading 0, for i < length. Contiguous float32 [B, length].
+   */
+  resample(x: Operand<H>, kernel: Operand<H>, stride: number, padLeft: number, length: number): H;
 }

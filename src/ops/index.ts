@@ -13,6 +13,8 @@ export * from './sample.js';
 export * from './nn.js';
 export * from './moe.js';
 export * from './conv.js';
+export * from './fft.js';
+export * from './stft.js';
 export * from './pad.js';
 export * from './vae-ops.js';
 export * from './attention-inputs.js';

@@ -7,11 +7,14 @@ import { attentionInputsReference } from './attention-inputs.js';
 import { attentionBackwardReference } from './attention-backward.js';
 import { shortConvReference } from './short-conv.js';
 import { isScalarOperand, type AttentionInputsArgs, type AttentionOptions, type Backend, type BinaryOp, type ConvGeometry, type ExpertLinearOptions, type MatmulDims, type MatmulScaling, type Operand, type PadMode, type ScalarOperand, type QuantizeBlocks, type ReduceOp, type RouteOptions, type SamplingParams, type ShortConvArgs, type UnaryOp, type UpsampleMode } from '../backend.js';
-import { convReference, padReference } from './conv.js';
+import { convReference, convTranspose1dReference, padReference } from './conv.js';
+import type { ConvTranspose1dGeometry } from '../backend.js';
 import { crossEntropyBackwardReference, crossEntropyForwardReference, indexAddReference } from './cross-entropy.js';
 import { expertLinearReference, moeRouteReference } from './moe.js';
 import { attentionReference, rmsNormReference, ropeReference, swigluReference } from './nn.js';
 import { sampleReference } from './sampling.js';
+import { fftReference, logMelReference, overlapAddReference, resampleReference, stftReference } from './spectral.js';
+import type { FftArgs, LogMelArgs, StftArgs } from '../backend.js';
 import { adamStepReference, clipGradNormReference, sgdStepReference } from './optim.js';
 import type { AdamStepHyper, GradNormType, SgdStepHyper } from '../backend.js';
 import { channelRmsNormReference, groupNormReference, upsample2xReference } from './vae-ops.js';
@@ -341,6 +344,10 @@ export class CpuBackend implements Backend<Handle> {
     return convReference(x, weight, bias, geometry, outShape, previous);
   }
 
+  convTranspose1d(x: Operand<Handle>, weight: Operand<Handle>, bias: Operand<Handle> | undefined, geometry: ConvTranspose1dGeometry, outShape: Shape): Handle {
+    return convTranspose1dReference(x, weight, bias, geometry, outShape);
+  }
+
   pad(x: Operand<Handle>, before: readonly number[], outShape: Shape, mode: PadMode, value: number): Handle {
     return padReference(x, before, outShape, mode, value);
   }
@@ -436,6 +443,27 @@ export class CpuBackend implements Backend<Handle> {
   clipGradNorm(grads: readonly Operand<Handle>[], maxNorm: number, normType: GradNormType): Handle {
     return clipGradNormReference(grads, maxNorm, normType);
   }
+
+  fft(x: Operand<Handle>, args: FftArgs): Handle {
+    return fftReference(x, args);
+  }
+
+  stft(x: Operand<Handle>, window: Operand<Handle>, args: StftArgs): Handle {
+    return stftReference(x, window, args);
+  }
+
+  overlapAdd(frames: Operand<Handle>, window: Operand<Handle>, hop: number, padLeft: number, length: number): Handle {
+    return overlapAddReference(frames, window, hop, padLeft, length);
+  }
+
+  logMel(power: Operand<Handle>, filters: Operand<Handle>, args: LogMelArgs): Handle {
+    return logMelReference(power, filters, args);
+  }
+
+  resample(x: Operand<Handle>, kernel: Operand<Handle>, stride: number, padLeft: number, length: number): Handle {
+    return resampleReference(x, kernel, stride, padLeft, length);
+  }
+
 }
 
 /** Multiplies 1x128 / 128x128 block scales into the operand values (2-D a [m, k], b [k, n]). */

@@ -24,6 +24,8 @@ import { attentionKernel } from './kernels/attention.js';
 import { attentionBackwardKernel } from './kernels/attention-backward.js';
 import { attentionInputsKernel } from './kernels/attention-inputs.js';
 import { convKernel } from './kernels/conv.js';
+import { convTranspose1dKernel } from './kernels/conv-transpose1d.js';
+import type { ConvTranspose1dGeometry } from '../backend.js';
 import { padKernel } from './kernels/pad.js';
 import { channelRmsNormKernel } from './kernels/channel-rms-norm.js';
 import { groupNormKernel } from './kernels/group-norm.js';
@@ -44,6 +46,10 @@ import { adamStepKernel, clipGradNormKernel, sgdStepKernel } from './kernels/opt
 import type { AdamStepHyper, GradNormType, SgdStepHyper } from '../backend.js';
 import { checkAdapter, OPTIONAL_FEATURES, REQUIRED_LIMITS } from './requirements.js';
 import { loadGpu } from './runtime.js';
+import { fftKernel, fftTables, storeOf } from './kernels/fft.js';
+import { logMelKernel, overlapAddKernel, resampleKernel } from './kernels/spectral.js';
+import { fftPlan } from '../fft-plan.js';
+import type { FftArgs, LogMelArgs, StftArgs } from '../backend.js';
 
 /** Counters for benchmarks and tests (dispatches per token, submits per read, ...). */
 export interface GpuCounters {
@@ -639,6 +645,11 @@ export class WebGpuBackend implements Backend<GpuBuffer>, GpuContext {
     return convKernel(this, this.gpuOperand(x), this.gpuOperand(weight), bias && this.gpuOperand(bias), geometry, outShape, previous && this.gpuOperand(previous));
   }
 
+  /** One dispatch (a gather, no atomics); strided views are read in place. */
+  convTranspose1d(x: Operand<GpuBuffer>, weight: Operand<GpuBuffer>, bias: Operand<GpuBuffer> | undefined, geometry: ConvTranspose1dGeometry, outShape: Shape): GpuBuffer {
+    return convTranspose1dKernel(this, this.gpuOperand(x), this.gpuOperand(weight), bias && this.gpuOperand(bias), geometry, outShape);
+  }
+
   pad(x: Operand<GpuBuffer>, before: readonly number[], outShape: Shape, mode: PadMode, value: number): GpuBuffer {
     return padKernel(this, this.gpuOperand(x), before, outShape, mode, value);
   }
@@ -709,6 +720,64 @@ export class WebGpuBackend implements Backend<GpuBuffer>, GpuContext {
   clipGradNorm(grads: readonly Operand<GpuBuffer>[], maxNorm: number, normType: GradNormType): GpuBuffer {
     const kind = normType === 1 ? 'l1' : normType === 2 ? 'l2' : 'inf';
     return clipGradNormKernel(this, grads.map((g) => this.gpuOperand(g)), maxNorm, kind);
+  }
+
+  /** One dispatch per transform (the row in workgroup memory), the plan's float32 tables uploaded with it. */
+  fft(x: Operand<GpuBuffer>, args: FftArgs): GpuBuffer {
+    const plan = fftPlan(args.n);
+    const shape = x.view.shape;
+    const [r0, r1] = shape;
+    const bins = args.output === 'half' ? Math.floor(args.n / 2) + 1 : args.n;
+    const width = args.output === 'real' ? 1 : 2;
+    const tables = this.upload('float32', fftTables(plan));
+    try {
+      return fftKernel(
+        this,
+        plan,
+        tables,
+        { kind: 'rows', x: this.gpuOperand(x), input: args.input },
+        { output: storeOf(args.output), bins, strides: [r1 * bins, bins, 1], elements: r0 * r1 * bins * width },
+        args.inverse,
+        args.scale,
+      );
+    } finally {
+      this.release(tables);
+    }
+  }
+
+  /** Framing, padding, window, DFT and the power/magnitude epilogue in one dispatch. */
+  stft(x: Operand<GpuBuffer>, window: Operand<GpuBuffer>, args: StftArgs): GpuBuffer {
+    const plan = fftPlan(args.nFft);
+    const [batch] = x.view.shape;
+    const bins = args.onesided ? Math.floor(args.nFft / 2) + 1 : args.nFft;
+    const width = args.output === 'complex' ? 2 : 1;
+    const tables = this.upload('float32', fftTables(plan));
+    try {
+      return fftKernel(
+        this,
+        plan,
+        tables,
+        { kind: 'frames', x: this.gpuOperand(x), window: this.gpuOperand(window), frames: args.frames, hop: args.hop, padLeft: args.padLeft, reflect: args.padMode === 'reflect' },
+        { output: args.output, bins, strides: [bins * args.frames, 1, args.frames], elements: batch * bins * args.frames * width },
+        false,
+        args.scale,
+      );
+    } finally {
+      this.release(tables);
+    }
+  }
+
+  overlapAdd(frames: Operand<GpuBuffer>, window: Operand<GpuBuffer>, hop: number, padLeft: number, length: number): GpuBuffer {
+    return overlapAddKernel(this, this.gpuOperand(frames), this.gpuOperand(window), hop, padLeft, length);
+  }
+
+  /** Two dispatches: projection + log10 with partial maxima, then the normalization. */
+  logMel(power: Operand<GpuBuffer>, filters: Operand<GpuBuffer>, args: LogMelArgs): GpuBuffer {
+    return logMelKernel(this, this.gpuOperand(power), this.gpuOperand(filters), args);
+  }
+
+  resample(x: Operand<GpuBuffer>, kernel: Operand<GpuBuffer>, stride: number, padLeft: number, length: number): GpuBuffer {
+    return resampleKernel(this, this.gpuOperand(x), this.gpuOperand(kernel), stride, padLeft, length);
   }
 
   // ---- lifecycle and stats ----

@@ -1,0 +1,39 @@
+// Whisper's mel projection and log, one invocation per output (mel m, frame f) of example b = workgroup_id.y:
+// log10(max(sum_k filters[m, k] power[b, k, f], floor)), written to out; each workgroup also leaves the largest
+// value it wrote (NaN if any was NaN) in partial_max for log-mel-normalize.wgsl, so the global max needs no
+// read-back. Consecutive invocations read consecutive frames of power: coalesced.
+var<workgroup> wmax: array<f32, WG>;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>) {
+  let b = wid.y;
+  let e = wid.x * WG + lid.x;
+  let per = p.mels * p.frames;
+  var y = f32_bits(0xff800000u);
+  if (e < per) {
+    let m = e / p.frames;
+    let f = e % p.frames;
+    var s = 0.0;
+    for (var k = 0u; k < p.bins; k++) {
+      s += filters[p.fb_off + m * p.fb_s0 + k * p.fb_s1] * power[p.p_off + b * p.p_s0 + k * p.p_s1 + f * p.p_s2];
+    }
+    y = log2(max(s, p.floor)) * LOG10_2;
+    if (is_nan(s)) {
+      y = s;
+    }
+    out[b * per + e] = y;
+  }
+  wmax[lid.x] = y;
+  workgroupBarrier();
+  for (var span = WG / 2u; span > 0u; span /= 2u) {
+    if (lid.x < span) {
+      let o = wmax[lid.x + span];
+      let a = wmax[lid.x];
+      wmax[lid.x] = select(max(a, o), select(a, o, is_nan(o)), is_nan(a) || is_nan(o));
+    }
+    workgroupBarrier();
+  }
+  if (lid.x == 0u) {
+    partial_max[b * p.chunks + wid.x] = wmax[0];
+  }
+}

@@ -25,11 +25,27 @@ export interface LogMelOptions {
   padding?: number;
 }
 
-const filterCache = new Map<number, Float32Array>();
-function whisperFilters(nMels: number): Float32Array {
+interface Filters {
+  readonly values: Float32Array;
+  /** Each filter's nonzero bins [first, end). */
+  readonly bands: [number, number][];
+}
+
+const filterCache = new Map<number, Filters>();
+function whisperFilters(nMels: number): Filters {
   let f = filterCache.get(nMels);
   if (!f) {
-    f = Float32Array.from(melFilterbankValues({ sampleRate: WHISPER_SAMPLE_RATE, nFft: WHISPER_N_FFT, nMels, fMin: 0, fMax: 8000, melScale: 'slaney', norm: 'slaney' }));
+    const values = Float32Array.from(melFilterbankValues({ sampleRate: WHISPER_SAMPLE_RATE, nFft: WHISPER_N_FFT, nMels, fMin: 0, fMax: 8000, melScale: 'slaney', norm: 'slaney' }));
+    const bins = WHISPER_N_FFT / 2 + 1;
+    const bands = Array.from({ length: nMels }, (_, m): [number, number] => {
+      const row = values.subarray(m * bins, (m + 1) * bins);
+      const first = row.findIndex((w) => w !== 0);
+      if (first < 0) return [0, 0];
+      let end = bins;
+      while (row[end - 1] === 0) end--;
+      return [first, end];
+    });
+    f = { values, bands };
     filterCache.set(nMels, f);
   }
   return f;
@@ -57,13 +73,14 @@ export function logMelSpectrogram(audio: Tensor, options: LogMelOptions = {}): T
   // torch.stft gives 1 + t // hop frames; whisper drops the last.
   const frames = Math.floor(t / WHISPER_HOP_LENGTH);
   const window = hannWindow(WHISPER_N_FFT, { device: audio.device });
-  const filters = tensor(whisperFilters(nMels), { shape: [nMels, WHISPER_N_FFT / 2 + 1], device: audio.device });
+  const { values: filterValues, bands } = whisperFilters(nMels);
+  const filters = tensor(filterValues, { shape: [nMels, WHISPER_N_FFT / 2 + 1], device: audio.device });
   let source = signals;
   // whisper pads with zeros before the STFT, so its reflect padding mirrors those zeros: one pad dispatch.
   if (padding > 0) source = pad(signals, [0, padding]);
   const power = backend.stft(source.operand(), window.operand(), { nFft: WHISPER_N_FFT, hop: WHISPER_HOP_LENGTH, frames, padLeft, padMode: 'reflect', onesided: true, scale: 1, output: 'power' });
   const powerTensor = wrap(backend, power, 'float32', [batch, WHISPER_N_FFT / 2 + 1, frames]);
-  const out = backend.logMel(powerTensor.operand(), filters.operand(), { floor: 1e-10, dynamicRange: 8, offset: 4, divisor: 4 });
+  const out = backend.logMel(powerTensor.operand(), filters.operand(), { floor: 1e-10, dynamicRange: 8, offset: 4, divisor: 4, bands });
   powerTensor.dispose();
   window.dispose();
   filters.dispose();

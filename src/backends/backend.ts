@@ -277,6 +277,11 @@ export interface LogMelArgs {
   /** Then (x + offset) / divisor. */
   readonly offset: number;
   readonly divisor: number;
+  /**
+   * Optional: each filter's nonzero bins as [first, end) (a mel filter spans a few bins), so the projection skips
+   * the rest; a promise about filters, not a change of the result.
+   */
+  readonly bands?: readonly (readonly [number, number])[];
 }
 
 /** Which norm clipGradNorm measures: 1 (sum of |g|), 2 (Euclidean) or Infinity (max |g|). */

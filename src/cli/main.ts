@@ -9,6 +9,7 @@ import { runBench } from './bench.js';
 import { runDoctor } from './doctor.js';
 import { runVaeDecode } from './vae-decode.js';
 import { runVaeEncode } from './vae-encode.js';
+import { runAudio, type AudioCliOptions, type AudioFeature } from './audio.js';
 import { BUILTIN_PREFIX } from '../models/builtin.js';
 import { presetNames } from '../models/families.js';
 
@@ -166,6 +167,32 @@ tilingOptions(
 ).action(async (opts: TilingFlagValues & { model?: string; input: string; out: string; device: DeviceFlag; normalize?: boolean }) => {
   process.exitCode = await runVaeEncode(opts);
 });
+
+const audio = program.command('audio').description('audio features on the device: Whisper log-mel and STFT spectrograms of a WAV file, drawn as a PNG');
+
+function audioCommand(name: AudioFeature, description: string, defaultOut: string): Command {
+  return audio
+    .command(`${name} [input]`)
+    .description(description)
+    .option('--out <file>', 'PNG to write (time on x, frequency on y)', defaultOut)
+    .option('--save <file>', '.safetensors file for the feature tensor')
+    .option('--device <device>', 'auto, webgpu or cpu', deviceName, 'auto')
+    .option('--seconds <n>', 'length of the built-in signal when no input is given', positiveInt, 10)
+    .option('--scale <n>', 'pixels per value in the picture', positiveInt, 1);
+}
+
+audioCommand('mel', "Whisper's log-mel features (16 kHz; other rates are resampled) of a WAV file, default a built-in chirp + tones", 'mel.png')
+  .option('--n-mels <n>', '80 (Whisper) or 128 (large-v3)', positiveInt, 80)
+  .action(async (input: string | undefined, opts: Omit<AudioCliOptions, 'input'>) => {
+    process.exitCode = await runAudio('mel', { ...opts, input });
+  });
+
+audioCommand('spectrogram', 'an STFT power spectrogram in dB of a WAV file, default a built-in chirp + tones', 'spectrogram.png')
+  .option('--n-fft <n>', 'FFT size (any length)', positiveInt, 512)
+  .option('--hop <n>', 'hop between frames (default n-fft / 4)', positiveInt)
+  .action(async (input: string | undefined, opts: Omit<AudioCliOptions, 'input'>) => {
+    process.exitCode = await runAudio('spectrogram', { ...opts, input });
+  });
 
 const checkpoint = program.command('checkpoint').description('Hugging Face safetensors checkpoints: generate, inspect, load');
 

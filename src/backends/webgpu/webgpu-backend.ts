@@ -773,7 +773,15 @@ export class WebGpuBackend implements Backend<GpuBuffer>, GpuContext {
 
   /** Two dispatches: projection + log10 with partial maxima, then the normalization. */
   logMel(power: Operand<GpuBuffer>, filters: Operand<GpuBuffer>, args: LogMelArgs): GpuBuffer {
-    return logMelKernel(this, this.gpuOperand(power), this.gpuOperand(filters), args);
+    const [mels, bins] = filters.view.shape;
+    const ranges = new Uint32Array(2 * mels);
+    for (let m = 0; m < mels; m++) [ranges[2 * m], ranges[2 * m + 1]] = args.bands?.[m] ?? [0, bins];
+    const bands = this.upload("int32", new Int32Array(ranges.buffer));
+    try {
+      return logMelKernel(this, this.gpuOperand(power), this.gpuOperand(filters), bands, args);
+    } finally {
+      this.release(bands);
+    }
   }
 
   resample(x: Operand<GpuBuffer>, kernel: Operand<GpuBuffer>, stride: number, padLeft: number, length: number): GpuBuffer {

@@ -15,13 +15,10 @@ fn fft_pass_at(i: u32) {
     regs[j] = cmul(vec2<f32>(src[2u * e], src[2u * e + 1u]), twiddle(j * k * step, inverse));
   }
   let base_out = base_in + (b - k) * r + k;
+  let y = small_dft(regs, r, SIZE, inverse);
   for (var q = 0u; q < r; q++) {
-    var acc = regs[0];
-    for (var j = 1u; j < r; j++) {
-      acc += cmul(regs[j], twiddle(((j * q) % r) * count, inverse));
-    }
     let e = base_out + q * p.span;
-    out[2u * e] = acc.x;
-    out[2u * e + 1u] = acc.y;
+    out[2u * e] = y[q].x;
+    out[2u * e + 1u] = y[q].y;
   }
 }

@@ -27,3 +27,35 @@ fn chirp(j: u32) -> vec2<f32> {
 fn chirp_fft(j: u32) -> vec2<f32> {
   return conj_if(table_at(SIZE + p.n + j), INVERSE);
 }
+
+// The r-point DFT of a (r <= 5) with twiddles exp(-+2 pi i jq / r): radix 2 and 4 as add/subtract butterflies (no
+// multiplications; -i z is a swap), 3 and 5 from the table.
+fn small_dft(a: array<vec2<f32>, 5>, r: u32, size: u32, inverse: bool) -> array<vec2<f32>, 5> {
+  var y: array<vec2<f32>, 5>;
+  if (r == 2u) {
+    y[0] = a[0] + a[1];
+    y[1] = a[0] - a[1];
+    return y;
+  }
+  if (r == 4u) {
+    let s02 = a[0] + a[2];
+    let d02 = a[0] - a[2];
+    let s13 = a[1] + a[3];
+    let d13 = a[1] - a[3];
+    let rot = select(vec2<f32>(d13.y, -d13.x), vec2<f32>(-d13.y, d13.x), inverse);
+    y[0] = s02 + s13;
+    y[1] = d02 + rot;
+    y[2] = s02 - s13;
+    y[3] = d02 - rot;
+    return y;
+  }
+  let count = size / r;
+  for (var q = 0u; q < r; q++) {
+    var acc = a[0];
+    for (var j = 1u; j < r; j++) {
+      acc += cmul(a[j], twiddle(((j * q) % r) * count, inverse));
+    }
+    y[q] = acc;
+  }
+  return y;
+}

@@ -1,4 +1,5 @@
-// One DFT per workgroup, the whole row in workgroup memory: load (rows, or STFT frames with the window applied),
+// RPW DFTs per workgroup (short rows share one, so barriers and idle invocations are paid once per RPW rows),
+// whole rows in workgroup memory: load (rows, or STFT frames with the window applied),
 // the Stockham passes, store (complex, real part, power or magnitude, in any layout). With Bluestein the row is
 // multiplied by the chirp and zero-padded to SIZE, convolved with the chirp through a forward and an inverse pass
 // set and the chirp's FFT, and multiplied by the chirp again: still one dispatch, nothing in global memory between.
@@ -6,38 +7,46 @@
 
 @compute @workgroup_size(WG)
 fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
-  let row = wid.x + wid.y * nwg.x;
-  if (row >= p.rows) {
+  let first_row = (wid.x + wid.y * nwg.x) * RPW;
+  if (first_row >= p.rows) {
     return;
   }
   let t = lid.x;
-  for (var j = t; j < SIZE; j += WG) {
+  for (var e = t; e < SIZE * RPW; e += WG) {
+    let row = first_row + e / SIZE;
+    let j = e % SIZE;
     var v = vec2<f32>(0.0);
-    if (BLUESTEIN) {
-      if (j < p.n) {
-        v = cmul(load_input(row, j), chirp(j));
+    if (row < p.rows) {
+      if (BLUESTEIN) {
+        if (j < p.n) {
+          v = cmul(load_input(row, j), chirp(j));
+        }
+      } else {
+        v = load_input(row, j);
       }
-    } else {
-      v = load_input(row, j);
     }
-    buf[j] = v;
+    buf[e] = v;
   }
   workgroupBarrier();
   if (BLUESTEIN) {
     stockham(t, false);
-    for (var j = t; j < SIZE; j += WG) {
-      buf[j] = cmul(buf[j], chirp_fft(j));
+    for (var e = t; e < SIZE * RPW; e += WG) {
+      buf[e] = cmul(buf[e], chirp_fft(e % SIZE));
     }
     workgroupBarrier();
     stockham(t, true);
   } else {
     stockham(t, INVERSE);
   }
-  for (var k = t; k < p.out_bins; k += WG) {
-    var v = buf[k];
-    if (BLUESTEIN) {
-      v = cmul(v, chirp(k));
+  for (var e = t; e < p.out_bins * RPW; e += WG) {
+    let row = first_row + e / p.out_bins;
+    let k = e % p.out_bins;
+    if (row < p.rows) {
+      var v = buf[(e / p.out_bins) * SIZE + k];
+      if (BLUESTEIN) {
+        v = cmul(v, chirp(k));
+      }
+      store_output(row, k, v);
     }
-    store_output(row, k, v);
   }
 }

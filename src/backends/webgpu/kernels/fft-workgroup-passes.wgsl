@@ -1,9 +1,9 @@
-// The Stockham passes over the row held in workgroup memory: pass s (radix r, span = product of the radices before
-// it) has SIZE / r butterflies, each reading r values, twiddling input j by exp(-+2 pi i j k / (span r)), taking
+// The Stockham passes over the RPW rows held in workgroup memory (row l at l * SIZE): pass s (radix r, span =
+// product of the radices before it) has SIZE / r butterflies per row, each reading r values, twiddling input j by exp(-+2 pi i j k / (span r)), taking
 // the r-point DFT and writing output q to (i - k) r + k + q span (k = i mod span): self-sorting, natural order.
 // Every butterfly's inputs are read into registers before the barrier and written after it, so one array serves as
 // both source and destination (REGS = the most values one invocation holds in any pass).
-var<workgroup> buf: array<vec2<f32>, SIZE>;
+var<workgroup> buf: array<vec2<f32>, SIZE * RPW>;
 
 fn radix_of(s: u32) -> u32 {
   return p.radices[s / 4u][s % 4u];
@@ -17,24 +17,29 @@ fn stockham(t: u32, inverse: bool) {
     let step = SIZE / (span * r);
     var regs: array<vec2<f32>, REGS>;
     var slot = 0u;
-    for (var i = t; i < count; i += WG) {
+    for (var g = t; g < count * RPW; g += WG) {
+      let i = g % count;
+      let row0 = (g / count) * SIZE;
       let k = i % span;
-      for (var j = 0u; j < r; j++) {
-        regs[slot + j] = cmul(buf[i + j * count], twiddle(j * k * step, inverse));
+      regs[slot] = buf[row0 + i];
+      for (var j = 1u; j < r; j++) {
+        regs[slot + j] = cmul(buf[row0 + i + j * count], twiddle(j * k * step, inverse));
       }
       slot += r;
     }
     workgroupBarrier();
     slot = 0u;
-    for (var i = t; i < count; i += WG) {
+    for (var g = t; g < count * RPW; g += WG) {
+      let i = g % count;
       let k = i % span;
-      let base = (i - k) * r + k;
+      let base = (g / count) * SIZE + (i - k) * r + k;
+      var a: array<vec2<f32>, 5>;
+      for (var j = 0u; j < r; j++) {
+        a[j] = regs[slot + j];
+      }
+      let y = small_dft(a, r, SIZE, inverse);
       for (var q = 0u; q < r; q++) {
-        var acc = regs[slot];
-        for (var j = 1u; j < r; j++) {
-          acc += cmul(regs[slot + j], twiddle(((j * q) % r) * count, inverse));
-        }
-        buf[base + q * span] = acc;
+        buf[base + q * span] = y[q];
       }
       slot += r;
     }

@@ -43,7 +43,7 @@ const IO_PARAMS = {
   scale: 'f32',
 } as const;
 
-const VARIANT = { dtype: 'dtype', wdtype: 'dtype', input: INPUTS, output: OUTPUTS, reflect: 'boolean', size: 'number', regs: 'number', wg: 'number', bluestein: 'boolean', inverse: 'boolean' } as const;
+const VARIANT = { dtype: 'dtype', wdtype: 'dtype', input: INPUTS, output: OUTPUTS, reflect: 'boolean', size: 'number', rpw: 'number', regs: 'number', wg: 'number', bluestein: 'boolean', inverse: 'boolean' } as const;
 
 const fftRows = defineKernel({
   name: 'fft_rows',
@@ -56,6 +56,7 @@ const fftRows = defineKernel({
   workgroupSize: (v) => v.wg,
   constants: (v) => ({
     SIZE: v.size,
+    RPW: v.rpw,
     REGS: v.regs,
     INPUT: INPUTS.indexOf(v.input),
     OUTPUT: OUTPUTS.indexOf(v.output),
@@ -200,12 +201,23 @@ function ioParams(plan: FftPlan, src: FftSource, dst: FftDestination, scale: num
   };
 }
 
-/** Invocations per workgroup for a transform of `size`, and the registers one of them needs in any pass. */
-function workgroupShape(size: number, radices: readonly number[]): { wg: number; regs: number } {
+/**
+ * Short rows share a workgroup up to this many values (128 invocations of 4): more rows per workgroup measured
+ * slower on SwiftShader for Whisper's 400-point frames, fewer leave most invocations of a tiny transform idle.
+ */
+const SHARED_ROW_VALUES = 512;
+
+/**
+ * Rows per workgroup (short rows share one, never more than there are rows), invocations per workgroup
+ * and the registers one invocation needs in any pass.
+ */
+function workgroupShape(size: number, radices: readonly number[], rows: number): { rpw: number; wg: number; regs: number } {
+  const rpw = Math.max(1, Math.min(Math.floor(SHARED_ROW_VALUES / size), rows));
+  const values = rpw * size;
   let wg = 32;
-  while (wg < 256 && wg * 4 < size) wg *= 2;
-  const regs = Math.max(1, ...radices.map((r) => r * Math.ceil(size / r / wg)));
-  return { wg, regs };
+  while (wg < 256 && wg * 4 < values) wg *= 2;
+  const regs = Math.max(1, ...radices.map((r) => r * Math.ceil(values / r / wg)));
+  return { rpw, wg, regs };
 }
 
 /** Queues the transform of every row of src into a new float32 buffer laid out as dst says. */
@@ -223,7 +235,7 @@ export function fftKernel(ctx: GpuContext, plan: FftPlan, tables: GpuBuffer, src
     globalFft(ctx, plan, tables, { dtype: src.x.dtype, wdtype, input, output: dst.output, reflect, size, bluestein: plan.bluestein, inverse }, io, { out, x: src.x.buffer, tables, ...window });
     return out;
   }
-  const { wg, regs } = workgroupShape(size, radices);
+  const { rpw, wg, regs } = workgroupShape(size, radices, io.rows);
   fftRows.run(
     ctx,
     {
@@ -233,6 +245,7 @@ export function fftKernel(ctx: GpuContext, plan: FftPlan, tables: GpuBuffer, src
       output: dst.output,
       reflect,
       size,
+      rpw,
       regs,
       wg,
       bluestein: plan.bluestein,
@@ -240,7 +253,7 @@ export function fftKernel(ctx: GpuContext, plan: FftPlan, tables: GpuBuffer, src
     },
     { ...io, passes: radices.length, radices: [...radices] },
     { out, x: src.x.buffer, tables, ...window },
-    { workgroups: grid1d(io.rows, 1) },
+    { workgroups: grid1d(Math.ceil(io.rows / rpw), 1) },
   );
   return out;
 }

@@ -23,7 +23,7 @@ const logMelProject = defineKernel({
   source: 'log-mel.wgsl',
   params: { ...LOG_MEL_PARAMS, bins: 'u32', floor: 'f32', fb_off: 'u32', fb_s0: 'u32', fb_s1: 'u32', p_off: 'u32', p_s0: 'u32', p_s1: 'u32', p_s2: 'u32' },
   outputs: { out: 'f32', partial_max: 'f32' },
-  inputs: { filters: 'f32', power: 'f32' },
+  inputs: { filters: 'f32', power: 'f32', bands: 'u32' },
   grid: 'custom',
   constants: () => ({ LOG10_2: Math.log10(2) }),
 });
@@ -62,8 +62,8 @@ export function overlapAddKernel(ctx: GpuContext, frames: GpuOperand, window: Gp
   return out;
 }
 
-/** power: float32 view [B, K, F]; filters: float32 view [M, K]. */
-export function logMelKernel(ctx: GpuContext, power: GpuOperand, filters: GpuOperand, args: LogMelArgs): GpuBuffer {
+/** power: float32 view [B, K, F]; filters: float32 view [M, K]; bands: u32 [2M], each filter's [first, end) bins. */
+export function logMelKernel(ctx: GpuContext, power: GpuOperand, filters: GpuOperand, bands: GpuBuffer, args: LogMelArgs): GpuBuffer {
   const [batch, bins, frames] = power.view.shape;
   const [mels] = filters.view.shape;
   const per = mels * frames;
@@ -81,7 +81,7 @@ export function logMelKernel(ctx: GpuContext, power: GpuOperand, filters: GpuOpe
     ctx,
     {},
     { mels, frames, chunks, bins, floor: args.floor, fb_off: filters.view.offset, fb_s0: fs[0], fb_s1: fs[1], p_off: power.view.offset, p_s0: ps[0], p_s1: ps[1], p_s2: ps[2] },
-    { out, partial_max: partial, filters: filters.buffer, power: power.buffer },
+    { out, partial_max: partial, filters: filters.buffer, power: power.buffer, bands },
     { workgroups: [chunks, batch, 1] },
   );
   logMelNormalize.run(ctx, {}, { mels, frames, chunks, dynamic_range: args.dynamicRange, offset: args.offset, divisor: args.divisor }, { out, partial_max: partial }, { workgroups: [chunks, batch, 1] });

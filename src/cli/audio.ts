@@ -1,0 +1,100 @@
+// `tensorgpu audio mel|spectrogram`: a WAV file (or the built-in synthetic signal) to features computed on the
+// device, drawn as a PNG (time on x, frequency / mel bin on y, magma) and optionally saved as safetensors.
+// mel: Whisper's log-mel front end (16 kHz; other rates are resampled first on the device). spectrogram: the
+// STFT's power in dB (80 dB range) at the file's own rate.
+import { basename } from 'node:path';
+import { initDevice, releaseDevice, type DeviceRequest } from '../backends/registry.js';
+import type { Tensor } from '../core/tensor.js';
+import { resample } from '../audio/resample.js';
+import { amplitudeToDb, spectrogram } from '../audio/spectrogram.js';
+import { syntheticSignal } from '../audio/synthetic.js';
+import { logMelSpectrogram, WHISPER_HOP_LENGTH, WHISPER_SAMPLE_RATE } from '../audio/whisper.js';
+import { writeSpectrogramPng } from '../io/spectrogram-image.js';
+import { writeSafetensors, tensorSource } from '../io/safetensors-writer.js';
+import { readWav, toMono } from '../io/wav.js';
+import { tensor } from '../ops/creation.js';
+import { gpuCounters, synchronize } from '../runtime-stats.js';
+
+export type AudioFeature = 'mel' | 'spectrogram';
+
+export interface AudioCliOptions {
+  /** A .wav file; default the built-in synthetic signal. */
+  input?: string;
+  out: string;
+  device: DeviceRequest;
+  /** mel: 80 or 128. */
+  nMels?: number;
+  /** spectrogram: FFT size and hop (default 512 and 128). */
+  nFft?: number;
+  hop?: number;
+  /** .safetensors file for the features. */
+  save?: string;
+  /** Seconds of the built-in signal (default 10). */
+  seconds?: number;
+  /** Pixels per value (default 1; 2 for short inputs makes the picture easier to see). */
+  scale?: number;
+}
+
+const BUILTIN_SECONDS = 10;
+
+export async function runAudio(feature: AudioFeature, o: AudioCliOptions, out: (line: string) => void = (l) => process.stdout.write(l + '\n'), log: (line: string) => void = (l) => process.stderr.write(l + '\n')): Promise<number> {
+  const owned: Tensor[] = [];
+  const keep = <T extends Tensor>(t: T): T => {
+    owned.push(t);
+    return t;
+  };
+  try {
+    // A bad file fails before the device starts.
+    let samples: Float32Array;
+    let rate: number;
+    let source: string;
+    if (o.input) {
+      const wav = await readWav(o.input);
+      samples = toMono(wav);
+      rate = wav.sampleRate;
+      source = `${basename(o.input)} (${wav.channels.length} channel${wav.channels.length === 1 ? '' : 's'}${wav.channels.length > 1 ? ' mixed to mono' : ''}, ${wav.bitDepth}-bit, ${rate} Hz)`;
+    } else {
+      const seconds = o.seconds ?? BUILTIN_SECONDS;
+      rate = WHISPER_SAMPLE_RATE;
+      samples = syntheticSignal(seconds, rate);
+      source = `built-in synthetic signal (chirp 100 Hz -> 7 kHz, tones at 440 Hz, 1 kHz and 3 kHz, noise), ${seconds} s at ${rate} Hz`;
+    }
+    if (samples.length === 0) throw new Error(`${o.input ?? 'input'}: the audio holds no samples`);
+    const device = await initDevice(o.device, { onNotice: log });
+    const audio = keep(tensor(samples, { device }));
+    await synchronize();
+    const before = gpuCounters();
+    const t0 = performance.now();
+    let features: Tensor;
+    let what: string;
+    if (feature === 'mel') {
+      const nMels = o.nMels ?? 80;
+      const at16k = rate === WHISPER_SAMPLE_RATE ? audio : keep(resample(audio, rate, WHISPER_SAMPLE_RATE));
+      features = keep(logMelSpectrogram(at16k, { nMels }));
+      what = `Whisper log-mel, ${nMels} mels, ${WHISPER_HOP_LENGTH / 16} ms hop${rate === WHISPER_SAMPLE_RATE ? '' : ` (resampled ${rate} -> ${WHISPER_SAMPLE_RATE} Hz on the device)`}`;
+    } else {
+      const nFft = o.nFft ?? 512;
+      const hop = o.hop ?? Math.max(1, Math.floor(nFft / 4));
+      const power = keep(spectrogram(audio, { nFft, hopLength: hop }));
+      features = keep(amplitudeToDb(power, { topDb: 80 }));
+      what = `power spectrogram in dB (80 dB range), n_fft ${nFft}, hop ${hop}, ${(rate / nFft).toFixed(1)} Hz per bin`;
+    }
+    const values = (await features.toArray()) as Float32Array;
+    const ms = performance.now() - t0;
+    const after = gpuCounters();
+    const [rows, cols] = features.shape;
+    await writeSpectrogramPng(o.out, values, rows, cols, { colormap: 'magma', scale: o.scale ?? 1 });
+    if (o.save) {
+      await writeSafetensors(o.save, [[feature === 'mel' ? 'log_mel' : 'spectrogram_db', tensorSource(features)]], { sample_rate: String(feature === 'mel' ? WHISPER_SAMPLE_RATE : rate), feature });
+    }
+    out(`input: ${source}, ${(samples.length / rate).toFixed(2)} s`);
+    out(`features: ${what}: [${rows}, ${cols}] on ${device} in ${ms.toFixed(0)} ms`);
+    if (device === 'webgpu') out(`webgpu: ${after.dispatches - before.dispatches} dispatches`);
+    out(`picture: ${o.out} (${cols * (o.scale ?? 1)}x${rows * (o.scale ?? 1)}, time on x, ${feature === 'mel' ? 'mel bin' : 'frequency'} on y, low at the bottom)`);
+    if (o.save) out(`saved: ${o.save}`);
+    return 0;
+  } finally {
+    for (const t of owned.reverse()) t.dispose();
+    releaseDevice();
+  }
+}

@@ -33,6 +33,9 @@ export interface ResampleKernel {
 
 /** torchaudio's _get_sinc_resample_kernel (Hann window), in float64. */
 export function resampleKernel(fromRate: number, toRate: number, options: ResampleOptions = {}): ResampleKernel {
+  for (const [what, r] of [['fromRate', fromRate], ['toRate', toRate]] as const) {
+    if (!Number.isInteger(r) || r < 1) throw new ShapeError(`resample: ${what} must be a positive integer (Hz), got ${r}`);
+  }
   const g = gcd(fromRate, toRate);
   const orig = fromRate / g;
   const nw = toRate / g;
@@ -65,12 +68,9 @@ export function resample(x: Tensor, fromRate: number, toRate: number, options: R
   const op = 'resample';
   const backend = commonBackend(op, x);
   requireDTypes(op, x, FFT_DTYPES);
-  for (const [what, r] of [['fromRate', fromRate], ['toRate', toRate]] as const) {
-    if (!Number.isInteger(r) || r < 1) throw new ShapeError(`${op}: ${what} must be a positive integer (Hz), got ${r}`);
-  }
   if (x.ndim < 1) throw new ShapeError(`${op}: x must be a signal [..., T], got ${x.describe()}`);
-  if (fromRate === toRate) return x.dtype === 'float32' ? x.clone() : (x.to('float32') as Tensor);
   const k = resampleKernel(fromRate, toRate, options);
+  if (fromRate === toRate) return x.dtype === 'float32' ? x.clone() : (x.to('float32') as Tensor);
   const lead = x.shape.slice(0, -1);
   const t = x.shape[x.ndim - 1];
   const batch = lead.reduce((a, b) => a * b, 1);

@@ -18,7 +18,7 @@ export interface SpectrogramOptions extends Omit<StftOptions, 'nFft'> {
 /** Window, hop and power as torchaudio.transforms.Spectrogram defaults them (periodic Hann, hop = winLength / 2). */
 function resolve(x: Tensor, options: SpectrogramOptions): { stft: StftOptions; kind: 'power' | 'magnitude'; ownWindow?: Tensor } {
   const nFft = options.nFft ?? 400;
-  const winLength = options.winLength ?? options.window?.shape[0] ?? nFft;
+  const winLength = options.winLength ?? nFft;
   const power = options.power ?? 2;
   if (power !== 1 && power !== 2) throw new ShapeError(`spectrogram: power must be 1 (magnitude) or 2 (power), got ${String(power)}`);
   const ownWindow = options.window ? undefined : hannWindow(winLength, { device: x.device });

@@ -70,7 +70,9 @@ function transform(op: string, x: Tensor, options: FftOptions, input: FftInput, 
   const result = wrap(backend, backend.fft(rowsView.operand(), args), 'float32', outShape);
   if (rowsView !== moved) rowsView.dispose();
   if (moved !== x) moved.dispose();
-  return dim === last ? result : result.permute(order);
+  if (dim === last) return result;
+  // The output's dims: the same swap, over one dim more (rfft's pair) or less (irfft drops it).
+  return result.permute(output === 'real' ? order.slice(0, logical.length) : complex ? order : [...order, x.ndim]);
 }
 
 /** torch.fft.fft: the DFT of complex x [..., L, 2] along dim (default -1): [..., n, 2]. */

@@ -50,7 +50,7 @@ function positiveInt(op: string, what: string, v: number): number {
 function framing(op: string, x: Tensor, options: StftOptions): Framing {
   const nFft = positiveInt(op, 'nFft', options.nFft);
   const hop = positiveInt(op, 'hopLength', options.hopLength ?? Math.max(1, Math.floor(nFft / 4)));
-  const winLength = positiveInt(op, 'winLength', options.winLength ?? options.window?.shape[0] ?? nFft);
+  const winLength = positiveInt(op, 'winLength', options.winLength ?? nFft);
   if (winLength > nFft) throw new ShapeError(`${op}: winLength ${winLength} is longer than nFft ${nFft}`);
   let window = options.window;
   if (window) {

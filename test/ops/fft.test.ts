@@ -365,7 +365,7 @@ describe(`fft options: n, dim, norm ${gpu.skipReason}`, () => {
             }
           }
           // Parseval: sum |X|^2 = sum |z|^2 with ortho; and ortho inverts ortho.
-          const zv = await z.toArray();
+          const zv = Float32Array.from(await z.toArray());
           const energy = zv.reduce((a, v) => a + v * v, 0);
           const f = await runOn(dev, [z], (t) => tg.fft(t, { norm: 'ortho' }));
           const fe = f.values.reduce((a, v) => a + v * v, 0);

@@ -1,5 +1,6 @@
 // The end of Whisper's log-mel, in place: each workgroup first reduces example b's partial maxima (from
-// log-mel.wgsl) to its max, then raises its chunk of values to max - dynamic_range and maps y to
+// log-mel.wgsl) to its max, then raises its WG * ITEMS values (ITEMS per invocation: fewer workgroups repeat
+// the reduction) to max - dynamic_range and maps y to
 // (y + offset) / divisor. Every workgroup of b computes the same max in the same order.
 var<workgroup> wmax: array<f32, WG>;
 
@@ -22,9 +23,8 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
     workgroupBarrier();
   }
   let lower = wmax[0] - p.dynamic_range;
-  let e = wid.x * WG + lid.x;
   let per = p.mels * p.frames;
-  if (e < per) {
+  for (var e = wid.x * WG * ITEMS + lid.x; e < min(per, (wid.x + 1u) * WG * ITEMS); e += WG) {
     let y = out[b * per + e];
     var v = max(y, lower);
     if (is_nan(y) || is_nan(lower)) {

@@ -35,7 +35,11 @@ const logMelNormalize = defineKernel({
   outputs: { out: 'f32' },
   inputs: { partial_max: 'f32' },
   grid: 'custom',
+  constants: () => ({ ITEMS: NORMALIZE_ITEMS }),
 });
+
+/** Values each invocation of the normalization writes: every workgroup reduces all partial maxima first. */
+const NORMALIZE_ITEMS = 16;
 
 const resample = defineKernel({
   name: 'resample',
@@ -84,7 +88,7 @@ export function logMelKernel(ctx: GpuContext, power: GpuOperand, filters: GpuOpe
     { out, partial_max: partial, filters: filters.buffer, power: power.buffer, bands },
     { workgroups: [chunks, batch, 1] },
   );
-  logMelNormalize.run(ctx, {}, { mels, frames, chunks, dynamic_range: args.dynamicRange, offset: args.offset, divisor: args.divisor }, { out, partial_max: partial }, { workgroups: [chunks, batch, 1] });
+  logMelNormalize.run(ctx, {}, { mels, frames, chunks, dynamic_range: args.dynamicRange, offset: args.offset, divisor: args.divisor }, { out, partial_max: partial }, { workgroups: [Math.ceil(per / (wg * NORMALIZE_ITEMS)), batch, 1] });
   ctx.release(partial);
   return out;
 }

@@ -208,6 +208,13 @@ function ioParams(plan: FftPlan, src: FftSource, dst: FftDestination, scale: num
 const SHARED_ROW_VALUES = 512;
 
 /**
+ * About this many values per invocation (4 radix-4 butterflies a pass): measured on SwiftShader for 3000 frames of
+ * 400 points, 16 took 0.53 s against 1.26 s for 4 and 2.3 s for 2 (the per-invocation cost of a barrier dominates
+ * there); a GPU runs a 400-point row as one 32-wide workgroup, a warp or a SIMD group.
+ */
+const VALUES_PER_INVOCATION = 16;
+
+/**
  * Rows per workgroup (short rows share one, never more than there are rows), invocations per workgroup
  * and the registers one invocation needs in any pass.
  */
@@ -215,7 +222,7 @@ function workgroupShape(size: number, radices: readonly number[], rows: number):
   const rpw = Math.max(1, Math.min(Math.floor(SHARED_ROW_VALUES / size), rows));
   const values = rpw * size;
   let wg = 32;
-  while (wg < 256 && wg * 4 < values) wg *= 2;
+  while (wg < 256 && wg * VALUES_PER_INVOCATION < values) wg *= 2;
   const regs = Math.max(1, ...radices.map((r) => r * Math.ceil(values / r / wg)));
   return { rpw, wg, regs };
 }

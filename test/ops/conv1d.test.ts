@@ -69,6 +69,29 @@ const TRANSPOSED: Case<tg.ConvTranspose1dOptions>[] = [
   { label: 'long row L = 5000, depthwise stride 3', x: [2, 3, 5000], w: [3, 1, 5], bias: false, options: { groups: 3, stride: 3, padding: 1, outputPadding: 2 } },
 ];
 
+/**
+ * Cases for the blocked float32 kernel (blocks of 8 or 4 output channels x up to 8 or 16 positions of one phase t mod
+ * stride): channels per group not a multiple of the block (the last block overlaps), groups, phases of unequal
+ * lengths and position counts not a multiple of the block, stride 3 with dilation 2, padding that puts a block's
+ * first inputs below 0, and rows so short that the block shrinks to 4, 2 or 1 positions (lout < stride included).
+ */
+const BLOCKED: Case<tg.ConvTranspose1dOptions>[] = [
+  { label: 'og 13: 8-channel blocks overlap, stride 2, 37 positions a phase', x: [2, 5, 37], w: [5, 13, 4], bias: true, options: { stride: 2, padding: 1 } },
+  { label: 'og 6: 4-channel blocks overlap, 20 positions', x: [1, 3, 20], w: [3, 6, 3], bias: false, options: { padding: 1 } },
+  { label: 'groups 2 with 12 output channels, stride 2, phases of 20 and 19', x: [2, 8, 19], w: [8, 6, 3], bias: true, options: { groups: 2, stride: 2 } },
+  { label: 'groups 2 with 24 output channels, k 5, outputPadding 1', x: [1, 12, 23], w: [12, 12, 5], bias: true, options: { groups: 2, stride: 2, padding: 2, outputPadding: 1 } },
+  { label: 'stride 3, dilation 2, padding 3, outputPadding 1', x: [1, 8, 29], w: [8, 9, 5], bias: true, options: { stride: 3, dilation: 2, padding: 3, outputPadding: 1 } },
+  { label: 'stride 3, dilation 2, groups 3, padding crops past the kernel span', x: [2, 6, 10], w: [6, 4, 3], bias: false, options: { groups: 3, stride: 3, dilation: 2, padding: 5 } },
+  { label: 'dilation 3, padding 4: blocks start below input 0', x: [3, 4, 30], w: [4, 9, 3], bias: true, options: { dilation: 3, padding: 4 } },
+  { label: 'short row: 1 position', x: [1, 8, 1], w: [8, 8, 1], bias: true, options: {} },
+  { label: 'short row: 3 positions (2-position blocks)', x: [1, 8, 2], w: [8, 8, 2], bias: false, options: {} },
+  { label: 'short row: stride 2, phases of 3 and 2', x: [2, 8, 2], w: [8, 9, 3], bias: true, options: { stride: 2 } },
+  { label: 'short row: 4 positions (4-position blocks)', x: [1, 4, 3], w: [4, 8, 2], bias: true, options: {} },
+  { label: 'short row: stride 4, dilation 2, phases of 2 and 1', x: [1, 4, 1], w: [4, 8, 3], bias: true, options: { stride: 4, dilation: 2, outputPadding: 1 } },
+  { label: 'short row: lout 2 < stride 4', x: [2, 4, 1], w: [4, 8, 2], bias: false, options: { stride: 4 } },
+  { label: 'long row L = 700, 16 -> 16 channels, stride 2 upsampling', x: [1, 16, 700], w: [16, 16, 4], bias: true, options: { stride: 2, padding: 1 } },
+];
+
 async function checkConv1d(c: Case<tg.Conv1dOptions>, xDtype: Float, wDtype: Float, unbatched = false): Promise<void> {
   const x = randomTensor(unbatched ? c.x.slice(1) : c.x, xDtype);
   const w = randomTensor(c.w, wDtype);
@@ -174,6 +197,52 @@ describe.skipIf(!gpu.available)(`conv1d, WebGPU vs CPU ${gpu.skipReason}`, () =>
 describe.skipIf(!gpu.available)(`convTranspose1d, WebGPU vs CPU ${gpu.skipReason}`, () => {
   it.each(TRANSPOSED.map((c) => [c.label, c] as const))('%s (f32)', async (_, c) => {
     await checkTransposed(c, 'float32', 'float32');
+  });
+
+  it.each(BLOCKED.map((c) => [c.label, c] as const))('blocked: %s (f32)', async (_, c) => {
+    await checkTransposed(c, 'float32', 'float32');
+  });
+
+  it('blocked: f32 output from f16 / bf16 weights and bias; f16 / bf16 outputs of many channels (packed)', async () => {
+    const sets: [Float, Float, Float][] = [
+      ['float32', 'bfloat16', 'float16'],
+      ['float32', 'float16', 'float32'],
+      ['float16', 'float16', 'float16'],
+      ['bfloat16', 'float32', 'bfloat16'],
+    ];
+    for (const [xd, wd, bd] of sets) {
+      await checkTransposed(BLOCKED[0], xd, wd, bd);
+      await checkTransposed(BLOCKED[4], xd, wd, bd);
+    }
+    await checkTransposed(BLOCKED[2], 'float32', 'float32', 'float32', true);
+  });
+
+  it('blocked: strided views read in place: transposed x and weight views, sliced x, strided bias', async () => {
+    // x stored [N, L, C]; weight stored [k, C, O/groups] permuted to [C, O/groups, k]; bias every other element.
+    const xt = randomTensor([2, 17, 8]);
+    const wk = randomTensor([5, 8, 6]);
+    const b2 = randomTensor([24]);
+    const opts = { stride: 3, dilation: 2, padding: 2, outputPadding: 1, groups: 2 };
+    await checkBoth([xt, wk, b2], (x, w, b) => tg.convTranspose1d(x.transpose(1, 2), w.permute(1, 2, 0), b.slice(0, 0, 24, 2), opts), tol('float32'), 'permuted');
+    // weight stored [O/groups, C, k] and transposed to [C, O/groups, k]; x sliced in channels and length at odd offsets.
+    const xs = randomTensor([2, 13, 31]);
+    const wo = randomTensor([9, 6, 4]);
+    await checkBoth([xs, wo], (x, w) => tg.convTranspose1d(x.slice(1, 1, 13, 2).slice(2, 3, 28), w.transpose(0, 1), undefined, { stride: 2, padding: 1 }), tol('float32'), 'sliced');
+    // Unbatched [C, L] from a transposed [L, C], weight [C, k, O/groups] transposed to [C, O/groups, k].
+    const u = randomTensor([21, 6]);
+    const wt = randomTensor([6, 3, 12]);
+    await checkBoth([u, wt], (x, w) => tg.convTranspose1d(x.T, w.transpose(1, 2), undefined, { stride: 2, dilation: 2, outputPadding: 1, groups: 3 }), tol('float32'), 'unbatched');
+    [xt, wk, b2, xs, wo, u, wt].forEach((t) => t.dispose());
+  });
+
+  it('blocked: one dispatch, views and bias included', async () => {
+    const x = randomTensor([2, 8, 40]);
+    const w = randomTensor([8, 12, 4]);
+    const b = randomTensor([24]);
+    const wt = randomTensor([12, 8, 4]);
+    expect(await dispatchesOf([x, w, b], (xx, ww, bb) => tg.convTranspose1d(xx, ww, bb, { stride: 2, padding: 1, groups: 2 }))).toBe(1);
+    expect(await dispatchesOf([x, wt, b], (xx, ww, bb) => tg.convTranspose1d(xx.slice(2, 1, 37), ww.transpose(0, 1), bb.slice(0, 0, 24, 2), { stride: 3, dilation: 2 }))).toBe(1);
+    [x, w, b, wt].forEach((t) => t.dispose());
   });
 
   it('f16 / bf16 activations and mixed weight and bias dtypes (odd output counts: half-filled words)', async () => {

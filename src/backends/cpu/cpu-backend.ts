@@ -2,7 +2,7 @@
 import { allocStorage, decodeOne, encodeOne, type StorageArray } from '../../core/codecs.js';
 import { DTYPE_INFO, type DType } from '../../core/dtype.js';
 import { ShapeError } from '../../core/errors.js';
-import { numel, transposed2d, type Shape, type View } from '../../core/shape.js';
+import { coalesceViews, numel, transposed2d, type Shape, type View } from '../../core/shape.js';
 import { attentionInputsReference } from './attention-inputs.js';
 import { attentionBackwardReference } from './attention-backward.js';
 import { shortConvReference } from './short-conv.js';
@@ -68,7 +68,8 @@ function gatherCodes(src: Operand<Handle>): Handle {
 
 /** The view's values as float64, row-major. */
 export function values(src: Operand<Handle>): Float64Array {
-  const { shape, strides, offset } = src.view;
+  // Contiguous runs of dims merge (a [1, rows, L] batch of rows is 2-D), so more views take the loop below.
+  const { shape, strides, offset } = src.view.shape.length > 2 ? coalesceViews([src.view])[0] : src.view;
   const h = src.handle;
   const direct = src.dtype === 'float32' || src.dtype === 'int32' || src.dtype === 'uint8' || src.dtype === 'bool';
   const table = direct ? undefined : decodeTable(src.dtype);

@@ -23,13 +23,13 @@ import { afterAll, describe, expect, it } from 'vitest';
 import * as tg from '../../src/index.js';
 import { DTypeError, setDefaultDevice, ShapeError, type Tensor } from '../../src/index.js';
 import { nextSmooth, stockhamRadices } from '../../src/backends/fft-plan.js';
-import { expectClose, randomTensor, takeValues, type Tolerance } from '../helpers/compare.js';
+import { expectClose, randomTensor, type Tolerance } from '../helpers/compare.js';
 import { dispatchesOf, setupWebGpu } from '../helpers/webgpu.js';
+import { dft, runOn, type Dev } from '../helpers/dft.js';
 
 const gpu = await setupWebGpu();
 setDefaultDevice('cpu');
 
-type Dev = 'cpu' | 'webgpu';
 type Kind = 'fft' | 'ifft' | 'rfft' | 'irfft';
 const DEVICES: Dev[] = gpu.available ? ['cpu', 'webgpu'] : ['cpu'];
 const SLOW = 120_000;
@@ -43,50 +43,6 @@ const LONG = [2049, 3000, 4096, 4099];
 const LENGTHS = [...SHORT, ...LONG];
 
 // ---- the float64 reference ---------------------------------------------------------------------------------------
-
-const tables = new Map<number, [Float64Array, Float64Array]>();
-function cosSin(n: number): [Float64Array, Float64Array] {
-  let t = tables.get(n);
-  if (!t) {
-    const c = new Float64Array(n);
-    const s = new Float64Array(n);
-    for (let i = 0; i < n; i++) {
-      c[i] = Math.cos((2 * Math.PI * i) / n);
-      s[i] = Math.sin((2 * Math.PI * i) / n);
-    }
-    t = [c, s];
-    tables.set(n, t);
-  }
-  return t;
-}
-
-/**
- * X_k = scale * sum_{j < min(L, n)} z_j exp(-+2 pi i j k / n) for k < bins (z zero-padded or cut to n), from the
- * definition: the angle index (j k) mod n is kept exact by stepping it by k mod n.
- */
-function dft(re: ArrayLike<number>, im: ArrayLike<number>, n: number, inverse: boolean, scale: number, bins = n): [Float64Array, Float64Array] {
-  const [c, s] = cosSin(n);
-  const sign = inverse ? 1 : -1;
-  const take = Math.min(re.length, n);
-  const outRe = new Float64Array(bins);
-  const outIm = new Float64Array(bins);
-  for (let k = 0; k < bins; k++) {
-    let sr = 0;
-    let si = 0;
-    let t = 0;
-    for (let j = 0; j < take; j++) {
-      const wr = c[t];
-      const wi = sign * s[t];
-      sr += re[j] * wr - im[j] * wi;
-      si += re[j] * wi + im[j] * wr;
-      t += k;
-      if (t >= n) t -= n;
-    }
-    outRe[k] = sr * scale;
-    outIm[k] = si * scale;
-  }
-  return [outRe, outIm];
-}
 
 /** The default (norm 'backward') scale of a transform of length n. */
 const backwardScale = (kind: Kind, n: number) => (kind === 'ifft' || kind === 'irfft' ? 1 / n : 1);
@@ -134,20 +90,6 @@ function reference(kind: Kind, x: ArrayLike<number>, rows: number, length: numbe
 }
 
 // ---- running and checking ----------------------------------------------------------------------------------------
-
-/** fn on dev (inputs copied to WebGPU when dev is webgpu): the float32 result's values and shape. */
-async function runOn(dev: Dev, inputs: readonly Tensor[], fn: (...xs: Tensor[]) => Tensor): Promise<{ values: Float32Array; shape: readonly number[] }> {
-  const xs = dev === 'cpu' ? inputs : await Promise.all(inputs.map((t) => t.to('webgpu') as Promise<Tensor>));
-  try {
-    const y = fn(...xs);
-    expect(y.device).toBe(dev);
-    expect(y.dtype).toBe('float32');
-    const shape = y.shape;
-    return { values: await takeValues(y), shape };
-  } finally {
-    if (dev !== 'cpu') xs.forEach((t) => t.dispose());
-  }
-}
 
 const bound = (dev: Dev, n: number, scale: number): Tolerance => ({ atol: C[dev] * EPS32 * Math.sqrt(n) * scale, rtol: 0 });
 

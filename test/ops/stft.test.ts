@@ -17,29 +17,19 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import * as tg from '../../src/index.js';
 import { setDefaultDevice, ShapeError, type Tensor } from '../../src/index.js';
-import { expectClose, randomTensor, takeValues, type Tolerance } from '../helpers/compare.js';
+import { expectClose, randomTensor, type Tolerance } from '../helpers/compare.js';
 import { dispatchesOf, setupWebGpu } from '../helpers/webgpu.js';
+import { cosSin, runOn, type Dev } from '../helpers/dft.js';
 
 const gpu = await setupWebGpu();
 setDefaultDevice('cpu');
 
-type Dev = 'cpu' | 'webgpu';
 const DEVICES: Dev[] = gpu.available ? ['cpu', 'webgpu'] : ['cpu'];
 const SLOW = 120_000;
 const EPS32 = 2 ** -23;
 const C: Record<Dev, number> = { cpu: 4, webgpu: 12 };
 
 // ---- float64 references --------------------------------------------------------------------------------------------
-
-function cosSin(n: number): [Float64Array, Float64Array] {
-  const c = new Float64Array(n);
-  const s = new Float64Array(n);
-  for (let i = 0; i < n; i++) {
-    c[i] = Math.cos((2 * Math.PI * i) / n);
-    s[i] = Math.sin((2 * Math.PI * i) / n);
-  }
-  return [c, s];
-}
 
 interface RefOptions {
   nFft: number;
@@ -153,19 +143,6 @@ function istftRef(spec: ArrayLike<number>, rows: number, bins: number, frames: n
 }
 
 // ---- running and checking ----------------------------------------------------------------------------------------
-
-async function runOn(dev: Dev, inputs: readonly Tensor[], fn: (...xs: Tensor[]) => Tensor): Promise<{ values: Float32Array; shape: readonly number[] }> {
-  const xs = dev === 'cpu' ? inputs : await Promise.all(inputs.map((t) => t.to('webgpu') as Promise<Tensor>));
-  try {
-    const y = fn(...xs);
-    expect(y.device).toBe(dev);
-    expect(y.dtype).toBe('float32');
-    const shape = y.shape;
-    return { values: await takeValues(y), shape };
-  } finally {
-    if (dev !== 'cpu') xs.forEach((t) => t.dispose());
-  }
-}
 
 const bound = (dev: Dev, n: number, scale: number): Tolerance => ({ atol: C[dev] * EPS32 * Math.sqrt(n) * scale, rtol: 0 });
 

@@ -48,7 +48,7 @@ import { checkAdapter, OPTIONAL_FEATURES, REQUIRED_LIMITS } from './requirements
 import { loadGpu } from './runtime.js';
 import { fftKernel, fftTables, storeOf } from './kernels/fft.js';
 import { logMelKernel, overlapAddKernel, resampleKernel } from './kernels/spectral.js';
-import { fftPlan } from '../fft-plan.js';
+import { fftPlan, type FftPlan } from '../fft-plan.js';
 import type { FftArgs, LogMelArgs, StftArgs } from '../backend.js';
 
 /** Counters for benchmarks and tests (dispatches per token, submits per read, ...). */
@@ -722,49 +722,34 @@ export class WebGpuBackend implements Backend<GpuBuffer>, GpuContext {
     return clipGradNormKernel(this, grads.map((g) => this.gpuOperand(g)), maxNorm, kind);
   }
 
-  /** One dispatch per transform (the row in workgroup memory), the plan's float32 tables uploaded with it. */
-  fft(x: Operand<GpuBuffer>, args: FftArgs): GpuBuffer {
-    const plan = fftPlan(args.n);
-    const shape = x.view.shape;
-    const [r0, r1] = shape;
-    const bins = args.output === 'half' ? Math.floor(args.n / 2) + 1 : args.n;
-    const width = args.output === 'real' ? 1 : 2;
+  /** The plan of length n with its float32 tables uploaded for the launch in fn (released after it is queued). */
+  private withFftPlan(n: number, fn: (plan: FftPlan, tables: GpuBuffer) => GpuBuffer): GpuBuffer {
+    const plan = fftPlan(n);
     const tables = this.upload('float32', fftTables(plan));
     try {
-      return fftKernel(
-        this,
-        plan,
-        tables,
-        { kind: 'rows', x: this.gpuOperand(x), input: args.input },
-        { output: storeOf(args.output), bins, strides: [r1 * bins, bins, 1], elements: r0 * r1 * bins * width },
-        args.inverse,
-        args.scale,
-      );
+      return fn(plan, tables);
     } finally {
       this.release(tables);
     }
   }
 
+  /** One dispatch per batch up to 2048 points (rows in workgroup memory), else one per pass. */
+  fft(x: Operand<GpuBuffer>, args: FftArgs): GpuBuffer {
+    const [r0, r1] = x.view.shape;
+    const bins = args.output === 'half' ? Math.floor(args.n / 2) + 1 : args.n;
+    const width = args.output === 'real' ? 1 : 2;
+    const dst = { output: storeOf(args.output), bins, strides: [r1 * bins, bins, 1] as const, elements: r0 * r1 * bins * width };
+    return this.withFftPlan(args.n, (plan, tables) => fftKernel(this, plan, tables, { kind: 'rows', x: this.gpuOperand(x), input: args.input }, dst, args.inverse, args.scale));
+  }
+
   /** Framing, padding, window, DFT and the power/magnitude epilogue in one dispatch. */
   stft(x: Operand<GpuBuffer>, window: Operand<GpuBuffer>, args: StftArgs): GpuBuffer {
-    const plan = fftPlan(args.nFft);
     const [batch] = x.view.shape;
     const bins = args.onesided ? Math.floor(args.nFft / 2) + 1 : args.nFft;
     const width = args.output === 'complex' ? 2 : 1;
-    const tables = this.upload('float32', fftTables(plan));
-    try {
-      return fftKernel(
-        this,
-        plan,
-        tables,
-        { kind: 'frames', x: this.gpuOperand(x), window: this.gpuOperand(window), frames: args.frames, hop: args.hop, padLeft: args.padLeft, reflect: args.padMode === 'reflect' },
-        { output: args.output, bins, strides: [bins * args.frames, 1, args.frames], elements: batch * bins * args.frames * width },
-        false,
-        args.scale,
-      );
-    } finally {
-      this.release(tables);
-    }
+    const src = { kind: 'frames', x: this.gpuOperand(x), window: this.gpuOperand(window), frames: args.frames, hop: args.hop, padLeft: args.padLeft, reflect: args.padMode === 'reflect' } as const;
+    const dst = { output: args.output, bins, strides: [bins * args.frames, 1, args.frames] as const, elements: batch * bins * args.frames * width };
+    return this.withFftPlan(args.nFft, (plan, tables) => fftKernel(this, plan, tables, src, dst, false, args.scale));
   }
 
   overlapAdd(frames: Operand<GpuBuffer>, window: Operand<GpuBuffer>, hop: number, padLeft: number, length: number): GpuBuffer {

@@ -2,8 +2,6 @@
 // log10(max(sum_k filters[m, k] power[b, k, f], floor)), written to out; each workgroup also leaves the largest
 // value it wrote (NaN if any was NaN) in partial_max for log-mel-normalize.wgsl, so the global max needs no
 // read-back. Consecutive invocations read consecutive frames of power: coalesced.
-var<workgroup> wmax: array<f32, WG>;
-
 @compute @workgroup_size(WG)
 fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>) {
   let b = wid.y;
@@ -26,17 +24,8 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
     }
     out[b * per + e] = y;
   }
-  wmax[lid.x] = y;
-  workgroupBarrier();
-  for (var span = WG / 2u; span > 0u; span /= 2u) {
-    if (lid.x < span) {
-      let o = wmax[lid.x + span];
-      let a = wmax[lid.x];
-      wmax[lid.x] = select(max(a, o), select(a, o, is_nan(o)), is_nan(a) || is_nan(o));
-    }
-    workgroupBarrier();
-  }
+  let m = workgroup_max(lid.x, y);
   if (lid.x == 0u) {
-    partial_max[b * p.chunks + wid.x] = wmax[0];
+    partial_max[b * p.chunks + wid.x] = m;
   }
 }

@@ -4,6 +4,7 @@
 import { wordBytes, type GpuBuffer, type GpuContext } from '../gpu-context.js';
 import type { GpuOperand } from './elementwise.js';
 import { defineKernel } from './kernel.js';
+import { wgslSource } from './wgsl.js';
 import type { LogMelArgs } from '../../backend.js';
 
 const overlapAdd = defineKernel({
@@ -26,6 +27,7 @@ const logMelProject = defineKernel({
   inputs: { filters: 'f32', power: 'f32', bands: 'u32' },
   grid: 'custom',
   constants: () => ({ LOG10_2: Math.log10(2) }),
+  functions: () => wgslSource('max-workgroup.wgsl'),
 });
 
 const logMelNormalize = defineKernel({
@@ -36,6 +38,7 @@ const logMelNormalize = defineKernel({
   inputs: { partial_max: 'f32' },
   grid: 'custom',
   constants: () => ({ ITEMS: NORMALIZE_ITEMS }),
+  functions: () => wgslSource('max-workgroup.wgsl'),
 });
 
 /** Values each invocation of the normalization writes: every workgroup reduces all partial maxima first. */

@@ -10,6 +10,7 @@ import { familyOf, isSupportedModelType, presetNamed } from '../models/families.
 import type { RandomWeightDType } from '../models/random-weights.js';
 import { memoryStats, synchronize } from '../runtime-stats.js';
 import { byteProgress, formatBytes } from './progress.js';
+import { localModelPath } from './model-source.js';
 
 type Out = (line: string) => void;
 const stdout: Out = (line) => process.stdout.write(line + '\n');
@@ -30,7 +31,8 @@ export async function runGenerateCheckpoint(o: GenerateOptions, out: Out = stdou
   return 0;
 }
 
-export async function runInspectCheckpoint(path: string, out: Out = stdout): Promise<number> {
+export async function runInspectCheckpoint(source: string, out: Out = stdout): Promise<number> {
+  const path = await localModelPath(source);
   await using ck = await Checkpoint.open(path);
   if (ck.config !== undefined) {
     try {
@@ -70,8 +72,9 @@ export async function runLoadCheckpoint(o: LoadOptions, out: Out = stdout): Prom
   const hostBefore = hostPeak;
   const sampler = setInterval(() => (hostPeak = Math.max(hostPeak, process.memoryUsage().rss)), 20);
   try {
-    await using ck = await Checkpoint.open(o.model);
-    const bar = byteProgress(`loading ${basename(o.model)}`, ck.totalBytes);
+    const dir = await localModelPath(o.model);
+    await using ck = await Checkpoint.open(dir);
+    const bar = byteProgress(`loading ${basename(dir)}`, ck.totalBytes);
     const onBytes = (n: number) => bar.add(n);
     const quantize = o.dtype === 'fp8' ? ('float8_e4m3fn' as const) : undefined;
     const dtype = o.dtype === 'fp8' ? undefined : o.dtype;
@@ -80,7 +83,7 @@ export async function runLoadCheckpoint(o: LoadOptions, out: Out = stdout): Prom
     try {
       // Only a config of a supported family is held to that family's layout; another model's config.json (a
       // diffusers VAE, a llama) means tensor by tensor, as when there is no config at all.
-      const file = `${o.model}/config.json`;
+      const file = `${dir}/config.json`;
       const family = isSupportedModelType(ck.config) ? familyOf(ck.config, file) : undefined;
       const specs = family?.weightSpecs(family.parseConfig(ck.config, file));
       if (specs) {

@@ -1,6 +1,7 @@
 // `tensorgpu generate`: stream text from a Qwen3 / Qwen3-MoE checkpoint (or the built-in default model).
 import { releaseDevice, type DeviceRequest } from '../backends/registry.js';
 import { generate } from '../generate/generate.js';
+import { withGenerationConfig, type SamplingFallback } from '../generate/generation-defaults.js';
 import { openModel } from './model-source.js';
 import { trainingView } from '../train/decoder-training.js';
 import { loadAdapter } from '../train/peft.js';
@@ -8,10 +9,13 @@ import { loadAdapter } from '../train/peft.js';
 export interface GenerateCliOptions {
   model?: string;
   prompt: string;
-  maxTokens: number;
-  temperature: number;
-  topK: number;
-  topP: number;
+  /** Unset fields come from the model's generation_config.json, else CLI_SAMPLING_DEFAULTS. */
+  maxTokens?: number;
+  temperature?: number;
+  topK?: number;
+  topP?: number;
+  minP?: number;
+  repetitionPenalty?: number;
   seed?: number;
   device: DeviceRequest;
   dtype?: 'fp8' | 'float32' | 'float16' | 'bfloat16';
@@ -20,6 +24,16 @@ export interface GenerateCliOptions {
   think?: boolean;
   /** A LoRA adapter directory (PEFT layout) merged into the weights after loading. */
   adapter?: string;
+}
+
+/** `tensorgpu generate`'s defaults where neither a flag nor generation_config.json says otherwise. */
+export const CLI_SAMPLING_DEFAULTS = { maxNewTokens: 32, temperature: 0.7, topK: 20, topP: 0.8 } as const satisfies SamplingFallback;
+
+function describeSampling(s: SamplingFallback): string {
+  const parts = [s.temperature === 0 ? 'greedy' : `temperature ${s.temperature}, top-k ${s.topK}, top-p ${s.topP}`];
+  if (s.temperature !== 0 && s.minP !== undefined) parts.push(`min-p ${s.minP}`);
+  if (s.repetitionPenalty !== undefined) parts.push(`repetition penalty ${s.repetitionPenalty}`);
+  return `${parts.join(', ')}, at most ${s.maxNewTokens} tokens`;
 }
 
 export async function runGenerate(o: GenerateCliOptions, write: (text: string) => void = (t) => process.stdout.write(t), log: (line: string) => void = (l) => process.stderr.write(l + '\n')): Promise<number> {
@@ -37,11 +51,13 @@ export async function runGenerate(o: GenerateCliOptions, write: (text: string) =
         adapter.dispose();
       }
       const prompt = o.raw || !tokenizer.hasChatTemplate ? o.prompt : [{ role: 'user' as const, content: o.prompt }];
+      const flags = { maxNewTokens: o.maxTokens, temperature: o.temperature, topK: o.topK, topP: o.topP, minP: o.minP, repetitionPenalty: o.repetitionPenalty };
+      const generationConfig = loaded.generationConfig;
+      const sampling = withGenerationConfig(flags, generationConfig, CLI_SAMPLING_DEFAULTS);
+      if (generationConfig) log(`sampling ${describeSampling(sampling)} (flags, then ${generationConfig.file}, then tensorgpu's defaults)`);
       const stream = generate(model, tokenizer, prompt, {
-        maxNewTokens: o.maxTokens,
-        temperature: o.temperature,
-        topK: o.topK,
-        topP: o.topP,
+        ...sampling,
+        generationConfig,
         seed: o.seed,
         enableThinking: o.think,
       });

@@ -3,13 +3,14 @@
 import { Command, InvalidArgumentError } from 'commander';
 import { runGenerateCheckpoint, runInspectCheckpoint, runLoadCheckpoint } from './checkpoint.js';
 import { runDemo } from './demo.js';
-import { runGenerate } from './generate.js';
+import { runGenerate, type GenerateCliOptions } from './generate.js';
 import { runTrain, type TrainCliOptions } from './train.js';
 import { runBench } from './bench.js';
 import { runDoctor } from './doctor.js';
 import { runVaeDecode } from './vae-decode.js';
 import { runVaeEncode } from './vae-encode.js';
 import { runAudio, type AudioCliOptions, type AudioFeature } from './audio.js';
+import { runModelsList, runModelsRm } from './models.js';
 import { BUILTIN_PREFIX } from '../models/builtin.js';
 import { presetNames } from '../models/families.js';
 
@@ -68,26 +69,28 @@ type WeightDType = (typeof WEIGHT_DTYPES)[number];
 program
   .command('generate')
   .description('stream text from a Qwen3 / Qwen3-MoE / LFM2 / LFM2-MoE checkpoint (default: a built-in random-weight Qwen3-MoE with the real tokenizer)')
-  .option('--model <dir>', `Hugging Face checkpoint directory (config.json, safetensors, tokenizer.json), or ${BUILTIN_PREFIX}<preset> (${presetNames().join(', ')})`)
+  .option('--model <dir|repo>', `Hugging Face checkpoint directory (config.json, safetensors, tokenizer.json), a Hub repo id (org/name[@revision], downloaded into the Hugging Face cache), or ${BUILTIN_PREFIX}<preset> (${presetNames().join(', ')})`)
   .option('--prompt <text>', 'the user message (or raw text with --raw)', 'Write a haiku about GPUs.')
-  .option('--max-tokens <n>', 'most tokens to generate', positiveInt, 32)
-  .option('--temperature <t>', 'sampling temperature (0 = greedy)', number, 0.7)
-  .option('--top-k <k>', 'top-k (0 = off)', number, 20)
-  .option('--top-p <p>', 'nucleus probability (1 = off)', number, 0.8)
+  .option('--max-tokens <n>', "most tokens to generate (default: generation_config.json's max_new_tokens, else 32)", positiveInt)
+  .option('--temperature <t>', "sampling temperature, 0 = greedy (default: generation_config.json's, greedy if its do_sample is false, else 0.7)", number)
+  .option('--top-k <k>', "top-k, 0 = off (default: generation_config.json's, else 20)", number)
+  .option('--top-p <p>', "nucleus probability, 1 = off (default: generation_config.json's, else 0.8)", number)
+  .option('--min-p <p>', "drop tokens below this fraction of the top one's probability, 0 = off (default: generation_config.json's, else 0)", number)
+  .option('--repetition-penalty <r>', "HF repetition penalty, 1 = off (default: generation_config.json's, else 1)", number)
   .option('--seed <n>', 'sampling seed', positiveInt)
   .option('--device <device>', 'auto, webgpu or cpu', deviceName, 'auto')
   .option('--dtype <dtype>', 'fp8 quantizes linear weights at load; float32/float16/bfloat16 convert them', choice(WEIGHT_DTYPES))
   .option('--raw', 'send the prompt as is, without the chat template')
   .option('--think', "let Qwen3 think first (the chat template's enable_thinking)")
   .option('--adapter <dir>', 'a LoRA adapter (PEFT layout: adapter_config.json + adapter_model.safetensors, e.g. from `tensorgpu train`) merged into the weights')
-  .action(async (opts: { model?: string; prompt: string; maxTokens: number; temperature: number; topK: number; topP: number; seed?: number; device: 'auto' | 'webgpu' | 'cpu'; dtype?: WeightDType; raw?: boolean; think?: boolean; adapter?: string }) => {
+  .action(async (opts: GenerateCliOptions) => {
     process.exitCode = await runGenerate(opts);
   });
 
 program
   .command('train')
   .description('fine-tune a Qwen3 / LFM2 checkpoint on a text or JSONL file: LoRA adapters (PEFT layout) or --full (default: the built-in model on a built-in text)')
-  .option('--model <dir>', `Hugging Face checkpoint directory, or ${BUILTIN_PREFIX}<preset> (${presetNames().join(', ')})`)
+  .option('--model <dir|repo>', `Hugging Face checkpoint directory, a Hub repo id (org/name[@revision]), or ${BUILTIN_PREFIX}<preset> (${presetNames().join(', ')})`)
   .option('--data <file>', 'training text: a .txt file, or .jsonl records with "text", "prompt" + "completion" or chat "messages" (default: a built-in text)')
   .option('--out <dir>', 'where the adapter (or the --full model), loss.png and losses.json go', 'tensorgpu-adapter')
   .option('--steps <n>', 'optimizer steps', positiveInt, 20)
@@ -109,7 +112,7 @@ program
 program
   .command('bench')
   .description('prefill/decode tok/s, dispatches per token, bytes per token and peak GPU memory of a model (default: the built-in Qwen3-MoE)')
-  .option('--model <dir>', `Hugging Face checkpoint directory, or ${BUILTIN_PREFIX}<preset> (${presetNames().join(', ')})`)
+  .option('--model <dir|repo>', `Hugging Face checkpoint directory, a Hub repo id (org/name[@revision]), or ${BUILTIN_PREFIX}<preset> (${presetNames().join(', ')})`)
   .option('--device <device>', 'auto, webgpu or cpu', deviceName, 'auto')
   .option('--dtype <dtype>', 'fp8 quantizes linear weights at load; float32/float16/bfloat16 convert them', choice(WEIGHT_DTYPES))
   .option('--prompt-tokens <n>', 'prefill length', positiveInt, 32)
@@ -140,7 +143,7 @@ tilingOptions(
   program
     .command('vae-decode')
     .description('decode video latents to PNG frames (and an animated preview) with a Wan2.x / Qwen-Image VAE (default: a built-in random-weight wan2.1-tiny and random latents)')
-    .option('--model <dir>', 'diffusers AutoencoderKLWan / AutoencoderKLQwenImage folder (config.json, diffusion_pytorch_model.safetensors), or the pipeline folder holding it in vae/')
+    .option('--model <dir|repo>', 'diffusers AutoencoderKLWan / AutoencoderKLQwenImage folder (config.json, diffusion_pytorch_model.safetensors), the pipeline folder holding it in vae/, or a Hub repo id of the VAE (org/name/vae)')
     .option('--latents <file>', '.safetensors or .npy latents [B, C, T, h, w], [C, T, h, w] or [C, h, w] (default: random normal [1, z_dim, 1, 16, 16])')
     .option('--out <path>', 'PNG to write; several frames become <stem>-0000.png, <stem>-0001.png, ...', 'out.png')
     .option('--preview <file>', 'animated preview of several frames: .gif (default <stem>.gif), or .mp4 / .webm through ffmpeg on PATH')
@@ -158,7 +161,7 @@ tilingOptions(
   program
     .command('vae-encode')
     .description('encode PNG frames to video latents with a Wan2.x / Qwen-Image VAE, the inverse of vae-decode (default: the built-in random-weight wan2.1-tiny)')
-    .option('--model <dir>', 'diffusers AutoencoderKLWan / AutoencoderKLQwenImage folder (config.json, diffusion_pytorch_model.safetensors), or the pipeline folder holding it in vae/')
+    .option('--model <dir|repo>', 'diffusers AutoencoderKLWan / AutoencoderKLQwenImage folder (config.json, diffusion_pytorch_model.safetensors), the pipeline folder holding it in vae/, or a Hub repo id of the VAE (org/name/vae)')
     .requiredOption('--input <path>', 'a PNG, numbered PNGs as a printf pattern (frames-%04d.png: from the first index in 0..4 to the first gap), or a video file (.mp4, .webm, .mov, .mkv, .avi, .gif: decoded by ffmpeg on PATH)')
     .option('--out <file>', ".safetensors file for the latents (tensor 'latents', [1, z_dim, T, h, w])", 'latents.safetensors')
     .option('--device <device>', 'auto, webgpu or cpu', deviceName, 'auto')
@@ -209,7 +212,7 @@ checkpoint
   });
 
 checkpoint
-  .command('inspect <path>')
+  .command('inspect <path|repo>')
   .description("list a checkpoint's tensors (directory or .safetensors file), validating every header")
   .action(async (path: string) => {
     process.exitCode = await runInspectCheckpoint(path);
@@ -218,11 +221,29 @@ checkpoint
 checkpoint
   .command('load')
   .description('stream a whole checkpoint onto a device, with progress, throughput and memory figures')
-  .requiredOption('--model <dir>', 'checkpoint directory or .safetensors file')
+  .requiredOption('--model <dir|repo>', 'checkpoint directory, .safetensors file or Hub repo id (org/name[@revision][/subfolder])')
   .option('--device <device>', 'auto, webgpu or cpu', deviceName, 'auto')
   .option('--dtype <dtype>', 'fp8 quantizes float linear weights at load; float32/float16/bfloat16 convert', choice(['fp8', 'float32', 'float16', 'bfloat16'] as const))
   .action(async (opts: { model: string; device: 'auto' | 'webgpu' | 'cpu'; dtype?: 'fp8' | 'float32' | 'float16' | 'bfloat16' }) => {
     process.exitCode = await runLoadCheckpoint(opts);
+  });
+
+const models = program.command('models').description('models in the shared Hugging Face cache (HF_HUB_CACHE, else HF_HOME/hub, else ~/.cache/huggingface/hub)');
+
+models
+  .command('list', { isDefault: true })
+  .description('list cached models: revisions, size on disk, and whether tensorgpu can run each (the default)')
+  .option('--json', 'print the listing as JSON')
+  .action(async (opts: { json?: boolean }) => {
+    process.exitCode = await runModelsList(opts);
+  });
+
+models
+  .command('rm <repo>')
+  .description('remove a cached model (org/name), or with --revision one snapshot, its refs and the blobs only it links to; asks nothing')
+  .option('--revision <rev>', 'a ref (main, a tag) or a commit (7+ hex characters)')
+  .action(async (repo: string, opts: { revision?: string }) => {
+    process.exitCode = await runModelsRm(repo, opts);
   });
 
 program.parseAsync().catch((err: unknown) => {

@@ -1,6 +1,7 @@
 // What `tensorgpu vae-decode` and `vae-encode` share: the model (the built-in default when --model is absent),
 // tiling options in diffusers' units, the latent normalization, and running a decode / encode step by step with a
 // progress line that counts finished work.
+import { localModelPath } from './model-source.js';
 import { SingleBar } from 'cli-progress';
 import type { DeviceName } from '../backends/backend.js';
 import { tidy } from '../core/scope.js';
@@ -50,7 +51,7 @@ export async function loadVaePart(dir: string | undefined, part: VaePart, device
   if (dir === undefined) {
     dir = await ensureDefaultVae({ onNotice: log });
     log(`no --model given: using the built-in ${DEFAULT_VAE_PRESET} video VAE (random weights) in ${dir}`);
-  }
+  } else dir = await localModelPath(dir);
   let bar: ReturnType<typeof byteProgress> | undefined;
   let loaded = 0;
   const vae = await loadWanVae(dir, {

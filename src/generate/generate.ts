@@ -6,11 +6,18 @@ import { DecodeSession, type DecodeSessionStats } from './decode-session.js';
 import type { CausalLM } from '../models/causal-lm.js';
 import { gpuCounters } from '../runtime-stats.js';
 import { StreamingDecoder, type ChatMessage, type TextTokenizer } from './tokenizer.js';
+import type { GenerationConfig } from '../io/generation-config.js';
+import { defaultStopIds, withGenerationConfig } from './generation-defaults.js';
 
 export interface GenerateOptions extends Omit<SampleOptions, 'previousTokens' | 'draw'> {
   /** Default 128. */
   maxNewTokens?: number;
-  /** Stop after emitting one of these ids (default: the config's eos ids and the tokenizer's eos). */
+  /**
+   * The checkpoint's generation_config.json (LoadedModel.generationConfig): fills sampling fields left unset here
+   * (see withGenerationConfig) and adds its eos_token_id to the default stop ids.
+   */
+  generationConfig?: GenerationConfig;
+  /** Stop after emitting one of these ids (default: config.json's eos ids, generation_config.json's and the tokenizer's). */
   stopTokenIds?: readonly number[];
   /** Stop once the generated text contains one of these (the text is cut before it). */
   stopStrings?: readonly string[];
@@ -52,12 +59,13 @@ export async function* generate(
   model: CausalLM,
   tokenizer: TextTokenizer,
   prompt: string | readonly ChatMessage[] | readonly number[],
-  options: GenerateOptions = {},
+  requested: GenerateOptions = {},
 ): AsyncGenerator<GeneratedToken, GenerationStats> {
+  const options = withGenerationConfig(requested, requested.generationConfig);
   const ids = promptIds(tokenizer, prompt, options.enableThinking);
   if (ids.length === 0) throw new RangeError('generate: the prompt has no tokens');
   const maxNew = options.maxNewTokens ?? 128;
-  const stops = new Set(options.stopTokenIds ?? [...model.config.eosTokenIds, ...tokenizer.eosTokenIds]);
+  const stops = new Set(options.stopTokenIds ?? defaultStopIds(model.config.eosTokenIds, options.generationConfig, tokenizer.eosTokenIds));
   const usePenalties = (options.repetitionPenalty ?? 1) !== 1 || (options.presencePenalty ?? 0) !== 0 || (options.frequencyPenalty ?? 0) !== 0;
   const { seed, generator, capture } = options;
   const { temperature, topK, topP, minP, repetitionPenalty, presencePenalty, frequencyPenalty } = options;

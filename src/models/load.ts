@@ -1,11 +1,13 @@
 // Opens a Hugging Face checkpoint directory of any supported family (models/families.ts, by config.json's
 // model_type): typed config, weights streamed onto the device, tokenizer from the folder.
+import { resolveModelPath, type HubOptions } from '../io/hub/download.js';
 import { getDefaultDevice } from '../backends/registry.js';
 import type { DeviceName } from '../backends/backend.js';
 import type { DType } from '../core/dtype.js';
 import { CheckpointError } from '../core/errors.js';
 import { Checkpoint } from '../io/checkpoint.js';
 import { TextTokenizer } from '../generate/tokenizer.js';
+import { readGenerationConfig, type GenerationConfig } from '../io/generation-config.js';
 import type { CausalLM, CausalLMConfig, MoeMode } from './causal-lm.js';
 import { familyOf, type ModelFamily } from './families.js';
 
@@ -19,6 +21,8 @@ export interface LoadModelOptions {
   moeMode?: MoeMode;
   /** Progress: bytes read so far of `total`. */
   onProgress?: (done: number, total: number) => void;
+  /** How a Hugging Face repo id given instead of a folder is fetched (cache, token, offline, download progress). */
+  hub?: HubOptions;
 }
 
 export interface LoadedModel<M extends CausalLM = CausalLM> {
@@ -26,6 +30,8 @@ export interface LoadedModel<M extends CausalLM = CausalLM> {
   readonly config: M['config'];
   /** undefined when the directory has no tokenizer.json. */
   readonly tokenizer?: TextTokenizer;
+  /** generation_config.json, when the directory has one: pass it as generate()'s `generationConfig`. */
+  readonly generationConfig?: GenerationConfig;
   /** Bytes of tensor data read from disk. */
   readonly checkpointBytes: number;
 }
@@ -36,13 +42,16 @@ export async function loadModel(dir: string, options: LoadModelOptions = {}): Pr
 }
 
 /** loadModel, with `accept` called on the family before any weight is read (it throws to refuse one). */
-export async function loadModelOf(dir: string, options: LoadModelOptions, accept?: (family: ModelFamily, file: string) => void): Promise<LoadedModel> {
+export async function loadModelOf(source: string, options: LoadModelOptions, accept?: (family: ModelFamily, file: string) => void): Promise<LoadedModel> {
+  // A folder that exists wins; else `org/name[@revision][/subfolder]` is fetched into the Hugging Face cache.
+  const dir = await resolveModelPath(source, options.hub);
   await using ck = await Checkpoint.open(dir);
   if (ck.config === undefined) throw new CheckpointError('the checkpoint has no config.json', { file: dir });
   const file = `${dir}/config.json`;
   const family = familyOf(ck.config, file);
   accept?.(family, file);
   const config: CausalLMConfig = family.parseConfig(ck.config, file);
+  const generationConfig = await readGenerationConfig(dir);
   const total = ck.totalBytes;
   let done = 0;
   const weights = {
@@ -59,5 +68,5 @@ export async function loadModelOf(dir: string, options: LoadModelOptions, accept
   } catch {
     tokenizer = undefined;
   }
-  return { model, config: model.config, tokenizer, checkpointBytes: total };
+  return { model, config: model.config, tokenizer, generationConfig, checkpointBytes: total };
 }

@@ -1,6 +1,7 @@
 // Opens a diffusers AutoencoderKLWan or AutoencoderKLQwenImage directory (config.json +
 // diffusion_pytorch_model.safetensors), or a pipeline folder holding one in `vae/`: typed config, every expected
 // tensor checked for presence and shape before anything is uploaded, weights streamed to the device.
+import { resolveModelPath, type HubOptions } from '../../io/hub/download.js';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { getDefaultDevice } from '../../backends/registry.js';
@@ -22,6 +23,8 @@ export interface LoadWanVaeOptions {
   /** Load only what decoding (or encoding) needs; default both. */
   parts?: VaePart;
   onProgress?: (done: number, total: number) => void;
+  /** How a Hugging Face repo id (org/name/vae for a pipeline's VAE) is fetched. */
+  hub?: HubOptions;
 }
 
 const isEncoderWeight = (name: string) => name.startsWith('encoder.') || name.startsWith('quant_conv.');
@@ -68,7 +71,7 @@ export function vaeFolder(dir: string): string {
 const classOf = (config: WanVaeConfig) => Object.entries(VAE_CLASSES).find(([, f]) => f === config.family)?.[0];
 
 export async function loadWanVae(path: string, options: LoadWanVaeOptions = {}): Promise<WanVae> {
-  const dir = vaeFolder(path);
+  const dir = vaeFolder(await resolveModelPath(path, options.hub));
   await using ck = await Checkpoint.open(dir);
   if (ck.config === undefined) throw new CheckpointError('no config.json', { file: dir });
   const config = parseWanVaeConfig(ck.config, join(dir, 'config.json'));

@@ -1,6 +1,6 @@
 // A byte-count progress bar for long loads (bytes, rate, ETA) through cli-progress; silent when stderr is not a
 // terminal, so logs and pipes get no control characters.
-import { SingleBar } from 'cli-progress';
+import { MultiBar, SingleBar } from 'cli-progress';
 
 export interface ByteProgress {
   add(bytes: number): void;
@@ -50,42 +50,51 @@ export function byteProgress(label: string, totalBytes: number, options: { force
 /** What a Hub download reports (src/io/hub/download.ts's DownloadProgress). */
 export interface TransferProgress {
   readonly file: string;
+  readonly fileBytes: number;
+  readonly fileTotal: number;
   readonly bytes: number;
   readonly total: number;
 }
 
 /**
- * Progress of a model download on stderr when it is a TTY: one bar over all files (bytes, rate, ETA) naming the
- * file in transfer; nothing is drawn until the first byte, so a fully cached model prints nothing.
+ * Progress of a model download on stderr when it is a TTY: a bar per file in transfer and one for all files, each
+ * with bytes, rate and ETA; nothing is drawn until the first byte, so a cached model prints nothing.
  */
 export function downloadProgress(label: string, options: { force?: boolean } = {}): { onProgress: (p: TransferProgress) => void; stop: () => void } {
   const stream = process.stderr;
   if (!stream.isTTY && !options.force) return { onProgress() {}, stop() {} };
-  let bar: SingleBar | undefined;
+  let bars: MultiBar | undefined;
+  let all: SingleBar | undefined;
+  const files = new Map<string, { bar: SingleBar; started: number }>();
   let started = 0;
-  let total = 0;
-  const payload = (p: TransferProgress) => ({
-    file: p.file,
-    doneBytes: formatBytes(p.bytes),
-    totalBytes: formatBytes(p.total),
-    rate: formatBytes(p.bytes / Math.max(1e-3, (performance.now() - started) / 1000)),
+  const payload = (name: string, done: number, total: number, since: number) => ({
+    name,
+    doneBytes: formatBytes(done),
+    totalBytes: formatBytes(total),
+    rate: formatBytes(done / Math.max(1e-3, (performance.now() - since) / 1000)),
   });
   return {
     onProgress(p) {
-      if (!bar) {
+      if (!bars) {
         started = performance.now();
-        bar = new SingleBar({ format: `${label} [{bar}] {percentage}% | {doneBytes} / {totalBytes} | {rate}/s | ETA {eta_formatted} | {file}`, stream, hideCursor: true, clearOnComplete: false, etaBuffer: 50 });
-        bar.start(p.total, 0, payload(p));
-        total = p.total;
+        bars = new MultiBar({ format: '{name} [{bar}] {percentage}% | {doneBytes} / {totalBytes} | {rate}/s | ETA {eta_formatted}', stream, hideCursor: true, clearOnComplete: false, etaBuffer: 50 });
+        all = bars.create(p.total, 0, payload(label, 0, p.total, started));
       }
-      if (p.total !== total) {
-        bar.setTotal(p.total);
-        total = p.total;
+      let f = files.get(p.file);
+      if (!f) {
+        f = { bar: bars.create(p.fileTotal, 0, payload(`  ${p.file}`, 0, p.fileTotal, performance.now())), started: performance.now() };
+        files.set(p.file, f);
       }
-      bar.update(p.bytes, payload(p));
+      f.bar.update(p.fileBytes, payload(`  ${p.file}`, p.fileBytes, p.fileTotal, f.started));
+      if (p.fileBytes >= p.fileTotal) {
+        bars.remove(f.bar);
+        files.delete(p.file);
+      }
+      all!.setTotal(p.total);
+      all!.update(p.bytes, payload(label, p.bytes, p.total, started));
     },
     stop() {
-      bar?.stop();
+      bars?.stop();
     },
   };
 }

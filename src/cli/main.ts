@@ -11,6 +11,7 @@ import { runVaeDecode } from './vae-decode.js';
 import { runVaeEncode } from './vae-encode.js';
 import { runAudio, type AudioCliOptions, type AudioFeature } from './audio.js';
 import { runModelsList, runModelsRm } from './models.js';
+import { runServe, type ServeCliOptions } from './serve.js';
 import { BUILTIN_PREFIX } from '../models/builtin.js';
 import { presetNames } from '../models/families.js';
 
@@ -226,6 +227,24 @@ checkpoint
   .option('--dtype <dtype>', 'fp8 quantizes float linear weights at load; float32/float16/bfloat16 convert', choice(['fp8', 'float32', 'float16', 'bfloat16'] as const))
   .action(async (opts: { model: string; device: 'auto' | 'webgpu' | 'cpu'; dtype?: 'fp8' | 'float32' | 'float16' | 'bfloat16' }) => {
     process.exitCode = await runLoadCheckpoint(opts);
+  });
+
+program
+  .command('serve')
+  .description('an OpenAI-compatible HTTP server (/v1/chat/completions, /v1/completions, /v1/models, /health, /metrics) over one model')
+  .option('--model <dir|repo>', `Hugging Face checkpoint directory, a Hub repo id (org/name[@revision]), or ${BUILTIN_PREFIX}<preset> (${presetNames().join(', ')})`)
+  .option('--device <device>', 'auto, webgpu or cpu', deviceName, 'auto')
+  .option('--dtype <dtype>', 'fp8 quantizes linear weights at load; float32/float16/bfloat16 convert them', choice(WEIGHT_DTYPES))
+  .option('--host <host>', 'address to bind', '127.0.0.1')
+  .option('--port <n>', 'port to listen on (0 = any free port; the URL is printed)', (v: string) => (v === '0' ? 0 : positiveInt(v)), 8000)
+  .option('--api-key <key>', 'require Authorization: Bearer <key> on /v1/*')
+  .option('--max-queue <n>', 'requests waiting behind the running one before 429', positiveInt, 64)
+  .option('--max-body <bytes>', 'largest request body before 413', positiveInt, 1 << 20)
+  .option('--served-model-name <name>', "the model name clients send (default: the --model spec, or the folder's name)")
+  .option('--max-model-len <n>', 'positions per sequence, prompt + completion (default: min(max_position_embeddings, 4096))', positiveInt)
+  .option('--shutdown-timeout <s>', 'seconds in-flight requests get to finish on SIGTERM / SIGINT', positiveInt, 10)
+  .action(async (opts: ServeCliOptions) => {
+    process.exitCode = await runServe(opts);
   });
 
 const models = program.command('models').description('models in the shared Hugging Face cache (HF_HUB_CACHE, else HF_HOME/hub, else ~/.cache/huggingface/hub)');

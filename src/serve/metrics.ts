@@ -1,0 +1,47 @@
+// The server's Prometheus metrics (prom-client), in a registry of its own so several servers in one process (tests)
+// do not share counters: requests by route and status, tokens, queue depth, running sequences, latency histograms
+// and the device's memory (runtime-stats' memoryStats(), read at scrape time).
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { memoryStats } from '../runtime-stats.js';
+import type { SchedulerObserver } from './scheduler.js';
+
+const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
+
+export class ServerMetrics {
+  readonly registry = new Registry();
+  readonly requests = new Counter({ name: 'tensorgpu_requests_total', help: 'HTTP requests by route and status', labelNames: ['route', 'status'] as const, registers: [this.registry] });
+  readonly promptTokens = new Counter({ name: 'tensorgpu_prompt_tokens_total', help: 'Prompt tokens of generation requests', registers: [this.registry] });
+  readonly completionTokens = new Counter({ name: 'tensorgpu_completion_tokens_total', help: 'Generated tokens', registers: [this.registry] });
+  readonly queueDepth = new Gauge({ name: 'tensorgpu_queue_depth', help: 'Sequences waiting for the worker', registers: [this.registry] });
+  readonly running = new Gauge({ name: 'tensorgpu_running_sequences', help: 'Sequences being generated', registers: [this.registry] });
+  readonly timeToFirstToken = new Histogram({ name: 'tensorgpu_time_to_first_token_seconds', help: 'Seconds from arrival to the first generated token', buckets: LATENCY_BUCKETS, registers: [this.registry] });
+  readonly interTokenLatency = new Histogram({ name: 'tensorgpu_inter_token_latency_seconds', help: 'Seconds between consecutive generated tokens', buckets: LATENCY_BUCKETS, registers: [this.registry] });
+
+  constructor() {
+    new Gauge({
+      name: 'tensorgpu_gpu_memory_bytes',
+      help: 'GPU memory (0 on the CPU backend): live tensors, peak live, pooled for reuse, allocated in all',
+      labelNames: ['kind'] as const,
+      registers: [this.registry],
+      collect() {
+        const m = memoryStats();
+        this.set({ kind: 'live' }, m.liveBytes);
+        this.set({ kind: 'peak_live' }, m.peakLiveBytes);
+        this.set({ kind: 'pooled' }, m.pooledBytes);
+        this.set({ kind: 'allocated' }, m.allocatedBytes);
+      },
+    });
+  }
+
+  /** Feeds the queue and latency metrics from a scheduler. */
+  observer(): SchedulerObserver {
+    return {
+      onLoad: (waiting, running) => {
+        this.queueDepth.set(waiting);
+        this.running.set(running);
+      },
+      onFirstToken: (s) => this.timeToFirstToken.observe(s),
+      onInterToken: (s) => this.interTokenLatency.observe(s),
+    };
+  }
+}

@@ -1,0 +1,152 @@
+// Validates OpenAI request bodies (/v1/chat/completions, /v1/completions) into one typed request, naming the first
+// field that is wrong. Only what generate() can do is accepted; the rest is refused with a 400 rather than ignored.
+import type { ChatMessage } from '../generate/tokenizer.js';
+import { InvalidFieldError, UnsupportedFieldError } from './errors.js';
+
+export interface SamplingRequest {
+  maxTokens?: number;
+  temperature?: number;
+  topP?: number;
+  topK?: number;
+  minP?: number;
+  presencePenalty?: number;
+  frequencyPenalty?: number;
+  repetitionPenalty?: number;
+  seed?: number;
+  stop: string[];
+  stopTokenIds: number[];
+}
+
+export interface CompletionRequest extends SamplingRequest {
+  kind: 'chat' | 'text';
+  model: string;
+  /** Chat messages (through the chat template) or raw prompt text. */
+  prompt: ChatMessage[] | string;
+  stream: boolean;
+  includeUsage: boolean;
+}
+
+type Body = Record<string, unknown>;
+
+const ROLES: readonly ChatMessage['role'][] = ['system', 'user', 'assistant', 'tool'];
+
+function isObject(v: unknown): v is Body {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/** The field's value, or undefined when absent or null (OpenAI clients send null for "unset"). */
+function field(body: Body, key: string): unknown {
+  const v = body[key];
+  return v === null ? undefined : v;
+}
+
+function num(body: Body, key: string, ok: (v: number) => boolean, want: string): number | undefined {
+  const v = field(body, key);
+  if (v === undefined) return undefined;
+  if (typeof v !== 'number' || !Number.isFinite(v) || !ok(v)) throw new InvalidFieldError(key, `expected ${want}, got ${JSON.stringify(v)}`);
+  return v;
+}
+
+function int(body: Body, key: string, min: number, max = Number.MAX_SAFE_INTEGER): number | undefined {
+  return num(body, key, (v) => Number.isInteger(v) && v >= min && v <= max, `an integer in [${min}, ${max}]`);
+}
+
+function bool(body: Body, key: string): boolean | undefined {
+  const v = field(body, key);
+  if (v === undefined) return undefined;
+  if (typeof v !== 'boolean') throw new InvalidFieldError(key, `expected a boolean, got ${JSON.stringify(v)}`);
+  return v;
+}
+
+function messageContent(v: unknown, at: string): string {
+  if (typeof v === 'string') return v;
+  if (Array.isArray(v)) {
+    return v
+      .map((part, i) => {
+        if (!isObject(part) || part.type !== 'text' || typeof part.text !== 'string') throw new UnsupportedFieldError(`${at}[${i}]`, "only content parts of type 'text' are supported");
+        return part.text;
+      })
+      .join('');
+  }
+  throw new InvalidFieldError(at, 'expected a string or an array of text parts');
+}
+
+function messages(body: Body): ChatMessage[] {
+  const v = field(body, 'messages');
+  if (!Array.isArray(v) || v.length === 0) throw new InvalidFieldError('messages', 'expected a non-empty array of messages', v === undefined ? 'missing_required_parameter' : 'invalid_value');
+  return v.map((m, i) => {
+    const at = `messages[${i}]`;
+    if (!isObject(m)) throw new InvalidFieldError(at, 'expected an object with role and content');
+    const role = m.role === 'developer' ? 'system' : m.role;
+    if (typeof role !== 'string' || !(ROLES as readonly string[]).includes(role)) throw new InvalidFieldError(`${at}.role`, `expected one of system, developer, user, assistant, tool, got ${JSON.stringify(m.role)}`);
+    return { role: role as ChatMessage['role'], content: m.content === null && role === 'assistant' ? '' : messageContent(m.content, `${at}.content`) };
+  });
+}
+
+function stops(body: Body): string[] {
+  const v = field(body, 'stop');
+  if (v === undefined) return [];
+  const list = typeof v === 'string' ? [v] : v;
+  if (!Array.isArray(list) || list.length > 16 || !list.every((s) => typeof s === 'string' && s.length > 0)) throw new InvalidFieldError('stop', 'expected a non-empty string or an array of at most 16 of them');
+  return list as string[];
+}
+
+function stopTokenIds(body: Body): number[] {
+  const v = field(body, 'stop_token_ids');
+  if (v === undefined) return [];
+  if (!Array.isArray(v) || !v.every((id) => Number.isInteger(id) && (id as number) >= 0)) throw new InvalidFieldError('stop_token_ids', 'expected an array of non-negative integer token ids');
+  return v as number[];
+}
+
+function refuseLogprobs(body: Body, kind: 'chat' | 'text'): void {
+  const lp = field(body, 'logprobs');
+  const asked = kind === 'chat' ? lp === true || field(body, 'top_logprobs') !== undefined : lp !== undefined && lp !== 0 && lp !== false;
+  if (asked) throw new UnsupportedFieldError(lp !== undefined ? 'logprobs' : 'top_logprobs', 'log probabilities are not supported yet (generate() does not return them)');
+}
+
+function sampling(body: Body, kind: 'chat' | 'text'): SamplingRequest {
+  const n = int(body, 'n', 1);
+  if (n !== undefined && n !== 1) throw new UnsupportedFieldError('n', `only n = 1 is supported, got ${n}`);
+  refuseLogprobs(body, kind);
+  const maxKey = kind === 'chat' && field(body, 'max_completion_tokens') !== undefined ? 'max_completion_tokens' : 'max_tokens';
+  const topK = num(body, 'top_k', (v) => Number.isInteger(v) && v >= -1, 'an integer >= -1 (-1 or 0 = off)');
+  return {
+    maxTokens: int(body, maxKey, 1),
+    temperature: num(body, 'temperature', (v) => v >= 0 && v <= 2, 'a number in [0, 2]'),
+    topP: num(body, 'top_p', (v) => v > 0 && v <= 1, 'a number in (0, 1]'),
+    topK: topK === -1 ? 0 : topK,
+    minP: num(body, 'min_p', (v) => v >= 0 && v <= 1, 'a number in [0, 1]'),
+    presencePenalty: num(body, 'presence_penalty', (v) => v >= -2 && v <= 2, 'a number in [-2, 2]'),
+    frequencyPenalty: num(body, 'frequency_penalty', (v) => v >= -2 && v <= 2, 'a number in [-2, 2]'),
+    repetitionPenalty: num(body, 'repetition_penalty', (v) => v > 0, 'a number > 0'),
+    seed: num(body, 'seed', (v) => Number.isInteger(v), 'an integer'),
+    stop: stops(body),
+    stopTokenIds: stopTokenIds(body),
+  };
+}
+
+function common(body: unknown, kind: 'chat' | 'text'): { body: Body; model: string; stream: boolean; includeUsage: boolean } {
+  if (!isObject(body)) throw new InvalidFieldError('body', 'expected a JSON object');
+  const model = field(body, 'model');
+  if (typeof model !== 'string' || model === '') throw new InvalidFieldError('model', 'expected the model name (see GET /v1/models)', model === undefined ? 'missing_required_parameter' : 'invalid_value');
+  const stream = bool(body, 'stream') ?? false;
+  const so = field(body, 'stream_options');
+  if (so !== undefined && !isObject(so)) throw new InvalidFieldError('stream_options', 'expected an object');
+  const includeUsage = so === undefined ? false : (bool(so, 'include_usage') ?? false);
+  return { body, model, stream, includeUsage };
+}
+
+export function parseChatRequest(raw: unknown): CompletionRequest {
+  const { body, ...rest } = common(raw, 'chat');
+  return { kind: 'chat', ...rest, prompt: messages(body), ...sampling(body, 'chat') };
+}
+
+export function parseCompletionRequest(raw: unknown): CompletionRequest {
+  const { body, ...rest } = common(raw, 'text');
+  let prompt = field(body, 'prompt');
+  if (Array.isArray(prompt) && prompt.length === 1 && typeof prompt[0] === 'string') prompt = prompt[0];
+  if (typeof prompt !== 'string' || prompt === '') throw new InvalidFieldError('prompt', 'expected a non-empty string (one prompt per request)', prompt === undefined ? 'missing_required_parameter' : 'invalid_value');
+  if (field(body, 'echo') === true) throw new UnsupportedFieldError('echo', 'echo is not supported yet');
+  if (field(body, 'suffix') !== undefined) throw new UnsupportedFieldError('suffix', 'suffix is not supported');
+  return { kind: 'text', ...rest, prompt, ...sampling(body, 'text') };
+}

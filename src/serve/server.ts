@@ -1,0 +1,186 @@
+// The OpenAI-compatible HTTP server (fastify): routes, auth, errors in OpenAI's shape, metrics and graceful
+// shutdown. Generation goes through a Scheduler (scheduler.ts); this file only speaks HTTP.
+import { randomUUID } from 'node:crypto';
+import { Readable } from 'node:stream';
+import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply } from 'fastify';
+import type { LoadedModel } from '../models/load.js';
+import { ApiError, ModelNotFoundError, UnauthorizedError, UnavailableError } from './errors.js';
+import { planGeneration, type ServedModel } from './generation-plan.js';
+import { ServerMetrics } from './metrics.js';
+import { chatChunk, chatCompletion, finishReason, sseEvent, textChunk, textCompletion, usageChunk, type ResponseIdentity } from './openai-format.js';
+import { parseChatRequest, parseCompletionRequest, type CompletionRequest } from './request.js';
+import { FifoScheduler, type Scheduler, type Sequence } from './scheduler.js';
+
+export interface ServeOptions {
+  /** The model, or its loading: /health answers 503 until it resolves. */
+  model: LoadedModel | Promise<LoadedModel>;
+  /** The name clients pass as `model` (and /v1/models lists). */
+  servedModelName: string;
+  /** Default 127.0.0.1. */
+  host?: string;
+  /** Default 8000; 0 = any free port (see RunningServer.port). */
+  port?: number;
+  /** Requests to /v1/* must send `Authorization: Bearer <apiKey>`. */
+  apiKey?: string;
+  /** Requests waiting behind the running one before 429 (default 64). */
+  maxQueue?: number;
+  /** Largest request body in bytes before 413 (default 1 MiB). */
+  maxBodyBytes?: number;
+  /** Positions a sequence may fill (default and upper bound: the model's cache capacity). */
+  contextLength?: number;
+  log?: (line: string) => void;
+}
+
+export interface RunningServer {
+  readonly url: string;
+  readonly port: number;
+  readonly metrics: ServerMetrics;
+  /** Resolves once the model is loaded and requests are served. */
+  readonly ready: Promise<void>;
+  /**
+   * Graceful shutdown: new requests get 503, running and queued ones may finish until `deadlineMs` (default 10 s)
+   * and are cancelled after it, then the listener closes. The model stays the caller's to dispose.
+   */
+  close(deadlineMs?: number): Promise<void>;
+}
+
+interface State {
+  served?: ServedModel;
+  scheduler?: Scheduler;
+  draining: boolean;
+}
+
+function sendError(reply: FastifyReply, err: ApiError): FastifyReply {
+  return reply.code(err.status).headers(err.headers).send(err.toBody());
+}
+
+/** fastify's own errors (bad JSON, body too large, wrong content type) as OpenAI errors. */
+function fromFastify(err: FastifyError): ApiError {
+  const status = err.statusCode ?? 500;
+  if (err.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return new ApiError(413, `The request body is larger than the server accepts (${err.message})`, 'invalid_request_error', null, 'request_too_large');
+  if (err.code === 'FST_ERR_CTP_INVALID_JSON_BODY' || err instanceof SyntaxError) return new ApiError(400, `The body is not valid JSON: ${err.message}`, 'invalid_request_error', 'body', 'invalid_json');
+  if (status >= 400 && status < 500) return new ApiError(status, err.message, 'invalid_request_error', null, err.code ?? null);
+  return new ApiError(500, err.message, 'server_error', null, null);
+}
+
+function contextLengthOf(loaded: LoadedModel, asked: number | undefined): number {
+  const cache = loaded.model.newCache();
+  const capacity = cache.capacity;
+  cache.dispose();
+  return Math.min(capacity, asked ?? capacity);
+}
+
+export async function startServer(options: ServeOptions): Promise<RunningServer> {
+  const log = options.log ?? (() => undefined);
+  const metrics = new ServerMetrics();
+  const state: State = { draining: false };
+  const app: FastifyInstance = Fastify({ bodyLimit: options.maxBodyBytes ?? 1 << 20, logger: false, forceCloseConnections: 'idle' });
+
+  const ready = Promise.resolve(options.model).then((loaded) => {
+    if (!loaded.tokenizer) throw new Error('the model has no tokenizer.json; the server needs one');
+    state.served = { loaded, tokenizer: loaded.tokenizer, contextLength: contextLengthOf(loaded, options.contextLength) };
+    state.scheduler = new FifoScheduler(loaded.model, loaded.tokenizer, { maxQueue: options.maxQueue ?? 64, observer: metrics.observer() });
+  });
+  ready.catch((err: unknown) => log(`tensorgpu serve: the model failed to load: ${(err as Error).message}`));
+
+  app.addHook('onRequest', async (request, reply) => {
+    if (state.draining && request.url !== '/metrics') return sendError(reply, new UnavailableError('The server is shutting down', 'shutting_down'));
+    if (options.apiKey !== undefined && request.url.startsWith('/v1/') && request.headers.authorization !== `Bearer ${options.apiKey}`) return sendError(reply, new UnauthorizedError());
+  });
+  app.addHook('onResponse', async (request, reply) => {
+    metrics.requests.inc({ route: request.routeOptions.url ?? 'unmatched', status: String(reply.statusCode) });
+  });
+  app.setErrorHandler((err: FastifyError, _request, reply) => sendError(reply, err instanceof ApiError ? err : fromFastify(err)));
+  app.setNotFoundHandler((request, reply) => sendError(reply, new ApiError(404, `No route ${request.method} ${request.url}`, 'not_found_error', null, 'not_found')));
+
+  app.get('/health', async (_request, reply) => {
+    if (!state.served) return sendError(reply, new UnavailableError('The model is loading', 'model_loading'));
+    return reply.send({ status: 'ok' });
+  });
+  app.get('/metrics', async (_request, reply) => reply.type(metrics.registry.contentType).send(await metrics.registry.metrics()));
+
+  const modelCard = () => ({ id: options.servedModelName, object: 'model', created: 0, owned_by: 'tensorgpu', ...(state.served ? { max_model_len: state.served.contextLength } : {}) });
+  app.get('/v1/models', async () => ({ object: 'list', data: [modelCard()] }));
+  app.get<{ Params: { model: string } }>('/v1/models/:model', async (request) => {
+    if (request.params.model !== options.servedModelName) throw new ModelNotFoundError(request.params.model, options.servedModelName);
+    return modelCard();
+  });
+
+  const complete = async (req: CompletionRequest, reply: FastifyReply) => {
+    if (req.model !== options.servedModelName) throw new ModelNotFoundError(req.model, options.servedModelName);
+    const { served, scheduler } = state;
+    if (!served || !scheduler) throw new UnavailableError('The model is loading', 'model_loading');
+    const plan = planGeneration(req, served);
+    const sequence = scheduler.submit({ promptIds: plan.promptIds, options: plan.options });
+    // A client that goes away cancels its sequence: the worker stops it at the next token and moves on.
+    reply.raw.on('close', () => {
+      if (!reply.raw.writableFinished) scheduler.cancel(sequence.id, 'client');
+    });
+    const who: ResponseIdentity = { id: `${req.kind === 'chat' ? 'chatcmpl' : 'cmpl'}-${randomUUID()}`, created: Math.floor(Date.now() / 1000), model: options.servedModelName };
+    const counted = sequence.result.then((s) => {
+      metrics.promptTokens.inc(s.promptTokens);
+      metrics.completionTokens.inc(s.generatedTokens);
+    });
+    counted.catch(() => undefined);
+    if (req.stream) {
+      reply.header('cache-control', 'no-cache').header('x-accel-buffering', 'no').type('text/event-stream; charset=utf-8');
+      return reply.send(Readable.from(streamEvents(req, who, sequence)));
+    }
+    let text = '';
+    for await (const t of sequence.tokens) text += t.text;
+    const stats = await sequence.result;
+    if (sequence.cancelled === 'shutdown') throw new UnavailableError('The server shut down before the request finished', 'shutting_down');
+    return reply.send(req.kind === 'chat' ? chatCompletion(who, text, stats) : textCompletion(who, text, stats));
+  };
+
+  app.post('/v1/chat/completions', async (request, reply) => complete(parseChatRequest(request.body), reply));
+  app.post('/v1/completions', async (request, reply) => complete(parseCompletionRequest(request.body), reply));
+
+  await app.listen({ host: options.host ?? '127.0.0.1', port: options.port ?? 8000 });
+  const address = app.server.address();
+  const port = typeof address === 'object' && address ? address.port : (options.port ?? 8000);
+  const host = options.host ?? '127.0.0.1';
+  const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+
+  let closing: Promise<void> | undefined;
+  return {
+    url,
+    port,
+    metrics,
+    ready,
+    close(deadlineMs = 10_000) {
+      closing ??= (async () => {
+        state.draining = true;
+        await state.scheduler?.drain(deadlineMs);
+        // Every sequence has ended; a connection still open now is idle or its reader stopped reading (a stream
+        // stuck on backpressure): give responses a moment to flush their last events, then cut what is left.
+        const closed = app.close();
+        setTimeout(() => app.server.closeAllConnections(), 1000).unref();
+        await closed;
+      })();
+      return closing;
+    },
+  };
+}
+
+async function* streamEvents(req: CompletionRequest, who: ResponseIdentity, sequence: Sequence): AsyncGenerator<string> {
+  const usage = req.includeUsage;
+  const object = req.kind === 'chat' ? 'chat.completion.chunk' : 'text_completion';
+  try {
+    if (req.kind === 'chat') yield sseEvent(chatChunk(who, { role: 'assistant', content: '' }, null, usage));
+    for await (const t of sequence.tokens) {
+      if (t.text) yield sseEvent(req.kind === 'chat' ? chatChunk(who, { content: t.text }, null, usage) : textChunk(who, t.text, null, usage));
+    }
+    const stats = await sequence.result;
+    if (sequence.cancelled === 'shutdown') {
+      yield sseEvent(new UnavailableError('The server shut down before the request finished', 'shutting_down').toBody());
+    } else {
+      const finish = finishReason(stats);
+      yield sseEvent(req.kind === 'chat' ? chatChunk(who, {}, finish, usage) : textChunk(who, '', finish, usage));
+      if (usage) yield sseEvent(usageChunk(who, object, stats));
+    }
+  } catch (err) {
+    yield sseEvent(new ApiError(500, `generation failed: ${(err as Error).message}`, 'server_error').toBody());
+  }
+  yield sseEvent('[DONE]');
+}

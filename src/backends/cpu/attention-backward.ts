@@ -1,8 +1,10 @@
 // CPU reference of the fused attention backward (FlashAttention-2's, recomputing the probabilities row by row):
-// float64 loops, the oracle for attention-backward.wgsl. Nothing [heads, Sq, Skv] is built: one row of P at a time.
+// float64 loops, the oracle for attention-backward.wgsl. Nothing [heads, Sq, Skv] is built: one row of P at a time,
+// recomputed by the forward's own attentionWeights.
 import type { StorageArray } from '../../core/codecs.js';
 import type { AttentionOptions, Operand } from '../backend.js';
 import { store, values } from './cpu-backend.js';
+import { attentionWeights } from './nn.js';
 
 type Handle = StorageArray;
 
@@ -32,28 +34,14 @@ export function attentionBackwardReference(q: Operand<Handle>, k: Operand<Handle
     for (let h = 0; h < hq; h++) {
       const kh = Math.floor(h / group);
       const qBase = (i * hq + h) * d;
-      let max = -Infinity;
-      for (let j = 0; j < visible; j++) {
-        const kBase = (j * hkv + kh) * d;
-        let s = 0;
-        let t = 0;
-        for (let e = 0; e < d; e++) {
-          s += qs[qBase + e] * ks[kBase + e];
-          t += gs[qBase + e] * vs[kBase + e];
-        }
-        p[j] = options.scale * s;
-        dp[j] = t;
-        if (!(p[j] <= max)) max = Number.isNaN(max) ? max : p[j];
-      }
-      let sum = 0;
-      for (let j = 0; j < visible; j++) {
-        p[j] = Math.exp(p[j] - max);
-        sum += p[j];
-      }
+      attentionWeights(qs, ks, qBase, kh, hkv, d, visible, options.scale, p);
       let delta = 0;
       for (let j = 0; j < visible; j++) {
-        p[j] /= sum;
-        delta += p[j] * dp[j];
+        const vBase = (j * hkv + kh) * d;
+        let t = 0;
+        for (let e = 0; e < d; e++) t += gs[qBase + e] * vs[vBase + e];
+        dp[j] = t;
+        delta += p[j] * t;
       }
       for (let j = 0; j < visible; j++) {
         const kBase = (j * hkv + kh) * d;

@@ -54,6 +54,28 @@ export function ropeReference(x: Operand<Handle>, cos: Operand<Handle>, sin: Ope
   return store(out, x.dtype);
 }
 
+/**
+ * Row (query qBase, kv head kh) of softmax(scale q.k) over the first `visible` keys, into p: float64, a NaN score
+ * reaching every weight of its row (the forward's output, and the backward's recomputed probabilities).
+ */
+export function attentionWeights(qs: Float64Array, ks: Float64Array, qBase: number, kh: number, hkv: number, d: number, visible: number, scale: number, p: Float64Array): void {
+  let max = -Infinity;
+  for (let j = 0; j < visible; j++) {
+    const kBase = (j * hkv + kh) * d;
+    let dot = 0;
+    for (let e = 0; e < d; e++) dot += qs[qBase + e] * ks[kBase + e];
+    p[j] = scale * dot;
+    // NaN scores must reach the output, so they win over max here rather than being skipped by `>`.
+    if (!(p[j] <= max)) max = Number.isNaN(max) ? max : p[j];
+  }
+  let sum = 0;
+  for (let j = 0; j < visible; j++) {
+    p[j] = Math.exp(p[j] - max);
+    sum += p[j];
+  }
+  for (let j = 0; j < visible; j++) p[j] /= sum;
+}
+
 export function attentionReference(q: Operand<Handle>, k: Operand<Handle>, v: Operand<Handle>, options: AttentionOptions): Handle {
   const [sq, hq, d] = q.view.shape;
   const [skv, hkv] = k.view.shape;
@@ -65,28 +87,14 @@ export function attentionReference(q: Operand<Handle>, k: Operand<Handle>, v: Op
   const p = new Float64Array(skv);
   for (let i = 0; i < sq; i++) {
     const visible = options.causal ? Math.max(0, Math.min(skv, options.queryOffset + i + 1)) : skv;
+    if (visible === 0) continue; // zeros
     for (let h = 0; h < hq; h++) {
       const kh = Math.floor(h / group);
       const qBase = (i * hq + h) * d;
-      let max = -Infinity;
+      attentionWeights(qs, ks, qBase, kh, hkv, d, visible, options.scale, p);
       for (let j = 0; j < visible; j++) {
-        const kBase = (j * hkv + kh) * d;
-        let dot = 0;
-        for (let e = 0; e < d; e++) dot += qs[qBase + e] * ks[kBase + e];
-        p[j] = options.scale * dot;
-        // NaN scores must reach the output, so they win over max here rather than being skipped by `>`.
-        if (!(p[j] <= max)) max = Number.isNaN(max) ? max : p[j];
-      }
-      if (visible === 0) continue; // zeros
-      let sum = 0;
-      for (let j = 0; j < visible; j++) {
-        p[j] = Math.exp(p[j] - max);
-        sum += p[j];
-      }
-      for (let j = 0; j < visible; j++) {
-        const w = p[j] / sum;
         const vBase = (j * hkv + kh) * d;
-        for (let e = 0; e < d; e++) out[qBase + e] += w * vs[vBase + e];
+        for (let e = 0; e < d; e++) out[qBase + e] += p[j] * vs[vBase + e];
       }
     }
   }

@@ -10,11 +10,6 @@ var<workgroup> sh_v: array<f32, DQ>;
 var<workgroup> sh_p: array<f32, WG>;
 var<workgroup> sh_ds: array<f32, WG>;
 
-// exp(x) for x <= 0, exactly 0 far below (and for -Inf) whatever the GPU's exp does there.
-fn exp_nonpos(x: f32) -> f32 {
-  return select(exp(x), 0.0, x < -88.0);
-}
-
 @compute @workgroup_size(WG)
 fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
   let wg_index = wid.x + wid.y * nwg.x;

@@ -26,11 +26,6 @@ fn visible(i: u32) -> u32 {
   return u32(clamp(i32(i) + p.query_offset + 1, 0, i32(p.skv)));
 }
 
-// exp(x) for x <= 0, exactly 0 far below (and for -Inf) whatever the GPU's exp does there.
-fn exp_nonpos(x: f32) -> f32 {
-  return select(exp(x), 0.0, x < -88.0);
-}
-
 // (scale q_i.k_j, dO_i.v_j) for key j of kv head kh, q_i and dO_i in workgroup memory.
 fn score_pair(j: u32, kh: u32) -> vec2<f32> {
   let k_row = p.k_off + j * p.ks0 + kh * p.ks1;

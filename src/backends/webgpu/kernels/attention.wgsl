@@ -43,11 +43,6 @@ fn row_head(kh: u32, hb: u32, r: u32) -> u32 {
   return kh * p.group + hb * p.gh + r % p.gh;
 }
 
-// exp(d) for d <= 0, exactly 0 far below (and for -Inf) whatever the GPU's exp does there.
-fn exp_nonpos(d: f32) -> f32 {
-  return select(exp(d), 0.0, d < -88.0);
-}
-
 @compute @workgroup_size(WG)
 fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
   let wg_index = wid.x + wid.y * nwg.x;

@@ -39,3 +39,8 @@ fn strided_offset(e: u32, base: u32, rank: u32, shape: array<vec4<u32>, 2>, stri
   }
   return off;
 }
+
+// exp(x) for x <= 0, exactly 0 far below (and for -Inf) whatever the GPU's exp does there (softmax weights).
+fn exp_nonpos(x: f32) -> f32 {
+  return select(exp(x), 0.0, x < -88.0);
+}

@@ -28,7 +28,8 @@ export async function metric(server: RunningServer, series: string): Promise<num
   return Number(line.slice(line.lastIndexOf(' ') + 1));
 }
 
-export async function until(check: () => Promise<boolean>, timeoutMs = 10_000): Promise<void> {
+/** Polls check until it holds; the limit only guards a hang (the tests' own limit is 60 s). */
+export async function until(check: () => Promise<boolean>, timeoutMs = 50_000): Promise<void> {
   const end = Date.now() + timeoutMs;
   while (!(await check())) {
     if (Date.now() > end) throw new Error('timed out waiting for a condition');

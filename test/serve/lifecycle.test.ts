@@ -77,15 +77,16 @@ describe('serve: startup and shutdown', () => {
     const stream = await client.chat.completions.create({ model: MODEL, messages, max_tokens: 300, temperature: 0, stream: true });
     const iterator = stream[Symbol.asyncIterator]();
     await iterator.next();
-    const t0 = Date.now();
     await server.close(200);
-    expect(Date.now() - t0).toBeLessThan(10_000);
-    // The stream ends with an error event (the server shut down), which the client raises.
+    // The stream ends with an error event (the server shut down), which the client raises, long before the 300
+    // tokens it asked for (counted in chunks, not in time, so a busy machine cannot fail it).
+    let chunks = 1;
     await expect(
       (async () => {
-        for (let r = await iterator.next(); !r.done; r = await iterator.next());
+        for (let r = await iterator.next(); !r.done; r = await iterator.next()) chunks++;
       })(),
     ).rejects.toThrow(/shut down/);
+    expect(chunks).toBeLessThan(300);
     expect(await metric(server, 'tensorgpu_running_sequences').catch(() => 0)).toBe(0);
   }, 60_000);
 });

@@ -13,6 +13,7 @@ export {
 } from './core/errors.js';
 export { Generator, manualSeed } from './core/random.js';
 export { keep, tidy } from './core/scope.js';
+export { withBatchInvariance, batchInvariant } from './core/batch-invariance.js';
 export { noGrad, enableGrad, isGradEnabled } from './autograd/grad-mode.js';
 export type { Shape } from './core/shape.js';
 export type { DeviceName } from './backends/backend.js';

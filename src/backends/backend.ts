@@ -106,6 +106,20 @@ export interface AttentionOptions {
   readonly queryOffset: number;
 }
 
+/**
+ * Rows of several sequences in a paged KV cache (models/layers/paged-kv.ts): the keys and values operands are the
+ * pools [pages * pageSize, kvHeads, headDim] shared by all sequences. `index` (int32, contiguous) holds for each
+ * token / query row t the pair [position_t, where its sequence's page table starts in index], then the page tables;
+ * position j of a sequence lives at pool row table[j / pageSize] * pageSize + j % pageSize. Built on the host from
+ * the sequences' pages (ops/paged-cache.ts pagedIndex); the device does not check it.
+ */
+export interface PagedKv<H> {
+  readonly index: Operand<H>;
+  readonly pageSize: number;
+  /** Keys of the longest sequence: attention's Skv (row t sees keys 0..position_t of its own sequence). */
+  readonly maxLength: number;
+}
+
 /** One layer's attention inputs from a fused q|k|v projection (see ops/attention-inputs.ts). */
 export interface AttentionInputsArgs<H> {
   /** [S, (heads + 2 kvHeads) * headDim], rows with unit last stride. */
@@ -123,6 +137,8 @@ export interface AttentionInputsArgs<H> {
   /** Row of token 0: this number plus, when given, the int32 value of positionFrom (a device scalar). */
   readonly position: number;
   readonly positionFrom?: Operand<H>;
+  /** Paged caches: keys / values are the pools, each token's position and page table come from the index. */
+  readonly pages?: PagedKv<H>;
   readonly heads: number;
   readonly kvHeads: number;
   readonly headDim: number;
@@ -370,7 +386,7 @@ export interface Backend<H = unknown> {
    * of Hkv (query head h reads kv head floor(h / (Hq / Hkv))). With causal, query i sees keys j <= queryOffset + i.
    * Softmax in float32; contiguous result [Sq, Hq, D] in q's dtype. A query that sees no key gives zeros.
    */
-  attention(q: Operand<H>, k: Operand<H>, v: Operand<H>, options: AttentionOptions, queryOffsetFrom?: Operand<H>): H;
+  attention(q: Operand<H>, k: Operand<H>, v: Operand<H>, options: AttentionOptions, queryOffsetFrom?: Operand<H>, pages?: PagedKv<H>): H;
   /**
    * Gradients of attention(q, k, v, options) given dOut [Sq, Hq, D] (any float dtypes and strides): float32 dq, dk,
    * dv, contiguous and shaped like q, k, v. The probabilities are recomputed (FlashAttention-2's backward): only

@@ -229,6 +229,15 @@ checkpoint
     process.exitCode = await runLoadCheckpoint(opts);
   });
 
+/** 512MiB, 2GB, 1.5GiB or a plain byte count. */
+function byteSize(v: string): number {
+  const m = /^(\d+(?:\.\d+)?)\s*(|b|kb|kib|mb|mib|gb|gib)$/i.exec(v.trim());
+  const unit: Record<string, number> = { '': 1, b: 1, kb: 1e3, kib: 2 ** 10, mb: 1e6, mib: 2 ** 20, gb: 1e9, gib: 2 ** 30 };
+  const bytes = m ? Math.floor(Number(m[1]) * unit[m[2]!.toLowerCase()]!) : NaN;
+  if (!(bytes > 0)) throw new InvalidArgumentError(`expected a size such as 512MiB, 2GB or 1048576, got '${v}'`);
+  return bytes;
+}
+
 program
   .command('serve')
   .description('an OpenAI-compatible HTTP server (/v1/chat/completions, /v1/completions, /v1/models, /health, /metrics) over one model')
@@ -243,6 +252,10 @@ program
   .option('--served-model-name <name>', "the model name clients send (default: the --model spec, or the folder's name)")
   .option('--max-model-len <n>', 'positions per sequence, prompt + completion (default: min(max_position_embeddings, 4096))', positiveInt)
   .option('--shutdown-timeout <s>', 'seconds in-flight requests get to finish on SIGTERM / SIGINT', positiveInt, 10)
+  .option('--max-batch <n>', 'most sequences sharing a decode step (continuous batching; 1 runs one request at a time)', positiveInt, 16)
+  .option('--kv-memory <size>', 'bytes of the paged KV cache, e.g. 512MiB or 2GB (default: max-batch full-context sequences, at most 1 GiB); when full, requests wait', byteSize)
+  .option('--kv-page-size <n>', 'positions per KV cache page', positiveInt, 16)
+  .option('--prefill-chunk <n>', 'prompt tokens per prefill chunk, interleaved with the running decodes', positiveInt, 128)
   .action(async (opts: ServeCliOptions) => {
     process.exitCode = await runServe(opts);
   });

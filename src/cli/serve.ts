@@ -21,6 +21,11 @@ export interface ServeCliOptions {
   maxModelLen?: number;
   /** Seconds in-flight requests get to finish on SIGTERM / SIGINT before they are cancelled. */
   shutdownTimeout: number;
+  maxBatch?: number;
+  /** Bytes. */
+  kvMemory?: number;
+  kvPageSize?: number;
+  prefillChunk?: number;
 }
 
 export async function runServe(o: ServeCliOptions, log: (line: string) => void = (l) => process.stderr.write(l + '\n')): Promise<number> {
@@ -32,7 +37,7 @@ export async function runServe(o: ServeCliOptions, log: (line: string) => void =
     return m.loaded;
   });
   try {
-    const server = await startServer({ model: opening, servedModelName, host: o.host, port: o.port, apiKey: o.apiKey, maxQueue: o.maxQueue, maxBodyBytes: o.maxBody, log });
+    const server = await startServer({ model: opening, servedModelName, host: o.host, port: o.port, apiKey: o.apiKey, maxQueue: o.maxQueue, maxBodyBytes: o.maxBody, maxBatch: o.maxBatch, kvMemoryBytes: o.kvMemory, kvPageSize: o.kvPageSize, prefillChunk: o.prefillChunk, log });
     process.stdout.write(`tensorgpu serve: listening on ${server.url}/v1\n`);
     const signal = new Promise<NodeJS.Signals>((resolve) => {
       process.once('SIGTERM', () => resolve('SIGTERM'));

@@ -2,10 +2,12 @@
 // first decode step is recorded and later steps replay it, the sampled id staying on the device as the next
 // step's input; the only read back is the 4-byte id, needed to stream text and check stop conditions.
 import { samplingDraw, type SampleOptions } from '../ops/sample.js';
-import { DecodeSession, type DecodeSessionStats } from './decode-session.js';
+import { DecodeSession, type DecodeSessionStats, type SessionSampling } from './decode-session.js';
 import type { CausalLM } from '../models/causal-lm.js';
 import { gpuCounters } from '../runtime-stats.js';
-import { StreamingDecoder, type ChatMessage, type TextTokenizer } from './tokenizer.js';
+import type { ChatMessage, TextTokenizer } from './tokenizer.js';
+import { SequenceOutput } from './sequence-output.js';
+import { tokenLogprobs, type TokenLogprobs } from './logprobs.js';
 import type { GenerationConfig } from '../io/generation-config.js';
 import { defaultStopIds, withGenerationConfig } from './generation-defaults.js';
 
@@ -26,6 +28,11 @@ export interface GenerateOptions extends Omit<SampleOptions, 'previousTokens' | 
   signal?: AbortSignal;
   /** Replay a captured decode step after the first (WebGPU; default on, see generate/decode-session.ts). */
   capture?: boolean;
+  /**
+   * Report each token's log-probability and this many most likely alternatives (0..20) from the raw logits (one
+   * extra read of the logits row per token).
+   */
+  logprobs?: number;
 }
 
 export interface GeneratedToken {
@@ -33,6 +40,8 @@ export interface GeneratedToken {
   /** Text this token added (may be empty while a multi-byte character is incomplete). */
   text: string;
   index: number;
+  /** With options.logprobs. */
+  logprobs?: TokenLogprobs;
 }
 
 export interface GenerationStats {
@@ -54,6 +63,31 @@ export function promptIds(tokenizer: TextTokenizer, prompt: string | readonly Ch
   return tokenizer.encode(tokenizer.applyChatTemplate(prompt as readonly ChatMessage[], { enableThinking }));
 }
 
+/** A request's options resolved against the model and tokenizer: what generate() and the batching server run. */
+export interface ResolvedGeneration {
+  readonly options: GenerateOptions;
+  readonly maxNew: number;
+  readonly stops: ReadonlySet<number>;
+  /** The sampler needs the token history (repetition / presence / frequency penalties). */
+  readonly usePenalties: boolean;
+  readonly sampling: SessionSampling;
+}
+
+export function resolveGeneration(model: CausalLM, tokenizer: TextTokenizer, requested: GenerateOptions): ResolvedGeneration {
+  const options = withGenerationConfig(requested, requested.generationConfig);
+  const stops = new Set(options.stopTokenIds ?? defaultStopIds(model.config.eosTokenIds, options.generationConfig, tokenizer.eosTokenIds));
+  const usePenalties = (options.repetitionPenalty ?? 1) !== 1 || (options.presencePenalty ?? 0) !== 0 || (options.frequencyPenalty ?? 0) !== 0;
+  const { temperature, topK, topP, minP, repetitionPenalty, presencePenalty, frequencyPenalty } = options;
+  const sampling = { temperature, topK, topP, minP, repetitionPenalty, presencePenalty, frequencyPenalty };
+  return { options, maxNew: options.maxNewTokens ?? 128, stops, usePenalties, sampling };
+}
+
+/** The uniform draw of a sequence's i-th token: seed + i * golden ratio when seeded, else the generator's next. */
+export function tokenDraw(options: Pick<GenerateOptions, 'seed' | 'generator'>, i: number): number {
+  const { seed, generator } = options;
+  return samplingDraw({ seed: seed === undefined ? undefined : (seed + i * 0x9e3779b9) >>> 0, generator });
+}
+
 /** Streams generated tokens; the generator's return value holds the timing and stop reason. */
 export async function* generate(
   model: CausalLM,
@@ -61,17 +95,13 @@ export async function* generate(
   prompt: string | readonly ChatMessage[] | readonly number[],
   requested: GenerateOptions = {},
 ): AsyncGenerator<GeneratedToken, GenerationStats> {
-  const options = withGenerationConfig(requested, requested.generationConfig);
+  const { options, maxNew, stops, usePenalties, sampling } = resolveGeneration(model, tokenizer, requested);
   const ids = promptIds(tokenizer, prompt, options.enableThinking);
   if (ids.length === 0) throw new RangeError('generate: the prompt has no tokens');
-  const maxNew = options.maxNewTokens ?? 128;
-  const stops = new Set(options.stopTokenIds ?? defaultStopIds(model.config.eosTokenIds, options.generationConfig, tokenizer.eosTokenIds));
-  const usePenalties = (options.repetitionPenalty ?? 1) !== 1 || (options.presencePenalty ?? 0) !== 0 || (options.frequencyPenalty ?? 0) !== 0;
-  const { seed, generator, capture } = options;
-  const { temperature, topK, topP, minP, repetitionPenalty, presencePenalty, frequencyPenalty } = options;
-  const sampling = { temperature, topK, topP, minP, repetitionPenalty, presencePenalty, frequencyPenalty };
-  const session = new DecodeSession(model, { sampling, capture });
-  const decoder = new StreamingDecoder(tokenizer);
+  const capture = options.capture;
+  const wantLogprobs = options.logprobs !== undefined;
+  const session = new DecodeSession(model, { sampling, capture, keepLogits: wantLogprobs });
+  const output = new SequenceOutput(tokenizer, stops, options.stopStrings);
   const history = [...ids];
   const stats: GenerationStats = { promptTokens: ids.length, generatedTokens: 0, prefillMs: 0, decodeMs: 0, dispatchesPerToken: 0, stopReason: 'max-tokens' };
   const dispatchesAtDecode = { start: 0 };
@@ -87,7 +117,7 @@ export async function* generate(
         break;
       }
       if (i === 1) dispatchesAtDecode.start = gpuCounters().dispatches;
-      const draw = samplingDraw({ seed: seed === undefined ? undefined : (seed + i * 0x9e3779b9) >>> 0, generator });
+      const draw = tokenDraw(options, i);
       const prior = usePenalties ? history : undefined;
       const id = i === 0 ? await session.prefill(ids, draw, prior) : await session.next(draw, prior);
       const now = performance.now();
@@ -95,20 +125,13 @@ export async function* generate(
       if (id < 0) throw new Error('generate: every logit is -Inf or NaN; nothing can be sampled');
       history.push(id);
       stats.generatedTokens++;
-      if (stops.has(id)) {
-        stats.stopReason = 'eos';
+      const out = output.push(id);
+      const logprobs = wantLogprobs && out.emit ? tokenLogprobs(await session.logits!.toArray(), id, options.logprobs!) : undefined;
+      if (out.emit) yield { id, text: out.text, index: i, ...(logprobs ? { logprobs } : {}) };
+      if (out.stop) {
+        stats.stopReason = out.stop;
         break;
       }
-      let text = decoder.push(id);
-      const stop = options.stopStrings?.find((s) => decoder.text.includes(s));
-      if (stop) {
-        const cut = decoder.text.indexOf(stop);
-        text = text.slice(0, Math.max(0, text.length - (decoder.text.length - cut)));
-        if (text) yield { id, text, index: i };
-        stats.stopReason = 'stop-string';
-        break;
-      }
-      yield { id, text, index: i };
     }
     stats.decodeMs = performance.now() - t0 - stats.prefillMs;
     const steps = stats.generatedTokens - 1;

@@ -2,7 +2,8 @@
 // (Qwen3 / Qwen3-MoE, LFM2 / LFM2-MoE): a cache per sequence, a forward that queues its ops without reading back
 // (so a decode step can be captured), and the figures the bench reports.
 import type { DeviceName } from '../backends/backend.js';
-import { DTYPE_INFO } from '../core/dtype.js';
+import { DTYPE_INFO, type DType } from '../core/dtype.js';
+import type { KvGeometry, PagedKvPool, PagedKvPoolOptions, PagedSlot } from './layers/paged-kv.js';
 import type { Tensor } from '../core/tensor.js';
 
 /** How the MoE block runs: fused (expert ids stay on the device) or a per-expert loop (the baseline it beats). */
@@ -55,6 +56,27 @@ export interface CausalLM {
   activeWeightBytes(): number;
   /** Frees the weights and the model's own tables. */
   dispose(): void;
+}
+
+/**
+ * A model that can share decode steps between sequences (continuous batching, serve/batch-scheduler.ts): its KV
+ * cache lives in a paged pool, and one forward runs a batch of sequences, each at its own position.
+ */
+export interface PagedCausalLM extends CausalLM {
+  /** Layers, kv heads and head dim of the KV cache (for sizing a pool). */
+  readonly kvGeometry: KvGeometry;
+  /** Bytes the KV cache takes per position (all layers), in the pool's dtype. */
+  kvBytesPerPosition(dtype?: DType): number;
+  newKvPool(options: PagedKvPoolOptions): PagedKvPool;
+  /**
+   * Runs each slot's tokens (consecutive in `tokens`, int32 on this device) at its positions, writing their keys and
+   * values into its pages (reserved by the caller), and returns float32 logits [slots, vocab] of each slot's last token.
+   */
+  forwardPaged(tokens: Tensor, slots: readonly PagedSlot[], pool: PagedKvPool): Tensor;
+}
+
+export function isPagedLM(model: CausalLM): model is PagedCausalLM {
+  return typeof (model as Partial<PagedCausalLM>).forwardPaged === 'function';
 }
 
 export const tensorBytes = (t: Tensor): number => t.numel * DTYPE_INFO[t.dtype].itemBytes;

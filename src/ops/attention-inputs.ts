@@ -7,6 +7,7 @@ import { ShapeError } from '../core/errors.js';
 import { formatShape } from '../core/shape.js';
 import type { Tensor } from '../core/tensor.js';
 import { compact } from './shape-ops.js';
+import { checkPagedIndex, pagedKv, type PagedIndex } from './paged-cache.js';
 import { commonBackend, requireDeviceScalar, requireDTypes, wrap } from './util.js';
 
 const FLOAT_DTYPES = ['float32', 'float16', 'bfloat16'] as const;
@@ -28,13 +29,18 @@ export interface AttentionInputsOptions {
   values: Tensor;
   /** Row of token 0: a number, or an int32 [1] tensor on the device (read by the kernel; not checked on the host). */
   position: number | Tensor;
+  /**
+   * A paged cache: keys / values are the shared pools, and each token's position and page table come from the index
+   * (pagedIndex; `position` is then ignored): one dispatch writes the rows of a whole batch of sequences.
+   */
+  pages?: PagedIndex;
 }
 
 /** qkv [S, (heads + 2 kvHeads) * headDim] -> q [S, heads, headDim]; k, v land in the caches. */
 export function attentionInputs(qkv: Tensor, o: AttentionInputsOptions): Tensor {
   const dynamic = typeof o.position !== 'number' ? o.position : undefined;
   const extra = [o.qNorm, o.kNorm, dynamic].filter((t): t is Tensor => t !== undefined);
-  const backend = commonBackend('attentionInputs', qkv, o.cos, o.sin, o.keys, o.values, ...extra);
+  const backend = commonBackend('attentionInputs', qkv, o.cos, o.sin, o.keys, o.values, ...extra, ...(o.pages ? [o.pages.index] : []));
   const { heads, kvHeads, headDim: d } = o;
   for (const [name, v] of [['heads', heads], ['kvHeads', kvHeads], ['headDim', d]] as const) {
     if (!Number.isInteger(v) || v <= 0) throw new RangeError(`attentionInputs: ${name} must be a positive integer, got ${v}`);
@@ -63,7 +69,10 @@ export function attentionInputs(qkv: Tensor, o: AttentionInputsOptions): Tensor 
     }
   }
   const s = qkv.shape[0];
-  if (dynamic) {
+  if (o.pages) {
+    checkPagedIndex('attentionInputs', o.pages, o.keys, s);
+    if (o.pages.maxLength > o.cos.shape[0]) throw new ShapeError(`attentionInputs: positions up to ${o.pages.maxLength - 1} are outside the RoPE table (${o.cos.shape[0]} positions)`);
+  } else if (dynamic) {
     requireDeviceScalar('attentionInputs', 'a position tensor', dynamic, 'int32');
   } else {
     const p = o.position as number;
@@ -89,6 +98,7 @@ export function attentionInputs(qkv: Tensor, o: AttentionInputsOptions): Tensor 
       values: o.values.operand(),
       position: dynamic ? 0 : (o.position as number),
       positionFrom: dynamic?.operand(),
+      pages: o.pages && pagedKv(o.pages),
       heads,
       kvHeads,
       headDim: d,

@@ -18,5 +18,6 @@ export * from './stft.js';
 export * from './pad.js';
 export * from './vae-ops.js';
 export * from './attention-inputs.js';
+export { pagedIndex, type PagedIndex, type PagedRowsOf } from './paged-cache.js';
 export * from './short-conv.js';
 export * from './capture.js';

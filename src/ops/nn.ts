@@ -9,6 +9,7 @@ import { differentiable, notDifferentiable } from '../autograd/function.js';
 import { float32 } from '../autograd/rules.js';
 import { gradMap } from './elementwise.js';
 import { cat } from './shape-ops.js';
+import { checkPagedIndex, pagedKv, type PagedIndex } from './paged-cache.js';
 
 const FLOAT_DTYPES = ['float32', 'float16', 'bfloat16'] as const;
 
@@ -74,6 +75,12 @@ export interface AttentionOpOptions {
    * the causal mask hides the rows not written yet).
    */
   queryOffset?: number | Tensor;
+  /**
+   * A paged KV cache for a batch of sequences (pagedIndex): k and v are the shared pools [rows, Hkv, D], and query
+   * row t attends causally to keys 0..position_t of its own sequence through its page table (queryOffset and causal
+   * are implied; not differentiable). One dispatch (and a merge) serves the whole batch.
+   */
+  pages?: PagedIndex;
 }
 
 /**
@@ -82,21 +89,24 @@ export interface AttentionOpOptions {
  */
 export function attention(q: Tensor, k: Tensor, v: Tensor, options: AttentionOpOptions = {}): Tensor {
   const dynamic = typeof options.queryOffset === 'object' ? options.queryOffset : undefined;
-  const backend = commonBackend('attention', q, k, v, ...(dynamic ? [dynamic] : []));
+  const backend = commonBackend('attention', q, k, v, ...(dynamic ? [dynamic] : []), ...(options.pages ? [options.pages.index] : []));
   for (const t of [q, k, v]) requireDTypes('attention', t, FLOAT_DTYPES);
   if (q.ndim !== 3 || k.ndim !== 3 || v.ndim !== 3) {
     throw new ShapeError(`attention: q, k and v must be [S, H, D], got ${formatShape(q.shape)}, ${formatShape(k.shape)}, ${formatShape(v.shape)}`);
   }
   const [sq, hq, d] = q.shape;
+  const pages = options.pages;
   const [skv, hkv, dk] = k.shape;
   if (dk !== d || v.shape.join() !== k.shape.join()) throw new ShapeError(`attention: k and v must be [Skv, Hkv, ${d}], got ${formatShape(k.shape)} and ${formatShape(v.shape)}`);
   if (hkv === 0 || hq % hkv !== 0) throw new ShapeError(`attention: ${hq} query heads are not a multiple of ${hkv} kv heads`);
+  if (pages) checkPagedIndex('attention', pages, k, sq);
   if (dynamic) requireDeviceScalar('attention', 'a queryOffset tensor', dynamic, 'int32');
   const queryOffset = dynamic ? 0 : ((options.queryOffset as number | undefined) ?? skv - sq);
   if (!Number.isInteger(queryOffset)) throw new RangeError(`attention: queryOffset must be an integer, got ${queryOffset}`);
   const scale = options.scale ?? 1 / Math.sqrt(d);
   const causal = options.causal ?? false;
-  const forward = () => wrap(backend, backend.attention(q.operand(), k.operand(), v.operand(), { scale, causal, queryOffset }, dynamic?.operand()), q.dtype, q.shape);
+  const forward = () => wrap(backend, backend.attention(q.operand(), k.operand(), v.operand(), { scale, causal: causal || pages !== undefined, queryOffset }, dynamic?.operand(), pages && pagedKv(pages)), q.dtype, q.shape);
+  if (pages) return notDifferentiable('attention over a paged cache', [q, k, v], forward);
   if (dynamic) return notDifferentiable('attention with a device queryOffset', [q, k, v], forward);
   return differentiable('attention', [q, k, v], forward, (g, s) => attentionRule(backend, g, s.inputs as Tensor[], { scale, causal, queryOffset }), { inputs: [0, 1, 2] });
 }

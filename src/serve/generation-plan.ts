@@ -27,6 +27,9 @@ export function planGeneration(req: CompletionRequest, served: ServedModel): Gen
   const prompt = req.kind === 'chat' && !tokenizer.hasChatTemplate ? undefined : req.prompt;
   if (prompt === undefined) throw new InvalidFieldError('messages', "the model's tokenizer has no chat template; use /v1/completions");
   const ids = promptIds(tokenizer, prompt);
+  const vocab = loaded.config.vocabSize;
+  const bad = ids.findIndex((t) => t >= vocab);
+  if (bad >= 0) throw new InvalidFieldError('prompt', `token id ${ids[bad]} at index ${bad} is outside the model's vocabulary of ${vocab}`);
   if (ids.length === 0) throw new InvalidFieldError(req.kind === 'chat' ? 'messages' : 'prompt', 'the prompt has no tokens');
   const room = contextLength - ids.length;
   if (req.maxTokens !== undefined ? req.maxTokens > room : room < 1) throw new ContextLengthError(ids.length, req.maxTokens ?? 1, contextLength);
@@ -47,6 +50,7 @@ export function planGeneration(req: CompletionRequest, served: ServedModel): Gen
     seed: req.seed === undefined ? undefined : req.seed >>> 0,
     stopStrings: req.stop.length > 0 ? req.stop : undefined,
     stopTokenIds,
+    logprobs: req.logprobs,
   };
   return { promptIds: ids, maxTokens, options };
 }

@@ -3,7 +3,7 @@
 // and the device's memory (runtime-stats' memoryStats(), read at scrape time).
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { memoryStats } from '../runtime-stats.js';
-import type { SchedulerObserver } from './scheduler.js';
+import type { BatchObserver } from './batch-scheduler.js';
 
 const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 
@@ -15,6 +15,8 @@ export class ServerMetrics {
   readonly queueDepth = new Gauge({ name: 'tensorgpu_queue_depth', help: 'Sequences waiting for the worker', registers: [this.registry] });
   readonly running = new Gauge({ name: 'tensorgpu_running_sequences', help: 'Sequences being generated', registers: [this.registry] });
   readonly timeToFirstToken = new Histogram({ name: 'tensorgpu_time_to_first_token_seconds', help: 'Seconds from arrival to the first generated token', buckets: LATENCY_BUCKETS, registers: [this.registry] });
+  readonly decodeBatch = new Histogram({ name: 'tensorgpu_decode_batch_size', help: 'Sequences sharing each decode step', buckets: [1, 2, 4, 8, 16, 32, 64], registers: [this.registry] });
+  readonly stepDispatches = new Counter({ name: 'tensorgpu_step_dispatches_total', help: 'GPU dispatches queued by scheduler steps', registers: [this.registry] });
   readonly interTokenLatency = new Histogram({ name: 'tensorgpu_inter_token_latency_seconds', help: 'Seconds between consecutive generated tokens', buckets: LATENCY_BUCKETS, registers: [this.registry] });
 
   constructor() {
@@ -33,9 +35,38 @@ export class ServerMetrics {
     });
   }
 
+  /**
+   * The KV pool's pages, read at scrape time (continuous batching only): pages in use and in all, and preemptions.
+   */
+  watchKvPool(pool: { readonly pages: number; readonly freePages: number }, preemptions: () => number): void {
+    new Gauge({
+      name: 'tensorgpu_kv_pages',
+      help: 'Pages of the paged KV cache: used and total',
+      labelNames: ['kind'] as const,
+      registers: [this.registry],
+      collect() {
+        this.set({ kind: 'used' }, pool.pages - pool.freePages);
+        this.set({ kind: 'total' }, pool.pages);
+      },
+    });
+    new Counter({
+      name: 'tensorgpu_preemptions_total',
+      help: 'Sequences preempted (pages freed, recomputed later) because the KV pool was full',
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        this.inc(preemptions());
+      },
+    });
+  }
+
   /** Feeds the queue and latency metrics from a scheduler. */
-  observer(): SchedulerObserver {
+  observer(): BatchObserver {
     return {
+      onStep: (batch, dispatches) => {
+        if (batch > 0) this.decodeBatch.observe(batch);
+        this.stepDispatches.inc(dispatches);
+      },
       onLoad: (waiting, running) => {
         this.queueDepth.set(waiting);
         this.running.set(running);

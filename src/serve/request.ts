@@ -15,13 +15,15 @@ export interface SamplingRequest {
   seed?: number;
   stop: string[];
   stopTokenIds: number[];
+  /** Report log-probabilities with this many top alternatives per token (undefined: none). */
+  logprobs?: number;
 }
 
 export interface CompletionRequest extends SamplingRequest {
   kind: 'chat' | 'text';
   model: string;
-  /** Chat messages (through the chat template) or raw prompt text. */
-  prompt: ChatMessage[] | string;
+  /** Chat messages (through the chat template), raw prompt text, or (completions) token ids. */
+  prompt: ChatMessage[] | string | number[];
   stream: boolean;
   includeUsage: boolean;
 }
@@ -98,16 +100,21 @@ function stopTokenIds(body: Body): number[] {
   return v as number[];
 }
 
-function refuseLogprobs(body: Body, kind: 'chat' | 'text'): void {
-  const lp = field(body, 'logprobs');
-  const asked = kind === 'chat' ? lp === true || field(body, 'top_logprobs') !== undefined : lp !== undefined && lp !== 0 && lp !== false;
-  if (asked) throw new UnsupportedFieldError(lp !== undefined ? 'logprobs' : 'top_logprobs', 'log probabilities are not supported yet (generate() does not return them)');
+/**
+ * Chat: `logprobs: true` with `top_logprobs` 0..20 alternatives; completions: `logprobs` 0..5 (the legacy field,
+ * the number of alternatives). Undefined when not asked.
+ */
+function logprobs(body: Body, kind: 'chat' | 'text'): number | undefined {
+  if (kind === 'text') return int(body, 'logprobs', 0, 5);
+  const on = bool(body, 'logprobs');
+  const top = int(body, 'top_logprobs', 0, 20);
+  if (top !== undefined && on !== true) throw new InvalidFieldError('top_logprobs', 'top_logprobs needs logprobs: true');
+  return on ? (top ?? 0) : undefined;
 }
 
 function sampling(body: Body, kind: 'chat' | 'text'): SamplingRequest {
   const n = int(body, 'n', 1);
   if (n !== undefined && n !== 1) throw new UnsupportedFieldError('n', `only n = 1 is supported, got ${n}`);
-  refuseLogprobs(body, kind);
   const maxKey = kind === 'chat' && field(body, 'max_completion_tokens') !== undefined ? 'max_completion_tokens' : 'max_tokens';
   const topK = num(body, 'top_k', (v) => Number.isInteger(v) && v >= -1, 'an integer >= -1 (-1 or 0 = off)');
   return {
@@ -122,6 +129,7 @@ function sampling(body: Body, kind: 'chat' | 'text'): SamplingRequest {
     seed: num(body, 'seed', (v) => Number.isInteger(v), 'an integer'),
     stop: stops(body),
     stopTokenIds: stopTokenIds(body),
+    logprobs: logprobs(body, kind),
   };
 }
 
@@ -144,8 +152,14 @@ export function parseChatRequest(raw: unknown): CompletionRequest {
 export function parseCompletionRequest(raw: unknown): CompletionRequest {
   const { body, ...rest } = common(raw, 'text');
   let prompt = field(body, 'prompt');
-  if (Array.isArray(prompt) && prompt.length === 1 && typeof prompt[0] === 'string') prompt = prompt[0];
-  if (typeof prompt !== 'string' || prompt === '') throw new InvalidFieldError('prompt', 'expected a non-empty string (one prompt per request)', prompt === undefined ? 'missing_required_parameter' : 'invalid_value');
+  if (Array.isArray(prompt) && prompt.length === 1 && (typeof prompt[0] === 'string' || Array.isArray(prompt[0]))) prompt = prompt[0];
+  // Token ids, as OpenAI's API takes them (checked against the vocabulary in planGeneration).
+  if (Array.isArray(prompt) && prompt.length > 0 && prompt.every((t) => Number.isInteger(t) && t >= 0)) return tokenPrompt(body, rest, prompt as number[]);
+  if (typeof prompt !== 'string' || prompt === '') throw new InvalidFieldError('prompt', 'expected a non-empty string or array of token ids (one prompt per request)', prompt === undefined ? 'missing_required_parameter' : 'invalid_value');
+  return tokenPrompt(body, rest, prompt);
+}
+
+function tokenPrompt(body: Body, rest: Omit<ReturnType<typeof common>, 'body'>, prompt: string | number[]): CompletionRequest {
   if (field(body, 'echo') === true) throw new UnsupportedFieldError('echo', 'echo is not supported yet');
   if (field(body, 'suffix') !== undefined) throw new UnsupportedFieldError('suffix', 'suffix is not supported');
   return { kind: 'text', ...rest, prompt, ...sampling(body, 'text') };

@@ -1,7 +1,7 @@
 // Who runs which sequence when. The Scheduler interface is what the routes see (submit / cancel / drain, plus the
 // queue figures for metrics); FifoScheduler is the first implementation: one worker owns the model and runs one
-// sequence at a time, in arrival order. A continuous-batching scheduler (several sequences per decode step) can
-// replace it behind the same interface.
+// sequence at a time, in arrival order: the fallback for model families without a paged KV cache. The
+// continuous-batching scheduler (batch-scheduler.ts, several sequences per decode step) implements the same interface.
 import { generate, type GeneratedToken, type GenerateOptions, type GenerationStats } from '../generate/generate.js';
 import type { CausalLM } from '../models/causal-lm.js';
 import type { TextTokenizer } from '../generate/tokenizer.js';
@@ -42,10 +42,12 @@ export interface Scheduler {
   drain(deadlineMs: number): Promise<void>;
   readonly waiting: number;
   readonly running: number;
+  /** Frees what the scheduler holds on the device (after drain). */
+  dispose?(): void;
 }
 
 /** A push-fed async iterable of tokens (one reader). */
-class TokenChannel implements AsyncIterable<GeneratedToken> {
+export class TokenChannel implements AsyncIterable<GeneratedToken> {
   private readonly buffered: GeneratedToken[] = [];
   private ended = false;
   private failure: unknown;
@@ -79,7 +81,7 @@ class TokenChannel implements AsyncIterable<GeneratedToken> {
   }
 }
 
-class Job implements Sequence {
+export class Job implements Sequence {
   readonly tokens = new TokenChannel();
   readonly controller = new AbortController();
   readonly result: Promise<GenerationStats>;
@@ -97,6 +99,11 @@ class Job implements Sequence {
   }
 }
 
+/** The result of a sequence cancelled while it waited. */
+export function abortedBeforeStart(job: Job): GenerationStats {
+  return { promptTokens: job.request.promptIds.length, generatedTokens: 0, prefillMs: 0, decodeMs: 0, dispatchesPerToken: 0, stopReason: 'aborted' };
+}
+
 export interface FifoSchedulerOptions {
   /** Most sequences waiting (not counting the running one) before submit throws QueueFullError. */
   maxQueue: number;
@@ -104,7 +111,7 @@ export interface FifoSchedulerOptions {
 }
 
 /** Yields to the event loop (I/O, timers): on the CPU backend a whole generation is otherwise one long task. */
-const macrotask = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+export const macrotask = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 export class FifoScheduler implements Scheduler {
   private readonly queue: Job[] = [];
@@ -148,7 +155,7 @@ export class FifoScheduler implements Scheduler {
     const [job] = this.queue.splice(at, 1);
     job!.cancelled = reason;
     job!.tokens.end();
-    job!.settle.resolve({ promptTokens: job!.request.promptIds.length, generatedTokens: 0, prefillMs: 0, decodeMs: 0, dispatchesPerToken: 0, stopReason: 'aborted' });
+    job!.settle.resolve(abortedBeforeStart(job!));
     this.report();
     return true;
   }

@@ -7,9 +7,12 @@ import type { LoadedModel } from '../models/load.js';
 import { ApiError, ModelNotFoundError, UnauthorizedError, UnavailableError } from './errors.js';
 import { planGeneration, type ServedModel } from './generation-plan.js';
 import { ServerMetrics } from './metrics.js';
-import { chatChunk, chatCompletion, finishReason, sseEvent, textChunk, textCompletion, usageChunk, type ResponseIdentity } from './openai-format.js';
+import { chatChunk, chatCompletion, chatLogprobs, finishReason, sseEvent, textChunk, textCompletion, textLogprobs, usageChunk, type ResponseIdentity, type TokenText } from './openai-format.js';
+import type { GeneratedToken } from '../generate/generate.js';
 import { parseChatRequest, parseCompletionRequest, type CompletionRequest } from './request.js';
 import { FifoScheduler, type Scheduler, type Sequence } from './scheduler.js';
+import { BatchScheduler } from './batch-scheduler.js';
+import { isPagedLM } from '../models/causal-lm.js';
 
 export interface ServeOptions {
   /** The model, or its loading: /health answers 503 until it resolves. */
@@ -28,6 +31,17 @@ export interface ServeOptions {
   maxBodyBytes?: number;
   /** Positions a sequence may fill (default and upper bound: the model's cache capacity). */
   contextLength?: number;
+  /**
+   * Continuous batching (models with a paged KV cache; others run one sequence at a time): the most sequences per
+   * decode step (default 16; 1 turns batching off and runs the FIFO scheduler).
+   */
+  maxBatch?: number;
+  /** Bytes of the paged KV cache (default: maxBatch full-context sequences, at most 1 GiB). */
+  kvMemoryBytes?: number;
+  /** Positions per KV page (default 16). */
+  kvPageSize?: number;
+  /** Prompt tokens per prefill chunk (default 128). */
+  prefillChunk?: number;
   log?: (line: string) => void;
 }
 
@@ -70,6 +84,29 @@ function contextLengthOf(loaded: LoadedModel, asked: number | undefined): number
   return Math.min(capacity, asked ?? capacity);
 }
 
+const DEFAULT_KV_BYTES = 1 << 30;
+
+/** The continuous-batching scheduler over a paged KV pool where the model family has one, else the FIFO one. */
+function makeScheduler(loaded: LoadedModel, contextLength: number, options: ServeOptions, metrics: ServerMetrics, log: (line: string) => void): Scheduler {
+  const { model, tokenizer } = loaded;
+  const maxQueue = options.maxQueue ?? 64;
+  const maxBatch = options.maxBatch ?? 16;
+  if (!isPagedLM(model) || maxBatch <= 1) {
+    log(`scheduler: one sequence at a time (${maxBatch <= 1 ? 'max batch 1' : `${loaded.config.modelType} has no paged KV cache`})`);
+    return new FifoScheduler(model, tokenizer!, { maxQueue, observer: metrics.observer() });
+  }
+  const pageSize = options.kvPageSize ?? 16;
+  const perPage = model.kvBytesPerPosition() * pageSize;
+  const bytes = options.kvMemoryBytes ?? Math.min(DEFAULT_KV_BYTES, maxBatch * contextLength * model.kvBytesPerPosition());
+  const pages = Math.floor(bytes / perPage);
+  if (pages < 1) throw new RangeError(`--kv-memory ${bytes} bytes holds no page (${perPage} bytes each: ${pageSize} positions of ${model.kvBytesPerPosition()} bytes)`);
+  const pool = model.newKvPool({ pageSize, pages });
+  const scheduler = new BatchScheduler(model, tokenizer!, pool, { maxQueue, maxBatch, prefillChunk: options.prefillChunk, maxSequence: contextLength, observer: metrics.observer() });
+  metrics.watchKvPool(pool, () => scheduler.preemptions);
+  log(`scheduler: continuous batching, up to ${maxBatch} sequences a step; KV cache ${pages} pages of ${pageSize} positions (${((pages * perPage) / 2 ** 20).toFixed(1)} MiB)`);
+  return scheduler;
+}
+
 export async function startServer(options: ServeOptions): Promise<RunningServer> {
   const log = options.log ?? (() => undefined);
   const metrics = new ServerMetrics();
@@ -79,7 +116,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   const ready = Promise.resolve(options.model).then((loaded) => {
     if (!loaded.tokenizer) throw new Error('the model has no tokenizer.json; the server needs one');
     state.served = { loaded, tokenizer: loaded.tokenizer, contextLength: contextLengthOf(loaded, options.contextLength) };
-    state.scheduler = new FifoScheduler(loaded.model, loaded.tokenizer, { maxQueue: options.maxQueue ?? 64, observer: metrics.observer() });
+    state.scheduler = makeScheduler(loaded, state.served.contextLength, options, metrics, log);
   });
   ready.catch((err: unknown) => log(`tensorgpu serve: the model failed to load: ${(err as Error).message}`));
 
@@ -122,15 +159,20 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
       metrics.completionTokens.inc(s.generatedTokens);
     });
     counted.catch(() => undefined);
+    const tokenText = tokenTextOf(served);
     if (req.stream) {
       reply.header('cache-control', 'no-cache').header('x-accel-buffering', 'no').type('text/event-stream; charset=utf-8');
-      return reply.send(Readable.from(streamEvents(req, who, sequence)));
+      return reply.send(Readable.from(streamEvents(req, who, sequence, tokenText)));
     }
     let text = '';
-    for await (const t of sequence.tokens) text += t.text;
+    const tokens: GeneratedToken[] = [];
+    for await (const t of sequence.tokens) {
+      text += t.text;
+      tokens.push(t);
+    }
     const stats = await sequence.result;
     if (sequence.cancelled === 'shutdown') throw new UnavailableError('The server shut down before the request finished', 'shutting_down');
-    return reply.send(req.kind === 'chat' ? chatCompletion(who, text, stats) : textCompletion(who, text, stats));
+    return reply.send(req.kind === 'chat' ? chatCompletion(who, text, stats, chatLogprobs(tokens, tokenText)) : textCompletion(who, text, stats, textLogprobs(tokens, tokenText)));
   };
 
   app.post('/v1/chat/completions', async (request, reply) => complete(parseChatRequest(request.body), reply));
@@ -152,6 +194,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
       closing ??= (async () => {
         state.draining = true;
         await state.scheduler?.drain(deadlineMs);
+        state.scheduler?.dispose?.();
         // Every sequence has ended; a connection still open now is idle or its reader stopped reading (a stream
         // stuck on backpressure): give responses a moment to flush their last events, then cut what is left.
         const closed = app.close();
@@ -163,13 +206,22 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   };
 }
 
-async function* streamEvents(req: CompletionRequest, who: ResponseIdentity, sequence: Sequence): AsyncGenerator<string> {
+/** A token's own text, for log-probability entries. */
+function tokenTextOf(served: ServedModel): TokenText {
+  return (id) => served.tokenizer.decode([id], false, { cleanUpSpaces: false });
+}
+
+async function* streamEvents(req: CompletionRequest, who: ResponseIdentity, sequence: Sequence, tokenText: TokenText): AsyncGenerator<string> {
   const usage = req.includeUsage;
   const object = req.kind === 'chat' ? 'chat.completion.chunk' : 'text_completion';
   try {
     if (req.kind === 'chat') yield sseEvent(chatChunk(who, { role: 'assistant', content: '' }, null, usage));
+    let offset = 0;
     for await (const t of sequence.tokens) {
-      if (t.text) yield sseEvent(req.kind === 'chat' ? chatChunk(who, { content: t.text }, null, usage) : textChunk(who, t.text, null, usage));
+      // With log-probabilities every token is a chunk (its text may be empty mid-character).
+      if (!t.text && !t.logprobs) continue;
+      yield sseEvent(req.kind === 'chat' ? chatChunk(who, { content: t.text }, null, usage, chatLogprobs([t], tokenText)) : textChunk(who, t.text, null, usage, textLogprobs([t], tokenText, offset)));
+      offset += t.logprobs ? tokenText(t.id).length : 0;
     }
     const stats = await sequence.result;
     if (sequence.cancelled === 'shutdown') {

@@ -96,6 +96,19 @@ describe('serve: OpenAI routes', () => {
     expect(a.choices[0]!.message.content).toBe(b.choices[0]!.message.content);
   });
 
+  it('answers chat logprobs: true with top_logprobs in OpenAI\'s shape', async () => {
+    const r = await client.chat.completions.create({ model: MODEL, messages, max_tokens: 3, temperature: 0, logprobs: true, top_logprobs: 2 });
+    const content = r.choices[0]!.logprobs!.content!;
+    expect(content.length).toBeGreaterThan(0);
+    for (const c of content) {
+      expect(c.logprob).toBeLessThanOrEqual(0);
+      expect(c.top_logprobs).toHaveLength(2);
+      expect(c.bytes).toEqual(Array.from(Buffer.from(c.token, 'utf8')));
+      expect(c.logprob).toBeCloseTo(c.top_logprobs[0]!.logprob, 9);
+    }
+    expect(content.map((c) => c.token).join('')).toBe(r.choices[0]!.message.content);
+  });
+
   it('exports Prometheus metrics: requests, tokens, queue, latency, GPU memory', async () => {
     expect(await metric(server, 'tensorgpu_requests_total{route="/v1/chat/completions",status="200"}')).toBeGreaterThan(0);
     expect(await metric(server, 'tensorgpu_prompt_tokens_total')).toBeGreaterThan(0);

@@ -56,8 +56,9 @@ describe('serve: errors', () => {
       [{ seed: 1.5 }, 'seed'],
       [{ model: 5 }, 'model'],
       [{ n: 2 }, 'n'],
-      [{ logprobs: true }, 'logprobs'],
+      [{ logprobs: 'yes' }, 'logprobs'],
       [{ top_logprobs: 2 }, 'top_logprobs'],
+      [{ logprobs: true, top_logprobs: 21 }, 'top_logprobs'],
     ];
     for (const [patch, param] of cases) {
       const r = await post(`${server.url}/v1/chat/completions`, JSON.stringify({ model: MODEL, messages, max_tokens: 2, ...patch }));
@@ -65,10 +66,10 @@ describe('serve: errors', () => {
       expect(r.json.error.param, JSON.stringify(patch)).toBe(param);
       expect(r.json.error.type).toBe('invalid_request_error');
     }
-    const logprobs = await post(`${server.url}/v1/completions`, JSON.stringify({ model: MODEL, prompt: 'x', logprobs: 2 }));
+    const logprobs = await post(`${server.url}/v1/completions`, JSON.stringify({ model: MODEL, prompt: 'x', logprobs: 6 }));
     expect(logprobs.status).toBe(400);
-    expect(logprobs.json.error).toMatchObject({ param: 'logprobs', code: 'unsupported_parameter' });
-    expect(logprobs.json.error.message).toMatch(/not supported yet/);
+    expect(logprobs.json.error).toMatchObject({ param: 'logprobs', code: 'invalid_value' });
+    expect(logprobs.json.error.message).toMatch(/an integer in \[0, 5\]/);
   });
 
   it('answers 404 for an unknown model', async () => {
@@ -119,12 +120,13 @@ describe('serve: --api-key', () => {
 
 describe('serve: --max-queue', () => {
   it('answers 429 with Retry-After once the queue is full', async () => {
-    const { server: small, client: c } = await serve(loaded, { maxQueue: 1 });
-    const aborts = [new AbortController(), new AbortController()];
+    // Two sequences share decode steps, one waits; the next request is refused.
+    const { server: small, client: c } = await serve(loaded, { maxQueue: 1, maxBatch: 2 });
+    const aborts = [new AbortController(), new AbortController(), new AbortController()];
     try {
       const body = JSON.stringify({ model: MODEL, messages, max_tokens: 200, temperature: 0, stream: true });
       const opened = aborts.map((a) => fetch(`${small.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body, signal: a.signal }).catch(() => undefined));
-      await until(async () => (await metric(small, 'tensorgpu_running_sequences')) === 1 && (await metric(small, 'tensorgpu_queue_depth')) === 1);
+      await until(async () => (await metric(small, 'tensorgpu_running_sequences')) === 2 && (await metric(small, 'tensorgpu_queue_depth')) === 1);
       const err = await refusal(c.chat.completions.create({ model: MODEL, messages, max_tokens: 2 }));
       expect(err.status).toBe(429);
       expect(err.code).toBe('queue_full');
@@ -132,7 +134,7 @@ describe('serve: --max-queue', () => {
       for (const a of aborts) a.abort();
       await Promise.all(opened);
       await until(async () => (await metric(small, 'tensorgpu_running_sequences')) === 0 && (await metric(small, 'tensorgpu_queue_depth')) === 0);
-      expect(await metric(small, 'tensorgpu_completion_tokens_total')).toBeLessThan(200);
+      expect(await metric(small, 'tensorgpu_completion_tokens_total')).toBeLessThan(400);
     } finally {
       for (const a of aborts) a.abort();
       await small.close();

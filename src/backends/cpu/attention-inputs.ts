@@ -6,6 +6,7 @@ import { decodeOne, encodeOne } from '../../core/codecs.js';
 import type { DType } from '../../core/dtype.js';
 import type { AttentionInputsArgs } from '../backend.js';
 import { castCode, store, values } from './cpu-backend.js';
+import { pagedRowViews } from './paged-rows.js';
 
 type Handle = StorageArray;
 
@@ -27,13 +28,18 @@ export function attentionInputsReference(a: AttentionInputsArgs<Handle>): Handle
   const q = new Float64Array(s * heads * d);
   const dt = a.qkv.dtype;
   const row = new Float64Array(d);
+  const paged = a.pages && pagedRowViews(a.pages, s);
+  let poolRow = (pos: number) => pos;
   const write = (cache: AttentionInputsArgs<Handle>['keys'], pos: number, h: number, v: Float64Array) => {
     const [o, s0, s1, s2] = [cache.view.offset, ...cache.view.strides];
-    for (let c = 0; c < d; c++) cache.handle[o + pos * s0 + h * s1 + c * s2] = castCode(v[c], cache.dtype);
+    const row = poolRow(pos);
+    for (let c = 0; c < d; c++) cache.handle[o + row * s0 + h * s1 + c * s2] = castCode(v[c], cache.dtype);
   };
   for (let si = 0; si < s; si++) {
-    const pos = base + si;
-    if (pos >= a.keys.view.shape[0] || pos >= a.cos.view.shape[0]) continue;
+    const pos = paged ? paged[si].position : base + si;
+    if (paged) poolRow = paged[si].poolRow;
+    else if (pos >= a.keys.view.shape[0]) continue;
+    if (pos >= a.cos.view.shape[0]) continue;
     for (let j = 0; j < heads + 2 * kvHeads; j++) {
       for (let c = 0; c < d; c++) row[c] = x[si * width + j * d + c];
       if (j >= heads + kvHeads) {

@@ -4,9 +4,10 @@ import { DTYPE_INFO, type DType } from '../../core/dtype.js';
 import { ShapeError } from '../../core/errors.js';
 import { coalesceViews, numel, transposed2d, type Shape, type View } from '../../core/shape.js';
 import { attentionInputsReference } from './attention-inputs.js';
+import { pagedAttentionReference } from './paged-attention.js';
 import { attentionBackwardReference } from './attention-backward.js';
 import { shortConvReference } from './short-conv.js';
-import { isScalarOperand, type AttentionInputsArgs, type AttentionOptions, type Backend, type BinaryOp, type ConvGeometry, type ExpertLinearOptions, type MatmulDims, type MatmulScaling, type Operand, type PadMode, type ScalarOperand, type QuantizeBlocks, type ReduceOp, type RouteOptions, type SamplingParams, type ShortConvArgs, type UnaryOp, type UpsampleMode } from '../backend.js';
+import { isScalarOperand, type AttentionInputsArgs, type AttentionOptions, type PagedKv, type Backend, type BinaryOp, type ConvGeometry, type ExpertLinearOptions, type MatmulDims, type MatmulScaling, type Operand, type PadMode, type ScalarOperand, type QuantizeBlocks, type ReduceOp, type RouteOptions, type SamplingParams, type ShortConvArgs, type UnaryOp, type UpsampleMode } from '../backend.js';
 import { convReference, convTranspose1dReference, padReference } from './conv.js';
 import type { ConvTranspose1dGeometry } from '../backend.js';
 import { crossEntropyBackwardReference, crossEntropyForwardReference, indexAddReference } from './cross-entropy.js';
@@ -297,8 +298,9 @@ export class CpuBackend implements Backend<Handle> {
     return ropeReference(x, cos, sin, positionOffset);
   }
 
-  attention(q: Operand<Handle>, k: Operand<Handle>, v: Operand<Handle>, options: AttentionOptions, queryOffsetFrom?: Operand<Handle>): Handle {
+  attention(q: Operand<Handle>, k: Operand<Handle>, v: Operand<Handle>, options: AttentionOptions, queryOffsetFrom?: Operand<Handle>, pages?: PagedKv<Handle>): Handle {
     const offset = options.queryOffset + (queryOffsetFrom ? values(queryOffsetFrom)[0] : 0);
+    if (pages) return pagedAttentionReference(q, k, v, options, pages);
     return attentionReference(q, k, v, { ...options, queryOffset: offset });
   }
 

@@ -6,7 +6,7 @@ import { DTYPE_INFO, isFp8, lanesPerWord, type DType } from '../../core/dtype.js
 import { DeviceUnavailableError, ShapeError } from '../../core/errors.js';
 import { contiguousView, isContiguous, numel, transposed2d, type Shape } from '../../core/shape.js';
 import { isScalarOperand, type ScalarOperand } from '../backend.js';
-import type { AttentionInputsArgs, AttentionOptions, Backend, BinaryOp, ConvGeometry, ExpertLinearOptions, MatmulDims, MatmulScaling, Operand, PadMode, QuantizeBlocks, ReduceOp, RouteOptions, SamplingParams, ShortConvArgs, UnaryOp, UpsampleMode } from '../backend.js';
+import type { AttentionInputsArgs, AttentionOptions, PagedKv, Backend, BinaryOp, ConvGeometry, ExpertLinearOptions, MatmulDims, MatmulScaling, Operand, PadMode, QuantizeBlocks, ReduceOp, RouteOptions, SamplingParams, ShortConvArgs, UnaryOp, UpsampleMode } from '../backend.js';
 import { castCode } from '../cpu/cpu-backend.js';
 import { BufferPool, type MemoryStats } from './buffer-pool.js';
 import { bindingSignature, layoutEntries, UniformArena } from './bindings.js';
@@ -587,8 +587,8 @@ export class WebGpuBackend implements Backend<GpuBuffer>, GpuContext {
     return ropeKernel(this, this.gpuOperand(x), this.gpuOperand(cos), this.gpuOperand(sin), positionOffset);
   }
 
-  attention(q: Operand<GpuBuffer>, k: Operand<GpuBuffer>, v: Operand<GpuBuffer>, options: AttentionOptions, queryOffsetFrom?: Operand<GpuBuffer>): GpuBuffer {
-    return attentionKernel(this, this.gpuOperand(q), this.gpuOperand(k), this.gpuOperand(v), options, q.dtype, queryOffsetFrom && this.gpuOperand(queryOffsetFrom));
+  attention(q: Operand<GpuBuffer>, k: Operand<GpuBuffer>, v: Operand<GpuBuffer>, options: AttentionOptions, queryOffsetFrom?: Operand<GpuBuffer>, pages?: PagedKv<GpuBuffer>): GpuBuffer {
+    return attentionKernel(this, this.gpuOperand(q), this.gpuOperand(k), this.gpuOperand(v), options, q.dtype, queryOffsetFrom && this.gpuOperand(queryOffsetFrom), pages);
   }
 
   /** One dispatch: q/k norm, RoPE and both cache writes. */

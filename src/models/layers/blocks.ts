@@ -15,6 +15,9 @@ import { attention, rmsNorm, swiglu } from '../../ops/nn.js';
 import { cat, clone, narrow, reshape, select } from '../../ops/shape-ops.js';
 import { withTempsAsync } from '../../ops/util.js';
 import { tidy } from '../../core/scope.js';
+import { tensor } from '../../ops/creation.js';
+import type { PagedSlot } from './paged-kv.js';
+import { pagedIndex, type PagedIndex } from '../../ops/paged-cache.js';
 import type { AttentionWeights, DenseMlpWeights, MoeWeights } from './weights.js';
 
 /** linear's options for a weight: its FP8 dequantization scale and recipe, when it has them. */
@@ -48,29 +51,41 @@ export interface AttentionCacheSlot {
   readonly position?: Tensor;
 }
 
+/** The fused q|k|v projection (one GEMV over a stacked weight, or three and a cat). */
+function projectQkv(x: Tensor, a: AttentionWeights): Tensor {
+  return 'data' in a.qkv ? project(x, a.qkv) : cat([project(x, a.qkv.q), project(x, a.qkv.k), project(x, a.qkv.v)], 1);
+}
+
+/** attentionInputs' options for a layer, but for where the rows go. */
+function inputOptions(a: AttentionWeights, g: AttentionGeometry, rope: { cos: Tensor; sin: Tensor }) {
+  return { heads: g.heads, kvHeads: g.kvHeads, headDim: g.headDim, qNorm: a.qNorm, kNorm: a.kNorm, eps: g.eps, cos: rope.cos, sin: rope.sin };
+}
+
 /** h + o(attention(q, k, v)) of the normed x, with q/k norm, RoPE and the cache write fused into one kernel. */
 export function attentionBlock(x: Tensor, h: Tensor, a: AttentionWeights, g: AttentionGeometry, rope: { cos: Tensor; sin: Tensor }, slot: AttentionCacheSlot): Tensor {
   return tidy(() => {
     const s = x.shape[0];
-    const qkv = 'data' in a.qkv ? project(x, a.qkv) : cat([project(x, a.qkv.q), project(x, a.qkv.k), project(x, a.qkv.v)], 1);
+    const qkv = projectQkv(x, a);
     const { keys, values, start, position } = slot;
-    const q = attentionInputs(qkv, {
-      heads: g.heads,
-      kvHeads: g.kvHeads,
-      headDim: g.headDim,
-      qNorm: a.qNorm,
-      kNorm: a.kNorm,
-      eps: g.eps,
-      cos: rope.cos,
-      sin: rope.sin,
-      keys,
-      values,
-      position: position ?? start,
-    });
+    const q = attentionInputs(qkv, { ...inputOptions(a, g, rope), keys, values, position: position ?? start });
     const attn = position
       ? attention(q, keys, values, { causal: true, queryOffset: position })
       : attention(q, narrow(keys, 0, 0, start + s), narrow(values, 0, 0, start + s), { causal: true, queryOffset: start });
     return project(reshape(attn, [s, g.heads * g.headDim]), a.o, h);
+  });
+}
+
+/**
+ * attentionBlock over a paged KV pool for a batch of sequences (their rows consecutive in x and h, each row's
+ * position and pages in the batch index): every step of it, projections, the cache writes and attention, is one
+ * dispatch for the whole batch.
+ */
+export function pagedAttentionBlock(x: Tensor, h: Tensor, a: AttentionWeights, g: AttentionGeometry, rope: { cos: Tensor; sin: Tensor }, pool: { keys: Tensor; values: Tensor }, pages: PagedIndex): Tensor {
+  return tidy(() => {
+    const { keys, values } = pool;
+    const q = attentionInputs(projectQkv(x, a), { ...inputOptions(a, g, rope), keys, values, position: 0, pages });
+    const attn = attention(q, keys, values, { pages });
+    return project(reshape(attn, [x.shape[0], g.heads * g.headDim]), a.o, h);
   });
 }
 
@@ -146,6 +161,8 @@ export interface DecoderStack {
   readonly routing?: Routing;
   /** h + layer i's token mixer (attention, or LFM2's short conv) over its normed input. */
   mix(h: Tensor, i: number, start: number, position?: Tensor): Tensor;
+  /** The mixer over a paged KV pool for a batch of sequences (families that support continuous batching). */
+  mixPaged?(h: Tensor, i: number, pages: PagedIndex): Tensor;
   /** The norm in front of layer i's feed-forward, and its weights. */
   feedForward(i: number): { readonly norm: Tensor; readonly weights: DenseMlpWeights | MoeWeights };
 }
@@ -159,6 +176,27 @@ export interface DecoderRun {
 
 /** Embedding, every layer (mixer, then feed-forward with its residual in the last kernel), the head: no reads. */
 export function decoderForward(stack: DecoderStack, tokens: Tensor, start: number, position: Tensor | undefined, lastOnly: boolean): DecoderRun {
+  return decoderLayers(stack, tokens, (h, i) => stack.mix(h, i, start, position), (h) => lmHead(h, stack.norm, stack.eps, stack.lmHead, lastOnly));
+}
+
+/**
+ * decoderForward for a batch of sequences over a paged KV pool, their tokens consecutive: logits [slots, vocab],
+ * one row per sequence (its last token's).
+ */
+export function decoderForwardPaged(stack: DecoderStack, tokens: Tensor, slots: readonly PagedSlot[], pageSize: number): DecoderRun {
+  const mixPaged = stack.mixPaged;
+  if (!mixPaged) throw new TypeError('decoderForwardPaged: this model family has no paged KV cache');
+  const pages = pagedIndex(slots.map((s) => ({ pages: s.sequence.pages, start: s.start, rows: s.rows })), pageSize, tokens.device);
+  return decoderLayers(stack, tokens, (h, i) => mixPaged(h, i, pages), (h) => {
+    const everyRow = slots.every((s) => s.rows === 1);
+    if (everyRow) return lmHead(h, stack.norm, stack.eps, stack.lmHead, false);
+    let end = 0;
+    const last = slots.map((s) => (end += s.rows) - 1);
+    return lmHead(indexSelect(h, 0, tensor(last, { dtype: 'int32', device: h.device })), stack.norm, stack.eps, stack.lmHead, false);
+  });
+}
+
+function decoderLayers(stack: DecoderStack, tokens: Tensor, mix: (h: Tensor, i: number) => Tensor, head: (h: Tensor) => Tensor): DecoderRun {
   const d0 = dispatchCount();
   let layerDispatches = 0;
   const logits = tidy(() => {
@@ -166,7 +204,7 @@ export function decoderForward(stack: DecoderStack, tokens: Tensor, start: numbe
     const l0 = dispatchCount();
     for (let i = 0; i < stack.numLayers; i++) {
       const next = tidy(() => {
-        const x = stack.mix(h, i, start, position);
+        const x = mix(h, i);
         const ff = stack.feedForward(i);
         const normed = rmsNorm(x, ff.norm, stack.eps);
         return ff.weights.kind === 'dense' ? denseMlp(normed, ff.weights, x) : fusedMoe(normed, ff.weights, stack.routing!, x);
@@ -175,7 +213,7 @@ export function decoderForward(stack: DecoderStack, tokens: Tensor, start: numbe
       h = next;
     }
     layerDispatches = dispatchCount() - l0;
-    return lmHead(h, stack.norm, stack.eps, stack.lmHead, lastOnly);
+    return head(h);
   });
   return { logits, dispatches: dispatchCount() - d0, perLayer: layerDispatches / Math.max(1, stack.numLayers) };
 }

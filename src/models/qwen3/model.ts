@@ -9,8 +9,9 @@ import type { Qwen3Config } from '../../io/hf-config.js';
 import { zeros } from '../../ops/creation.js';
 import { rmsNorm } from '../../ops/nn.js';
 import { keep, tidy } from '../../core/scope.js';
-import type { ForwardOptions, ModelCache, MoeMode } from '../causal-lm.js';
-import { attentionBlock, type DecoderStack, type Routing } from '../layers/blocks.js';
+import type { ForwardOptions, ModelCache, MoeMode, PagedCausalLM } from '../causal-lm.js';
+import { attentionBlock, decoderForwardPaged, pagedAttentionBlock, type DecoderStack, type Routing } from '../layers/blocks.js';
+import { kvBytesPerPosition, PagedKvPool, type KvGeometry, type PagedKvPoolOptions, type PagedSlot } from '../layers/paged-kv.js';
 import { DecoderModel } from '../layers/decoder-model.js';
 import { weightTensors, type Qwen3Weights } from './weights.js';
 
@@ -46,7 +47,7 @@ export class KvCache implements ModelCache {
   }
 }
 
-export class Qwen3Model extends DecoderModel<KvCache> {
+export class Qwen3Model extends DecoderModel<KvCache> implements PagedCausalLM {
   /** The MoE router (undefined for dense models). */
   readonly routing: Routing | undefined;
 
@@ -63,11 +64,48 @@ export class Qwen3Model extends DecoderModel<KvCache> {
     return new KvCache(this.config, this.options.maxSequence, this.options.kvDtype ?? 'float32', this.device);
   }
 
-  /** h + o_proj(attention(input_layernorm(h))), then the MLP or MoE block after post_attention_layernorm. */
-  protected stack(kv: KvCache): DecoderStack {
+  get kvGeometry(): KvGeometry {
+    return { layers: this.config.numHiddenLayers, kvHeads: this.config.numKeyValueHeads, headDim: this.config.headDim };
+  }
+
+  kvBytesPerPosition(dtype: DType = this.options.kvDtype ?? 'float32'): number {
+    return kvBytesPerPosition(this.kvGeometry, dtype);
+  }
+
+  newKvPool(options: PagedKvPoolOptions): PagedKvPool {
+    return new PagedKvPool(this.kvGeometry, { dtype: this.options.kvDtype, ...options }, this.device);
+  }
+
+  forwardPaged(tokens: Tensor, slots: readonly PagedSlot[], pool: PagedKvPool): Tensor {
+    const run = decoderForwardPaged(this.pagedStack(pool), tokens, slots, pool.pageSize);
+    this.lastForward = { dispatches: run.dispatches, perLayer: run.perLayer };
+    return run.logits;
+  }
+
+  private get geometry() {
+    const c = this.config;
+    return { heads: c.numAttentionHeads, kvHeads: c.numKeyValueHeads, headDim: c.headDim, eps: c.rmsNormEps };
+  }
+
+  /** The layers over a paged pool: only mixPaged is defined (a contiguous cache takes stack()). */
+  private pagedStack(pool: PagedKvPool): DecoderStack {
     const c = this.config;
     const w = this.weights;
-    const geometry = { heads: c.numAttentionHeads, kvHeads: c.numKeyValueHeads, headDim: c.headDim, eps: c.rmsNormEps };
+    return {
+      ...this.stack(undefined),
+      mix: () => {
+        throw new TypeError('Qwen3Model: this stack runs over a paged pool (mixPaged)');
+      },
+      mixPaged: (h, i, pages) =>
+        tidy(() => pagedAttentionBlock(rmsNorm(h, w.layers[i].inputNorm, c.rmsNormEps), h, w.layers[i].attention, this.geometry, this.rope, { keys: pool.keys[i], values: pool.values[i] }, pages)),
+    };
+  }
+
+  /** h + o_proj(attention(input_layernorm(h))), then the MLP or MoE block after post_attention_layernorm. */
+  protected stack(kv: KvCache | undefined): DecoderStack {
+    const c = this.config;
+    const w = this.weights;
+    const geometry = this.geometry;
     return {
       embedTokens: w.embedTokens,
       numLayers: c.numHiddenLayers,
@@ -76,7 +114,7 @@ export class Qwen3Model extends DecoderModel<KvCache> {
       lmHead: w.lmHead,
       routing: this.routing,
       mix: (h, i, start, position) =>
-        tidy(() => attentionBlock(rmsNorm(h, w.layers[i].inputNorm, c.rmsNormEps), h, w.layers[i].attention, geometry, this.rope, { keys: kv.keys[i], values: kv.values[i], start, position })),
+        tidy(() => attentionBlock(rmsNorm(h, w.layers[i].inputNorm, c.rmsNormEps), h, w.layers[i].attention, geometry, this.rope, { keys: kv!.keys[i], values: kv!.values[i], start, position })),
       feedForward: (i) => ({ norm: w.layers[i].postAttentionNorm, weights: w.layers[i].mlp }),
     };
   }

@@ -5,6 +5,7 @@ import type { AttentionInputsArgs } from '../../backend.js';
 import { wordBytes, type GpuBuffer, type GpuContext } from '../gpu-context.js';
 import { defineKernel } from './kernel.js';
 import { pow2AtLeast } from './nn-util.js';
+import { cacheRowFn } from './attention.js';
 import { grid1d } from './wgsl.js';
 
 /** The activation dtype's rounding (HF casts the normalized value back to it). */
@@ -34,7 +35,7 @@ const attentionInputs = defineKernel({
   name: 'attention-inputs',
   source: 'attention-inputs.wgsl',
   // qn, kn: the q/k norm weights' dtypes, or NO_NORM; maxD: the row's workgroup array (a power of two >= D).
-  variant: { q: 'dtype', k: 'dtype', v: 'dtype', qn: 'string', kn: 'string', posBuffer: 'boolean', maxD: 'number' },
+  variant: { q: 'dtype', k: 'dtype', v: 'dtype', qn: 'string', kn: 'string', posBuffer: 'boolean', maxD: 'number', paged: 'boolean' },
   params: {
     s: 'u32', heads: 'u32', kv_heads: 'u32', d: 'u32',
     qkv_off: 'u32', qkv_s0: 'u32',
@@ -44,7 +45,7 @@ const attentionInputs = defineKernel({
     v_off: 'u32', vs0: 'u32', vs1: 'u32',
     pos0: 'u32', pos_at: 'u32',
     capacity: 'u32', table_len: 'u32',
-    eps: 'f32', total: 'u32',
+    eps: 'f32', total: 'u32', page_size: 'u32', pages_at: 'u32',
   },
   // q, and the k / v rows written in place into the caches.
   outputs: { out: { packed: 'q' }, k_cache: { packed: 'k' }, v_cache: { packed: 'v' } },
@@ -55,6 +56,7 @@ const attentionInputs = defineKernel({
     qn: { packed: (v) => v.qn as DType, when: (v) => v.qn !== NO_NORM },
     kn: { packed: (v) => v.kn as DType, when: (v) => v.kn !== NO_NORM },
     pos_buf: { type: 'u32', when: (v) => v.posBuffer },
+    pages: { type: 'i32', when: (v) => v.paged },
   },
   grid: 'custom',
   workgroupSize: 64,
@@ -68,8 +70,10 @@ const attentionInputs = defineKernel({
   },
   functions: (v) => roundFn(v.q),
   code: (v) => ({
-    POSITION: v.posBuffer ? 'p.pos0 + u32(bitcast<i32>(pos_buf[p.pos_at]))' : 'p.pos0',
+    POSITION: v.paged ? 'u32(pages[p.pages_at + 2u * s])' : v.posBuffer ? 'p.pos0 + u32(bitcast<i32>(pos_buf[p.pos_at])) + s' : 'p.pos0 + s',
+    TABLE_AT: v.paged ? '  table_at = p.pages_at + u32(pages[p.pages_at + 2u * s + 1u]);' : '',
     NORMALIZE: v.qn !== NO_NORM ? NORMALIZE : '',
+    CACHE_ROW: cacheRowFn(v.paged),
   }),
 });
 
@@ -90,7 +94,7 @@ export function attentionInputsKernel(ctx: GpuContext, a: AttentionInputsArgs<Gp
     {
       q: qDtype, k: a.keys.dtype, v: a.values.dtype,
       qn: norm ? a.qNorm!.dtype : NO_NORM, kn: norm ? a.kNorm!.dtype : NO_NORM,
-      posBuffer: a.positionFrom !== undefined, maxD: Math.max(64, pow2AtLeast(d)),
+      posBuffer: a.positionFrom !== undefined, maxD: Math.max(64, pow2AtLeast(d)), paged: a.pages !== undefined,
     },
     {
       s, heads, kv_heads: kvHeads, d,
@@ -100,13 +104,14 @@ export function attentionInputsKernel(ctx: GpuContext, a: AttentionInputsArgs<Gp
       k_off: k.offset, ks0: k.strides[0], ks1: k.strides[1],
       v_off: v.offset, vs0: v.strides[0], vs1: v.strides[1],
       pos0: a.position, pos_at: a.positionFrom?.view.offset ?? 0,
-      capacity: k.shape[0], table_len: a.cos.view.shape[0],
-      eps: a.eps, total,
+      // Paged: the host built each row's pages to hold it.
+      capacity: a.pages ? 0xffffffff : k.shape[0], table_len: a.cos.view.shape[0],
+      eps: a.eps, total, page_size: a.pages?.pageSize ?? 1, pages_at: a.pages?.index.view.offset ?? 0,
     },
     {
       out, k_cache: a.keys.handle, v_cache: a.values.handle,
       qkv: qkv.handle, cos_t: a.cos.handle, sin_t: a.sin.handle,
-      qn: a.qNorm?.handle, kn: a.kNorm?.handle, pos_buf: a.positionFrom?.handle,
+      qn: a.qNorm?.handle, kn: a.kNorm?.handle, pos_buf: a.positionFrom?.handle, pages: a.pages?.index.handle,
     },
     { workgroups: grid1d(total, 1) },
   );

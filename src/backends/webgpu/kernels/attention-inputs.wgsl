@@ -2,16 +2,21 @@
 // RMSNorm (HF rounding: the normalized value in the activation dtype, then the weight), rotate-half RoPE at
 // position pos + s, q written to `out` [S, Hq, D], k and v written into the KV caches at row pos + s.
 // One workgroup per (token s, head slot j): j < Hq a q head, then Hkv k heads, then Hkv v heads (copied as is).
-// pos = p.pos0 + the position buffer's value (a captured decode step advances it without new uniforms); a row at
-// or past the cache's capacity or the RoPE table's end writes nothing.
+// pos = p.pos0 + s + the position buffer's value (a captured decode step advances it without new uniforms), or with
+// a paged cache token s's entry in the batch index; a row at or past the cache's capacity or the RoPE table's end
+// writes nothing.
 // The header (params, bindings, load_qkv/qn/kn, encode_out/k_cache/v_cache, round_x, WG = 64, MAX_D >= D and each
-// output's LANES / BITS) comes from the description in attention-inputs.ts; POSITION and NORMALIZE are its code.
+// output's LANES / BITS) comes from the description in attention-inputs.ts; POSITION, NORMALIZE and CACHE_ROW (a
+// position's cache row: itself, or through a paged cache's page table) are its code.
 
 var<workgroup> row: array<f32, MAX_D>;
 var<workgroup> red: array<f32, WG>;
 var<workgroup> sh_pos: u32;
 
-fn position() -> u32 {
+{{CACHE_ROW}}
+
+// Token s's position (paged: from the batch index, which also sets table_at, where its page table starts).
+fn position(s: u32) -> u32 {
   return {{POSITION}};
 }
 
@@ -38,10 +43,11 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
   let s = index / slots;
   let j = index % slots;
   if (t == 0u) {
-    sh_pos = position();
+    sh_pos = position(s);
   }
   // Read from a buffer, the position must be made workgroup-uniform before the barriers below depend on it.
-  let pos = workgroupUniformLoad(&sh_pos) + s;
+  let pos = workgroupUniformLoad(&sh_pos);
+{{TABLE_AT}}
   let is_q = j < p.heads;
   let is_v = j >= p.heads + p.kv_heads;
   // Caches and tables only have rows below their lengths; q rows past them are left unwritten too.
@@ -69,7 +75,7 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
       out[first / Q_LANES + w] = word;
     }
   } else if (!is_v) {
-    let first = p.k_off + pos * p.ks0 + (j - p.heads) * p.ks1;
+    let first = p.k_off + cache_row(pos) * p.ks0 + (j - p.heads) * p.ks1;
     for (var w = t; w * K_LANES < p.d; w += WG) {
       var word = 0u;
       for (var l = 0u; l < K_LANES; l++) {
@@ -78,7 +84,7 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
       k_cache[first / K_LANES + w] = word;
     }
   } else {
-    let first = p.v_off + pos * p.vs0 + (j - p.heads - p.kv_heads) * p.vs1;
+    let first = p.v_off + cache_row(pos) * p.vs0 + (j - p.heads - p.kv_heads) * p.vs1;
     for (var w = t; w * V_LANES < p.d; w += WG) {
       var word = 0u;
       for (var l = 0u; l < V_LANES; l++) {

@@ -3,12 +3,7 @@
 // rules as the single-pass kernel. Partials: [rows * splits] (max, sum) pairs, then [rows * splits, D] acc.
 // The header and the one-word-per-invocation loop come from the description in attention.ts.
 
-fn visible(i: u32) -> u32 {
-  if (p.causal == 0u) {
-    return p.skv;
-  }
-  return u32(clamp(i32(i) + {{QUERY_OFFSET}} + 1, 0, i32(p.skv)));
-}
+{{VISIBLE}}
 
 fn merged(e: u32) -> f32 {
   let row = e / p.d;

@@ -5,7 +5,7 @@
 import { lanesPerWord, type DType } from '../../../core/dtype.js';
 import { ShapeError } from '../../../core/errors.js';
 import { numel } from '../../../core/shape.js';
-import type { AttentionOptions } from '../../backend.js';
+import type { AttentionOptions, PagedKv } from '../../backend.js';
 import { wordBytes, type GpuBuffer, type GpuContext } from '../gpu-context.js';
 import { viaFloat32, type GpuOperand } from './elementwise.js';
 import { defineKernel } from './kernel.js';
@@ -20,6 +20,35 @@ const MAX_Q_FLOATS = 2048;
 const TARGET_WORKGROUPS = 256;
 const MIN_CHUNK = 256;
 const MAX_SPLITS = 64;
+/**
+ * Paged attention always takes the split path with this many keys a split, whatever the batch: a query's splits
+ * and their merge order then depend on its own length only (splits past it are empty and merge as exact zeros), so
+ * its result is the same bits alone or beside longer sequences (batch invariance).
+ */
+const PAGED_CHUNK = 256;
+
+/**
+ * WGSL `cache_row(j)`: a key's row in the k / v operands, j itself or (paged) through the page table that starts
+ * at `table_at` in `pages` (the batch index; set per workgroup by the kernel).
+ */
+export function cacheRowFn(paged: boolean): string {
+  if (!paged) return 'fn cache_row(j: u32) -> u32 {\n  return j;\n}';
+  return 'var<private> table_at: u32;\nfn cache_row(j: u32) -> u32 {\n  return u32(pages[table_at + j / p.page_size]) * p.page_size + j % p.page_size;\n}';
+}
+
+/**
+ * WGSL `visible(i)`: how many keys query i sees. Paged, query i is row i of the batch index and sees its own
+ * sequence's keys 0..position_i; else all keys, or causally up to its offset.
+ */
+function visibleFn(qoffBuffer: boolean, paged: boolean): string {
+  if (paged) return 'fn visible(i: u32) -> u32 {\n  return min(u32(pages[p.pages_at + 2u * i]) + 1u, p.skv);\n}';
+  return `fn visible(i: u32) -> u32 {
+  if (p.causal == 0u) {
+    return p.skv;
+  }
+  return u32(clamp(i32(i) + ${queryOffsetExpr(qoffBuffer)} + 1, 0, i32(p.skv)));
+}`;
+}
 
 /** The query offset, plus the device value when a captured step reads it from qoff_buf. */
 const queryOffsetExpr = (qoffBuffer: boolean) => (qoffBuffer ? '(p.query_offset + qoff_buf[p.qoff_at])' : 'p.query_offset');
@@ -27,7 +56,7 @@ const queryOffsetExpr = (qoffBuffer: boolean) => (qoffBuffer ? '(p.query_offset 
 const attention = defineKernel({
   name: 'attention',
   source: 'attention.wgsl',
-  variant: { q: 'dtype', k: 'dtype', v: 'dtype', out: 'dtype', rows: 'number', rounds: 'number', dq: 'number', split: 'boolean', qoffBuffer: 'boolean' },
+  variant: { q: 'dtype', k: 'dtype', v: 'dtype', out: 'dtype', rows: 'number', rounds: 'number', dq: 'number', split: 'boolean', qoffBuffer: 'boolean', paged: 'boolean' },
   params: {
     sq: 'u32', hq: 'u32', skv: 'u32', hkv: 'u32',
     d: 'u32', gh: 'u32', gq: 'u32', group: 'u32', hblocks: 'u32', splits: 'u32', chunk: 'u32',
@@ -35,41 +64,48 @@ const attention = defineKernel({
     q_off: 'u32', qs0: 'u32', qs1: 'u32', qs2: 'u32',
     k_off: 'u32', ks0: 'u32', ks1: 'u32', ks2: 'u32',
     v_off: 'u32', vs0: 'u32', vs1: 'u32', vs2: 'u32',
-    acc_base: 'u32', qoff_at: 'u32',
+    acc_base: 'u32', qoff_at: 'u32', page_size: 'u32', pages_at: 'u32',
   },
   // With key splits `out` is the float32 partials (raw bits), else the packed output.
   outputs: { out: { packed: 'out' } },
-  inputs: { q: { packed: 'q' }, k: { packed: 'k' }, v: { packed: 'v' }, qoff_buf: { type: 'i32', when: (v) => v.qoffBuffer } },
+  inputs: { q: { packed: 'q' }, k: { packed: 'k' }, v: { packed: 'v' }, qoff_buf: { type: 'i32', when: (v) => v.qoffBuffer }, pages: { type: 'i32', when: (v) => v.paged } },
   grid: 'custom',
   workgroupSize: WG,
   constants: (v) => ({ ROWS: v.rows, LANES: lanesPerWord(v.out), BITS: 32 / lanesPerWord(v.out), ROUNDS: v.rounds, Q_FLOATS: v.rows * v.dq }),
-  code: (v) => ({ FINISH: v.split ? SPLIT_FINISH : SINGLE_FINISH, QUERY_OFFSET: queryOffsetExpr(v.qoffBuffer) }),
+  code: (v) => ({
+    FINISH: v.split ? SPLIT_FINISH : SINGLE_FINISH,
+    VISIBLE: visibleFn(v.qoffBuffer, v.paged),
+    CACHE_ROW: cacheRowFn(v.paged),
+    TABLE_AT: v.paged ? '  table_at = p.pages_at + u32(pages[p.pages_at + 2u * qb + 1u]);' : '',
+  }),
 });
 
 const attentionMerge = defineKernel({
   name: 'attention-merge',
   source: 'attention-merge.wgsl',
-  variant: { out: 'dtype', qoffBuffer: 'boolean' },
-  params: { n: 'u32', d: 'u32', hq: 'u32', splits: 'u32', skv: 'u32', causal: 'u32', query_offset: 'i32', acc_base: 'u32', qoff_at: 'u32' },
+  variant: { out: 'dtype', qoffBuffer: 'boolean', paged: 'boolean' },
+  params: { n: 'u32', d: 'u32', hq: 'u32', splits: 'u32', skv: 'u32', causal: 'u32', query_offset: 'i32', acc_base: 'u32', qoff_at: 'u32', pages_at: 'u32' },
   outputs: { out: { packed: 'out' } },
-  inputs: { part: 'f32', qoff_buf: { type: 'i32', when: (v) => v.qoffBuffer } },
+  inputs: { part: 'f32', qoff_buf: { type: 'i32', when: (v) => v.qoffBuffer }, pages: { type: 'i32', when: (v) => v.paged } },
   grid: { words: 'n', element: 'merged' },
-  code: (v) => ({ QUERY_OFFSET: queryOffsetExpr(v.qoffBuffer) }),
+  code: (v) => ({ VISIBLE: visibleFn(v.qoffBuffer, v.paged) }),
 });
 
 /**
  * `queryOffsetFrom` (int32 [1] on the device), when given, is added to options.queryOffset inside the kernel: a
  * captured decode step attends over the whole cache (Skv = its capacity) with the position read from a buffer, the
- * causal mask hiding the rows not yet written.
+ * causal mask hiding the rows not yet written. With `pages`, k and v are a paged cache's pools and each query row
+ * reads its own sequence's keys through its page table (see PAGED_CHUNK).
  */
-export function attentionKernel(ctx: GpuContext, q: GpuOperand, k: GpuOperand, v: GpuOperand, options: AttentionOptions, outDtype: DType = q.dtype, queryOffsetFrom?: GpuOperand): GpuBuffer {
+export function attentionKernel(ctx: GpuContext, q: GpuOperand, k: GpuOperand, v: GpuOperand, options: AttentionOptions, outDtype: DType = q.dtype, queryOffsetFrom?: GpuOperand, pages?: PagedKv<GpuBuffer>): GpuBuffer {
   const [sq, hq, d] = q.view.shape;
-  const [skv, hkv] = k.view.shape;
+  const [poolRows, hkv] = k.view.shape;
+  const skv = pages ? pages.maxLength : poolRows;
   const n = numel(q.view.shape);
   const lanes = lanesPerWord(outDtype);
   if (lanes > 1 && d % lanes !== 0) {
     // Rows would share packed output words between workgroups.
-    return viaFloat32(ctx, q.view.shape, outDtype, false, () => attentionKernel(ctx, q, k, v, options, 'float32', queryOffsetFrom));
+    return viaFloat32(ctx, q.view.shape, outDtype, false, () => attentionKernel(ctx, q, k, v, options, 'float32', queryOffsetFrom, pages));
   }
   const out = ctx.alloc(wordBytes(n, lanes));
   if (n === 0) return out;
@@ -82,12 +118,16 @@ export function attentionKernel(ctx: GpuContext, q: GpuOperand, k: GpuOperand, v
   const rowTarget = Math.min(MAX_ROWS, MAX_Q_FLOATS / dq);
   let gh = Math.min(group, rowTarget);
   while (group % gh !== 0) gh--;
-  const gq = Math.max(1, Math.min(sq, Math.floor(rowTarget / gh)));
+  // Paged, every query row may be another sequence's: one query per workgroup.
+  const gq = pages ? 1 : Math.max(1, Math.min(sq, Math.floor(rowTarget / gh)));
   const hblocks = group / gh;
   const base = Math.ceil(sq / gq) * hkv * hblocks;
   let splits = 1;
   let chunk = Math.max(skv, 1);
-  if (skv >= 2 * MIN_CHUNK && base < TARGET_WORKGROUPS) {
+  if (pages) {
+    chunk = PAGED_CHUNK;
+    splits = Math.max(1, Math.ceil(skv / chunk));
+  } else if (skv >= 2 * MIN_CHUNK && base < TARGET_WORKGROUPS) {
     const want = Math.min(MAX_SPLITS, Math.ceil(skv / MIN_CHUNK), Math.ceil(TARGET_WORKGROUPS / base));
     chunk = Math.ceil(Math.ceil(skv / want) / WG) * WG;
     splits = Math.ceil(skv / chunk);
@@ -103,8 +143,10 @@ export function attentionKernel(ctx: GpuContext, q: GpuOperand, k: GpuOperand, v
   const qoffBuffer = queryOffsetFrom !== undefined;
   const total = base * splits;
   const common = { causal: options.causal ? 1 : 0, query_offset: queryOffset, acc_base: accBase, qoff_at: queryOffsetFrom?.view.offset ?? 0 };
+  const paging = { page_size: pages?.pageSize ?? 1, pages_at: pages?.index.view.offset ?? 0 };
   const params = {
     ...common,
+    ...paging,
     sq, hq, skv, hkv,
     d, gh, gq, group, hblocks, splits, chunk,
     scale: options.scale, total_wg: total,
@@ -112,17 +154,17 @@ export function attentionKernel(ctx: GpuContext, q: GpuOperand, k: GpuOperand, v
     k_off: k.view.offset, ks0: k.view.strides[0], ks1: k.view.strides[1], ks2: k.view.strides[2],
     v_off: v.view.offset, vs0: v.view.strides[0], vs1: v.view.strides[1], vs2: v.view.strides[2],
   };
-  const variant = { q: q.dtype, k: k.dtype, v: v.dtype, out: outDtype, rows, rounds, dq, split: splits > 1, qoffBuffer };
-  const inputs = { q: q.buffer, k: k.buffer, v: v.buffer, qoff_buf: queryOffsetFrom?.buffer };
+  const variant = { q: q.dtype, k: k.dtype, v: v.dtype, out: outDtype, rows, rounds, dq, split: splits > 1 || pages !== undefined, qoffBuffer, paged: pages !== undefined };
+  const inputs = { q: q.buffer, k: k.buffer, v: v.buffer, qoff_buf: queryOffsetFrom?.buffer, pages: pages?.index.handle };
   const workgroups = grid1d(total, 1);
-  if (splits === 1) {
+  if (!variant.split) {
     attention.run(ctx, variant, params, { out, ...inputs }, { workgroups });
     return out;
   }
   const partials = ctx.alloc(accBase * 4 + rowsTotal * splits * d * 4);
   try {
     attention.run(ctx, variant, params, { out: partials, ...inputs }, { workgroups });
-    attentionMerge.run(ctx, { out: outDtype, qoffBuffer }, { ...common, n, d, hq, splits, skv }, { out, part: partials, qoff_buf: queryOffsetFrom?.buffer });
+    attentionMerge.run(ctx, { out: outDtype, qoffBuffer, paged: variant.paged }, { ...common, n, d, hq, splits, skv, pages_at: paging.pages_at }, { out, part: partials, qoff_buf: queryOffsetFrom?.buffer, pages: pages?.index.handle });
     return out;
   } finally {
     ctx.release(partials);

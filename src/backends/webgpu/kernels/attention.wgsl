@@ -14,7 +14,9 @@
 // covers keys [split * chunk, +chunk) and writes its un-normalized state (max, sum, acc) for attention-merge.wgsl
 // instead of the output.
 // The header (params, bindings, load_q/k/v, encode_out, WG = 64 and the ROWS, LANES, BITS, ROUNDS, Q_FLOATS
-// constants) comes from the description in attention.ts; FINISH and QUERY_OFFSET are the launcher's code.
+// constants) comes from the description in attention.ts; FINISH, VISIBLE (keys query i sees), CACHE_ROW
+// (key j's row: j, or through a paged cache's page table) and TABLE_AT (paged: where the query's table starts) are
+// the launcher's code.
 
 // ROWS: rows held per workgroup (p.gh * p.gq of them are used; a power of two so few pipelines serve all shapes).
 // ROUNDS: output dims per row per invocation, up to ROUNDS rounds of LANES consecutive dims (ROUNDS * WG * LANES >= D).
@@ -26,13 +28,10 @@ var<workgroup> sh_s: array<f32, ROWS * WG>;
 var<workgroup> sh_p: array<f32, ROWS * WG>;
 var<workgroup> sh_m: array<f32, ROWS>;
 
+{{CACHE_ROW}}
+
 // How many keys query i sees.
-fn visible(i: u32) -> u32 {
-  if (p.causal == 0u) {
-    return p.skv;
-  }
-  return u32(clamp(i32(i) + {{QUERY_OFFSET}} + 1, 0, i32(p.skv)));
-}
+{{VISIBLE}}
 
 // The query of row r (p.sq, i.e. none, for rows past gh * gq) and its head.
 fn row_query(qb: u32, r: u32) -> u32 {
@@ -55,6 +54,7 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
   let hb = rest % p.hblocks;
   let kh = (rest / p.hblocks) % p.hkv;
   let qb = rest / (p.hblocks * p.hkv);
+{{TABLE_AT}}
   let key_begin = split * p.chunk;
   let chunk_end = min(key_begin + p.chunk, p.skv);
 
@@ -98,7 +98,7 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
       dot[r] = 0.0;
     }
     if (j < key_end) {
-      let k_row = p.k_off + j * p.ks0 + kh * p.ks1;
+      let k_row = p.k_off + cache_row(j) * p.ks0 + kh * p.ks1;
       for (var c = 0u; c < p.d; c++) {
         let kc = load_k(k_row + c * p.ks2);
         for (var r = 0u; r < ROWS; r++) {
@@ -157,7 +157,7 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
         pj[r] = sh_p[r * WG + jj];
         l[r] += pj[r];
       }
-      let v_row = p.v_off + key * p.vs0 + kh * p.vs1;
+      let v_row = p.v_off + cache_row(key) * p.vs0 + kh * p.vs1;
       for (var a = 0u; a < RL; a++) {
         let c = ((a / LANES) * WG + t) * LANES + a % LANES;
         if (c < p.d) {

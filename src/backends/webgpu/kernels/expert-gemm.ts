@@ -2,6 +2,7 @@
 // prefill-sized batches, where the per-slot GEMV (expert-linear.ts) would read an expert's weight once per slot.
 // Three dispatches and no read back: the plan sorts the slots by expert into 64-row tiles, the GEMM computes each
 // tile against its expert's weight once, and (with combine) a last pass sums each token's slots.
+import { batchInvariant } from '../../../core/batch-invariance.js';
 import { lanesPerWord, type DType } from '../../../core/dtype.js';
 import { wordBytes, type GpuBuffer, type GpuContext } from '../gpu-context.js';
 import { viaFloat32, type GpuOperand } from './elementwise.js';
@@ -28,7 +29,8 @@ export function useGroupedExpertGemm(ctx: GpuContext, weight: GpuOperand, ids: G
   const [experts, n] = weight.view.shape;
   const [t, slots] = ids.view.shape;
   const total = t * slots;
-  if (total < GROUPED_MIN_SLOTS || n === 0 || experts > PLAN_MAX_EXPERTS) return false;
+  // Batch-invariant mode keeps the per-slot GEMV for every slot count (core/batch-invariance.ts).
+  if (batchInvariant() || total < GROUPED_MIN_SLOTS || n === 0 || experts > PLAN_MAX_EXPERTS) return false;
   const { maxStorageBufferBindingSize: maxBytes, maxComputeWorkgroupsPerDimension: maxGroups } = ctx.limits;
   const layout = moePlanLayout(total, experts, BM);
   if (layout.maxTiles > maxGroups || Math.ceil(n / BN) > maxGroups || layout.words * 4 > maxBytes) return false;

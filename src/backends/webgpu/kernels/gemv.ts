@@ -7,8 +7,14 @@ import { viaFloat32, type GpuOperand } from './elementwise.js';
 import { epilogueWgsl, SCALING_INPUTS, SCALING_VARIANT, scalingBuffers, scalingVariant, type GemmScaling } from './gemm.js';
 import { defineKernel, type VariantOf } from './kernel.js';
 import { decodeFn, fillTemplate, grid1d } from './wgsl.js';
+import { batchInvariant } from '../../../core/batch-invariance.js';
 
 export const GEMV_MAX_M = 4;
+/**
+ * Rows the grouped form takes (batch-invariant mode, core/batch-invariance.ts): groups of 4 rows along the grid's z,
+ * every group running the 4-row shader with a runtime row count, so each row's sum is the same whatever the batch.
+ */
+export const GEMV_GROUPED_MAX_M = 64;
 /** Invocations a workgroup: TPO per output column times OPW columns. */
 const WORKGROUP = 256;
 
@@ -26,7 +32,7 @@ function threadsPerOutput(chunks: number): number {
 
 /** True when gemvKernel can run this product (otherwise use the GEMM). */
 export function gemvApplies(b: GpuOperand, dims: MatmulDims): boolean {
-  if (dims.batch.length > 0 || dims.m > GEMV_MAX_M || dims.m === 0) return false;
+  if (dims.batch.length > 0 || dims.m > (batchInvariant() ? GEMV_GROUPED_MAX_M : GEMV_MAX_M) || dims.m === 0) return false;
   const item = DTYPE_INFO[b.dtype].itemBytes;
   const [sk, sn] = b.view.strides;
   return (sk === 1 || dims.k === 1) && (sn * item) % 16 === 0 && (b.view.offset * item) % 16 === 0;
@@ -109,15 +115,19 @@ function columnValueFn(swiglu: boolean, opw: number): string {
   ].join('\n');
 }
 
-function storeCode(lanes: number, m: number, opw: number): string {
+/** Stores rows 0..m-1 of the workgroup's columns; grouped, as rows row0 + r, those below p.m only. */
+function storeCode(lanes: number, m: number, opw: number, grouped: boolean): string {
   const lines: string[] = [];
   for (let r = 0; r < m; r++) {
+    const row = grouped ? `(row0 + ${r}u)` : `${r}u`;
+    if (grouped) lines.push(`    if (row0 + ${r}u < p.m) {`);
     if (lanes === 1) {
       lines.push(`    for (var g = 0u; g < ${opw}u; g++) {`);
       lines.push(`      if (n0 + g < p.n) {`);
-      lines.push(`        out[${r}u * p.n + n0 + g] = encode_out(epilogue(${r}u, n0 + g, column_value(g, ${r}u)));`);
+      lines.push(`        out[${row} * p.n + n0 + g] = encode_out(epilogue(${row}, n0 + g, column_value(g, ${r}u)));`);
       lines.push('      }');
       lines.push('    }');
+      if (grouped) lines.push('    }');
       continue;
     }
     // n is a multiple of lanes here: each word holds `lanes` whole columns of one row.
@@ -126,17 +136,18 @@ function storeCode(lanes: number, m: number, opw: number): string {
     lines.push('      if (nw < p.n) {');
     lines.push('        var word = 0u;');
     lines.push(`        for (var l = 0u; l < ${lanes}u; l++) {`);
-    lines.push(`          word |= encode_out(epilogue(${r}u, nw + l, column_value(w * ${lanes}u + l, ${r}u))) << (l * ${32 / lanes}u);`);
+    lines.push(`          word |= encode_out(epilogue(${row}, nw + l, column_value(w * ${lanes}u + l, ${r}u))) << (l * ${32 / lanes}u);`);
     lines.push('        }');
-    lines.push(`        out[(${r}u * p.n + nw) / ${lanes}u] = word;`);
+    lines.push(`        out[(${row} * p.n + nw) / ${lanes}u] = word;`);
     lines.push('      }');
     lines.push('    }');
+    if (grouped) lines.push('    }');
   }
   return lines.join('\n');
 }
 
 const GEMV_VARIANT = {
-  tpo: 'number', m: 'number', a: 'dtype', b: 'dtype', out: 'dtype', ...SCALING_VARIANT, subgroups: 'boolean', swiglu: 'boolean',
+  tpo: 'number', m: 'number', grouped: 'boolean', a: 'dtype', b: 'dtype', out: 'dtype', ...SCALING_VARIANT, subgroups: 'boolean', swiglu: 'boolean',
 } as const;
 type GemvVariant = VariantOf<typeof GEMV_VARIANT>;
 
@@ -150,11 +161,17 @@ function gemvFunctions(v: GemvVariant): string {
   // instead of a dozen integer ops per weight, and per activation too when it has the same format.
   const lut = isFp8(v.b);
   const lutA = lut && v.a === v.b;
-  const loadA = (r: number) => (lutA ? `fp8_lut[code_x(p.a_off + ${r}u * p.a_sm + k * p.a_sk)]` : `load_x(p.a_off + ${r}u * p.a_sm + k * p.a_sk)`);
-  const rows = [0, 1, 2, 3].map((r) => (r < m ? loadA(r) : '0.0'));
-  const aScale = (r: number) => (ra === 'block' && r < m ? `scale_a[${r}u * p.k_blocks + k / 128u]` : ra === 'block' ? '0.0' : '1.0');
+  // Grouped: row r of the group is activation row row0 + r, read only below p.m (the others are zeros).
+  const row = (r: number) => (v.grouped ? `(row0 + ${r}u)` : `${r}u`);
+  const loadA = (r: number) => (lutA ? `fp8_lut[code_x(p.a_off + ${row(r)} * p.a_sm + k * p.a_sk)]` : `load_x(p.a_off + ${row(r)} * p.a_sm + k * p.a_sk)`);
+  const rows = [0, 1, 2, 3].map((r) => (r >= m ? '0.0' : v.grouped ? `a_row(${r}u, k)` : loadA(r)));
+  const aScale = (r: number) => (ra === 'block' && r < m ? `scale_a[${row(r)} * p.k_blocks + k / 128u]` : ra === 'block' ? '0.0' : '1.0');
+  const aRow = v.grouped
+    ? `var<private> row0: u32;\nfn a_row(r: u32, k: u32) -> f32 {\n  if (row0 + r >= p.m) {\n    return 0.0;\n  }\n  return ${loadA(0).replace('(row0 + 0u)', '(row0 + r)')};\n}\n`
+    : '';
   const bScale = rb === 'block' ? 'scale_b[(n / 128u) * p.k_blocks + k / 128u]' : '1.0';
   return [
+    aRow,
     lut ? 'var<workgroup> fp8_lut: array<f32, 256>;\nfn decode_w(code: u32) -> f32 {\n  return fp8_lut[code];\n}\n' : decodeFn('decode_w', v.b, 'f32'),
     `fn a_vec(k: u32) -> vec4<f32> {\n  return vec4<f32>(${rows.join(', ')});\n}\n`,
     blockScaled(v) ? `fn block_scale(n: u32, k: u32) -> vec4<f32> {\n  return vec4<f32>(${[0, 1, 2, 3].map(aScale).join(', ')}) * ${bScale};\n}\n` : '',
@@ -174,6 +191,7 @@ const gemv = defineKernel({
     chunks: 'u32', // whole chunks per row: floor(k / ELEMS_PER_CHUNK)
     k_blocks: 'u32', // ceil(k / 128)
     up_rows: 'u32', // with SwiGLU: the up row of output column n is weight row n + up_rows
+    m: 'u32', // grouped: activation rows in all (the z grid runs ceil(m / 4) groups of 4)
   },
   outputs: { out: { packed: 'out', saturate: true } },
   inputs: { x: { packed: 'a' }, w: { type: 'vec4<u32>', packed: 'b' }, ...SCALING_INPUTS },
@@ -189,7 +207,8 @@ const gemv = defineKernel({
       CHUNK_BODY: chunkBody(v.b),
       CHUNK_SCALE: blockScaled(v) ? ' * block_scale(n, k0)' : '',
       TAIL_SCALE: blockScaled(v) ? ' * block_scale(n, k)' : '',
-      STORE: storeCode(lanesPerWord(v.out), v.m, WORKGROUP / v.tpo),
+      STORE: storeCode(lanesPerWord(v.out), v.m, WORKGROUP / v.tpo, v.grouped),
+      ROW_GROUP: v.grouped ? '  row0 = wid.z * 4u;' : '',
       SUBGROUP_BUILTINS: v.subgroups ? ', @builtin(subgroup_invocation_id) sg_lane: u32, @builtin(subgroup_size) sg_size: u32' : '',
       REDUCE: reduce,
       SECOND_ROW: v.swiglu ? fillTemplate(SECOND_ROW, { REDUCE: reduce }) : '',
@@ -199,7 +218,7 @@ const gemv = defineKernel({
 });
 
 /**
- * [m, k] @ [k, n] (b a transposed [n, k] weight view) for m <= 4 -> contiguous [m, n] in outDtype; with
+ * [m, k] @ [k, n] (b a transposed [n, k] weight view) for m <= 4 (batch-invariant mode: up to GEMV_GROUPED_MAX_M) -> contiguous [m, n] in outDtype; with
  * s.activation 'swiglu' -> [m, n/2] = silu(columns 0..n/2-1) * (columns n/2..n-1).
  */
 export function gemvKernel(ctx: GpuContext, a: GpuOperand, b: GpuOperand, dims: MatmulDims, outDtype: DType, s: GemmScaling = {}): GpuBuffer {
@@ -217,16 +236,19 @@ export function gemvKernel(ctx: GpuContext, a: GpuOperand, b: GpuOperand, dims: 
   const tpo = threadsPerOutput(Math.floor(k / chunk));
   const subgroups = ctx.subgroupReduce(tpo);
   const [, sn] = b.view.strides;
+  // Batch-invariant: every row count runs the same 4-row shader in groups (its rows' sums do not depend on m).
+  const grouped = batchInvariant();
+  const [gx, gy] = grid1d(Math.ceil(n / (WORKGROUP / tpo)), 1);
   gemv.run(
     ctx,
-    { tpo, m, a: a.dtype, b: b.dtype, out: outDtype, ...scalingVariant(s), subgroups, swiglu },
+    { tpo, m: grouped ? GEMV_MAX_M : m, grouped, a: a.dtype, b: b.dtype, out: outDtype, ...scalingVariant(s), subgroups, swiglu },
     {
       n, k, a_off: a.view.offset, a_sm: a.view.strides[0], a_sk: a.view.strides[1],
       b_off_chunks: (b.view.offset * item) / 16, b_row_chunks: (sn * item) / 16, chunks: Math.floor(k / chunk),
-      k_blocks: Math.ceil(k / 128), up_rows: swiglu ? n : 0,
+      k_blocks: Math.ceil(k / 128), up_rows: swiglu ? n : 0, m,
     },
     { out, x: a.buffer, w: b.buffer, ...scalingBuffers(s) },
-    { workgroups: grid1d(Math.ceil(n / (WORKGROUP / tpo)), 1) },
+    { workgroups: [gx, gy, grouped ? Math.ceil(m / GEMV_MAX_M) : 1] },
   );
   return out;
 }

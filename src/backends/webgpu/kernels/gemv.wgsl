@@ -1,6 +1,7 @@
 // Decode GEMV: out[m, n] = sum_k a[m, k] * w[n, k] for M <= 4 activation rows and a weight stored [N, K] with K
 // contiguous (the layout of checkpoints). Every weight byte is read once, 16 bytes per load, and dequantized in
 // registers; TPO invocations (16..64, fewer for short rows) share one output column and combine through workgroup memory.
+// Batch-invariant mode groups rows in fours along the grid's z (ROW_GROUP sets row0; a_vec reads rows row0..row0+3).
 // The header (params, bindings, load_x/code_x/load_w/encode_out, decode_w, a_vec, epilogue, column_value, TPO, OPW =
 // WG / TPO output columns a workgroup, ELEMS_PER_CHUNK) comes from the description in gemv.ts.
 
@@ -31,6 +32,7 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
   let g = lid.x / TPO;
   let t = lid.x % TPO;
   let n = wg * OPW + g;
+{{ROW_GROUP}}
 {{LUT_FILL}}
   var acc = vec4<f32>(0.0);
   if (n < p.n) {

@@ -1,0 +1,175 @@
+// A bounded load test of `tensorgpu serve` on loopback: a generated Qwen3-MoE (Qwen3-30B-A3B's routing at a width a
+// software adapter runs) served in-process on 127.0.0.1, streaming completions from 1, 4 and 16 concurrent clients
+// (each one request with its own token-id prompt, a fixed max_tokens, greedy), with continuous batching and, as the
+// baseline, one sequence at a time (--max-batch 1). Every request must stream the text it streamed alone (the
+// 1-client pass runs every prompt one after another first). Reported: aggregate generated tokens/s, p50/p99 time to
+// first token and inter-token latency, dispatches per scheduler step and per generated token; the ratio column of
+// `serve cN` is its aggregate throughput against `serve c1`.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { qwen3TokenizerFiles } from '../src/generate/tokenizer.js';
+import type { Qwen3Config } from '../src/io/hf-config.js';
+import { loadModel, type LoadedModel } from '../src/models/load.js';
+import { writeRandomQwen3Checkpoint } from '../src/models/qwen3/random-checkpoint.js';
+import { gpuCounters } from '../src/runtime-stats.js';
+import { startServer, type RunningServer } from '../src/serve/server.js';
+import type { BenchCase, BenchContext, RowInput } from './harness.js';
+
+const MODEL = 'bench';
+
+function config(quick: boolean): Qwen3Config {
+  return {
+    modelType: 'qwen3_moe',
+    vocabSize: 4096,
+    hiddenSize: 256,
+    intermediateSize: 768,
+    numHiddenLayers: 2,
+    numAttentionHeads: 4,
+    numKeyValueHeads: 2,
+    headDim: 64,
+    rmsNormEps: 1e-6,
+    ropeTheta: 1_000_000,
+    maxPositionEmbeddings: 4096,
+    tieWordEmbeddings: false,
+    attentionBias: false,
+    bosTokenId: 1,
+    eosTokenIds: [2],
+    moe: { numExperts: quick ? 16 : 32, numExpertsPerTok: 8, moeIntermediateSize: 128, normTopkProb: true, decoderSparseStep: 1, mlpOnlyLayers: [] },
+  };
+}
+
+interface Streamed {
+  text: string;
+  tokens: number;
+  ttftMs: number;
+  gapsMs: number[];
+}
+
+/** One streaming completion, timed per event. */
+async function stream(server: RunningServer, prompt: number[], maxTokens: number): Promise<Streamed> {
+  const t0 = performance.now();
+  const res = await fetch(`${server.url}/v1/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ model: MODEL, prompt, max_tokens: maxTokens, temperature: 0, stream: true, stream_options: { include_usage: true } }),
+  });
+  if (!res.ok || !res.body) throw new Error(`serve load: HTTP ${res.status}: ${await res.text()}`);
+  const out: Streamed = { text: '', tokens: 0, ttftMs: 0, gapsMs: [] };
+  let last = t0;
+  let buffered = '';
+  const decoder = new TextDecoder();
+  for await (const bytes of res.body) {
+    buffered += decoder.decode(bytes as Uint8Array, { stream: true });
+    let end: number;
+    while ((end = buffered.indexOf('\n\n')) >= 0) {
+      const event = buffered.slice(0, end);
+      buffered = buffered.slice(end + 2);
+      const data = event.replace(/^data: /, '');
+      if (data === '[DONE]') continue;
+      const chunk = JSON.parse(data) as { choices: { text: string }[]; usage?: { completion_tokens: number } };
+      if (chunk.usage) out.tokens = chunk.usage.completion_tokens;
+      const text = chunk.choices[0]?.text;
+      if (text === undefined) continue;
+      const now = performance.now();
+      if (out.text === '' && out.ttftMs === 0) out.ttftMs = now - t0;
+      else out.gapsMs.push(now - last);
+      last = now;
+      out.text += text;
+    }
+  }
+  return out;
+}
+
+function percentile(xs: number[], p: number): number {
+  if (xs.length === 0) return NaN;
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))]!;
+}
+
+async function scrape(server: RunningServer, series: string): Promise<number> {
+  const text = await (await fetch(`${server.url}/metrics`)).text();
+  const line = text.split('\n').find((l) => l.startsWith(series + ' '));
+  return line ? Number(line.slice(line.lastIndexOf(' ') + 1)) : 0;
+}
+
+interface Pass {
+  clients: number;
+  results: Streamed[];
+  wallMs: number;
+  dispatches: number;
+  steps: number;
+}
+
+/** `clients` concurrent streams, client i sending prompts[i]. */
+async function pass(server: RunningServer, prompts: number[][], clients: number, maxTokens: number): Promise<Pass> {
+  const steps0 = await scrape(server, 'tensorgpu_decode_batch_size_count');
+  const d0 = gpuCounters().dispatches;
+  const t0 = performance.now();
+  const results = await Promise.all(prompts.slice(0, clients).map((p) => stream(server, p, maxTokens)));
+  const wallMs = performance.now() - t0;
+  return { clients, results, wallMs, dispatches: gpuCounters().dispatches - d0, steps: (await scrape(server, 'tensorgpu_decode_batch_size_count')) - steps0 };
+}
+
+export function serveLoadCases(quick: boolean): BenchCase[] {
+  const c = config(quick);
+  const shape = `${c.numHiddenLayers}L h${c.hiddenSize} ${c.moe!.numExperts}e top${c.moe!.numExpertsPerTok}, ${quick ? 8 : 16} tokens`;
+  return [{ benchmark: 'serve', shape, run: (ctx) => measure(ctx, c, shape) }];
+}
+
+async function measure(ctx: BenchContext, c: Qwen3Config, shape: string): Promise<RowInput[]> {
+  const names = ['serve c1', 'serve c4', 'serve c16', 'serve c16 unbatched'];
+  if (!ctx.gpu) return names.map((benchmark) => ({ benchmark, shape, backend: 'cpu' as const, note: 'WebGPU only' }));
+  const maxTokens = ctx.quick ? 8 : 16;
+  const prompts = Array.from({ length: 16 }, (_, i) => Array.from({ length: 6 + (i % 5) }, (_, j) => (97 * i + 31 * j + 5) % c.vocabSize));
+  const dir = mkdtempSync(join(tmpdir(), 'tensorgpu-bench-serve-'));
+  let loaded: LoadedModel | undefined;
+  const rows: RowInput[] = [];
+  try {
+    await writeRandomQwen3Checkpoint(dir, c, { seed: 9, extraFiles: await qwen3TokenizerFiles() });
+    loaded = await loadModel(dir, { device: 'webgpu', maxSequence: 256 });
+    const passes: Pass[] = [];
+    let unbatched: Pass | undefined;
+    for (const maxBatch of [16, 1]) {
+      const server = await startServer({ model: loaded, servedModelName: MODEL, port: 0, maxBatch, maxQueue: 64 });
+      try {
+        await server.ready;
+        await stream(server, prompts[0]!, 2); // compiles the pipelines
+        if (maxBatch === 16) {
+          // Every prompt alone first: the reference texts, and the 1-client figures.
+          const alone: Streamed[] = [];
+          const d0 = gpuCounters().dispatches;
+          const steps0 = await scrape(server, 'tensorgpu_decode_batch_size_count');
+          const t0 = performance.now();
+          for (const p of prompts) alone.push(await stream(server, p, maxTokens));
+          passes.push({ clients: 1, results: alone, wallMs: performance.now() - t0, dispatches: gpuCounters().dispatches - d0, steps: (await scrape(server, 'tensorgpu_decode_batch_size_count')) - steps0 });
+          for (const clients of [4, 16]) {
+            const p = await pass(server, prompts, clients, maxTokens);
+            const wrong = p.results.findIndex((r, i) => r.text !== alone[i]!.text);
+            if (wrong >= 0) throw new Error(`serve load: with ${clients} clients, request ${wrong} streamed ${JSON.stringify(p.results[wrong]!.text)}, alone ${JSON.stringify(alone[wrong]!.text)}`);
+            passes.push(p);
+          }
+        } else {
+          unbatched = await pass(server, prompts, 16, maxTokens);
+        }
+      } finally {
+        await server.close();
+      }
+    }
+    for (const [i, p] of [...passes, unbatched!].entries()) {
+      const tokens = p.results.reduce((a, r) => a + r.tokens, 0);
+      const tps = tokens / (p.wallMs / 1000);
+      const ttft = p.results.map((r) => r.ttftMs);
+      const gaps = p.results.flatMap((r) => r.gapsMs);
+      const perStep = p.steps > 0 ? (p.dispatches / p.steps).toFixed(1) : 'n/a';
+      const note = `${p.clients} client${p.clients > 1 ? 's' : ''}${i === 3 ? ', one sequence at a time' : ''}: ${p.results.length} requests, ${tokens} tokens in ${(p.wallMs / 1000).toFixed(2)} s = ${tps.toFixed(1)} tok/s; TTFT p50 ${percentile(ttft, 50).toFixed(0)} / p99 ${percentile(ttft, 99).toFixed(0)} ms; ITL p50 ${percentile(gaps, 50).toFixed(1)} / p99 ${percentile(gaps, 99).toFixed(1)} ms; ${(p.dispatches / tokens).toFixed(1)} dispatches/token, ${perStep} per step${i > 0 && i < 3 ? '; every text equal to its run alone' : ''}`;
+      ctx.log(`  ${names[i]}: ${note}`);
+      const msPerToken = p.wallMs / tokens;
+      rows.push({ benchmark: names[i]!, shape, backend: 'webgpu', timing: { medianMs: msPerToken, minMs: msPerToken, runs: p.results.length, dispatchesPerRun: p.dispatches / tokens }, baselineBenchmark: 'serve c1', note });
+    }
+  } finally {
+    loaded?.model.dispose();
+    rmSync(dir, { recursive: true, force: true });
+  }
+  return rows;
+}

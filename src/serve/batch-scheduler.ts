@@ -1,0 +1,348 @@
+// Continuous batching: the running sequences share decode steps. Each step of the worker loop
+//   1. admits waiting sequences (arrival order) while the batch has room and the KV pool has pages for the prompt;
+//   2. runs one prefill chunk (at most `prefillChunk` prompt tokens) of one joining sequence, so a long prompt is
+//      spread over steps instead of stalling the others;
+//   3. runs one decode forward for every sequence that has a token to feed, each at its own position in its own
+//      pages, with the weights read once for all of them;
+//   4. samples every row that needs a token on the device (each sequence's own parameters and seed) and reads all
+//      the ids back at once.
+// Sequences that finish or are cancelled leave at the next step and give their pages back. Pages are taken as
+// sequences grow; when a step finds the pool empty, the youngest sequence is preempted (pages freed, requeued at
+// the front with its tokens so far, recomputed when it is admitted again), so the oldest always progress.
+// Decode steps run batch-invariant (core/batch-invariance.ts): a sequence's tokens do not depend on its neighbours.
+// Prefill chunks run alone, with boundaries fixed by the sequence's own prompt.
+import { batchInvariant, withBatchInvariance } from '../core/batch-invariance.js';
+import { tidy } from '../core/scope.js';
+import type { Tensor } from '../core/tensor.js';
+import { resolveGeneration, tokenDraw, type GenerationStats, type ResolvedGeneration } from '../generate/generate.js';
+import { SequenceOutput } from '../generate/sequence-output.js';
+import { tokenLogprobs } from '../generate/logprobs.js';
+import type { TextTokenizer } from '../generate/tokenizer.js';
+import type { PagedCausalLM } from '../models/causal-lm.js';
+import { PagedSequence, type PagedKvPool, type PagedSlot } from '../models/layers/paged-kv.js';
+import { tensor } from '../ops/creation.js';
+import { sampleToken } from '../ops/sample.js';
+import { cat, narrow } from '../ops/shape-ops.js';
+import { gpuCounters } from '../runtime-stats.js';
+import { ContextLengthError, QueueFullError, UnavailableError } from './errors.js';
+import { abortedBeforeStart, Job, macrotask, type CancelReason, type Scheduler, type SchedulerObserver, type Sequence, type SequenceRequest } from './scheduler.js';
+
+export interface BatchObserver extends SchedulerObserver {
+  /** After each step: sequences in its decode forward, and the GPU dispatches the step queued. */
+  onStep?(decodeBatch: number, dispatches: number): void;
+}
+
+export interface BatchSchedulerOptions {
+  /** Most sequences waiting before submit throws QueueFullError. */
+  maxQueue: number;
+  /** Most sequences running at once (sharing a decode step); default 16. */
+  maxBatch?: number;
+  /** Prompt tokens per prefill chunk; default 128. */
+  prefillChunk?: number;
+  /** Positions a sequence may reach (the model's RoPE tables); the KV pool's positions bound it too. */
+  maxSequence: number;
+  observer?: BatchObserver;
+}
+
+/** A sequence on the worker: its pages, what it still has to prefill, and its output so far. */
+class Running {
+  readonly plan: ResolvedGeneration;
+  readonly output: SequenceOutput;
+  /** Prompt, then every generated id: what a preempted sequence recomputes. */
+  readonly ids: number[];
+  /** Positions of `ids` in the cache; ids[filled..] still need a prefill (after admission or preemption). */
+  filled = 0;
+  generated = 0;
+  readonly stats: GenerationStats;
+  readonly startedAt = performance.now();
+  lastTokenAt: number;
+  decodeDispatches = 0;
+  decodeSteps = 0;
+
+  constructor(
+    readonly job: Job,
+    readonly sequence: PagedSequence,
+    model: PagedCausalLM,
+    tokenizer: TextTokenizer,
+  ) {
+    this.plan = resolveGeneration(model, tokenizer, job.request.options);
+    this.output = new SequenceOutput(tokenizer, this.plan.stops, this.plan.options.stopStrings);
+    this.ids = [...job.request.promptIds];
+    this.stats = { promptTokens: this.ids.length, generatedTokens: 0, prefillMs: 0, decodeMs: 0, dispatchesPerToken: 0, stopReason: 'max-tokens' };
+    this.lastTokenAt = job.submittedAt;
+  }
+
+  /** Ready for a decode step: everything but the last id is in the cache. */
+  get decoding(): boolean {
+    return this.generated > 0 && this.filled === this.ids.length - 1;
+  }
+}
+
+/** A row of logits to sample from and the sequence it belongs to. */
+interface SampleRow {
+  run: Running;
+  logits: Tensor;
+  row: number;
+}
+
+export class BatchScheduler implements Scheduler {
+  private readonly queue: Job[] = [];
+  /** Preempted sequences, resumed before new ones. */
+  private readonly resumable: Running[] = [];
+  private readonly active: Running[] = [];
+  private nextId = 1;
+  private accepting = true;
+  private idle: Promise<void> = Promise.resolve();
+  private working = false;
+  readonly maxBatch: number;
+  readonly prefillChunk: number;
+  /** Positions one sequence may hold: the model's limit and the whole pool's. */
+  readonly maxPositions: number;
+  preemptions = 0;
+
+  constructor(
+    private readonly model: PagedCausalLM,
+    private readonly tokenizer: TextTokenizer,
+    readonly pool: PagedKvPool,
+    private readonly options: BatchSchedulerOptions,
+  ) {
+    this.maxBatch = options.maxBatch ?? 16;
+    this.prefillChunk = options.prefillChunk ?? 128;
+    this.maxPositions = Math.min(options.maxSequence, pool.pages * pool.pageSize);
+  }
+
+  get waiting(): number {
+    return this.queue.length + this.resumable.length;
+  }
+
+  get running(): number {
+    return this.active.length;
+  }
+
+  submit(request: SequenceRequest): Sequence {
+    if (!this.accepting) throw new UnavailableError('The server is shutting down', 'shutting_down');
+    if (this.waiting >= this.options.maxQueue) throw new QueueFullError(this.options.maxQueue, 1);
+    const maxNew = request.options.maxNewTokens ?? 128;
+    if (request.promptIds.length + maxNew > this.maxPositions) throw new ContextLengthError(request.promptIds.length, maxNew, this.maxPositions);
+    const job = new Job(this.nextId++, request);
+    this.queue.push(job);
+    this.report();
+    if (!this.working) {
+      this.working = true;
+      this.idle = this.work().finally(() => (this.working = false));
+    }
+    return job;
+  }
+
+  cancel(id: number, reason: CancelReason = 'client'): boolean {
+    const run = [...this.active, ...this.resumable].find((r) => r.job.id === id);
+    if (run) {
+      // Left at the start of the next step, its pages with it.
+      run.job.cancelled ??= reason;
+      run.job.controller.abort();
+      return true;
+    }
+    const at = this.queue.findIndex((j) => j.id === id);
+    if (at < 0) return false;
+    const [job] = this.queue.splice(at, 1);
+    job!.cancelled = reason;
+    job!.tokens.end();
+    job!.settle.resolve(abortedBeforeStart(job!));
+    this.report();
+    return true;
+  }
+
+  async drain(deadlineMs: number): Promise<void> {
+    this.accepting = false;
+    const timer = new Promise<'late'>((resolve) => setTimeout(() => resolve('late'), Math.max(0, deadlineMs)).unref());
+    if ((await Promise.race([this.idle.then(() => 'done' as const), timer])) === 'late') {
+      for (const job of [...this.queue]) this.cancel(job.id, 'shutdown');
+      for (const run of [...this.active, ...this.resumable]) this.cancel(run.job.id, 'shutdown');
+    }
+    await this.idle;
+  }
+
+  /** Frees the KV pool (after drain). */
+  dispose(): void {
+    this.pool.dispose();
+  }
+
+  private report(): void {
+    this.options.observer?.onLoad?.(this.waiting, this.running);
+  }
+
+  private async work(): Promise<void> {
+    while (this.queue.length > 0 || this.resumable.length > 0 || this.active.length > 0) {
+      this.leaveCancelled();
+      this.admit();
+      if (this.active.length > 0) await this.step();
+      await macrotask();
+    }
+  }
+
+  /** Cancelled sequences (running or preempted) end now. */
+  private leaveCancelled(): void {
+    for (const run of [...this.active, ...this.resumable]) {
+      if (run.job.controller.signal.aborted) this.finish(run, 'aborted');
+    }
+  }
+
+  /** Preempted sequences first, then new ones in arrival order, while the batch has room and the pool the pages. */
+  private admit(): void {
+    for (;;) {
+      if (this.active.length >= this.maxBatch) return;
+      const resumed = this.resumable[0];
+      const prompt = resumed ? resumed.ids.length : this.queue[0]?.request.promptIds.length;
+      if (prompt === undefined) return;
+      // The prompt plus the first generated token must fit now; later pages are taken as the sequence grows.
+      if (this.pool.pagesFor(prompt + 1) > this.pool.freePages) return;
+      const run = resumed ? this.resumable.shift()! : new Running(this.queue.shift()!, new PagedSequence(this.pool), this.model, this.tokenizer);
+      run.sequence.reserve(prompt + 1);
+      this.active.push(run);
+      this.report();
+    }
+  }
+
+  /**
+   * Makes room for `positions` in run's pages, preempting the youngest other sequences if the pool is empty; false
+   * when run itself had to be preempted.
+   */
+  private grow(run: Running, positions: number): boolean {
+    while (!run.sequence.reserve(positions)) {
+      const youngest = this.active[this.active.length - 1];
+      if (!youngest) return false;
+      this.preempt(youngest);
+      if (youngest === run) return false;
+    }
+    return true;
+  }
+
+  private preempt(run: Running): void {
+    this.active.splice(this.active.indexOf(run), 1);
+    run.sequence.release();
+    run.filled = 0;
+    this.resumable.unshift(run);
+    this.preemptions++;
+    this.report();
+  }
+
+  private async step(): Promise<void> {
+    const d0 = gpuCounters().dispatches;
+    const rows: SampleRow[] = [];
+    const temps: Tensor[] = [];
+    let decodeBatch = 0;
+    try {
+      // One prefill chunk of the oldest sequence that still has prompt to run.
+      const joining = this.active.find((r) => !r.decoding);
+      if (joining) {
+        const end = Math.min(joining.ids.length, joining.filled + this.prefillChunk);
+        if (this.grow(joining, end)) {
+          const slot: PagedSlot = { sequence: joining.sequence, start: joining.filled, rows: end - joining.filled };
+          const logits = this.forward(joining.ids.slice(joining.filled, end), [slot], false);
+          temps.push(logits);
+          joining.filled = end;
+          // The whole prompt (for a preempted sequence, prompt and tokens so far) is in: sample the next token.
+          if (end === joining.ids.length) rows.push({ run: joining, logits, row: 0 });
+        }
+      }
+      // One decode forward for every sequence with a token to feed.
+      const decoding = this.active.filter((r) => r.decoding && r !== joining);
+      // (A sequence preempted by an earlier one's growth this step is skipped: it holds no pages now.)
+      const fed = decoding.filter((r) => this.active.includes(r) && this.grow(r, r.ids.length));
+      const batch = fed.filter((r) => this.active.includes(r));
+      if (batch.length > 0) {
+        const slots = batch.map((r) => ({ sequence: r.sequence, start: r.ids.length - 1, rows: 1 }));
+        const logits = this.forward(batch.map((r) => r.ids[r.ids.length - 1]!), slots, true);
+        temps.push(logits);
+        batch.forEach((run, row) => {
+          run.filled = run.ids.length;
+          rows.push({ run, logits, row });
+        });
+        decodeBatch = batch.length;
+      }
+      // Rows that report log-probabilities read their logits row too (read together with the ids).
+      const rawRows = rows.map(({ run, logits, row }) => (run.plan.options.logprobs !== undefined ? narrow(logits, 0, row, 1).toArray() : undefined));
+      const ids = rows.length > 0 ? await this.sampleAll(rows) : [];
+      const raw = await Promise.all(rawRows);
+      const dispatches = gpuCounters().dispatches - d0;
+      for (const run of batch) {
+        run.decodeDispatches += dispatches / Math.max(1, rows.length);
+        run.decodeSteps++;
+      }
+      rows.forEach(({ run }, i) => this.accept(run, ids[i]!, raw[i]));
+      this.options.observer?.onStep?.(decodeBatch, dispatches);
+    } catch (err) {
+      for (const run of [...this.active]) this.fail(run, err);
+    } finally {
+      for (const t of temps) t.dispose();
+    }
+  }
+
+  /** The model over these tokens; decode steps batch-invariant. */
+  private forward(tokens: number[], slots: PagedSlot[], decode: boolean): Tensor {
+    const run = () => tidy(() => this.model.forwardPaged(tensor(tokens, { dtype: 'int32', device: this.model.device }), slots, this.pool));
+    return decode && !batchInvariant() ? withBatchInvariance(run) : run();
+  }
+
+  /** Samples each row with its sequence's parameters and draw; one read for all ids. */
+  private async sampleAll(rows: SampleRow[]): Promise<Int32Array | number[]> {
+    const ids = tidy(() => {
+      const draws = tensor(rows.map(({ run }) => tokenDraw(run.plan.options, run.generated)), { device: this.model.device });
+      const picked = rows.map(({ run, logits, row }, i) =>
+        sampleToken(narrow(logits, 0, row, 1), { ...run.plan.sampling, draw: narrow(draws, 0, i, 1), previousTokens: run.plan.usePenalties ? run.ids : undefined }),
+      );
+      return picked.length === 1 ? picked[0]! : cat(picked, 0);
+    });
+    try {
+      return (await ids.toArray()) as Int32Array;
+    } finally {
+      ids.dispose();
+    }
+  }
+
+  /** A sampled id (and its logits row, for log-probabilities): emit it, or end the sequence. */
+  private accept(run: Running, id: number, logits?: ArrayLike<number>): void {
+    const now = performance.now();
+    const observer = this.options.observer;
+    if (id < 0) return this.fail(run, new Error('every logit is -Inf or NaN; nothing can be sampled'));
+    const index = run.generated;
+    run.generated++;
+    run.stats.generatedTokens++;
+    run.ids.push(id);
+    if (index === 0) {
+      run.stats.prefillMs = now - run.startedAt;
+      observer?.onFirstToken?.((now - run.job.submittedAt) / 1000);
+    } else observer?.onInterToken?.((now - run.lastTokenAt) / 1000);
+    run.lastTokenAt = now;
+    const out = run.output.push(id);
+    if (out.emit) run.job.tokens.push({ id, text: out.text, index, ...(logits ? { logprobs: tokenLogprobs(logits, id, run.plan.options.logprobs!) } : {}) });
+    if (out.stop) return this.finish(run, out.stop);
+    if (run.generated >= run.plan.maxNew) return this.finish(run, 'max-tokens');
+    if (run.ids.length >= this.maxPositions) return this.finish(run, 'cache-full');
+  }
+
+  private leave(run: Running): void {
+    for (const list of [this.active, this.resumable]) {
+      const at = list.indexOf(run);
+      if (at >= 0) list.splice(at, 1);
+    }
+    run.sequence.release();
+    this.report();
+  }
+
+  private finish(run: Running, reason: GenerationStats['stopReason']): void {
+    this.leave(run);
+    const s = run.stats;
+    s.stopReason = reason;
+    s.decodeMs = run.generated > 0 ? performance.now() - run.startedAt - s.prefillMs : 0;
+    s.dispatchesPerToken = run.decodeSteps > 0 ? run.decodeDispatches / run.decodeSteps : 0;
+    run.job.tokens.end();
+    run.job.settle.resolve(s);
+  }
+
+  private fail(run: Running, err: unknown): void {
+    this.leave(run);
+    run.job.tokens.end(err);
+    run.job.settle.reject(err);
+  }
+}

@@ -50,7 +50,7 @@ export async function initDevice(
     defaultDevice = 'cpu';
     return 'cpu';
   }
-  const notify = options.onNotice ?? ((line: string) => process.stderr.write(line + '\n'));
+  const notify = options.onNotice ?? ((line: string) => (globalThis.process?.stderr ? process.stderr.write(line + '\n') : console.warn(line)));
   if (request === 'auto' && !webgpuBackend()) {
     // Probe out of process first: a missing driver then costs no native noise on our stderr, and a driver that
     // crashes takes down the probe, not the caller.

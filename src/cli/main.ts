@@ -12,6 +12,7 @@ import { runVaeEncode } from './vae-encode.js';
 import { runAudio, type AudioCliOptions, type AudioFeature } from './audio.js';
 import { runModelsList, runModelsRm } from './models.js';
 import { runServe, type ServeCliOptions } from './serve.js';
+import { runWeb, type WebCliOptions } from './web.js';
 import { BUILTIN_PREFIX } from '../models/builtin.js';
 import { presetNames } from '../models/families.js';
 
@@ -258,6 +259,16 @@ program
   .option('--prefill-chunk <n>', 'prompt tokens per prefill chunk, interleaved with the running decodes', positiveInt, 128)
   .action(async (opts: ServeCliOptions) => {
     process.exitCode = await runServe(opts);
+  });
+
+program
+  .command('web')
+  .description('serve the browser pages (the chat demo on WebGPU in the page) on 127.0.0.1')
+  .option('--host <host>', 'address to bind', '127.0.0.1')
+  .option('--port <n>', 'port to listen on (0 = any free port)', (v: string) => (v === '0' ? 0 : positiveInt(v)), 8080)
+  .option('--dir <dir>', 'the folder to serve (default: the built dist/web)')
+  .action(async (opts: WebCliOptions) => {
+    process.exitCode = await runWeb(opts);
   });
 
 const models = program.command('models').description('models in the shared Hugging Face cache (HF_HUB_CACHE, else HF_HOME/hub, else ~/.cache/huggingface/hub)');

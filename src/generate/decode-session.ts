@@ -7,6 +7,7 @@
 // A step is re-recorded only when a new session starts (a new KV cache); it is not captured when the sampling
 // needs the token history on the host (repetition / presence / frequency penalties: the history is uploaded each
 // step), in the per-expert MoE baseline (it reads the routing back), on the CPU, or with TENSORGPU_CAPTURE=0.
+import { envVar } from '../core/env.js';
 import type { DeviceName } from '../backends/backend.js';
 import { keep, tidy } from '../core/scope.js';
 import type { Tensor } from '../core/tensor.js';
@@ -67,7 +68,7 @@ export class DecodeSession {
     this.position = keep(zeros([1], { dtype: 'int32', device: this.device }));
     this.draw = keep(zeros([1], { device: this.device }));
     this.logits = options.keepLogits ? keep(zeros([1, model.config.vocabSize], { device: this.device })) : undefined;
-    const why = this.device !== 'webgpu' ? 'not on WebGPU' : model.moeMode !== 'fused' ? 'the per-expert MoE baseline reads the routing back' : options.capture === false || process.env.TENSORGPU_CAPTURE === '0' ? 'capture turned off' : undefined;
+    const why = this.device !== 'webgpu' ? 'not on WebGPU' : model.moeMode !== 'fused' ? 'the per-expert MoE baseline reads the routing back' : options.capture === false || envVar('TENSORGPU_CAPTURE') === '0' ? 'capture turned off' : undefined;
     this.captureWanted = why === undefined;
     this.stats.reason = why;
   }

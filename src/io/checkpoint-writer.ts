@@ -1,7 +1,7 @@
 // Writes a checkpoint directory in Hugging Face's layout: config.json, then model.safetensors or, past the shard
 // size, model-0000i-of-0000n.safetensors shards with model.safetensors.index.json.
-import { mkdir, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+// node:fs and node:path are imported when used: browser bundles reach this module (random checkpoints) but never
+// call it.
 import { sourceBytes, writeSafetensors, type TensorSource } from './safetensors-writer.js';
 
 export interface CheckpointWriteOptions {
@@ -17,6 +17,7 @@ export interface CheckpointWriteOptions {
 
 /** Writes `tensors` in order, splitting them into shards; returns the weight file names. */
 export async function writeCheckpoint(dir: string, tensors: readonly (readonly [string, TensorSource])[], options: CheckpointWriteOptions = {}): Promise<string[]> {
+  const [{ mkdir, writeFile }, { join }] = await Promise.all([import('node:fs/promises'), import('node:path')]);
   await mkdir(dir, { recursive: true });
   if (options.config) await writeFile(join(dir, 'config.json'), JSON.stringify(options.config, null, 2) + '\n');
   for (const [file, text] of Object.entries(options.extraFiles ?? {})) await writeFile(join(dir, file), text);

@@ -1,9 +1,6 @@
 // A Hugging Face checkpoint directory: config.json plus model.safetensors, or shards listed by
 // model.safetensors.index.json. Opening reads only headers (every shard validated, the index checked against
 // them); tensors are streamed to the device one at a time. FP8 weights come with their dequantization scales.
-import { readFile } from 'node:fs/promises';
-import { basename, dirname, join } from 'node:path';
-import { existsSync, statSync } from 'node:fs';
 import type { ScaleRecipe } from '../backends/backend.js';
 import { isFp8, type DType } from '../core/dtype.js';
 import { CheckpointError } from '../core/errors.js';
@@ -11,6 +8,7 @@ import type { Tensor } from '../core/tensor.js';
 import { cast } from '../ops/convert.js';
 import { quantize } from '../ops/quantize.js';
 import type { SafetensorsEntry } from './safetensors-header.js';
+import type { UrlSourceOptions } from './byte-source.js';
 import { SafetensorsFile, type TensorLoadOptions } from './safetensors-reader.js';
 
 /** Weight file names tried in a directory, in order: transformers' then diffusers'. */
@@ -42,30 +40,49 @@ export class Checkpoint implements AsyncDisposable {
 
   /** Opens a checkpoint directory (or one .safetensors file), validating every header and the shard index. */
   static async open(path: string): Promise<Checkpoint> {
+    const { existsSync, statSync } = await import('node:fs');
     const isFile = existsSync(path) && statSync(path).isFile();
-    const dir = isFile ? dirname(path) : path;
-    if (!existsSync(dir) || !statSync(dir).isDirectory()) throw new CheckpointError('not a checkpoint directory or file', { file: path });
-    const config = isFile ? undefined : await readJson(join(dir, 'config.json'), true);
+    if (isFile) return Checkpoint.fromFiles(path.slice(0, Math.max(0, path.lastIndexOf('/'))) || '.', undefined, [await SafetensorsFile.open(path)]);
+    if (!existsSync(path) || !statSync(path).isDirectory()) throw new CheckpointError('not a checkpoint directory or file', { file: path });
+    return Checkpoint.openFolder(await directoryFolder(path));
+  }
+
+  /**
+   * A checkpoint folder at a URL (a Hugging Face `resolve/main/` URL, or any static server that answers Range
+   * requests): config.json, then the shard index or the single weight file, every header validated as on disk;
+   * tensors stream with Range requests when loaded.
+   */
+  static async fromUrl(url: string, options: UrlSourceOptions = {}): Promise<Checkpoint> {
+    return Checkpoint.openFolder(urlFolder(url, options));
+  }
+
+  /** A checkpoint of already opened files (in memory, picked by the user, ...); `dir` labels errors. */
+  static fromFiles(dir: string, config: unknown, files: readonly SafetensorsFile[]): Checkpoint {
+    const where = new Map<string, SafetensorsFile>();
+    for (const f of files) {
+      for (const name of f.names) {
+        const other = where.get(name);
+        if (other) throw new CheckpointError(`tensor is in two shards, ${baseName(other.path)} and ${baseName(f.path)}`, { file: f.path, tensor: name });
+        where.set(name, f);
+      }
+    }
+    return new Checkpoint(dir, config, files, where);
+  }
+
+  private static async openFolder(folder: CheckpointFolder): Promise<Checkpoint> {
+    const config = await readJson(folder, 'config.json', true);
     const files: SafetensorsFile[] = [];
     try {
-      const where = new Map<string, SafetensorsFile>();
-      const add = (f: SafetensorsFile) => {
-        files.push(f);
-        for (const name of f.names) {
-          const other = where.get(name);
-          if (other) throw new CheckpointError(`tensor is in two shards, ${basename(other.path)} and ${basename(f.path)}`, { file: f.path, tensor: name });
-          where.set(name, f);
-        }
-      };
-      const index = isFile ? undefined : INDEX_FILES.map((f) => join(dir, f)).find(existsSync);
-      if (isFile) add(await SafetensorsFile.open(path));
-      else if (index) await openShards(index, dir, add);
+      let index: string | undefined;
+      for (const f of INDEX_FILES) if (index === undefined && (await folder.exists(f))) index = f;
+      if (index) await openShards(folder, index, files);
       else {
-        const single = SINGLE_FILES.map((f) => join(dir, f)).find(existsSync);
-        if (!single) throw new CheckpointError(`no ${SINGLE_FILES.join(' or ')} and no shard index (${INDEX_FILES.join(', ')})`, { file: dir });
-        add(await SafetensorsFile.open(single));
+        let single: string | undefined;
+        for (const f of SINGLE_FILES) if (single === undefined && (await folder.exists(f))) single = f;
+        if (!single) throw new CheckpointError(`no ${SINGLE_FILES.join(' or ')} and no shard index (${INDEX_FILES.join(', ')})`, { file: folder.label });
+        files.push(await folder.open(single));
       }
-      return new Checkpoint(dir, config, files, where);
+      return Checkpoint.fromFiles(folder.label, config, files);
     } catch (e) {
       await Promise.all(files.map((f) => f.close()));
       throw e;
@@ -179,38 +196,108 @@ function reshaped(t: Tensor, shape: number[]): Tensor {
   return r;
 }
 
-async function readJson(path: string, optional: boolean): Promise<unknown> {
-  let text: string;
-  try {
-    text = await readFile(path, 'utf8');
-  } catch (e) {
-    if (optional && (e as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-    throw new CheckpointError(`cannot read: ${(e as Error).message}`, { file: path });
+function baseName(path: string): string {
+  return path.slice(path.lastIndexOf('/') + 1);
+}
+
+/** The files of a checkpoint folder, wherever it is. */
+interface CheckpointFolder {
+  /** The folder, for messages. */
+  readonly label: string;
+  /** A file's full name, for messages. */
+  path(name: string): string;
+  exists(name: string): Promise<boolean>;
+  /** The file's text, or undefined when it does not exist. */
+  readText(name: string): Promise<string | undefined>;
+  open(name: string): Promise<SafetensorsFile>;
+}
+
+/** A directory on disk (Node: node:fs and node:path are imported when used, so browser bundles never load them). */
+async function directoryFolder(dir: string): Promise<CheckpointFolder> {
+  const [{ existsSync }, { readFile }, { join }] = await Promise.all([import('node:fs'), import('node:fs/promises'), import('node:path')]);
+  return {
+    label: dir,
+    path: (name) => join(dir, name),
+    exists: async (name) => existsSync(join(dir, name)),
+    readText: async (name) => {
+      try {
+        return await readFile(join(dir, name), 'utf8');
+      } catch (e) {
+        if ((e as { code?: string }).code === 'ENOENT') return undefined;
+        throw new CheckpointError(`cannot read: ${(e as Error).message}`, { file: join(dir, name) });
+      }
+    },
+    open: (name) => SafetensorsFile.open(join(dir, name)),
+  };
+}
+
+/** A folder at a URL: JSON files fetched whole, weight files read by Range requests. */
+function urlFolder(url: string, options: UrlSourceOptions): CheckpointFolder {
+  const base = url.endsWith('/') ? url : `${url}/`;
+  const get = options.fetch ?? fetch;
+  const request = async (name: string, init: RequestInit = {}): Promise<Response> => {
+    try {
+      return await get(base + name, { ...init, headers: { ...options.headers, ...(init.headers as Record<string, string> | undefined) } });
+    } catch (e) {
+      throw new CheckpointError(`cannot fetch: ${(e as Error).message}`, { file: base + name });
+    }
+  };
+  return {
+    label: url,
+    path: (name) => base + name,
+    exists: async (name) => {
+      const res = await request(name, { headers: { Range: 'bytes=0-0' } });
+      await res.body?.cancel();
+      if (res.status === 404) return false;
+      if (res.ok) return true;
+      throw new CheckpointError(`HTTP ${res.status}`, { file: base + name });
+    },
+    readText: async (name) => {
+      const res = await request(name);
+      if (res.status === 404) {
+        await res.body?.cancel();
+        return undefined;
+      }
+      if (!res.ok) throw new CheckpointError(`HTTP ${res.status}`, { file: base + name });
+      return res.text();
+    },
+    open: (name) => SafetensorsFile.fromUrl(base + name, options),
+  };
+}
+
+async function readJson(folder: CheckpointFolder, name: string, optional: boolean): Promise<unknown> {
+  const text = await folder.readText(name);
+  if (text === undefined) {
+    if (optional) return undefined;
+    throw new CheckpointError('cannot read: no such file', { file: folder.path(name) });
   }
   try {
     return JSON.parse(text);
   } catch (e) {
-    throw new CheckpointError(`not valid JSON: ${(e as Error).message}`, { file: path });
+    throw new CheckpointError(`not valid JSON: ${(e as Error).message}`, { file: folder.path(name) });
   }
 }
 
 /** Opens the shards an index names, checking each mapping: plain file names only, and the tensor in its shard. */
-async function openShards(index: string, dir: string, add: (f: SafetensorsFile) => void): Promise<void> {
-  const json = await readJson(index, false);
+async function openShards(folder: CheckpointFolder, indexName: string, files: SafetensorsFile[]): Promise<void> {
+  const index = folder.path(indexName);
+  const json = await readJson(folder, indexName, false);
   const map = (json as { weight_map?: unknown } | null)?.weight_map;
   if (typeof map !== 'object' || map === null || Array.isArray(map)) throw new CheckpointError('index has no weight_map object', { file: index });
   const shards = new Map<string, string[]>();
   for (const [tensor, file] of Object.entries(map)) {
-    // A shard name is a file in this directory, never a path: an index must not point outside the checkpoint.
-    if (typeof file !== 'string' || file !== basename(file) || file === '..' || file === '.' || file.includes('\\') || !file.endsWith('.safetensors')) {
+    // A shard name is a file in this folder, never a path: an index must not point outside the checkpoint.
+    if (typeof file !== 'string' || file !== baseName(file) || file === '..' || file === '.' || file.includes('\\') || !file.endsWith('.safetensors')) {
       throw new CheckpointError(`weight_map entry ${JSON.stringify(file)} is not a .safetensors file name in the checkpoint directory`, { file: index, tensor });
     }
     shards.set(file, [...(shards.get(file) ?? []), tensor]);
   }
   for (const [file, tensors] of shards) {
-    const shard = await SafetensorsFile.open(join(dir, file));
-    add(shard);
+    const shard = await folder.open(file);
+    files.push(shard);
     const missing = tensors.find((t) => !shard.has(t));
     if (missing !== undefined) throw new CheckpointError(`the index maps this tensor to ${file}, which does not hold it`, { file: index, tensor: missing });
   }
+  // Two shards holding one tensor: the same check as for any set of files.
+  Checkpoint.fromFiles(folder.label, undefined, files);
 }

@@ -125,7 +125,7 @@ export function parseHeader(json: Uint8Array, fileSize: number, file: string): S
   }
   if (!isRecord(root)) throw new CheckpointError('header is not a JSON object', { file, offset: 8 });
   const dup = firstDuplicateKey(text);
-  if (dup !== undefined) throw new CheckpointError(`header names '${dup.key}' twice`, { file, offset: 8 + Buffer.byteLength(text.slice(0, dup.index)) });
+  if (dup !== undefined) throw new CheckpointError(`header names '${dup.key}' twice`, { file, offset: 8 + new TextEncoder().encode(text.slice(0, dup.index)).length });
 
   let metadata: Record<string, string> = {};
   const raw = root.__metadata__;

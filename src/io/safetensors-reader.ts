@@ -1,7 +1,8 @@
 // Lazy safetensors reads: opening a file reads and validates only its header; each tensor is then read with
 // positioned reads into two reused chunk buffers and streamed to the device, so host memory stays at two chunks
-// whatever the checkpoint's size (no whole-file buffering, no mmap needed).
-import { open, type FileHandle } from 'node:fs/promises';
+// whatever the checkpoint's size (no whole-file buffering, no mmap needed). The bytes come from a ByteSource: a
+// file on disk, memory, or a URL read by Range requests (byte-source.ts), all validated alike.
+import { fileSource, memorySource, readExactly, readInto, urlSource, type ByteSource, type UrlSourceOptions } from './byte-source.js';
 import type { DeviceName } from '../backends/backend.js';
 import { backendFor, getDefaultDevice } from '../backends/registry.js';
 import { DTYPE_INFO, type DType } from '../core/dtype.js';
@@ -36,25 +37,34 @@ export class SafetensorsFile implements AsyncDisposable {
     readonly path: string,
     readonly size: number,
     readonly header: SafetensorsHeader,
-    private handle: FileHandle | undefined,
+    private handle: ByteSource | undefined,
   ) {}
 
-  /** Opens `path` and validates its header; tensor data is read only when asked for. */
+  /** Opens `path` (Node) and validates its header; tensor data is read only when asked for. */
   static async open(path: string): Promise<SafetensorsFile> {
-    let fh: FileHandle;
+    return SafetensorsFile.fromSource(await fileSource(path), path);
+  }
+
+  /** A safetensors file at a URL, read with Range requests: the header first, then each tensor in chunks. */
+  static async fromUrl(url: string, options: UrlSourceOptions = {}): Promise<SafetensorsFile> {
+    return SafetensorsFile.fromSource(await urlSource(url, options), url);
+  }
+
+  /** A safetensors file in memory; `name` labels errors. */
+  static async fromBytes(bytes: Uint8Array, name = 'model.safetensors'): Promise<SafetensorsFile> {
+    return SafetensorsFile.fromSource(memorySource(bytes), name);
+  }
+
+  /** Validates the header of the file `source` holds (`path` names it in errors); closes the source on failure. */
+  static async fromSource(source: ByteSource, path: string): Promise<SafetensorsFile> {
     try {
-      fh = await open(path, 'r');
-    } catch (e) {
-      throw new CheckpointError(`cannot open: ${(e as Error).message}`, { file: path });
-    }
-    try {
-      const { size } = await fh.stat();
-      const prefix = await readExactly(fh, 0, Math.min(8, size), path);
+      const size = source.size;
+      const prefix = await readExactly(source, 0, Math.min(8, size), path);
       const n = headerLength(prefix, size, path);
-      const header = parseHeader(await readExactly(fh, 8, n, path), size, path);
-      return new SafetensorsFile(path, size, header, fh);
+      const header = parseHeader(await readExactly(source, 8, n, path), size, path);
+      return new SafetensorsFile(path, size, header, source);
     } catch (e) {
-      await fh.close();
+      await source.close();
       throw e;
     }
   }
@@ -162,31 +172,8 @@ export class SafetensorsFile implements AsyncDisposable {
     await this.close();
   }
 
-  private fileHandle(): FileHandle {
+  private fileHandle(): ByteSource {
     if (!this.handle) throw new CheckpointError('file is closed', { file: this.path });
     return this.handle;
   }
-}
-
-async function readInto(fh: FileHandle, into: Uint8Array, position: number, file: string, tensor?: string): Promise<Uint8Array> {
-  let done = 0;
-  while (done < into.length) {
-    let bytesRead: number;
-    try {
-      ({ bytesRead } = await fh.read(into, done, into.length - done, position + done));
-    } catch (e) {
-      // EISDIR, EIO, a handle closed mid-load: still a problem with this file, so still located.
-      throw new CheckpointError(`cannot read: ${(e as Error).message}`, { file, tensor, offset: position + done });
-    }
-    if (bytesRead === 0) {
-      // The file shrank after its header was validated.
-      throw new CheckpointError(`file ended at byte ${position + done}, ${into.length - done} bytes short of the data`, { file, tensor, offset: position + done });
-    }
-    done += bytesRead;
-  }
-  return into;
-}
-
-function readExactly(fh: FileHandle, position: number, length: number, file: string, tensor?: string): Promise<Uint8Array> {
-  return readInto(fh, new Uint8Array(length), position, file, tensor);
 }

@@ -1,6 +1,7 @@
 // Writes safetensors files tensor by tensor: the header is computed from shapes and dtypes first, then each tensor's
 // bytes are produced and written in turn, so a checkpoint larger than memory can be generated.
-import { open, type FileHandle } from 'node:fs/promises';
+// The file variant imports node:fs/promises when called, so browser bundles can encode in memory without it.
+import type { FileHandle } from 'node:fs/promises';
 import type { DType } from '../core/dtype.js';
 import { CheckpointError } from '../core/errors.js';
 import type { Tensor } from '../core/tensor.js';
@@ -31,41 +32,65 @@ export function sourceBytes(source: TensorSource): number {
 }
 
 /**
- * Writes `tensors` (in the order given) to `path`. The header is padded with spaces to a multiple of 8 bytes, as
- * the reference implementation does, so data offsets stay 8-byte aligned in the file.
+ * The 8-byte length prefix and the JSON header of `tensors` (in the order given). The header is padded with spaces
+ * to a multiple of 8 bytes, as the reference implementation does, so data offsets stay 8-byte aligned in the file.
  */
-export async function writeSafetensors(path: string, tensors: Iterable<readonly [string, TensorSource]>, metadata?: Record<string, string>): Promise<void> {
-  const list = [...tensors];
+function encodeHeader(list: readonly (readonly [string, TensorSource])[], file: string, metadata?: Record<string, string>): { prefix: Uint8Array; json: Uint8Array; dataBytes: number } {
   // No prototype: on a plain object, header['__proto__'] = ... would set the prototype and drop the tensor.
   const header = Object.create(null) as Record<string, unknown>;
   if (metadata && Object.keys(metadata).length > 0) header.__metadata__ = metadata;
   let at = 0;
   for (const [name, source] of list) {
-    if (name === '__metadata__' || Object.hasOwn(header, name)) throw new CheckpointError(`tensor name '${name}' is reserved or given twice`, { file: path, tensor: name });
+    if (name === '__metadata__' || Object.hasOwn(header, name)) throw new CheckpointError(`tensor name '${name}' is reserved or given twice`, { file, tensor: name });
     const size = sourceBytes(source);
     header[name] = { dtype: formatOf(source.dtype).name, shape: [...source.shape], data_offsets: [at, at + size] };
     at += size;
   }
-  let json = Buffer.from(JSON.stringify(header), 'utf8');
-  const padded = Math.ceil(json.length / 8) * 8;
-  if (padded > json.length) json = Buffer.concat([json, Buffer.alloc(padded - json.length, 0x20)]);
-  const prefix = Buffer.alloc(8);
-  prefix.writeBigUInt64LE(BigInt(json.length));
+  const text = new TextEncoder().encode(JSON.stringify(header));
+  const json = new Uint8Array(Math.ceil(text.length / 8) * 8).fill(0x20);
+  json.set(text);
+  const prefix = new Uint8Array(8);
+  new DataView(prefix.buffer).setBigUint64(0, BigInt(json.length), true);
+  return { prefix, json, dataBytes: at };
+}
 
+async function checkedBytes(name: string, source: TensorSource, file: string): Promise<Uint8Array> {
+  const bytes = await source.bytes();
+  if (bytes.length !== sourceBytes(source)) {
+    throw new CheckpointError(`source gave ${bytes.length} bytes, its shape [${source.shape.join(', ')}] of ${source.dtype} needs ${sourceBytes(source)}`, { file, tensor: name });
+  }
+  return bytes;
+}
+
+/** Writes `tensors` (in the order given) to `path`, one tensor's bytes in memory at a time. */
+export async function writeSafetensors(path: string, tensors: Iterable<readonly [string, TensorSource]>, metadata?: Record<string, string>): Promise<void> {
+  const list = [...tensors];
+  const { prefix, json } = encodeHeader(list, path, metadata);
+  const { open } = await import('node:fs/promises');
   const fh = await open(path, 'w');
   try {
     await writeAll(fh, prefix);
     await writeAll(fh, json);
-    for (const [name, source] of list) {
-      const bytes = await source.bytes();
-      if (bytes.length !== sourceBytes(source)) {
-        throw new CheckpointError(`source gave ${bytes.length} bytes, its shape [${source.shape.join(', ')}] of ${source.dtype} needs ${sourceBytes(source)}`, { file: path, tensor: name });
-      }
-      await writeAll(fh, bytes);
-    }
+    for (const [name, source] of list) await writeAll(fh, await checkedBytes(name, source, path));
   } finally {
     await fh.close();
   }
+}
+
+/** The whole safetensors file of `tensors` in memory (a generated checkpoint in a page, a download). */
+export async function encodeSafetensors(tensors: Iterable<readonly [string, TensorSource]>, metadata?: Record<string, string>, name = 'model.safetensors'): Promise<Uint8Array> {
+  const list = [...tensors];
+  const { prefix, json, dataBytes } = encodeHeader(list, name, metadata);
+  const out = new Uint8Array(8 + json.length + dataBytes);
+  out.set(prefix);
+  out.set(json, 8);
+  let at = 8 + json.length;
+  for (const [tensor, source] of list) {
+    const bytes = await checkedBytes(tensor, source, name);
+    out.set(bytes, at);
+    at += bytes.length;
+  }
+  return out;
 }
 
 async function writeAll(fh: FileHandle, bytes: Uint8Array): Promise<void> {

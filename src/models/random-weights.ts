@@ -10,7 +10,9 @@ import { tensor } from '../ops/creation.js';
 import { quantize } from '../ops/quantize.js';
 import { writeCheckpoint } from '../io/checkpoint-writer.js';
 import type { Fp8QuantizationConfig } from '../io/hf-config.js';
-import type { TensorSource } from '../io/safetensors-writer.js';
+import { encodeSafetensors, type TensorSource } from '../io/safetensors-writer.js';
+import { Checkpoint } from '../io/checkpoint.js';
+import { SafetensorsFile } from '../io/safetensors-reader.js';
 
 /** fp8: linear layers in float8_e4m3fn with 128x128 block scales (the *-FP8 layout); the rest bf16. */
 export type RandomWeightDType = 'float32' | 'float16' | 'bfloat16' | 'fp8';
@@ -102,4 +104,10 @@ export async function writeRandomCheckpoint(dir: string, specs: readonly WeightS
     shardBytes: options.shardBytes,
     extraFiles: options.extraFiles,
   });
+}
+
+/** The specs' random tensors as a checkpoint in memory (one safetensors file, no file system): for pages and tests. */
+export async function randomCheckpointInMemory(specs: readonly WeightSpec[], config: Record<string, unknown>, options: Pick<RandomCheckpointOptions, 'dtype' | 'seed'> = {}): Promise<Checkpoint> {
+  const bytes = await encodeSafetensors(randomSources(specs, options.dtype ?? 'bfloat16', options.seed ?? 0), { format: 'pt' });
+  return Checkpoint.fromFiles('memory', config, [await SafetensorsFile.fromBytes(bytes)]);
 }

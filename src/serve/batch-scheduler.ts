@@ -25,7 +25,7 @@ import { sampleToken } from '../ops/sample.js';
 import { cat, narrow } from '../ops/shape-ops.js';
 import { gpuCounters } from '../runtime-stats.js';
 import { ContextLengthError, QueueFullError, UnavailableError } from './errors.js';
-import { abortedBeforeStart, Job, macrotask, type CancelReason, type Scheduler, type SchedulerObserver, type Sequence, type SequenceRequest } from './scheduler.js';
+import { cancelQueued, idleOrCancel, Job, macrotask, type CancelReason, type Scheduler, type SchedulerObserver, type Sequence, type SequenceRequest } from './scheduler.js';
 
 export interface BatchObserver extends SchedulerObserver {
   /** After each step: sequences in its decode forward, and the GPU dispatches the step queued. */
@@ -142,24 +142,17 @@ export class BatchScheduler implements Scheduler {
       run.job.controller.abort();
       return true;
     }
-    const at = this.queue.findIndex((j) => j.id === id);
-    if (at < 0) return false;
-    const [job] = this.queue.splice(at, 1);
-    job!.cancelled = reason;
-    job!.tokens.end();
-    job!.settle.resolve(abortedBeforeStart(job!));
+    if (!cancelQueued(this.queue, id, reason)) return false;
     this.report();
     return true;
   }
 
   async drain(deadlineMs: number): Promise<void> {
     this.accepting = false;
-    const timer = new Promise<'late'>((resolve) => setTimeout(() => resolve('late'), Math.max(0, deadlineMs)).unref());
-    if ((await Promise.race([this.idle.then(() => 'done' as const), timer])) === 'late') {
+    await idleOrCancel(() => this.idle, deadlineMs, () => {
       for (const job of [...this.queue]) this.cancel(job.id, 'shutdown');
       for (const run of [...this.active, ...this.resumable]) this.cancel(run.job.id, 'shutdown');
-    }
-    await this.idle;
+    });
   }
 
   /** Frees the KV pool (after drain). */

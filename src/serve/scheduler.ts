@@ -104,6 +104,27 @@ export function abortedBeforeStart(job: Job): GenerationStats {
   return { promptTokens: job.request.promptIds.length, generatedTokens: 0, prefillMs: 0, decodeMs: 0, dispatchesPerToken: 0, stopReason: 'aborted' };
 }
 
+/** Takes a job that has not started out of the queue and settles it as aborted; false when it is not queued. */
+export function cancelQueued(queue: Job[], id: number, reason: CancelReason): boolean {
+  const at = queue.findIndex((j) => j.id === id);
+  if (at < 0) return false;
+  const [job] = queue.splice(at, 1);
+  job!.cancelled = reason;
+  job!.tokens.end();
+  job!.settle.resolve(abortedBeforeStart(job!));
+  return true;
+}
+
+/**
+ * Waits until `idle()` settles or the deadline passes; past the deadline `cancelAll` runs (cancelled work leaves
+ * within a step) and the wait goes on to the end.
+ */
+export async function idleOrCancel(idle: () => Promise<void>, deadlineMs: number, cancelAll: () => void): Promise<void> {
+  const timer = new Promise<'late'>((resolve) => setTimeout(() => resolve('late'), Math.max(0, deadlineMs)).unref());
+  if ((await Promise.race([idle().then(() => 'done' as const), timer])) === 'late') cancelAll();
+  await idle();
+}
+
 export interface FifoSchedulerOptions {
   /** Most sequences waiting (not counting the running one) before submit throws QueueFullError. */
   maxQueue: number;
@@ -150,24 +171,17 @@ export class FifoScheduler implements Scheduler {
       this.current.controller.abort();
       return true;
     }
-    const at = this.queue.findIndex((j) => j.id === id);
-    if (at < 0) return false;
-    const [job] = this.queue.splice(at, 1);
-    job!.cancelled = reason;
-    job!.tokens.end();
-    job!.settle.resolve(abortedBeforeStart(job!));
+    if (!cancelQueued(this.queue, id, reason)) return false;
     this.report();
     return true;
   }
 
   async drain(deadlineMs: number): Promise<void> {
     this.accepting = false;
-    const timer = new Promise<'late'>((resolve) => setTimeout(() => resolve('late'), Math.max(0, deadlineMs)).unref());
-    if ((await Promise.race([this.idle.then(() => 'done' as const), timer])) === 'late') {
+    await idleOrCancel(() => this.idle, deadlineMs, () => {
       for (const job of [...this.queue]) this.cancel(job.id, 'shutdown');
       if (this.current) this.cancel(this.current.id, 'shutdown');
-    }
-    await this.idle;
+    });
   }
 
   private report(): void {

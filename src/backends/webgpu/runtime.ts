@@ -35,7 +35,9 @@ export function loadGpu(): Promise<GpuEntry> {
     const nav = (globalThis as { navigator?: { gpu?: GPU } }).navigator;
     if (nav?.gpu) return { gpu: nav.gpu, source: 'navigator.gpu' };
     if (detectRuntime() !== 'node') throw new Error('this runtime exposes no navigator.gpu');
-    const mod = (await import('webgpu')) as unknown as {
+    // A specifier in a variable: browser bundlers (which never reach this line) must not try to bundle Dawn.
+    const dawn = 'webgpu';
+    const mod = (await import(/* @vite-ignore */ /* webpackIgnore: true */ dawn)) as unknown as {
       create: (options: string[]) => GPU;
       globals: Record<string, unknown>;
     };

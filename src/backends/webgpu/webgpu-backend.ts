@@ -1,5 +1,6 @@
 // The WebGPU device: buffer pools with accounting, a pipeline cache, and one command encoder that batches every
 // dispatch until something is read back.
+import { envVar } from '../../core/env.js';
 import type { StorageArray } from '../../core/codecs.js';
 import { allocStorage } from '../../core/codecs.js';
 import { DTYPE_INFO, isFp8, lanesPerWord, type DType } from '../../core/dtype.js';
@@ -177,7 +178,7 @@ export class WebGpuBackend implements Backend<GpuBuffer>, GpuContext {
       description: info.description,
       features: [...adapter.features].map(String).sort(),
     });
-    if (features.includes('subgroups' as GPUFeatureName) && process.env.TENSORGPU_DISABLE_SUBGROUPS !== '1') {
+    if (features.includes('subgroups' as GPUFeatureName) && envVar('TENSORGPU_DISABLE_SUBGROUPS') !== '1') {
       const sizes = info as GPUAdapterInfo & { subgroupMinSize?: number; subgroupMaxSize?: number };
       backend.subgroupMaxSize = sizes.subgroupMaxSize ?? 0;
       backend.subgroupMinSize = sizes.subgroupMinSize ?? 0;

@@ -2,7 +2,8 @@
 // tests, benchmarks and the CLI's built-in default model, so nothing has to be downloaded.
 import type { DType } from '../../core/dtype.js';
 import { toHfConfig, type Qwen3Config } from '../../io/hf-config.js';
-import { savedConfig, writeRandomCheckpoint, type RandomCheckpointOptions, type RandomWeightDType } from '../random-weights.js';
+import type { Checkpoint } from '../../io/checkpoint.js';
+import { randomCheckpointInMemory, savedConfig, writeRandomCheckpoint, type RandomCheckpointOptions, type RandomWeightDType } from '../random-weights.js';
 import { qwen3WeightSpecs } from './layout.js';
 
 export type { RandomCheckpointOptions, RandomWeightDType };
@@ -58,4 +59,10 @@ export function randomCheckpointConfig(config: Qwen3Config, dtype: RandomWeightD
 export async function writeRandomQwen3Checkpoint(dir: string, config: Qwen3Config, options: RandomCheckpointOptions = {}): Promise<string[]> {
   const dtype = options.dtype ?? 'bfloat16';
   return writeRandomCheckpoint(dir, qwen3WeightSpecs(config), toHfConfig(randomCheckpointConfig(config, dtype)), { ...options, dtype });
+}
+
+/** The same random checkpoint (same values for the same seed) in memory, with config.json parsed: for pages. */
+export async function randomQwen3Checkpoint(config: Qwen3Config, options: Pick<RandomCheckpointOptions, 'dtype' | 'seed'> = {}): Promise<Checkpoint> {
+  const dtype = options.dtype ?? 'bfloat16';
+  return randomCheckpointInMemory(qwen3WeightSpecs(config), toHfConfig(randomCheckpointConfig(config, dtype)), { ...options, dtype });
 }

@@ -1,0 +1,44 @@
+// The browser entry (package.json's `browser` condition): everything that runs without Node, from the same modules
+// as the Node entry. What needs a file system, child processes or the CLI (checkpoint directories, the Hub cache,
+// the adapter probe's subprocess, PNG/WAV files on disk) is Node-only and not exported here.
+export { Tensor, type Scalar, type TensorOrScalar } from './core/tensor.js';
+export { DTYPES, parseDType, promoteTypes, type DType } from './core/dtype.js';
+export {
+  TensorGpuError,
+  ShapeError,
+  DTypeError,
+  DeviceMismatchError,
+  DisposedError,
+  CaptureError,
+  DeviceUnavailableError,
+  CheckpointError,
+} from './core/errors.js';
+export { Generator, manualSeed } from './core/random.js';
+export { keep, tidy } from './core/scope.js';
+export { withBatchInvariance, batchInvariant } from './core/batch-invariance.js';
+export { noGrad, enableGrad, isGradEnabled } from './autograd/grad-mode.js';
+export type { Shape } from './core/shape.js';
+export type { DeviceName } from './backends/backend.js';
+export { initDevice, releaseDevice, getDefaultDevice, setDefaultDevice, type DeviceRequest } from './backends/registry.js';
+export { diagnose, isAvailable, type Diagnosis, type DiagnosisCode } from './backends/webgpu/diagnose.js';
+export { memoryStats, resetPeakMemory, emptyCache, synchronize, gpuCounters, startProfiling, resetProfile, stopProfiling } from './runtime-stats.js';
+export type { KernelTime } from './backends/webgpu/profiler.js';
+export type { MemoryStats } from './backends/webgpu/buffer-pool.js';
+export * from './ops/index.js';
+export * from './audio/index.js';
+export { Optimizer } from './optim/optimizer.js';
+export { SGD } from './optim/sgd.js';
+export { Adam, AdamW } from './optim/adam.js';
+export { clipGradNorm } from './optim/clip.js';
+export { constantLr, linearWithWarmup, cosineWithWarmup, LrScheduler } from './optim/schedule.js';
+export { parseQwen3Config, type Qwen3Config } from './io/hf-config.js';
+export { qwen3WeightSpecs } from './models/qwen3/layout.js';
+export { Qwen3Model, KvCache } from './models/qwen3/model.js';
+export { generate, type GenerateOptions, type GeneratedToken, type GenerationStats } from './generate/generate.js';
+export { TextTokenizer, type ChatMessage } from './generate/text-tokenizer.js';
+export { SafetensorsFile, type TensorLoadOptions } from './io/safetensors-reader.js';
+export { encodeSafetensors, tensorSource, type TensorSource } from './io/safetensors-writer.js';
+export { memorySource, blobSource, urlSource, type ByteSource, type UrlSourceOptions } from './io/byte-source.js';
+export { Checkpoint, type Weight } from './io/checkpoint.js';
+export { QWEN3_PRESETS, randomQwen3Checkpoint } from './models/qwen3/random-checkpoint.js';
+export { qwen3FromCheckpoint, type Qwen3FromCheckpointOptions } from './models/qwen3/from-checkpoint.js';

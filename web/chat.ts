@@ -1,0 +1,158 @@
+// The chat demo page: a Qwen3 model on WebGPU in the page (the built-in random model generated here, or a Hugging
+// Face folder by URL read with Range requests), tokens streamed as they are sampled, live tok/s, dispatches per
+// token and GPU memory, and a stop button. `tensorgpu web` serves it; dist/web is also a plain static folder.
+import * as tg from '../src/browser.js';
+
+// The few DOM pieces this page uses, declared here: the project compiles without lib.dom (whose WebGPU types clash
+// with @webgpu/types), so the page is typed loosely at its edges.
+/* eslint-disable @typescript-eslint/no-explicit-any */
+type Element = any;
+type HTMLElement = any;
+type HTMLInputElement = any;
+type HTMLButtonElement = any;
+type HTMLTextAreaElement = any;
+type HTMLProgressElement = any;
+declare const document: { getElementById(id: string): Element; querySelector(selector: string): Element; createElement(tag: string): Element; body: Element };
+declare const location: { search: string };
+
+const $ = <T = HTMLElement>(id: string): T => document.getElementById(id) as T;
+const status = (text: string) => ($('status').textContent = text);
+const mib = (bytes: number) => `${(bytes / 2 ** 20).toFixed(1)} MiB`;
+
+// The built-in model: the CLI's default, qwen3-moe-tiny (random weights, the real Qwen3 vocabulary and tokenizer),
+// generated in the page. ?layers=N changes its depth (the tests use a shallower one).
+const params = new URLSearchParams(location.search);
+const BUILTIN: tg.Qwen3Config = { ...tg.QWEN3_PRESETS['qwen3-moe-tiny']!, numHiddenLayers: Number(params.get('layers') ?? 4) };
+
+interface Loaded {
+  model: tg.Qwen3Model;
+  tokenizer: tg.TextTokenizer;
+  name: string;
+}
+
+let loaded: Loaded | undefined;
+let running: AbortController | undefined;
+const history: tg.ChatMessage[] = [];
+
+async function tokenizerAt(base: string): Promise<tg.TextTokenizer> {
+  const get = async (f: string) => {
+    const res = await fetch(`${base}/${f}`);
+    if (!res.ok) throw new Error(`${base}/${f}: HTTP ${res.status}`);
+    return (await res.json()) as Record<string, unknown>;
+  };
+  const [json, config] = await Promise.all([get('tokenizer.json'), get('tokenizer_config.json')]);
+  return new tg.TextTokenizer(json, config);
+}
+
+async function load(): Promise<void> {
+  const which = (document.querySelector('input[name=model]:checked') as HTMLInputElement).value;
+  const progress = $<HTMLProgressElement>('progress');
+  loaded?.model.dispose();
+  loaded = undefined;
+  $<HTMLButtonElement>('send').disabled = true;
+  const t0 = performance.now();
+  progress.hidden = false;
+  const onProgress = (done: number, total: number) => {
+    progress.value = total > 0 ? done / total : 0;
+  };
+  if (which === 'builtin') {
+    status('generating random weights…');
+    const ck = await tg.randomQwen3Checkpoint(BUILTIN, { seed: 0, dtype: params.get('dtype') === 'float32' ? 'float32' : 'bfloat16' });
+    status('uploading weights…');
+    const model = await tg.qwen3FromCheckpoint(ck, { device: 'webgpu', maxSequence: 512, onProgress });
+    loaded = { model, tokenizer: await tokenizerAt('./tokenizer'), name: `built-in random Qwen3-MoE (${BUILTIN.numHiddenLayers} layers, ${BUILTIN.moe!.numExperts} experts)` };
+  } else {
+    const url = $<HTMLInputElement>('url').value.trim().replace(/\/$/, '');
+    status(`opening ${url}…`);
+    const ck = await tg.Checkpoint.fromUrl(url);
+    const model = await tg.qwen3FromCheckpoint(ck, { device: 'webgpu', maxSequence: 2048, onProgress });
+    loaded = { model, tokenizer: await tokenizerAt(url), name: url };
+  }
+  progress.hidden = true;
+  history.length = 0;
+  $('log').textContent = '';
+  status(`${loaded.name}: loaded in ${((performance.now() - t0) / 1000).toFixed(1)} s, ${mib(tg.memoryStats().liveBytes)} on the GPU`);
+  $<HTMLButtonElement>('send').disabled = false;
+}
+
+function showStats(tokens: number, decodeMs: number, dispatches: number | string): void {
+  const m = tg.memoryStats();
+  const cells = [
+    ['tokens', String(tokens)],
+    ['tok/s', decodeMs > 0 ? ((tokens - 1) / (decodeMs / 1000)).toFixed(1) : '-'],
+    ['dispatches/token', String(dispatches)],
+    ['GPU memory', `${mib(m.liveBytes)} (peak ${mib(m.peakAllocatedBytes)})`],
+  ];
+  $('stats').replaceChildren(...cells.flatMap(([k, v]) => [Object.assign(document.createElement('span'), { textContent: `${k}: ${v}` })]));
+}
+
+async function send(): Promise<void> {
+  if (!loaded || running) return;
+  const text = $<HTMLTextAreaElement>('prompt').value.trim();
+  if (!text) return;
+  history.push({ role: 'user', content: text });
+  const log = $('log');
+  log.append(Object.assign(document.createElement('div'), { className: 'user', textContent: `you: ${text}` }));
+  const reply = Object.assign(document.createElement('div'), { className: 'assistant', textContent: 'model: ' });
+  log.append(reply);
+  running = new AbortController();
+  $<HTMLButtonElement>('send').disabled = true;
+  $<HTMLButtonElement>('stop').disabled = false;
+  status('generating…');
+  const { model, tokenizer } = loaded;
+  const prompt = tokenizer.hasChatTemplate ? history : text;
+  const run = tg.generate(model, tokenizer, prompt, { maxNewTokens: Number(params.get('tokens') ?? 48), temperature: 0.7, topP: 0.9, seed: 1, signal: running.signal });
+  let answer = '';
+  let tokens = 0;
+  let first = 0;
+  const d0 = tg.gpuCounters().dispatches;
+  try {
+    let step = await run.next();
+    while (!step.done) {
+      answer += step.value.text;
+      reply.textContent = `model: ${answer}`;
+      tokens++;
+      if (tokens === 1) first = performance.now();
+      showStats(tokens, performance.now() - first, tokens > 1 ? ((tg.gpuCounters().dispatches - d0) / tokens).toFixed(0) : '-');
+      step = await run.next();
+    }
+    const s = step.value;
+    showStats(s.generatedTokens, s.decodeMs, s.dispatchesPerToken.toFixed(0));
+    status(`done (${s.stopReason}): ${s.promptTokens} prompt tokens in ${s.prefillMs.toFixed(0)} ms, ${s.generatedTokens} generated`);
+  } catch (e) {
+    status(`error: ${(e as Error).message}`);
+  } finally {
+    history.push({ role: 'assistant', content: answer });
+    running = undefined;
+    $<HTMLButtonElement>('send').disabled = false;
+    $<HTMLButtonElement>('stop').disabled = true;
+    document.body.dataset.state = 'done';
+  }
+}
+
+async function main(): Promise<void> {
+  const d = await tg.diagnose();
+  if (!d.available) {
+    status(`WebGPU unavailable: ${d.reason}${d.hint ? ` (${d.hint})` : ''}`);
+    return;
+  }
+  await tg.initDevice('webgpu');
+  status(`adapter ${d.adapter?.vendor}/${d.adapter?.architecture}; pick a model and load it`);
+  $('load').addEventListener('click', () => void load().catch((e) => status(`error: ${(e as Error).message}`)));
+  $('send').addEventListener('click', () => void send());
+  $('stop').addEventListener('click', () => running?.abort());
+  try {
+    if (params.get('autoload') === '1') await load();
+    document.body.dataset.state = 'ready';
+  } catch (e) {
+    status(`error: ${(e as Error).message}`);
+    document.body.dataset.state = 'error';
+  }
+}
+
+void main();
+
+(globalThis as Record<string, unknown>).tensorgpuRelease = () => {
+  loaded?.model.dispose();
+  tg.releaseDevice();
+};

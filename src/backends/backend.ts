@@ -366,6 +366,12 @@ export interface Backend<H = unknown> {
   /** `drawFrom` (float32 [1] on the device), when given, replaces params.u: a captured step's per-step draw. */
   sample(logits: Operand<H>, previous: Operand<H> | undefined, params: SamplingParams, drawFrom?: Operand<H>): H;
   /**
+   * One token id per row of a [B, V] logits operand, each row with its own parameters (int32 storage of B
+   * elements). Row r's previous tokens are previous[spans[r][0], spans[r][0] + spans[r][1]); `draws` (float32 [B]
+   * on the device), when given, replaces each params.u. The same ids as `sample` row by row, in one dispatch.
+   */
+  sampleRows(logits: Operand<H>, params: readonly SamplingParams[], previous: Operand<H> | undefined, spans: readonly (readonly [number, number])[], draws?: Operand<H>): H;
+  /**
    * x: a contiguous [rows, cols] float tensor view. Returns FP8 codes round(x / scale) (saturated) and the float32
    * scales [ceil(rows/blockRows), ceil(cols/blockCols)], row-major; a block holding a NaN gets a NaN scale.
    */

@@ -114,3 +114,42 @@ export async function sample(logits: Tensor, options: SampleOptions = {}): Promi
     t.dispose();
   }
 }
+
+/** One row's sampling in `sampleRows`: SampleOptions less the draw tensor, previous tokens as numbers. */
+export type RowSampling = Omit<SampleOptions, 'draw' | 'previousTokens'> & { previousTokens?: readonly number[] };
+
+/**
+ * One token id per row of [B, V] logits, row r sampled with rows[r] (its own temperature, top-k/p, min-p,
+ * penalties, seed): an int32 [B] tensor on the logits' device, -1 for a row with nothing samplable. The ids equal
+ * `sampleToken` row by row; on WebGPU the whole batch is one dispatch (one workgroup per row). `draws` (float32
+ * [B] on the device), when given, supplies every row's uniform draw instead of its seed / generator.
+ */
+export function sampleRows(logits: Tensor, rows: readonly RowSampling[], options: { draws?: Tensor } = {}): Tensor {
+  const backend = commonBackend('sampleRows', logits);
+  requireDTypes('sampleRows', logits, ['float32', 'float16', 'bfloat16']);
+  const [b, vocab] = logits.shape;
+  if (logits.ndim !== 2 || vocab === 0) throw new ShapeError(`sampleRows: logits must be [B, V] with V > 0; got ${formatShape(logits.shape)}`);
+  if (rows.length !== b) throw new ShapeError(`sampleRows: ${rows.length} row settings for ${b} rows of logits ${formatShape(logits.shape)}`);
+  if (b! > 65535) throw new ShapeError(`sampleRows: at most 65535 rows, got ${b}`);
+  const draws = options.draws;
+  if (draws) {
+    commonBackend('sampleRows', logits, draws);
+    if (draws.dtype !== 'float32' || draws.ndim !== 1 || draws.shape[0] !== b) throw new ShapeError(`sampleRows: draws must be float32 [${b}], got ${draws.describe()}`);
+  }
+  const params = rows.map((r) => resolveParams(draws ? { ...r, draw: draws } : r, vocab!));
+  const spans: [number, number][] = [];
+  const prevIds: number[] = [];
+  for (const r of rows) {
+    spans.push([prevIds.length, r.previousTokens?.length ?? 0]);
+    for (const id of r.previousTokens ?? []) prevIds.push(id);
+  }
+  const prev = prevIds.length > 0 ? tensor(prevIds, { dtype: 'int32', device: logits.device }) : undefined;
+  const drawsView = draws && compact(draws);
+  try {
+    const handle = backend.sampleRows(logits.operand(), params, prev?.operand(), spans, drawsView?.operand());
+    return wrap(backend, handle, 'int32', [b!]);
+  } finally {
+    prev?.dispose();
+    drawsView?.dispose();
+  }
+}

@@ -4,8 +4,8 @@
 //      spread over steps instead of stalling the others;
 //   3. runs one decode forward for every sequence that has a token to feed, each at its own position in its own
 //      pages, with the weights read once for all of them;
-//   4. samples every row that needs a token on the device (each sequence's own parameters and seed) and reads all
-//      the ids back at once.
+//   4. samples every row that needs a token on the device in one dispatch per logits tensor (each sequence's own
+//      parameters and seed, `sampleRows`) and reads all the ids back at once.
 // Sequences that finish or are cancelled leave at the next step and give their pages back. Pages are taken as
 // sequences grow; when a step finds the pool empty, the youngest sequence is preempted (pages freed, requeued at
 // the front with its tokens so far, recomputed when it is admitted again), so the oldest always progress.
@@ -21,7 +21,8 @@ import type { TextTokenizer } from '../generate/tokenizer.js';
 import type { PagedCausalLM } from '../models/causal-lm.js';
 import { PagedSequence, type PagedKvPool, type PagedSlot } from '../models/layers/paged-kv.js';
 import { tensor } from '../ops/creation.js';
-import { sampleToken } from '../ops/sample.js';
+import { indexSelect } from '../ops/index-select.js';
+import { sampleRows } from '../ops/sample.js';
 import { cat, narrow } from '../ops/shape-ops.js';
 import { gpuCounters } from '../runtime-stats.js';
 import { ContextLengthError, QueueFullError, UnavailableError } from './errors.js';
@@ -277,17 +278,29 @@ export class BatchScheduler implements Scheduler {
     return decode && !batchInvariant() ? withBatchInvariance(run) : run();
   }
 
-  /** Samples each row with its sequence's parameters and draw; one read for all ids. */
-  private async sampleAll(rows: SampleRow[]): Promise<Int32Array | number[]> {
+  /**
+   * Samples each row with its sequence's parameters and draw: one sampleRows dispatch per logits tensor (the decode
+   * forward's, a finished prefill's), one read for all ids.
+   */
+  private async sampleAll(rows: SampleRow[]): Promise<number[]> {
+    const groups = new Map<Tensor, number[]>();
+    rows.forEach((r, i) => (groups.get(r.logits) ?? groups.set(r.logits, []).get(r.logits)!).push(i));
+    const order = [...groups.values()].flat();
     const ids = tidy(() => {
-      const draws = tensor(rows.map(({ run }) => tokenDraw(run.plan.options, run.generated)), { device: this.model.device });
-      const picked = rows.map(({ run, logits, row }, i) =>
-        sampleToken(narrow(logits, 0, row, 1), { ...run.plan.sampling, draw: narrow(draws, 0, i, 1), previousTokens: run.plan.usePenalties ? run.ids : undefined }),
-      );
-      return picked.length === 1 ? picked[0]! : cat(picked, 0);
+      const parts = [...groups].map(([logits, members]) => {
+        const at = members.map((i) => rows[i]!.row);
+        const contiguous = at.every((r, k) => r === at[0]! + k);
+        const picked = contiguous ? narrow(logits, 0, at[0]!, at.length) : indexSelect(logits, 0, tensor(at, { dtype: 'int32', device: logits.device }));
+        const draws = tensor(members.map((i) => tokenDraw(rows[i]!.run.plan.options, rows[i]!.run.generated)), { device: logits.device });
+        return sampleRows(picked, members.map((i) => ({ ...rows[i]!.run.plan.sampling, previousTokens: rows[i]!.run.plan.usePenalties ? rows[i]!.run.ids : undefined })), { draws });
+      });
+      return parts.length === 1 ? parts[0]! : cat(parts, 0);
     });
     try {
-      return (await ids.toArray()) as Int32Array;
+      const got = await ids.toArray();
+      const out = new Array<number>(rows.length);
+      order.forEach((row, k) => (out[row] = got[k]!));
+      return out;
     } finally {
       ids.dispose();
     }

@@ -270,6 +270,16 @@ export class CpuBackend implements Backend<Handle> {
     return Int32Array.of(sampleReference(values(logits), prev, params));
   }
 
+  sampleRows(logits: Operand<Handle>, params: readonly SamplingParams[], previous: Operand<Handle> | undefined, spans: readonly (readonly [number, number])[], draws?: Operand<Handle>): Handle {
+    const v = values(logits);
+    const cols = logits.view.shape[1] ?? 0;
+    const prev = previous ? Array.from(viewIndices(previous.view), (i) => previous.handle[i]) : [];
+    const u = draws ? values(draws) : undefined;
+    return Int32Array.from(params, (p, r) =>
+      sampleReference(v.subarray(r * cols, (r + 1) * cols), prev.slice(spans[r]![0], spans[r]![0] + spans[r]![1]), u ? { ...p, u: u[r]! } : p),
+    );
+  }
+
   quantizeBlocks(x: Operand<Handle>, q: QuantizeBlocks): [Handle, Handle] {
     const [rows, cols] = x.view.shape;
     const kb = Math.ceil(cols / q.blockCols);

@@ -41,7 +41,7 @@ import { ropeKernel } from './kernels/rope.js';
 import { SUBGROUP_PROBE_INVOCATIONS, subgroupProbeKernel } from './kernels/subgroup-probe.js';
 import { swigluKernel } from './kernels/swiglu.js';
 import { reduceKernel } from './kernels/reduce.js';
-import { sampleKernel } from './kernels/sample.js';
+import { rowWords, sampleKernel, sampleRowsKernel } from './kernels/sample.js';
 import { softmaxKernel } from './kernels/softmax.js';
 import { adamStepKernel, clipGradNormKernel, sgdStepKernel } from './kernels/optim.js';
 import type { AdamStepHyper, GradNormType, SgdStepHyper } from '../backend.js';
@@ -574,6 +574,17 @@ export class WebGpuBackend implements Backend<GpuBuffer>, GpuContext {
   sample(logits: Operand<GpuBuffer>, previous: Operand<GpuBuffer> | undefined, params: SamplingParams, drawFrom?: Operand<GpuBuffer>): GpuBuffer {
     const prev = previous && this.gpuOperand(previous);
     return this.withContiguous(logits, (row) => sampleKernel(this, row, prev, params, drawFrom && this.gpuOperand(drawFrom)));
+  }
+
+  sampleRows(logits: Operand<GpuBuffer>, params: readonly SamplingParams[], previous: Operand<GpuBuffer> | undefined, spans: readonly (readonly [number, number])[], draws?: Operand<GpuBuffer>): GpuBuffer {
+    const prev = previous && this.gpuOperand(previous);
+    const base = prev?.view.offset ?? 0;
+    const words = this.upload('int32', new Int32Array(rowWords(params.map((p, r) => ({ params: p, prevAt: base + spans[r]![0], prevCount: spans[r]![1] }))).buffer));
+    try {
+      return this.withContiguous(logits, (rows) => sampleRowsKernel(this, rows, params.length, words, prev, draws && this.gpuOperand(draws)));
+    } finally {
+      this.release(words);
+    }
   }
 
   quantizeBlocks(x: Operand<GpuBuffer>, q: QuantizeBlocks): [GpuBuffer, GpuBuffer] {

@@ -8,6 +8,27 @@
 
 const NEG_INF_KEY = 0x007fffffu; // key of -Inf: every finite logit sorts above it
 
+// Sampling parameters of one row: the uniform's (one row) or the row's words in `rows` (a batch, one workgroup per
+// row: each sequence of a batched decode step with its own temperature, top-k/p, min-p, penalties and draw).
+struct Sampling {
+  v: u32,
+  offset: u32,
+  n_prev: u32,
+  prev_at: u32,
+  top_k: u32,
+  inv_temperature: f32,
+  top_p: f32,
+  min_p: f32,
+  u: f32,
+  inv_repetition: f32,
+  repetition: f32,
+  presence: f32,
+  frequency: f32,
+}
+
+var<workgroup> ws: Sampling;
+var<private> wb: u32; // this row's start in the scratch rows
+
 var<workgroup> red_f: array<f32, WG>;
 var<workgroup> red_u: array<vec2<u32>, WG>;
 var<workgroup> hist_lo: array<atomic<u32>, 256>;
@@ -84,8 +105,8 @@ fn radix_select(t: u32, floor_key: u32, goal: vec2<u32>, by_mass: bool, row_max:
     atomicStore(&hist_lo[t], 0u);
     atomicStore(&hist_hi[t], 0u);
     workgroupBarrier();
-    for (var i = t; i < p.v; i += WG) {
-      let x = work[i];
+    for (var i = t; i < ws.v; i += WG) {
+      let x = work[wb + i];
       let key = sort_key(x);
       if (key >= floor_key && (key & high_mask) == prefix) {
         let bin = (key >> u32(shift)) & 0xffu;
@@ -122,35 +143,42 @@ fn radix_select(t: u32, floor_key: u32, goal: vec2<u32>, by_mass: bool, row_max:
 }
 
 @compute @workgroup_size(WG)
-fn main(@builtin(local_invocation_id) lid: vec3<u32>) {
+fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>) {
   let t = lid.x;
+  // This workgroup's row and its sampling parameters, uniform across the workgroup (barriers depend on them).
+  let row = wid.x;
+  if (t == 0u) {
+    ws = {{SAMPLING}};
+  }
+  let s = workgroupUniformLoad(&ws);
+  wb = row * s.v;
   // 1. Penalised, tempered logits into the scratch row (NaN counts as -Inf: never sampled).
-  let greedy = p.inv_temperature == 0.0;
-  for (var i = t; i < p.v; i += WG) {
-    let x = load_logits(p.offset + i);
-    work[i] = select(x * select(p.inv_temperature, 1.0, greedy), f32_bits(0xff800000u), is_nan(x));
+  let greedy = s.inv_temperature == 0.0;
+  for (var i = t; i < s.v; i += WG) {
+    let x = load_logits(s.offset + i);
+    work[wb + i] = select(x * select(s.inv_temperature, 1.0, greedy), f32_bits(0xff800000u), is_nan(x));
   }
   storageBarrier();
   workgroupBarrier();
   // Each distinct previous token is penalised once, by its first occurrence in the list (HF semantics:
   // repetition divides positive logits and multiplies negative ones; presence and frequency subtract).
-  if (p.n_prev > 0u) {
-    for (var j = t; j < p.n_prev; j += WG) {
-      let id = prev[j];
+  if (s.n_prev > 0u) {
+    for (var j = t; j < s.n_prev; j += WG) {
+      let id = prev[s.prev_at + j];
       var first = true;
       var count = 0.0;
-      for (var q = 0u; q < p.n_prev; q++) {
-        if (prev[q] == id) {
+      for (var q = 0u; q < s.n_prev; q++) {
+        if (prev[s.prev_at + q] == id) {
           first = first && q >= j;
           count += 1.0;
         }
       }
-      if (first && id >= 0 && u32(id) < p.v) {
+      if (first && id >= 0 && u32(id) < s.v) {
         // Penalties apply to the raw logit; temperature after (the order of HF's logits processors).
-        let raw = load_logits(p.offset + u32(id));
-        var x = select(raw * p.repetition, raw * p.inv_repetition, raw > 0.0);
-        x = x - p.presence - p.frequency * count;
-        work[u32(id)] = select(x * select(p.inv_temperature, 1.0, greedy), f32_bits(0xff800000u), is_nan(raw));
+        let raw = load_logits(s.offset + u32(id));
+        var x = select(raw * s.repetition, raw * s.inv_repetition, raw > 0.0);
+        x = x - s.presence - s.frequency * count;
+        work[wb + u32(id)] = select(x * select(s.inv_temperature, 1.0, greedy), f32_bits(0xff800000u), is_nan(raw));
       }
     }
     storageBarrier();
@@ -158,55 +186,55 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>) {
   }
   // 2. Row max (and, greedy or top-1, its first index).
   var local_max = f32_bits(0xff800000u);
-  for (var i = t; i < p.v; i += WG) {
-    local_max = max(local_max, work[i]);
+  for (var i = t; i < s.v; i += WG) {
+    local_max = max(local_max, work[wb + i]);
   }
   let row_max = reduce_max(t, local_max);
   if (row_max == f32_bits(0xff800000u)) {
     if (t == 0u) {
-      token[0] = -1; // every logit is -Inf or NaN: the host reports it
+      token[row] = -1; // every logit is -Inf or NaN: the host reports it
     }
     return;
   }
-  if (greedy || p.top_k == 1u) {
+  if (greedy || s.top_k == 1u) {
     var first = 0xffffffffu;
-    for (var i = t; i < p.v; i += WG) {
-      if (work[i] == row_max) {
+    for (var i = t; i < s.v; i += WG) {
+      if (work[wb + i] == row_max) {
         first = min(first, i);
       }
     }
     let f = -reduce_max(t, -f32(first)); // indices < 2^24: exact in f32
     if (t == 0u) {
-      token[0] = i32(f);
+      token[row] = i32(f);
     }
     return;
   }
   // 3. Thresholds: top-k by count, then top-p by mass among what top-k kept.
   var floor_key = NEG_INF_KEY + 1u;
-  if (p.top_k > 0u && p.top_k < p.v) {
-    floor_key = radix_select(t, floor_key, vec2<u32>(p.top_k, 0u), false, row_max);
+  if (s.top_k > 0u && s.top_k < s.v) {
+    floor_key = radix_select(t, floor_key, vec2<u32>(s.top_k, 0u), false, row_max);
   }
-  if (p.top_p < 1.0) {
+  if (s.top_p < 1.0) {
     var mass = vec2<u32>(0u, 0u);
-    for (var i = t; i < p.v; i += WG) {
-      if (sort_key(work[i]) >= floor_key) {
-        mass = add64(mass, vec2<u32>(weight(work[i], row_max), 0u));
+    for (var i = t; i < s.v; i += WG) {
+      if (sort_key(work[wb + i]) >= floor_key) {
+        mass = add64(mass, vec2<u32>(weight(work[wb + i], row_max), 0u));
       }
     }
     let kept = reduce_sum64(t, mass);
-    let scaled = scale64(kept, p.top_p);
+    let scaled = scale64(kept, s.top_p);
     let goal = select(scaled, vec2<u32>(1u, 0u), scaled.x == 0u && scaled.y == 0u);
     floor_key = max(floor_key, radix_select(t, floor_key, goal, true, row_max));
   }
   // 4. Inverse CDF in index order over what is kept (min-p: weight >= min_p of the max's).
-  let chunk = (p.v + WG - 1u) / WG;
-  let begin = min(t * chunk, p.v);
-  let end = min(begin + chunk, p.v);
-  let min_w = u32(min(p.min_p * 4294967296.0, 4294967040.0));
+  let chunk = (s.v + WG - 1u) / WG;
+  let begin = min(t * chunk, s.v);
+  let end = min(begin + chunk, s.v);
+  let min_w = u32(min(s.min_p * 4294967296.0, 4294967040.0));
   var part = vec2<u32>(0u, 0u);
   for (var i = begin; i < end; i++) {
-    let w = weight(work[i], row_max);
-    if (sort_key(work[i]) >= floor_key && w >= min_w) {
+    let w = weight(work[wb + i], row_max);
+    if (sort_key(work[wb + i]) >= floor_key && w >= min_w) {
       part = add64(part, vec2<u32>(w, 0u));
     }
   }
@@ -217,7 +245,7 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>) {
     for (var q = 0u; q < WG; q++) {
       total = add64(total, red_u[q]);
     }
-    var goal = scale64(total, {{DRAW}});
+    var goal = scale64(total, s.u);
     if (ge64(goal, total)) {
       goal = sub64(total, vec2<u32>(1u, 0u));
     }
@@ -239,8 +267,8 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>) {
     var cum = vec2<u32>(0u, 0u);
     var last_kept = begin;
     for (var i = begin; i < end; i++) {
-      let w = weight(work[i], row_max);
-      if (sort_key(work[i]) >= floor_key && w >= min_w) {
+      let w = weight(work[wb + i], row_max);
+      if (sort_key(work[wb + i]) >= floor_key && w >= min_w) {
         last_kept = i;
         cum = add64(cum, vec2<u32>(w, 0u));
         if (!ge64(shared_rem, cum)) {
@@ -248,6 +276,6 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>) {
         }
       }
     }
-    token[0] = i32(last_kept);
+    token[row] = i32(last_kept);
   }
 }

@@ -26,7 +26,7 @@ function rowNames(prefix: string) {
 }
 
 /** Qwen3-30B-A3B's routing (128 experts, top 8) at a width a software adapter can run. */
-function benchConfig(quick: boolean): Qwen3Config {
+export function benchConfig(quick: boolean): Qwen3Config {
   return {
     modelType: 'qwen3_moe',
     vocabSize: 4096,

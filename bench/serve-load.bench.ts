@@ -15,28 +15,14 @@ import { writeRandomQwen3Checkpoint } from '../src/models/qwen3/random-checkpoin
 import { gpuCounters } from '../src/runtime-stats.js';
 import { startServer, type RunningServer } from '../src/serve/server.js';
 import type { BenchCase, BenchContext, RowInput } from './harness.js';
+import { benchConfig } from './moe-decode.bench.js';
 
 const MODEL = 'bench';
 
+/** The MoE decode bench's model at 2 layers, with fewer experts in quick runs, and a bos id for the tokenizer. */
 function config(quick: boolean): Qwen3Config {
-  return {
-    modelType: 'qwen3_moe',
-    vocabSize: 4096,
-    hiddenSize: 256,
-    intermediateSize: 768,
-    numHiddenLayers: 2,
-    numAttentionHeads: 4,
-    numKeyValueHeads: 2,
-    headDim: 64,
-    rmsNormEps: 1e-6,
-    ropeTheta: 1_000_000,
-    maxPositionEmbeddings: 4096,
-    tieWordEmbeddings: false,
-    attentionBias: false,
-    bosTokenId: 1,
-    eosTokenIds: [2],
-    moe: { numExperts: quick ? 16 : 32, numExpertsPerTok: 8, moeIntermediateSize: 128, normTopkProb: true, decoderSparseStep: 1, mlpOnlyLayers: [] },
-  };
+  const c = benchConfig(quick);
+  return { ...c, numHiddenLayers: 2, bosTokenId: 1, eosTokenIds: [2], moe: { ...c.moe!, numExperts: quick ? 16 : 32 } };
 }
 
 interface Streamed {

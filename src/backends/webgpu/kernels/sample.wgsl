@@ -1,10 +1,11 @@
-// Samples one token from a row of logits in a single workgroup and a single dispatch, so the logits never leave
+// Samples one token per row of logits, one workgroup per row, in a single dispatch, so the logits never leave
 // the GPU: penalties and temperature into a scratch row, max, top-k and top-p thresholds by radix select over
 // sortable float keys, min-p, then inverse-CDF sampling in index order with the uniform u drawn on the host.
 // Probability masses are 64-bit fixed point (weight exp(x - max) scaled by 2^32): integer sums are exact, so the
 // result does not depend on the order invocations add in.
-// The header (params, bindings, load_logits, WG = 256) comes from the description in sample.ts; DRAW is the uniform
-// u or, in captured steps, the draw buffer's.
+// The header (params, bindings, load_logits, WG = 256) comes from the description in sample.ts; SAMPLING builds a
+// row's parameters from the uniform (one row; u from the uniform or, in captured steps, the draw buffer) or from the
+// row's words (a batch).
 
 const NEG_INF_KEY = 0x007fffffu; // key of -Inf: every finite logit sorts above it
 

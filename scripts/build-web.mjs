@@ -14,7 +14,8 @@ export async function buildWeb(outdir = join(root, 'dist/web')) {
   const files = await readdir(web);
   await mkdir(outdir, { recursive: true });
   const result = await build({
-    entryPoints: files.filter((f) => f.endsWith('.ts')).map((f) => join(web, f)),
+    // A page is a .ts with a .html of the same name; the other modules are bundled into the pages using them.
+    entryPoints: files.filter((f) => f.endsWith('.ts') && files.includes(f.replace(/\.ts$/, '.html'))).map((f) => join(web, f)),
     bundle: true,
     format: 'esm',
     platform: 'browser',

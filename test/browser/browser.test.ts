@@ -126,6 +126,19 @@ describe.skipIf(!available)('the browser build in Chromium (WebGPU on SwiftShade
     }
   }, 60_000);
 
+  it('shows the parity suite on the ops page: every op passes against the CPU backend', async () => {
+    const ops = await browser.newPage();
+    try {
+      await ops.goto(`${server.url}/ops.html`);
+      await ops.waitForSelector('body[data-state]', { timeout: 90_000 });
+      expect(await ops.getAttribute('body', 'data-state'), (await ops.textContent('#status')) ?? '').toBe('passed');
+      expect(await ops.locator('#rows tr').count()).toBe(10);
+      expect(await ops.locator('#rows td.pass').count()).toBe(10);
+    } finally {
+      await ops.close();
+    }
+  }, 120_000);
+
   it('chats on the demo page: the built-in model generated in the page, tokens streamed, stats shown; a screenshot is kept', async () => {
     const chat = await browser.newPage({ viewport: { width: 900, height: 700 } });
     const errors: string[] = [];

@@ -40,9 +40,9 @@ export class Checkpoint implements AsyncDisposable {
 
   /** Opens a checkpoint directory (or one .safetensors file), validating every header and the shard index. */
   static async open(path: string): Promise<Checkpoint> {
-    const { existsSync, statSync } = await import('node:fs');
+    const [{ existsSync, statSync }, { dirname }] = await Promise.all([import('node:fs'), import('node:path')]);
     const isFile = existsSync(path) && statSync(path).isFile();
-    if (isFile) return Checkpoint.fromFiles(path.slice(0, Math.max(0, path.lastIndexOf('/'))) || '.', undefined, [await SafetensorsFile.open(path)]);
+    if (isFile) return Checkpoint.fromFiles(dirname(path), undefined, [await SafetensorsFile.open(path)]);
     if (!existsSync(path) || !statSync(path).isDirectory()) throw new CheckpointError('not a checkpoint directory or file', { file: path });
     return Checkpoint.openFolder(await directoryFolder(path));
   }
@@ -298,6 +298,4 @@ async function openShards(folder: CheckpointFolder, indexName: string, files: Sa
     const missing = tensors.find((t) => !shard.has(t));
     if (missing !== undefined) throw new CheckpointError(`the index maps this tensor to ${file}, which does not hold it`, { file: index, tensor: missing });
   }
-  // Two shards holding one tensor: the same check as for any set of files.
-  Checkpoint.fromFiles(folder.label, undefined, files);
 }

@@ -47,7 +47,7 @@ export interface Scheduler {
 }
 
 /** A push-fed async iterable of tokens (one reader). */
-export class TokenChannel implements AsyncIterable<GeneratedToken> {
+class TokenChannel implements AsyncIterable<GeneratedToken> {
   private readonly buffered: GeneratedToken[] = [];
   private ended = false;
   private failure: unknown;
@@ -100,7 +100,7 @@ export class Job implements Sequence {
 }
 
 /** The result of a sequence cancelled while it waited. */
-export function abortedBeforeStart(job: Job): GenerationStats {
+function abortedBeforeStart(job: Job): GenerationStats {
   return { promptTokens: job.request.promptIds.length, generatedTokens: 0, prefillMs: 0, decodeMs: 0, dispatchesPerToken: 0, stopReason: 'aborted' };
 }
 

@@ -1,8 +1,8 @@
 // A KV cache in fixed-size pages shared by every sequence (vLLM's PagedAttention layout): per layer one key pool and
-// one value pool [pages * pageSize, kvHeads, headDim], a free list of page numbers on the host, and per sequence a
-// page table (int32 on the device, re-uploaded only when the sequence gains a page). A sequence takes pages as it
-// grows and gives them all back when it ends, so memory follows the tokens actually held, not a worst case per slot.
-// A batched forward hands the kernels every row's position and page table in one index (ops/paged-cache.ts).
+// one value pool [pages * pageSize, kvHeads, headDim], a free list of page numbers on the host, and per sequence its
+// page numbers (on the host too). A sequence takes pages as it grows and gives them all back when it ends, so memory
+// follows the tokens actually held, not a worst case per slot. A batched forward uploads every row's position and
+// its sequence's page table as one int32 index (ops/paged-cache.ts), shared by all layers.
 import type { DeviceName } from '../../backends/backend.js';
 import { DTYPE_INFO, type DType } from '../../core/dtype.js';
 import { keep } from '../../core/scope.js';

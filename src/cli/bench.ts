@@ -3,7 +3,7 @@
 // GPU memory; for MoE models, the fused MoE block against a per-expert loop on the same weights.
 import { releaseDevice, webgpuBackend, type DeviceRequest } from '../backends/registry.js';
 import { measureDispatchFloor } from '../backends/webgpu/dispatch-floor.js';
-import { formatProfile, profileDecode } from '../generate/profile.js';
+import { formatProfile, gbs, profileDecode } from '../generate/profile.js';
 import { measureDecode, type DecodeMeasurement } from '../generate/measure.js';
 import type { MoeMode } from '../models/causal-lm.js';
 import { openModel } from './model-source.js';
@@ -20,11 +20,6 @@ export interface BenchCliOptions {
   json?: boolean;
   /** GPU time per kernel family from timestamp queries (WebGPU with timestamp-query). */
   profile?: boolean;
-}
-
-/** GB/s with three significant digits (a software adapter's figures are tiny). */
-export function gbs(x: number): string {
-  return x >= 100 ? x.toFixed(0) : x.toPrecision(3);
 }
 
 export async function runBench(o: BenchCliOptions, out: (line: string) => void = (l) => process.stdout.write(l + '\n'), log: (line: string) => void = (l) => process.stderr.write(l + '\n')): Promise<number> {

@@ -13,6 +13,8 @@ export interface RecordedDispatch {
   readonly offsets: number[] | undefined;
   readonly grid: readonly [number, number, number];
   readonly kernel: string;
+  /** Bytes moved, where the launcher said (replays move the same: their shapes are the recorded ones). */
+  readonly bytes: number | undefined;
 }
 
 export class CapturedStep {

@@ -15,9 +15,10 @@ export interface GpuContext {
   pipeline(key: string, build: () => string, entryPoint?: string): GPUComputePipeline;
   /**
    * Queues one dispatch: binding 0 is the uniform block `params` (omitted when null), then `buffers` in order.
-   * Work is batched into one command buffer until something is read back.
+   * Work is batched into one command buffer until something is read back. `bytes`: what it reads and writes, where
+   * known (for the profiler's GB/s).
    */
-  dispatch(pipeline: GPUComputePipeline, params: ArrayBuffer | null, buffers: readonly GpuBuffer[], grid: readonly [number, number, number]): void;
+  dispatch(pipeline: GPUComputePipeline, params: ArrayBuffer | null, buffers: readonly GpuBuffer[], grid: readonly [number, number, number], bytes?: number): void;
   /**
    * Whether kernels may reduce with subgroup operations in groups of `groupSize` consecutive invocations: the
    * device has the 'subgroups' feature, every subgroup size divides groupSize, and subgroups were checked to hold

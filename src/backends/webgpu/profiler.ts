@@ -8,6 +8,13 @@ export interface KernelTime {
   dispatches: number;
   /** Sum of (end - begin) over the kernel's passes, in µs. */
   totalMicros: number;
+  /** Bytes its dispatches read and wrote, when every one of them said (launchers that know their traffic do). */
+  bytes?: number;
+}
+
+interface Timed {
+  kernel: string;
+  bytes: number | undefined;
 }
 
 export class GpuProfiler {
@@ -15,8 +22,8 @@ export class GpuProfiler {
   readonly capacity: number;
   private readonly querySet: GPUQuerySet;
   private readonly resolveBuffer: GPUBuffer;
-  private batch: string[] = [];
-  private readonly totals = new Map<string, { dispatches: number; ns: number }>();
+  private batch: Timed[] = [];
+  private readonly totals = new Map<string, { dispatches: number; ns: number; bytes: number; unknownBytes: boolean }>();
   private readonly reads: Promise<void>[] = [];
 
   constructor(
@@ -32,10 +39,10 @@ export class GpuProfiler {
     return this.batch.length >= this.capacity;
   }
 
-  /** The descriptor of the pass for the next dispatch, which belongs to `kernel`. */
-  passFor(kernel: string): GPUComputePassDescriptor {
+  /** The descriptor of the pass for the next dispatch, which belongs to `kernel` and moves `bytes` (if known). */
+  passFor(kernel: string, bytes?: number): GPUComputePassDescriptor {
     const i = this.batch.length;
-    this.batch.push(kernel);
+    this.batch.push({ kernel, bytes });
     return { timestampWrites: { querySet: this.querySet, beginningOfPassWriteIndex: 2 * i, endOfPassWriteIndex: 2 * i + 1 } };
   }
 
@@ -54,11 +61,13 @@ export class GpuProfiler {
         read.mapAsync(GPUMapMode.READ).then(
           () => {
             const t = new BigInt64Array(read.getMappedRange());
-            kernels.forEach((k, i) => {
-              const entry = this.totals.get(k) ?? { dispatches: 0, ns: 0 };
+            kernels.forEach(({ kernel, bytes }, i) => {
+              const entry = this.totals.get(kernel) ?? { dispatches: 0, ns: 0, bytes: 0, unknownBytes: false };
               entry.dispatches++;
               entry.ns += Math.max(0, Number(t[2 * i + 1] - t[2 * i]));
-              this.totals.set(k, entry);
+              if (bytes === undefined) entry.unknownBytes = true;
+              else entry.bytes += bytes;
+              this.totals.set(kernel, entry);
             });
             read.unmap();
             read.destroy();
@@ -72,7 +81,9 @@ export class GpuProfiler {
   /** Waits for every submitted batch's timestamps; totals by kernel family, largest first. */
   async results(): Promise<KernelTime[]> {
     await Promise.all(this.reads.splice(0));
-    return [...this.totals.entries()].map(([kernel, t]) => ({ kernel, dispatches: t.dispatches, totalMicros: t.ns / 1000 })).sort((a, b) => b.totalMicros - a.totalMicros);
+    return [...this.totals.entries()]
+      .map(([kernel, t]) => ({ kernel, dispatches: t.dispatches, totalMicros: t.ns / 1000, ...(t.unknownBytes ? {} : { bytes: t.bytes }) }))
+      .sort((a, b) => b.totalMicros - a.totalMicros);
   }
 
   reset(): void {

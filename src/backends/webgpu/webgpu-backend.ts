@@ -282,7 +282,7 @@ export class WebGpuBackend implements Backend<GpuBuffer>, GpuContext {
     return group;
   }
 
-  dispatch(pipeline: GPUComputePipeline, params: ArrayBuffer | null, buffers: readonly GpuBuffer[], grid: readonly [number, number, number]): void {
+  dispatch(pipeline: GPUComputePipeline, params: ArrayBuffer | null, buffers: readonly GpuBuffer[], grid: readonly [number, number, number], bytes?: number): void {
     this.checkAlive();
     const info = this.info.get(pipeline);
     if (!info) throw new Error(`dispatch: pipeline ${pipeline.label} was not made by this backend's pipeline()`);
@@ -300,23 +300,23 @@ export class WebGpuBackend implements Backend<GpuBuffer>, GpuContext {
       offsets = [arena.push(params)];
     }
     const bindGroup = this.bindGroup(info, arena?.buffer, buffers);
-    this.encode(pipeline, bindGroup, offsets, grid, info.kernel);
+    this.encode(pipeline, bindGroup, offsets, grid, info.kernel, bytes);
     this.counters.dispatches++;
     this.counters.byKernel[info.kernel] = (this.counters.byKernel[info.kernel] ?? 0) + 1;
     if (recording) {
-      recording.record({ pipeline, bindGroup, offsets, grid: [grid[0], grid[1], grid[2]], kernel: info.kernel });
+      recording.record({ pipeline, bindGroup, offsets, grid: [grid[0], grid[1], grid[2]], kernel: info.kernel, bytes });
       for (const b of buffers) this.pin(recording, b.buffer);
     }
     if (++this.pending >= MAX_BATCH) this.flush();
   }
 
   /** Encodes one dispatch into the open pass (or, while profiling, into a timestamped pass of its own). */
-  private encode(pipeline: GPUComputePipeline, bindGroup: GPUBindGroup, offsets: number[] | undefined, grid: readonly [number, number, number], kernel: string): void {
+  private encode(pipeline: GPUComputePipeline, bindGroup: GPUBindGroup, offsets: number[] | undefined, grid: readonly [number, number, number], kernel: string, bytes: number | undefined): void {
     this.encoder ??= this.gpuDevice.createCommandEncoder();
     const profiler = this.profiler;
     if (profiler) {
       this.pass?.end();
-      this.pass = this.encoder.beginComputePass(profiler.passFor(kernel));
+      this.pass = this.encoder.beginComputePass(profiler.passFor(kernel, bytes));
       this.passPipeline = undefined;
     }
     const pass = (this.pass ??= this.encoder.beginComputePass());
@@ -399,7 +399,7 @@ export class WebGpuBackend implements Backend<GpuBuffer>, GpuContext {
     this.checkAlive();
     if (this.recording) throw new CaptureError(`cannot replay '${step.label}' while recording '${this.recording.label}'`);
     step.checkLive();
-    for (const d of step.dispatches) this.encode(d.pipeline, d.bindGroup, d.offsets, d.grid, d.kernel);
+    for (const d of step.dispatches) this.encode(d.pipeline, d.bindGroup, d.offsets, d.grid, d.kernel, d.bytes);
     this.counters.dispatches += step.dispatches.length;
     for (const [kernel, n] of step.kernelCounts) this.counters.byKernel[kernel] = (this.counters.byKernel[kernel] ?? 0) + n;
     this.counters.replays++;

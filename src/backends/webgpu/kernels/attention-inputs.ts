@@ -3,7 +3,7 @@
 import { lanesPerWord, type DType } from '../../../core/dtype.js';
 import type { AttentionInputsArgs } from '../../backend.js';
 import { wordBytes, type GpuBuffer, type GpuContext } from '../gpu-context.js';
-import { defineKernel } from './kernel.js';
+import { bytesOf, defineKernel } from './kernel.js';
 import { pow2AtLeast } from './nn-util.js';
 import { cacheRowFn } from './attention.js';
 import { grid1d } from './wgsl.js';
@@ -113,7 +113,11 @@ export function attentionInputsKernel(ctx: GpuContext, a: AttentionInputsArgs<Gp
       qkv: qkv.handle, cos_t: a.cos.handle, sin_t: a.sin.handle,
       qn: a.qNorm?.handle, kn: a.kNorm?.handle, pos_buf: a.positionFrom?.handle, pages: a.pages?.index.handle,
     },
-    { workgroups: grid1d(total, 1) },
+    {
+      workgroups: grid1d(total, 1),
+      // q|k|v read once, q written, one k and v row per kv head written into the cache, cos and sin rows read.
+      bytes: bytesOf(qDtype, s * (heads + 2 * kvHeads) * d) + bytesOf(qDtype, s * heads * d) + bytesOf(a.keys.dtype, s * kvHeads * d) + bytesOf(a.values.dtype, s * kvHeads * d) + bytesOf(a.cos.dtype, s * d) + bytesOf(a.sin.dtype, s * d),
+    },
   );
   return out;
 }

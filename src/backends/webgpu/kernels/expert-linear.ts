@@ -7,7 +7,7 @@ import { binaryKernel, viaFloat32, type GpuOperand } from './elementwise.js';
 import { swigluKernel } from './swiglu.js';
 import { expertGemmKernel, useGroupedExpertGemm } from './expert-gemm.js';
 import { columnReduceWgsl } from './gemv.js';
-import { defineKernel, type VariantOf } from './kernel.js';
+import { bytesOf, defineKernel, type VariantOf } from './kernel.js';
 import { decodeFn, grid1d } from './wgsl.js';
 
 export interface ExpertLinearKernelOptions {
@@ -271,7 +271,11 @@ export function expertLinearKernel(ctx: GpuContext, x: GpuOperand, weight: GpuOp
       c_off: combine?.view.offset ?? 0, c_s0: combine?.view.strides[0] ?? 0, c_s1: combine?.view.strides[1] ?? 0,
     },
     { out, x: x.buffer, w: weight.buffer, ids: ids.buffer, scale, comb: combine?.buffer, res: residual?.buffer },
-    { workgroups: grid1d(colBlocks * rowsOut, 1) },
+    {
+      workgroups: grid1d(colBlocks * rowsOut, 1),
+      // Every slot reads its expert's rows (slots sharing an expert are counted twice; at decode they cannot).
+      bytes: bytesOf(weight.dtype, t * slots * wRows * k) + bytesOf(x.dtype, x.view.shape[0] * k) + bytesOf(outDtype, rowsOut * n) + (residual ? bytesOf(residual.dtype, rowsOut * n) : 0),
+    },
   );
   return out;
 }

@@ -6,7 +6,7 @@ import { coalesceViews, formatShape, numel } from '../../../core/shape.js';
 import type { MatmulDims } from '../../backend.js';
 import { wordBytes, type GpuBuffer, type GpuContext } from '../gpu-context.js';
 import { viaFloat32, type GpuOperand } from './elementwise.js';
-import { defineKernel, type VariantOf } from './kernel.js';
+import { bytesOf, defineKernel, type VariantOf } from './kernel.js';
 
 const TILE = 64;
 
@@ -320,7 +320,8 @@ export function gemmKernel(ctx: GpuContext, a: GpuOperand, b: GpuOperand, dims: 
       batch_shape: ba.shape, a_sbatch: ba.strides, b_sbatch: bb.strides,
     },
     { out, a: a.buffer, b: b.buffer, ...scalingBuffers(scaling) },
-    { workgroups: [Math.ceil(n / TILE), Math.ceil(m / TILE), batchCount] },
+    // Each operand once (the compulsory traffic; tiles re-read from caches are not counted).
+    { workgroups: [Math.ceil(n / TILE), Math.ceil(m / TILE), batchCount], bytes: batchCount * (bytesOf(a.dtype, m * k) + bytesOf(b.dtype, k * n) + bytesOf(outDtype, m * n)) },
   );
   return out;
 }

@@ -5,7 +5,7 @@ import type { MatmulDims } from '../../backend.js';
 import { wordBytes, type GpuBuffer, type GpuContext } from '../gpu-context.js';
 import { viaFloat32, type GpuOperand } from './elementwise.js';
 import { epilogueWgsl, SCALING_INPUTS, SCALING_VARIANT, scalingBuffers, scalingVariant, type GemmScaling } from './gemm.js';
-import { defineKernel, type VariantOf } from './kernel.js';
+import { bytesOf, defineKernel, type VariantOf } from './kernel.js';
 import { decodeFn, fillTemplate, grid1d } from './wgsl.js';
 import { batchInvariant } from '../../../core/batch-invariance.js';
 
@@ -248,7 +248,7 @@ export function gemvKernel(ctx: GpuContext, a: GpuOperand, b: GpuOperand, dims: 
       k_blocks: Math.ceil(k / 128), up_rows: swiglu ? n : 0, m,
     },
     { out, x: a.buffer, w: b.buffer, ...scalingBuffers(s) },
-    { workgroups: [gx, gy, grouped ? Math.ceil(m / GEMV_MAX_M) : 1] },
+    { workgroups: [gx, gy, grouped ? Math.ceil(m / GEMV_MAX_M) : 1], bytes: bytesOf(b.dtype, dims.n * k) + bytesOf(a.dtype, m * k) + bytesOf(outDtype, m * n) },
   );
   return out;
 }

@@ -8,6 +8,11 @@ import { DTYPE_INFO, lanesPerWord, type DType } from '../../../core/dtype.js';
 import type { GpuBuffer, GpuContext } from '../gpu-context.js';
 import { codeFn, commonWgsl, encodeFn, fillTemplate, grid1d, loadFn, wgslSource, type ComputeType } from './wgsl.js';
 
+/** Bytes of `elements` values of `dtype` (a launcher's traffic estimate for RunOptions.bytes). */
+export function bytesOf(dtype: DType, elements: number): number {
+  return elements * DTYPE_INFO[dtype].itemBytes;
+}
+
 // ---- Descriptions ----
 
 /** A variant field's kind: the value types a launcher passes, each part of the cache key. */
@@ -89,6 +94,8 @@ export interface RunOptions {
   readonly threads?: number;
   /** Entry point (default 'main'). */
   readonly entry?: string;
+  /** Bytes the dispatch reads and writes, where the launcher knows them (`--profile` turns them into GB/s). */
+  readonly bytes?: number;
 }
 
 // ---- Uniform layout ----
@@ -320,7 +327,7 @@ export function defineKernel<const S extends VariantSchema = Record<never, never
         workgroups = 'words' in grid ? grid1d(Math.ceil(p[grid.words] / resolved.outLanes), resolved.wg) : grid1d(p[grid.threads], resolved.wg);
       }
       const pipeline = ctx.pipeline(k, () => wgsl(v), options.entry ?? 'main');
-      ctx.dispatch(pipeline, packed, list, workgroups);
+      ctx.dispatch(pipeline, packed, list, workgroups, options.bytes);
     },
   };
 }

@@ -1,9 +1,10 @@
 // Launcher of the MoE router top-k (moe-route.wgsl): one dispatch, one workgroup per token row.
 import type { DType } from '../../../core/dtype.js';
+import { numel } from '../../../core/shape.js';
 import type { RouteOptions } from '../../backend.js';
 import type { GpuBuffer, GpuContext } from '../gpu-context.js';
 import type { GpuOperand } from './elementwise.js';
-import { defineKernel } from './kernel.js';
+import { bytesOf, defineKernel } from './kernel.js';
 import { pow2AtLeast } from './nn-util.js';
 import { grid1d } from './wgsl.js';
 
@@ -88,7 +89,7 @@ export function moeRouteKernel(ctx: GpuContext, logits: GpuOperand, topK: number
       sigmoid: options.scoring === 'sigmoid' ? 1 : 0, eps: options.normalizeEps, scale: options.scale, bias_off: bias?.view.offset ?? 0,
     },
     { ids, weights, x: logits.buffer, router_w: router?.buffer, selection_bias: bias?.buffer },
-    { workgroups: grid1d(t, 1) },
+    { workgroups: grid1d(t, 1), bytes: bytesOf(logits.dtype, numel(logits.view.shape)) + (router ? bytesOf(router.dtype, numel(router.view.shape)) : 0) + 8 * t * topK },
   );
   return [ids, weights];
 }

@@ -4,7 +4,7 @@ import { lanesPerWord, type DType } from '../../../core/dtype.js';
 import { numel } from '../../../core/shape.js';
 import { wordBytes, type GpuBuffer, type GpuContext } from '../gpu-context.js';
 import { viaFloat32, type GpuOperand } from './elementwise.js';
-import { defineKernel } from './kernel.js';
+import { bytesOf, defineKernel } from './kernel.js';
 import { withContiguous } from './nn-util.js';
 import { grid1d } from './wgsl.js';
 
@@ -60,7 +60,10 @@ export function rmsNormKernel(ctx: GpuContext, x: GpuOperand, weight: GpuOperand
         { dtype: x.dtype, weight: cw?.dtype ?? NO_WEIGHT, out: outDtype, wg },
         { rows, d, x_off: cx.view.offset, w_off: cw?.view.offset ?? 0, eps },
         { out, x: cx.buffer, w: cw?.buffer },
-        perRow ? { workgroups: grid1d(rows, ROW_WG), entry: 'row_main' } : { workgroups: grid1d(rows, 1), entry: 'workgroup_main' },
+        {
+          ...(perRow ? { workgroups: grid1d(rows, ROW_WG), entry: 'row_main' } : { workgroups: grid1d(rows, 1), entry: 'workgroup_main' }),
+          bytes: bytesOf(x.dtype, n) + bytesOf(outDtype, n) + (cw ? bytesOf(cw.dtype, d) : 0),
+        },
       );
       return out;
     }),

@@ -1,6 +1,7 @@
 // `tensorgpu web`: serves the browser pages (dist/web: the chat demo, the test harness) on 127.0.0.1. The folder is
 // plain static files, so any static host serves it as well; this is the one-command way to open it locally.
 import { existsSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { serveStatic } from '../serve/static-server.js';
@@ -17,14 +18,27 @@ export function webDir(): string {
   return [join(here, '..', 'web'), join(here, '..', '..', 'dist', 'web')].find((d) => existsSync(join(d, 'chat.html'))) ?? join(here, '..', 'web');
 }
 
+/**
+ * Folders the benchmarks page needs besides dist/web, by URL prefix: ONNX Runtime Web's WebAssembly binary, served
+ * from the installed package (a dev dependency, ~29 MB, so not copied into dist/web). Empty when it is not installed;
+ * the page then says ONNX Runtime Web did not start. A static host serves the same file under peers/ort/.
+ */
+export function peerAssets(): Record<string, string> {
+  try {
+    return { '/peers/ort/': dirname(createRequire(import.meta.url).resolve('onnxruntime-web/ort-wasm-simd-threaded.asyncify.wasm')) };
+  } catch {
+    return {};
+  }
+}
+
 export async function runWeb(opts: WebCliOptions): Promise<number> {
   const dir = opts.dir ?? webDir();
   if (!existsSync(join(dir, 'chat.html'))) {
     console.error(`tensorgpu web: no pages in ${dir}; build them with \`npm run build:web\``);
     return 1;
   }
-  const server = await serveStatic({ '/': dir }, { host: opts.host, port: opts.port });
-  console.log(`tensorgpu web: ${server.url}/chat.html (the chat demo), ${server.url}/harness.html; Ctrl-C stops`);
+  const server = await serveStatic({ '/': dir, ...peerAssets() }, { host: opts.host, port: opts.port });
+  console.log(`tensorgpu web: ${server.url}/chat.html (the chat demo), ${server.url}/ops.html (op parity), ${server.url}/bench.html (benchmarks against TF.js and ONNX Runtime Web); Ctrl-C stops`);
   await new Promise<void>((resolve) => {
     const stop = () => resolve();
     process.once('SIGINT', stop);

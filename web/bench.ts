@@ -1,0 +1,198 @@
+// The benchmarks page: tensorgpu, TensorFlow.js (WebGPU backend) and ONNX Runtime Web (WebGPU EP) on the same work in
+// the same page and adapter: matmul 512 and 1024, a decode GEMV, a vocabulary-sized softmax and an elementwise chain.
+// Each cell is the median of timed runs (first enqueue to GPU done), with the dispatches each run issued, counted by
+// wrapping GPUComputePassEncoder.dispatchWorkgroups for every library alike, and each peer's output checked against
+// tensorgpu's. ?quick=1 runs small sizes (the tests), ?runs=N sets the timed runs (default 5, after 2 warm-ups).
+import * as tg from '../src/browser.js';
+import { benchCases, ortLibrary, tensorgpuLibrary, tfjsLibrary, type BenchCase, type Library, type Prepared } from './bench-peers.js';
+
+// The DOM pieces used here, declared loosely (the project compiles without lib.dom; see chat.ts).
+declare const document: { getElementById(id: string): any; createElement(tag: string): any; body: any }; // eslint-disable-line @typescript-eslint/no-explicit-any
+declare const location: { search: string; href: string };
+declare const navigator: { userAgent: string };
+
+export interface LibraryResult {
+  library: string;
+  /** Median ms per run, or null when the library could not run the case. */
+  ms: number | null;
+  dispatches: number | null;
+  /** Largest |peer - tensorgpu| over the largest |tensorgpu| value. */
+  maxDiff: number | null;
+  error?: string;
+}
+
+export interface CaseResult {
+  name: string;
+  results: LibraryResult[];
+}
+
+export interface BenchReport {
+  adapter: string;
+  userAgent: string;
+  quick: boolean;
+  runs: number;
+  cases: CaseResult[];
+  /** Libraries that failed to start, with why. */
+  unavailable: Record<string, string>;
+}
+
+const params = new URLSearchParams(location.search);
+const quick = params.get('quick') === '1';
+const runs = Math.max(1, Number(params.get('runs') ?? (quick ? 3 : 5)));
+const WARMUP = quick ? 1 : 2;
+
+// Every library's dispatches go through the same prototype, so counting there needs nothing from them.
+let dispatches = 0;
+const pass = (globalThis as unknown as { GPUComputePassEncoder?: { prototype: Record<string, (...a: unknown[]) => unknown> } }).GPUComputePassEncoder?.prototype;
+if (pass) {
+  for (const method of ['dispatchWorkgroups', 'dispatchWorkgroupsIndirect']) {
+    const original = pass[method];
+    pass[method] = function (this: unknown, ...a: unknown[]) {
+      dispatches++;
+      return original.apply(this, a);
+    };
+  }
+}
+
+/** Inputs every library receives, the same values (a fixed-seed xorshift, uniform in each input's range). */
+function inputData(c: BenchCase): Record<string, Float32Array> {
+  let s = 0x9e3779b9;
+  const next = () => {
+    s ^= s << 13;
+    s ^= s >>> 17;
+    s ^= s << 5;
+    return (s >>> 0) / 2 ** 32;
+  };
+  return Object.fromEntries(
+    Object.entries(c.inputs).map(([k, shape]) => {
+      const [lo, hi] = c.ranges?.[k] ?? [-1, 1];
+      return [k, Float32Array.from({ length: shape.reduce((a, b) => a * b, 1) }, () => lo + (hi - lo) * next())];
+    }),
+  );
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+
+function maxRelDiff(got: Float32Array, ref: Float32Array): number {
+  if (got.length !== ref.length) return Infinity;
+  let scale = 0;
+  let diff = 0;
+  for (let i = 0; i < ref.length; i++) {
+    scale = Math.max(scale, Math.abs(ref[i]));
+    const d = Math.abs(got[i] - ref[i]);
+    diff = Number.isNaN(d) ? Infinity : Math.max(diff, d);
+  }
+  return diff / Math.max(scale, 1e-30);
+}
+
+async function timeRun(p: Prepared): Promise<{ ms: number; dispatches: number }> {
+  const d0 = dispatches;
+  const t0 = performance.now();
+  await p.run();
+  await p.done();
+  return { ms: performance.now() - t0, dispatches: dispatches - d0 };
+}
+
+/** One case on every library: warm-ups, then timed rounds with the libraries in rotated order, then the check. */
+async function runCase(c: BenchCase, libraries: Library[]): Promise<CaseResult> {
+  const data = inputData(c);
+  const prepared = new Map<Library, Prepared>();
+  const results = new Map<Library, LibraryResult>();
+  for (const lib of libraries) {
+    try {
+      const p = await lib.prepare(c, data);
+      prepared.set(lib, p);
+      for (let i = 0; i < WARMUP; i++) await timeRun(p);
+    } catch (e) {
+      results.set(lib, { library: lib.name, ms: null, dispatches: null, maxDiff: null, error: (e as Error).message });
+    }
+  }
+  const times = new Map<Library, { ms: number[]; dispatches: number[] }>([...prepared.keys()].map((l) => [l, { ms: [], dispatches: [] }]));
+  const order = [...prepared.keys()];
+  for (let r = 0; r < runs; r++) {
+    for (let i = 0; i < order.length; i++) {
+      const lib = order[(i + r) % order.length];
+      const t = await timeRun(prepared.get(lib)!);
+      times.get(lib)!.ms.push(t.ms);
+      times.get(lib)!.dispatches.push(t.dispatches);
+    }
+  }
+  const reference = libraries[0].name === 'tensorgpu' && prepared.has(libraries[0]) ? await prepared.get(libraries[0])!.read() : undefined;
+  for (const [lib, p] of prepared) {
+    const t = times.get(lib)!;
+    results.set(lib, { library: lib.name, ms: median(t.ms), dispatches: median(t.dispatches), maxDiff: reference ? maxRelDiff(await p.read(), reference) : null });
+    await p.dispose();
+  }
+  return { name: c.name, results: libraries.map((l) => results.get(l)!) };
+}
+
+// ---- The table ----
+
+const status = (text: string) => (document.getElementById('status').textContent = text);
+
+function cell(text: string, className?: string): unknown {
+  const td = document.createElement('td');
+  td.textContent = text;
+  if (className) td.className = className;
+  return td;
+}
+
+function showCase(r: CaseResult): void {
+  const tr = document.createElement('tr');
+  tr.append(cell(r.name, 'case'));
+  const own = r.results[0].ms;
+  for (const x of r.results) {
+    if (x.ms === null) {
+      tr.append(cell(x.error ? `failed: ${x.error}` : '-', 'fail'), cell('-'));
+      continue;
+    }
+    const ratio = own !== null && x !== r.results[0] ? ` (${(x.ms / own).toFixed(2)}x)` : '';
+    tr.append(cell(`${x.ms.toFixed(x.ms < 10 ? 2 : 1)} ms${ratio}`, 'num'), cell(String(x.dispatches), 'num'));
+  }
+  const worst = Math.max(...r.results.slice(1).map((x) => x.maxDiff ?? 0));
+  tr.append(cell(worst.toExponential(1), worst <= 1e-3 ? 'num pass' : 'num fail'));
+  document.getElementById('rows').append(tr);
+}
+
+async function main(): Promise<BenchReport> {
+  const d = await tg.diagnose();
+  if (!d.available) throw new Error(`WebGPU unavailable: ${d.reason}`);
+  const adapter = d.adapter ? `${d.adapter.vendor}/${d.adapter.architecture}${d.adapter.description ? ` (${d.adapter.description})` : ''}` : 'unknown adapter';
+  const unavailable: Record<string, string> = {};
+  const libraries: Library[] = [];
+  const wasmBase = new URL('./peers/ort/', location.href).href;
+  for (const [name, start] of [['tensorgpu', tensorgpuLibrary], ['TF.js WebGPU', tfjsLibrary], ['ONNX Runtime Web', () => ortLibrary(wasmBase)]] as const) {
+    try {
+      libraries.push(await start());
+    } catch (e) {
+      unavailable[name] = (e as Error).message;
+    }
+  }
+  if (libraries[0]?.name !== 'tensorgpu') throw new Error(`tensorgpu did not start: ${unavailable.tensorgpu}`);
+  const head = document.getElementById('head');
+  head.append(cell('case'));
+  for (const l of libraries) head.append(cell(l.name === 'tensorgpu' ? 'tensorgpu' : `${l.name} (its time / tensorgpu's)`), cell('dispatches'));
+  head.append(cell('max diff vs tensorgpu'));
+  const cases: CaseResult[] = [];
+  for (const c of benchCases(quick)) {
+    status(`${adapter}: running ${c.name}…`);
+    const r = await runCase(c, libraries);
+    cases.push(r);
+    showCase(r);
+  }
+  for (const l of libraries) await l.release();
+  const missing = Object.keys(unavailable);
+  status(`${adapter}; ${navigator.userAgent.match(/(Chrome|Chromium|Firefox|Safari)\/[\d.]+/)?.[0] ?? 'browser'}; median of ${runs} runs after ${WARMUP} warm-up${WARMUP > 1 ? 's' : ''}${missing.length ? `; not run: ${missing.map((m) => `${m} (${unavailable[m]})`).join(', ')}` : ''}`);
+  return { adapter, userAgent: navigator.userAgent, quick, runs, cases, unavailable };
+}
+
+main().then(
+  (report) => {
+    (globalThis as Record<string, unknown>).benchReport = report;
+    document.body.dataset.state = 'done';
+  },
+  (e) => {
+    status(`error: ${(e as Error).message}`);
+    document.body.dataset.state = 'error';
+  },
+);

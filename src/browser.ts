@@ -40,5 +40,17 @@ export { SafetensorsFile, type TensorLoadOptions } from './io/safetensors-reader
 export { encodeSafetensors, tensorSource, type TensorSource } from './io/safetensors-writer.js';
 export { memorySource, blobSource, urlSource, type ByteSource, type UrlSourceOptions } from './io/byte-source.js';
 export { Checkpoint, type Weight } from './io/checkpoint.js';
+export type { PickedFile } from './io/checkpoint-folders.js';
+export {
+  clearWeightCache,
+  weightCacheUsage,
+  fetchText,
+  type CachedUrlOptions,
+  type CachedFileEvent,
+  type WeightCacheOptions,
+  type WeightCacheStoreKind,
+  type WeightCacheUsage,
+  type WeightCacheEntry,
+} from './io/weight-cache.js';
 export { QWEN3_PRESETS, randomQwen3Checkpoint } from './models/qwen3/random-checkpoint.js';
 export { qwen3FromCheckpoint, type Qwen3FromCheckpointOptions } from './models/qwen3/from-checkpoint.js';

@@ -1,6 +1,7 @@
-// The chat demo page: a Qwen3 model on WebGPU in the page (the built-in random model generated here, or a Hugging
-// Face folder by URL read with Range requests), tokens streamed as they are sampled, live tok/s, dispatches per
-// token and GPU memory, and a stop button. `tensorgpu web` serves it; dist/web is also a plain static folder.
+// The chat demo page: a Qwen3 model on WebGPU in the page (the built-in random model generated here, a Hugging Face
+// folder by URL read with Range requests and optionally kept in this browser, or a model folder picked on this
+// computer), tokens streamed as they are sampled, live tok/s, dispatches per token and GPU memory, and a stop button.
+// `tensorgpu web` serves it; dist/web is also a plain static folder.
 import * as tg from '../src/browser.js';
 
 // The few DOM pieces this page uses, declared here: the project compiles without lib.dom (whose WebGPU types clash
@@ -14,6 +15,7 @@ type HTMLTextAreaElement = any;
 type HTMLProgressElement = any;
 declare const document: { getElementById(id: string): Element; querySelector(selector: string): Element; createElement(tag: string): Element; body: Element };
 declare const location: { search: string };
+declare const navigator: { storage?: { persist?: () => Promise<boolean> } };
 
 const $ = <T = HTMLElement>(id: string): T => document.getElementById(id) as T;
 const status = (text: string) => ($('status').textContent = text);
@@ -28,20 +30,48 @@ interface Loaded {
   model: tg.Qwen3Model;
   tokenizer: tg.TextTokenizer;
   name: string;
+  /** Where the weights came from, when that is worth saying (the browser's cache, a download kept there). */
+  origin?: string;
 }
 
 let loaded: Loaded | undefined;
 let running: AbortController | undefined;
 const history: tg.ChatMessage[] = [];
 
-async function tokenizerAt(base: string): Promise<tg.TextTokenizer> {
+async function tokenizerAt(base: string, options: tg.CachedUrlOptions = {}): Promise<tg.TextTokenizer> {
   const get = async (f: string) => {
-    const res = await fetch(`${base}/${f}`);
-    if (!res.ok) throw new Error(`${base}/${f}: HTTP ${res.status}`);
-    return (await res.json()) as Record<string, unknown>;
+    const text = await tg.fetchText(`${base}/${f}`, options);
+    if (text === undefined) throw new Error(`${base}/${f}: HTTP 404`);
+    return JSON.parse(text) as Record<string, unknown>;
   };
   const [json, config] = await Promise.all([get('tokenizer.json'), get('tokenizer_config.json')]);
   return new tg.TextTokenizer(json, config);
+}
+
+/** The tokenizer among files picked with the model (a folder's top level, or files picked together). */
+async function tokenizerIn(files: tg.PickedFile[]): Promise<tg.TextTokenizer> {
+  const get = async (name: string) => {
+    const f = files.find((x) => (x.webkitRelativePath || x.name).split('/').length <= 2 && x.name === name);
+    if (!f) throw new Error(`the picked files have no ${name}`);
+    return JSON.parse(await f.text()) as Record<string, unknown>;
+  };
+  const [json, config] = await Promise.all([get('tokenizer.json'), get('tokenizer_config.json')]);
+  return new tg.TextTokenizer(json, config);
+}
+
+/** What the cache events of one load say about where its weights came from. */
+function cacheOrigin(keep: boolean, events: readonly tg.CachedFileEvent[]): string | undefined {
+  if (!keep) return undefined;
+  // No events with keep asked: no store at all (OPFS and the Cache API need https or localhost).
+  if (events.length === 0) return 'weights not kept: this page cannot store files here (it needs https or localhost)';
+  if (events.every((e) => e.from === 'cache')) return `weights from this browser's cache (${events[0]!.store}), nothing downloaded`;
+  if (events.some((e) => e.from === 'network')) return 'weights read from the network: this browser refused to keep them (storage full?)';
+  return `weights downloaded and kept in this browser (${events[0]!.store})`;
+}
+
+async function showCacheUsage(): Promise<void> {
+  const usage = await tg.weightCacheUsage();
+  $('cache-usage').textContent = usage.files > 0 ? `kept in this browser: ${usage.files} files, ${mib(usage.bytes)}` : 'nothing kept in this browser';
 }
 
 async function load(): Promise<void> {
@@ -50,6 +80,7 @@ async function load(): Promise<void> {
   loaded?.model.dispose();
   loaded = undefined;
   $<HTMLButtonElement>('send').disabled = true;
+  document.body.dataset.state = 'loading';
   const t0 = performance.now();
   progress.hidden = false;
   const onProgress = (done: number, total: number) => {
@@ -61,18 +92,41 @@ async function load(): Promise<void> {
     status('uploading weights…');
     const model = await tg.qwen3FromCheckpoint(ck, { device: 'webgpu', maxSequence: 512, onProgress });
     loaded = { model, tokenizer: await tokenizerAt('./tokenizer'), name: `built-in random Qwen3-MoE (${BUILTIN.numHiddenLayers} layers, ${BUILTIN.moe!.numExperts} experts)` };
-  } else {
+  } else if (which === 'url') {
     const url = $<HTMLInputElement>('url').value.trim().replace(/\/$/, '');
+    const events: tg.CachedFileEvent[] = [];
+    const keep = $<HTMLInputElement>('keep').checked;
+    // Without persistence a browser may evict the kept weights under storage pressure; asking is best effort.
+    if (keep) void navigator.storage?.persist?.().catch(() => false);
+    const options: tg.CachedUrlOptions = {
+      cache: keep && {
+        onFile: (e) => events.push(e),
+        onDownload: ({ url: file, done, total }) => {
+          status(`downloading ${file.slice(file.lastIndexOf('/') + 1)} into this browser: ${mib(done)} of ${mib(total)}`);
+          onProgress(done, total);
+        },
+      },
+    };
     status(`opening ${url}…`);
-    const ck = await tg.Checkpoint.fromUrl(url);
+    const ck = await tg.Checkpoint.fromUrl(url, options);
     const model = await tg.qwen3FromCheckpoint(ck, { device: 'webgpu', maxSequence: 2048, onProgress });
-    loaded = { model, tokenizer: await tokenizerAt(url), name: url };
+    loaded = { model, tokenizer: await tokenizerAt(url, options), name: url, origin: cacheOrigin(keep, events) };
+    if (keep) await showCacheUsage();
+  } else {
+    const files: tg.PickedFile[] = [...($<HTMLInputElement>('folder').files ?? [])];
+    if (files.length === 0) throw new Error('pick a model folder (or its files) first');
+    status(`opening ${files.length} picked files…`);
+    const ck = await tg.Checkpoint.fromFileList(files);
+    const model = await tg.qwen3FromCheckpoint(ck, { device: 'webgpu', maxSequence: 2048, onProgress });
+    loaded = { model, tokenizer: await tokenizerIn(files), name: `${ck.dir} (on this computer)` };
   }
   progress.hidden = true;
   history.length = 0;
   $('log').textContent = '';
-  status(`${loaded.name}: loaded in ${((performance.now() - t0) / 1000).toFixed(1)} s, ${mib(tg.memoryStats().liveBytes)} on the GPU`);
+  const origin = loaded.origin ? ` (${loaded.origin})` : '';
+  status(`${loaded.name}: loaded in ${((performance.now() - t0) / 1000).toFixed(1)} s${origin}, ${mib(tg.memoryStats().liveBytes)} on the GPU`);
   $<HTMLButtonElement>('send').disabled = false;
+  document.body.dataset.state = 'loaded';
 }
 
 function showStats(tokens: number, decodeMs: number, dispatches: number | string): void {
@@ -138,7 +192,19 @@ async function main(): Promise<void> {
   }
   await tg.initDevice('webgpu');
   status(`adapter ${d.adapter?.vendor}/${d.adapter?.architecture}; pick a model and load it`);
-  $('load').addEventListener('click', () => void load().catch((e) => status(`error: ${(e as Error).message}`)));
+  $('load').addEventListener('click', () =>
+    void load().catch((e) => {
+      $<HTMLProgressElement>('progress').hidden = true;
+      status(`error: ${(e as Error).message}`);
+      document.body.dataset.state = 'error';
+    }),
+  );
+  // Typing a URL or picking a folder selects that model source.
+  const select = (value: string) => ((document.querySelector(`input[name=model][value=${value}]`) as HTMLInputElement).checked = true);
+  $('url').addEventListener('input', () => select('url'));
+  $('folder').addEventListener('change', () => select('folder'));
+  $('clear-cache').addEventListener('click', () => void tg.clearWeightCache().then(showCacheUsage, (e) => status(`error: ${(e as Error).message}`)));
+  void showCacheUsage().catch(() => {});
   $('send').addEventListener('click', () => void send());
   $('stop').addEventListener('click', () => running?.abort());
   try {

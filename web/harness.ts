@@ -1,6 +1,7 @@
 // The page side of the browser tests (test/browser/): the library's browser entry, driven from Playwright through
 // window.tensorgpuHarness. Each function returns plain JSON so the Node side can compare it with its own results.
 import * as tg from '../src/browser.js';
+import { openCacheStore } from '../src/io/weight-cache-store.js';
 import { parity } from './parity.js';
 
 /** Greedy generation from a random-weight Qwen3 built in the page (no download), token ids from prompt ids. */
@@ -25,9 +26,10 @@ async function generateIds(config: tg.Qwen3Config, seed: number, prompt: number[
 }
 
 /** Opens a safetensors file by URL (Range requests) and reads every tensor; a bad file gives the error it raised. */
-async function loadSafetensors(url: string) {
+async function loadSafetensors(url: string, cache: tg.CachedUrlOptions['cache'] = false) {
   try {
-    const file = await tg.SafetensorsFile.fromUrl(url);
+    await tg.initDevice('webgpu');
+    const file = await tg.SafetensorsFile.fromUrl(url, { cache });
     const tensors: Record<string, number[]> = {};
     for (const name of file.names) {
       const t = await file.load(name, { device: 'webgpu' });
@@ -40,4 +42,38 @@ async function loadSafetensors(url: string) {
   }
 }
 
-(globalThis as Record<string, unknown>).tensorgpuHarness = { parity, generateIds, loadSafetensors, release: () => tg.releaseDevice() };
+/** Opens a checkpoint folder by URL through the weight cache and reads every tensor (on the CPU backend: the bytes are the point). */
+async function loadCachedCheckpoint(url: string, store: tg.WeightCacheStoreKind) {
+  const events: tg.CachedFileEvent[] = [];
+  const ck = await tg.Checkpoint.fromUrl(url, { cache: { store, onFile: (e) => events.push(e) } });
+  try {
+    const tensors: Record<string, number[]> = {};
+    for (const name of ck.names.sort()) {
+      const t = await ck.load(name, { device: 'cpu' });
+      tensors[name] = [...(await t.toArray())];
+      t.dispose();
+    }
+    const files = events.map(({ url, from, store }) => ({ file: url.slice(url.lastIndexOf('/') + 1), from, store }));
+    return { tensors, events: files.sort((a, b) => (a.file < b.file ? -1 : 1)) };
+  } finally {
+    await ck.close();
+  }
+}
+
+/** Stores `bytes` as the cached copy of url, as if they had been downloaded from it. */
+async function plantCachedFile(url: string, store: tg.WeightCacheStoreKind, bytes: number[]) {
+  const s = await openCacheStore(store);
+  if (!s) throw new Error(`no ${store} store in this page`);
+  await s.put(url, async (write) => (await write(new Uint8Array(bytes)), { size: bytes.length }));
+}
+
+(globalThis as Record<string, unknown>).tensorgpuHarness = {
+  parity,
+  generateIds,
+  loadSafetensors,
+  loadCachedCheckpoint,
+  plantCachedFile,
+  clearWeightCache: (prefix?: string) => tg.clearWeightCache(prefix),
+  weightCacheUsage: () => tg.weightCacheUsage(),
+  release: () => tg.releaseDevice(),
+};

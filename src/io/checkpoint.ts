@@ -8,8 +8,9 @@ import type { Tensor } from '../core/tensor.js';
 import { cast } from '../ops/convert.js';
 import { quantize } from '../ops/quantize.js';
 import type { SafetensorsEntry } from './safetensors-header.js';
-import type { UrlSourceOptions } from './byte-source.js';
+import { directoryFolder, pickedFolder, urlFolder, type CheckpointFolder, type PickedFile } from './checkpoint-folders.js';
 import { SafetensorsFile, type TensorLoadOptions } from './safetensors-reader.js';
+import type { CachedUrlOptions } from './weight-cache.js';
 
 /** Weight file names tried in a directory, in order: transformers' then diffusers'. */
 const SINGLE_FILES = ['model.safetensors', 'diffusion_pytorch_model.safetensors'];
@@ -50,10 +51,19 @@ export class Checkpoint implements AsyncDisposable {
   /**
    * A checkpoint folder at a URL (a Hugging Face `resolve/main/` URL, or any static server that answers Range
    * requests): config.json, then the shard index or the single weight file, every header validated as on disk;
-   * tensors stream with Range requests when loaded.
+   * tensors stream with Range requests when loaded. With `cache` (browsers), every file is kept in the browser's
+   * weight cache and a second open reads no network (see weight-cache.ts).
    */
-  static async fromUrl(url: string, options: UrlSourceOptions = {}): Promise<Checkpoint> {
+  static async fromUrl(url: string, options: CachedUrlOptions = {}): Promise<Checkpoint> {
     return Checkpoint.openFolder(urlFolder(url, options));
+  }
+
+  /**
+   * A checkpoint folder picked in a page (`<input type=file webkitdirectory>`'s files, or config.json and the
+   * weight files picked together), opened and validated like a directory on disk; tensors are read by Blob slices.
+   */
+  static async fromFileList(files: Iterable<PickedFile>): Promise<Checkpoint> {
+    return Checkpoint.openFolder(pickedFolder(files));
   }
 
   /** A checkpoint of already opened files (in memory, picked by the user, ...); `dir` labels errors. */
@@ -198,71 +208,6 @@ function reshaped(t: Tensor, shape: number[]): Tensor {
 
 function baseName(path: string): string {
   return path.slice(path.lastIndexOf('/') + 1);
-}
-
-/** The files of a checkpoint folder, wherever it is. */
-interface CheckpointFolder {
-  /** The folder, for messages. */
-  readonly label: string;
-  /** A file's full name, for messages. */
-  path(name: string): string;
-  exists(name: string): Promise<boolean>;
-  /** The file's text, or undefined when it does not exist. */
-  readText(name: string): Promise<string | undefined>;
-  open(name: string): Promise<SafetensorsFile>;
-}
-
-/** A directory on disk (Node: node:fs and node:path are imported when used, so browser bundles never load them). */
-async function directoryFolder(dir: string): Promise<CheckpointFolder> {
-  const [{ existsSync }, { readFile }, { join }] = await Promise.all([import('node:fs'), import('node:fs/promises'), import('node:path')]);
-  return {
-    label: dir,
-    path: (name) => join(dir, name),
-    exists: async (name) => existsSync(join(dir, name)),
-    readText: async (name) => {
-      try {
-        return await readFile(join(dir, name), 'utf8');
-      } catch (e) {
-        if ((e as { code?: string }).code === 'ENOENT') return undefined;
-        throw new CheckpointError(`cannot read: ${(e as Error).message}`, { file: join(dir, name) });
-      }
-    },
-    open: (name) => SafetensorsFile.open(join(dir, name)),
-  };
-}
-
-/** A folder at a URL: JSON files fetched whole, weight files read by Range requests. */
-function urlFolder(url: string, options: UrlSourceOptions): CheckpointFolder {
-  const base = url.endsWith('/') ? url : `${url}/`;
-  const get = options.fetch ?? fetch;
-  const request = async (name: string, init: RequestInit = {}): Promise<Response> => {
-    try {
-      return await get(base + name, { ...init, headers: { ...options.headers, ...(init.headers as Record<string, string> | undefined) } });
-    } catch (e) {
-      throw new CheckpointError(`cannot fetch: ${(e as Error).message}`, { file: base + name });
-    }
-  };
-  return {
-    label: url,
-    path: (name) => base + name,
-    exists: async (name) => {
-      const res = await request(name, { headers: { Range: 'bytes=0-0' } });
-      await res.body?.cancel();
-      if (res.status === 404) return false;
-      if (res.ok) return true;
-      throw new CheckpointError(`HTTP ${res.status}`, { file: base + name });
-    },
-    readText: async (name) => {
-      const res = await request(name);
-      if (res.status === 404) {
-        await res.body?.cancel();
-        return undefined;
-      }
-      if (!res.ok) throw new CheckpointError(`HTTP ${res.status}`, { file: base + name });
-      return res.text();
-    },
-    open: (name) => SafetensorsFile.fromUrl(base + name, options),
-  };
 }
 
 async function readJson(folder: CheckpointFolder, name: string, optional: boolean): Promise<unknown> {

@@ -2,7 +2,7 @@
 // positioned reads into two reused chunk buffers and streamed to the device, so host memory stays at two chunks
 // whatever the checkpoint's size (no whole-file buffering, no mmap needed). The bytes come from a ByteSource: a
 // file on disk, memory, or a URL read by Range requests (byte-source.ts), all validated alike.
-import { fileSource, memorySource, readExactly, readInto, urlSource, type ByteSource, type UrlSourceOptions } from './byte-source.js';
+import { fileSource, memorySource, readExactly, readInto, type ByteSource } from './byte-source.js';
 import type { DeviceName } from '../backends/backend.js';
 import { backendFor, getDefaultDevice } from '../backends/registry.js';
 import { DTYPE_INFO, type DType } from '../core/dtype.js';
@@ -12,6 +12,7 @@ import type { Tensor } from '../core/tensor.js';
 import { cast } from '../ops/convert.js';
 import { wrap } from '../ops/util.js';
 import { headerLength, parseHeader, type SafetensorsEntry, type SafetensorsHeader } from './safetensors-header.js';
+import { cachedUrlSource, type CachedUrlOptions } from './weight-cache.js';
 
 /** Bytes per positioned read and device write. */
 export const DEFAULT_CHUNK_BYTES = 8 << 20;
@@ -45,9 +46,14 @@ export class SafetensorsFile implements AsyncDisposable {
     return SafetensorsFile.fromSource(await fileSource(path), path);
   }
 
-  /** A safetensors file at a URL, read with Range requests: the header first, then each tensor in chunks. */
-  static async fromUrl(url: string, options: UrlSourceOptions = {}): Promise<SafetensorsFile> {
-    return SafetensorsFile.fromSource(await urlSource(url, options), url);
+  /**
+   * A safetensors file at a URL, read with Range requests: the header first, then each tensor in chunks. With
+   * `cache`, the file is downloaded whole into the browser's weight cache once its header has been validated over
+   * the network, and read from there (its header validated again on the cached bytes, as on every later open).
+   */
+  static async fromUrl(url: string, options: CachedUrlOptions = {}): Promise<SafetensorsFile> {
+    const source = await cachedUrlSource(url, options, async (remote) => void (await SafetensorsFile.fromSource(remote, url)));
+    return SafetensorsFile.fromSource(source, url);
   }
 
   /** A safetensors file in memory; `name` labels errors. */

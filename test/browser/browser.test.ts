@@ -1,7 +1,7 @@
 // The library in a real browser: Debian's Chromium, headless, on the same SwiftShader Vulkan driver as Node's Dawn,
 // driven by playwright-core against pages served on 127.0.0.1 (web/harness.ts bundled by scripts/build-web.mjs).
 // With TENSORGPU_REQUIRE_GPU=1 (CI) a missing browser or adapter fails instead of skipping.
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
@@ -11,10 +11,11 @@ import { buildWeb } from '../../scripts/build-web.mjs';
 import { qwen3TokenizerDir } from '../../src/generate/tokenizer.js';
 import { generate } from '../../src/generate/generate.js';
 import { TextTokenizer } from '../../src/generate/tokenizer.js';
+import { Checkpoint } from '../../src/io/checkpoint.js';
 import type { Qwen3Config } from '../../src/io/hf-config.js';
 import { writeSafetensors } from '../../src/io/safetensors-writer.js';
 import { qwen3FromCheckpoint } from '../../src/models/qwen3/from-checkpoint.js';
-import { randomQwen3Checkpoint } from '../../src/models/qwen3/random-checkpoint.js';
+import { QWEN3_PRESETS, randomQwen3Checkpoint, writeRandomQwen3Checkpoint } from '../../src/models/qwen3/random-checkpoint.js';
 import { serveStatic, type StaticServer } from '../../src/serve/static-server.js';
 
 const CHROMIUM = process.env.TENSORGPU_CHROMIUM ?? '/usr/bin/chromium';
@@ -31,11 +32,23 @@ const CONFIG: Qwen3Config = {
 };
 const SEED = 7;
 const PROMPT = [11, 257, 42, 300, 5];
+// Kept in the weight cache: any checkpoint will do, small and sharded (an index and several weight files).
+const CACHED: Qwen3Config = { ...CONFIG, modelType: 'qwen3', vocabSize: 64, hiddenSize: 32, intermediateSize: 64, numHiddenLayers: 1, numAttentionHeads: 2, numKeyValueHeads: 1, tieWordEmbeddings: true, moe: undefined };
+// Chatted with on the demo page from a picked folder and by URL, through the real Qwen3 tokenizer: one thin layer and
+// the first 32768 rows of the vocabulary (all 151936 make each token take seconds on a software adapter). Its
+// tokenizer_config.json loses the chat template, whose special tokens lie above that range, so the page sends the
+// plain prompt, whose ids lie below it.
+const CHAT_MODEL: Qwen3Config = { ...QWEN3_PRESETS['qwen3-tiny']!, vocabSize: 32768, bosTokenId: 1, eosTokenIds: [2], hiddenSize: 64, intermediateSize: 128, numHiddenLayers: 1, numAttentionHeads: 4, numKeyValueHeads: 2, headDim: 16 };
+type CacheEvent = { file: string; from: 'cache' | 'downloaded' | 'network'; store: 'opfs' | 'cache-api' };
 
 interface Harness {
   parity(seed: number): Promise<{ adapter: string; results: { op: string; maxDiff: number; tolerance: number; size: number }[] }>;
   generateIds(config: Qwen3Config, seed: number, prompt: number[], maxNewTokens: number, tokenizerUrl: string): Promise<{ ids: number[]; stats: { dispatchesPerToken?: number } }>;
-  loadSafetensors(url: string): Promise<{ ok: true; tensors: Record<string, number[]> } | { ok: false; name: string; message: string }>;
+  loadSafetensors(url: string, cache?: boolean | 'opfs' | 'cache-api'): Promise<{ ok: true; tensors: Record<string, number[]> } | { ok: false; name: string; message: string }>;
+  loadCachedCheckpoint(url: string, store: 'opfs' | 'cache-api'): Promise<{ tensors: Record<string, number[]>; events: CacheEvent[] }>;
+  plantCachedFile(url: string, store: 'opfs' | 'cache-api', bytes: number[]): Promise<void>;
+  clearWeightCache(prefix?: string): Promise<void>;
+  weightCacheUsage(): Promise<{ files: number; bytes: number; entries: { url: string; bytes: number; store: string }[] }>;
   release(): void;
 }
 
@@ -45,6 +58,9 @@ describe.skipIf(!available)('the browser build in Chromium (WebGPU on SwiftShade
   let browser: Browser;
   let page: Page;
   let staticNodeImports: string[];
+  let files: string;
+  let cachedShards: string[];
+  let cachedOnDisk: Record<string, number[]>;
   const pageErrors: string[] = [];
   const call = <K extends keyof Harness>(name: K, ...args: Parameters<Harness[K]>) =>
     page.evaluate(([n, a]) => (globalThis as unknown as { tensorgpuHarness: Record<string, (...x: unknown[]) => unknown> }).tensorgpuHarness[n as string]!(...(a as unknown[])), [name, args] as const) as Promise<Awaited<ReturnType<Harness[K]>>>;
@@ -52,7 +68,7 @@ describe.skipIf(!available)('the browser build in Chromium (WebGPU on SwiftShade
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'tensorgpu-browser-'));
     ({ staticNodeImports } = await buildWeb(join(dir, 'web')));
-    const files = join(dir, 'files');
+    files = join(dir, 'files');
     rmSync(files, { recursive: true, force: true });
     (await import('node:fs')).mkdirSync(files);
     await writeSafetensors(join(files, 'small.safetensors'), [
@@ -63,6 +79,20 @@ describe.skipIf(!available)('the browser build in Chromium (WebGPU on SwiftShade
     const hostile = new Uint8Array(24);
     new DataView(hostile.buffer).setBigUint64(0, 1_000_000n, true);
     writeFileSync(join(files, 'hostile.safetensors'), hostile);
+    cachedShards = (await writeRandomQwen3Checkpoint(join(files, 'cached'), CACHED, { seed: 3, dtype: 'float32', shardBytes: 8_000 })).sort();
+    const ck = await Checkpoint.open(join(files, 'cached'));
+    cachedOnDisk = {};
+    for (const name of ck.names.sort()) {
+      const t = await ck.load(name, { device: 'cpu' });
+      cachedOnDisk[name] = [...(await t.toArray())];
+      t.dispose();
+    }
+    await ck.close();
+    await writeRandomQwen3Checkpoint(join(files, 'chat-model'), CHAT_MODEL, { seed: 1, dtype: 'bfloat16' });
+    copyFileSync(join(qwen3TokenizerDir(), 'tokenizer.json'), join(files, 'chat-model', 'tokenizer.json'));
+    const tc = JSON.parse(readFileSync(join(qwen3TokenizerDir(), 'tokenizer_config.json'), 'utf8'));
+    delete tc.chat_template;
+    writeFileSync(join(files, 'chat-model', 'tokenizer_config.json'), JSON.stringify(tc));
     server = await serveStatic({ '/': join(dir, 'web'), '/tokenizer/': qwen3TokenizerDir(), '/files/': files });
     browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--enable-unsafe-webgpu', ...(process.getuid?.() === 0 ? ['--no-sandbox'] : [])] });
     page = await browser.newPage();
@@ -126,6 +156,56 @@ describe.skipIf(!available)('the browser build in Chromium (WebGPU on SwiftShade
     }
   }, 60_000);
 
+  it('keeps a checkpoint read by URL in the browser (OPFS, then the Cache API): a second load makes no request, clearing refetches', async () => {
+    const url = `${server.url}/files/cached`;
+    const weightReads = (from: number) => server.log.slice(from).filter((l) => /\/files\/cached\/[^ ]+\.safetensors( |$)/.test(l));
+    await call('clearWeightCache');
+    for (const store of ['opfs', 'cache-api'] as const) {
+      const first = server.log.length;
+      const downloaded = await call('loadCachedCheckpoint', url, store);
+      expect(downloaded.tensors).toEqual(cachedOnDisk);
+      expect(downloaded.events).toEqual(cachedShards.map((file) => ({ file, from: 'downloaded', store })));
+      expect(weightReads(first).length).toBeGreaterThan(cachedShards.length);
+      expect(weightReads(first).every((l) => / bytes=\d+-\d+$/.test(l))).toBe(true);
+
+      const second = server.log.length;
+      const cached = await call('loadCachedCheckpoint', url, store);
+      expect(cached.tensors).toEqual(cachedOnDisk);
+      expect(cached.events).toEqual(cachedShards.map((file) => ({ file, from: 'cache', store })));
+      expect(server.log.slice(second)).toEqual([]); // config, index, weights: nothing read from the network
+
+      const usage = await call('weightCacheUsage');
+      const kept = usage.entries.filter((e) => e.store === store && e.url.endsWith('.safetensors'));
+      expect(kept.map((e) => e.bytes).reduce((a, b) => a + b, 0)).toBe(cachedShards.reduce((n, f) => n + readFileSync(join(files, 'cached', f)).length, 0));
+      await call('clearWeightCache');
+      expect((await call('weightCacheUsage')).files).toBe(0);
+      const third = server.log.length;
+      expect((await call('loadCachedCheckpoint', url, store)).events.map((e) => e.from)).toEqual(cachedShards.map(() => 'downloaded'));
+      expect(weightReads(third).length).toBeGreaterThan(cachedShards.length);
+      await call('clearWeightCache');
+    }
+    expect(pageErrors).toEqual([]);
+  }, 60_000);
+
+  it('validates cached bytes like downloaded ones: a hostile file is refused before it is kept, a hostile cached copy gives the same error', async () => {
+    const hostileUrl = `${server.url}/files/hostile.safetensors`;
+    const bad = await call('loadSafetensors', hostileUrl, true);
+    expect(bad).toMatchObject({ ok: false, name: 'CheckpointError' });
+    if (!bad.ok) expect(bad.message).toMatch(/hostile\.safetensors.*header/i);
+    expect((await call('weightCacheUsage')).entries.filter((e) => e.url === hostileUrl)).toEqual([]);
+
+    const smallUrl = `${server.url}/files/small.safetensors`;
+    await call('plantCachedFile', smallUrl, 'opfs', [...readFileSync(join(files, 'hostile.safetensors'))]);
+    const before = server.log.length;
+    const planted = await call('loadSafetensors', smallUrl, 'opfs');
+    expect(planted).toMatchObject({ ok: false, name: 'CheckpointError' });
+    if (!planted.ok && !bad.ok) expect(planted.message).toBe(bad.message.replace(hostileUrl, smallUrl));
+    expect(server.log.slice(before)).toEqual([]);
+    await call('clearWeightCache');
+    expect(await call('loadSafetensors', smallUrl, 'opfs')).toEqual({ ok: true, tensors: { a: [1, -2, 3.5, 4, 5, 6], b: [7, -8, 9] } });
+    await call('clearWeightCache');
+  }, 60_000);
+
   it('shows the parity suite on the ops page: every op passes against the CPU backend', async () => {
     const ops = await browser.newPage();
     try {
@@ -159,6 +239,43 @@ describe.skipIf(!available)('the browser build in Chromium (WebGPU on SwiftShade
       const shot = join(process.env.TENSORGPU_ARTIFACTS ?? tmpdir(), 'tensorgpu-chat.png');
       await chat.screenshot({ path: shot, fullPage: true });
       expect(existsSync(shot)).toBe(true);
+      expect(errors).toEqual([]);
+    } finally {
+      await chat.evaluate(() => (globalThis as { tensorgpuRelease?: () => void }).tensorgpuRelease?.()).catch(() => {});
+      await chat.close();
+    }
+  }, 240_000);
+
+  it('chats with a model folder picked on this computer, and keeps a model read by URL in the browser (the second load says so and reads nothing)', async () => {
+    const chat = await browser.newPage();
+    const errors: string[] = [];
+    chat.on('pageerror', (e) => errors.push(e.message));
+    try {
+      await chat.goto(`${server.url}/chat.html?tokens=3`);
+      await chat.waitForSelector('body[data-state=ready], body[data-state=error]', { timeout: 90_000 });
+      const loadAndWait = async () => {
+        await chat.click('#load');
+        await chat.waitForSelector('body[data-state=loaded], body[data-state=error]', { timeout: 90_000 });
+        return (await chat.textContent('#status')) ?? '';
+      };
+      await chat.click('#clear-cache');
+      await chat.waitForSelector('#cache-usage:text("nothing kept")');
+      await chat.fill('#url', `${server.url}/files/chat-model`);
+      await chat.check('#keep');
+      expect(await loadAndWait()).toMatch(/chat-model: loaded in .*\(weights downloaded and kept in this browser \(opfs\)\)/);
+      const before = server.log.length;
+      expect(await loadAndWait()).toMatch(/chat-model: loaded in .*\(weights from this browser's cache \(opfs\), nothing downloaded\)/);
+      expect(server.log.slice(before)).toEqual([]);
+      expect(await chat.textContent('#cache-usage')).toMatch(/kept in this browser: \d+ files/);
+      await chat.click('#clear-cache');
+
+      await chat.setInputFiles('#folder', join(files, 'chat-model'));
+      expect(await chat.isChecked('input[name=model][value=folder]')).toBe(true);
+      expect(await loadAndWait()).toMatch(/^chat-model \(on this computer\): loaded in/);
+      await chat.click('#send');
+      await chat.waitForSelector('body[data-state=done]', { timeout: 90_000 });
+      expect(await chat.textContent('#status')).toMatch(/^done \((max-tokens|eos)\)/);
+      expect(((await chat.textContent('.assistant')) ?? '').length).toBeGreaterThan('model: '.length);
       expect(errors).toEqual([]);
     } finally {
       await chat.evaluate(() => (globalThis as { tensorgpuRelease?: () => void }).tensorgpuRelease?.()).catch(() => {});

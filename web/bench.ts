@@ -2,7 +2,8 @@
 // the same page and adapter: matmul 512 and 1024, a decode GEMV, a vocabulary-sized softmax and an elementwise chain.
 // Each cell is the median of timed runs (first enqueue to GPU done), with the dispatches each run issued, counted by
 // wrapping GPUComputePassEncoder.dispatchWorkgroups for every library alike, and each peer's output checked against
-// tensorgpu's. ?quick=1 runs small sizes (the tests), ?runs=N sets the timed runs (default 5, after 2 warm-ups).
+// tensorgpu's. ?quick=1 runs small sizes (the tests), ?runs=N sets the timed runs (default 5, after 2 warm-ups),
+// ?only=TEXT the cases whose name contains TEXT.
 import * as tg from '../src/browser.js';
 import { benchCases, ortLibrary, tensorgpuLibrary, tfjsLibrary, type BenchCase, type Library, type Prepared } from './bench-peers.js';
 
@@ -40,6 +41,7 @@ const params = new URLSearchParams(location.search);
 const quick = params.get('quick') === '1';
 const runs = Math.max(1, Number(params.get('runs') ?? (quick ? 3 : 5)));
 const WARMUP = quick ? 1 : 2;
+const only = params.get('only')?.toLowerCase();
 
 // Every library's dispatches go through the same prototype, so counting there needs nothing from them.
 let dispatches = 0;
@@ -174,7 +176,7 @@ async function main(): Promise<BenchReport> {
   for (const l of libraries) head.append(cell(l.name === 'tensorgpu' ? 'tensorgpu' : `${l.name} (its time / tensorgpu's)`), cell('dispatches'));
   head.append(cell('max diff vs tensorgpu'));
   const cases: CaseResult[] = [];
-  for (const c of benchCases(quick)) {
+  for (const c of benchCases(quick).filter((x) => !only || x.name.toLowerCase().includes(only))) {
     status(`${adapter}: running ${c.name}…`);
     const r = await runCase(c, libraries);
     cases.push(r);

@@ -54,3 +54,8 @@ export {
 } from './io/weight-cache.js';
 export { QWEN3_PRESETS, randomQwen3Checkpoint } from './models/qwen3/random-checkpoint.js';
 export { qwen3FromCheckpoint, type Qwen3FromCheckpointOptions } from './models/qwen3/from-checkpoint.js';
+export { modelFromCheckpoint, type ModelFromCheckpointOptions } from './models/from-checkpoint.js';
+export type { CausalLM, ModelCache, ForwardOptions, MoeMode } from './models/causal-lm.js';
+export { SUPPORTED_MODEL_TYPES } from './models/families.js';
+export { parseLfm2Config, type Lfm2Config } from './io/lfm2-config.js';
+export { Lfm2Model, Lfm2Cache } from './models/lfm2/model.js';

@@ -1,5 +1,5 @@
-// The chat demo page: a Qwen3 model on WebGPU in the page (the built-in random model generated here, a Hugging Face
-// folder by URL read with Range requests and optionally kept in this browser, or a model folder picked on this
+// The chat demo page: a Qwen3 or LFM2 model (any supported model_type) on WebGPU in the page (the built-in random
+// Qwen3-MoE generated here, a Hugging Face folder by URL read with Range requests and optionally kept in this browser, or a model folder picked on this
 // computer), tokens streamed as they are sampled, live tok/s, dispatches per token and GPU memory, and a stop button.
 // `tensorgpu web` serves it; dist/web is also a plain static folder.
 import * as tg from '../src/browser.js';
@@ -27,7 +27,7 @@ const params = new URLSearchParams(location.search);
 const BUILTIN: tg.Qwen3Config = { ...tg.QWEN3_PRESETS['qwen3-moe-tiny']!, numHiddenLayers: Number(params.get('layers') ?? 4) };
 
 interface Loaded {
-  model: tg.Qwen3Model;
+  model: tg.CausalLM;
   tokenizer: tg.TextTokenizer;
   name: string;
   /** Where the weights came from, when that is worth saying (the browser's cache, a download kept there). */
@@ -109,7 +109,7 @@ async function load(): Promise<void> {
     };
     status(`opening ${url}…`);
     const ck = await tg.Checkpoint.fromUrl(url, options);
-    const model = await tg.qwen3FromCheckpoint(ck, { device: 'webgpu', maxSequence: 2048, onProgress });
+    const model = await tg.modelFromCheckpoint(ck, { device: 'webgpu', maxSequence: 2048, onProgress });
     loaded = { model, tokenizer: await tokenizerAt(url, options), name: url, origin: cacheOrigin(keep, events) };
     if (keep) await showCacheUsage();
   } else {
@@ -117,7 +117,7 @@ async function load(): Promise<void> {
     if (files.length === 0) throw new Error('pick a model folder (or its files) first');
     status(`opening ${files.length} picked files…`);
     const ck = await tg.Checkpoint.fromFileList(files);
-    const model = await tg.qwen3FromCheckpoint(ck, { device: 'webgpu', maxSequence: 2048, onProgress });
+    const model = await tg.modelFromCheckpoint(ck, { device: 'webgpu', maxSequence: 2048, onProgress });
     loaded = { model, tokenizer: await tokenizerIn(files), name: `${ck.dir} (on this computer)` };
   }
   progress.hidden = true;

@@ -25,6 +25,22 @@ async function generateIds(config: tg.Qwen3Config, seed: number, prompt: number[
   }
 }
 
+/** Greedy generation from a checkpoint folder by URL, whatever its model_type (modelFromCheckpoint), token ids from prompt ids. */
+async function generateFromUrl(url: string, prompt: number[], maxNewTokens: number, tokenizerUrl: string) {
+  await tg.initDevice('webgpu');
+  const [json, cfg] = await Promise.all(['tokenizer.json', 'tokenizer_config.json'].map(async (f) => (await (await fetch(`${tokenizerUrl}/${f}`)).json()) as Record<string, unknown>));
+  const ck = await tg.Checkpoint.fromUrl(url);
+  const model = await tg.modelFromCheckpoint(ck, { device: 'webgpu', maxSequence: 64 });
+  try {
+    const ids: number[] = [];
+    for await (const t of tg.generate(model, new tg.TextTokenizer(json, cfg), prompt, { maxNewTokens, temperature: 0, stopTokenIds: [] })) ids.push(t.id);
+    return { modelType: model.config.modelType, ids };
+  } finally {
+    model.dispose();
+    await ck.close();
+  }
+}
+
 /** Opens a safetensors file by URL (Range requests) and reads every tensor; a bad file gives the error it raised. */
 async function loadSafetensors(url: string, cache: tg.CachedUrlOptions['cache'] = false) {
   try {
@@ -70,6 +86,7 @@ async function plantCachedFile(url: string, store: tg.WeightCacheStoreKind, byte
 (globalThis as Record<string, unknown>).tensorgpuHarness = {
   parity,
   generateIds,
+  generateFromUrl,
   loadSafetensors,
   loadCachedCheckpoint,
   plantCachedFile,

@@ -3,6 +3,8 @@
 // The default is qwen3-moe-tiny (the real Qwen3 tokenizer); `--model builtin:lfm2-moe-tiny` picks another preset.
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { lfm2TokenizerFiles } from '../generate/lfm2-tokenizer.js';
+import { qwen3TokenizerFiles } from '../generate/tokenizer.js';
 import { ensureGeneratedDir } from '../io/generated-dir.js';
 import { presetNamed } from './families.js';
 import type { RandomWeightDType } from './random-weights.js';
@@ -10,6 +12,9 @@ import type { RandomWeightDType } from './random-weights.js';
 export const DEFAULT_PRESET = 'qwen3-moe-tiny';
 /** `--model builtin:<preset>`. */
 export const BUILTIN_PREFIX = 'builtin:';
+/** tokenizer.json and tokenizer_config.json each family's presets ship with, by family name. */
+const TOKENIZER_FILES: Record<string, () => Promise<Record<string, string>>> = { Qwen3: qwen3TokenizerFiles, LFM2: lfm2TokenizerFiles };
+
 /** Bumped whenever a generator or preset changes what is written. */
 const LAYOUT_VERSION = 2;
 
@@ -23,7 +28,7 @@ export async function ensureBuiltinModel(options: { preset?: string; dtype?: Ran
   return ensureGeneratedDir(
     dir,
     async (staging) => {
-      await family.writeRandom(staging, config, { dtype, seed, extraFiles: await family.tokenizerFiles() });
+      await family.writeRandom(staging, config, { dtype, seed, extraFiles: await TOKENIZER_FILES[family.name]!() });
     },
     () => options.onNotice?.(`generating the built-in ${preset} model (random ${dtype} weights, ${family.name}-shaped tokenizer) in ${dir}`),
   );

@@ -1,12 +1,12 @@
 // The decoder families tensorgpu runs, by config.json's model_type: how to parse the config, the tensor layout,
 // how to build the model from a checkpoint, the built-in random-weight presets and the tokenizer they ship with.
-// loadModel, the CLI's checkpoint commands and the built-in models all go through this one table.
+// loadModel, the CLI's checkpoint commands and the built-in models all go through this one table. It runs in a
+// browser page too (modelFromCheckpoint), so the tokenizer files the presets ship with (read from disk) are
+// builtin.ts's business, not the table's.
 import type { Checkpoint } from '../io/checkpoint.js';
 import { CheckpointError } from '../core/errors.js';
 import { parseQwen3Config, type Qwen3Config } from '../io/hf-config.js';
 import { parseLfm2Config, type Lfm2Config } from '../io/lfm2-config.js';
-import { qwen3TokenizerFiles } from '../generate/tokenizer.js';
-import { lfm2TokenizerFiles } from '../generate/lfm2-tokenizer.js';
 import type { CausalLM, CausalLMConfig, MoeMode } from './causal-lm.js';
 import type { DType } from '../core/dtype.js';
 import type { RandomCheckpointOptions, WeightSpec } from './random-weights.js';
@@ -39,8 +39,6 @@ export interface ModelFamily<C extends CausalLMConfig = CausalLMConfig> {
   describe(config: C): string;
   readonly presets: Readonly<Record<string, C>>;
   writeRandom(dir: string, config: C, options: RandomCheckpointOptions): Promise<string[]>;
-  /** tokenizer.json and tokenizer_config.json the built-in presets ship with. */
-  tokenizerFiles(): Promise<Record<string, string>>;
 }
 
 const moeText = (m?: { numExperts: number; numExpertsPerTok: number }) => (m ? `, ${m.numExperts} experts (top ${m.numExpertsPerTok})` : '');
@@ -55,7 +53,6 @@ const QWEN3: ModelFamily<Qwen3Config> = {
   describe: (c) => `${c.modelType}, ${c.numHiddenLayers} layers, hidden ${c.hiddenSize}, vocab ${c.vocabSize}${moeText(c.moe)}`,
   presets: QWEN3_PRESETS,
   writeRandom: writeRandomQwen3Checkpoint,
-  tokenizerFiles: qwen3TokenizerFiles,
 };
 
 const LFM2: ModelFamily<Lfm2Config> = {
@@ -71,7 +68,6 @@ const LFM2: ModelFamily<Lfm2Config> = {
   },
   presets: LFM2_PRESETS,
   writeRandom: writeRandomLfm2Checkpoint,
-  tokenizerFiles: lfm2TokenizerFiles,
 };
 
 export const MODEL_FAMILIES: readonly ModelFamily[] = [QWEN3 as unknown as ModelFamily, LFM2 as unknown as ModelFamily];

@@ -1,15 +1,14 @@
 // Opens a Hugging Face checkpoint directory of any supported family (models/families.ts, by config.json's
 // model_type): typed config, weights streamed onto the device, tokenizer from the folder.
 import { resolveModelPath, type HubOptions } from '../io/hub/download.js';
-import { getDefaultDevice } from '../backends/registry.js';
 import type { DeviceName } from '../backends/backend.js';
 import type { DType } from '../core/dtype.js';
-import { CheckpointError } from '../core/errors.js';
 import { Checkpoint } from '../io/checkpoint.js';
 import { TextTokenizer } from '../generate/tokenizer.js';
 import { readGenerationConfig, type GenerationConfig } from '../io/generation-config.js';
-import type { CausalLM, CausalLMConfig, MoeMode } from './causal-lm.js';
-import { familyOf, type ModelFamily } from './families.js';
+import type { CausalLM, MoeMode } from './causal-lm.js';
+import type { ModelFamily } from './families.js';
+import { modelFromCheckpoint } from './from-checkpoint.js';
 
 export interface LoadModelOptions {
   device?: DeviceName;
@@ -46,22 +45,9 @@ export async function loadModelOf(source: string, options: LoadModelOptions, acc
   // A folder that exists wins; else `org/name[@revision][/subfolder]` is fetched into the Hugging Face cache.
   const dir = await resolveModelPath(source, options.hub);
   await using ck = await Checkpoint.open(dir);
-  if (ck.config === undefined) throw new CheckpointError('the checkpoint has no config.json', { file: dir });
-  const file = `${dir}/config.json`;
-  const family = familyOf(ck.config, file);
-  accept?.(family, file);
-  const config: CausalLMConfig = family.parseConfig(ck.config, file);
-  const generationConfig = await readGenerationConfig(dir);
   const total = ck.totalBytes;
-  let done = 0;
-  const weights = {
-    device: options.device ?? getDefaultDevice(),
-    quantize: options.dtype === 'fp8' ? ('float8_e4m3fn' as const) : undefined,
-    dtype: options.dtype === 'fp8' ? undefined : options.dtype,
-    onBytes: (n: number) => options.onProgress?.((done += n), total),
-  };
-  const maxSequence = options.maxSequence ?? Math.min(family.maxPositions(config), 4096);
-  const model = await family.load(ck, config, weights, { maxSequence, kvDtype: options.kvDtype, moeMode: options.moeMode });
+  const generationConfig = await readGenerationConfig(dir);
+  const model = await modelFromCheckpoint(ck, { ...options, accept });
   let tokenizer: TextTokenizer | undefined;
   try {
     tokenizer = TextTokenizer.fromDirectory(dir);

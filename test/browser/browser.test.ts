@@ -13,7 +13,10 @@ import { generate } from '../../src/generate/generate.js';
 import { TextTokenizer } from '../../src/generate/tokenizer.js';
 import { Checkpoint } from '../../src/io/checkpoint.js';
 import type { Qwen3Config } from '../../src/io/hf-config.js';
+import type { Lfm2Config } from '../../src/io/lfm2-config.js';
 import { writeSafetensors } from '../../src/io/safetensors-writer.js';
+import { writeRandomLfm2Checkpoint } from '../../src/models/lfm2/random-checkpoint.js';
+import { loadModel } from '../../src/models/load.js';
 import { qwen3FromCheckpoint } from '../../src/models/qwen3/from-checkpoint.js';
 import { QWEN3_PRESETS, randomQwen3Checkpoint, writeRandomQwen3Checkpoint } from '../../src/models/qwen3/random-checkpoint.js';
 import { serveStatic, type StaticServer } from '../../src/serve/static-server.js';
@@ -30,6 +33,13 @@ const CONFIG: Qwen3Config = {
   bosTokenId: 1, eosTokenIds: [2],
   moe: { numExperts: 8, numExpertsPerTok: 2, moeIntermediateSize: 32, normTopkProb: true, decoderSparseStep: 1, mlpOnlyLayers: [] },
 };
+// LFM2-MoE at the same scale: conv and attention layers, one dense layer then MoE (8 experts, top 2, expert bias).
+const LFM2_MOE: Lfm2Config = {
+  modelType: 'lfm2_moe', vocabSize: 512, hiddenSize: 64, intermediateSize: 96, numHiddenLayers: 3, numAttentionHeads: 4, numKeyValueHeads: 2,
+  headDim: 16, normEps: 1e-5, ropeTheta: 1_000_000, maxPositionEmbeddings: 256, tieWordEmbeddings: true, convBias: false, convLCache: 3,
+  torchDtype: 'float32', bosTokenId: 1, padTokenId: 0, eosTokenIds: [7], layerTypes: ['conv', 'full_attention', 'conv'],
+  moe: { numExperts: 8, numExpertsPerTok: 2, moeIntermediateSize: 32, numDenseLayers: 1, normTopkProb: true, useExpertBias: true, routedScalingFactor: 1 },
+};
 const SEED = 7;
 const PROMPT = [11, 257, 42, 300, 5];
 // Kept in the weight cache: any checkpoint will do, small and sharded (an index and several weight files).
@@ -44,6 +54,7 @@ type CacheEvent = { file: string; from: 'cache' | 'downloaded' | 'network'; stor
 interface Harness {
   parity(seed: number): Promise<{ adapter: string; results: { op: string; maxDiff: number; tolerance: number; size: number }[] }>;
   generateIds(config: Qwen3Config, seed: number, prompt: number[], maxNewTokens: number, tokenizerUrl: string): Promise<{ ids: number[]; stats: { dispatchesPerToken?: number } }>;
+  generateFromUrl(url: string, prompt: number[], maxNewTokens: number, tokenizerUrl: string): Promise<{ modelType: string; ids: number[] }>;
   loadSafetensors(url: string, cache?: boolean | 'opfs' | 'cache-api'): Promise<{ ok: true; tensors: Record<string, number[]> } | { ok: false; name: string; message: string }>;
   loadCachedCheckpoint(url: string, store: 'opfs' | 'cache-api'): Promise<{ tensors: Record<string, number[]>; events: CacheEvent[] }>;
   plantCachedFile(url: string, store: 'opfs' | 'cache-api', bytes: number[]): Promise<void>;
@@ -88,6 +99,7 @@ describe.skipIf(!available)('the browser build in Chromium (WebGPU on SwiftShade
       t.dispose();
     }
     await ck.close();
+    await writeRandomLfm2Checkpoint(join(files, 'lfm2-moe'), LFM2_MOE, { seed: 5, dtype: 'float32', shardBytes: 200_000 }); // sharded: an index, so no 404 probes
     await writeRandomQwen3Checkpoint(join(files, 'chat-model'), CHAT_MODEL, { seed: 1, dtype: 'bfloat16' });
     copyFileSync(join(qwen3TokenizerDir(), 'tokenizer.json'), join(files, 'chat-model', 'tokenizer.json'));
     const tc = JSON.parse(readFileSync(join(qwen3TokenizerDir(), 'tokenizer_config.json'), 'utf8'));
@@ -137,6 +149,21 @@ describe.skipIf(!available)('the browser build in Chromium (WebGPU on SwiftShade
       model.dispose();
     }
     expect(ids).toHaveLength(8);
+    expect(inPage.ids).toEqual(ids);
+    expect(pageErrors).toEqual([]);
+  }, 180_000);
+
+  it('runs an LFM2-MoE checkpoint read by URL (modelFromCheckpoint picks the family) with the token ids of Node\'s CPU backend', async () => {
+    const inPage = await call('generateFromUrl', `${server.url}/files/lfm2-moe`, PROMPT, 6, `${server.url}/tokenizer`);
+    const { model } = await loadModel(join(files, 'lfm2-moe'), { device: 'cpu', maxSequence: 64 });
+    const ids: number[] = [];
+    try {
+      for await (const t of generate(model, TextTokenizer.fromDirectory(qwen3TokenizerDir()), PROMPT, { maxNewTokens: 6, temperature: 0, stopTokenIds: [] })) ids.push(t.id);
+    } finally {
+      model.dispose();
+    }
+    expect(inPage.modelType).toBe('lfm2_moe');
+    expect(ids).toHaveLength(6);
     expect(inPage.ids).toEqual(ids);
     expect(pageErrors).toEqual([]);
   }, 180_000);

@@ -1,25 +1,14 @@
 // Opens a Hugging Face checkpoint directory of any supported family (models/families.ts, by config.json's
 // model_type): typed config, weights streamed onto the device, tokenizer from the folder.
 import { resolveModelPath, type HubOptions } from '../io/hub/download.js';
-import type { DeviceName } from '../backends/backend.js';
-import type { DType } from '../core/dtype.js';
 import { Checkpoint } from '../io/checkpoint.js';
 import { TextTokenizer } from '../generate/tokenizer.js';
 import { readGenerationConfig, type GenerationConfig } from '../io/generation-config.js';
-import type { CausalLM, MoeMode } from './causal-lm.js';
+import type { CausalLM } from './causal-lm.js';
 import type { ModelFamily } from './families.js';
-import { modelFromCheckpoint } from './from-checkpoint.js';
+import { modelFromCheckpoint, type ModelFromCheckpointOptions } from './from-checkpoint.js';
 
-export interface LoadModelOptions {
-  device?: DeviceName;
-  /** 'fp8' quantizes float linear weights to FP8 (128x128 blocks) at load; a float dtype converts them. */
-  dtype?: 'fp8' | DType;
-  /** Cache capacity in positions (default: min(max_position_embeddings, 4096)). */
-  maxSequence?: number;
-  kvDtype?: DType;
-  moeMode?: MoeMode;
-  /** Progress: bytes read so far of `total`. */
-  onProgress?: (done: number, total: number) => void;
+export interface LoadModelOptions extends Omit<ModelFromCheckpointOptions, 'accept'> {
   /** How a Hugging Face repo id given instead of a folder is fetched (cache, token, offline, download progress). */
   hub?: HubOptions;
 }

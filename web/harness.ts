@@ -4,13 +4,14 @@ import * as tg from '../src/browser.js';
 import { openCacheStore } from '../src/io/weight-cache-store.js';
 import { parity } from './parity.js';
 
-/** Greedy generation from a random-weight Qwen3 built in the page (no download), token ids from prompt ids. */
-async function generateIds(config: tg.Qwen3Config, seed: number, prompt: number[], maxNewTokens: number, tokenizerUrl: string) {
-  await tg.initDevice('webgpu');
-  const [json, cfg] = await Promise.all(['tokenizer.json', 'tokenizer_config.json'].map(async (f) => (await (await fetch(`${tokenizerUrl}/${f}`)).json()) as Record<string, unknown>));
-  const tokenizer = new tg.TextTokenizer(json, cfg);
-  const ck = await tg.randomQwen3Checkpoint(config, { seed, dtype: 'float32' });
-  const model = await tg.qwen3FromCheckpoint(ck, { device: 'webgpu', maxSequence: 64 });
+/** The Qwen3 tokenizer the tests serve at `url`. */
+async function tokenizerAt(url: string): Promise<tg.TextTokenizer> {
+  const [json, cfg] = await Promise.all(['tokenizer.json', 'tokenizer_config.json'].map(async (f) => (await (await fetch(`${url}/${f}`)).json()) as Record<string, unknown>));
+  return new tg.TextTokenizer(json, cfg);
+}
+
+/** Greedy token ids after prompt ids, the run's stats and GPU memory before the model is disposed. */
+async function greedyIds(model: tg.CausalLM, tokenizer: tg.TextTokenizer, prompt: number[], maxNewTokens: number) {
   try {
     const ids: number[] = [];
     const run = tg.generate(model, tokenizer, prompt, { maxNewTokens, temperature: 0, stopTokenIds: [] });
@@ -25,18 +26,25 @@ async function generateIds(config: tg.Qwen3Config, seed: number, prompt: number[
   }
 }
 
+/** Greedy generation from a random-weight Qwen3 built in the page (no download), token ids from prompt ids. */
+async function generateIds(config: tg.Qwen3Config, seed: number, prompt: number[], maxNewTokens: number, tokenizerUrl: string) {
+  await tg.initDevice('webgpu');
+  const tokenizer = await tokenizerAt(tokenizerUrl);
+  const ck = await tg.randomQwen3Checkpoint(config, { seed, dtype: 'float32' });
+  const model = await tg.qwen3FromCheckpoint(ck, { device: 'webgpu', maxSequence: 64 });
+  return greedyIds(model, tokenizer, prompt, maxNewTokens);
+}
+
 /** Greedy generation from a checkpoint folder by URL, whatever its model_type (modelFromCheckpoint), token ids from prompt ids. */
 async function generateFromUrl(url: string, prompt: number[], maxNewTokens: number, tokenizerUrl: string) {
   await tg.initDevice('webgpu');
-  const [json, cfg] = await Promise.all(['tokenizer.json', 'tokenizer_config.json'].map(async (f) => (await (await fetch(`${tokenizerUrl}/${f}`)).json()) as Record<string, unknown>));
+  const tokenizer = await tokenizerAt(tokenizerUrl);
   const ck = await tg.Checkpoint.fromUrl(url);
-  const model = await tg.modelFromCheckpoint(ck, { device: 'webgpu', maxSequence: 64 });
   try {
-    const ids: number[] = [];
-    for await (const t of tg.generate(model, new tg.TextTokenizer(json, cfg), prompt, { maxNewTokens, temperature: 0, stopTokenIds: [] })) ids.push(t.id);
-    return { modelType: model.config.modelType, ids };
+    const model = await tg.modelFromCheckpoint(ck, { device: 'webgpu', maxSequence: 64 });
+    const modelType = model.config.modelType;
+    return { modelType, ids: (await greedyIds(model, tokenizer, prompt, maxNewTokens)).ids };
   } finally {
-    model.dispose();
     await ck.close();
   }
 }

@@ -50,13 +50,14 @@ export function gbs(x: number): string {
 }
 
 export function formatProfile(p: DecodeProfile): string[] {
+  const ofPeak = (g: number) => `${((100 * g) / p.peak!.gbs).toFixed(1)}%`;
   const total = p.kernels.reduce((a, k) => a + k.totalMicros, 0);
   const n = Math.max(1, p.decodeSteps);
   const rows = p.kernels.map((k) => {
     const g = kernelGBs(k);
     const row = [k.kernel, (k.dispatches / n).toFixed(1), (k.totalMicros / n).toFixed(1), `${((100 * k.totalMicros) / Math.max(total, 1e-9)).toFixed(1)}%`];
     row.push(k.bytes === undefined ? '-' : (k.bytes / n / 1e6).toPrecision(3), g === null ? '-' : gbs(g));
-    if (p.peak) row.push(g === null ? '-' : `${((100 * g) / p.peak.gbs).toFixed(1)}%`);
+    if (p.peak) row.push(g === null ? '-' : ofPeak(g));
     return row;
   });
   const totalRow = ['total', (p.kernels.reduce((a, k) => a + k.dispatches, 0) / n).toFixed(1), (total / n).toFixed(1), '100%', '', ''];
@@ -68,6 +69,6 @@ export function formatProfile(p: DecodeProfile): string[] {
   const line = (r: string[]) => r.map((x, c) => (c === 0 ? x.padEnd(widths[c]) : x.padStart(widths[c]))).join('  ').trimEnd();
   const out = [`GPU time per kernel family over ${p.decodeSteps} captured decode steps (timestamp queries, one pass per dispatch):`, line(header), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.map(line)];
   out.push(`MB/token and GB/s: bytes each launcher reads and writes (operands once; '-' where a launcher does not count them)${p.peak ? `; ${p.peak.name} datasheet peak ${p.peak.gbs} GB/s` : '; no datasheet bandwidth known for this adapter'}`);
-  if (p.weightGBs !== null) out.push(`weight-reading kernels (${[...WEIGHT_KERNELS].join(', ')}): ${gbs(p.weightGBs)} GB/s of active weights${p.peak ? ` (${((100 * p.weightGBs) / p.peak.gbs).toFixed(1)}% of peak)` : ''}`);
+  if (p.weightGBs !== null) out.push(`weight-reading kernels (${[...WEIGHT_KERNELS].join(', ')}): ${gbs(p.weightGBs)} GB/s of active weights${p.peak ? ` (${ofPeak(p.weightGBs)} of peak)` : ''}`);
   return out;
 }

@@ -69,32 +69,42 @@ export interface UrlSourceOptions {
   headers?: Record<string, string>;
 }
 
+/** The total size a Range response's Content-Range gives (`bytes a-b/total`), or undefined without one. */
+export function contentRangeTotal(res: Response): number | undefined {
+  const total = /\/(\d+)\s*$/.exec(res.headers.get('content-range') ?? '')?.[1];
+  return total === undefined ? undefined : Number(total);
+}
+
+/**
+ * One HTTP Range request for bytes start..end: the 206 response (or 416, past the end of the file); any other
+ * answer, or a failed fetch, is a CheckpointError naming the URL and the offset.
+ */
+export async function rangeRequest(url: string, start: number, end: number, options: UrlSourceOptions = {}): Promise<Response> {
+  let res: Response;
+  try {
+    res = await (options.fetch ?? fetch)(url, { headers: { ...options.headers, Range: `bytes=${start}-${end}` } });
+  } catch (e) {
+    throw new CheckpointError(`cannot fetch: ${(e as Error).message}`, { file: url, offset: start });
+  }
+  if (res.status === 416) return res;
+  if (res.status !== 206) {
+    await res.body?.cancel();
+    throw new CheckpointError(`HTTP ${res.status} for a byte range request${res.status === 200 ? ' (the server ignores Range requests)' : ''}`, { file: url, offset: start });
+  }
+  return res;
+}
+
 /**
  * A URL read with HTTP Range requests. The size comes from the first request's Content-Range; a server that
  * ignores Range (answers 200 with the whole body) is refused, since every tensor read would download the file.
  */
 export async function urlSource(url: string, options: UrlSourceOptions = {}): Promise<ByteSource> {
-  const get = options.fetch ?? fetch;
-  const range = async (start: number, end: number): Promise<Response> => {
-    let res: Response;
-    try {
-      res = await get(url, { headers: { ...options.headers, Range: `bytes=${start}-${end}` } });
-    } catch (e) {
-      throw new CheckpointError(`cannot fetch: ${(e as Error).message}`, { file: url, offset: start });
-    }
-    if (res.status === 416) return res;
-    if (res.status !== 206) {
-      await res.body?.cancel();
-      throw new CheckpointError(`HTTP ${res.status} for a byte range request${res.status === 200 ? ' (the server ignores Range requests)' : ''}`, { file: url, offset: start });
-    }
-    return res;
-  };
+  const range = (start: number, end: number) => rangeRequest(url, start, end, options);
   const first = await range(0, 7);
-  const total = /\/(\d+)\s*$/.exec(first.headers.get('content-range') ?? '')?.[1];
+  const size = contentRangeTotal(first);
   await first.body?.cancel();
   if (first.status === 416) return { size: 0, read: async () => 0, close: async () => {} };
-  if (total === undefined) throw new CheckpointError('the server gave no Content-Range total for a byte range request', { file: url });
-  const size = Number(total);
+  if (size === undefined) throw new CheckpointError('the server gave no Content-Range total for a byte range request', { file: url });
   return {
     size,
     read: async (into, position) => {

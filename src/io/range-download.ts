@@ -3,7 +3,7 @@
 // must agree with the first on the file's size and ETag, so a file replaced during the download fails instead of
 // being stored as a mix of two versions.
 import { CheckpointError } from '../core/errors.js';
-import type { UrlSourceOptions } from './byte-source.js';
+import { contentRangeTotal, rangeRequest, type UrlSourceOptions } from './byte-source.js';
 import type { StoredFacts, WritePart } from './weight-cache-store.js';
 
 /** Bytes per Range request. */
@@ -17,26 +17,21 @@ export interface RangeDownloadOptions extends UrlSourceOptions {
 
 /** Downloads url's `size` bytes into `write`; resolves with the size and the validators the server gave. */
 export async function downloadByRanges(url: string, size: number, write: WritePart, options: RangeDownloadOptions = {}): Promise<StoredFacts> {
-  const get = options.fetch ?? fetch;
   const chunk = Math.max(1, Math.floor(options.chunkBytes ?? DOWNLOAD_CHUNK_BYTES));
   let first: StoredFacts | undefined;
   let done = 0;
   options.onProgress?.(0, size);
   for (let start = 0; start < size; start += chunk) {
     const end = Math.min(size, start + chunk) - 1;
-    let res: Response;
-    try {
-      res = await get(url, { headers: { ...options.headers, Range: `bytes=${start}-${end}` } });
-    } catch (e) {
-      throw new CheckpointError(`cannot fetch: ${(e as Error).message}`, { file: url, offset: start });
-    }
-    const facts: StoredFacts = { size: Number(/\/(\d+)\s*$/.exec(res.headers.get('content-range') ?? '')?.[1] ?? NaN), etag: res.headers.get('etag') ?? undefined, lastModified: res.headers.get('last-modified') ?? undefined };
+    const res = await rangeRequest(url, start, end, options);
+    const facts: StoredFacts = { size: contentRangeTotal(res) ?? NaN, etag: res.headers.get('etag') ?? undefined, lastModified: res.headers.get('last-modified') ?? undefined };
     const changed = res.status === 206 && first !== undefined && (facts.etag ?? first.etag) !== (first.etag ?? facts.etag);
     if (res.status !== 206 || facts.size !== size || changed) {
       await res.body?.cancel();
+      // rangeRequest refused every status but 206 and 416 (past the end: the file shrank).
       const problem =
         res.status !== 206
-          ? `HTTP ${res.status} for a byte range request${res.status === 200 ? ' (the server ignores Range requests)' : ''}`
+          ? `HTTP ${res.status} for a byte range request`
           : `the file changed during the download (${changed ? `ETag ${first!.etag}, then ${facts.etag}` : `${size} bytes, then ${facts.size}`})`;
       throw new CheckpointError(problem, { file: url, offset: start });
     }

@@ -128,7 +128,7 @@ export interface AttentionInputsArgs<H> {
   readonly qNorm?: Operand<H>;
   readonly kNorm?: Operand<H>;
   readonly eps: number;
-  /** float32 RoPE tables [P, headDim / 2], unit last stride. */
+  /** float32 RoPE tables [P, rotaryDim / 2], unit last stride. */
   readonly cos: Operand<H>;
   readonly sin: Operand<H>;
   /** KV caches [capacity, kvHeads, headDim], unit last stride, written in place at rows position + s. */
@@ -142,6 +142,11 @@ export interface AttentionInputsArgs<H> {
   readonly heads: number;
   readonly kvHeads: number;
   readonly headDim: number;
+  /**
+   * R, even, 2 <= R <= headDim: rotate-half RoPE covers dims 0..R-1 (pairs c, c + R/2) and dims R..headDim-1 pass
+   * through (after the norm). R = headDim is full rotary. Omitted: headDim.
+   */
+  readonly rotaryDim?: number;
 }
 
 /** LFM2's gated short convolution (Backend.shortConv). */
@@ -156,6 +161,38 @@ export interface ShortConvArgs<H> {
   readonly bias?: Operand<H>;
 }
 
+/**
+ * One Gated DeltaNet layer's token mixing after its projections (Backend.gatedDeltaNet): the causal depthwise conv
+ * with SiLU over q|k|v continued from the conv state, l2-normalised q and k, the gated delta rule continued from the
+ * recurrent state, and the gated RMSNorm of each value head's output with silu(z). Both states are read and
+ * rewritten in place.
+ */
+export interface GatedDeltaNetArgs<H> {
+  /** [S, 2 Hk dk + Hv dv] rows (unit column stride, any row stride): q | k | v before the conv. */
+  readonly qkv: Operand<H>;
+  /** [S, Hv dv]: the output gate of the norm. */
+  readonly z: Operand<H>;
+  /** [S, Hv]: beta = sigmoid(b). */
+  readonly b: Operand<H>;
+  /** [S, Hv]: g = -exp(A_log) softplus(a + dt_bias). */
+  readonly a: Operand<H>;
+  /** [C, K] conv taps (C = 2 Hk dk + Hv dv), the last one on the current token. */
+  readonly convWeight: Operand<H>;
+  readonly aLog: Operand<H>;
+  readonly dtBias: Operand<H>;
+  /** [dv]: the gated norm's weight (used as is, not 1 + w). */
+  readonly normWeight: Operand<H>;
+  /** Contiguous float32 [Hv, K-1, 2 dk + dv]: each value head's own copy of its conv inputs (q, k of its key head, then its v). */
+  readonly convState: Operand<H>;
+  /** Contiguous float32 [Hv, dk, dv]. */
+  readonly state: Operand<H>;
+  readonly keyHeads: number;
+  readonly valueHeads: number;
+  readonly keyDim: number;
+  readonly valueDim: number;
+  readonly eps: number;
+}
+
 /** How a router turns logits into top-k expert weights (see Backend.moeRoute). */
 export interface RouteOptions<H> {
   /** 'softmax' over experts (Qwen3-MoE) or an elementwise 'sigmoid' (LFM2-MoE, DeepSeek-V3). */
@@ -167,6 +204,12 @@ export interface RouteOptions<H> {
   normalizeEps: number;
   /** Multiplies the final weights (routed_scaling_factor). */
   scale: number;
+  /**
+   * The logits (or router rows) are E+1: the last is a shared expert's gate logit (Qwen3.5-MoE's
+   * shared_expert_gate). Scoring, bias, top-k, normalization and scale see the first E only; the outputs are
+   * [T, topK+1], the last slot id E with weight sigmoid(that logit), neither normalized nor scaled.
+   */
+  sharedExpert?: boolean;
 }
 
 export interface ExpertLinearOptions<H> {
@@ -382,17 +425,19 @@ export interface Backend<H = unknown> {
    */
   rmsNorm(x: Operand<H>, weight: Operand<H> | undefined, eps: number): H;
   /**
-   * Rotary embedding, rotate-half layout (HF Llama/Qwen): x [S, H, D]; for i < D/2 at position p = offset + s:
-   * y[i] = x[i] cos[p, i] - x[i + D/2] sin[p, i], y[i + D/2] = x[i + D/2] cos[p, i] + x[i] sin[p, i]. cos/sin are
-   * float32 tables [P, D/2]; contiguous result in x's dtype.
+   * Rotary embedding, rotate-half layout (HF Llama/Qwen): x [S, H, D], cos/sin float32 tables [P, R/2] (R <= D even;
+   * R < D is partial rotary); for i < R/2 at position p = offset + s: y[i] = x[i] cos[p, i] - x[i + R/2] sin[p, i],
+   * y[i + R/2] = x[i + R/2] cos[p, i] + x[i] sin[p, i], and y[c] = x[c] for c >= R. Contiguous result in x's dtype.
    */
   rope(x: Operand<H>, cos: Operand<H>, sin: Operand<H>, positionOffset: number): H;
   /**
    * Scaled dot-product attention with grouped-query heads: q [Sq, Hq, D], k and v [Skv, Hkv, D] with Hq a multiple
    * of Hkv (query head h reads kv head floor(h / (Hq / Hkv))). With causal, query i sees keys j <= queryOffset + i.
    * Softmax in float32; contiguous result [Sq, Hq, D] in q's dtype. A query that sees no key gives zeros.
+   * `gate` [Sq, Hq, D] (any float dtype, any strides: usually a column view of a wider projection) multiplies the
+   * result by sigmoid(gate) elementwise where it is written (Qwen3.5's gated attention); NaN in it propagates.
    */
-  attention(q: Operand<H>, k: Operand<H>, v: Operand<H>, options: AttentionOptions, queryOffsetFrom?: Operand<H>, pages?: PagedKv<H>): H;
+  attention(q: Operand<H>, k: Operand<H>, v: Operand<H>, options: AttentionOptions, queryOffsetFrom?: Operand<H>, pages?: PagedKv<H>, gate?: Operand<H>): H;
   /**
    * Gradients of attention(q, k, v, options) given dOut [Sq, Hq, D] (any float dtypes and strides): float32 dq, dk,
    * dv, contiguous and shaped like q, k, v. The probabilities are recomputed (FlashAttention-2's backward): only
@@ -410,13 +455,16 @@ export interface Backend<H = unknown> {
    * state), returns C * y as float32 [S, H] and leaves the last L-1 Bx rows in the state.
    */
   shortConv(args: ShortConvArgs<H>): H;
+  /** Returns float32 [S, Hv dv]: the gated-normed delta-rule output; updates both states. */
+  gatedDeltaNet(args: GatedDeltaNetArgs<H>): H;
   /** SwiGLU on halves of the last dim: x [..., 2I] -> silu(x[..., :I]) * x[..., I:], contiguous, in x's dtype. */
   swiglu(x: Operand<H>): H;
   /**
    * MoE router: per row of logits [T, E], a score per expert (softmax over experts or an elementwise sigmoid, in
    * float32), the topK experts by score + selectionBias in descending order (ties: the lower expert id first),
    * weighted by their unbiased scores, divided by (their sum + normalizeEps) when normalize, times scale. Returns
-   * [ids int32 [T, topK], weights float32 [T, topK]].
+   * [ids int32 [T, topK], weights float32 [T, topK]]; with options.sharedExpert logits are [T, E+1] and the outputs
+   * [T, topK+1], the last slot (id E, weight sigmoid(logits[:, E])) the shared expert's.
    */
   moeRoute(logits: Operand<H>, topK: number, options: RouteOptions<H>): [ids: H, weights: H];
   /**

@@ -13,7 +13,8 @@ export const DEFAULT_PRESET = 'qwen3-moe-tiny';
 /** `--model builtin:<preset>`. */
 export const BUILTIN_PREFIX = 'builtin:';
 /** tokenizer.json and tokenizer_config.json each family's presets ship with, by family name. */
-const TOKENIZER_FILES: Record<string, () => Promise<Record<string, string>>> = { Qwen3: qwen3TokenizerFiles, LFM2: lfm2TokenizerFiles };
+// Qwen3.5 presets ship Qwen3's tokenizer for now (the release's own vocabulary comes with a downloaded checkpoint).
+const TOKENIZER_FILES: Record<string, () => Promise<Record<string, string>>> = { Qwen3: qwen3TokenizerFiles, LFM2: lfm2TokenizerFiles, 'Qwen3.5': qwen3TokenizerFiles };
 
 /** Bumped whenever a generator or preset changes what is written. */
 const LAYOUT_VERSION = 2;

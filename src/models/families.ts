@@ -19,6 +19,11 @@ import { lfm2WeightSpecs } from './lfm2/layout.js';
 import { Lfm2Model } from './lfm2/model.js';
 import { LFM2_PRESETS, writeRandomLfm2Checkpoint } from './lfm2/random-checkpoint.js';
 import { loadLfm2Weights } from './lfm2/weights.js';
+import { parseQwen35Config, type Qwen35Config } from './qwen3_5/config.js';
+import { qwen35WeightSpecs } from './qwen3_5/layout.js';
+import { Qwen35Model } from './qwen3_5/model.js';
+import { QWEN3_5_PRESETS, writeRandomQwen35Checkpoint } from './qwen3_5/presets.js';
+import { loadQwen35Weights } from './qwen3_5/weights.js';
 
 export interface ModelBuildOptions {
   maxSequence: number;
@@ -70,7 +75,23 @@ const LFM2: ModelFamily<Lfm2Config> = {
   writeRandom: writeRandomLfm2Checkpoint,
 };
 
-export const MODEL_FAMILIES: readonly ModelFamily[] = [QWEN3 as unknown as ModelFamily, LFM2 as unknown as ModelFamily];
+const QWEN3_5: ModelFamily<Qwen35Config> = {
+  name: 'Qwen3.5',
+  modelTypes: ['qwen3_5', 'qwen3_5_moe'],
+  parseConfig: parseQwen35Config,
+  weightSpecs: qwen35WeightSpecs,
+  load: async (ck, config, w, m) => new Qwen35Model(config, await loadQwen35Weights(ck, config, w), m),
+  maxPositions: (c) => c.maxPositionEmbeddings,
+  describe: (c) => {
+    const attention = c.layerTypes.filter((t) => t === 'full_attention').length;
+    const shared = c.moe ? ' + 1 shared' : '';
+    return `${c.modelType}, ${c.numHiddenLayers} layers (${c.numHiddenLayers - attention} Gated DeltaNet, ${attention} gated attention), hidden ${c.hiddenSize}, vocab ${c.vocabSize}${moeText(c.moe)}${shared}`;
+  },
+  presets: QWEN3_5_PRESETS,
+  writeRandom: writeRandomQwen35Checkpoint,
+};
+
+export const MODEL_FAMILIES: readonly ModelFamily[] = [QWEN3 as unknown as ModelFamily, LFM2 as unknown as ModelFamily, QWEN3_5 as unknown as ModelFamily];
 
 export const SUPPORTED_MODEL_TYPES: readonly string[] = MODEL_FAMILIES.flatMap((f) => f.modelTypes);
 

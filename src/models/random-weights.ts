@@ -21,8 +21,14 @@ export type RandomWeightDType = 'float32' | 'float16' | 'bfloat16' | 'fp8';
  * What a tensor is, which sets its random scale and whether FP8 checkpoints quantize it: 'linear' weights are
  * quantized, 'router' and 'lm_head' are not (as official FP8 checkpoints keep them); 'conv' taps scale by their
  * fan-in (the last dim); 'selection-bias' (LFM2's expert_bias) is always float32; 'bias' is a linear's bias.
+ * 'a-log' is log(A) with A in [1, 16] and, like 'float32-norm', stored float32 as the Qwen3.5 release stores them;
+ * 'experts' ([E, N, K]) scale by their fan-in K and, in FP8 checkpoints, are quantized expert by expert.
  */
-export type WeightRole = 'embedding' | 'linear' | 'router' | 'norm' | 'lm_head' | 'conv' | 'bias' | 'selection-bias';
+export type WeightRole =
+  | 'embedding' | 'linear' | 'router' | 'norm' | 'lm_head' | 'conv' | 'bias' | 'selection-bias'
+  // Qwen3.5: zero-centred norms (the model multiplies by 1 + w), the DeltaNet's float32 gated norm, A_log and
+  // dt_bias, and fused 3-D experts [E, N, K].
+  | 'centered-norm' | 'float32-norm' | 'a-log' | 'dt-bias' | 'experts';
 
 export interface WeightSpec {
   readonly name: string;
@@ -57,13 +63,26 @@ export function randomValues(spec: WeightSpec, seed: number): Float32Array {
   const g = generatorFor(seed, spec.name);
   const n = spec.shape.reduce((a, b) => a * b, 1);
   const out = new Float32Array(n);
-  const fanIn = spec.role === 'conv' ? spec.shape[spec.shape.length - 1] : spec.shape[1];
+  const fanIn = spec.role === 'conv' || spec.role === 'experts' ? spec.shape[spec.shape.length - 1] : spec.shape[1];
+  if (spec.role === 'a-log') {
+    for (let i = 0; i < n; i++) out[i] = Math.log(1 + 15 * g.uniform());
+    return out;
+  }
   const [center, std] =
-    spec.role === 'norm' ? [1, 0.1] : spec.role === 'embedding' ? [0, 1] : spec.role === 'bias' || spec.role === 'selection-bias' ? [0, 0.1] : [0, 1 / Math.sqrt(fanIn)];
+    spec.role === 'norm' || spec.role === 'float32-norm' || spec.role === 'dt-bias'
+      ? [1, 0.1]
+      : spec.role === 'embedding'
+        ? [0, 1]
+        : spec.role === 'bias' || spec.role === 'selection-bias' || spec.role === 'centered-norm'
+          ? [0, 0.1]
+          : [0, 1 / Math.sqrt(fanIn)];
   const width = 2 * Math.sqrt(3) * std; // uniform on [-w/2, w/2) has this standard deviation
   for (let i = 0; i < n; i++) out[i] = center + width * (g.uniform() - 0.5);
   return out;
 }
+
+/** Roles stored float32 whatever the checkpoint's dtype. */
+const FLOAT32_ROLES: readonly WeightRole[] = ['selection-bias', 'float32-norm', 'a-log'];
 
 function bytesOf(a: ArrayBufferView): Uint8Array {
   return new Uint8Array(a.buffer, a.byteOffset, a.byteLength);
@@ -91,7 +110,7 @@ export function randomSources(specs: readonly WeightSpec[], dtype: RandomWeightD
       out.push([`${spec.name}_scale_inv`, { dtype: 'float32', shape: [Math.ceil(n / 128), Math.ceil(k / 128)], bytes: async () => (await quantized()).scale }]);
       continue;
     }
-    const stored: DType = spec.role === 'selection-bias' ? 'float32' : plain;
+    const stored: DType = FLOAT32_ROLES.includes(spec.role) ? 'float32' : plain;
     out.push([spec.name, { dtype: stored, shape: spec.shape, bytes: () => bytesOf(encodeValues(stored, randomValues(spec, seed))) }]);
   }
   return out;

@@ -1,7 +1,8 @@
 // One layer's attention inputs in one kernel: from the fused q|k|v projection, Qwen3's per-head q/k RMSNorm and
-// rotate-half RoPE, k and v written into the KV caches at the current position, q returned. It replaces six
-// dispatches (two norms, two ropes, two cache copies) per layer and token. The position may be a device scalar,
-// so a captured decode step can advance it without recording new work.
+// rotate-half RoPE (of the whole head, or of its first R dims: partial rotary, Qwen3.5), k and v written into the
+// KV caches at the current position, q returned. It replaces six dispatches (two norms, two ropes, two cache
+// copies) per layer and token. The position may be a device scalar, so a captured decode step can advance it
+// without recording new work.
 import { lanesPerWord } from '../core/dtype.js';
 import { ShapeError } from '../core/errors.js';
 import { formatShape } from '../core/shape.js';
@@ -21,7 +22,10 @@ export interface AttentionInputsOptions {
   kNorm?: Tensor;
   /** Default 1e-6. */
   eps?: number;
-  /** float32 RoPE tables [P, headDim / 2] (models/qwen3/rope.ts). */
+  /**
+   * float32 RoPE tables [P, R / 2] (models/qwen3/rope.ts): R = headDim rotates the whole head; R < headDim (partial
+   * rotary, R = int(headDim * partial_rotary_factor), even) rotates dims 0..R-1 and passes the rest through.
+   */
   cos: Tensor;
   sin: Tensor;
   /** KV caches [capacity, kvHeads, headDim], written in place at rows position .. position + S - 1. */
@@ -34,6 +38,20 @@ export interface AttentionInputsOptions {
    * (pagedIndex; `position` is then ignored): one dispatch writes the rows of a whole batch of sequences.
    */
   pages?: PagedIndex;
+}
+
+/**
+ * The rotary dim R of RoPE tables cos, sin [P, R / 2] for heads of headDim: 2 * their width, which must be even and
+ * 2 <= R <= headDim (R < headDim: partial rotary, the dims from R on pass through).
+ */
+export function ropeTableRotaryDim(op: string, cos: Tensor, sin: Tensor, headDim: number): number {
+  const r = cos.ndim === 2 ? 2 * cos.shape[1] : NaN;
+  if (cos.ndim !== 2 || sin.shape.join() !== cos.shape.join() || !(r >= 2 && r <= headDim && r % 2 === 0)) {
+    throw new ShapeError(
+      `${op}: cos and sin must both be [P, R / 2] with R (the rotary dim) even and 2 <= R <= ${headDim} (headDim; R = ${headDim} for full rotary: [P, ${headDim / 2}]), got ${formatShape(cos.shape)} and ${formatShape(sin.shape)}`,
+    );
+  }
+  return r;
 }
 
 /** qkv [S, (heads + 2 kvHeads) * headDim] -> q [S, heads, headDim]; k, v land in the caches. */
@@ -57,9 +75,7 @@ export function attentionInputs(qkv: Tensor, o: AttentionInputsOptions): Tensor 
   }
   requireDTypes('attentionInputs', o.cos, ['float32']);
   requireDTypes('attentionInputs', o.sin, ['float32']);
-  if (o.cos.ndim !== 2 || o.cos.shape[1] !== d / 2 || o.sin.shape.join() !== o.cos.shape.join()) {
-    throw new ShapeError(`attentionInputs: cos and sin must both be [P, ${d / 2}], got ${formatShape(o.cos.shape)} and ${formatShape(o.sin.shape)}`);
-  }
+  const rotaryDim = ropeTableRotaryDim('attentionInputs', o.cos, o.sin, d);
   for (const [name, c] of [['keys', o.keys], ['values', o.values]] as const) {
     requireDTypes('attentionInputs', c, FLOAT_DTYPES);
     if (c.ndim !== 3 || c.shape[1] !== kvHeads || c.shape[2] !== d) throw new ShapeError(`attentionInputs: ${name} must be [capacity, ${kvHeads}, ${d}], got ${formatShape(c.shape)}`);
@@ -102,6 +118,7 @@ export function attentionInputs(qkv: Tensor, o: AttentionInputsOptions): Tensor 
       heads,
       kvHeads,
       headDim: d,
+      rotaryDim,
     });
     return wrap(backend, handle, qkv.dtype, [s, heads, d]);
   } finally {

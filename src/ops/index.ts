@@ -20,4 +20,5 @@ export * from './vae-ops.js';
 export * from './attention-inputs.js';
 export { pagedIndex, type PagedIndex, type PagedRowsOf } from './paged-cache.js';
 export * from './short-conv.js';
+export * from './gated-delta-net.js';
 export * from './capture.js';

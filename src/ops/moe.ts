@@ -22,29 +22,42 @@ export interface RouteOpOptions {
   normalizeEps?: number;
   /** Multiplies the final weights (routed_scaling_factor; default 1). */
   scale?: number;
+  /**
+   * A shared expert gated by sigmoid (Qwen3.5-MoE / Qwen3-Next's shared_expert_gate, a [1, H] linear): the logits
+   * have E+1 columns (the router weight E+1 rows, shared_expert_gate stacked last), the last being the gate's logit.
+   * Scoring, selectionBias ([E]), top-k, normalize and scale apply to the first E only; ids and weights become
+   * [T, topK+1] whose last slot is id E with weight sigmoid(gate logit) (neither normalized nor scaled), so a
+   * shared expert stacked as expert E of the expert weights runs in the same expertLinear dispatches.
+   */
+  sharedExpert?: boolean;
 }
 
 /**
  * Router top-k: a float32 score per expert (softmax over the row, or sigmoid), the topK experts by score +
  * selectionBias (descending; ties go to the lower id, as torch.topk on CPU), weighted by their scores, renormalized
  * when `normalize`, times `scale`. A row with a NaN logit (for softmax also +Inf, or only -Inf logits) has no
- * scores: it gets ids 0..topK-1 with NaN weights on every device.
+ * scores: it gets ids 0..topK-1 with NaN weights on every device. With `sharedExpert`, logits are [T, E+1] and
+ * the result [T, topK+1] (see RouteOpOptions.sharedExpert); the shared slot is sigmoid(its logit) even in a NaN row.
  */
 export function moeRoute(logits: Tensor, topK: number, options: RouteOpOptions = {}): { ids: Tensor; weights: Tensor } {
   const backend = commonBackend('moeRoute', logits, ...(options.selectionBias ? [options.selectionBias] : []));
   requireDTypes('moeRoute', logits, FLOAT_DTYPES);
   if (logits.ndim !== 2) throw new ShapeError(`moeRoute: logits must be [T, E], got ${formatShape(logits.shape)}`);
-  const [t, e] = logits.shape;
+  const [t, columns] = logits.shape;
+  const e = routedExperts('moeRoute', 'logits', logits.shape, columns, options);
   checkTopK('moeRoute', topK, e);
+  const slots = topK + (options.sharedExpert ? 1 : 0);
   return withRouteOptions('moeRoute', options, e, (route) => {
     const [ids, weights] = backend.moeRoute(logits.operand(), topK, route);
-    return { ids: wrap(backend, ids, 'int32', [t, topK]), weights: wrap(backend, weights, 'float32', [t, topK]) };
+    return { ids: wrap(backend, ids, 'int32', [t, slots]), weights: wrap(backend, weights, 'float32', [t, slots]) };
   });
 }
 
 /**
  * The MoE router in one kernel: logits = x [T, H] . weight [E, H]^T (float32, as linear stores them), then moeRoute's
  * scoring + top-k. Same result as moeRoute(linear(x, weight), ...) up to the float32 summation order of the logits.
+ * With `sharedExpert` the weight is [E+1, H] (the router rows, then shared_expert_gate's row), all E+1 logits are
+ * computed in the same dispatch, and ids/weights are [T, topK+1].
  */
 export function moeRouter(x: Tensor, weight: Tensor, topK: number, options: RouteOpOptions = {}): { ids: Tensor; weights: Tensor } {
   const backend = commonBackend('moeRouter', x, weight, ...(options.selectionBias ? [options.selectionBias] : []));
@@ -54,12 +67,21 @@ export function moeRouter(x: Tensor, weight: Tensor, topK: number, options: Rout
     throw new ShapeError(`moeRouter: x must be [T, H] and weight [E, H], got ${formatShape(x.shape)} and ${formatShape(weight.shape)}`);
   }
   const [t] = x.shape;
-  const e = weight.shape[0];
+  const e = routedExperts('moeRouter', 'weight', weight.shape, weight.shape[0], options);
   checkTopK('moeRouter', topK, e);
+  const slots = topK + (options.sharedExpert ? 1 : 0);
   return withRouteOptions('moeRouter', options, e, (route) => {
     const [ids, weights] = backend.moeRouter(x.operand(), weight.operand(), topK, route);
-    return { ids: wrap(backend, ids, 'int32', [t, topK]), weights: wrap(backend, weights, 'float32', [t, topK]) };
+    return { ids: wrap(backend, ids, 'int32', [t, slots]), weights: wrap(backend, weights, 'float32', [t, slots]) };
   });
+}
+
+/** The routed experts E: all `rows` logits, or with sharedExpert all but the last (which must leave at least one). */
+function routedExperts(op: string, what: string, shape: readonly number[], rows: number, o: RouteOpOptions): number {
+  if (o.sharedExpert !== undefined && typeof o.sharedExpert !== 'boolean') throw new TypeError(`${op}: sharedExpert must be a boolean, got ${String(o.sharedExpert)}`);
+  if (!o.sharedExpert) return rows;
+  if (rows < 2) throw new ShapeError(`${op}: with sharedExpert the ${what} needs E+1 >= 2 experts (the routed ones, then the shared expert's gate), got ${formatShape(shape)}`);
+  return rows - 1;
 }
 
 function checkTopK(op: string, topK: number, e: number): void {
@@ -77,11 +99,14 @@ function withRouteOptions<R>(op: string, o: RouteOpOptions, experts: number, bod
   const bias = o.selectionBias;
   if (bias) {
     requireDTypes(`${op} selectionBias`, bias, ['float32']);
-    if (bias.ndim !== 1 || bias.shape[0] !== experts) throw new ShapeError(`${op}: selectionBias must be [${experts}] (one per expert), got ${formatShape(bias.shape)}`);
+    if (bias.ndim !== 1 || bias.shape[0] !== experts) {
+      const shared = o.sharedExpert ? ', none for the shared expert' : '';
+      throw new ShapeError(`${op}: selectionBias must be [${experts}] (one per routed expert${shared}), got ${formatShape(bias.shape)}`);
+    }
   }
   const packed = bias && compact(bias);
   try {
-    return body({ scoring, normalize: o.normalize ?? false, normalizeEps, scale, selectionBias: packed?.operand() });
+    return body({ scoring, normalize: o.normalize ?? false, normalizeEps, scale, selectionBias: packed?.operand(), sharedExpert: o.sharedExpert ?? false });
   } finally {
     packed?.dispose();
   }

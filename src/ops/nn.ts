@@ -3,13 +3,15 @@
 import { ShapeError } from '../core/errors.js';
 import { formatShape } from '../core/shape.js';
 import type { Tensor } from '../core/tensor.js';
-import type { AttentionOptions, Backend } from '../backends/backend.js';
+import type { AttentionOptions, Backend, Operand } from '../backends/backend.js';
 import { commonBackend, requireDeviceScalar, requireDTypes, wrap } from './util.js';
 import { differentiable, notDifferentiable } from '../autograd/function.js';
+import { needsGrad } from '../autograd/node.js';
 import { float32 } from '../autograd/rules.js';
 import { gradMap } from './elementwise.js';
 import { cat } from './shape-ops.js';
 import { checkPagedIndex, pagedKv, type PagedIndex } from './paged-cache.js';
+import { ropeTableRotaryDim } from './attention-inputs.js';
 
 const FLOAT_DTYPES = ['float32', 'float16', 'bfloat16'] as const;
 
@@ -45,7 +47,8 @@ function rmsNormRule(g: Tensor, x: Tensor, weight: Tensor | undefined, eps: numb
 
 /**
  * Rotary position embedding in the rotate-half layout (HF Llama/Qwen): x [S, H, D] rotated at positions
- * positionOffset .. positionOffset + S - 1, with cos/sin float32 tables [P, D/2] (see models/qwen3/rope.ts).
+ * positionOffset .. positionOffset + S - 1, with cos/sin float32 tables [P, R/2] (see models/qwen3/rope.ts): R = D
+ * rotates the whole head, R < D (partial rotary, R even) its first R dims, the others passing through.
  */
 export function rope(x: Tensor, cos: Tensor, sin: Tensor, positionOffset: number): Tensor {
   const backend = commonBackend('rope', x, cos, sin);
@@ -54,9 +57,7 @@ export function rope(x: Tensor, cos: Tensor, sin: Tensor, positionOffset: number
   requireDTypes('rope', sin, ['float32']);
   if (x.ndim !== 3 || x.shape[2] % 2 !== 0) throw new ShapeError(`rope: x must be [S, H, D] with D even, got ${formatShape(x.shape)}`);
   const [s, , d] = x.shape;
-  if (cos.ndim !== 2 || cos.shape[1] !== d / 2 || sin.shape.join() !== cos.shape.join()) {
-    throw new ShapeError(`rope: cos and sin must both be [P, ${d / 2}], got ${formatShape(cos.shape)} and ${formatShape(sin.shape)}`);
-  }
+  ropeTableRotaryDim('rope', cos, sin, d);
   if (!Number.isInteger(positionOffset) || positionOffset < 0 || positionOffset + s > cos.shape[0]) {
     throw new ShapeError(`rope: positions ${positionOffset}..${positionOffset + s - 1} are outside the ${cos.shape[0]}-position table`);
   }
@@ -81,6 +82,13 @@ export interface AttentionOpOptions {
    * are implied; not differentiable). One dispatch (and a merge) serves the whole batch.
    */
   pages?: PagedIndex;
+  /**
+   * An output gate (Qwen3.5 / Qwen3.6 gated attention): the result is attention(q, k, v) * sigmoid(gate),
+   * elementwise, applied in the kernel where the output is written. [Sq, Hq * D] or [Sq, Hq, D], any float dtype,
+   * any strides: a column view of a wider projection (narrow(proj, 1, offset, Hq * D)) is read in place. When
+   * q, k, v or the gate requires grad, it is composed (attention, then mul by sigmoid(gate)) so gradients flow.
+   */
+  gate?: Tensor;
 }
 
 /**
@@ -89,7 +97,8 @@ export interface AttentionOpOptions {
  */
 export function attention(q: Tensor, k: Tensor, v: Tensor, options: AttentionOpOptions = {}): Tensor {
   const dynamic = typeof options.queryOffset === 'object' ? options.queryOffset : undefined;
-  const backend = commonBackend('attention', q, k, v, ...(dynamic ? [dynamic] : []), ...(options.pages ? [options.pages.index] : []));
+  const gate = options.gate;
+  const backend = commonBackend('attention', q, k, v, ...(gate ? [gate] : []), ...(dynamic ? [dynamic] : []), ...(options.pages ? [options.pages.index] : []));
   for (const t of [q, k, v]) requireDTypes('attention', t, FLOAT_DTYPES);
   if (q.ndim !== 3 || k.ndim !== 3 || v.ndim !== 3) {
     throw new ShapeError(`attention: q, k and v must be [S, H, D], got ${formatShape(q.shape)}, ${formatShape(k.shape)}, ${formatShape(v.shape)}`);
@@ -105,10 +114,31 @@ export function attention(q: Tensor, k: Tensor, v: Tensor, options: AttentionOpO
   if (!Number.isInteger(queryOffset)) throw new RangeError(`attention: queryOffset must be an integer, got ${queryOffset}`);
   const scale = options.scale ?? 1 / Math.sqrt(d);
   const causal = options.causal ?? false;
-  const forward = () => wrap(backend, backend.attention(q.operand(), k.operand(), v.operand(), { scale, causal: causal || pages !== undefined, queryOffset }, dynamic?.operand(), pages && pagedKv(pages)), q.dtype, q.shape);
+  if (gate) {
+    requireDTypes('attention', gate, FLOAT_DTYPES);
+    const flat = gate.ndim === 2 && gate.shape[0] === sq && gate.shape[1] === hq * d;
+    const full = gate.ndim === 3 && gate.shape.join() === q.shape.join();
+    if (!flat && !full) throw new ShapeError(`attention: gate must be [${sq}, ${hq * d}] or [${sq}, ${hq}, ${d}] (q ${formatShape(q.shape)}), got ${formatShape(gate.shape)}`);
+    if (needsGrad(q, k, v, gate)) {
+      // Differentiable by composition: the fused gate has no backward of its own.
+      const plain = attention(q, k, v, { ...options, gate: undefined });
+      const gated = float32(plain).mul(float32(gate).reshape([sq, hq, d]).sigmoid());
+      return gated.dtype === q.dtype ? gated : gated.to(q.dtype);
+    }
+  }
+  const forward = () => wrap(backend, backend.attention(q.operand(), k.operand(), v.operand(), { scale, causal: causal || pages !== undefined, queryOffset }, dynamic?.operand(), pages && pagedKv(pages), gate && gateOperand(gate, sq, hq, d)), q.dtype, q.shape);
+  if (gate) return forward();
   if (pages) return notDifferentiable('attention over a paged cache', [q, k, v], forward);
   if (dynamic) return notDifferentiable('attention with a device queryOffset', [q, k, v], forward);
   return differentiable('attention', [q, k, v], forward, (g, s) => attentionRule(backend, g, s.inputs as Tensor[], { scale, causal, queryOffset }), { inputs: [0, 1, 2] });
+}
+
+/** The gate as a [Sq, Hq, D] operand over its own storage: a [Sq, Hq * D] view's columns split into heads. */
+function gateOperand(gate: Tensor, sq: number, hq: number, d: number): Operand<unknown> {
+  const o = gate.operand();
+  if (gate.ndim === 3) return o;
+  const [s0, s1] = o.view.strides;
+  return { ...o, view: { shape: [sq, hq, d], strides: [s0, d * s1, s1], offset: o.view.offset } };
 }
 
 /**

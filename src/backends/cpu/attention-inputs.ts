@@ -1,6 +1,6 @@
-// CPU reference of attentionInputs: the unfused chain it replaces (per-head RMSNorm, RoPE, copy into the caches),
-// written out in float64 with the same roundings: the RMSNorm output and the RoPE output are stored in qkv's
-// dtype before the next step reads them, as separate rmsNorm / rope / copyInto ops would.
+// CPU reference of attentionInputs: the unfused chain it replaces (per-head RMSNorm, RoPE of the first R dims, copy
+// into the caches), written out in float64 with the same roundings: the RMSNorm output and the RoPE output are
+// stored in qkv's dtype before the next step reads them, as separate rmsNorm / rope / copyInto ops would.
 import type { StorageArray } from '../../core/codecs.js';
 import { decodeOne, encodeOne } from '../../core/codecs.js';
 import type { DType } from '../../core/dtype.js';
@@ -23,7 +23,8 @@ export function attentionInputsReference(a: AttentionInputsArgs<Handle>): Handle
   const kn = a.kNorm ? values(a.kNorm) : undefined;
   const cos = values(a.cos);
   const sin = values(a.sin);
-  const half = d / 2;
+  // Partial rotary: pairs (i, i + half) for i < half = R / 2; dims R.. pass through.
+  const half = (a.rotaryDim ?? d) / 2;
   const base = a.position + (a.positionFrom ? values(a.positionFrom)[0] : 0);
   const q = new Float64Array(s * heads * d);
   const dt = a.qkv.dtype;
@@ -53,7 +54,7 @@ export function attentionInputsReference(a: AttentionInputsArgs<Handle>): Handle
         const inv = 1 / Math.sqrt(sumSq / d + a.eps);
         for (let c = 0; c < d; c++) row[c] = roundTo(dt, w[c] * roundTo(dt, row[c] * inv));
       }
-      const roped = new Float64Array(d);
+      const roped = row.slice();
       for (let i = 0; i < half; i++) {
         const [c1, s1] = [cos[pos * half + i], sin[pos * half + i]];
         roped[i] = roundTo(dt, row[i] * c1 - row[i + half] * s1);

@@ -7,7 +7,8 @@ import { attentionInputsReference } from './attention-inputs.js';
 import { pagedAttentionReference } from './paged-attention.js';
 import { attentionBackwardReference } from './attention-backward.js';
 import { shortConvReference } from './short-conv.js';
-import { isScalarOperand, type AttentionInputsArgs, type AttentionOptions, type PagedKv, type Backend, type BinaryOp, type ConvGeometry, type ExpertLinearOptions, type MatmulDims, type MatmulScaling, type Operand, type PadMode, type ScalarOperand, type QuantizeBlocks, type ReduceOp, type RouteOptions, type SamplingParams, type ShortConvArgs, type UnaryOp, type UpsampleMode } from '../backend.js';
+import { gatedDeltaNetReference } from './gated-delta-net.js';
+import { isScalarOperand, type AttentionInputsArgs, type AttentionOptions, type PagedKv, type Backend, type BinaryOp, type ConvGeometry, type ExpertLinearOptions, type MatmulDims, type MatmulScaling, type Operand, type PadMode, type ScalarOperand, type QuantizeBlocks, type ReduceOp, type RouteOptions, type SamplingParams, type ShortConvArgs, type GatedDeltaNetArgs, type UnaryOp, type UpsampleMode } from '../backend.js';
 import { convReference, convTranspose1dReference, padReference } from './conv.js';
 import type { ConvTranspose1dGeometry } from '../backend.js';
 import { crossEntropyBackwardReference, crossEntropyForwardReference, indexAddReference } from './cross-entropy.js';
@@ -308,10 +309,10 @@ export class CpuBackend implements Backend<Handle> {
     return ropeReference(x, cos, sin, positionOffset);
   }
 
-  attention(q: Operand<Handle>, k: Operand<Handle>, v: Operand<Handle>, options: AttentionOptions, queryOffsetFrom?: Operand<Handle>, pages?: PagedKv<Handle>): Handle {
+  attention(q: Operand<Handle>, k: Operand<Handle>, v: Operand<Handle>, options: AttentionOptions, queryOffsetFrom?: Operand<Handle>, pages?: PagedKv<Handle>, gate?: Operand<Handle>): Handle {
     const offset = options.queryOffset + (queryOffsetFrom ? values(queryOffsetFrom)[0] : 0);
-    if (pages) return pagedAttentionReference(q, k, v, options, pages);
-    return attentionReference(q, k, v, { ...options, queryOffset: offset });
+    if (pages) return pagedAttentionReference(q, k, v, options, pages, gate);
+    return attentionReference(q, k, v, { ...options, queryOffset: offset }, gate);
   }
 
   attentionBackward(q: Operand<Handle>, k: Operand<Handle>, v: Operand<Handle>, dOut: Operand<Handle>, options: AttentionOptions): [Handle, Handle, Handle] {
@@ -324,6 +325,10 @@ export class CpuBackend implements Backend<Handle> {
 
   shortConv(args: ShortConvArgs<Handle>): Handle {
     return shortConvReference(args);
+  }
+
+  gatedDeltaNet(args: GatedDeltaNetArgs<Handle>): Handle {
+    return gatedDeltaNetReference(args);
   }
 
   swiglu(x: Operand<Handle>): Handle {

@@ -14,18 +14,28 @@ type Handle = StorageArray;
  * expert id; their weights are the unbiased scores. A NaN logit (and, for softmax, a +Inf logit or a row of all
  * -Inf, which have no softmax) makes the row undefined: it picks experts 0..topK-1 with NaN weights, as the WebGPU
  * kernel does. With normalize the chosen weights are divided by their float32 sum + normalizeEps; then times scale.
+ * With sharedExpert the logits are [T, E+1]: the above sees the first E, and each row gets a last slot, id E with
+ * weight sigmoid(logit E) rounded to float32 (neither normalized nor scaled; NaN only when that logit is NaN).
  */
 export function moeRouteReference(logits: Operand<Handle>, topK: number, options: RouteOptions<Handle>): [Handle, Handle] {
-  const [t, e] = logits.view.shape;
+  const [t, columns] = logits.view.shape;
+  const shared = options.sharedExpert ? 1 : 0;
+  const e = columns - shared;
+  const slots = topK + shared; // the output row stride
   const v = values(logits);
   const bias = options.selectionBias ? values(options.selectionBias) : undefined;
-  const ids = new Int32Array(t * topK);
-  const weights = new Float32Array(t * topK);
+  const ids = new Int32Array(t * slots);
+  const weights = new Float32Array(t * slots);
   const prob = new Float64Array(e);
   const key = new Float64Array(e);
   const order = new Int32Array(e);
   for (let row = 0; row < t; row++) {
-    const base = row * e;
+    const base = row * columns;
+    const out = row * slots;
+    if (shared) {
+      ids[out + topK] = e;
+      weights[out + topK] = 1 / (1 + Math.exp(-v[base + e]));
+    }
     let max = -Infinity;
     let nan = false;
     for (let i = 0; i < e; i++) {
@@ -36,8 +46,8 @@ export function moeRouteReference(logits: Operand<Handle>, topK: number, options
     // exp(x - max) with max = +Inf or -Inf (every logit -Inf) is NaN: the whole row is undefined.
     if (nan || (options.scoring === 'softmax' && !Number.isFinite(max))) {
       for (let j = 0; j < topK; j++) {
-        ids[row * topK + j] = j;
-        weights[row * topK + j] = NaN;
+        ids[out + j] = j;
+        weights[out + j] = NaN;
       }
       continue;
     }
@@ -72,9 +82,9 @@ export function moeRouteReference(logits: Operand<Handle>, topK: number, options
     const denominator = Math.fround(chosenSum + options.normalizeEps);
     for (let j = 0; j < topK; j++) {
       const p = prob[order[j]];
-      ids[row * topK + j] = order[j];
+      ids[out + j] = order[j];
       const w = options.normalize ? Math.fround(p / denominator) : p;
-      weights[row * topK + j] = options.scale === 1 ? w : Math.fround(w * options.scale);
+      weights[out + j] = options.scale === 1 ? w : Math.fround(w * options.scale);
     }
   }
   return [ids, weights];

@@ -34,11 +34,12 @@ export function rmsNormReference(x: Operand<Handle>, weight: Operand<Handle> | u
 
 export function ropeReference(x: Operand<Handle>, cos: Operand<Handle>, sin: Operand<Handle>, positionOffset: number): Handle {
   const [s, h, d] = x.view.shape;
-  const half = d / 2;
+  // Partial rotary: the tables cover R = 2 half <= D dims; the rest pass through.
+  const half = cos.view.shape[1];
   const xs = values(x);
   const c = values(cos);
   const sn = values(sin);
-  const out = new Float64Array(xs.length);
+  const out = Float64Array.from(xs);
   for (let si = 0; si < s; si++) {
     const p = (positionOffset + si) * half;
     for (let hi = 0; hi < h; hi++) {
@@ -76,7 +77,8 @@ export function attentionWeights(qs: Float64Array, ks: Float64Array, qBase: numb
   for (let j = 0; j < visible; j++) p[j] /= sum;
 }
 
-export function attentionReference(q: Operand<Handle>, k: Operand<Handle>, v: Operand<Handle>, options: AttentionOptions): Handle {
+/** gate [Sq, Hq, D] (any strides), when given, multiplies the float64 result by sigmoid(gate) before the one rounding. */
+export function attentionReference(q: Operand<Handle>, k: Operand<Handle>, v: Operand<Handle>, options: AttentionOptions, gate?: Operand<Handle>): Handle {
   const [sq, hq, d] = q.view.shape;
   const [skv, hkv] = k.view.shape;
   const group = hkv === 0 ? 1 : hq / hkv;
@@ -97,6 +99,11 @@ export function attentionReference(q: Operand<Handle>, k: Operand<Handle>, v: Op
         for (let e = 0; e < d; e++) out[qBase + e] += p[j] * vs[vBase + e];
       }
     }
+  }
+  if (gate) {
+    // Every element, rows that saw no key too: 0 * sigmoid(NaN) is NaN, as torch's attn * sigmoid(gate).
+    const g = values(gate);
+    for (let e = 0; e < out.length; e++) out[e] *= 1 / (1 + Math.exp(-g[e]));
   }
   return store(out, q.dtype);
 }

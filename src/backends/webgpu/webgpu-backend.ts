@@ -7,7 +7,7 @@ import { DTYPE_INFO, isFp8, lanesPerWord, type DType } from '../../core/dtype.js
 import { DeviceUnavailableError, ShapeError } from '../../core/errors.js';
 import { contiguousView, isContiguous, numel, transposed2d, type Shape } from '../../core/shape.js';
 import { isScalarOperand, type ScalarOperand } from '../backend.js';
-import type { AttentionInputsArgs, AttentionOptions, PagedKv, Backend, BinaryOp, ConvGeometry, ExpertLinearOptions, MatmulDims, MatmulScaling, Operand, PadMode, QuantizeBlocks, ReduceOp, RouteOptions, SamplingParams, ShortConvArgs, UnaryOp, UpsampleMode } from '../backend.js';
+import type { AttentionInputsArgs, AttentionOptions, PagedKv, Backend, BinaryOp, ConvGeometry, ExpertLinearOptions, MatmulDims, MatmulScaling, Operand, PadMode, QuantizeBlocks, ReduceOp, RouteOptions, SamplingParams, ShortConvArgs, GatedDeltaNetArgs, UnaryOp, UpsampleMode } from '../backend.js';
 import { castCode } from '../cpu/cpu-backend.js';
 import { BufferPool, type MemoryStats } from './buffer-pool.js';
 import { bindingSignature, layoutEntries, UniformArena } from './bindings.js';
@@ -34,6 +34,7 @@ import { upsample2xKernel } from './kernels/upsample.js';
 import { withContiguous } from './kernels/nn-util.js';
 import { expertLinearKernel } from './kernels/expert-linear.js';
 import { shortConvKernel } from './kernels/short-conv.js';
+import { gatedDeltaNetKernel } from './kernels/gated-delta-net.js';
 import { FUSED_ROUTER_MAX_EXPERTS, moeRouteKernel, type GpuRouteOptions } from './kernels/moe-route.js';
 import { quantizeBlocksKernel } from './kernels/quantize-blocks.js';
 import { rmsNormKernel } from './kernels/rms-norm.js';
@@ -599,8 +600,8 @@ export class WebGpuBackend implements Backend<GpuBuffer>, GpuContext {
     return ropeKernel(this, this.gpuOperand(x), this.gpuOperand(cos), this.gpuOperand(sin), positionOffset);
   }
 
-  attention(q: Operand<GpuBuffer>, k: Operand<GpuBuffer>, v: Operand<GpuBuffer>, options: AttentionOptions, queryOffsetFrom?: Operand<GpuBuffer>, pages?: PagedKv<GpuBuffer>): GpuBuffer {
-    return attentionKernel(this, this.gpuOperand(q), this.gpuOperand(k), this.gpuOperand(v), options, q.dtype, queryOffsetFrom && this.gpuOperand(queryOffsetFrom), pages);
+  attention(q: Operand<GpuBuffer>, k: Operand<GpuBuffer>, v: Operand<GpuBuffer>, options: AttentionOptions, queryOffsetFrom?: Operand<GpuBuffer>, pages?: PagedKv<GpuBuffer>, gate?: Operand<GpuBuffer>): GpuBuffer {
+    return attentionKernel(this, this.gpuOperand(q), this.gpuOperand(k), this.gpuOperand(v), options, q.dtype, queryOffsetFrom && this.gpuOperand(queryOffsetFrom), pages, gate && this.gpuOperand(gate));
   }
 
   /** One dispatch: q/k norm, RoPE and both cache writes. */
@@ -615,6 +616,10 @@ export class WebGpuBackend implements Backend<GpuBuffer>, GpuContext {
   /** One dispatch: conv, gates and the state update. */
   shortConv(args: ShortConvArgs<GpuBuffer>): GpuBuffer {
     return shortConvKernel(this, args);
+  }
+
+  gatedDeltaNet(args: GatedDeltaNetArgs<GpuBuffer>): GpuBuffer {
+    return gatedDeltaNetKernel(this, args);
   }
 
   swiglu(x: Operand<GpuBuffer>): GpuBuffer {

@@ -8,7 +8,7 @@ import { indexSelect } from '../../ops/index-select.js';
 import { dispatchCount } from '../../runtime-stats.js';
 import type { Weight } from '../../io/checkpoint.js';
 import { attentionInputs } from '../../ops/attention-inputs.js';
-import { add, mul } from '../../ops/elementwise.js';
+import { add, mul, sigmoid } from '../../ops/elementwise.js';
 import { linear } from '../../ops/matmul.js';
 import { expertLinear, moeRoute, moeRouter, type RouteOpOptions } from '../../ops/moe.js';
 import { attention, rmsNorm, swiglu } from '../../ops/nn.js';
@@ -90,7 +90,7 @@ export function pagedAttentionBlock(x: Tensor, h: Tensor, a: AttentionWeights, g
 }
 
 /** residual + down(silu(gate x) * up x): two dispatches on the decode path (SwiGLU in the gate|up GEMV). */
-export function denseMlp(x: Tensor, mlp: DenseMlpWeights, residual: Tensor): Tensor {
+export function denseMlp(x: Tensor, mlp: DenseMlpWeights, residual?: Tensor): Tensor {
   return project(project(x, mlp.gateUp, undefined, 'swiglu'), mlp.down, residual);
 }
 
@@ -107,8 +107,17 @@ function route(x: Tensor, mlp: MoeWeights, routing: Routing, fused = true): { id
   return fused && !mlp.router.scale ? moeRouter(x, mlp.router.data, topK, o) : moeRoute(project(x, mlp.router), topK, o);
 }
 
-/** residual + MoE(x) in three dispatches, the expert ids never leaving the device. */
+/** sigmoid(gate . x) * shared(x): a shared expert that runs beside the fused block. */
+function sharedExpert(x: Tensor, shared: NonNullable<MoeWeights['shared']>): Tensor {
+  return mul(sigmoid(project(x, shared.gate)), denseMlp(x, shared.mlp));
+}
+
+/**
+ * residual + MoE(x) in three dispatches, the expert ids never leaving the device (a shared expert stacked as expert
+ * E rides along as one more slot; one kept apart adds its own dispatches).
+ */
 export function fusedMoe(x: Tensor, mlp: MoeWeights, routing: Routing, residual: Tensor): Tensor {
+  if (mlp.shared) residual = add(residual, sharedExpert(x, mlp.shared));
   const { ids, weights } = route(x, mlp, routing);
   const act = expertLinear(x, mlp.gateUp.data, ids, { scale: mlp.gateUp.scale, activation: 'swiglu' });
   return expertLinear(act, mlp.down.data, ids, { scale: mlp.down.scale, combine: weights, residual });
@@ -125,7 +134,7 @@ export async function perExpertMoe(x: Tensor, mlp: MoeWeights, routing: Routing)
     keep(r.weights);
     const ids = await r.ids.toArray();
     const weights = await r.weights.toArray();
-    const k = routing.topK;
+    const k = routing.topK + (routing.sharedExpert ? 1 : 0); // the shared expert stacked as expert E is one more slot
     const rows: Tensor[] = [];
     for (let t = 0; t < x.shape[0]; t++) {
       const xt = keep(narrow(x, 0, t, 1));
@@ -139,7 +148,9 @@ export async function perExpertMoe(x: Tensor, mlp: MoeWeights, routing: Routing)
       }
       rows.push(acc!);
     }
-    return rows.length === 1 ? clone(rows[0]) : cat(rows, 0);
+    const routed = rows.length === 1 ? clone(rows[0]) : cat(rows, 0);
+    const shared = mlp.shared;
+    return shared ? add(keep(routed), keep(tidy(() => sharedExpert(x, shared)))) : routed;
   });
 }
 

@@ -42,6 +42,11 @@ export interface MoeWeights {
   readonly gateUp: Weight;
   /** [E, H, I]. */
   readonly down: Weight;
+  /**
+   * A shared expert run beside the routed ones, its output scaled by sigmoid(gate . x) (Qwen3.5-MoE), when it could
+   * not be stacked as an extra expert of gateUp / down.
+   */
+  readonly shared?: { readonly mlp: DenseMlpWeights; readonly gate: Weight };
 }
 
 export interface WeightLoadingOptions {

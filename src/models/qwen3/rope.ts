@@ -1,10 +1,11 @@
-// Rotary-embedding tables: cos/sin [positions, headDim/2] computed once on the host in float64 and stored as
+// Rotary-embedding tables: cos/sin [positions, rotaryDim/2] computed once on the host in float64 and stored as
 // float32, so every backend rotates with identical values (and the GPU never evaluates sin/cos of large angles,
 // where WGSL's precision is unspecified). Scaling follows transformers' rope_init functions.
+import { ShapeError } from '../../core/errors.js';
 import type { RopeScaling } from '../../io/hf-config.js';
 
 export interface RopeTables {
-  /** float32 [positions, headDim/2] each. */
+  /** float32 [positions, rotaryDim/2] each (rotaryDim = headDim unless partial rotary). */
   readonly cos: Float32Array;
   readonly sin: Float32Array;
   readonly positions: number;
@@ -41,9 +42,25 @@ export function ropeFrequencies(headDim: number, theta: number, scaling: RopeSca
   throw new RangeError(`rope_scaling type '${type}' is not supported (supported: default, linear, yarn)`);
 }
 
-export function ropeTables(headDim: number, theta: number, scaling: RopeScaling | undefined, maxPositionEmbeddings: number, positions: number): RopeTables {
-  const { invFreq, attentionFactor } = ropeFrequencies(headDim, theta, scaling, maxPositionEmbeddings);
-  const half = headDim / 2;
+/**
+ * transformers' rotary dim for partial rotary (Qwen3.5's partial_rotary_factor): int(headDim * factor), the dims
+ * RoPE rotates; the rest of each head passes through.
+ */
+export function rotaryDimOf(headDim: number, partialRotaryFactor = 1): number {
+  return Math.floor(headDim * partialRotaryFactor);
+}
+
+/**
+ * cos/sin tables [positions, rotaryDim / 2]. rotaryDim (default headDim) below headDim gives partial-rotary tables,
+ * built as transformers builds them: every frequency, YaRN's correction range included, over rotaryDim
+ * (inv_freq = 1 / theta^(arange(0, R, 2) / R) for the default rope).
+ */
+export function ropeTables(headDim: number, theta: number, scaling: RopeScaling | undefined, maxPositionEmbeddings: number, positions: number, rotaryDim = headDim): RopeTables {
+  if (!Number.isInteger(rotaryDim) || rotaryDim < 2 || rotaryDim > headDim || rotaryDim % 2 !== 0) {
+    throw new ShapeError(`ropeTables: rotaryDim must be an even integer in [2, ${headDim}] (headDim), got ${rotaryDim}`);
+  }
+  const { invFreq, attentionFactor } = ropeFrequencies(rotaryDim, theta, scaling, maxPositionEmbeddings);
+  const half = rotaryDim / 2;
   const cos = new Float32Array(positions * half);
   const sin = new Float32Array(positions * half);
   for (let p = 0; p < positions; p++) {

@@ -37,7 +37,7 @@ const attentionInputs = defineKernel({
   // qn, kn: the q/k norm weights' dtypes, or NO_NORM; maxD: the row's workgroup array (a power of two >= D).
   variant: { q: 'dtype', k: 'dtype', v: 'dtype', qn: 'string', kn: 'string', posBuffer: 'boolean', maxD: 'number', paged: 'boolean' },
   params: {
-    s: 'u32', heads: 'u32', kv_heads: 'u32', d: 'u32',
+    s: 'u32', heads: 'u32', kv_heads: 'u32', d: 'u32', rot_half: 'u32',
     qkv_off: 'u32', qkv_s0: 'u32',
     qn_off: 'u32', kn_off: 'u32',
     cos_off: 'u32', cs0: 'u32', sin_off: 'u32', ss0: 'u32',
@@ -97,7 +97,7 @@ export function attentionInputsKernel(ctx: GpuContext, a: AttentionInputsArgs<Gp
       posBuffer: a.positionFrom !== undefined, maxD: Math.max(64, pow2AtLeast(d)), paged: a.pages !== undefined,
     },
     {
-      s, heads, kv_heads: kvHeads, d,
+      s, heads, kv_heads: kvHeads, d, rot_half: (a.rotaryDim ?? d) / 2,
       qkv_off: qkv.view.offset, qkv_s0: qkv.view.strides[0],
       qn_off: a.qNorm?.view.offset ?? 0, kn_off: a.kNorm?.view.offset ?? 0,
       cos_off: a.cos.view.offset, cs0: a.cos.view.strides[0], sin_off: a.sin.view.offset, ss0: a.sin.view.strides[0],

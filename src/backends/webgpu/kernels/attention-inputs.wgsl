@@ -1,6 +1,7 @@
 // The attention inputs of one layer from its fused q|k|v projection, in one dispatch: per head row, Qwen3's
-// RMSNorm (HF rounding: the normalized value in the activation dtype, then the weight), rotate-half RoPE at
-// position pos + s, q written to `out` [S, Hq, D], k and v written into the KV caches at row pos + s.
+// RMSNorm (HF rounding: the normalized value in the activation dtype, then the weight), rotate-half RoPE (of the
+// first R = 2 p.rot_half dims; R < D is partial rotary) at position pos + s, q written to `out` [S, Hq, D], k and
+// v written into the KV caches at row pos + s.
 // One workgroup per (token s, head slot j): j < Hq a q head, then Hkv k heads, then Hkv v heads (copied as is).
 // pos = p.pos0 + s + the position buffer's value (a captured decode step advances it without new uniforms), or with
 // a paged cache token s's entry in the batch index; a row at or past the cache's capacity or the RoPE table's end
@@ -20,9 +21,13 @@ fn position(s: u32) -> u32 {
   return {{POSITION}};
 }
 
-// Rotate-half RoPE of element c of the (normalized) row at table row t.
+// Rotate-half RoPE of element c of the (normalized) row at table row t, over the first 2 * p.rot_half dims (all of
+// them, or partial rotary); the dims past them pass through.
 fn roped(c: u32, t: u32) -> f32 {
-  let half = p.d / 2u;
+  let half = p.rot_half;
+  if (c >= 2u * half) {
+    return row[c];
+  }
   let i = c % half;
   let cs = cos_t[p.cos_off + t * p.cs0 + i];
   let sn = sin_t[p.sin_off + t * p.ss0 + i];

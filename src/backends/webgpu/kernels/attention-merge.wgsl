@@ -1,11 +1,17 @@
 // Merges the per-split states of attention.wgsl (SPLIT) into the output, one invocation per output word:
 // out = sum_s acc_s exp(m_s - M) / sum_s l_s exp(m_s - M) with M the largest split max, and the same NaN / zero
 // rules as the single-pass kernel. Partials: [rows * splits] (max, sum) pairs, then [rows * splits, D] acc.
+// The output gate, when there is one, multiplies the merged value (gated(), from attention.ts).
 // The header and the one-word-per-invocation loop come from the description in attention.ts.
 
 {{VISIBLE}}
 
 fn merged(e: u32) -> f32 {
+  let row = e / p.d;
+  return gated(row / p.hq, row % p.hq, e % p.d, merged_state(e));
+}
+
+fn merged_state(e: u32) -> f32 {
   let row = e / p.d;
   let c = e % p.d;
   if (visible(row / p.hq) == 0u) {

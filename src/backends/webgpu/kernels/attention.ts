@@ -50,13 +50,31 @@ function visibleFn(qoffBuffer: boolean, paged: boolean): string {
 }`;
 }
 
+/** The gate variant of a launch without one. */
+const NO_GATE = 'none';
+
+/**
+ * WGSL `gated(i, h, c, x)`: output element (query i, head h, dim c) of value x, times sigmoid of the gate's element
+ * (read through its strides: usually a column view of a wider projection) when the variant has one. NaN in the gate
+ * reaches the output (exp is left to the driver for NaN, so it is selected explicitly).
+ */
+function gateFn(gate: string): string {
+  if (gate === NO_GATE) return 'fn gated(i: u32, h: u32, c: u32, x: f32) -> f32 {\n  return x;\n}\n';
+  return `fn gated(i: u32, h: u32, c: u32, x: f32) -> f32 {
+  let g = load_gate(p.g_off + i * p.gs0 + h * p.gs1 + c * p.gs2);
+  return x * select(1.0 / (1.0 + exp(-g)), g, is_nan(g));
+}
+`;
+}
+
 /** The query offset, plus the device value when a captured step reads it from qoff_buf. */
 const queryOffsetExpr = (qoffBuffer: boolean) => (qoffBuffer ? '(p.query_offset + qoff_buf[p.qoff_at])' : 'p.query_offset');
 
 const attention = defineKernel({
   name: 'attention',
   source: 'attention.wgsl',
-  variant: { q: 'dtype', k: 'dtype', v: 'dtype', out: 'dtype', rows: 'number', rounds: 'number', dq: 'number', split: 'boolean', qoffBuffer: 'boolean', paged: 'boolean' },
+  // gate: the gate's dtype, or NO_GATE (always so with splits: the merge applies it).
+  variant: { q: 'dtype', k: 'dtype', v: 'dtype', out: 'dtype', rows: 'number', rounds: 'number', dq: 'number', split: 'boolean', qoffBuffer: 'boolean', paged: 'boolean', gate: 'string' },
   params: {
     sq: 'u32', hq: 'u32', skv: 'u32', hkv: 'u32',
     d: 'u32', gh: 'u32', gq: 'u32', group: 'u32', hblocks: 'u32', splits: 'u32', chunk: 'u32',
@@ -65,13 +83,19 @@ const attention = defineKernel({
     k_off: 'u32', ks0: 'u32', ks1: 'u32', ks2: 'u32',
     v_off: 'u32', vs0: 'u32', vs1: 'u32', vs2: 'u32',
     acc_base: 'u32', qoff_at: 'u32', page_size: 'u32', pages_at: 'u32',
+    g_off: 'u32', gs0: 'u32', gs1: 'u32', gs2: 'u32',
   },
   // With key splits `out` is the float32 partials (raw bits), else the packed output.
   outputs: { out: { packed: 'out' } },
-  inputs: { q: { packed: 'q' }, k: { packed: 'k' }, v: { packed: 'v' }, qoff_buf: { type: 'i32', when: (v) => v.qoffBuffer }, pages: { type: 'i32', when: (v) => v.paged } },
+  inputs: {
+    q: { packed: 'q' }, k: { packed: 'k' }, v: { packed: 'v' },
+    qoff_buf: { type: 'i32', when: (v) => v.qoffBuffer }, pages: { type: 'i32', when: (v) => v.paged },
+    gate: { packed: (v) => v.gate as DType, when: (v) => v.gate !== NO_GATE },
+  },
   grid: 'custom',
   workgroupSize: WG,
   constants: (v) => ({ ROWS: v.rows, LANES: lanesPerWord(v.out), BITS: 32 / lanesPerWord(v.out), ROUNDS: v.rounds, Q_FLOATS: v.rows * v.dq }),
+  functions: (v) => gateFn(v.gate),
   code: (v) => ({
     FINISH: v.split ? SPLIT_FINISH : SINGLE_FINISH,
     VISIBLE: visibleFn(v.qoffBuffer, v.paged),
@@ -83,11 +107,18 @@ const attention = defineKernel({
 const attentionMerge = defineKernel({
   name: 'attention-merge',
   source: 'attention-merge.wgsl',
-  variant: { out: 'dtype', qoffBuffer: 'boolean', paged: 'boolean' },
-  params: { n: 'u32', d: 'u32', hq: 'u32', splits: 'u32', skv: 'u32', causal: 'u32', query_offset: 'i32', acc_base: 'u32', qoff_at: 'u32', pages_at: 'u32' },
+  variant: { out: 'dtype', qoffBuffer: 'boolean', paged: 'boolean', gate: 'string' },
+  params: {
+    n: 'u32', d: 'u32', hq: 'u32', splits: 'u32', skv: 'u32', causal: 'u32', query_offset: 'i32', acc_base: 'u32', qoff_at: 'u32', pages_at: 'u32',
+    g_off: 'u32', gs0: 'u32', gs1: 'u32', gs2: 'u32',
+  },
   outputs: { out: { packed: 'out' } },
-  inputs: { part: 'f32', qoff_buf: { type: 'i32', when: (v) => v.qoffBuffer }, pages: { type: 'i32', when: (v) => v.paged } },
+  inputs: {
+    part: 'f32', qoff_buf: { type: 'i32', when: (v) => v.qoffBuffer }, pages: { type: 'i32', when: (v) => v.paged },
+    gate: { packed: (v) => v.gate as DType, when: (v) => v.gate !== NO_GATE },
+  },
   grid: { words: 'n', element: 'merged' },
+  functions: (v) => gateFn(v.gate),
   code: (v) => ({ VISIBLE: visibleFn(v.qoffBuffer, v.paged) }),
 });
 
@@ -97,7 +128,7 @@ const attentionMerge = defineKernel({
  * causal mask hiding the rows not yet written. With `pages`, k and v are a paged cache's pools and each query row
  * reads its own sequence's keys through its page table (see PAGED_CHUNK).
  */
-export function attentionKernel(ctx: GpuContext, q: GpuOperand, k: GpuOperand, v: GpuOperand, options: AttentionOptions, outDtype: DType = q.dtype, queryOffsetFrom?: GpuOperand, pages?: PagedKv<GpuBuffer>): GpuBuffer {
+export function attentionKernel(ctx: GpuContext, q: GpuOperand, k: GpuOperand, v: GpuOperand, options: AttentionOptions, outDtype: DType = q.dtype, queryOffsetFrom?: GpuOperand, pages?: PagedKv<GpuBuffer>, gate?: GpuOperand): GpuBuffer {
   const [sq, hq, d] = q.view.shape;
   const [poolRows, hkv] = k.view.shape;
   const skv = pages ? pages.maxLength : poolRows;
@@ -105,7 +136,7 @@ export function attentionKernel(ctx: GpuContext, q: GpuOperand, k: GpuOperand, v
   const lanes = lanesPerWord(outDtype);
   if (lanes > 1 && d % lanes !== 0) {
     // Rows would share packed output words between workgroups.
-    return viaFloat32(ctx, q.view.shape, outDtype, false, () => attentionKernel(ctx, q, k, v, options, 'float32', queryOffsetFrom, pages));
+    return viaFloat32(ctx, q.view.shape, outDtype, false, () => attentionKernel(ctx, q, k, v, options, 'float32', queryOffsetFrom, pages, gate));
   }
   const out = ctx.alloc(wordBytes(n, lanes));
   if (n === 0) return out;
@@ -142,7 +173,10 @@ export function attentionKernel(ctx: GpuContext, q: GpuOperand, k: GpuOperand, v
   const rounds = pow2AtLeast(Math.ceil(d / (WG * lanes)));
   const qoffBuffer = queryOffsetFrom !== undefined;
   const total = base * splits;
-  const common = { causal: options.causal ? 1 : 0, query_offset: queryOffset, acc_base: accBase, qoff_at: queryOffsetFrom?.view.offset ?? 0 };
+  const common = {
+    causal: options.causal ? 1 : 0, query_offset: queryOffset, acc_base: accBase, qoff_at: queryOffsetFrom?.view.offset ?? 0,
+    g_off: gate?.view.offset ?? 0, gs0: gate?.view.strides[0] ?? 0, gs1: gate?.view.strides[1] ?? 0, gs2: gate?.view.strides[2] ?? 0,
+  };
   const paging = { page_size: pages?.pageSize ?? 1, pages_at: pages?.index.view.offset ?? 0 };
   const params = {
     ...common,
@@ -154,8 +188,10 @@ export function attentionKernel(ctx: GpuContext, q: GpuOperand, k: GpuOperand, v
     k_off: k.view.offset, ks0: k.view.strides[0], ks1: k.view.strides[1], ks2: k.view.strides[2],
     v_off: v.view.offset, vs0: v.view.strides[0], vs1: v.view.strides[1], vs2: v.view.strides[2],
   };
-  const variant = { q: q.dtype, k: k.dtype, v: v.dtype, out: outDtype, rows, rounds, dq, split: splits > 1 || pages !== undefined, qoffBuffer, paged: pages !== undefined };
-  const inputs = { q: q.buffer, k: k.buffer, v: v.buffer, qoff_buf: queryOffsetFrom?.buffer, pages: pages?.index.handle };
+  const split = splits > 1 || pages !== undefined;
+  const gateDtype = gate?.dtype ?? NO_GATE;
+  const variant = { q: q.dtype, k: k.dtype, v: v.dtype, out: outDtype, rows, rounds, dq, split, qoffBuffer, paged: pages !== undefined, gate: split ? NO_GATE : gateDtype };
+  const inputs = { q: q.buffer, k: k.buffer, v: v.buffer, qoff_buf: queryOffsetFrom?.buffer, pages: pages?.index.handle, gate: split ? undefined : gate?.buffer };
   const workgroups = grid1d(total, 1);
   if (!variant.split) {
     attention.run(ctx, variant, params, { out, ...inputs }, { workgroups });
@@ -164,7 +200,12 @@ export function attentionKernel(ctx: GpuContext, q: GpuOperand, k: GpuOperand, v
   const partials = ctx.alloc(accBase * 4 + rowsTotal * splits * d * 4);
   try {
     attention.run(ctx, variant, params, { out: partials, ...inputs }, { workgroups });
-    attentionMerge.run(ctx, { out: outDtype, qoffBuffer, paged: variant.paged }, { ...common, n, d, hq, splits, skv, pages_at: paging.pages_at }, { out, part: partials, qoff_buf: queryOffsetFrom?.buffer, pages: pages?.index.handle });
+    attentionMerge.run(
+      ctx,
+      { out: outDtype, qoffBuffer, paged: variant.paged, gate: gateDtype },
+      { ...common, n, d, hq, splits, skv, pages_at: paging.pages_at },
+      { out, part: partials, qoff_buf: queryOffsetFrom?.buffer, pages: pages?.index.handle, gate: gate?.buffer },
+    );
     return out;
   } finally {
     ctx.release(partials);
@@ -175,7 +216,8 @@ export function attentionKernel(ctx: GpuContext, q: GpuOperand, k: GpuOperand, v
 const SINGLE_FINISH = `  for (var r = 0u; r < ROWS; r++) {
     let i = row_query(qb, r);
     if (i < p.sq) {
-      let out_base = (i * p.hq + row_head(kh, hb, r)) * p.d;
+      let head = row_head(kh, hb, r);
+      let out_base = (i * p.hq + head) * p.d;
       let seen = row_end[r] > key_begin;
       let nan_row = bad[r] || m[r] == f32_bits(0xff800000u);
       for (var round = 0u; round < ROUNDS; round++) {
@@ -187,7 +229,7 @@ const SINGLE_FINISH = `  for (var r = 0u; r < ROWS; r++) {
             if (seen) {
               x = select(acc[r * RL + round * LANES + lane] / l[r], f32_bits(0x7fc00000u), nan_row);
             }
-            word |= encode_out(x) << (lane * BITS);
+            word |= encode_out(gated(i, head, c0 + lane, x)) << (lane * BITS);
           }
           out[(out_base + c0) / LANES] = word;
         }

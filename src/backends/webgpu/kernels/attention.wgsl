@@ -13,10 +13,10 @@
 // -Inf is NaN, a row that sees no key is 0. With key splits (p.splits > 1, the launcher's SPLIT_FINISH) the workgroup
 // covers keys [split * chunk, +chunk) and writes its un-normalized state (max, sum, acc) for attention-merge.wgsl
 // instead of the output.
-// The header (params, bindings, load_q/k/v, encode_out, WG = 64 and the ROWS, LANES, BITS, ROUNDS, Q_FLOATS
-// constants) comes from the description in attention.ts; FINISH, VISIBLE (keys query i sees), CACHE_ROW
-// (key j's row: j, or through a paged cache's page table) and TABLE_AT (paged: where the query's table starts) are
-// the launcher's code.
+// The header (params, bindings, load_q/k/v, encode_out, WG = 64, the ROWS, LANES, BITS, ROUNDS, Q_FLOATS
+// constants, and gated(): the output gate's sigmoid factor, applied by SINGLE_FINISH) comes from the description in
+// attention.ts; FINISH, VISIBLE (keys query i sees), CACHE_ROW (key j's row: j, or through a paged cache's page
+// table) and TABLE_AT (paged: where the query's table starts) are the launcher's code.
 
 // ROWS: rows held per workgroup (p.gh * p.gq of them are used; a power of two so few pipelines serve all shapes).
 // ROUNDS: output dims per row per invocation, up to ROUNDS rounds of LANES consecutive dims (ROUNDS * WG * LANES >= D).

@@ -11,14 +11,14 @@ import { grid1d } from './wgsl.js';
 /** RouteOptions with the selection bias as a kernel operand. */
 export type GpuRouteOptions = Omit<RouteOptions<GpuBuffer>, 'selectionBias'> & { selectionBias?: GpuOperand };
 
-/** Experts the fused router holds logits for in workgroup memory. */
+/** Logits (router rows, a shared expert's gate included) the fused router holds in workgroup memory. */
 export const FUSED_ROUTER_MAX_EXPERTS = 1024;
 
 const NO_ROUTER = 'none';
 
 const ROUTER_PROLOGUE = `  if (live) {
     let xrow = p.x_off + row * p.x_s0;
-    for (var i = lid.x; i < p.e; i += WG) {
+    for (var i = lid.x; i < p.e + p.shared_gate; i += WG) {
       let wrow = p.w_off + i * p.w_s0;
       var acc = 0.0;
       for (var k = 0u; k < p.h; k++) {
@@ -47,6 +47,7 @@ const moeRoute = defineKernel({
     x_off: 'u32', x_s0: 'u32', x_s1: 'u32',
     w_off: 'u32', w_s0: 'u32', w_s1: 'u32',
     sigmoid: 'u32', // score = sigmoid(logit) instead of the row's softmax
+    shared_gate: 'u32', // 1: logit e is a shared expert's gate, written as slot top_k (id e, weight sigmoid(logit))
     eps: 'f32', scale: 'f32', bias_off: 'u32',
   },
   outputs: { ids: 'u32', weights: 'f32' },
@@ -67,14 +68,18 @@ const moeRoute = defineKernel({
 /**
  * logits [T, E] (any strides) -> [ids int32 [T, topK], weights float32 [T, topK]], both contiguous. With `router`
  * (weight [E, H], float dtypes, E <= FUSED_ROUTER_MAX_EXPERTS), `logits` is the hidden state x [T, H] and the
- * logits x . W^T are computed in the same dispatch. The selection bias is a contiguous float32 [E].
+ * logits x . W^T are computed in the same dispatch. The selection bias is a contiguous float32 [E]. With
+ * options.sharedExpert the logits (router rows) are E+1, all held in workgroup memory, and the outputs [T, topK+1].
  */
 export function moeRouteKernel(ctx: GpuContext, logits: GpuOperand, topK: number, options: GpuRouteOptions, router?: GpuOperand): [GpuBuffer, GpuBuffer] {
   const t = logits.view.shape[0];
-  const e = router ? router.view.shape[0] : logits.view.shape[1];
-  const ids = ctx.alloc(Math.max(4, t * topK * 4));
-  const weights = ctx.alloc(Math.max(4, t * topK * 4));
-  if (t * topK === 0) return [ids, weights];
+  const columns = router ? router.view.shape[0] : logits.view.shape[1]; // E, or E+1 with the shared expert's gate
+  const shared = options.sharedExpert ? 1 : 0;
+  const e = columns - shared;
+  const slots = topK + shared;
+  const ids = ctx.alloc(Math.max(4, t * slots * 4));
+  const weights = ctx.alloc(Math.max(4, t * slots * 4));
+  if (t * slots === 0) return [ids, weights];
   const bias = options.selectionBias;
   const [s0, s1] = logits.view.strides;
   const views = router
@@ -82,14 +87,14 @@ export function moeRouteKernel(ctx: GpuContext, logits: GpuOperand, topK: number
     : { off: logits.view.offset, s_row: s0, s_e: s1, h: 0, x_off: 0, x_s0: 0, x_s1: 0, w_off: 0, w_s0: 0, w_s1: 0 };
   moeRoute.run(
     ctx,
-    { dtype: logits.dtype, router: router?.dtype ?? NO_ROUTER, slots: router ? Math.max(64, pow2AtLeast(e)) : 0, bias: bias !== undefined },
+    { dtype: logits.dtype, router: router?.dtype ?? NO_ROUTER, slots: router ? Math.max(64, pow2AtLeast(columns)) : 0, bias: bias !== undefined },
     {
       rows: t, e, top_k: topK, normalize: options.normalize ? 1 : 0,
       ...views,
-      sigmoid: options.scoring === 'sigmoid' ? 1 : 0, eps: options.normalizeEps, scale: options.scale, bias_off: bias?.view.offset ?? 0,
+      sigmoid: options.scoring === 'sigmoid' ? 1 : 0, shared_gate: shared, eps: options.normalizeEps, scale: options.scale, bias_off: bias?.view.offset ?? 0,
     },
     { ids, weights, x: logits.buffer, router_w: router?.buffer, selection_bias: bias?.buffer },
-    { workgroups: grid1d(t, 1), bytes: bytesOf(logits.dtype, numel(logits.view.shape)) + (router ? bytesOf(router.dtype, numel(router.view.shape)) : 0) + 8 * t * topK },
+    { workgroups: grid1d(t, 1), bytes: bytesOf(logits.dtype, numel(logits.view.shape)) + (router ? bytesOf(router.dtype, numel(router.view.shape)) : 0) + 8 * t * slots },
   );
   return [ids, weights];
 }

@@ -7,6 +7,9 @@
 // invocation, float32, in index order along h) into workgroup memory: router GEMV and top-k in one dispatch.
 // A row with a NaN logit (or, for softmax, a +Inf logit or only -Inf logits) has no scores: ids 0..k-1 with NaN
 // weights, as the CPU.
+// With p.shared_gate = 1 the row has E+1 logits, the last a shared expert's gate: everything above sees the first
+// E (p.e), and the row's outputs (stride top_k + 1) end with slot top_k = (id E, sigmoid(gate logit)), neither
+// normalized nor scaled, written even in a row without scores (NaN only when the gate logit is NaN).
 // Ranking uses this kernel's float32 probabilities (exp and division a few ulps from the CPU's correctly rounded
 // ones), so two experts whose probabilities are within an ulp or two, or that underflow to subnormals (which a GPU
 // may flush to 0), can come out in the other order than on the CPU; exactly equal logits always tie identically.
@@ -27,6 +30,11 @@ fn score(base: u32, i: u32, row_max: f32, row_sum: f32) -> f32 {
     return 1.0 / (1.0 + exp(-x));
   }
   return select(exp(x - row_max) / row_sum, 0.0, is_neg_inf(x));
+}
+
+// The shared expert's weight: sigmoid, NaN kept explicitly (exp of NaN is the driver's choice).
+fn gate_sigmoid(x: f32) -> f32 {
+  return select(1.0 / (1.0 + exp(-x)), x, is_nan(x));
 }
 
 // (pa, ia) comes first in the top-k order: larger probability, then lower id.
@@ -91,7 +99,7 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
   var prev_p = inf;  // above every key: round 0 may take anything
   var prev_id = 0u;
   var total = 0.0;
-  let out0 = row * p.top_k;
+  let out0 = row * (p.top_k + p.shared_gate);
   for (var r = 0u; r < p.top_k; r++) {
     var best_p = -inf;
     var best_id = 0xffffffffu;
@@ -135,5 +143,9 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
     for (var r = 0u; r < p.top_k; r++) {
       weights[out0 + r] = weights[out0 + r] / denominator * p.scale;
     }
+  }
+  if (live && lid.x == 0u && p.shared_gate != 0u) {
+    ids[out0 + p.top_k] = p.e;
+    weights[out0 + p.top_k] = gate_sigmoid(logit(base, p.e));
   }
 }

@@ -32,7 +32,7 @@ export function ropeKernel(ctx: GpuContext, x: GpuOperand, cos: GpuOperand, sin:
     ctx,
     { dtype: x.dtype },
     {
-      n, h, d, half: d / 2,
+      n, h, d, half: cos.view.shape[1],
       x_off: x.view.offset, xs0, xs1, xs2,
       cos_off: cos.view.offset, cs0: cos.view.strides[0], cs1: cos.view.strides[1],
       sin_off: sin.view.offset, ss0: sin.view.strides[0], ss1: sin.view.strides[1],

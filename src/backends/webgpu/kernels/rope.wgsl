@@ -1,7 +1,9 @@
 // Rotary embedding, rotate-half layout, of a strided x [S, H, D] into a contiguous output, one invocation per output
-// word. Element (s, h, c) at position pos = offset + s, with half = D / 2 and i = c mod half:
-//   c <  half: x[c] cos[pos, i] - x[c + half] sin[pos, i]
-//   c >= half: x[c] cos[pos, i] + x[c - half] sin[pos, i]
+// word. Element (s, h, c) at position pos = offset + s, with half = R / 2 (the tables' width; R = D, or R < D for
+// partial rotary) and i = c mod half:
+//   c <  half:          x[c] cos[pos, i] - x[c + half] sin[pos, i]
+//   half <= c < 2 half: x[c] cos[pos, i] + x[c - half] sin[pos, i]
+//   c >= 2 half:        x[c]
 // Elements of one packed word are computed independently, so any D (even) and any S, H work. The header and the
 // one-word-per-invocation loop come from the description in rope.ts.
 
@@ -11,6 +13,9 @@ fn rope_at(e: u32) -> f32 {
   let s = sh / p.h;
   let hh = sh % p.h;
   let row = p.x_off + s * p.xs0 + hh * p.xs1;
+  if (c >= 2u * p.half) {
+    return load_x(row + c * p.xs2);
+  }
   let i = c % p.half;
   let pos = p.pos0 + s;
   let cs = cos_t[p.cos_off + pos * p.cs0 + i * p.cs1];

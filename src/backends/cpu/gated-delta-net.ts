@@ -1,0 +1,98 @@
+// CPU reference of gatedDeltaNet: transformers' Qwen3_5MoeGatedDeltaNet after its projections, token by token (the
+// recurrent form): conv1d + SiLU over the value head's q|k|v channels continued from its conv window, l2-normalised
+// q (times 1/sqrt(dk)) and k, g = -exp(A_log) softplus(a + dt_bias), beta = sigmoid(b), the delta rule on the
+// [dk, dv] state, and the gated RMSNorm w * norm(o) * silu(z). float64 math; the state is rounded to float32 after
+// every token, as the stored state is between decode steps, so a prefill equals the same tokens one at a time.
+import type { StorageArray } from '../../core/codecs.js';
+import type { GatedDeltaNetArgs } from '../backend.js';
+import { values } from './cpu-backend.js';
+
+type Handle = StorageArray;
+
+const silu = (x: number) => x / (1 + Math.exp(-x));
+/** torch.nn.functional.softplus (beta 1, threshold 20). */
+export const softplus = (x: number) => (x > 20 ? x : Math.log1p(Math.exp(x)));
+const L2_EPS = 1e-6;
+
+export function gatedDeltaNetReference(a: GatedDeltaNetArgs<Handle>): Handle {
+  const s = a.qkv.view.shape[0];
+  const { keyHeads: hk, valueHeads: hv, keyDim: dk, valueDim: dv, eps } = a;
+  const taps = a.convWeight.view.shape[1];
+  const win = taps - 1;
+  const width = 2 * dk + dv;
+  const qkv = values(a.qkv);
+  const z = values(a.z);
+  const bIn = values(a.b);
+  const aIn = values(a.a);
+  const w = values(a.convWeight);
+  const aLog = values(a.aLog);
+  const dtBias = values(a.dtBias);
+  const normW = values(a.normWeight);
+  const convState = a.convState.handle as Float32Array;
+  const state = a.state.handle as Float32Array;
+  const cs0 = a.convState.view.offset;
+  const st0 = a.state.view.offset;
+  const qkvWidth = a.qkv.view.shape[1];
+  const out = new Float32Array(s * hv * dv);
+  const group = hv / hk;
+  const q = new Float64Array(dk);
+  const k = new Float64Array(dk);
+  const v = new Float64Array(dv);
+  const o = new Float64Array(dv);
+  const col = new Float64Array(dk * dv);
+  for (let h = 0; h < hv; h++) {
+    const kh = Math.floor(h / group);
+    // The head's conv channels: its key head's q and k, then its own v.
+    const channel = (c: number) => (c < dk ? kh * dk + c : c < 2 * dk ? hk * dk + kh * dk + (c - dk) : 2 * hk * dk + h * dv + (c - 2 * dk));
+    const stateAt = st0 + h * dk * dv;
+    for (let i = 0; i < dk * dv; i++) col[i] = state[stateAt + i];
+    const decayRate = -Math.exp(aLog[h]);
+    for (let t = 0; t < s; t++) {
+      for (let c = 0; c < width; c++) {
+        const ch = channel(c);
+        const x = qkv[t * qkvWidth + ch];
+        const at = cs0 + (h * win) * width + c;
+        let y = w[ch * taps + win] * x;
+        for (let j = 0; j < win; j++) y += w[ch * taps + j] * convState[at + j * width];
+        for (let j = 0; j + 1 < win; j++) convState[at + j * width] = convState[at + (j + 1) * width];
+        if (win > 0) convState[at + (win - 1) * width] = x;
+        const act = silu(y);
+        if (c < dk) q[c] = act;
+        else if (c < 2 * dk) k[c - dk] = act;
+        else v[c - 2 * dk] = act;
+      }
+      let sq = 0;
+      let sk = 0;
+      for (let i = 0; i < dk; i++) {
+        sq += q[i] * q[i];
+        sk += k[i] * k[i];
+      }
+      const rq = 1 / Math.sqrt(sq + L2_EPS) / Math.sqrt(dk);
+      const rk = 1 / Math.sqrt(sk + L2_EPS);
+      for (let i = 0; i < dk; i++) {
+        q[i] *= rq;
+        k[i] *= rk;
+      }
+      const decay = Math.exp(decayRate * softplus(aIn[t * hv + h] + dtBias[h]));
+      const beta = 1 / (1 + Math.exp(-bIn[t * hv + h]));
+      for (let j = 0; j < dv; j++) {
+        let kv = 0;
+        for (let i = 0; i < dk; i++) kv += col[i * dv + j] * decay * k[i];
+        const delta = (v[j] - kv) * beta;
+        let acc = 0;
+        for (let i = 0; i < dk; i++) {
+          const next = Math.fround(col[i * dv + j] * decay + k[i] * delta);
+          col[i * dv + j] = next;
+          acc += next * q[i];
+        }
+        o[j] = acc;
+      }
+      let ss = 0;
+      for (let j = 0; j < dv; j++) ss += o[j] * o[j];
+      const r = 1 / Math.sqrt(ss / dv + eps);
+      for (let j = 0; j < dv; j++) out[(t * hv + h) * dv + j] = Math.fround(normW[j] * o[j] * r * silu(z[t * hv * dv + h * dv + j]));
+    }
+    for (let i = 0; i < dk * dv; i++) state[stateAt + i] = col[i];
+  }
+  return out;
+}

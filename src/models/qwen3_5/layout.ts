@@ -1,0 +1,71 @@
+// The tensors of a Qwen3.5 / Qwen3.5-MoE release checkpoint (Qwen3_5(Moe)ForConditionalGeneration as saved): the text
+// model under `model.language_model.`, lm_head at the top, MoE experts fused into 3-D tensors with no `.weight`
+// suffix. The single source for the loader's check and the random-checkpoint generator. The vision tower
+// (`model.visual.*`) and the multi-token-prediction layer (`mtp.*`) are not part of the text model.
+import type { WeightSpec } from '../random-weights.js';
+import type { Qwen35Config } from './config.js';
+
+export const TEXT_PREFIX = 'model.language_model.';
+/** Prefixes of the release's tensors that a text model does not load. */
+export const UNUSED_PREFIXES = ['model.visual.', 'mtp.'] as const;
+
+/** Widths of a Gated DeltaNet's projections: q|k|v (conv channels), z, and one a / b per value head. */
+export function deltaNetWidths(c: Qwen35Config): { keyDim: number; valueDim: number; convDim: number } {
+  const l = c.linear;
+  const keyDim = l.numKeyHeads * l.keyHeadDim;
+  const valueDim = l.numValueHeads * l.valueHeadDim;
+  return { keyDim, valueDim, convDim: 2 * keyDim + valueDim };
+}
+
+export function qwen35WeightSpecs(c: Qwen35Config): WeightSpec[] {
+  const h = c.hiddenSize;
+  const p = TEXT_PREFIX;
+  const specs: WeightSpec[] = [{ name: `${p}embed_tokens.weight`, shape: [c.vocabSize, h], role: 'embedding' }];
+  const linear = (name: string, out: number, inp: number, role: WeightSpec['role'] = 'linear') => specs.push({ name: `${name}.weight`, shape: [out, inp], role });
+  const { valueDim, convDim } = deltaNetWidths(c);
+  for (let i = 0; i < c.numHiddenLayers; i++) {
+    const l = `${p}layers.${i}`;
+    specs.push({ name: `${l}.input_layernorm.weight`, shape: [h], role: 'centered-norm' });
+    if (c.layerTypes[i] === 'linear_attention') {
+      const a = `${l}.linear_attn`;
+      const hv = c.linear.numValueHeads;
+      linear(`${a}.in_proj_qkv`, convDim, h);
+      linear(`${a}.in_proj_z`, valueDim, h);
+      linear(`${a}.in_proj_b`, hv, h);
+      linear(`${a}.in_proj_a`, hv, h);
+      specs.push({ name: `${a}.conv1d.weight`, shape: [convDim, 1, c.linear.convKernel], role: 'conv' });
+      specs.push({ name: `${a}.dt_bias`, shape: [hv], role: 'dt-bias' });
+      specs.push({ name: `${a}.A_log`, shape: [hv], role: 'a-log' });
+      specs.push({ name: `${a}.norm.weight`, shape: [c.linear.valueHeadDim], role: 'float32-norm' });
+      linear(`${a}.out_proj`, h, valueDim);
+    } else {
+      const a = `${l}.self_attn`;
+      const d = c.headDim;
+      linear(`${a}.q_proj`, 2 * c.numAttentionHeads * d, h);
+      linear(`${a}.k_proj`, c.numKeyValueHeads * d, h);
+      linear(`${a}.v_proj`, c.numKeyValueHeads * d, h);
+      linear(`${a}.o_proj`, h, c.numAttentionHeads * d);
+      specs.push({ name: `${a}.q_norm.weight`, shape: [d], role: 'centered-norm' });
+      specs.push({ name: `${a}.k_norm.weight`, shape: [d], role: 'centered-norm' });
+    }
+    specs.push({ name: `${l}.post_attention_layernorm.weight`, shape: [h], role: 'centered-norm' });
+    const m = `${l}.mlp`;
+    if (c.moe) {
+      const { numExperts: e, moeIntermediateSize: im, sharedExpertIntermediateSize: is } = c.moe;
+      linear(`${m}.gate`, e, h, 'router');
+      specs.push({ name: `${m}.experts.gate_up_proj`, shape: [e, 2 * im, h], role: 'experts' });
+      specs.push({ name: `${m}.experts.down_proj`, shape: [e, h, im], role: 'experts' });
+      linear(`${m}.shared_expert.gate_proj`, is, h);
+      linear(`${m}.shared_expert.up_proj`, is, h);
+      linear(`${m}.shared_expert.down_proj`, h, is);
+      linear(`${m}.shared_expert_gate`, 1, h, 'router');
+    } else {
+      linear(`${m}.gate_proj`, c.intermediateSize, h);
+      linear(`${m}.up_proj`, c.intermediateSize, h);
+      linear(`${m}.down_proj`, h, c.intermediateSize);
+    }
+  }
+  specs.push({ name: `${p}norm.weight`, shape: [h], role: 'centered-norm' });
+  if (!c.tieWordEmbeddings) specs.push({ name: 'lm_head.weight', shape: [c.vocabSize, h], role: 'lm_head' });
+  return specs;
+}

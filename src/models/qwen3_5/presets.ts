@@ -1,0 +1,70 @@
+// Random-weight Qwen3.5 / Qwen3.6 checkpoints in the exact release layout (nested text_config, the
+// `model.language_model.` prefix, fused 3-D experts; FP8 checkpoints store experts one by one with 128x128 block
+// scales), and the built-in presets: small widths with Qwen3.6-35B-A3B's shape (3 Gated DeltaNet layers then one
+// gated attention layer, twice; 2 value heads per key head; a quarter of each attention head rotated; 32 experts top
+// 4 plus a shared expert of the experts' width) and the dense Qwen3.5 shape.
+import { savedConfig, writeRandomCheckpoint, type RandomCheckpointOptions, type WeightSpec } from '../random-weights.js';
+import { qwen35ToHfConfig, type Qwen35Config } from './config.js';
+import { qwen35WeightSpecs } from './layout.js';
+
+const PATTERN = ['linear_attention', 'linear_attention', 'linear_attention', 'full_attention'] as const;
+
+const COMMON = {
+  // The built-in presets ship Qwen3's tokenizer (see builtin.ts), so their vocabulary is Qwen3's.
+  vocabSize: 151936,
+  hiddenSize: 128,
+  numAttentionHeads: 4,
+  numKeyValueHeads: 2,
+  headDim: 64,
+  rotaryDim: 16,
+  ropeTheta: 10_000_000,
+  mropeSection: [11, 11, 10],
+  rmsNormEps: 1e-6,
+  maxPositionEmbeddings: 262144,
+  tieWordEmbeddings: false,
+  linear: { numKeyHeads: 2, numValueHeads: 4, keyHeadDim: 32, valueHeadDim: 32, convKernel: 4 },
+  torchDtype: 'bfloat16' as const,
+  eosTokenIds: [151645, 151643],
+  mtpLayers: 0,
+  hasVision: false,
+};
+
+export const QWEN3_5_PRESETS: Readonly<Record<string, Qwen35Config>> = {
+  'qwen3.6-moe-tiny': {
+    ...COMMON,
+    modelType: 'qwen3_5_moe',
+    intermediateSize: 1,
+    numHiddenLayers: 8,
+    layerTypes: [...PATTERN, ...PATTERN],
+    moe: { numExperts: 32, numExpertsPerTok: 4, moeIntermediateSize: 128, sharedExpertIntermediateSize: 128 },
+  },
+  'qwen3.5-tiny': {
+    ...COMMON,
+    modelType: 'qwen3_5',
+    intermediateSize: 384,
+    numHiddenLayers: 4,
+    layerTypes: [...PATTERN],
+  },
+};
+
+/** FP8 checkpoints store each expert's gate / up / down apart, quantized in 128x128 blocks. */
+export function qwen35CheckpointSpecs(c: Qwen35Config, dtype: RandomCheckpointOptions['dtype']): WeightSpec[] {
+  const specs = qwen35WeightSpecs(c);
+  if (dtype !== 'fp8' || !c.moe) return specs;
+  const { numExperts, moeIntermediateSize: im } = c.moe;
+  return specs.flatMap((s): WeightSpec[] => {
+    if (s.role !== 'experts') return [s];
+    const base = s.name.replace(/\.experts\.(gate_up_proj|down_proj)$/, '.experts');
+    const h = c.hiddenSize;
+    return Array.from({ length: numExperts }, (_, e) =>
+      s.name.endsWith('gate_up_proj')
+        ? [{ name: `${base}.${e}.gate_proj.weight`, shape: [im, h], role: 'linear' as const }, { name: `${base}.${e}.up_proj.weight`, shape: [im, h], role: 'linear' as const }]
+        : [{ name: `${base}.${e}.down_proj.weight`, shape: [h, im], role: 'linear' as const }],
+    ).flat();
+  });
+}
+
+export async function writeRandomQwen35Checkpoint(dir: string, config: Qwen35Config, options: RandomCheckpointOptions = {}): Promise<string[]> {
+  const dtype = options.dtype ?? 'bfloat16';
+  return writeRandomCheckpoint(dir, qwen35CheckpointSpecs(config, dtype), qwen35ToHfConfig(savedConfig(config, dtype)), { ...options, dtype });
+}

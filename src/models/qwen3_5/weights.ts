@@ -1,0 +1,240 @@
+// Qwen3.5 / Qwen3.5-MoE weights on a device, arranged for the forward: each Gated DeltaNet's four input projections
+// stacked into one [qkv | z | b | a] weight (one GEMV per token), each gated attention's q_proj rows regrouped from
+// per-head [query | gate] into all queries then all gates and stacked with k and v as [q | k | v | gate], the
+// zero-centred norms stored as their effective weight 1 + w (float32), and each MoE layer's experts as stacked
+// [E, 2I, H] / [E, H, I] tensors (the release's fused 3-D tensors as they are, or experts stored one by one). When
+// the shared expert has the routed experts' width it becomes expert E of those stacks and its gate row E of the
+// router, so the fused MoE block serves it in the same dispatches.
+import type { Tensor } from '../../core/tensor.js';
+import type { Checkpoint, Weight } from '../../io/checkpoint.js';
+import { isFp8 } from '../../core/dtype.js';
+import { CheckpointError } from '../../core/errors.js';
+import { cast } from '../../ops/convert.js';
+import { add } from '../../ops/elementwise.js';
+import { quantize as quantizeTensor } from '../../ops/quantize.js';
+import { cat, contiguous, narrow, permute, reshape, unsqueeze } from '../../ops/shape-ops.js';
+import { tidy } from '../../core/scope.js';
+import { checkLayout, concatWeights, weightParts, WeightLoader, type DenseMlpWeights, type MoeWeights, type WeightLoadingOptions } from '../layers/weights.js';
+import { deltaNetWidths, qwen35WeightSpecs, TEXT_PREFIX } from './layout.js';
+import type { Qwen35Config } from './config.js';
+
+export interface DeltaNetWeights {
+  readonly kind: 'linear_attention';
+  /** [qkv | z | b | a] stacked into one weight, or the four apart (stored FP8 blocks that would straddle a seam). */
+  readonly inProj: Weight | readonly Weight[];
+  /** conv1d taps [C, K]. */
+  readonly conv: Tensor;
+  /** float32 [Hv]. */
+  readonly aLog: Tensor;
+  readonly dtBias: Tensor;
+  /** The gated norm's weight [dv] (plain w). */
+  readonly norm: Tensor;
+  readonly outProj: Weight;
+}
+
+export interface GatedAttentionWeights {
+  readonly kind: 'full_attention';
+  /** [q (Hq D) | k | v | gate (Hq D)] rows, or the four apart. */
+  readonly qkvg: Weight | readonly Weight[];
+  readonly o: Weight;
+  /** 1 + q_norm / k_norm, float32 [D]. */
+  readonly qNorm: Tensor;
+  readonly kNorm: Tensor;
+}
+
+export interface Qwen35MoeWeights extends MoeWeights {
+  /** Whether expert E of the stacks (and router row E) is the shared expert (else it is `shared`, run beside). */
+  readonly sharedInStack: boolean;
+}
+
+export interface Qwen35LayerWeights {
+  /** 1 + input_layernorm / post_attention_layernorm, float32. */
+  readonly inputNorm: Tensor;
+  readonly postNorm: Tensor;
+  readonly mixer: DeltaNetWeights | GatedAttentionWeights;
+  readonly mlp: DenseMlpWeights | Qwen35MoeWeights;
+}
+
+export interface Qwen35Weights {
+  readonly embedTokens: Tensor;
+  readonly layers: readonly Qwen35LayerWeights[];
+  readonly norm: Tensor;
+  readonly lmHead: Weight;
+}
+
+const parts = (w: Weight | readonly Weight[]): Weight[] => ('data' in w ? [w as Weight] : [...(w as readonly Weight[])]);
+
+export function qwen35WeightTensors(w: Qwen35Weights): Tensor[] {
+  const out: Tensor[] = [w.embedTokens, w.norm, ...(w.lmHead.data === w.embedTokens ? [] : weightParts(w.lmHead))];
+  for (const l of w.layers) {
+    out.push(l.inputNorm, l.postNorm);
+    const m = l.mixer;
+    if (m.kind === 'linear_attention') out.push(...parts(m.inProj).flatMap(weightParts), m.conv, m.aLog, m.dtBias, m.norm, ...weightParts(m.outProj));
+    else out.push(...parts(m.qkvg).flatMap(weightParts), ...weightParts(m.o), m.qNorm, m.kNorm);
+    const f = l.mlp;
+    out.push(...weightParts(f.gateUp), ...weightParts(f.down));
+    if (f.kind === 'moe') {
+      out.push(...weightParts(f.router));
+      if (f.shared) out.push(...weightParts(f.shared.mlp.gateUp), ...weightParts(f.shared.mlp.down), ...weightParts(f.shared.gate));
+    }
+  }
+  return out;
+}
+
+/** The layout check: every text tensor with its shape; the experts fused or stored one by one. */
+function checkQwen35Layout(ck: Checkpoint, c: Qwen35Config): void {
+  const specs = qwen35WeightSpecs(c);
+  const fused = specs.filter((s) => s.role === 'experts');
+  const oneByOne = fused.length > 0 && !ck.has(fused[0].name);
+  checkLayout(ck, oneByOne ? specs.filter((s) => s.role !== 'experts') : specs);
+  if (oneByOne && c.moe) {
+    for (let i = 0; i < c.numHiddenLayers; i++) {
+      const e0 = `${TEXT_PREFIX}layers.${i}.mlp.experts.0.gate_proj.weight`;
+      if (!ck.has(e0)) throw new CheckpointError(`checkpoint has neither '${TEXT_PREFIX}layers.${i}.mlp.experts.gate_up_proj' nor experts stored one by one ('${e0}')`, { file: ck.dir, tensor: e0 });
+    }
+  }
+}
+
+/** 1 + w in float32: the zero-centred RMSNorm's effective weight. */
+function centred(load: WeightLoader, w: Tensor): Tensor {
+  const out = load.adopt(tidy(() => add(cast(w, 'float32'), 1)));
+  w.dispose();
+  return out;
+}
+
+/** Weights stacked by rows when they can be (one dtype; FP8 blocks on the seams), else apart. */
+function stackRows(ws: Weight[]): Weight | Weight[] {
+  const dtype = ws[0].data.dtype;
+  const sameKind = ws.every((w) => w.data.dtype === dtype && !!w.scale === !!ws[0].scale && w.recipe === ws[0].recipe);
+  const aligned = ws.every((w, i) => i === ws.length - 1 || !w.scale || (w.recipe === 'block' && w.data.shape[0] % 128 === 0) || w.recipe === 'row');
+  return sameKind && aligned ? concatWeights(ws, 0) : ws;
+}
+
+/**
+ * q_proj [Hq * 2D, H], per head [query | gate] -> [all queries; all gates] (its block scales likewise when whole
+ * 128-row blocks move, D % 128 == 0).
+ */
+function regroupQueryGate(w: Weight, heads: number, d: number): Weight {
+  const h = w.data.shape[1];
+  const regroup = (t: Tensor, rows: number, cols: number) => tidy(() => reshape(contiguous(permute(reshape(t, [heads, 2, rows, cols]), [1, 0, 2, 3])), [2 * heads * rows, cols]));
+  if (w.scale && w.recipe === 'block' && d % 128 !== 0) throw new CheckpointError(`q_proj: FP8 128-row blocks need head_dim (${d}) to be a multiple of 128 to regroup queries and gates`, {});
+  const data = regroup(w.data, d, h);
+  const scale = w.scale && (w.recipe === 'block' ? regroup(w.scale, d / 128, w.scale.shape[1]) : w.recipe === 'row' ? regroup(reshape(w.scale, [w.scale.numel, 1]), d, 1) : undefined);
+  if (w.scale && !scale) throw new CheckpointError('q_proj: a per-tensor FP8 scale cannot be regrouped per head', {});
+  const out: Weight = { data, scale: scale && (w.recipe === 'row' ? reshape(scale, [scale.numel]) : scale), recipe: w.recipe };
+  w.data.dispose();
+  w.scale?.dispose();
+  return out;
+}
+
+export async function loadQwen35Weights(ck: Checkpoint, c: Qwen35Config, options: WeightLoadingOptions = {}): Promise<Qwen35Weights> {
+  checkQwen35Layout(ck, c);
+  const load = new WeightLoader(ck, options);
+  const p = TEXT_PREFIX;
+  try {
+    const embedTokens = await load.plain(`${p}embed_tokens.weight`);
+    const layers: Qwen35LayerWeights[] = [];
+    for (let i = 0; i < c.numHiddenLayers; i++) {
+      const l = `${p}layers.${i}`;
+      const inputNorm = centred(load, await load.plain(`${l}.input_layernorm.weight`, 'float32'));
+      let mixer: DeltaNetWeights | GatedAttentionWeights;
+      if (c.layerTypes[i] === 'linear_attention') {
+        const a = `${l}.linear_attn`;
+        const projs = [await load.linear(`${a}.in_proj_qkv`), await load.linear(`${a}.in_proj_z`), await load.linear(`${a}.in_proj_b`), await load.linear(`${a}.in_proj_a`)];
+        const stored = await load.plain(`${a}.conv1d.weight`);
+        const conv = load.adopt(reshape(stored, [stored.shape[0], stored.shape[2]]));
+        stored.dispose();
+        mixer = {
+          kind: 'linear_attention',
+          inProj: track(load, stackRows(projs)),
+          conv,
+          aLog: await load.plain(`${a}.A_log`, 'float32'),
+          dtBias: await load.plain(`${a}.dt_bias`, 'float32'),
+          norm: await load.plain(`${a}.norm.weight`, 'float32'),
+          outProj: await load.linear(`${a}.out_proj`),
+        };
+      } else {
+        const a = `${l}.self_attn`;
+        const q = regroupQueryGate(await load.linear(`${a}.q_proj`), c.numAttentionHeads, c.headDim);
+        const k = await load.linear(`${a}.k_proj`);
+        const v = await load.linear(`${a}.v_proj`);
+        // The gate rows are the second half of the regrouped q: split so k and v sit between queries and gates.
+        const half = c.numAttentionHeads * c.headDim;
+        const [queries, gates] = splitRows(q, half);
+        mixer = {
+          kind: 'full_attention',
+          qkvg: track(load, stackRows([queries, k, v, gates])),
+          o: await load.linear(`${a}.o_proj`),
+          qNorm: centred(load, await load.plain(`${a}.q_norm.weight`, 'float32')),
+          kNorm: centred(load, await load.plain(`${a}.k_norm.weight`, 'float32')),
+        };
+      }
+      const postNorm = centred(load, await load.plain(`${l}.post_attention_layernorm.weight`, 'float32'));
+      const m = `${l}.mlp`;
+      const mlp = c.moe ? await loadMoe(load, ck, c, m, options.quantize) : await load.denseMlp(`${m}.gate_proj`, `${m}.up_proj`, `${m}.down_proj`);
+      layers.push({ inputNorm, postNorm, mixer, mlp });
+    }
+    const norm = centred(load, await load.plain(`${p}norm.weight`, 'float32'));
+    const lmHead = c.tieWordEmbeddings ? { data: embedTokens } : await load.linear('lm_head', false);
+    return { embedTokens, layers, norm, lmHead };
+  } catch (e) {
+    load.release();
+    throw e;
+  }
+}
+
+function track<W extends Weight | Weight[]>(load: WeightLoader, w: W): W {
+  for (const x of parts(w)) for (const t of weightParts(x)) load.adopt(t);
+  return w;
+}
+
+/** Rows [0, n) and [n, end) of a weight (block scales split on the 128-row block edge, row scales per row). */
+function splitRows(w: Weight, n: number): [Weight, Weight] {
+  const rows = w.data.shape[0];
+  const piece = (t: Tensor, from: number, len: number) => contiguous(narrow(t, 0, from, len));
+  const scaleAt = w.recipe === 'block' ? n / 128 : n;
+  const part = (from: number, len: number, scaleFrom: number, scaleLen: number): Weight => ({ data: piece(w.data, from, len), scale: w.scale && piece(w.scale, scaleFrom, scaleLen), recipe: w.recipe });
+  const out: [Weight, Weight] = [part(0, n, 0, scaleAt), part(n, rows - n, scaleAt, (w.scale?.shape[0] ?? 0) - scaleAt)];
+  w.data.dispose();
+  w.scale?.dispose();
+  return out;
+}
+
+/** Fused 3-D experts as stored (quantized at load on request when whole 128-row blocks fit each expert). */
+async function loadFusedExperts(load: WeightLoader, name: string, quantize: WeightLoadingOptions['quantize']): Promise<Weight> {
+  const data = await load.plain(name);
+  const [e, n, k] = data.shape;
+  if (!quantize || isFp8(data.dtype) || n % 128 !== 0) return { data };
+  const q = tidy(() => quantizeTensor(reshape(data, [e * n, k]), { dtype: quantize, granularity: 'block128' }));
+  data.dispose();
+  const out: Weight = { data: load.adopt(reshape(q.data, [e, n, k])), scale: load.adopt(reshape(q.scale, [e, n / 128, q.scale.shape[1]])), recipe: 'block' };
+  q.data.dispose();
+  q.scale.dispose();
+  return out;
+}
+
+async function loadMoe(load: WeightLoader, ck: Checkpoint, c: Qwen35Config, m: string, quantize: WeightLoadingOptions['quantize']): Promise<Qwen35MoeWeights> {
+  const moe = c.moe!;
+  const router = await load.linear(`${m}.gate`, false);
+  let experts: Pick<MoeWeights, 'gateUp' | 'down'>;
+  if (ck.has(`${m}.experts.gate_up_proj`)) {
+    experts = { gateUp: await loadFusedExperts(load, `${m}.experts.gate_up_proj`, quantize), down: await loadFusedExperts(load, `${m}.experts.down_proj`, quantize) };
+  } else {
+    experts = await load.experts(moe.numExperts, (e) => ({ gate: `${m}.experts.${e}.gate_proj`, up: `${m}.experts.${e}.up_proj`, down: `${m}.experts.${e}.down_proj` }));
+  }
+  const shared = await load.denseMlp(`${m}.shared_expert.gate_proj`, `${m}.shared_expert.up_proj`, `${m}.shared_expert.down_proj`);
+  const gate = await load.linear(`${m}.shared_expert_gate`, false);
+  const joins =
+    moe.sharedExpertIntermediateSize === moe.moeIntermediateSize &&
+    [[shared.gateUp, experts.gateUp], [shared.down, experts.down]].every(([s, e]) => s.data.dtype === e.data.dtype && !!s.scale === !!e.scale && s.recipe === e.recipe) &&
+    router.data.dtype === gate.data.dtype && !router.scale && !gate.scale;
+  if (!joins) return { kind: 'moe', router, ...experts, sharedInStack: false, shared: { mlp: shared, gate } };
+  const stack = (stacked: Weight, one: Weight): Weight => track(load, concatWeights([stacked, { data: unsqueeze(one.data, 0), scale: one.scale && unsqueeze(one.scale, 0), recipe: one.recipe }], 0));
+  const gateUp = stack(experts.gateUp, shared.gateUp);
+  const down = stack(experts.down, shared.down);
+  for (const t of [...weightParts(shared.gateUp), ...weightParts(shared.down)]) t.dispose();
+  const routerWithGate = track(load, { data: cat([router.data, gate.data], 0) });
+  router.data.dispose();
+  gate.data.dispose();
+  return { kind: 'moe', router: routerWithGate, gateUp, down, sharedInStack: true };
+}

@@ -1,0 +1,130 @@
+// The Gated DeltaNet's token mixing (Qwen3.5 / Qwen3.6's linear attention, transformers' Qwen3_5MoeGatedDeltaNet)
+// after its projections, in one kernel: the causal depthwise conv + SiLU over q|k|v continued from a conv state,
+// l2-normalised q and k, the gated delta rule continued from a recurrent state [Hv, dk, dv], and the gated RMSNorm
+// with silu(z). Both states stay on the device and are rewritten by the same dispatch (as LFM2's shortConv keeps
+// its state), so a decode step is one dispatch at any position and is captured like attention.
+import { ShapeError } from '../core/errors.js';
+import { formatShape } from '../core/shape.js';
+import type { Tensor } from '../core/tensor.js';
+import { zeros } from './creation.js';
+import { compact, reshape } from './shape-ops.js';
+import { commonBackend, requireDTypes, wrap } from './util.js';
+import type { DeviceName } from '../backends/backend.js';
+
+const FLOAT = ['float32', 'float16', 'bfloat16'] as const;
+
+export interface GatedDeltaNetGeometry {
+  readonly keyHeads: number;
+  readonly valueHeads: number;
+  readonly keyDim: number;
+  readonly valueDim: number;
+  /** Taps of the conv. */
+  readonly convKernel: number;
+}
+
+export interface GatedDeltaNetWeights {
+  /** conv1d.weight [C, 1, K] or [C, K], C = 2 Hk dk + Hv dv. */
+  readonly conv: Tensor;
+  /** A_log [Hv] and dt_bias [Hv]. */
+  readonly aLog: Tensor;
+  readonly dtBias: Tensor;
+  /** The gated norm's weight [dv] (used as is). */
+  readonly norm: Tensor;
+}
+
+/** A sequence's state in one layer: float32, zeros before its first token. */
+export interface GatedDeltaNetState {
+  /** [Hv, K-1, 2 dk + dv]: each value head's last K-1 conv inputs (its key head's q and k, its v). */
+  readonly conv: Tensor;
+  /** [Hv, dk, dv]. */
+  readonly recurrent: Tensor;
+}
+
+/** Zeroed states for a new sequence. */
+export function newGatedDeltaNetState(g: GatedDeltaNetGeometry, device: DeviceName): GatedDeltaNetState {
+  return {
+    conv: zeros([g.valueHeads, g.convKernel - 1, 2 * g.keyDim + g.valueDim], { device }),
+    recurrent: zeros([g.valueHeads, g.keyDim, g.valueDim], { device }),
+  };
+}
+
+/** Bytes of one layer's state (conv + recurrent, float32): constant in the context length. */
+export const gatedDeltaNetStateBytes = (g: GatedDeltaNetGeometry): number => 4 * g.valueHeads * ((g.convKernel - 1) * (2 * g.keyDim + g.valueDim) + g.keyDim * g.valueDim);
+
+/**
+ * inputs: the projections' outputs as [S, width] rows (views of one stacked projection are fine): qkv [S, 2 Hk dk +
+ * Hv dv], z [S, Hv dv], b and a [S, Hv]. Returns float32 [S, Hv dv], the gated-normed output ready for out_proj;
+ * state.conv and state.recurrent are updated in place.
+ */
+export function gatedDeltaNet(
+  inputs: { qkv: Tensor; z: Tensor; b: Tensor; a: Tensor },
+  weights: GatedDeltaNetWeights,
+  state: GatedDeltaNetState,
+  geometry: GatedDeltaNetGeometry & { eps: number },
+): Tensor {
+  const { qkv, z, b, a } = inputs;
+  const all = [qkv, z, b, a, weights.conv, weights.aLog, weights.dtBias, weights.norm, state.conv, state.recurrent];
+  const backend = commonBackend('gatedDeltaNet', ...all);
+  for (const [name, t] of [['qkv', qkv], ['z', z], ['b', b], ['a', a], ['conv weight', weights.conv], ['A_log', weights.aLog], ['dt_bias', weights.dtBias], ['norm weight', weights.norm]] as const) {
+    requireDTypes(`gatedDeltaNet ${name}`, t, FLOAT);
+  }
+  requireDTypes('gatedDeltaNet conv state', state.conv, ['float32']);
+  requireDTypes('gatedDeltaNet recurrent state', state.recurrent, ['float32']);
+  const { keyHeads: hk, valueHeads: hv, keyDim: dk, valueDim: dv, convKernel: taps, eps } = geometry;
+  for (const [name, n] of [['keyHeads', hk], ['valueHeads', hv], ['keyDim', dk], ['valueDim', dv], ['convKernel', taps]] as const) {
+    if (!Number.isInteger(n) || n < 1) throw new RangeError(`gatedDeltaNet: ${name} must be a positive integer, got ${n}`);
+  }
+  if (hv % hk !== 0) throw new RangeError(`gatedDeltaNet: valueHeads (${hv}) must be a multiple of keyHeads (${hk})`);
+  if (dk > 256) throw new RangeError(`gatedDeltaNet: keyDim must be at most 256, got ${dk}`);
+  if (taps > 8) throw new RangeError(`gatedDeltaNet: convKernel must be at most 8, got ${taps}`);
+  const s = qkv.shape[0];
+  const convDim = 2 * hk * dk + hv * dv;
+  const expect = (name: string, t: Tensor, shape: number[]) => {
+    if (t.shape.join() !== shape.join()) throw new ShapeError(`gatedDeltaNet: ${name} must be ${formatShape(shape)}, got ${formatShape(t.shape)}`);
+  };
+  if (qkv.ndim !== 2) throw new ShapeError(`gatedDeltaNet: qkv must be [S, ${convDim}], got ${formatShape(qkv.shape)}`);
+  expect('qkv', qkv, [s, convDim]);
+  expect('z', z, [s, hv * dv]);
+  expect('b', b, [s, hv]);
+  expect('a', a, [s, hv]);
+  expect('A_log', weights.aLog, [hv]);
+  expect('dt_bias', weights.dtBias, [hv]);
+  expect('norm weight', weights.norm, [dv]);
+  expect('conv state', state.conv, [hv, taps - 1, 2 * dk + dv]);
+  expect('recurrent state', state.recurrent, [hv, dk, dv]);
+  const conv = weights.conv.ndim === 3 && weights.conv.shape[1] === 1 ? reshape(weights.conv, [weights.conv.shape[0], weights.conv.shape[2]]) : weights.conv;
+  const owned: Tensor[] = conv !== weights.conv ? [conv] : [];
+  try {
+    expect('conv weight', conv, [convDim, taps]);
+    for (const [name, t] of [['conv state', state.conv], ['recurrent state', state.recurrent]] as const) {
+      if (!t.isContiguous()) throw new ShapeError(`gatedDeltaNet: the ${name} is updated in place and must be contiguous`);
+    }
+    // Rows may be strided (column views of one projection) but each row's elements must be adjacent.
+    const rows = (t: Tensor) => {
+      if (t.strides[1] === 1 || t.shape[1] === 1) return t;
+      const c = compact(t);
+      owned.push(c);
+      return c;
+    };
+    const handle = backend.gatedDeltaNet({
+      qkv: rows(qkv).operand(),
+      z: rows(z).operand(),
+      b: rows(b).operand(),
+      a: rows(a).operand(),
+      convWeight: conv.operand(),
+      aLog: weights.aLog.operand(),
+      dtBias: weights.dtBias.operand(),
+      normWeight: weights.norm.operand(),
+      convState: state.conv.operand(),
+      state: state.recurrent.operand(),
+      keyHeads: hk,
+      valueHeads: hv,
+      keyDim: dk,
+      valueDim: dv,
+      eps,
+    });
+    return wrap(backend, handle, 'float32', [s, hv * dv]);
+  } finally {
+    for (const t of owned) t.dispose();
+  }
+}

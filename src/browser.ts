@@ -59,3 +59,6 @@ export type { CausalLM, ModelCache, ForwardOptions, MoeMode } from './models/cau
 export { SUPPORTED_MODEL_TYPES } from './models/families.js';
 export { parseLfm2Config, type Lfm2Config } from './io/lfm2-config.js';
 export { Lfm2Model, Lfm2Cache } from './models/lfm2/model.js';
+export { parseQwen35Config, qwen35ToHfConfig, type Qwen35Config } from './models/qwen3_5/config.js';
+export { Qwen35Model, Qwen35Cache } from './models/qwen3_5/model.js';
+export { gatedDeltaNetStateBytes } from './ops/gated-delta-net.js';

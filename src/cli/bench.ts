@@ -54,10 +54,12 @@ export async function runBench(o: BenchCliOptions, out: (line: string) => void =
       }
       out(`model: ${dir} (${config.modelType}, ${config.numHiddenLayers} layers${config.moe ? `, ${config.moe.numExperts} experts, top ${config.moe.numExpertsPerTok}` : ''}) on ${device}, weights ${o.dtype ?? 'as stored'}, loaded in ${(loadMs / 1000).toFixed(1)} s`);
       out(`weight bytes a decode step must read (active weights once): ${formatBytes(active)}`);
+      const memory = cacheBytesText(model);
+      if (memory) out(memory);
       for (const [name, r] of Object.entries(results)) {
         out(
           `${name.padEnd(10)} prefill ${r.promptTokens} tokens: ${((r.promptTokens / r.prefillMs) * 1000).toFixed(1)} tok/s | decode ${r.decodeSteps} tokens: ${r.decodeTokensPerSecond.toFixed(2)} tok/s, ` +
-            `${r.dispatchesPerToken.toFixed(0)} dispatches/token (${r.dispatchesPerLayer.toFixed(1)}/layer), ${r.readsPerToken.toFixed(0)} reads/token, host ${r.hostMicrosPerToken.toFixed(0)} µs/token, ` +
+            `${r.dispatchesPerToken.toFixed(0)} dispatches/token (${perLayerText(r)}), ${r.readsPerToken.toFixed(0)} reads/token, host ${r.hostMicrosPerToken.toFixed(0)} µs/token, ` +
             `${gbs((active * r.decodeTokensPerSecond) / 1e9)} GB/s of active weights, peak GPU ${formatBytes(r.peakGpuBytes)}`,
         );
       }
@@ -86,4 +88,23 @@ export async function runBench(o: BenchCliOptions, out: (line: string) => void =
   } finally {
     releaseDevice();
   }
+}
+
+/** "9.0/layer", or for a hybrid model each kind's most: "8/layer linear_attention, 9/layer full_attention". */
+function perLayerText(r: DecodeMeasurement): string {
+  const kinds = Object.entries(r.dispatchesPerLayerKind ?? {});
+  if (kinds.length < 2) return `${r.dispatchesPerLayer.toFixed(1)}/layer`;
+  return kinds.map(([k, n]) => `${n}/layer ${k}`).join(', ');
+}
+
+/**
+ * What a sequence's cache costs: KV bytes per position and, for recurrent layers, the state bytes that do not grow
+ * with the context.
+ */
+function cacheBytesText(model: object): string | undefined {
+  const m = model as { kvBytesPerPosition?: () => number; stateBytesPerSequence?: () => number };
+  if (typeof m.stateBytesPerSequence !== 'function' || typeof m.kvBytesPerPosition !== 'function') return undefined;
+  const kv = m.kvBytesPerPosition();
+  const state = m.stateBytesPerSequence();
+  return `cache per sequence: recurrent state ${formatBytes(state)} (constant in the context) + KV ${formatBytes(kv)} per position (attention layers only; ${formatBytes(state + 4096 * kv)} at 4096 positions)`;
 }

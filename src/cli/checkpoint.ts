@@ -40,6 +40,10 @@ export async function runInspectCheckpoint(source: string, out: Out = stdout): P
       const c = family.parseConfig(ck.config, 'config.json');
       const q = (c as { quantization?: { format: string } }).quantization;
       out(`config: ${family.describe(c)}${q ? `, ${q.format} weights` : ''}`);
+      for (const u of family.unusedTensors ?? []) {
+        const n = ck.names.filter((name) => name.startsWith(u.prefix)).length;
+        if (n > 0) out(`not loaded: ${n} tensors of ${u.what} (${u.prefix}*); tensorgpu runs the text model`);
+      }
     } catch (e) {
       out(`config: not a supported model (${(e as Error).message})`);
     }

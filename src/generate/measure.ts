@@ -15,6 +15,8 @@ export interface DecodeMeasurement {
   dispatchesPerToken: number;
   /** Dispatches of one decoder layer per token (the fused forward's count; the per-expert loop's varies). */
   dispatchesPerLayer: number;
+  /** The most dispatches a layer of each kind took (hybrid models: linear_attention, full_attention). */
+  dispatchesPerLayerKind?: Readonly<Record<string, number>>;
   readsPerToken: number;
   /**
    * Host µs per decode step spent enqueueing it (JS and Dawn, up to and including the submit), excluding the wait
@@ -40,6 +42,7 @@ export async function measureDecode(model: CausalLM, options: { promptTokens: nu
     const prefillMs = performance.now() - t0;
     await session.next(0);
     const perLayer = model.lastForward.perLayer;
+    const perKind = model.lastForward.byKind;
     const before = gpuCounters();
     const host: number[] = [];
     const t1 = performance.now();
@@ -58,6 +61,7 @@ export async function measureDecode(model: CausalLM, options: { promptTokens: nu
       decodeTokensPerSecond: (options.decodeSteps / decodeMs) * 1000,
       dispatchesPerToken: (after.dispatches - before.dispatches) / n,
       dispatchesPerLayer: perLayer,
+      dispatchesPerLayerKind: perKind,
       readsPerToken: (after.reads - before.reads) / n,
       hostMicrosPerToken: median(host) * 1000,
       mode: session.stats.mode,

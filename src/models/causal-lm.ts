@@ -27,6 +27,12 @@ export interface ForwardOptions {
   position?: Tensor;
 }
 
+export interface LastForward {
+  readonly dispatches: number;
+  readonly perLayer: number;
+  readonly byKind?: Readonly<Record<string, number>>;
+}
+
 /** The config fields every family shares (each family's config has more). */
 export interface CausalLMConfig {
   readonly modelType: string;
@@ -40,8 +46,11 @@ export interface CausalLM {
   readonly config: CausalLMConfig;
   readonly device: DeviceName;
   moeMode: MoeMode;
-  /** GPU dispatches of the last forward: in all, and per decoder layer. */
-  readonly lastForward: { dispatches: number; perLayer: number };
+  /**
+   * GPU dispatches of the last forward: in all, per decoder layer (the mean), and for hybrid models the most any
+   * layer of each kind took (by layer type, e.g. linear_attention / full_attention).
+   */
+  readonly lastForward: LastForward;
   newCache(): ModelCache;
   /**
    * Runs tokens (int32 [S] on this device) at the cache's positions, updates the cache and returns float32

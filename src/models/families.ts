@@ -43,6 +43,8 @@ export interface ModelFamily<C extends CausalLMConfig = CausalLMConfig> {
   /** One line: type, layers, width, experts. */
   describe(config: C): string;
   readonly presets: Readonly<Record<string, C>>;
+  /** Tensors a checkpoint of this family may hold that the text model does not load, by name prefix. */
+  readonly unusedTensors?: readonly { readonly prefix: string; readonly what: string }[];
   writeRandom(dir: string, config: C, options: RandomCheckpointOptions): Promise<string[]>;
 }
 
@@ -88,6 +90,10 @@ const QWEN3_5: ModelFamily<Qwen35Config> = {
     return `${c.modelType}, ${c.numHiddenLayers} layers (${c.numHiddenLayers - attention} Gated DeltaNet, ${attention} gated attention), hidden ${c.hiddenSize}, vocab ${c.vocabSize}${moeText(c.moe)}${shared}`;
   },
   presets: QWEN3_5_PRESETS,
+  unusedTensors: [
+    { prefix: 'model.visual.', what: 'the vision tower' },
+    { prefix: 'mtp.', what: 'the multi-token-prediction layer' },
+  ],
   writeRandom: writeRandomQwen35Checkpoint,
 };
 

@@ -16,6 +16,8 @@ import type { Qwen3Config } from '../../src/io/hf-config.js';
 import type { Lfm2Config } from '../../src/io/lfm2-config.js';
 import { writeSafetensors } from '../../src/io/safetensors-writer.js';
 import { writeRandomLfm2Checkpoint } from '../../src/models/lfm2/random-checkpoint.js';
+import type { Qwen35Config } from '../../src/models/qwen3_5/config.js';
+import { writeRandomQwen35Checkpoint } from '../../src/models/qwen3_5/presets.js';
 import { loadModel } from '../../src/models/load.js';
 import { qwen3FromCheckpoint } from '../../src/models/qwen3/from-checkpoint.js';
 import { QWEN3_PRESETS, randomQwen3Checkpoint, writeRandomQwen3Checkpoint } from '../../src/models/qwen3/random-checkpoint.js';
@@ -39,6 +41,15 @@ const LFM2_MOE: Lfm2Config = {
   headDim: 16, normEps: 1e-5, ropeTheta: 1_000_000, maxPositionEmbeddings: 256, tieWordEmbeddings: true, convBias: false, convLCache: 3,
   torchDtype: 'float32', bosTokenId: 1, padTokenId: 0, eosTokenIds: [7], layerTypes: ['conv', 'full_attention', 'conv'],
   moe: { numExperts: 8, numExpertsPerTok: 2, moeIntermediateSize: 32, numDenseLayers: 1, normTopkProb: true, useExpertBias: true, routedScalingFactor: 1 },
+};
+// Qwen3.6's shape at the same scale: Gated DeltaNet layers then gated attention (a quarter rotated), MoE with a shared expert.
+const QWEN3_6_MOE: Qwen35Config = {
+  modelType: 'qwen3_5_moe', vocabSize: 512, hiddenSize: 64, intermediateSize: 1, numHiddenLayers: 4, numAttentionHeads: 4, numKeyValueHeads: 2,
+  headDim: 32, rotaryDim: 8, ropeTheta: 10_000_000, rmsNormEps: 1e-6, maxPositionEmbeddings: 256, tieWordEmbeddings: false,
+  layerTypes: ['linear_attention', 'linear_attention', 'linear_attention', 'full_attention'],
+  linear: { numKeyHeads: 2, numValueHeads: 4, keyHeadDim: 16, valueHeadDim: 16, convKernel: 4 },
+  torchDtype: 'float32', eosTokenIds: [7], mtpLayers: 0, hasVision: false,
+  moe: { numExperts: 8, numExpertsPerTok: 2, moeIntermediateSize: 32, sharedExpertIntermediateSize: 32 },
 };
 const SEED = 7;
 const PROMPT = [11, 257, 42, 300, 5];
@@ -100,6 +111,7 @@ describe.skipIf(!available)('the browser build in Chromium (WebGPU on SwiftShade
     }
     await ck.close();
     await writeRandomLfm2Checkpoint(join(files, 'lfm2-moe'), LFM2_MOE, { seed: 5, dtype: 'float32', shardBytes: 200_000 }); // sharded: an index, so no 404 probes
+    await writeRandomQwen35Checkpoint(join(files, 'qwen3.6-moe'), QWEN3_6_MOE, { seed: 5, dtype: 'float32', shardBytes: 200_000 });
     await writeRandomQwen3Checkpoint(join(files, 'chat-model'), CHAT_MODEL, { seed: 1, dtype: 'bfloat16' });
     copyFileSync(join(qwen3TokenizerDir(), 'tokenizer.json'), join(files, 'chat-model', 'tokenizer.json'));
     const tc = JSON.parse(readFileSync(join(qwen3TokenizerDir(), 'tokenizer_config.json'), 'utf8'));
@@ -163,6 +175,21 @@ describe.skipIf(!available)('the browser build in Chromium (WebGPU on SwiftShade
       model.dispose();
     }
     expect(inPage.modelType).toBe('lfm2_moe');
+    expect(ids).toHaveLength(6);
+    expect(inPage.ids).toEqual(ids);
+    expect(pageErrors).toEqual([]);
+  }, 180_000);
+
+  it('runs a Qwen3.6-shaped checkpoint read by URL (Gated DeltaNet, gated attention, shared expert) with the token ids of Node\'s CPU backend', async () => {
+    const inPage = await call('generateFromUrl', `${server.url}/files/qwen3.6-moe`, PROMPT, 6, `${server.url}/tokenizer`);
+    const { model } = await loadModel(join(files, 'qwen3.6-moe'), { device: 'cpu', maxSequence: 64 });
+    const ids: number[] = [];
+    try {
+      for await (const t of generate(model, TextTokenizer.fromDirectory(qwen3TokenizerDir()), PROMPT, { maxNewTokens: 6, temperature: 0, stopTokenIds: [] })) ids.push(t.id);
+    } finally {
+      model.dispose();
+    }
+    expect(inPage.modelType).toBe('qwen3_5_moe');
     expect(ids).toHaveLength(6);
     expect(inPage.ids).toEqual(ids);
     expect(pageErrors).toEqual([]);

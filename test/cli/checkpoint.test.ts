@@ -99,7 +99,7 @@ describe('tensorgpu checkpoint generate / inspect / load (preset)', () => {
 
   it('generate rejects an unknown preset, naming the presets', async () => {
     await expect(runGenerateCheckpoint({ preset: 'qwen3-huge', out: join(root, 'never'), dtype: 'fp8', seed: 0 }, () => {})).rejects.toThrow(
-      "unknown preset 'qwen3-huge' (presets: qwen3-moe-tiny, qwen3-tiny, lfm2-moe-tiny, lfm2-tiny)",
+      "unknown preset 'qwen3-huge' (presets: qwen3-moe-tiny, qwen3-tiny, lfm2-moe-tiny, lfm2-tiny, qwen3.6-moe-tiny, qwen3.5-tiny)",
     );
   });
 
@@ -183,7 +183,7 @@ describe('tensorgpu checkpoint load (small checkpoints)', () => {
     expect(loadedLine(await load({ model: file, device: 'cpu' }), 'cpu')).toMatchObject({ tensors: 2, linears: 0 });
     expect(loadedLine(await load({ model: other, device: 'cpu' }), 'cpu')).toMatchObject({ tensors: 2, linears: 0 });
     const inspected = await run((out) => runInspectCheckpoint(other, out));
-    expect(inspected[0]).toMatch(/^config: not a supported model \(.*model_type must be a string \(one of qwen3, qwen3_moe, lfm2, lfm2_moe\), got nothing\)$/);
+    expect(inspected[0]).toMatch(/^config: not a supported model \(.*model_type must be a string \(one of qwen3, qwen3_moe, lfm2, lfm2_moe, qwen3_5, qwen3_5_moe\), got nothing\)$/);
     expect(inspected[1]).toBe(`2 tensors, ${formatBytes(4 * 108 + 8)}`);
     const single = await run((out) => runInspectCheckpoint(file, out));
     expect(single[0]).toBe(`2 tensors, ${formatBytes(4 * 108 + 8)}`); // a bare file has no config line

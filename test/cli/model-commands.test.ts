@@ -66,4 +66,25 @@ describe('model commands on the CPU', () => {
     expect(lines.at(-1)).toMatch(/^fused \(eager\) vs per-expert: [\d.]+x decode tok\/s/);
     await expect(runBench({ model: 'builtin:lfm2-huge', device: 'cpu', promptTokens: 2, decodeTokens: 1 }, () => {}, () => {})).rejects.toThrow(/unknown preset 'lfm2-huge' \(presets: .*lfm2-moe-tiny/);
   });
+
+  it('builtin:qwen3.6-moe-tiny generates through the chat template; bench reports state bytes and dispatches by layer kind', async () => {
+    let text = '';
+    const logs: string[] = [];
+    const code = await runGenerate(
+      { model: 'builtin:qwen3.6-moe-tiny', prompt: 'Hello', maxTokens: 3, temperature: 0, topK: 0, topP: 1, device: 'cpu' },
+      (t) => (text += t),
+      (l) => logs.push(l),
+    );
+    expect(code).toBe(0);
+    expect(text.length).toBeGreaterThan(1);
+    const stats = /^(\d+) prompt tokens, 3 generated \(max-tokens\)/.exec(logs.at(-1) ?? '');
+    expect(Number(stats?.[1])).toBeGreaterThanOrEqual(9);
+    const lines: string[] = [];
+    expect(await runBench({ model: 'builtin:qwen3.6-moe-tiny', device: 'cpu', promptTokens: 2, decodeTokens: 1, moe: 'fused' }, (l) => lines.push(l), () => {})).toBe(0);
+    expect(lines[0]).toContain('qwen3_5_moe, 8 layers, 32 experts, top 4) on cpu');
+    // 6 DeltaNet layers of 4 value heads, each a conv window of 3 x 96 and a 32 x 32 state (float32); 2 attention layers of
+    // 2 KV heads of 64.
+    expect(lines).toContain('cache per sequence: recurrent state 123.0 KiB (constant in the context) + KV 2.0 KiB per position (attention layers only; 8.1 MiB at 4096 positions)');
+    expect(lines.find((l) => l.startsWith('eager'))).toMatch(/\(0\/layer linear_attention, 0\/layer full_attention\)/);
+  });
 });

@@ -196,7 +196,7 @@ describe(`LFM2 FP8 and checkpoint errors ${gpu.skipReason}`, () => {
       await writeRandomLfm2Checkpoint(dir, DENSE, { dtype: 'float32' });
       const config = JSON.parse(readFileSync(join(dir, 'config.json'), 'utf8'));
       writeFileSync(join(dir, 'config.json'), JSON.stringify({ ...config, model_type: 'mamba2' }));
-      await expect(loadModel(dir, { device: 'cpu' })).rejects.toThrow(/model_type 'mamba2' is not supported \(supported: qwen3, qwen3_moe, lfm2, lfm2_moe\)/);
+      await expect(loadModel(dir, { device: 'cpu' })).rejects.toThrow(/model_type 'mamba2' is not supported \(supported: qwen3, qwen3_moe, lfm2, lfm2_moe, qwen3_5, qwen3_5_moe\)/);
       await expect(loadQwen3(dirs.dense, { device: 'cpu' })).rejects.toThrow(/the checkpoint is LFM2, not Qwen3/);
       writeFileSync(join(dir, 'config.json'), JSON.stringify({ ...config, layer_types: ['conv'] }));
       await expect(loadModel(dir, { device: 'cpu' })).rejects.toThrow(/layer_types must be a list of num_hidden_layers \(3\) entries/);

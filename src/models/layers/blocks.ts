@@ -183,6 +183,8 @@ export interface DecoderRun {
   /** Dispatches in all, and per decoder layer. */
   readonly dispatches: number;
   readonly perLayer: number;
+  /** Dispatches of each layer, by index. */
+  readonly layers: readonly number[];
 }
 
 /** Embedding, every layer (mixer, then feed-forward with its residual in the last kernel), the head: no reads. */
@@ -210,10 +212,12 @@ export function decoderForwardPaged(stack: DecoderStack, tokens: Tensor, slots: 
 function decoderLayers(stack: DecoderStack, tokens: Tensor, mix: (h: Tensor, i: number) => Tensor, head: (h: Tensor) => Tensor): DecoderRun {
   const d0 = dispatchCount();
   let layerDispatches = 0;
+  const layers: number[] = [];
   const logits = tidy(() => {
     let h = cast(indexSelect(stack.embedTokens, 0, tokens), 'float32');
     const l0 = dispatchCount();
     for (let i = 0; i < stack.numLayers; i++) {
+      const before = dispatchCount();
       const next = tidy(() => {
         const x = mix(h, i);
         const ff = stack.feedForward(i);
@@ -222,11 +226,12 @@ function decoderLayers(stack: DecoderStack, tokens: Tensor, mix: (h: Tensor, i: 
       });
       h.dispose(); // layer by layer, so a long prefill holds one hidden state at a time
       h = next;
+      layers.push(dispatchCount() - before);
     }
     layerDispatches = dispatchCount() - l0;
     return head(h);
   });
-  return { logits, dispatches: dispatchCount() - d0, perLayer: layerDispatches / Math.max(1, stack.numLayers) };
+  return { logits, dispatches: dispatchCount() - d0, perLayer: layerDispatches / Math.max(1, stack.numLayers), layers };
 }
 
 /** The eager baseline: the same mixers, then the per-expert MoE loop that reads the routing back every layer. */
@@ -234,7 +239,9 @@ export async function decoderForwardPerExpert(stack: DecoderStack, tokens: Tenso
   const d0 = dispatchCount();
   let h = tidy(() => cast(indexSelect(stack.embedTokens, 0, tokens), 'float32'));
   const l0 = dispatchCount();
+  const layers: number[] = [];
   for (let i = 0; i < stack.numLayers; i++) {
+    const before = dispatchCount();
     const x = stack.mix(h, i, start);
     h.dispose();
     const ff = stack.feedForward(i);
@@ -248,9 +255,10 @@ export async function decoderForwardPerExpert(stack: DecoderStack, tokens: Tenso
     }
     normed.dispose();
     x.dispose();
+    layers.push(dispatchCount() - before);
   }
   const perLayer = (dispatchCount() - l0) / Math.max(1, stack.numLayers);
   const logits = tidy(() => lmHead(h, stack.norm, stack.eps, stack.lmHead, lastOnly));
   h.dispose();
-  return { logits, dispatches: dispatchCount() - d0, perLayer };
+  return { logits, dispatches: dispatchCount() - d0, perLayer, layers };
 }

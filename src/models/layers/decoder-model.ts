@@ -8,7 +8,7 @@ import type { Weight } from '../../io/checkpoint.js';
 import type { RopeScaling } from '../../io/hf-config.js';
 import { tensor } from '../../ops/creation.js';
 import { reshape } from '../../ops/shape-ops.js';
-import { activeBytes, reserve, type CausalLM, type CausalLMConfig, type ForwardOptions, type ModelCache, type MoeMode } from '../causal-lm.js';
+import { activeBytes, reserve, type CausalLM, type LastForward, type CausalLMConfig, type ForwardOptions, type ModelCache, type MoeMode } from '../causal-lm.js';
 import { ropeTables } from '../qwen3/rope.js';
 import { decoderForward, decoderForwardPerExpert, type DecoderRun, type DecoderStack } from './blocks.js';
 import { weightParts, type DenseMlpWeights, type MoeWeights } from './weights.js';
@@ -26,7 +26,7 @@ export abstract class DecoderModel<Cache extends ModelCache> implements CausalLM
   /** RoPE cos/sin tables [maxSequence, headDim / 2] (the training forward reads them too). */
   readonly rope: { cos: Tensor; sin: Tensor };
   moeMode: MoeMode;
-  lastForward = { dispatches: 0, perLayer: 0 };
+  lastForward: LastForward = { dispatches: 0, perLayer: 0 };
 
   protected constructor(embedTokens: Tensor, rope: RopeGeometry, maxSequence: number, moeMode: MoeMode | undefined) {
     this.device = embedTokens.device;
@@ -37,6 +37,10 @@ export abstract class DecoderModel<Cache extends ModelCache> implements CausalLM
   }
 
   abstract newCache(): Cache;
+  /** Layer i's kind, for the per-kind dispatch counts (hybrid families override it). */
+  protected layerKind(_i: number): string {
+    return 'decoder';
+  }
   /** The layers over this cache. */
   protected abstract stack(cache: Cache): DecoderStack;
   abstract weightTensors(): Tensor[];
@@ -60,7 +64,7 @@ export abstract class DecoderModel<Cache extends ModelCache> implements CausalLM
 
   private finish(cache: Cache, length: number, run: DecoderRun): Tensor {
     cache.length = length;
-    this.lastForward = { dispatches: run.dispatches, perLayer: run.perLayer };
+    this.lastForward = { dispatches: run.dispatches, perLayer: run.perLayer, byKind: byLayerKind(run.layers, (i) => this.layerKind(i)) };
     return run.logits;
   }
 
@@ -77,4 +81,14 @@ export abstract class DecoderModel<Cache extends ModelCache> implements CausalLM
     this.rope.sin.dispose();
     for (const t of this.weightTensors()) t.dispose();
   }
+}
+
+/** The most dispatches any layer of each kind took. */
+export function byLayerKind(layers: readonly number[], kind: (i: number) => string): Record<string, number> {
+  const out: Record<string, number> = {};
+  layers.forEach((n, i) => {
+    const k = kind(i);
+    out[k] = Math.max(out[k] ?? 0, n);
+  });
+  return out;
 }

@@ -80,6 +80,9 @@ export function parseQwen35Config(json: unknown, file = 'config.json'): Qwen35Co
   const modelType = top.string('model_type');
   if (modelType !== 'qwen3_5' && modelType !== 'qwen3_5_moe') throw new CheckpointError(`model_type '${modelType}' is not a Qwen3.5 config (expected ${QWEN3_5_MODEL_TYPES.join(' or ')})`, { file });
   // The release nests the text model's fields; a text-only config has them at the top.
+  if (!top.has('text_config') && !top.has('hidden_size') && top.has('vision_config')) {
+    throw new CheckpointError('config.json has a vision_config but no text_config: tensorgpu runs the text model of Qwen3.5 / Qwen3.6', { file });
+  }
   const f = top.object('text_config') ?? top;
   const act = f.string('hidden_act', 'silu');
   if (act !== 'silu') f.fail('hidden_act', "'silu'");

@@ -6,8 +6,6 @@ import type { WeightSpec } from '../random-weights.js';
 import type { Qwen35Config } from './config.js';
 
 export const TEXT_PREFIX = 'model.language_model.';
-/** Prefixes of the release's tensors that a text model does not load. */
-export const UNUSED_PREFIXES = ['model.visual.', 'mtp.'] as const;
 
 /** Widths of a Gated DeltaNet's projections: q|k|v (conv channels), z, and one a / b per value head. */
 export function deltaNetWidths(c: Qwen35Config): { keyDim: number; valueDim: number; convDim: number } {

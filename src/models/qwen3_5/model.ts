@@ -97,6 +97,10 @@ export class Qwen35Model extends DecoderModel<Qwen35Cache> {
     this.routing = moe && { topK: moe.numExpertsPerTok, scoring: 'softmax', normalize: true, sharedExpert: inStack };
   }
 
+  protected override layerKind(i: number): string {
+    return this.config.layerTypes[i];
+  }
+
   newCache(): Qwen35Cache {
     return new Qwen35Cache(this.config, this.options.maxSequence, this.options.kvDtype ?? 'float32', this.device);
   }

@@ -47,10 +47,13 @@ export const QWEN3_5_PRESETS: Readonly<Record<string, Qwen35Config>> = {
   },
 };
 
-/** FP8 checkpoints store each expert's gate / up / down apart, quantized in 128x128 blocks. */
-export function qwen35CheckpointSpecs(c: Qwen35Config, dtype: RandomCheckpointOptions['dtype']): WeightSpec[] {
+/**
+ * The tensors a checkpoint of this dtype holds: FP8 checkpoints (and, on request, others) store each expert's gate /
+ * up / down apart, FP8 ones quantized in 128x128 blocks.
+ */
+export function qwen35CheckpointSpecs(c: Qwen35Config, expertsOneByOne: boolean): WeightSpec[] {
   const specs = qwen35WeightSpecs(c);
-  if (dtype !== 'fp8' || !c.moe) return specs;
+  if (!expertsOneByOne || !c.moe) return specs;
   const { numExperts, moeIntermediateSize: im } = c.moe;
   return specs.flatMap((s): WeightSpec[] => {
     if (s.role !== 'experts') return [s];
@@ -64,7 +67,9 @@ export function qwen35CheckpointSpecs(c: Qwen35Config, dtype: RandomCheckpointOp
   });
 }
 
-export async function writeRandomQwen35Checkpoint(dir: string, config: Qwen35Config, options: RandomCheckpointOptions = {}): Promise<string[]> {
+/** expertsOneByOne: the layout FP8 checkpoints use (the default for dtype 'fp8'), for any dtype. */
+export async function writeRandomQwen35Checkpoint(dir: string, config: Qwen35Config, options: RandomCheckpointOptions & { expertsOneByOne?: boolean } = {}): Promise<string[]> {
   const dtype = options.dtype ?? 'bfloat16';
-  return writeRandomCheckpoint(dir, qwen35CheckpointSpecs(config, dtype), qwen35ToHfConfig(savedConfig(config, dtype)), { ...options, dtype });
+  const specs = qwen35CheckpointSpecs(config, options.expertsOneByOne ?? dtype === 'fp8');
+  return writeRandomCheckpoint(dir, specs, qwen35ToHfConfig(savedConfig(config, dtype)), { ...options, dtype });
 }

@@ -119,9 +119,9 @@ function regroupQueryGate(w: Weight, heads: number, d: number): Weight {
   const regroup = (t: Tensor, rows: number, cols: number) => tidy(() => reshape(contiguous(permute(reshape(t, [heads, 2, rows, cols]), [1, 0, 2, 3])), [2 * heads * rows, cols]));
   if (w.scale && w.recipe === 'block' && d % 128 !== 0) throw new CheckpointError(`q_proj: FP8 128-row blocks need head_dim (${d}) to be a multiple of 128 to regroup queries and gates`, {});
   const data = regroup(w.data, d, h);
-  const scale = w.scale && (w.recipe === 'block' ? regroup(w.scale, d / 128, w.scale.shape[1]) : w.recipe === 'row' ? regroup(reshape(w.scale, [w.scale.numel, 1]), d, 1) : undefined);
-  if (w.scale && !scale) throw new CheckpointError('q_proj: a per-tensor FP8 scale cannot be regrouped per head', {});
-  const out: Weight = { data, scale: scale && (w.recipe === 'row' ? reshape(scale, [scale.numel]) : scale), recipe: w.recipe };
+  if (w.scale && w.recipe !== 'block' && w.recipe !== 'row') throw new CheckpointError('q_proj: a per-tensor FP8 scale cannot be regrouped per head', {});
+  const scale = w.scale && tidy(() => (w.recipe === 'block' ? regroup(w.scale!, d / 128, w.scale!.shape[1]) : reshape(regroup(reshape(w.scale!, [w.scale!.numel, 1]), d, 1), [w.scale!.numel])));
+  const out: Weight = { data, scale, recipe: w.recipe };
   w.data.dispose();
   w.scale?.dispose();
   return out;
@@ -191,7 +191,7 @@ function track<W extends Weight | Weight[]>(load: WeightLoader, w: W): W {
 /** Rows [0, n) and [n, end) of a weight (block scales split on the 128-row block edge, row scales per row). */
 function splitRows(w: Weight, n: number): [Weight, Weight] {
   const rows = w.data.shape[0];
-  const piece = (t: Tensor, from: number, len: number) => contiguous(narrow(t, 0, from, len));
+  const piece = (t: Tensor, from: number, len: number) => tidy(() => contiguous(narrow(t, 0, from, len)));
   const scaleAt = w.recipe === 'block' ? n / 128 : n;
   const part = (from: number, len: number, scaleFrom: number, scaleLen: number): Weight => ({ data: piece(w.data, from, len), scale: w.scale && piece(w.scale, scaleFrom, scaleLen), recipe: w.recipe });
   const out: [Weight, Weight] = [part(0, n, 0, scaleAt), part(n, rows - n, scaleAt, (w.scale?.shape[0] ?? 0) - scaleAt)];

@@ -11,13 +11,15 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { measureDecode } from '../src/generate/measure.js';
+import { layerDispatchesText, measureDecode } from '../src/generate/measure.js';
 import type { Qwen3Config } from '../src/io/hf-config.js';
 import type { Lfm2Config } from '../src/io/lfm2-config.js';
 import type { MoeMode } from '../src/models/causal-lm.js';
 import { writeRandomLfm2Checkpoint } from '../src/models/lfm2/random-checkpoint.js';
 import { loadModel } from '../src/models/load.js';
 import { writeRandomQwen3Checkpoint } from '../src/models/qwen3/random-checkpoint.js';
+import type { Qwen35Config } from '../src/models/qwen3_5/config.js';
+import { writeRandomQwen35Checkpoint } from '../src/models/qwen3_5/presets.js';
 import type { BenchCase, BenchContext, RowInput } from './harness.js';
 
 /** The four rows of one model: `${prefix} bf16 fused captured`, ... */
@@ -73,14 +75,48 @@ function lfm2BenchConfig(quick: boolean): Lfm2Config {
   };
 }
 
+/**
+ * Qwen3.6-35B-A3B's layer mix (3 Gated DeltaNet layers then one gated attention layer), head shapes (DeltaNet
+ * dk = dv = 128 with 2 value heads per key head; attention head dim 256, a quarter rotated) and routing (256 experts
+ * top 8 + a shared expert; 64 in the quick run) at a width a software adapter can run.
+ */
+function qwen36BenchConfig(quick: boolean): Qwen35Config {
+  const layers = quick ? 4 : 8;
+  const pattern = ['linear_attention', 'linear_attention', 'linear_attention', 'full_attention'] as const;
+  return {
+    modelType: 'qwen3_5_moe',
+    vocabSize: 4096,
+    hiddenSize: 256,
+    intermediateSize: 1,
+    numHiddenLayers: layers,
+    layerTypes: Array.from({ length: layers }, (_, i) => pattern[i % 4]),
+    numAttentionHeads: 4,
+    numKeyValueHeads: 1,
+    headDim: 256,
+    rotaryDim: 64,
+    ropeTheta: 10_000_000,
+    rmsNormEps: 1e-6,
+    maxPositionEmbeddings: 4096,
+    tieWordEmbeddings: false,
+    linear: { numKeyHeads: 1, numValueHeads: 2, keyHeadDim: 128, valueHeadDim: 128, convKernel: 4 },
+    eosTokenIds: [1],
+    mtpLayers: 0,
+    hasVision: false,
+    moe: { numExperts: quick ? 64 : 256, numExpertsPerTok: 8, moeIntermediateSize: 128, sharedExpertIntermediateSize: 128 },
+  };
+}
+
 export function moeDecodeCases(quick: boolean): BenchCase[] {
   const c = benchConfig(quick);
   const shape = `${c.numHiddenLayers}L h${c.hiddenSize} ${c.moe!.numExperts}e top${c.moe!.numExpertsPerTok}`;
   const l = lfm2BenchConfig(quick);
   const lfm2Shape = `${l.numHiddenLayers}L h${l.hiddenSize} ${l.moe!.numExperts}e top${l.moe!.numExpertsPerTok}`;
+  const q = qwen36BenchConfig(quick);
+  const q36Shape = `${q.numHiddenLayers}L h${q.hiddenSize} ${q.moe!.numExperts}e top${q.moe!.numExpertsPerTok}+1`;
   return [
     { benchmark: 'moe decode', shape, run: (ctx) => measure(ctx, 'moe decode', (dir) => writeRandomQwen3Checkpoint(dir, c, { seed: 5 }), shape) },
     { benchmark: 'lfm2-moe decode', shape: lfm2Shape, run: (ctx) => measure(ctx, 'lfm2-moe decode', (dir) => writeRandomLfm2Checkpoint(dir, l, { seed: 5 }), lfm2Shape) },
+    { benchmark: 'qwen3.6-moe decode', shape: q36Shape, run: (ctx) => measure(ctx, 'qwen3.6-moe decode', (dir) => writeRandomQwen35Checkpoint(dir, q, { seed: 5 }), q36Shape) },
   ];
 }
 
@@ -102,7 +138,8 @@ async function measure(ctx: BenchContext, prefix: string, write: (dir: string) =
           await measureDecode(model, { promptTokens: 2, decodeSteps: 1, capture }); // compiles every pipeline
           const r = await measureDecode(model, { promptTokens: 8, decodeSteps: steps, capture });
           const perToken = r.decodeMs / r.decodeSteps;
-          ctx.log(`  ${benchmark}: ${perToken.toFixed(1)} ms/token, ${r.dispatchesPerToken} dispatches (${r.dispatchesPerLayer}/layer), ${r.readsPerToken} reads, host ${r.hostMicrosPerToken.toFixed(0)} µs per token`);
+          const perLayer = layerDispatchesText(r);
+          ctx.log(`  ${benchmark}: ${perToken.toFixed(1)} ms/token, ${r.dispatchesPerToken} dispatches (${perLayer}), ${r.readsPerToken} reads, host ${r.hostMicrosPerToken.toFixed(0)} µs per token`);
           rows.push({
             benchmark,
             shape,
@@ -110,7 +147,7 @@ async function measure(ctx: BenchContext, prefix: string, write: (dir: string) =
             timing: { medianMs: perToken, minMs: perToken, runs: r.decodeSteps, dispatchesPerRun: r.dispatchesPerToken },
             bytes: active,
             baselineBenchmark: LOOP,
-            note: `${benchmark}: ${r.dispatchesPerLayer} dispatches/layer, host ${r.hostMicrosPerToken.toFixed(0)} µs/token, ${r.readsPerToken} reads/token, active weights ${(active / 2 ** 20).toFixed(2)} MiB/token, peak GPU ${(r.peakGpuBytes / 2 ** 20).toFixed(1)} MiB`,
+            note: `${benchmark}: ${perLayer}, host ${r.hostMicrosPerToken.toFixed(0)} µs/token, ${r.readsPerToken} reads/token, active weights ${(active / 2 ** 20).toFixed(2)} MiB/token, peak GPU ${(r.peakGpuBytes / 2 ** 20).toFixed(1)} MiB`,
           });
         }
       } finally {

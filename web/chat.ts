@@ -44,8 +44,9 @@ async function tokenizerAt(base: string, options: tg.CachedUrlOptions = {}): Pro
     if (text === undefined) throw new Error(`${base}/${f}: HTTP 404`);
     return JSON.parse(text) as Record<string, unknown>;
   };
-  const [json, config] = await Promise.all([get('tokenizer.json'), get('tokenizer_config.json')]);
-  return new tg.TextTokenizer(json, config);
+  const [json, config, template] = await Promise.all([get('tokenizer.json'), get('tokenizer_config.json'), tg.fetchText(`${base}/chat_template.jinja`, options)]);
+  // Newer releases (Qwen3.5 / Qwen3.6) ship their chat template as chat_template.jinja; it wins, as in transformers.
+  return new tg.TextTokenizer(json, template === undefined ? config : { ...config, chat_template: template });
 }
 
 /** The tokenizer among files picked with the model (a folder's top level, or files picked together). */
@@ -56,7 +57,8 @@ async function tokenizerIn(files: tg.PickedFile[]): Promise<tg.TextTokenizer> {
     return JSON.parse(await f.text()) as Record<string, unknown>;
   };
   const [json, config] = await Promise.all([get('tokenizer.json'), get('tokenizer_config.json')]);
-  return new tg.TextTokenizer(json, config);
+  const template = files.find((x) => (x.webkitRelativePath || x.name).split('/').length <= 2 && x.name === 'chat_template.jinja');
+  return new tg.TextTokenizer(json, template ? { ...config, chat_template: await template.text() } : config);
 }
 
 /** What the cache events of one load say about where its weights came from. */

@@ -4,7 +4,7 @@
 import { releaseDevice, webgpuBackend, type DeviceRequest } from '../backends/registry.js';
 import { measureDispatchFloor } from '../backends/webgpu/dispatch-floor.js';
 import { formatProfile, gbs, profileDecode } from '../generate/profile.js';
-import { measureDecode, type DecodeMeasurement } from '../generate/measure.js';
+import { layerDispatchesText, measureDecode, type DecodeMeasurement } from '../generate/measure.js';
 import type { MoeMode } from '../models/causal-lm.js';
 import { openModel } from './model-source.js';
 import { formatBytes } from './progress.js';
@@ -59,7 +59,7 @@ export async function runBench(o: BenchCliOptions, out: (line: string) => void =
       for (const [name, r] of Object.entries(results)) {
         out(
           `${name.padEnd(10)} prefill ${r.promptTokens} tokens: ${((r.promptTokens / r.prefillMs) * 1000).toFixed(1)} tok/s | decode ${r.decodeSteps} tokens: ${r.decodeTokensPerSecond.toFixed(2)} tok/s, ` +
-            `${r.dispatchesPerToken.toFixed(0)} dispatches/token (${perLayerText(r)}), ${r.readsPerToken.toFixed(0)} reads/token, host ${r.hostMicrosPerToken.toFixed(0)} µs/token, ` +
+            `${r.dispatchesPerToken.toFixed(0)} dispatches/token (${layerDispatchesText(r)}), ${r.readsPerToken.toFixed(0)} reads/token, host ${r.hostMicrosPerToken.toFixed(0)} µs/token, ` +
             `${gbs((active * r.decodeTokensPerSecond) / 1e9)} GB/s of active weights, peak GPU ${formatBytes(r.peakGpuBytes)}`,
         );
       }
@@ -88,13 +88,6 @@ export async function runBench(o: BenchCliOptions, out: (line: string) => void =
   } finally {
     releaseDevice();
   }
-}
-
-/** "9.0/layer", or for a hybrid model each kind's most: "8/layer linear_attention, 9/layer full_attention". */
-function perLayerText(r: DecodeMeasurement): string {
-  const kinds = Object.entries(r.dispatchesPerLayerKind ?? {});
-  if (kinds.length < 2) return `${r.dispatchesPerLayer.toFixed(1)}/layer`;
-  return kinds.map(([k, n]) => `${n}/layer ${k}`).join(', ');
 }
 
 /**

@@ -79,3 +79,9 @@ export function median(xs: readonly number[]): number {
   const mid = s.length >> 1;
   return s.length % 2 ? s[mid] : (s[mid - 1] + s[mid]) / 2;
 }
+
+/** Dispatches per layer as text: "9.0/layer", or for a hybrid model each kind's most ("8/layer linear_attention, 9/layer full_attention"). */
+export function layerDispatchesText(r: Pick<DecodeMeasurement, 'dispatchesPerLayer' | 'dispatchesPerLayerKind'>): string {
+  const kinds = Object.entries(r.dispatchesPerLayerKind ?? {});
+  return kinds.length < 2 ? `${r.dispatchesPerLayer.toFixed(1)}/layer` : kinds.map(([k, n]) => `${n}/layer ${k}`).join(', ');
+}

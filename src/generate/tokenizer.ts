@@ -34,11 +34,18 @@ function readJson(path: string): Record<string, unknown> {
 
 /** The tokenizer, plus loading it from a checkpoint directory. */
 export class TextTokenizer extends TokenizerOfJson {
-  /** Loads tokenizer.json and tokenizer_config.json from a checkpoint directory. */
+  /**
+   * Loads tokenizer.json and tokenizer_config.json from a checkpoint directory. A chat_template.jinja beside them
+   * (how newer releases such as Qwen3.5 / Qwen3.6 ship their template) wins over the config's chat_template, as in
+   * transformers.
+   */
   static fromDirectory(dir: string): TextTokenizer {
     const json = join(dir, 'tokenizer.json');
     if (!existsSync(json)) throw new CheckpointError('no tokenizer.json in the checkpoint directory', { file: dir });
-    const config = join(dir, 'tokenizer_config.json');
-    return new TextTokenizer(readJson(json), existsSync(config) ? readJson(config) : {});
+    const configPath = join(dir, 'tokenizer_config.json');
+    const config = existsSync(configPath) ? readJson(configPath) : {};
+    const template = join(dir, 'chat_template.jinja');
+    if (existsSync(template)) config.chat_template = readFileSync(template, 'utf8');
+    return new TextTokenizer(readJson(json), config);
   }
 }

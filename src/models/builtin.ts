@@ -4,6 +4,7 @@
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { lfm2TokenizerFiles } from '../generate/lfm2-tokenizer.js';
+import { qwen3_5TokenizerFiles } from '../generate/qwen3_5-tokenizer.js';
 import { qwen3TokenizerFiles } from '../generate/tokenizer.js';
 import { ensureGeneratedDir } from '../io/generated-dir.js';
 import { presetNamed } from './families.js';
@@ -13,11 +14,10 @@ export const DEFAULT_PRESET = 'qwen3-moe-tiny';
 /** `--model builtin:<preset>`. */
 export const BUILTIN_PREFIX = 'builtin:';
 /** tokenizer.json and tokenizer_config.json each family's presets ship with, by family name. */
-// Qwen3.5 presets ship Qwen3's tokenizer for now (the release's own vocabulary comes with a downloaded checkpoint).
-const TOKENIZER_FILES: Record<string, () => Promise<Record<string, string>>> = { Qwen3: qwen3TokenizerFiles, LFM2: lfm2TokenizerFiles, 'Qwen3.5': qwen3TokenizerFiles };
+const TOKENIZER_FILES: Record<string, () => Promise<Record<string, string>>> = { Qwen3: qwen3TokenizerFiles, LFM2: lfm2TokenizerFiles, 'Qwen3.5': qwen3_5TokenizerFiles };
 
 /** Bumped whenever a generator or preset changes what is written. */
-const LAYOUT_VERSION = 2;
+const LAYOUT_VERSION = 3;
 
 /** The directory of a built-in preset, generating it first if needed (a few seconds, once). */
 export async function ensureBuiltinModel(options: { preset?: string; dtype?: RandomWeightDType; seed?: number; onNotice?: (line: string) => void } = {}): Promise<string> {

@@ -76,6 +76,8 @@ export interface PagedCausalLM extends CausalLM {
   readonly kvGeometry: KvGeometry;
   /** Bytes the KV cache takes per position (all layers), in the pool's dtype. */
   kvBytesPerPosition(dtype?: DType): number;
+  /** Bytes of one sequence's recurrent state (hybrid models), constant in the context. */
+  stateBytesPerSequence?(): number;
   newKvPool(options: PagedKvPoolOptions): PagedKvPool;
   /**
    * Runs each slot's tokens (consecutive in `tokens`, int32 on this device) at its positions, writing their keys and

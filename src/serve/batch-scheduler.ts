@@ -1,5 +1,6 @@
 // Continuous batching: the running sequences share decode steps. Each step of the worker loop
-//   1. admits waiting sequences (arrival order) while the batch has room and the KV pool has pages for the prompt;
+//   1. admits waiting sequences (arrival order) while the batch has room and the KV pool has pages for the prompt
+//      (and, for a model with recurrent layers, a state slot);
 //   2. runs one prefill chunk (at most `prefillChunk` prompt tokens) of one joining sequence, so a long prompt is
 //      spread over steps instead of stalling the others;
 //   3. runs one decode forward for every sequence that has a token to feed, each at its own position in its own
@@ -189,7 +190,7 @@ export class BatchScheduler implements Scheduler {
       const prompt = resumed ? resumed.ids.length : this.queue[0]?.request.promptIds.length;
       if (prompt === undefined) return;
       // The prompt plus the first generated token must fit now; later pages are taken as the sequence grows.
-      if (this.pool.pagesFor(prompt + 1) > this.pool.freePages) return;
+      if (!this.pool.canHold(prompt + 1)) return;
       const run = resumed ? this.resumable.shift()! : new Running(this.queue.shift()!, new PagedSequence(this.pool), this.model, this.tokenizer);
       run.sequence.reserve(prompt + 1);
       this.active.push(run);

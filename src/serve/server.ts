@@ -100,10 +100,11 @@ function makeScheduler(loaded: LoadedModel, contextLength: number, options: Serv
   const bytes = options.kvMemoryBytes ?? Math.min(DEFAULT_KV_BYTES, maxBatch * contextLength * model.kvBytesPerPosition());
   const pages = Math.floor(bytes / perPage);
   if (pages < 1) throw new RangeError(`--kv-memory ${bytes} bytes holds no page (${perPage} bytes each: ${pageSize} positions of ${model.kvBytesPerPosition()} bytes)`);
-  const pool = model.newKvPool({ pageSize, pages });
+  const pool = model.newKvPool({ pageSize, pages, sequences: maxBatch });
   const scheduler = new BatchScheduler(model, tokenizer!, pool, { maxQueue, maxBatch, prefillChunk: options.prefillChunk, maxSequence: contextLength, observer: metrics.observer() });
   metrics.watchKvPool(pool, () => scheduler.preemptions);
-  log(`scheduler: continuous batching, up to ${maxBatch} sequences a step; KV cache ${pages} pages of ${pageSize} positions (${((pages * perPage) / 2 ** 20).toFixed(1)} MiB)`);
+  const states = model.stateBytesPerSequence ? `; recurrent state ${((maxBatch * model.stateBytesPerSequence()) / 2 ** 20).toFixed(1)} MiB (${maxBatch} slots)` : '';
+  log(`scheduler: continuous batching, up to ${maxBatch} sequences a step; KV cache ${pages} pages of ${pageSize} positions (${((pages * perPage) / 2 ** 20).toFixed(1)} MiB)${states}`);
   return scheduler;
 }
 

@@ -1,6 +1,7 @@
 // `tensorgpu serve` with the built-in Qwen3.6-shaped model (Gated DeltaNet + gated attention + MoE with a shared
-// expert) on the CPU: requests run one at a time (the DeltaNet states live in each sequence's own cache), a greedy
-// chat streams the same text it returns whole, and two concurrent requests both finish with the text each gets alone.
+// expert) on the CPU, through the official openai client: continuous batching (KV pages for the attention layers, a
+// state slot per sequence for the DeltaNet layers), a greedy chat streams the same text it returns whole, and two
+// concurrent requests both finish with the text each gets alone.
 import type OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { setDefaultDevice } from '../../src/backends/registry.js';

@@ -22,6 +22,20 @@ export interface PagedKvPoolOptions {
   pages: number;
   /** Default float32. */
   dtype?: DType;
+  /** Sequences that may run at once: the state slots a model with recurrent layers allocates (default 16). */
+  sequences?: number;
+}
+
+/**
+ * Per-sequence state that does not grow with the context (a recurrent layer's conv window and state), in slots
+ * a running sequence holds from admission to its end or preemption.
+ */
+export interface SequenceStateSlots {
+  readonly free: number;
+  /** A slot with its state zeroed (a new sequence), or undefined when none is free. */
+  take(): number | undefined;
+  give(slot: number): void;
+  dispose(): void;
 }
 
 /** Bytes one cached position takes in every layer's keys and values. */
@@ -40,6 +54,8 @@ export class PagedKvPool {
     readonly geometry: KvGeometry,
     options: PagedKvPoolOptions,
     readonly device: DeviceName,
+    /** The recurrent layers' per-sequence states, for hybrid models. */
+    readonly states?: SequenceStateSlots,
   ) {
     this.pageSize = options.pageSize ?? 16;
     this.pages = options.pages;
@@ -55,6 +71,11 @@ export class PagedKvPool {
 
   get freePages(): number {
     return this.free.length;
+  }
+
+  /** Whether a new sequence of `positions` fits now: its pages, and a state slot when the model has states. */
+  canHold(positions: number): boolean {
+    return this.pagesFor(positions) <= this.freePages && (!this.states || this.states.free > 0);
   }
 
   /** Pages a sequence of `positions` needs. */
@@ -74,29 +95,38 @@ export class PagedKvPool {
 
   dispose(): void {
     for (const t of [...this.keys, ...this.values]) t.dispose();
+    this.states?.dispose();
   }
 }
 
-/** One sequence's pages in a pool, in order. */
+/** One sequence's pages in a pool, in order, and its state slot when the model has recurrent layers. */
 export class PagedSequence {
   readonly pages: number[] = [];
+  /** Held from the first reserve to release (zeroed when taken). */
+  stateSlot: number | undefined;
 
   constructor(readonly pool: PagedKvPool) {}
 
-  /** Makes room for `positions` in all; false (nothing taken) when the pool lacks the pages. */
+  /** Makes room for `positions` in all; false (nothing taken) when the pool lacks the pages or a state slot. */
   reserve(positions: number): boolean {
     const need = this.pool.pagesFor(positions) - this.pages.length;
+    if (need > this.pool.freePages) return false;
+    const states = this.pool.states;
+    if (states && this.stateSlot === undefined) {
+      this.stateSlot = states.take();
+      if (this.stateSlot === undefined) return false;
+    }
     if (need <= 0) return true;
-    const got = this.pool.take(need);
-    if (!got) return false;
-    this.pages.push(...got);
+    this.pages.push(...this.pool.take(need)!);
     return true;
   }
 
-  /** Gives every page back. */
+  /** Gives every page, and the state slot, back. */
   release(): void {
     this.pool.give(this.pages);
     this.pages.length = 0;
+    if (this.stateSlot !== undefined) this.pool.states!.give(this.stateSlot);
+    this.stateSlot = undefined;
   }
 }
 

@@ -16,9 +16,12 @@ import { attentionInputs } from '../../ops/attention-inputs.js';
 import { gatedDeltaNet, gatedDeltaNetStateBytes, newGatedDeltaNetState, type GatedDeltaNetGeometry, type GatedDeltaNetState } from '../../ops/gated-delta-net.js';
 import { attention, rmsNorm } from '../../ops/nn.js';
 import { cat, narrow, reshape } from '../../ops/shape-ops.js';
-import type { ModelCache, MoeMode } from '../causal-lm.js';
-import { denseMlp, project, type DecoderStack, type Routing } from '../layers/blocks.js';
-import { DecoderModel } from '../layers/decoder-model.js';
+import type { ModelCache, MoeMode, PagedCausalLM } from '../causal-lm.js';
+import { decoderForwardPaged, project, type DecoderStack, type Routing } from '../layers/blocks.js';
+import { byLayerKind, DecoderModel } from '../layers/decoder-model.js';
+import { kvBytesPerPosition, PagedKvPool, type KvGeometry, type PagedKvPoolOptions, type PagedSlot } from '../layers/paged-kv.js';
+import type { PagedIndex } from '../../ops/paged-cache.js';
+import { DeltaNetStateSlots } from './state-slots.js';
 import type { DenseMlpWeights, MoeWeights } from '../layers/weights.js';
 import { deltaNetWidths } from './layout.js';
 import type { Qwen35Config } from './config.js';
@@ -82,8 +85,10 @@ function projectStacked(x: Tensor, w: Weight | readonly Weight[]): Tensor {
   return 'data' in w ? project(x, w as Weight) : cat((w as readonly Weight[]).map((p) => project(x, p)), 1);
 }
 
-export class Qwen35Model extends DecoderModel<Qwen35Cache> {
+export class Qwen35Model extends DecoderModel<Qwen35Cache> implements PagedCausalLM {
   readonly routing: Routing | undefined;
+  /** Each layer's index among the layers of its kind (its KV pool, or its DeltaNet state pool). */
+  private readonly kindIndex: readonly number[];
 
   constructor(
     readonly config: Qwen35Config,
@@ -95,6 +100,8 @@ export class Qwen35Model extends DecoderModel<Qwen35Cache> {
     const moe = config.moe;
     const inStack = weights.layers.some((l) => l.mlp.kind === 'moe' && (l.mlp as { sharedInStack?: boolean }).sharedInStack);
     this.routing = moe && { topK: moe.numExpertsPerTok, scoring: 'softmax', normalize: true, sharedExpert: inStack };
+    const seen: Record<string, number> = {};
+    this.kindIndex = config.layerTypes.map((t) => (seen[t] = (seen[t] ?? -1) + 1));
   }
 
   protected override layerKind(i: number): string {
@@ -111,12 +118,59 @@ export class Qwen35Model extends DecoderModel<Qwen35Cache> {
     return linear * gatedDeltaNetStateBytes(deltaNetGeometry(this.config));
   }
 
+  /** The KV cache's shape: the attention layers only. */
+  get kvGeometry(): KvGeometry {
+    const c = this.config;
+    return { layers: c.layerTypes.filter((t) => t === 'full_attention').length, kvHeads: c.numKeyValueHeads, headDim: c.headDim };
+  }
+
   /** Bytes the KV cache takes per position (the attention layers only). */
   kvBytesPerPosition(dtype: DType = this.options.kvDtype ?? 'float32'): number {
+    return kvBytesPerPosition(this.kvGeometry, dtype);
+  }
+
+  /** KV pages for the attention layers and `sequences` state slots for the DeltaNet layers. */
+  newKvPool(options: PagedKvPoolOptions): PagedKvPool {
+    const linear = this.config.layerTypes.length - this.kvGeometry.layers;
+    const states = new DeltaNetStateSlots(linear, deltaNetGeometry(this.config), options.sequences ?? 16, this.device);
+    return new PagedKvPool(this.kvGeometry, { dtype: this.options.kvDtype, ...options }, this.device, states);
+  }
+
+  forwardPaged(tokens: Tensor, slots: readonly PagedSlot[], pool: PagedKvPool): Tensor {
+    const run = decoderForwardPaged(this.pagedStack(pool, slots), tokens, slots, pool.pageSize);
+    this.lastForward = { dispatches: run.dispatches, perLayer: run.perLayer, byKind: byLayerKind(run.layers, (i) => this.layerKind(i)) };
+    return run.logits;
+  }
+
+  /**
+   * The layers over a paged pool for a batch of sequences (their rows consecutive): attention through the page
+   * tables, each DeltaNet layer over every sequence's rows with that sequence's state slot.
+   */
+  private pagedStack(pool: PagedKvPool, slots: readonly PagedSlot[]): DecoderStack {
     const c = this.config;
-    const attention = c.layerTypes.filter((t) => t === 'full_attention').length;
-    const item = dtype === 'float32' ? 4 : dtype === 'float16' || dtype === 'bfloat16' ? 2 : 1;
-    return attention * 2 * c.numKeyValueHeads * c.headDim * item;
+    const w = this.weights;
+    const states = pool.states as DeltaNetStateSlots;
+    return {
+      ...this.stack(undefined as unknown as Qwen35Cache),
+      mix: () => {
+        throw new TypeError('Qwen35Model: this stack runs over a paged pool (mixPaged)');
+      },
+      mixPaged: (h, i, pages) =>
+        tidy(() => {
+          const layer = w.layers[i];
+          const x = rmsNorm(h, layer.inputNorm, c.rmsNormEps);
+          const m = layer.mixer;
+          const k = this.kindIndex[i];
+          if (m.kind === 'full_attention') return this.gatedAttentionPaged(x, h, m, pool.keys[k], pool.values[k], pages);
+          let at = 0;
+          const parts = slots.map((s) => {
+            const rows = { from: at, count: s.rows };
+            at += s.rows;
+            return { rows, state: states.state(k, s.sequence.stateSlot!) };
+          });
+          return this.deltaNetRows(x, h, m, parts);
+        }),
+    };
   }
 
   protected stack(cache: Qwen35Cache): DecoderStack {
@@ -143,13 +197,23 @@ export class Qwen35Model extends DecoderModel<Qwen35Cache> {
 
   /** h + out_proj(gated norm(delta rule(conv(qkv)))) from one stacked projection. */
   private deltaNet(x: Tensor, h: Tensor, m: DeltaNetWeights, state: GatedDeltaNetState): Tensor {
+    return this.deltaNetRows(x, h, m, [{ rows: { from: 0, count: x.shape[0] }, state }]);
+  }
+
+  /** deltaNet for several sequences' consecutive rows, each continuing its own state. */
+  private deltaNetRows(x: Tensor, h: Tensor, m: DeltaNetWeights, parts: readonly { rows: { from: number; count: number }; state: GatedDeltaNetState }[]): Tensor {
     const c = this.config;
     const { convDim, valueDim } = deltaNetWidths(c);
     const hv = c.linear.numValueHeads;
     const proj = projectStacked(x, m.inProj);
-    const inputs = { qkv: narrow(proj, 1, 0, convDim), z: narrow(proj, 1, convDim, valueDim), b: narrow(proj, 1, convDim + valueDim, hv), a: narrow(proj, 1, convDim + valueDim + hv, hv) };
-    const y = gatedDeltaNet(inputs, { conv: m.conv, aLog: m.aLog, dtBias: m.dtBias, norm: m.norm }, state, { ...deltaNetGeometry(c), eps: c.rmsNormEps });
-    return project(y, m.outProj, h);
+    const weights = { conv: m.conv, aLog: m.aLog, dtBias: m.dtBias, norm: m.norm };
+    const geometry = { ...deltaNetGeometry(c), eps: c.rmsNormEps };
+    const outputs = parts.map(({ rows, state }) => {
+      const p = parts.length === 1 ? proj : narrow(proj, 0, rows.from, rows.count);
+      const inputs = { qkv: narrow(p, 1, 0, convDim), z: narrow(p, 1, convDim, valueDim), b: narrow(p, 1, convDim + valueDim, hv), a: narrow(p, 1, convDim + valueDim + hv, hv) };
+      return gatedDeltaNet(inputs, weights, state, geometry);
+    });
+    return project(outputs.length === 1 ? outputs[0] : cat(outputs, 0), m.outProj, h);
   }
 
   /** h + o_proj(attention(q, k, v) * sigmoid(gate)) with q/k norm, partial RoPE and the cache write in one kernel. */
@@ -169,6 +233,21 @@ export class Qwen35Model extends DecoderModel<Qwen35Cache> {
       ? attention(q, keys, values, { causal: true, queryOffset: position, gate })
       : attention(q, narrow(keys, 0, 0, start + s), narrow(values, 0, 0, start + s), { causal: true, queryOffset: start, gate });
     return project(reshape(attn, [s, c.numAttentionHeads * d]), m.o, h);
+  }
+
+  /** gatedAttention over a paged pool: every row's position and page table from the batch index. */
+  private gatedAttentionPaged(x: Tensor, h: Tensor, m: GatedAttentionWeights, keys: Tensor, values: Tensor, pages: PagedIndex): Tensor {
+    const c = this.config;
+    const d = c.headDim;
+    const qkvWidth = (c.numAttentionHeads + 2 * c.numKeyValueHeads) * d;
+    const proj = projectStacked(x, m.qkvg);
+    const gate = narrow(proj, 1, qkvWidth, c.numAttentionHeads * d);
+    const q = attentionInputs(narrow(proj, 1, 0, qkvWidth), {
+      heads: c.numAttentionHeads, kvHeads: c.numKeyValueHeads, headDim: d, qNorm: m.qNorm, kNorm: m.kNorm, eps: c.rmsNormEps,
+      cos: this.rope.cos, sin: this.rope.sin, keys, values, position: 0, pages,
+    });
+    const attn = attention(q, keys, values, { pages, gate });
+    return project(reshape(attn, [x.shape[0], c.numAttentionHeads * d]), m.o, h);
   }
 
   weightTensors(): Tensor[] {

@@ -10,8 +10,8 @@ import { qwen35WeightSpecs } from './layout.js';
 const PATTERN = ['linear_attention', 'linear_attention', 'linear_attention', 'full_attention'] as const;
 
 const COMMON = {
-  // The built-in presets ship Qwen3's tokenizer (see builtin.ts), so their vocabulary is Qwen3's.
-  vocabSize: 151936,
+  // The release's 248,320 rows: the presets ship the Qwen3.5 stand-in tokenizer (qwen3_5-tokenizer.ts, see builtin.ts).
+  vocabSize: 248320,
   hiddenSize: 128,
   numAttentionHeads: 4,
   numKeyValueHeads: 2,
@@ -24,7 +24,7 @@ const COMMON = {
   tieWordEmbeddings: false,
   linear: { numKeyHeads: 2, numValueHeads: 4, keyHeadDim: 32, valueHeadDim: 32, convKernel: 4 },
   torchDtype: 'bfloat16' as const,
-  eosTokenIds: [151645, 151643],
+  eosTokenIds: [248046, 248044], // generation_config.json's <|im_end|>, <|endoftext|>
   mtpLayers: 0,
   hasVision: false,
 };

@@ -1,0 +1,65 @@
+// The Gated DeltaNet states of every running sequence for continuous batching: per DeltaNet layer one conv-window
+// pool [slots, Hv, K-1, 2 dk + dv] and one recurrent-state pool [slots, Hv, dk, dv] (float32), and a free list of
+// slots on the host. A sequence takes a slot when it is admitted (zeroed: a new sequence's state) and gives it back
+// when it ends or is preempted (a preempted sequence recomputes its state from its tokens, as it does its KV rows).
+import type { DeviceName } from '../../backends/backend.js';
+import { keep, tidy } from '../../core/scope.js';
+import type { Tensor } from '../../core/tensor.js';
+import { zeros } from '../../ops/creation.js';
+import { gatedDeltaNetStateBytes, type GatedDeltaNetGeometry, type GatedDeltaNetState } from '../../ops/gated-delta-net.js';
+import { copyInto, select } from '../../ops/shape-ops.js';
+import type { SequenceStateSlots } from '../layers/paged-kv.js';
+
+export class DeltaNetStateSlots implements SequenceStateSlots {
+  /** Per DeltaNet layer (in layer order), every slot's conv window and recurrent state. */
+  readonly conv: Tensor[];
+  readonly recurrent: Tensor[];
+  private readonly freeList: number[];
+
+  constructor(
+    layers: number,
+    readonly geometry: GatedDeltaNetGeometry,
+    readonly slots: number,
+    device: DeviceName,
+  ) {
+    if (!Number.isInteger(slots) || slots <= 0) throw new RangeError(`DeltaNetStateSlots: slots must be a positive integer, got ${slots}`);
+    const g = geometry;
+    this.conv = Array.from({ length: layers }, () => keep(zeros([slots, g.valueHeads, g.convKernel - 1, 2 * g.keyDim + g.valueDim], { device })));
+    this.recurrent = Array.from({ length: layers }, () => keep(zeros([slots, g.valueHeads, g.keyDim, g.valueDim], { device })));
+    this.freeList = Array.from({ length: slots }, (_, i) => slots - 1 - i);
+  }
+
+  get free(): number {
+    return this.freeList.length;
+  }
+
+  /** Bytes of every slot's state. */
+  get bytes(): number {
+    return this.slots * this.conv.length * gatedDeltaNetStateBytes(this.geometry);
+  }
+
+  take(): number | undefined {
+    const slot = this.freeList.pop();
+    if (slot === undefined) return undefined;
+    tidy(() => {
+      for (const t of [...this.conv, ...this.recurrent]) {
+        const view = select(t, 0, slot);
+        copyInto(view, zeros(view.shape, { device: t.device }));
+      }
+    });
+    return slot;
+  }
+
+  give(slot: number): void {
+    this.freeList.push(slot);
+  }
+
+  /** Layer `layer`'s (its index among the DeltaNet layers) state of one slot, as views (dispose them, or use tidy). */
+  state(layer: number, slot: number): GatedDeltaNetState {
+    return { conv: select(this.conv[layer], 0, slot), recurrent: select(this.recurrent[layer], 0, slot) };
+  }
+
+  dispose(): void {
+    for (const t of [...this.conv, ...this.recurrent]) t.dispose();
+  }
+}

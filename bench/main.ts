@@ -13,6 +13,7 @@ import { vaeDecodeCases } from './vae-decode.bench.js';
 import { trainStepCases } from './train-step.bench.js';
 import { audioCases } from './audio.bench.js';
 import { serveLoadCases } from './serve-load.bench.js';
+import { gatedDeltaNetCases } from './gated-delta-net.bench.js';
 import { matchesFilter, parseArgs, printTable, QUICK_TIME, toRows, UsageError, USAGE, type BenchContext, type RowInput } from './harness.js';
 
 const SOFTWARE_ADAPTER = /swiftshader|llvmpipe|lavapipe|warp|fallback/i;
@@ -31,7 +32,7 @@ async function main(): Promise<number> {
     return 0;
   }
 
-  const cases = [...dispatchOverheadCases(args.quick), ...matmulCases(args.quick), ...scaledMmCases(args.quick), ...elementwiseCases(args.quick), ...softmaxCases(args.quick), ...loadCases(args.quick), ...moeDecodeCases(args.quick), ...vaeDecodeCases(args.quick), ...trainStepCases(args.quick), ...audioCases(args.quick), ...serveLoadCases(args.quick)].filter((c) => matchesFilter(c, args.filter));
+  const cases = [...dispatchOverheadCases(args.quick), ...matmulCases(args.quick), ...scaledMmCases(args.quick), ...elementwiseCases(args.quick), ...softmaxCases(args.quick), ...loadCases(args.quick), ...moeDecodeCases(args.quick), ...vaeDecodeCases(args.quick), ...trainStepCases(args.quick), ...audioCases(args.quick), ...gatedDeltaNetCases(args.quick), ...serveLoadCases(args.quick)].filter((c) => matchesFilter(c, args.filter));
   if (cases.length === 0) {
     process.stderr.write(`no benchmark matches --filter ${JSON.stringify(args.filter)}\n`);
     return 2;

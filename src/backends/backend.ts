@@ -168,6 +168,8 @@ export interface ShortConvArgs<H> {
  * rewritten in place.
  */
 export interface GatedDeltaNetArgs<H> {
+  // qkv, z, b and a are views of one buffer in one dtype, and so are aLog, dtBias and normWeight (the op packs them
+  // when they are apart), so a kernel binds each group once.
   /** [S, 2 Hk dk + Hv dv] rows (unit column stride, any row stride): q | k | v before the conv. */
   readonly qkv: Operand<H>;
   /** [S, Hv dv]: the output gate of the norm. */

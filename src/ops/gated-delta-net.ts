@@ -2,12 +2,15 @@
 // after its projections, in one kernel: the causal depthwise conv + SiLU over q|k|v continued from a conv state,
 // l2-normalised q and k, the gated delta rule continued from a recurrent state [Hv, dk, dv], and the gated RMSNorm
 // with silu(z). Both states stay on the device and are rewritten by the same dispatch (as LFM2's shortConv keeps
-// its state), so a decode step is one dispatch at any position and is captured like attention.
+// its state), so a decode step is one dispatch at any position and is captured like attention. On WebGPU a prompt
+// of 64 tokens or more takes the chunked (WY / UT) form instead: four dispatches at any length, the same results.
 import { ShapeError } from '../core/errors.js';
 import { formatShape } from '../core/shape.js';
 import type { Tensor } from '../core/tensor.js';
 import { zeros } from './creation.js';
-import { compact, reshape } from './shape-ops.js';
+import { cast } from './convert.js';
+import { tidy } from '../core/scope.js';
+import { cat, narrow, reshape } from './shape-ops.js';
 import { commonBackend, requireDTypes, wrap } from './util.js';
 import type { DeviceName } from '../backends/backend.js';
 
@@ -99,22 +102,20 @@ export function gatedDeltaNet(
     for (const [name, t] of [['conv state', state.conv], ['recurrent state', state.recurrent]] as const) {
       if (!t.isContiguous()) throw new ShapeError(`gatedDeltaNet: the ${name} is updated in place and must be contiguous`);
     }
-    // Rows may be strided (column views of one projection) but each row's elements must be adjacent.
-    const rows = (t: Tensor) => {
-      if (t.strides[1] === 1 || t.shape[1] === 1) return t;
-      const c = compact(t);
-      owned.push(c);
-      return c;
-    };
+    // The kernels bind the four inputs as one buffer and the three per-head parameters as another: views of one
+    // storage in one dtype pass as they are (a stacked projection, the model's packed parameters); anything else is
+    // packed here, one copy.
+    const [pqkv, pz, pb, pa] = oneStorage([qkv, z, b, a], 1, owned);
+    const [aLog, dtBias, norm] = oneStorage([weights.aLog, weights.dtBias, weights.norm], 0, owned);
     const handle = backend.gatedDeltaNet({
-      qkv: rows(qkv).operand(),
-      z: rows(z).operand(),
-      b: rows(b).operand(),
-      a: rows(a).operand(),
+      qkv: pqkv.operand(),
+      z: pz.operand(),
+      b: pb.operand(),
+      a: pa.operand(),
       convWeight: conv.operand(),
-      aLog: weights.aLog.operand(),
-      dtBias: weights.dtBias.operand(),
-      normWeight: weights.norm.operand(),
+      aLog: aLog.operand(),
+      dtBias: dtBias.operand(),
+      normWeight: norm.operand(),
       convState: state.conv.operand(),
       state: state.recurrent.operand(),
       keyHeads: hk,
@@ -127,4 +128,24 @@ export function gatedDeltaNet(
   } finally {
     for (const t of owned) t.dispose();
   }
+}
+
+/**
+ * parts as views of one storage in one dtype, each with a unit last stride: as given when they already are, else
+ * concatenated along dim (float32 when their dtypes differ) and narrowed back; what this makes goes into owned.
+ */
+function oneStorage(parts: readonly Tensor[], dim: number, owned: Tensor[]): Tensor[] {
+  const first = parts[0];
+  const unit = (t: Tensor) => t.strides[t.ndim - 1] === 1 || t.shape[t.ndim - 1] <= 1;
+  if (parts.every((t) => t.storage === first.storage && t.dtype === first.dtype && unit(t))) return [...parts];
+  const dtype = parts.every((t) => t.dtype === first.dtype) ? first.dtype : 'float32';
+  const packed = tidy(() => cat(parts.map((t) => (t.dtype === dtype ? t : cast(t, dtype))), dim));
+  owned.push(packed);
+  let at = 0;
+  return parts.map((t) => {
+    const view = narrow(packed, dim, at, t.shape[dim]);
+    at += t.shape[dim];
+    owned.push(view);
+    return view;
+  });
 }

@@ -173,12 +173,31 @@ describe(`gatedDeltaNet ${gpu.skipReason}`, () => {
     }
   });
 
+  it('inputs in separate buffers (packed by the op) give the bits of views of one projection', async () => {
+    const g = { keyHeads: 2, valueHeads: 4, keyDim: 8, valueDim: 12, convKernel: 4 };
+    const x = makeInputs(g, 5);
+    for (const device of ['cpu', ...(gpu.available ? ['webgpu' as const] : [])] as const) {
+      const proj = await x.proj.to(device);
+      const w = { conv: await x.conv.to(device), aLog: await x.aLog.to(device), dtBias: await x.dtBias.to(device), norm: await x.norm.to(device) };
+      const views = split(proj, g);
+      const apart = { qkv: views.qkv.contiguous(), z: views.z.contiguous(), b: views.b.contiguous(), a: views.a.to('float32').contiguous() };
+      const run = async (inputs: typeof views) => {
+        const state = tg.newGatedDeltaNetState(g, device);
+        const y = (await tg.gatedDeltaNet(inputs, w, state, { ...g, eps: EPS }).toArray()) as Float32Array;
+        return { y, s: (await state.recurrent.toArray()) as Float32Array };
+      };
+      const [one, separate] = [await run(views), await run(apart)];
+      expect(Array.from(separate.y), device).toEqual(Array.from(one.y));
+      expect(Array.from(separate.s), device).toEqual(Array.from(one.s));
+    }
+  });
+
   it('a decode step is one dispatch', async () => {
     if (!gpu.available) return;
     const g = { keyHeads: 2, valueHeads: 4, keyDim: 16, valueDim: 16, convKernel: 4 };
     const x = makeInputs(g, 1);
     const state = tg.newGatedDeltaNetState(g, 'webgpu');
-    const n = await dispatchesOf([x.proj, x.conv, x.aLog, x.dtBias, x.norm], (proj, conv, aLog, dtBias, norm) => tg.gatedDeltaNet(split(proj, g), { conv, aLog, dtBias, norm }, state, { ...g, eps: EPS }));
+    const n = await dispatchesOf([x.proj, x.conv, tg.cat([x.aLog, x.dtBias, x.norm])], (proj, conv, head) => tg.gatedDeltaNet(split(proj, g), { conv, ...packedHead(head, g) }, state, { ...g, eps: EPS }));
     expect(n).toBe(1);
     state.conv.dispose();
     state.recurrent.dispose();
@@ -197,3 +216,8 @@ describe(`gatedDeltaNet ${gpu.skipReason}`, () => {
     expect(call({ b: tg.zeros([2, 4]) })).toThrow(/b must be \[3, 4\]/);
   });
 });
+
+/** A_log, dt_bias and the norm weight as views of one buffer, as the model keeps them (the kernel binds it once). */
+function packedHead(head: Tensor, g: { valueHeads: number; valueDim: number }) {
+  return { aLog: tg.narrow(head, 0, 0, g.valueHeads), dtBias: tg.narrow(head, 0, g.valueHeads, g.valueHeads), norm: tg.narrow(head, 0, 2 * g.valueHeads, g.valueDim) };
+}

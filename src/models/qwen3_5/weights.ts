@@ -102,8 +102,18 @@ function centred(load: WeightLoader, w: Tensor): Tensor {
   return out;
 }
 
-/** Weights stacked by rows when they can be (one dtype; FP8 blocks on the seams), else apart. */
-function stackRows(ws: Weight[]): Weight | Weight[] {
+/**
+ * Weights stacked by rows when they can be (one dtype; FP8 blocks on the seams), else apart. With FP8 quantization
+ * at load the parts come in unquantized and the stack is quantized whole, so its 128-row blocks need not line up
+ * with the seams (the DeltaNet's b and a are one row per value head).
+ */
+function stackRows(ws: Weight[], quantize?: WeightLoadingOptions['quantize']): Weight | Weight[] {
+  if (quantize && ws.every((w) => !w.scale && !isFp8(w.data.dtype))) {
+    const plain = concatWeights(ws, 0);
+    const q = quantizeTensor(plain.data, { dtype: quantize, granularity: 'block128' });
+    plain.data.dispose();
+    return { data: q.data, scale: q.scale, recipe: 'block' };
+  }
   const dtype = ws[0].data.dtype;
   const sameKind = ws.every((w) => w.data.dtype === dtype && !!w.scale === !!ws[0].scale && w.recipe === ws[0].recipe);
   const aligned = ws.every((w, i) => i === ws.length - 1 || !w.scale || (w.recipe === 'block' && w.data.shape[0] % 128 === 0) || w.recipe === 'row');
@@ -131,6 +141,8 @@ export async function loadQwen35Weights(ck: Checkpoint, c: Qwen35Config, options
   checkQwen35Layout(ck, c);
   const load = new WeightLoader(ck, options);
   const p = TEXT_PREFIX;
+  // A projection that joins a stack: unquantized when FP8 is made at load (the stack is quantized whole).
+  const part = (prefix: string) => load.linear(prefix, !options.quantize);
   try {
     const embedTokens = await load.plain(`${p}embed_tokens.weight`);
     const layers: Qwen35LayerWeights[] = [];
@@ -140,30 +152,36 @@ export async function loadQwen35Weights(ck: Checkpoint, c: Qwen35Config, options
       let mixer: DeltaNetWeights | GatedAttentionWeights;
       if (c.layerTypes[i] === 'linear_attention') {
         const a = `${l}.linear_attn`;
-        const projs = [await load.linear(`${a}.in_proj_qkv`), await load.linear(`${a}.in_proj_z`), await load.linear(`${a}.in_proj_b`), await load.linear(`${a}.in_proj_a`)];
+        const projs = [await part(`${a}.in_proj_qkv`), await part(`${a}.in_proj_z`), await part(`${a}.in_proj_b`), await part(`${a}.in_proj_a`)];
         const stored = await load.plain(`${a}.conv1d.weight`);
         const conv = load.adopt(reshape(stored, [stored.shape[0], stored.shape[2]]));
         stored.dispose();
+        // A_log, dt_bias and the gated norm's weight in one float32 buffer: the kernel binds it once.
+        const head = [await load.plain(`${a}.A_log`, 'float32'), await load.plain(`${a}.dt_bias`, 'float32'), await load.plain(`${a}.norm.weight`, 'float32')];
+        const params = load.adopt(cat(head, 0));
+        for (const t of head) t.dispose();
+        const hv = c.linear.numValueHeads;
         mixer = {
           kind: 'linear_attention',
-          inProj: track(load, stackRows(projs)),
+          inProj: track(load, stackRows(projs, options.quantize)),
           conv,
-          aLog: await load.plain(`${a}.A_log`, 'float32'),
-          dtBias: await load.plain(`${a}.dt_bias`, 'float32'),
-          norm: await load.plain(`${a}.norm.weight`, 'float32'),
+          aLog: load.adopt(narrow(params, 0, 0, hv)),
+          dtBias: load.adopt(narrow(params, 0, hv, hv)),
+          norm: load.adopt(narrow(params, 0, 2 * hv, c.linear.valueHeadDim)),
           outProj: await load.linear(`${a}.out_proj`),
         };
+        params.dispose(); // the three views hold its storage
       } else {
         const a = `${l}.self_attn`;
-        const q = regroupQueryGate(await load.linear(`${a}.q_proj`), c.numAttentionHeads, c.headDim);
-        const k = await load.linear(`${a}.k_proj`);
-        const v = await load.linear(`${a}.v_proj`);
+        const q = regroupQueryGate(await part(`${a}.q_proj`), c.numAttentionHeads, c.headDim);
+        const k = await part(`${a}.k_proj`);
+        const v = await part(`${a}.v_proj`);
         // The gate rows are the second half of the regrouped q: split so k and v sit between queries and gates.
         const half = c.numAttentionHeads * c.headDim;
         const [queries, gates] = splitRows(q, half);
         mixer = {
           kind: 'full_attention',
-          qkvg: track(load, stackRows([queries, k, v, gates])),
+          qkvg: track(load, stackRows([queries, k, v, gates], options.quantize)),
           o: await load.linear(`${a}.o_proj`),
           qNorm: centred(load, await load.plain(`${a}.q_norm.weight`, 'float32')),
           kNorm: centred(load, await load.plain(`${a}.k_norm.weight`, 'float32')),

@@ -1,7 +1,9 @@
 // Launcher of gated-delta-net.wgsl: one Gated DeltaNet layer's conv, delta rule and gated norm in one dispatch, its
-// conv and recurrent states read and rewritten in place.
+// conv and recurrent states read and rewritten in place. Prompts of chunkedFrom tokens or more take the chunked
+// form instead (gated-delta-net-chunked.ts): four dispatches, the state carried across 64-token chunks.
 import type { GatedDeltaNetArgs } from '../../backend.js';
 import type { GpuBuffer, GpuContext } from '../gpu-context.js';
+import { gatedDeltaNetChunked } from './gated-delta-net-chunked.js';
 import { defineKernel } from './kernel.js';
 import { pow2AtLeast } from './nn-util.js';
 
@@ -12,7 +14,7 @@ const gatedDeltaNet = defineKernel({
   name: 'gated-delta-net',
   source: 'gated-delta-net.wgsl',
   // cols: state columns per invocation; maxQk: the workgroup array for q and k (a power of two >= 2 dk).
-  variant: { qkv: 'dtype', z: 'dtype', b: 'dtype', a: 'dtype', conv: 'dtype', aLog: 'dtype', dt: 'dtype', norm: 'dtype', cols: 'number', maxQk: 'number' },
+  variant: { proj: 'dtype', conv: 'dtype', head: 'dtype', cols: 'number', maxQk: 'number' },
   params: {
     s: 'u32', hk: 'u32', hv: 'u32', dk: 'u32', dv: 'u32', taps: 'u32',
     qkv_off: 'u32', qkv_s0: 'u32', z_off: 'u32', z_s0: 'u32', b_off: 'u32', b_s0: 'u32', a_off: 'u32', a_s0: 'u32',
@@ -20,20 +22,26 @@ const gatedDeltaNet = defineKernel({
     cs_off: 'u32', st_off: 'u32', eps: 'f32',
   },
   outputs: { out: 'f32', conv_state: 'f32', state: 'f32' },
+  // One projection buffer holds q|k|v, z, b and a; one parameter buffer A_log, dt_bias and the norm weight (the op
+  // packs them when the caller's tensors are apart): 6 storage bindings, within every adapter's 8.
   inputs: {
-    qkv: { packed: 'qkv' },
-    z: { packed: 'z' },
-    b: { packed: 'b' },
-    a: { packed: 'a' },
+    proj: { packed: 'proj' },
     conv_w: { packed: 'conv' },
-    a_log: { packed: 'aLog' },
-    dt_bias: { packed: 'dt' },
-    norm_w: { packed: 'norm' },
+    head: { packed: 'head' },
   },
   grid: 'custom',
   workgroupSize: WG,
   constants: (v) => ({ COLS: v.cols, MAX_QK: v.maxQk }),
 });
+
+/**
+ * Which form a call of S tokens takes. The recurrent kernel is one dispatch but walks the S tokens in order in Hv
+ * workgroups, sweeping the whole [dk, dv] state through memory at every token; the chunked one costs four
+ * dispatches and a scratch, then walks S/64 chunks with the state in workgroup memory across Hv dv/16 workgroups.
+ * From one full chunk (64 tokens: 64 sequential state sweeps against one chunk step) the chunked form wins on a
+ * GPU; below it, decode (S = 1) and short speculative-verify batches keep the single dispatch.
+ */
+export const gatedDeltaNetTuning = { chunkedFrom: 64 };
 
 /** Returns float32 [S, Hv dv]. */
 export function gatedDeltaNetKernel(ctx: GpuContext, a: GatedDeltaNetArgs<GpuBuffer>): GpuBuffer {
@@ -41,13 +49,19 @@ export function gatedDeltaNetKernel(ctx: GpuContext, a: GatedDeltaNetArgs<GpuBuf
   const { keyHeads: hk, valueHeads: hv, keyDim: dk, valueDim: dv } = a;
   const out = ctx.alloc(Math.max(4, s * hv * dv * 4));
   if (s === 0) return out;
+  if (s >= gatedDeltaNetTuning.chunkedFrom) {
+    try {
+      gatedDeltaNetChunked(ctx, a, out);
+    } catch (e) {
+      ctx.release(out);
+      throw e;
+    }
+    return out;
+  }
   const w = a.convWeight.view;
   gatedDeltaNet.run(
     ctx,
-    {
-      qkv: a.qkv.dtype, z: a.z.dtype, b: a.b.dtype, a: a.a.dtype, conv: a.convWeight.dtype, aLog: a.aLog.dtype, dt: a.dtBias.dtype, norm: a.normWeight.dtype,
-      cols: Math.ceil(dv / WG), maxQk: pow2AtLeast(2 * dk),
-    },
+    { proj: a.qkv.dtype, conv: a.convWeight.dtype, head: a.aLog.dtype, cols: Math.ceil(dv / WG), maxQk: pow2AtLeast(2 * dk) },
     {
       s, hk, hv, dk, dv, taps: w.shape[1],
       qkv_off: a.qkv.view.offset, qkv_s0: a.qkv.view.strides[0],
@@ -58,7 +72,7 @@ export function gatedDeltaNetKernel(ctx: GpuContext, a: GatedDeltaNetArgs<GpuBuf
       alog_off: a.aLog.view.offset, dt_off: a.dtBias.view.offset, nw_off: a.normWeight.view.offset,
       cs_off: a.convState.view.offset, st_off: a.state.view.offset, eps: a.eps,
     },
-    { out, conv_state: a.convState.handle, state: a.state.handle, qkv: a.qkv.handle, z: a.z.handle, b: a.b.handle, a: a.a.handle, conv_w: a.convWeight.handle, a_log: a.aLog.handle, dt_bias: a.dtBias.handle, norm_w: a.normWeight.handle },
+    { out, conv_state: a.convState.handle, state: a.state.handle, proj: a.qkv.handle, conv_w: a.convWeight.handle, head: a.aLog.handle },
     { workgroups: [hv, 1, 1] },
   );
   return out;

@@ -6,8 +6,9 @@
 // state [dk, dv]: invocation t owns columns j = t + r WG, decays its column, takes kv = S^T k, writes
 // S += k (v - kv) beta and o_j = S^T q; last, the gated RMSNorm w_j o_j / rms(o) silu(z_j) over the head.
 // The states are read and rewritten in place, so prefill and each decode step are this one dispatch.
-// The header (params, bindings, load_* of every packed input, WG, COLS = columns per invocation, MAX_QK) comes from
-// the description in gated-delta-net.ts.
+// q|k|v, z, b and a are column ranges of one projection buffer (load_proj), A_log, dt_bias and the norm weight
+// ranges of one parameter buffer (load_head): six bindings in all. The header (params, bindings, loads, WG, COLS =
+// columns per invocation, MAX_QK) comes from the description in gated-delta-net.ts.
 
 var<workgroup> qk: array<f32, MAX_QK>;  // q then k of the current token
 var<workgroup> red_a: array<f32, WG>;
@@ -25,7 +26,7 @@ fn softplus(x: f32) -> f32 {
 // Token s's conv output for input channel ch, whose window starts at conv_state[at] (rows `width` apart); the
 // window then drops its oldest value and takes this token's input.
 fn conv_step(s: u32, ch: u32, at: u32, width: u32, win: u32) -> f32 {
-  let x = load_qkv(p.qkv_off + s * p.qkv_s0 + ch);
+  let x = load_proj(p.qkv_off + s * p.qkv_s0 + ch);
   let w = p.w_off + ch * p.w_s0;
   var y = load_conv_w(w + win * p.w_s1) * x;
   for (var j = 0u; j < win; j++) {
@@ -61,8 +62,8 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
   let win = p.taps - 1u;
   let cs_head = p.cs_off + h * win * width;
   let st_head = p.st_off + h * p.dk * p.dv;
-  let decay_rate = -exp(load_a_log(p.alog_off + h));
-  let dt_bias = load_dt_bias(p.dt_off + h);
+  let decay_rate = -exp(load_head(p.alog_off + h));
+  let dt_bias = load_head(p.dt_off + h);
   for (var s = 0u; s < p.s; s++) {
     var sq = 0.0;
     var sk = 0.0;
@@ -86,8 +87,8 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
     reduce_pair(t);
     let rq = inverseSqrt(red_a[0] + 1e-6) * inverseSqrt(f32(p.dk));
     let rk = inverseSqrt(red_b[0] + 1e-6);
-    let decay = exp(decay_rate * softplus(load_a(p.a_off + s * p.a_s0 + h) + dt_bias));
-    let beta = 1.0 / (1.0 + exp(-load_b(p.b_off + s * p.b_s0 + h)));
+    let decay = exp(decay_rate * softplus(load_proj(p.a_off + s * p.a_s0 + h) + dt_bias));
+    let beta = 1.0 / (1.0 + exp(-load_proj(p.b_off + s * p.b_s0 + h)));
     workgroupBarrier();  // every invocation has read the sums before they are reused
 
     var o: array<f32, COLS>;
@@ -118,8 +119,8 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
     for (var r = 0u; r < COLS; r++) {
       let j = t + r * WG;
       if (j < p.dv) {
-        let zj = load_z(p.z_off + s * p.z_s0 + h * p.dv + j);
-        out[(s * p.hv + h) * p.dv + j] = load_norm_w(p.nw_off + j) * o[r] * rn * silu(zj);
+        let zj = load_proj(p.z_off + s * p.z_s0 + h * p.dv + j);
+        out[(s * p.hv + h) * p.dv + j] = load_head(p.nw_off + j) * o[r] * rn * silu(zj);
       }
     }
     workgroupBarrier();  // q, k and the sums of this token are read before the next token writes them

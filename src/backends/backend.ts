@@ -184,10 +184,18 @@ export interface GatedDeltaNetArgs<H> {
   readonly dtBias: Operand<H>;
   /** [dv]: the gated norm's weight (used as is, not 1 + w). */
   readonly normWeight: Operand<H>;
-  /** Contiguous float32 [Hv, K-1, 2 dk + dv]: each value head's own copy of its conv inputs (q, k of its key head, then its v). */
+  /**
+   * Contiguous float32 [Hv, K-1, 2 dk + dv]: each value head's own copy of its conv inputs (q, k of its key head,
+   * then its v); with segments, a pool [slots, Hv, K-1, 2 dk + dv].
+   */
   readonly convState: Operand<H>;
-  /** Contiguous float32 [Hv, dk, dv]. */
+  /** Contiguous float32 [Hv, dk, dv]; with segments, a pool [slots, Hv, dk, dv]. */
   readonly state: Operand<H>;
+  /**
+   * Several sequences in one call (continuous batching): int32 [3 * count], per segment its first row, its rows and
+   * its slot in the state pools; the rows of a segment are consecutive and continue that slot's states.
+   */
+  readonly segments?: { readonly index: Operand<H>; readonly count: number };
   readonly keyHeads: number;
   readonly valueHeads: number;
   readonly keyDim: number;

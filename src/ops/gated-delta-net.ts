@@ -7,7 +7,7 @@
 import { ShapeError } from '../core/errors.js';
 import { formatShape } from '../core/shape.js';
 import type { Tensor } from '../core/tensor.js';
-import { zeros } from './creation.js';
+import { tensor, zeros } from './creation.js';
 import { cast } from './convert.js';
 import { tidy } from '../core/scope.js';
 import { cat, narrow, reshape } from './shape-ops.js';
@@ -54,16 +54,26 @@ export function newGatedDeltaNetState(g: GatedDeltaNetGeometry, device: DeviceNa
 /** Bytes of one layer's state (conv + recurrent, float32): constant in the context length. */
 export const gatedDeltaNetStateBytes = (g: GatedDeltaNetGeometry): number => 4 * g.valueHeads * ((g.convKernel - 1) * (2 * g.keyDim + g.valueDim) + g.keyDim * g.valueDim);
 
+/** Several sequences in one call: their rows one after another, each continuing its own slot of the state pools. */
+export interface GatedDeltaNetBatch {
+  /** Rows of each sequence, in order (they add up to S). */
+  readonly rows: readonly number[];
+  /** Each sequence's slot in the pools (distinct). */
+  readonly slots: readonly number[];
+}
+
 /**
  * inputs: the projections' outputs as [S, width] rows (views of one stacked projection are fine): qkv [S, 2 Hk dk +
  * Hv dv], z [S, Hv dv], b and a [S, Hv]. Returns float32 [S, Hv dv], the gated-normed output ready for out_proj;
- * state.conv and state.recurrent are updated in place.
+ * state.conv and state.recurrent are updated in place. With `batch`, the states are pools ([slots, Hv, K-1,
+ * 2 dk + dv] and [slots, Hv, dk, dv]) and each sequence's rows continue its slot, in one dispatch.
  */
 export function gatedDeltaNet(
   inputs: { qkv: Tensor; z: Tensor; b: Tensor; a: Tensor },
   weights: GatedDeltaNetWeights,
   state: GatedDeltaNetState,
   geometry: GatedDeltaNetGeometry & { eps: number },
+  batch?: GatedDeltaNetBatch,
 ): Tensor {
   const { qkv, z, b, a } = inputs;
   const all = [qkv, z, b, a, weights.conv, weights.aLog, weights.dtBias, weights.norm, state.conv, state.recurrent];
@@ -93,8 +103,20 @@ export function gatedDeltaNet(
   expect('A_log', weights.aLog, [hv]);
   expect('dt_bias', weights.dtBias, [hv]);
   expect('norm weight', weights.norm, [dv]);
-  expect('conv state', state.conv, [hv, taps - 1, 2 * dk + dv]);
-  expect('recurrent state', state.recurrent, [hv, dk, dv]);
+  const slots = batch ? state.conv.shape[0] : 0;
+  const pool = batch ? [slots] : [];
+  expect('conv state', state.conv, [...pool, hv, taps - 1, 2 * dk + dv]);
+  expect('recurrent state', state.recurrent, [...(batch ? [state.recurrent.shape[0]] : []), hv, dk, dv]);
+  if (batch) {
+    if (state.recurrent.shape[0] !== slots) throw new ShapeError(`gatedDeltaNet: the conv and recurrent pools must have as many slots, got ${slots} and ${state.recurrent.shape[0]}`);
+    if (batch.rows.length !== batch.slots.length) throw new RangeError(`gatedDeltaNet: batch.rows and batch.slots must have one entry per sequence, got ${batch.rows.length} and ${batch.slots.length}`);
+    if (batch.rows.some((r) => !Number.isInteger(r) || r < 0) || batch.rows.reduce((x, y) => x + y, 0) !== s) {
+      throw new RangeError(`gatedDeltaNet: batch.rows must be counts adding up to the ${s} rows, got [${batch.rows.join(', ')}]`);
+    }
+    if (batch.slots.some((k) => !Number.isInteger(k) || k < 0 || k >= slots) || new Set(batch.slots).size !== batch.slots.length) {
+      throw new RangeError(`gatedDeltaNet: batch.slots must be distinct slots below ${slots}, got [${batch.slots.join(', ')}]`);
+    }
+  }
   const conv = weights.conv.ndim === 3 && weights.conv.shape[1] === 1 ? reshape(weights.conv, [weights.conv.shape[0], weights.conv.shape[2]]) : weights.conv;
   const owned: Tensor[] = conv !== weights.conv ? [conv] : [];
   try {
@@ -107,7 +129,20 @@ export function gatedDeltaNet(
     // packed here, one copy.
     const [pqkv, pz, pb, pa] = oneStorage([qkv, z, b, a], 1, owned);
     const [aLog, dtBias, norm] = oneStorage([weights.aLog, weights.dtBias, weights.norm], 0, owned);
+    let segments: { index: ReturnType<Tensor['operand']>; count: number } | undefined;
+    if (batch) {
+      const table: number[] = [];
+      let first = 0;
+      batch.rows.forEach((rows, i) => {
+        table.push(first, rows, batch.slots[i]);
+        first += rows;
+      });
+      const index = tensor(table, { dtype: 'int32', device: qkv.device });
+      owned.push(index);
+      segments = { index: index.operand(), count: batch.rows.length };
+    }
     const handle = backend.gatedDeltaNet({
+      segments,
       qkv: pqkv.operand(),
       z: pz.operand(),
       b: pb.operand(),

@@ -192,6 +192,38 @@ describe(`gatedDeltaNet ${gpu.skipReason}`, () => {
     }
   });
 
+  it('a batch of sequences (rows 1, 3, 2 in pool slots 2, 0, 1) equals each alone, in one dispatch', async () => {
+    const g = { keyHeads: 1, valueHeads: 2, keyDim: 8, valueDim: 12, convKernel: 4 };
+    const rows = [1, 3, 2];
+    const slots = [2, 0, 1];
+    const warm = makeInputs(g, 4); // each sequence's history, so every slot starts from a state of its own
+    const x = makeInputs(g, 6);
+    for (const device of ['cpu', ...(gpu.available ? ['webgpu' as const] : [])] as const) {
+      const w = { conv: await x.conv.to(device), ...packedHead(await tg.cat([x.aLog, x.dtBias, x.norm]).to(device), g) };
+      const [warmProj, proj] = [await warm.proj.to(device), await x.proj.to(device)];
+      const pool = { conv: tg.zeros([3, g.valueHeads, g.convKernel - 1, 2 * g.keyDim + g.valueDim], { device }), recurrent: tg.zeros([3, g.valueHeads, g.keyDim, g.valueDim], { device }) };
+      const alone: number[] = [];
+      let at = 0;
+      for (let i = 0; i < 3; i++) {
+        const own = tg.newGatedDeltaNetState(g, device);
+        tg.gatedDeltaNet(split(tg.narrow(warmProj, 0, i, 2), g), w, own, { ...g, eps: EPS }).dispose();
+        tg.copyInto(tg.select(pool.conv, 0, slots[i]), own.conv);
+        tg.copyInto(tg.select(pool.recurrent, 0, slots[i]), own.recurrent);
+        alone.push(...((await tg.gatedDeltaNet(split(tg.narrow(proj, 0, at, rows[i]), g), w, own, { ...g, eps: EPS }).toArray()) as Float32Array));
+        at += rows[i];
+      }
+      const batched = () => tg.gatedDeltaNet(split(proj, g), w, pool, { ...g, eps: EPS }, { rows, slots });
+      expectClose((await batched().toArray()) as Float32Array, alone, F32, `${device} batch vs alone`);
+      if (device === 'webgpu') {
+        const before = tg.gpuCounters().dispatches;
+        batched().dispose();
+        expect(tg.gpuCounters().dispatches - before).toBe(1);
+      }
+      expect(() => tg.gatedDeltaNet(split(proj, g), w, pool, { ...g, eps: EPS }, { rows: [1, 3, 1], slots })).toThrow(/adding up to the 6 rows/);
+      expect(() => tg.gatedDeltaNet(split(proj, g), w, pool, { ...g, eps: EPS }, { rows, slots: [0, 0, 1] })).toThrow(/distinct slots below 3/);
+    }
+  });
+
   it('a decode step is one dispatch', async () => {
     if (!gpu.available) return;
     const g = { keyHeads: 2, valueHeads: 4, keyDim: 16, valueDim: 16, convKernel: 4 };

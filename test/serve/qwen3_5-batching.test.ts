@@ -16,6 +16,8 @@ import type { Qwen35Config } from '../../src/models/qwen3_5/config.js';
 import { writeRandomQwen35Checkpoint } from '../../src/models/qwen3_5/presets.js';
 import type { DeltaNetStateSlots } from '../../src/models/qwen3_5/state-slots.js';
 import { BatchScheduler, type BatchSchedulerOptions } from '../../src/serve/batch-scheduler.js';
+import { PagedSequence } from '../../src/models/layers/paged-kv.js';
+import { tensor } from '../../src/ops/creation.js';
 import type { Sequence } from '../../src/serve/scheduler.js';
 import { setupWebGpu } from '../helpers/webgpu.js';
 
@@ -92,7 +94,7 @@ describe('BatchScheduler with a Qwen3.6-shaped model on the CPU', () => {
     let input = PROMPTS[1]!;
     const ids: number[] = [];
     for (let i = 0; i < 6; i++) {
-      const row = (await (await model.forward((await import('../../src/ops/creation.js')).tensor(input, { dtype: 'int32', device: 'cpu' }), cache)).toArray()) as Float32Array;
+      const row = (await (await model.forward(tensor(input, { dtype: 'int32', device: 'cpu' }), cache)).toArray()) as Float32Array;
       let best = 0;
       for (let v = 1; v < row.length; v++) if (row[v] > row[best]) best = v;
       ids.push(best);
@@ -138,5 +140,14 @@ describe.skipIf(!gpu.available)(`BatchScheduler with a Qwen3.6-shaped model on W
     const greedy = await aloneAndTogether(m, requests(6));
     expect(greedy.maxBatch).toBe(PROMPTS.length);
     expect(greedy.together).toEqual(greedy.alone);
+    // A decode step of three sequences: every DeltaNet layer is one dispatch for all of them (8 a layer with its
+    // projections and MoE); a paged attention layer takes its merge too (paged attention always splits its keys).
+    const model = m.model as PagedCausalLM;
+    const pool = model.newKvPool({ pageSize: 8, pages: 8, sequences: 4 });
+    const seqs = [0, 1, 2].map(() => new PagedSequence(pool));
+    for (const q of seqs) q.reserve(1);
+    model.forwardPaged(tensor([5, 6, 7], { dtype: 'int32', device: 'webgpu' }), seqs.map((sequence) => ({ sequence, start: 0, rows: 1 })), pool).dispose();
+    expect(model.lastForward.byKind).toEqual({ linear_attention: 8, full_attention: 10 });
+    pool.dispose();
   }, 120_000);
 });

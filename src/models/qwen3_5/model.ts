@@ -13,7 +13,7 @@ import type { Tensor } from '../../core/tensor.js';
 import type { Weight } from '../../io/checkpoint.js';
 import { zeros } from '../../ops/creation.js';
 import { attentionInputs } from '../../ops/attention-inputs.js';
-import { gatedDeltaNet, gatedDeltaNetStateBytes, newGatedDeltaNetState, type GatedDeltaNetGeometry, type GatedDeltaNetState } from '../../ops/gated-delta-net.js';
+import { gatedDeltaNet, gatedDeltaNetStateBytes, newGatedDeltaNetState, type GatedDeltaNetBatch, type GatedDeltaNetGeometry, type GatedDeltaNetState } from '../../ops/gated-delta-net.js';
 import { attention, rmsNorm } from '../../ops/nn.js';
 import { cat, narrow, reshape } from '../../ops/shape-ops.js';
 import type { ModelCache, MoeMode, PagedCausalLM } from '../causal-lm.js';
@@ -162,13 +162,11 @@ export class Qwen35Model extends DecoderModel<Qwen35Cache> implements PagedCausa
           const m = layer.mixer;
           const k = this.kindIndex[i];
           if (m.kind === 'full_attention') return this.gatedAttentionPaged(x, h, m, pool.keys[k], pool.values[k], pages);
-          let at = 0;
-          const parts = slots.map((s) => {
-            const rows = { from: at, count: s.rows };
-            at += s.rows;
-            return { rows, state: states.state(k, s.sequence.stateSlot!) };
-          });
-          return this.deltaNetRows(x, h, m, parts);
+          // One sequence (a prefill chunk) runs as the contiguous cache does (the chunked form for long chunks);
+          // a decode batch is one dispatch over every sequence's slot.
+          if (slots.length === 1) return this.deltaNet(x, h, m, states.state(k, slots[0].sequence.stateSlot!));
+          const batch = { rows: slots.map((s) => s.rows), slots: slots.map((s) => s.sequence.stateSlot!) };
+          return this.deltaNet(x, h, m, { conv: states.conv[k], recurrent: states.recurrent[k] }, batch);
         }),
     };
   }
@@ -195,25 +193,18 @@ export class Qwen35Model extends DecoderModel<Qwen35Cache> implements PagedCausa
     };
   }
 
-  /** h + out_proj(gated norm(delta rule(conv(qkv)))) from one stacked projection. */
-  private deltaNet(x: Tensor, h: Tensor, m: DeltaNetWeights, state: GatedDeltaNetState): Tensor {
-    return this.deltaNetRows(x, h, m, [{ rows: { from: 0, count: x.shape[0] }, state }]);
-  }
-
-  /** deltaNet for several sequences' consecutive rows, each continuing its own state. */
-  private deltaNetRows(x: Tensor, h: Tensor, m: DeltaNetWeights, parts: readonly { rows: { from: number; count: number }; state: GatedDeltaNetState }[]): Tensor {
+  /**
+   * h + out_proj(gated norm(delta rule(conv(qkv)))) from one stacked projection; with a batch, `state` holds the
+   * pools and each sequence's rows continue its slot.
+   */
+  private deltaNet(x: Tensor, h: Tensor, m: DeltaNetWeights, state: GatedDeltaNetState, batch?: GatedDeltaNetBatch): Tensor {
     const c = this.config;
     const { convDim, valueDim } = deltaNetWidths(c);
     const hv = c.linear.numValueHeads;
     const proj = projectStacked(x, m.inProj);
-    const weights = { conv: m.conv, aLog: m.aLog, dtBias: m.dtBias, norm: m.norm };
-    const geometry = { ...deltaNetGeometry(c), eps: c.rmsNormEps };
-    const outputs = parts.map(({ rows, state }) => {
-      const p = parts.length === 1 ? proj : narrow(proj, 0, rows.from, rows.count);
-      const inputs = { qkv: narrow(p, 1, 0, convDim), z: narrow(p, 1, convDim, valueDim), b: narrow(p, 1, convDim + valueDim, hv), a: narrow(p, 1, convDim + valueDim + hv, hv) };
-      return gatedDeltaNet(inputs, weights, state, geometry);
-    });
-    return project(outputs.length === 1 ? outputs[0] : cat(outputs, 0), m.outProj, h);
+    const inputs = { qkv: narrow(proj, 1, 0, convDim), z: narrow(proj, 1, convDim, valueDim), b: narrow(proj, 1, convDim + valueDim, hv), a: narrow(proj, 1, convDim + valueDim + hv, hv) };
+    const y = gatedDeltaNet(inputs, { conv: m.conv, aLog: m.aLog, dtBias: m.dtBias, norm: m.norm }, state, { ...deltaNetGeometry(c), eps: c.rmsNormEps }, batch);
+    return project(y, m.outProj, h);
   }
 
   /** h + o_proj(attention(q, k, v) * sigmoid(gate)) with q/k norm, partial RoPE and the cache write in one kernel. */

@@ -1,4 +1,5 @@
-// One Gated DeltaNet layer after its projections, for S tokens in order: one workgroup per value head h (its key
+// One Gated DeltaNet layer after its projections, for S tokens in order: one workgroup per value head h (and, for a
+// batch of sequences, per sequence: its rows and its slot of the state pools come from the segment index; its key
 // head kh = h / (Hv / Hk)). Per token: the causal conv (K taps, the last on the current token) + SiLU of the head's
 // 2 dk + dv channels (its key head's q and k, its own v), continued from the head's own window in conv_state
 // [Hv, K-1, 2 dk + dv] (a private copy per value head, so no two workgroups write one slot); l2 norms of q and k (q
@@ -13,6 +14,10 @@
 var<workgroup> qk: array<f32, MAX_QK>;  // q then k of the current token
 var<workgroup> red_a: array<f32, WG>;
 var<workgroup> red_b: array<f32, WG>;
+// This workgroup's sequence: its first row, its rows and its slot in the state pools (SEGMENT fills them).
+var<workgroup> sh_first: u32;
+var<workgroup> sh_rows: u32;
+var<workgroup> sh_slot: u32;
 
 fn silu(x: f32) -> f32 {
   return x / (1.0 + exp(-x));
@@ -57,14 +62,19 @@ fn reduce_pair(t: u32) {
 fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>) {
   let h = wid.x;
   let t = lid.x;
+{{SEGMENT}}
+  // Read from a buffer, the bounds must be made workgroup-uniform before the barriers in the token loop.
+  let first = workgroupUniformLoad(&sh_first);
+  let rows = workgroupUniformLoad(&sh_rows);
+  let slot = workgroupUniformLoad(&sh_slot);
   let kh = h / (p.hv / p.hk);
   let width = 2u * p.dk + p.dv;
   let win = p.taps - 1u;
-  let cs_head = p.cs_off + h * win * width;
-  let st_head = p.st_off + h * p.dk * p.dv;
+  let cs_head = p.cs_off + (slot * p.hv + h) * win * width;
+  let st_head = p.st_off + (slot * p.hv + h) * p.dk * p.dv;
   let decay_rate = -exp(load_head(p.alog_off + h));
   let dt_bias = load_head(p.dt_off + h);
-  for (var s = 0u; s < p.s; s++) {
+  for (var s = first; s < first + rows; s++) {
     var sq = 0.0;
     var sk = 0.0;
     for (var c = t; c < 2u * p.dk; c += WG) {

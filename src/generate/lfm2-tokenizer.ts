@@ -11,6 +11,7 @@
 // Not confirmed from LFM2's tokenizer.json and taken from the Llama 3 / LFM2-VL shape it follows: the normalizer
 // (none), the decoder and post-processor, and placeholders at 64400-65535 (those ids hold no added token in LFM2).
 import { qwen3TokenizerFiles } from './tokenizer.js';
+import { addedToken, addedTokensDecoder, bpeModel } from './tokenizer-json.js';
 
 export const LFM2_VOCAB_SIZE = 65536;
 
@@ -111,10 +112,6 @@ function byteLevelAlphabet(): string[] {
   return chars;
 }
 
-function addedToken(id: number, content: string, special: boolean): Record<string, unknown> {
-  return { id, content, single_word: false, lstrip: false, rstrip: false, normalized: !special, special };
-}
-
 /** tokenizer.json and tokenizer_config.json of the stand-in LFM2 tokenizer, by file name. */
 export async function lfm2TokenizerFiles(): Promise<Record<string, string>> {
   const qwen3 = JSON.parse((await qwen3TokenizerFiles())['tokenizer.json']) as { model: { merges: (string | [string, string])[] } };
@@ -159,7 +156,10 @@ export async function lfm2TokenizerFiles(): Promise<Record<string, string>> {
   const vocab: Record<string, number> = {};
   tokens.forEach((token, id) => (vocab[token] = id));
   const added = Object.entries({ ...specials, ...LFM2_PLAIN_ADDED_TOKENS })
-    .map(([id, content]) => addedToken(Number(id), content, !(Number(id) in LFM2_PLAIN_ADDED_TOKENS)))
+    .map(([id, content]) => {
+      const special = !(Number(id) in LFM2_PLAIN_ADDED_TOKENS);
+      return addedToken(Number(id), content, special, !special);
+    })
     .sort((a, b) => (a.id as number) - (b.id as number));
 
   const bos = LFM2_SPECIAL_TOKENS[1];
@@ -182,26 +182,13 @@ export async function lfm2TokenizerFiles(): Promise<Record<string, string>> {
       special_tokens: { [bos]: { id: bos, ids: [1], tokens: [bos] } },
     },
     decoder: { type: 'ByteLevel', add_prefix_space: true, trim_offsets: true, use_regex: true },
-    model: {
-      type: 'BPE',
-      dropout: null,
-      unk_token: null,
-      continuing_subword_prefix: null,
-      end_of_word_suffix: null,
-      fuse_unk: false,
-      byte_fallback: false,
-      ignore_merges: false,
-      vocab,
-      merges,
-    },
+    model: bpeModel(vocab, merges, null),
   };
 
-  const addedTokensDecoder: Record<string, unknown> = {};
-  for (const { id, ...entry } of added) addedTokensDecoder[String(id)] = entry;
   const config = {
     add_bos_token: true,
     add_eos_token: false,
-    added_tokens_decoder: addedTokensDecoder,
+    added_tokens_decoder: addedTokensDecoder(added),
     bos_token: bos,
     clean_up_tokenization_spaces: true,
     eos_token: LFM2_SPECIAL_TOKENS[7],

@@ -38,6 +38,7 @@
 // disagree; the stand-in lists all 33 in both, as TextTokenizer reads only tokenizer.json's). The release's text
 // vocabulary itself (248,044 tokens) is not reproduced.
 import { qwen3TokenizerFiles } from './tokenizer.js';
+import { addedToken, addedTokensDecoder, bpeModel } from './tokenizer-json.js';
 
 /** Rows of the release's embedding and lm_head (config.json's vocab_size). */
 export const QWEN3_5_VOCAB_SIZE = 248320;
@@ -260,9 +261,6 @@ export const QWEN3_5_CHAT_TEMPLATE = String.raw`{%- set image_count = namespace(
     {%- endif %}
 {%- endif %}`;
 
-function addedToken(id: number, content: string, special: boolean): Record<string, unknown> {
-  return { id, content, single_word: false, lstrip: false, rstrip: false, normalized: false, special };
-}
 
 /** tokenizer.json and tokenizer_config.json of the stand-in Qwen3.5 / Qwen3.6 tokenizer, by file name. */
 export async function qwen3_5TokenizerFiles(): Promise<Record<string, string>> {
@@ -296,25 +294,12 @@ export async function qwen3_5TokenizerFiles(): Promise<Record<string, string>> {
     pre_tokenizer: QWEN3_5_PRE_TOKENIZER,
     post_processor: qwen3.post_processor,
     decoder: { type: 'ByteLevel', add_prefix_space: true, trim_offsets: true, use_regex: true },
-    model: {
-      type: 'BPE',
-      dropout: null,
-      unk_token: null,
-      continuing_subword_prefix: '',
-      end_of_word_suffix: '',
-      fuse_unk: false,
-      byte_fallback: false,
-      ignore_merges: false,
-      vocab,
-      merges,
-    },
+    model: bpeModel(vocab, merges, ''),
   };
 
-  const addedTokensDecoder: Record<string, unknown> = {};
-  for (const { id, ...entry } of added) addedTokensDecoder[String(id)] = entry;
   const config = {
     add_prefix_space: false,
-    added_tokens_decoder: addedTokensDecoder,
+    added_tokens_decoder: addedTokensDecoder(added),
     audio_bos_token: '<|audio_start|>',
     audio_eos_token: '<|audio_end|>',
     audio_token: '<|audio_pad|>',

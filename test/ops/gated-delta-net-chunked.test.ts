@@ -8,7 +8,8 @@ import * as tg from '../../src/index.js';
 import { setDefaultDevice, type Tensor } from '../../src/index.js';
 import { gatedDeltaNetTuning } from '../../src/backends/webgpu/kernels/gated-delta-net.js';
 import { gatedDeltaNetChunkedTuning } from '../../src/backends/webgpu/kernels/gated-delta-net-chunked.js';
-import { expectClose, randomTensor, randomValues } from '../helpers/compare.js';
+import { expectClose } from '../helpers/compare.js';
+import { EPS, makeInputs, packedHead, run, split, type Result } from '../helpers/gated-delta-net.js';
 import { dispatchesOf, setupWebGpu } from '../helpers/webgpu.js';
 
 const gpu = await setupWebGpu();
@@ -17,91 +18,12 @@ setDefaultDevice('cpu');
 // float32 against the float64 recurrence: the chunked form reassociates the sums (and the CPU rounds the state to
 // float32 every token), so a few 1e-5 of drift on values of order 1.
 const TOL = { atol: 1e-4, rtol: 1e-4 };
-const EPS = 1e-6;
 const DEFAULTS = { chunkedFrom: gatedDeltaNetTuning.chunkedFrom, scratchBytes: gatedDeltaNetChunkedTuning.scratchBytes };
 
 afterEach(() => {
   gatedDeltaNetTuning.chunkedFrom = DEFAULTS.chunkedFrom;
   gatedDeltaNetChunkedTuning.scratchBytes = DEFAULTS.scratchBytes;
 });
-
-interface Geometry {
-  keyHeads: number;
-  valueHeads: number;
-  keyDim: number;
-  valueDim: number;
-  convKernel: number;
-}
-
-interface Inputs {
-  proj: Tensor; // [S, qkv | z | b | a], as one stacked in_proj
-  conv: Tensor;
-  aLog: Tensor;
-  dtBias: Tensor;
-  norm: Tensor;
-  /** Initial states (random: the chunked form must continue from any state). */
-  convState: Float32Array;
-  recurrent: Float32Array;
-}
-
-const convDim = (g: Geometry) => 2 * g.keyHeads * g.keyDim + g.valueHeads * g.valueDim;
-
-function makeInputs(g: Geometry, s: number, decay = 1): Inputs {
-  const c = convDim(g);
-  return {
-    proj: randomTensor([s, c + g.valueHeads * g.valueDim + 2 * g.valueHeads]),
-    conv: randomTensor([c, 1, g.convKernel], 'bfloat16', 'normal', 0.5),
-    // A = 1..16 as in the released model's init; `decay` < 1 keeps more of the state across a chunk.
-    aLog: tg.tensor(Array.from({ length: g.valueHeads }, (_, i) => Math.log(decay * (1 + ((i * 7) % 16))))),
-    dtBias: randomTensor([g.valueHeads], 'float32', 'normal', 0.5),
-    norm: randomTensor([g.valueDim], 'float32', 'normal', 0.1).add(1),
-    convState: Float32Array.from(randomValues(g.valueHeads * (g.convKernel - 1) * (2 * g.keyDim + g.valueDim), 'float32')),
-    recurrent: Float32Array.from(randomValues(g.valueHeads * g.keyDim * g.valueDim, 'float32', 'normal', undefined, 0.3)),
-  };
-}
-
-function split(proj: Tensor, g: Geometry) {
-  const c = convDim(g);
-  const vd = g.valueHeads * g.valueDim;
-  return {
-    qkv: tg.narrow(proj, 1, 0, c),
-    z: tg.narrow(proj, 1, c, vd),
-    b: tg.narrow(proj, 1, c + vd, g.valueHeads),
-    a: tg.narrow(proj, 1, c + vd + g.valueHeads, g.valueHeads),
-  };
-}
-
-interface Result {
-  out: Float32Array;
-  state: Float32Array;
-  conv: Float32Array;
-}
-
-/** The sequence through one state in calls of the given sizes: the outputs in order and the final states. */
-async function run(x: Inputs, g: Geometry, sizes: number[], device: 'cpu' | 'webgpu'): Promise<Result> {
-  const moved = { proj: await x.proj.to(device), conv: await x.conv.to(device), aLog: await x.aLog.to(device), dtBias: await x.dtBias.to(device), norm: await x.norm.to(device) };
-  const state = {
-    conv: tg.tensor(x.convState, { shape: [g.valueHeads, g.convKernel - 1, 2 * g.keyDim + g.valueDim], device }),
-    recurrent: tg.tensor(x.recurrent, { shape: [g.valueHeads, g.keyDim, g.valueDim], device }),
-  };
-  const parts: Float32Array[] = [];
-  let at = 0;
-  for (const n of sizes) {
-    const y = tg.gatedDeltaNet(split(tg.narrow(moved.proj, 0, at, n), g), moved, state, { ...g, eps: EPS });
-    parts.push((await y.toArray()) as Float32Array);
-    y.dispose();
-    at += n;
-  }
-  const out = new Float32Array(parts.reduce((m, p) => m + p.length, 0));
-  let o = 0;
-  for (const p of parts) {
-    out.set(p, o);
-    o += p.length;
-  }
-  const result = { out, state: (await state.recurrent.toArray()) as Float32Array, conv: (await state.conv.toArray()) as Float32Array };
-  for (const t of [...Object.values(moved), state.conv, state.recurrent]) t.dispose();
-  return result;
-}
 
 function expectSame(got: Result, want: Result, label: string) {
   expectClose(got.out, want.out, TOL, `${label} out`);
@@ -115,7 +37,7 @@ describe(`gatedDeltaNet chunked prefill ${gpu.skipReason}`, () => {
   it.each([64, 65, 130, 200])('S = %i from random states matches the CPU', async (s) => {
     if (!gpu.available) return;
     // decay 0.05: g ~ -0.05..-0.8 per token, so the state carries across whole chunks and the inter-chunk terms count.
-    const x = makeInputs(SMALL, s, 0.05);
+    const x = makeInputs(SMALL, s, { decay: 0.05, randomStates: true });
     const cpu = await run(x, SMALL, [s], 'cpu');
     expectSame(await run(x, SMALL, [s], 'webgpu'), cpu, `S=${s}`);
   });
@@ -123,27 +45,27 @@ describe(`gatedDeltaNet chunked prefill ${gpu.skipReason}`, () => {
   it('the released model\'s strong decay (A up to 16) and an odd geometry (dk 24, dv 40, Hv = 2 Hk, 3 taps)', async () => {
     if (!gpu.available) return;
     const g = { keyHeads: 1, valueHeads: 2, keyDim: 24, valueDim: 40, convKernel: 3 };
-    const x = makeInputs(g, 97);
+    const x = makeInputs(g, 97, { randomStates: true });
     expectSame(await run(x, g, [97], 'webgpu'), await run(x, g, [97], 'cpu'), 'odd');
-    const y = makeInputs(g, 70, 0.02);
+    const y = makeInputs(g, 70, { decay: 0.02, randomStates: true });
     expectSame(await run(y, g, [70], 'webgpu'), await run(y, g, [70], 'cpu'), 'odd, slow decay');
   });
 
   it('dk 256 (8-column state blocks), more state columns than one block, one tap', async () => {
     if (!gpu.available) return;
     const g = { keyHeads: 1, valueHeads: 1, keyDim: 256, valueDim: 20, convKernel: 1 };
-    const x = makeInputs(g, 66, 0.05);
+    const x = makeInputs(g, 66, { decay: 0.05, randomStates: true });
     expectSame(await run(x, g, [66], 'webgpu'), await run(x, g, [66], 'cpu'), 'dk 256');
   });
 
   it('prefills in pieces equal one pass: 70 + 5 + 130, 1 + 128 + 3, and tiny scratch segments', async () => {
     if (!gpu.available) return;
-    const x = makeInputs(SMALL, 205, 0.05);
+    const x = makeInputs(SMALL, 205, { decay: 0.05, randomStates: true });
     const whole = await run(x, SMALL, [205], 'cpu');
     // 70 and 130 take the chunked path, 5 the recurrent one: each piece continues from the states the last left.
     expectSame(await run(x, SMALL, [70, 5, 130], 'webgpu'), whole, '70+5+130');
     expectSame(await run(x, SMALL, [205], 'webgpu'), whole, '205');
-    const y = makeInputs(SMALL, 132, 0.05);
+    const y = makeInputs(SMALL, 132, { decay: 0.05, randomStates: true });
     const wholeY = await run(y, SMALL, [132], 'cpu');
     expectSame(await run(y, SMALL, [1, 128, 3], 'webgpu'), wholeY, '1+128+3');
     // Every piece chunked, down to pieces shorter than the conv window (the new window mixes old rows and new).
@@ -156,7 +78,7 @@ describe(`gatedDeltaNet chunked prefill ${gpu.skipReason}`, () => {
 
   it('a NaN input poisons only its own value heads, and only from its token on', async () => {
     const g = SMALL;
-    const x = makeInputs(g, 130, 0.05);
+    const x = makeInputs(g, 130, { decay: 0.05, randomStates: true });
     const values = (await x.proj.toArray()) as Float32Array;
     const width = x.proj.shape[1];
     values[100 * width + g.keyHeads * g.keyDim] = NaN; // k channel 0 of key head 0 at token 100: value heads 0, 1
@@ -176,7 +98,7 @@ describe(`gatedDeltaNet chunked prefill ${gpu.skipReason}`, () => {
   it('a chunked prefill is four dispatches at any length; decode and short prompts stay one', async () => {
     if (!gpu.available) return;
     const count = async (s: number) => {
-      const x = makeInputs(SMALL, s);
+      const x = makeInputs(SMALL, s, { randomStates: true });
       const state = tg.newGatedDeltaNetState(SMALL, 'webgpu');
       const n = await dispatchesOf([x.proj, x.conv, tg.cat([x.aLog, x.dtBias, x.norm])], (proj, conv, head) => tg.gatedDeltaNet(split(proj, SMALL), { conv, ...packedHead(head, SMALL) }, state, { ...SMALL, eps: EPS }));
       state.conv.dispose();
@@ -188,8 +110,3 @@ describe(`gatedDeltaNet chunked prefill ${gpu.skipReason}`, () => {
     expect([await count(64), await count(130), await count(600)]).toEqual([4, 4, 4]);
   });
 });
-
-/** A_log, dt_bias and the norm weight as views of one buffer, as the model keeps them (the kernel binds it once). */
-function packedHead(head: Tensor, g: { valueHeads: number; valueDim: number }) {
-  return { aLog: tg.narrow(head, 0, 0, g.valueHeads), dtBias: tg.narrow(head, 0, g.valueHeads, g.valueHeads), norm: tg.narrow(head, 0, 2 * g.valueHeads, g.valueDim) };
-}

@@ -6,22 +6,15 @@
 import { describe, expect, it } from 'vitest';
 import * as tg from '../../src/index.js';
 import { setDefaultDevice, type Tensor } from '../../src/index.js';
-import { expectClose, randomTensor } from '../helpers/compare.js';
+import { expectClose } from '../helpers/compare.js';
+import { EPS, makeInputs, packedHead, run, split, type Geometry, type Inputs } from '../helpers/gated-delta-net.js';
 import { dispatchesOf, setupWebGpu } from '../helpers/webgpu.js';
 
 const gpu = await setupWebGpu();
 setDefaultDevice('cpu');
 
 const F32 = { atol: 2e-5, rtol: 2e-5 };
-const EPS = 1e-6;
 
-interface Geometry {
-  keyHeads: number;
-  valueHeads: number;
-  keyDim: number;
-  valueDim: number;
-  convKernel: number;
-}
 
 const silu = (x: number) => x / (1 + Math.exp(-x));
 const softplus = (x: number) => (x > 20 ? x : Math.log1p(Math.exp(x)));
@@ -71,59 +64,6 @@ function byDefinition(g: Geometry, s: number, x: { qkv: number[]; z: number[]; b
     }
   }
   return out;
-}
-
-interface Inputs {
-  proj: Tensor; // [S, qkv | z | b | a], the layout of one stacked in_proj
-  conv: Tensor;
-  aLog: Tensor;
-  dtBias: Tensor;
-  norm: Tensor;
-}
-
-function makeInputs(g: Geometry, s: number): Inputs {
-  const c = 2 * g.keyHeads * g.keyDim + g.valueHeads * g.valueDim;
-  return {
-    proj: randomTensor([s, c + g.valueHeads * g.valueDim + 2 * g.valueHeads]),
-    conv: randomTensor([c, 1, g.convKernel], 'bfloat16', 'normal', 0.5),
-    aLog: tg.tensor(Array.from({ length: g.valueHeads }, (_, i) => Math.log(1 + (i * 7) % 16))),
-    dtBias: randomTensor([g.valueHeads], 'float32', 'normal', 0.5),
-    norm: randomTensor([g.valueDim], 'float32', 'normal', 0.1).add(1),
-  };
-}
-
-function split(proj: Tensor, g: Geometry) {
-  const c = 2 * g.keyHeads * g.keyDim + g.valueHeads * g.valueDim;
-  const vd = g.valueHeads * g.valueDim;
-  return {
-    qkv: tg.narrow(proj, 1, 0, c),
-    z: tg.narrow(proj, 1, c, vd),
-    b: tg.narrow(proj, 1, c + vd, g.valueHeads),
-    a: tg.narrow(proj, 1, c + vd + g.valueHeads, g.valueHeads),
-  };
-}
-
-/** Runs the sequence through one state in calls of the given sizes; returns the outputs in order and the states. */
-async function run(x: Inputs, g: Geometry, sizes: number[], device: 'cpu' | 'webgpu'): Promise<{ out: Float32Array; state: Float32Array }> {
-  const moved = { proj: await x.proj.to(device), conv: await x.conv.to(device), aLog: await x.aLog.to(device), dtBias: await x.dtBias.to(device), norm: await x.norm.to(device) };
-  const state = tg.newGatedDeltaNetState(g, device);
-  const parts: Float32Array[] = [];
-  let at = 0;
-  for (const n of sizes) {
-    const y = tg.gatedDeltaNet(split(tg.narrow(moved.proj, 0, at, n), g), moved, state, { ...g, eps: EPS });
-    parts.push((await y.toArray()) as Float32Array);
-    y.dispose();
-    at += n;
-  }
-  const out = new Float32Array(parts.reduce((m, p) => m + p.length, 0));
-  let o = 0;
-  for (const p of parts) {
-    out.set(p, o);
-    o += p.length;
-  }
-  const st = (await state.recurrent.toArray()) as Float32Array;
-  for (const t of [...Object.values(moved), state.conv, state.recurrent]) t.dispose();
-  return { out, state: st };
 }
 
 async function definition(x: Inputs, g: Geometry, s: number): Promise<Float64Array> {
@@ -248,8 +188,3 @@ describe(`gatedDeltaNet ${gpu.skipReason}`, () => {
     expect(call({ b: tg.zeros([2, 4]) })).toThrow(/b must be \[3, 4\]/);
   });
 });
-
-/** A_log, dt_bias and the norm weight as views of one buffer, as the model keeps them (the kernel binds it once). */
-function packedHead(head: Tensor, g: { valueHeads: number; valueDim: number }) {
-  return { aLog: tg.narrow(head, 0, 0, g.valueHeads), dtBias: tg.narrow(head, 0, g.valueHeads, g.valueHeads), norm: tg.narrow(head, 0, 2 * g.valueHeads, g.valueDim) };
-}

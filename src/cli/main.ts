@@ -83,7 +83,7 @@ program
   .option('--device <device>', 'auto, webgpu or cpu', deviceName, 'auto')
   .option('--dtype <dtype>', 'fp8 quantizes linear weights at load; float32/float16/bfloat16 convert them', choice(WEIGHT_DTYPES))
   .option('--raw', 'send the prompt as is, without the chat template')
-  .option('--think', "let Qwen3 think first (the chat template's enable_thinking)")
+  .option('--think', "let Qwen3 / Qwen3.5 think first (the chat template's enable_thinking)")
   .option('--adapter <dir>', 'a LoRA adapter (PEFT layout: adapter_config.json + adapter_model.safetensors, e.g. from `tensorgpu train`) merged into the weights')
   .action(async (opts: GenerateCliOptions) => {
     process.exitCode = await runGenerate(opts);

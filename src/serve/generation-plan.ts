@@ -26,7 +26,7 @@ export function planGeneration(req: CompletionRequest, served: ServedModel): Gen
   const { loaded, tokenizer, contextLength } = served;
   const prompt = req.kind === 'chat' && !tokenizer.hasChatTemplate ? undefined : req.prompt;
   if (prompt === undefined) throw new InvalidFieldError('messages', "the model's tokenizer has no chat template; use /v1/completions");
-  const ids = promptIds(tokenizer, prompt);
+  const ids = promptIds(tokenizer, prompt, req.enableThinking);
   const vocab = loaded.config.vocabSize;
   const bad = ids.findIndex((t) => t >= vocab);
   if (bad >= 0) throw new InvalidFieldError('prompt', `token id ${ids[bad]} at index ${bad} is outside the model's vocabulary of ${vocab}`);

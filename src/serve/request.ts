@@ -24,6 +24,8 @@ export interface CompletionRequest extends SamplingRequest {
   model: string;
   /** Chat messages (through the chat template), raw prompt text, or (completions) token ids. */
   prompt: ChatMessage[] | string | number[];
+  /** The chat template's enable_thinking (`chat_template_kwargs: { enable_thinking }`, as vLLM takes it). */
+  enableThinking?: boolean;
   stream: boolean;
   includeUsage: boolean;
 }
@@ -146,7 +148,19 @@ function common(body: unknown, kind: 'chat' | 'text'): { body: Body; model: stri
 
 export function parseChatRequest(raw: unknown): CompletionRequest {
   const { body, ...rest } = common(raw, 'chat');
-  return { kind: 'chat', ...rest, prompt: messages(body), ...sampling(body, 'chat') };
+  return { kind: 'chat', ...rest, prompt: messages(body), enableThinking: templateKwargs(body), ...sampling(body, 'chat') };
+}
+
+/** chat_template_kwargs: only enable_thinking (Qwen3 / Qwen3.5 templates) is read; other keys are refused by name. */
+function templateKwargs(body: Body): boolean | undefined {
+  const v = field(body, 'chat_template_kwargs');
+  if (v === undefined) return undefined;
+  if (!isObject(v)) throw new InvalidFieldError('chat_template_kwargs', 'expected an object such as {"enable_thinking": false}');
+  const unknown = Object.keys(v).find((k) => k !== 'enable_thinking');
+  if (unknown !== undefined) throw new InvalidFieldError(`chat_template_kwargs.${unknown}`, 'not supported (only enable_thinking is)');
+  const on = field(v, 'enable_thinking');
+  if (on !== undefined && typeof on !== 'boolean') throw new InvalidFieldError('chat_template_kwargs.enable_thinking', `expected a boolean, got ${JSON.stringify(on)}`);
+  return on as boolean | undefined;
 }
 
 export function parseCompletionRequest(raw: unknown): CompletionRequest {

@@ -17,7 +17,7 @@ export const BUILTIN_PREFIX = 'builtin:';
 const TOKENIZER_FILES: Record<string, () => Promise<Record<string, string>>> = { Qwen3: qwen3TokenizerFiles, LFM2: lfm2TokenizerFiles, 'Qwen3.5': qwen3_5TokenizerFiles };
 
 /** Bumped whenever a generator or preset changes what is written. */
-const LAYOUT_VERSION = 3;
+const LAYOUT_VERSION = 4;
 
 /** The directory of a built-in preset, generating it first if needed (a few seconds, once). */
 export async function ensureBuiltinModel(options: { preset?: string; dtype?: RandomWeightDType; seed?: number; onNotice?: (line: string) => void } = {}): Promise<string> {

@@ -1,10 +1,15 @@
 // `tensorgpu generate` and `tensorgpu bench` on the CPU with a small checkpoint that carries the real Qwen3
 // tokenizer: the streamed text, the statistics line, and bench's fused vs per-expert comparison; and the built-in
-// LFM2-MoE by `--model builtin:lfm2-moe-tiny` (LFM2's layout and tokenizer shape, chat template included).
+// LFM2-MoE by `--model builtin:lfm2-moe-tiny` (LFM2's layout and tokenizer shape, chat template included), and the
+// built-in Qwen3.6-shaped model (the release's layout, tokenizer shape and chat template).
 import { beforeAll, describe, expect, it } from 'vitest';
 import { runBench } from '../../src/cli/bench.js';
 import { runGenerate } from '../../src/cli/generate.js';
 import { writeTinyChatModel } from '../helpers/qwen3.js';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { QWEN3_5_PRESETS, writeRandomQwen35Checkpoint } from '../../src/models/qwen3_5/presets.js';
 
 describe('model commands on the CPU', () => {
   let dir = '';
@@ -71,20 +76,24 @@ describe('model commands on the CPU', () => {
     let text = '';
     const logs: string[] = [];
     const code = await runGenerate(
-      { model: 'builtin:qwen3.6-moe-tiny', prompt: 'Hello', maxTokens: 3, temperature: 0, topK: 0, topP: 1, device: 'cpu' },
+      { model: 'builtin:qwen3.6-moe-tiny', prompt: 'Hello', maxTokens: 2, temperature: 0, topK: 0, topP: 1, device: 'cpu' },
       (t) => (text += t),
       (l) => logs.push(l),
     );
     expect(code).toBe(0);
     expect(text.length).toBeGreaterThan(1);
-    const stats = /^(\d+) prompt tokens, 3 generated \(max-tokens\)/.exec(logs.at(-1) ?? '');
+    // Through Qwen3.6's template (<|im_start|>user\nHello<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n).
+    const stats = /^(\d+) prompt tokens, 2 generated \(max-tokens\)/.exec(logs.at(-1) ?? '');
     expect(Number(stats?.[1])).toBeGreaterThanOrEqual(9);
+    // bench on the preset's layers with a 512-token vocabulary (the 248320-row lm_head is most of a CPU token).
+    const dir = mkdtempSync(join(tmpdir(), 'tensorgpu-bench-qwen3_5-'));
+    await writeRandomQwen35Checkpoint(dir, { ...QWEN3_5_PRESETS['qwen3.6-moe-tiny'], vocabSize: 512, eosTokenIds: [2] }, { seed: 1 });
     const lines: string[] = [];
-    expect(await runBench({ model: 'builtin:qwen3.6-moe-tiny', device: 'cpu', promptTokens: 2, decodeTokens: 1, moe: 'fused' }, (l) => lines.push(l), () => {})).toBe(0);
+    expect(await runBench({ model: dir, device: 'cpu', promptTokens: 2, decodeTokens: 1, moe: 'fused' }, (l) => lines.push(l), () => {})).toBe(0);
     expect(lines[0]).toContain('qwen3_5_moe, 8 layers, 32 experts, top 4) on cpu');
     // 6 DeltaNet layers of 4 value heads, each a conv window of 3 x 96 and a 32 x 32 state (float32); 2 attention layers of
-    // 2 KV heads of 64.
-    expect(lines).toContain('cache per sequence: recurrent state 123.0 KiB (constant in the context) + KV 2.0 KiB per position (attention layers only; 8.1 MiB at 4096 positions)');
+    // 2 KV heads of 128.
+    expect(lines).toContain('cache per sequence: recurrent state 123.0 KiB (constant in the context) + KV 4.0 KiB per position (attention layers only; 16.1 MiB at 4096 positions)');
     expect(lines.find((l) => l.startsWith('eager'))).toMatch(/\(0\/layer linear_attention, 0\/layer full_attention\)/);
   });
 });

@@ -13,10 +13,11 @@ const COMMON = {
   // The release's 248,320 rows: the presets ship the Qwen3.5 stand-in tokenizer (qwen3_5-tokenizer.ts, see builtin.ts).
   vocabSize: 248320,
   hiddenSize: 128,
+  // Head dim 128 (the release's is 256): FP8 checkpoints' 128-row q_proj blocks then regroup per head.
   numAttentionHeads: 4,
   numKeyValueHeads: 2,
-  headDim: 64,
-  rotaryDim: 16,
+  headDim: 128,
+  rotaryDim: 32,
   ropeTheta: 10_000_000,
   mropeSection: [11, 11, 10],
   rmsNormEps: 1e-6,
@@ -40,6 +41,8 @@ export const QWEN3_5_PRESETS: Readonly<Record<string, Qwen35Config>> = {
   },
   'qwen3.5-tiny': {
     ...COMMON,
+    // The small dense Qwen3.5 models tie their lm_head to the embedding.
+    tieWordEmbeddings: true,
     modelType: 'qwen3_5',
     intermediateSize: 384,
     numHiddenLayers: 4,

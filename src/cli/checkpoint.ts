@@ -89,7 +89,8 @@ export async function runLoadCheckpoint(o: LoadOptions, out: Out = stdout): Prom
       // diffusers VAE, a llama) means tensor by tensor, as when there is no config at all.
       const file = `${dir}/config.json`;
       const family = isSupportedModelType(ck.config) ? familyOf(ck.config, file) : undefined;
-      const specs = family?.weightSpecs(family.parseConfig(ck.config, file));
+      const config = family?.parseConfig(ck.config, file);
+      const specs = family && config && (family.checkpointSpecs?.(ck, config) ?? family.weightSpecs(config));
       if (specs) {
         for (const spec of specs) {
           if (spec.role === 'linear' || spec.role === 'lm_head') {

@@ -20,7 +20,7 @@ import { Lfm2Model } from './lfm2/model.js';
 import { LFM2_PRESETS, writeRandomLfm2Checkpoint } from './lfm2/random-checkpoint.js';
 import { loadLfm2Weights } from './lfm2/weights.js';
 import { parseQwen35Config, type Qwen35Config } from './qwen3_5/config.js';
-import { qwen35WeightSpecs } from './qwen3_5/layout.js';
+import { qwen35CheckpointLayout, qwen35WeightSpecs } from './qwen3_5/layout.js';
 import { Qwen35Model } from './qwen3_5/model.js';
 import { QWEN3_5_PRESETS, writeRandomQwen35Checkpoint } from './qwen3_5/presets.js';
 import { loadQwen35Weights } from './qwen3_5/weights.js';
@@ -36,6 +36,8 @@ export interface ModelFamily<C extends CausalLMConfig = CausalLMConfig> {
   readonly modelTypes: readonly string[];
   parseConfig(json: unknown, file: string): C;
   weightSpecs(config: C): WeightSpec[];
+  /** The tensors this checkpoint holds, where the family has more than one layout (default: weightSpecs). */
+  checkpointSpecs?(ck: Checkpoint, config: C): WeightSpec[];
   /** Streams the weights and builds the model. */
   load(ck: Checkpoint, config: C, weights: WeightLoadingOptions, model: ModelBuildOptions): Promise<CausalLM>;
   /** Longest context the config allows. */
@@ -82,6 +84,7 @@ const QWEN3_5: ModelFamily<Qwen35Config> = {
   modelTypes: ['qwen3_5', 'qwen3_5_moe'],
   parseConfig: parseQwen35Config,
   weightSpecs: qwen35WeightSpecs,
+  checkpointSpecs: qwen35CheckpointLayout,
   load: async (ck, config, w, m) => new Qwen35Model(config, await loadQwen35Weights(ck, config, w), m),
   maxPositions: (c) => c.maxPositionEmbeddings,
   describe: (c) => {

@@ -13,6 +13,9 @@ import { Checkpoint } from '../../src/io/checkpoint.js';
 import { writeCheckpoint } from '../../src/io/checkpoint-writer.js';
 import { parseQwen3Config, type Qwen3Config } from '../../src/io/hf-config.js';
 import { qwen3WeightSpecs } from '../../src/models/qwen3/layout.js';
+import { qwen35CheckpointSpecs } from '../../src/models/qwen3_5/layout.js';
+import { writeRandomQwen35Checkpoint } from '../../src/models/qwen3_5/presets.js';
+import { QWEN3_5_REFERENCE_CASES } from '../../tools/qwen3_5-reference/presets.js';
 import { QWEN3_PRESETS, randomCheckpointConfig, writeRandomQwen3Checkpoint } from '../../src/models/qwen3/random-checkpoint.js';
 
 const gpuUsable = await isAvailable();
@@ -170,6 +173,19 @@ describe('tensorgpu checkpoint load (small checkpoints)', () => {
     const want = heldBytes(SMALL, 'float32');
     expect(loadedLine(lines, 'cpu')).toMatchObject({ tensors: want.tensors, quantized: false });
     expect(lines).toContain(`tensor memory: ${formatBytes(want.bytes)}`);
+  });
+
+  it('a Qwen3.6-shaped FP8 checkpoint with its experts one by one loads by that layout (and by the fused one in bf16)', async () => {
+    const config = { ...QWEN3_5_REFERENCE_CASES['qwen3.6-moe-ref'].config, hiddenSize: 128, moe: { numExperts: 4, numExpertsPerTok: 2, moeIntermediateSize: 128, sharedExpertIntermediateSize: 128 } };
+    const experts = config.numHiddenLayers * config.moe.numExperts * 3;
+    for (const [dtype, oneByOne] of [['fp8', true], ['bfloat16', false]] as const) {
+      const dir = join(root, `qwen3_6-${dtype}`);
+      await writeRandomQwen35Checkpoint(dir, config, { dtype, seed: 1 });
+      const specs = qwen35CheckpointSpecs(config, oneByOne);
+      const linears = specs.filter((spec) => spec.role === 'linear' || spec.role === 'lm_head').length;
+      expect(specs.filter((spec) => spec.name.includes('.experts.')).length).toBe(oneByOne ? experts : 2 * config.numHiddenLayers);
+      expect(loadedLine(await load({ model: dir, device: 'cpu' }), 'cpu'), dtype).toMatchObject({ tensors: specs.length + (oneByOne ? linears - 1 : 0), linears });
+    }
   });
 
   it('a .safetensors file or a checkpoint of another model loads tensor by tensor; inspect says what it is', async () => {

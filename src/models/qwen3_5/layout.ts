@@ -67,3 +67,28 @@ export function qwen35WeightSpecs(c: Qwen35Config): WeightSpec[] {
   if (!c.tieWordEmbeddings) specs.push({ name: 'lm_head.weight', shape: [c.vocabSize, h], role: 'lm_head' });
   return specs;
 }
+
+/**
+ * The tensors of a checkpoint with its experts fused (the release) or stored one by one (each expert's gate / up /
+ * down apart, as FP8 checkpoints may: `experts.<e>.gate_proj.weight`, ...).
+ */
+export function qwen35CheckpointSpecs(c: Qwen35Config, expertsOneByOne: boolean): WeightSpec[] {
+  const specs = qwen35WeightSpecs(c);
+  if (!expertsOneByOne || !c.moe) return specs;
+  const { numExperts, moeIntermediateSize: im } = c.moe;
+  return specs.flatMap((s): WeightSpec[] => {
+    if (s.role !== 'experts') return [s];
+    const base = s.name.replace(/\.experts\.(gate_up_proj|down_proj)$/, '.experts');
+    const h = c.hiddenSize;
+    return Array.from({ length: numExperts }, (_, e) =>
+      s.name.endsWith('gate_up_proj')
+        ? [{ name: `${base}.${e}.gate_proj.weight`, shape: [im, h], role: 'linear' as const }, { name: `${base}.${e}.up_proj.weight`, shape: [im, h], role: 'linear' as const }]
+        : [{ name: `${base}.${e}.down_proj.weight`, shape: [h, im], role: 'linear' as const }],
+    ).flat();
+  });
+}
+
+/** The layout this checkpoint has: fused experts when it holds the first layer's fused tensor, else one by one. */
+export function qwen35CheckpointLayout(ck: { has(name: string): boolean }, c: Qwen35Config): WeightSpec[] {
+  return qwen35CheckpointSpecs(c, c.moe !== undefined && !ck.has(`${TEXT_PREFIX}layers.0.mlp.experts.gate_up_proj`));
+}

@@ -3,9 +3,9 @@
 // scales), and the built-in presets: small widths with Qwen3.6-35B-A3B's shape (3 Gated DeltaNet layers then one
 // gated attention layer, twice; 2 value heads per key head; a quarter of each attention head rotated; 32 experts top
 // 4 plus a shared expert of the experts' width) and the dense Qwen3.5 shape.
-import { savedConfig, writeRandomCheckpoint, type RandomCheckpointOptions, type WeightSpec } from '../random-weights.js';
+import { savedConfig, writeRandomCheckpoint, type RandomCheckpointOptions } from '../random-weights.js';
 import { qwen35ToHfConfig, type Qwen35Config } from './config.js';
-import { qwen35WeightSpecs } from './layout.js';
+import { qwen35CheckpointSpecs } from './layout.js';
 
 const PATTERN = ['linear_attention', 'linear_attention', 'linear_attention', 'full_attention'] as const;
 
@@ -49,26 +49,6 @@ export const QWEN3_5_PRESETS: Readonly<Record<string, Qwen35Config>> = {
     layerTypes: [...PATTERN],
   },
 };
-
-/**
- * The tensors a checkpoint of this dtype holds: FP8 checkpoints (and, on request, others) store each expert's gate /
- * up / down apart, FP8 ones quantized in 128x128 blocks.
- */
-export function qwen35CheckpointSpecs(c: Qwen35Config, expertsOneByOne: boolean): WeightSpec[] {
-  const specs = qwen35WeightSpecs(c);
-  if (!expertsOneByOne || !c.moe) return specs;
-  const { numExperts, moeIntermediateSize: im } = c.moe;
-  return specs.flatMap((s): WeightSpec[] => {
-    if (s.role !== 'experts') return [s];
-    const base = s.name.replace(/\.experts\.(gate_up_proj|down_proj)$/, '.experts');
-    const h = c.hiddenSize;
-    return Array.from({ length: numExperts }, (_, e) =>
-      s.name.endsWith('gate_up_proj')
-        ? [{ name: `${base}.${e}.gate_proj.weight`, shape: [im, h], role: 'linear' as const }, { name: `${base}.${e}.up_proj.weight`, shape: [im, h], role: 'linear' as const }]
-        : [{ name: `${base}.${e}.down_proj.weight`, shape: [h, im], role: 'linear' as const }],
-    ).flat();
-  });
-}
 
 /** expertsOneByOne: the layout FP8 checkpoints use (the default for dtype 'fp8'), for any dtype. */
 export async function writeRandomQwen35Checkpoint(dir: string, config: Qwen35Config, options: RandomCheckpointOptions & { expertsOneByOne?: boolean } = {}): Promise<string[]> {

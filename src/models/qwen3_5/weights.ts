@@ -15,7 +15,7 @@ import { quantize as quantizeTensor } from '../../ops/quantize.js';
 import { cat, contiguous, narrow, permute, reshape, unsqueeze } from '../../ops/shape-ops.js';
 import { tidy } from '../../core/scope.js';
 import { checkLayout, concatWeights, weightParts, WeightLoader, type DenseMlpWeights, type MoeWeights, type WeightLoadingOptions } from '../layers/weights.js';
-import { deltaNetWidths, qwen35WeightSpecs, TEXT_PREFIX } from './layout.js';
+import { qwen35CheckpointLayout, TEXT_PREFIX } from './layout.js';
 import type { Qwen35Config } from './config.js';
 
 export interface DeltaNetWeights {
@@ -83,16 +83,7 @@ export function qwen35WeightTensors(w: Qwen35Weights): Tensor[] {
 
 /** The layout check: every text tensor with its shape; the experts fused or stored one by one. */
 function checkQwen35Layout(ck: Checkpoint, c: Qwen35Config): void {
-  const specs = qwen35WeightSpecs(c);
-  const fused = specs.filter((s) => s.role === 'experts');
-  const oneByOne = fused.length > 0 && !ck.has(fused[0].name);
-  checkLayout(ck, oneByOne ? specs.filter((s) => s.role !== 'experts') : specs);
-  if (oneByOne && c.moe) {
-    for (let i = 0; i < c.numHiddenLayers; i++) {
-      const e0 = `${TEXT_PREFIX}layers.${i}.mlp.experts.0.gate_proj.weight`;
-      if (!ck.has(e0)) throw new CheckpointError(`checkpoint has neither '${TEXT_PREFIX}layers.${i}.mlp.experts.gate_up_proj' nor experts stored one by one ('${e0}')`, { file: ck.dir, tensor: e0 });
-    }
-  }
+  checkLayout(ck, qwen35CheckpointLayout(ck, c));
 }
 
 /** 1 + w in float32: the zero-centred RMSNorm's effective weight. */

@@ -70,7 +70,7 @@ type WeightDType = (typeof WEIGHT_DTYPES)[number];
 
 program
   .command('generate')
-  .description('stream text from a Qwen3 / Qwen3-MoE / LFM2 / LFM2-MoE checkpoint (default: a built-in random-weight Qwen3-MoE with the real tokenizer)')
+  .description('stream text from a Qwen3 / Qwen3-MoE / LFM2 / LFM2-MoE / Qwen3.5 / Qwen3.6 checkpoint (default: a built-in random-weight Qwen3-MoE with the real tokenizer)')
   .option('--model <dir|repo>', `Hugging Face checkpoint directory (config.json, safetensors, tokenizer.json), a Hub repo id (org/name[@revision], downloaded into the Hugging Face cache), or ${BUILTIN_PREFIX}<preset> (${presetNames().join(', ')})`)
   .option('--prompt <text>', 'the user message (or raw text with --raw)', 'Write a haiku about GPUs.')
   .option('--max-tokens <n>', "most tokens to generate (default: generation_config.json's max_new_tokens, else 32)", positiveInt)
@@ -91,7 +91,7 @@ program
 
 program
   .command('train')
-  .description('fine-tune a Qwen3 / LFM2 checkpoint on a text or JSONL file: LoRA adapters (PEFT layout) or --full (default: the built-in model on a built-in text)')
+  .description('fine-tune a Qwen3 / LFM2 / Qwen3.5 checkpoint on a text or JSONL file: LoRA adapters (PEFT layout) or --full (default: the built-in model on a built-in text)')
   .option('--model <dir|repo>', `Hugging Face checkpoint directory, a Hub repo id (org/name[@revision]), or ${BUILTIN_PREFIX}<preset> (${presetNames().join(', ')})`)
   .option('--data <file>', 'training text: a .txt file, or .jsonl records with "text", "prompt" + "completion" or chat "messages" (default: a built-in text)')
   .option('--out <dir>', 'where the adapter (or the --full model), loss.png and losses.json go', 'tensorgpu-adapter')
@@ -203,7 +203,7 @@ const checkpoint = program.command('checkpoint').description('Hugging Face safet
 
 checkpoint
   .command('generate')
-  .description('write a random-weight Qwen3 / Qwen3-MoE / LFM2 / LFM2-MoE checkpoint in the Hugging Face layout')
+  .description('write a random-weight Qwen3 / Qwen3-MoE / LFM2 / LFM2-MoE / Qwen3.5 / Qwen3.6 checkpoint in the Hugging Face layout')
   .requiredOption('--out <dir>', 'directory to write')
   .option('--preset <name>', presetNames().join(', '), 'qwen3-moe-tiny')
   .option('--dtype <dtype>', 'bfloat16, float16, float32 or fp8 (e4m3 with 128x128 block scales)', choice(['bfloat16', 'float16', 'float32', 'fp8'] as const), 'bfloat16')

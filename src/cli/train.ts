@@ -1,4 +1,4 @@
-// `tensorgpu train`: fine-tune a Qwen3 / LFM2 checkpoint (or the built-in model) on a text or JSONL file, with LoRA
+// `tensorgpu train`: fine-tune a Qwen3 / LFM2 / Qwen3.5 checkpoint (or the built-in model) on a text or JSONL file, with LoRA
 // adapters on a frozen base (the default; saved in PEFT's layout) or every weight (--full; saved as a checkpoint).
 // A progress bar shows step, loss, tokens/s and ETA; the loss curve is written as loss.png; Ctrl-C stops after the
 // current step and saves what has been trained so far.

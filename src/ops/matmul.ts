@@ -105,7 +105,15 @@ function weightRecipe(scale: Tensor, n: number, k: number, given?: ScaleRecipe):
  * every weight byte once.
  */
 export function linear(x: Tensor, weight: Tensor, bias?: Tensor, options: LinearOptions = {}): Tensor {
-  return differentiable('linear', [x, weight, bias, options.residual], () => linearForward(x, weight, bias, options), (g, s) => linearRule(g, s.inputs[0] as Tensor, s.inputs[1] as Tensor, s.needs, options), { inputs: [0, 1] });
+  // The FP8 scale is saved with x and the weight: backward dequantizes with it after the caller may have disposed
+  // its view (an expert's slice of a stacked scale).
+  return differentiable(
+    'linear',
+    [x, weight, bias, options.residual, options.weightScale],
+    () => linearForward(x, weight, bias, options),
+    (g, s) => linearRule(g, s.inputs[0] as Tensor, s.inputs[1] as Tensor, s.needs, { ...options, weightScale: s.inputs[4] as Tensor | undefined }),
+    { inputs: [0, 1, 4] },
+  );
 }
 
 /**

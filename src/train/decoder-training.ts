@@ -1,13 +1,15 @@
-// The training forward of the decoder families (Qwen3 / Qwen3-MoE, LFM2 / LFM2-MoE) over their loaded weights:
-// the same math as the inference forward, but from differentiable ops over a whole packed sequence, with no KV
-// cache and none of the decode-only fusions (attentionInputs, the conv state, the MoE expert kernels). Every
-// projection is a ProjectionSite (its Hugging Face module path and the rows it holds in a stacked weight), so an
-// adapter can add its delta to any of them and a merge can write into them.
+// The training forward of the decoder families (Qwen3 / Qwen3-MoE, LFM2 / LFM2-MoE, Qwen3.5 / Qwen3.5-MoE) over
+// their loaded weights: the same math as the inference forward, but from differentiable ops over a whole packed
+// sequence, with no KV cache and none of the decode-only fusions (attentionInputs, the conv and DeltaNet states, the
+// MoE expert kernels). Every projection is a ProjectionSite (its Hugging Face module path and the rows it holds in a
+// stacked weight), so an adapter can add its delta to any of them and a merge can write into them.
 import type { Tensor } from '../core/tensor.js';
 import type { Weight } from '../io/checkpoint.js';
 import type { CausalLM } from '../models/causal-lm.js';
 import { Qwen3Model } from '../models/qwen3/model.js';
 import { Lfm2Model } from '../models/lfm2/model.js';
+import { Qwen35Model } from '../models/qwen3_5/model.js';
+import type { DeltaNetWeights, GatedAttentionWeights } from '../models/qwen3_5/weights.js';
 import { weightScaleOptions, type AttentionGeometry, type Routing } from '../models/layers/blocks.js';
 import type { AttentionWeights, DenseMlpWeights, MoeWeights } from '../models/layers/weights.js';
 import type { ShortConvWeights } from '../models/lfm2/weights.js';
@@ -23,35 +25,43 @@ import { cat, select } from '../ops/shape-ops.js';
 import { softmax } from '../ops/softmax.js';
 import { float32 } from '../autograd/rules.js';
 import { TensorGpuError } from '../core/errors.js';
+import { project, projectStacked, site, withDeltas, type ProjectionDelta, type ProjectionSite } from './projection.js';
+import { deltaNetForward, gatedAttentionForward, qwen35View } from './qwen3_5-training.js';
+import type { DeltaNetMixing } from './gated-delta-rule.js';
 
-/** One linear layer as an adapter sees it: where it lives in the checkpoint and in the (stacked) loaded weight. */
-export interface ProjectionSite {
-  /** The Hugging Face module path, e.g. 'model.layers.0.self_attn.q_proj'. */
-  readonly name: string;
-  /** Its last component ('q_proj'), what PEFT's target_modules match. */
-  readonly module: string;
-  readonly inFeatures: number;
-  readonly outFeatures: number;
-  /** The loaded weight holding its rows (q|k|v and gate|up are stacked at load). */
-  readonly weight: Weight;
-  readonly rowOffset: number;
-  /** For an MoE expert: its index into the stacked [E, N, K] weight. */
+export type { ProjectionSite, ProjectionDelta } from './projection.js';
+
+export type Mixer =
+  | { readonly kind: 'attention'; readonly weights: AttentionWeights; readonly q: ProjectionSite; readonly k: ProjectionSite; readonly v: ProjectionSite; readonly o: ProjectionSite }
+  | { readonly kind: 'conv'; readonly weights: ShortConvWeights; readonly inProj: ProjectionSite; readonly outProj: ProjectionSite }
+  | {
+      readonly kind: 'deltaNet';
+      readonly weights: DeltaNetWeights;
+      readonly geometry: DeltaNetMixing & { readonly convKernel: number };
+      readonly qkv: ProjectionSite;
+      readonly z: ProjectionSite;
+      readonly b: ProjectionSite;
+      readonly a: ProjectionSite;
+      readonly out: ProjectionSite;
+    }
+  | { readonly kind: 'gatedAttention'; readonly weights: GatedAttentionWeights; readonly q: ProjectionSite; readonly k: ProjectionSite; readonly v: ProjectionSite; readonly o: ProjectionSite };
+
+export type MixerOf<K extends Mixer['kind']> = Extract<Mixer, { kind: K }>;
+
+export type FeedForward =
+  | { readonly kind: 'dense'; readonly weights: DenseMlpWeights; readonly gate: ProjectionSite; readonly up: ProjectionSite; readonly down: ProjectionSite }
+  | { readonly kind: 'moe'; readonly weights: MoeWeights; readonly experts: readonly ExpertSites[]; readonly shared?: SharedExpertSites };
+
+/**
+ * A shared expert scaled by sigmoid(shared_expert_gate . x) (Qwen3.5-MoE): stacked as expert `expert` of the
+ * routed experts' weights with its gate as that row of the router, or (`expert` undefined) weights.shared beside.
+ */
+export interface SharedExpertSites extends ExpertSites {
   readonly expert?: number;
 }
 
-/** An adapter's contribution x -> delta [S, outFeatures] at a site, or undefined where it has none. */
-export type ProjectionDelta = (site: ProjectionSite, x: Tensor) => Tensor | undefined;
-
-type Mixer =
-  | { readonly kind: 'attention'; readonly weights: AttentionWeights; readonly q: ProjectionSite; readonly k: ProjectionSite; readonly v: ProjectionSite; readonly o: ProjectionSite }
-  | { readonly kind: 'conv'; readonly weights: ShortConvWeights; readonly inProj: ProjectionSite; readonly outProj: ProjectionSite };
-
-type FeedForward =
-  | { readonly kind: 'dense'; readonly weights: DenseMlpWeights; readonly gate: ProjectionSite; readonly up: ProjectionSite; readonly down: ProjectionSite }
-  | { readonly kind: 'moe'; readonly weights: MoeWeights; readonly experts: readonly ExpertSites[] };
-
 /** One expert's projections (rows of the stacked gate|up and down weights). */
-interface ExpertSites {
+export interface ExpertSites {
   readonly gate: ProjectionSite;
   readonly up: ProjectionSite;
   readonly down: ProjectionSite;
@@ -64,9 +74,11 @@ export interface TrainingLayer {
   readonly ff: FeedForward;
 }
 
+export type TrainingFamily = 'qwen3' | 'lfm2' | 'qwen3_5';
+
 /** A loaded model seen for training: its weights by layer, every projection site, the tables the forward needs. */
 export interface TrainingView {
-  readonly family: 'qwen3' | 'lfm2';
+  readonly family: TrainingFamily;
   readonly embedTokens: Tensor;
   readonly layers: readonly TrainingLayer[];
   readonly norm: Tensor;
@@ -77,10 +89,6 @@ export interface TrainingView {
   readonly rope: { readonly cos: Tensor; readonly sin: Tensor };
   /** Every projection an adapter may target, in layer order. */
   readonly sites: readonly ProjectionSite[];
-}
-
-function site(name: string, weight: Weight, rowOffset: number, outFeatures: number, expert?: number): ProjectionSite {
-  return { name, module: name.slice(name.lastIndexOf('.') + 1), inFeatures: weight.data.shape[weight.data.ndim - 1], outFeatures, weight, rowOffset, expert };
 }
 
 /** An MoE feed-forward with a site per expert projection (`<prefix>.experts.<e>.<gate|up|down>`). */
@@ -118,7 +126,7 @@ function commonView(model: Qwen3Model | Lfm2Model, eps: number) {
   return { embedTokens: w.embedTokens, norm: w.norm, eps, lmHead: w.lmHead, routing: model.routing, geometry, rope: model.rope };
 }
 
-/** The training view of a loaded Qwen3 / LFM2 model (the weights are shared, not copied). */
+/** The training view of a loaded Qwen3 / LFM2 / Qwen3.5 model (the weights are shared, not copied). */
 export function trainingView(model: CausalLM): TrainingView {
   let view: Omit<TrainingView, 'sites'>;
   if (model instanceof Qwen3Model) {
@@ -148,39 +156,25 @@ export function trainingView(model: CausalLM): TrainingView {
         return { mixerNorm: l.operatorNorm, mixer, ffNorm: l.ffnNorm, ff };
       }),
     };
+  } else if (model instanceof Qwen35Model) {
+    view = qwen35View(model);
   } else {
-    throw new TensorGpuError(`training supports the qwen3 and lfm2 families, not '${model.config.modelType}'`);
+    throw new TensorGpuError(`training supports the qwen3, lfm2 and qwen3_5 families, not '${model.config.modelType}'`);
   }
   const sites: ProjectionSite[] = [];
   for (const l of view.layers) {
     const m = l.mixer;
-    sites.push(...(m.kind === 'attention' ? [m.q, m.k, m.v, m.o] : [m.inProj, m.outProj]));
-    if (l.ff.kind === 'dense') sites.push(l.ff.gate, l.ff.up, l.ff.down);
-    else for (const e of l.ff.experts) sites.push(e.gate, e.up, e.down);
+    if (m.kind === 'attention' || m.kind === 'gatedAttention') sites.push(m.q, m.k, m.v, m.o);
+    else if (m.kind === 'conv') sites.push(m.inProj, m.outProj);
+    else sites.push(m.qkv, m.z, m.b, m.a, m.out);
+    const ff = l.ff;
+    if (ff.kind === 'dense') sites.push(ff.gate, ff.up, ff.down);
+    else {
+      for (const e of ff.experts) sites.push(e.gate, e.up, e.down);
+      if (ff.shared) sites.push(ff.shared.gate, ff.shared.up, ff.shared.down);
+    }
   }
   return { ...view, sites };
-}
-
-/** x W^T (+ bias, + residual) plus the adapter's delta at this site. */
-function project(x: Tensor, s: ProjectionSite, delta: ProjectionDelta | undefined, residual?: Tensor, bias?: Tensor): Tensor {
-  const y = linear(x, s.weight.data, bias, { ...weightScaleOptions(s.weight), residual });
-  const d = delta?.(s, x);
-  return d ? y.add(d) : y;
-}
-
-/** Sites stacked in one weight: one linear, the deltas (zeros where a site has none) added side by side. */
-function projectStacked(x: Tensor, sites: readonly ProjectionSite[], delta: ProjectionDelta | undefined): Tensor {
-  const w = sites[0].weight;
-  if (!sites.every((s) => s.weight === w)) return cat(sites.map((s) => project(x, s, delta)), 1);
-  return withDeltas(linear(x, w.data, undefined, weightScaleOptions(w)), x, sites, delta);
-}
-
-/** y (the sites' outputs side by side) plus their deltas at x, zeros where a site has none. */
-function withDeltas(y: Tensor, x: Tensor, sites: readonly ProjectionSite[], delta: ProjectionDelta | undefined): Tensor {
-  const deltas = sites.map((s) => delta?.(s, x));
-  if (deltas.every((d) => d === undefined)) return y;
-  if (deltas.length === 1) return y.add(deltas[0]!);
-  return y.add(cat(deltas.map((d, i) => d ?? zeros([x.shape[0], sites[i].outFeatures], { device: x.device })), 1));
 }
 
 function attentionForward(x: Tensor, h: Tensor, m: Extract<Mixer, { kind: 'attention' }>, g: AttentionGeometry, tables: TrainingView['rope'], delta?: ProjectionDelta): Tensor {
@@ -214,17 +208,21 @@ function convForward(x: Tensor, h: Tensor, m: Extract<Mixer, { kind: 'conv' }>, 
 /**
  * residual + MoE(x), as transformers' sparse MoE blocks compute it in training: the router's top-k chosen on the
  * device (read back once per layer), each chosen expert run on its tokens (gathered and scattered by one-hot
- * matmuls), weighted by the differentiable router scores of the chosen experts (renormalized, scaled).
+ * matmuls), weighted by the differentiable router scores of the chosen experts (renormalized, scaled); a shared
+ * expert runs on every token, scaled by sigmoid of its gate's logit (the router's last row when it is stacked).
  */
 async function moeForward(x: Tensor, residual: Tensor, ff: Extract<FeedForward, { kind: 'moe' }>, routing: Routing, delta?: ProjectionDelta): Promise<Tensor> {
   const mlp = ff.weights;
   const { topK, scoring, normalize, normalizeEps, scale } = routing;
-  const logits = linear(x, mlp.router.data, undefined, weightScaleOptions(mlp.router));
+  const experts = ff.experts.length;
+  const all = linear(x, mlp.router.data, undefined, weightScaleOptions(mlp.router));
+  // With a shared expert stacked as expert E, the router's row E is its gate: the routed logits are the first E.
+  const logits = all.shape[1] > experts ? all.narrow(1, 0, experts) : all;
   const ids = noGrad(() => tidy(() => moeRoute(logits, topK, { scoring, normalize, normalizeEps, scale, selectionBias: mlp.selectionBias }).ids));
   const chosen = await ids.toArray();
   ids.dispose();
   const out = tidy(() => {
-    const [s, experts] = logits.shape;
+    const s = logits.shape[0];
     const mask = new Float32Array(s * experts);
     const tokens: number[][] = Array.from({ length: experts }, () => []);
     for (let t = 0; t < s; t++) {
@@ -252,14 +250,31 @@ async function moeForward(x: Tensor, residual: Tensor, ff: Extract<FeedForward, 
       const ye = withDeltas(linear(act, down.data, undefined, weightScaleOptions(down)), act, [sites.down], delta).mul(gather.matmul(weights.narrow(1, e, 1)));
       out = out.add(gather.transpose(0, 1).matmul(ye));
     });
+    const shared = ff.shared;
+    if (shared) {
+      const e = shared.expert;
+      const pick = (w: Weight): Weight => (e === undefined ? w : { data: select(w.data, 0, e), scale: w.scale && select(w.scale, 0, e), recipe: w.recipe });
+      const [gateUp, down] = e === undefined ? [mlp.shared!.mlp.gateUp, mlp.shared!.mlp.down] : [pick(mlp.gateUp), pick(mlp.down)];
+      const gateLogit = e === undefined ? linear(x, mlp.shared!.gate.data, undefined, weightScaleOptions(mlp.shared!.gate)) : all.narrow(1, e, 1);
+      const act = swiglu(withDeltas(linear(x, gateUp.data, undefined, weightScaleOptions(gateUp)), x, [shared.gate, shared.up], delta));
+      const y = withDeltas(linear(act, down.data, undefined, weightScaleOptions(down)), act, [shared.down], delta);
+      out = out.add(y.mul(float32(gateLogit).sigmoid()));
+    }
     return out;
   });
-  logits.dispose(); // the tape holds what backward needs of it
+  if (logits !== all) logits.dispose();
+  all.dispose(); // the tape holds what backward needs of it
   return out;
 }
 
+export interface TrainingForwardOptions {
+  /** The Gated DeltaNet's chunk (a power of two, default 64); `recurrent` runs its rule one token at a time. */
+  readonly deltaRuleChunk?: number;
+  readonly deltaRuleRecurrent?: boolean;
+}
+
 /** Logits [S, vocab] (float32) of a packed sequence of token ids (int32 [S] on the model's device). */
-export async function trainingLogits(view: TrainingView, tokens: Tensor, delta?: ProjectionDelta): Promise<Tensor> {
+export async function trainingLogits(view: TrainingView, tokens: Tensor, delta?: ProjectionDelta, options: TrainingForwardOptions = {}): Promise<Tensor> {
   const s = tokens.shape[0];
   if (tokens.ndim !== 1 || s === 0) throw new RangeError(`trainingLogits: tokens must be a non-empty int32 [S], got ${tokens.describe()}`);
   if (s > view.rope.cos.shape[0]) throw new RangeError(`trainingLogits: ${s} tokens exceed the model's ${view.rope.cos.shape[0]} RoPE positions (load it with a larger maxSequence)`);
@@ -269,7 +284,11 @@ export async function trainingLogits(view: TrainingView, tokens: Tensor, delta?:
     for (const layer of view.layers) {
       const mixed = tidy(() => {
         const x = rmsNorm(h, layer.mixerNorm, view.eps);
-        return layer.mixer.kind === 'attention' ? attentionForward(x, h, layer.mixer, view.geometry, tables, delta) : convForward(x, h, layer.mixer, delta);
+        const m = layer.mixer;
+        if (m.kind === 'attention') return attentionForward(x, h, m, view.geometry, tables, delta);
+        if (m.kind === 'conv') return convForward(x, h, m, delta);
+        if (m.kind === 'gatedAttention') return gatedAttentionForward(x, h, m, view.geometry, tables, delta);
+        return deltaNetForward(x, h, m, delta, { chunk: options.deltaRuleChunk, recurrent: options.deltaRuleRecurrent });
       });
       h.dispose();
       h = mixed;

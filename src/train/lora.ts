@@ -13,34 +13,48 @@ import { quantize } from '../ops/quantize.js';
 import { flatParameters } from '../optim/flat-parameters.js';
 import { copyInto } from '../ops/shape-ops.js';
 import type { Weight } from '../io/checkpoint.js';
-import type { ProjectionDelta, ProjectionSite } from './decoder-training.js';
+import type { TrainingFamily } from './decoder-training.js';
+import { siteParts, sitePlacements, type ProjectionDelta, type ProjectionSite } from './projection.js';
 
 export interface LoraConfig {
   readonly rank: number;
   /** The delta is scaled by alpha / rank (alpha / sqrt(rank) with rsLora). */
   readonly alpha: number;
-  /** Module names (the last part of a site's path, PEFT's target_modules) that get an adapter. */
+  /**
+   * PEFT's target_modules: a site gets an adapter when its path is one of them or ends with '.' + one of them
+   * ('q_proj' matches every attention's q_proj, 'shared_expert.gate_proj' only the shared experts').
+   */
   readonly targetModules: readonly string[];
   readonly rsLora?: boolean;
 }
 
-/** PEFT's defaults for the families: every attention and MLP projection. */
-export const DEFAULT_LORA_TARGETS: Readonly<Record<'qwen3' | 'lfm2', readonly string[]>> = {
+/**
+ * PEFT's defaults for the families: every attention and MLP projection (Qwen3.5: and the DeltaNet's qkv, z and
+ * out projections; its b and a, one row per value head, only when named).
+ */
+export const DEFAULT_LORA_TARGETS: Readonly<Record<TrainingFamily, readonly string[]>> = {
   qwen3: ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj'],
   lfm2: ['q_proj', 'k_proj', 'v_proj', 'out_proj', 'in_proj', 'w1', 'w2', 'w3'],
+  qwen3_5: ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'in_proj_qkv', 'in_proj_z', 'out_proj', 'gate_proj', 'up_proj', 'down_proj'],
 };
 
-/** The attention (and LFM2 conv) projections alone. */
-const MIXER_TARGETS: Readonly<Record<'qwen3' | 'lfm2', readonly string[]>> = {
+/** The attention (and LFM2 conv, Qwen3.5 DeltaNet) projections alone; Qwen3.5-MoE's shared expert beside them. */
+const MIXER_TARGETS: Readonly<Record<TrainingFamily, readonly string[]>> = {
   qwen3: ['q_proj', 'k_proj', 'v_proj', 'o_proj'],
   lfm2: ['q_proj', 'k_proj', 'v_proj', 'out_proj', 'in_proj'],
+  qwen3_5: ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'in_proj_qkv', 'in_proj_z', 'out_proj', 'shared_expert.gate_proj', 'shared_expert.up_proj', 'shared_expert.down_proj'],
 };
+
+/** Whether a site is one of PEFT's target_modules (its whole path, or a suffix of it after a dot). */
+export function targets(site: ProjectionSite, modules: readonly string[]): boolean {
+  return modules.some((m) => site.name === m || site.name.endsWith(`.${m}`));
+}
 
 /**
  * What `tensorgpu train` adapts by default: every projection of a dense model; for an MoE model the attention
  * (and conv) projections only, since gate/up/down would put an adapter on every expert (name them to get that).
  */
-export function defaultLoraTargets(view: { readonly family: 'qwen3' | 'lfm2'; readonly layers: readonly { readonly ff: { readonly kind: string } }[] }): readonly string[] {
+export function defaultLoraTargets(view: { readonly family: TrainingFamily; readonly layers: readonly { readonly ff: { readonly kind: string } }[] }): readonly string[] {
   return view.layers.some((l) => l.ff.kind === 'moe') ? MIXER_TARGETS[view.family] : DEFAULT_LORA_TARGETS[view.family];
 }
 
@@ -66,7 +80,7 @@ export class LoraAdapter {
    * all in one parameter arena.
    */
   static create(sites: readonly ProjectionSite[], config: LoraConfig, options: { device?: DeviceName; generator?: Generator } = {}): LoraAdapter {
-    const chosen = sites.filter((s) => config.targetModules.includes(s.module));
+    const chosen = sites.filter((s) => targets(s, config.targetModules));
     if (chosen.length === 0) throw new RangeError(`LoRA: no projection matches target modules [${config.targetModules.join(', ')}] (the model has ${[...new Set(sites.map((s) => s.module))].join(', ')})`);
     // A and B of every module live in one arena (their gradients in another): one AdamW dispatch per step.
     const initial = chosen.flatMap((s) => {
@@ -100,25 +114,29 @@ export class LoraAdapter {
    * recipe, their scales rewritten.
    */
   merge(sites: readonly ProjectionSite[]): void {
-    // Grouped by the 2-D weight they write (an expert's slice of a stacked weight is its own).
-    const groups = new Map<string, { weight: Weight; expert?: number; sites: ProjectionSite[] }>();
+    // Grouped by the 2-D weight they write (an expert's slice of a stacked weight is its own); a site whose rows
+    // the loader split (Qwen3.5's q_proj) writes each part where it went.
+    type Part = { site: ProjectionSite; part: number; rowOffset: number; outFeatures: number };
+    const groups = new Map<string, { weight: Weight; expert?: number; sites: Part[] }>();
     const ids = new Map<Weight, number>();
     for (const s of sites) {
       if (!this.modules.has(s.name)) continue;
-      if (!ids.has(s.weight)) ids.set(s.weight, ids.size);
-      const key = `${ids.get(s.weight)}:${s.expert ?? -1}`;
-      const g = groups.get(key) ?? { weight: s.weight, expert: s.expert, sites: [] };
-      g.sites.push(s);
-      groups.set(key, g);
+      sitePlacements(s).forEach(({ weight, rowOffset, rows }, part) => {
+        if (!ids.has(weight)) ids.set(weight, ids.size);
+        const key = `${ids.get(weight)}:${s.expert ?? -1}`;
+        const g = groups.get(key) ?? { weight, expert: s.expert, sites: [] };
+        g.sites.push({ site: s, part, rowOffset, outFeatures: rows });
+        groups.set(key, g);
+      });
     }
     noGrad(() => {
       for (const { weight, expert, sites: parts } of groups.values()) {
         tidy(() => {
           const slice = (t: Tensor) => (expert === undefined ? t : t.select(0, expert));
           const data = slice(weight.data);
-          const deltaOf = (s: ProjectionSite) => {
-            const m = this.modules.get(s.name)!;
-            return m.b.matmul(m.a).mul(this.scaling);
+          const deltaOf = ({ site, part }: Part) => {
+            const m = this.modules.get(site.name)!;
+            return siteParts(site, m.b, 0)[part].matmul(m.a).mul(this.scaling);
           };
           if (!weight.scale) {
             for (const s of parts) {

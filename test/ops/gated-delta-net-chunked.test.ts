@@ -5,7 +5,7 @@
 // heads, and a dispatch count that does not grow with S.
 import { afterEach, describe, expect, it } from 'vitest';
 import * as tg from '../../src/index.js';
-import { setDefaultDevice, type Tensor } from '../../src/index.js';
+import { setDefaultDevice } from '../../src/index.js';
 import { gatedDeltaNetTuning } from '../../src/backends/webgpu/kernels/gated-delta-net.js';
 import { gatedDeltaNetChunkedTuning } from '../../src/backends/webgpu/kernels/gated-delta-net-chunked.js';
 import { expectClose } from '../helpers/compare.js';

@@ -39,7 +39,6 @@ const CASES = {
   wide: QWEN3_5_REFERENCE_CASES['qwen3.6-moe-wide-shared-ref'].config,
   dense: QWEN3_5_REFERENCE_CASES['qwen3.5-ref'].config,
 };
-type Case = keyof typeof CASES;
 const IDS = [3, 17, 42, 5, 88, 1, 60, 200, 9, 31, 4];
 const LONG = Array.from({ length: 70 }, (_, i) => (i * 37 + 3) % 256);
 const EVERY_PROJECTION = ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'in_proj_qkv', 'in_proj_z', 'in_proj_b', 'in_proj_a', 'out_proj', 'gate_proj', 'up_proj', 'down_proj'];

@@ -2,11 +2,12 @@
 // the family's DecoderStack, dispatch accounting, the active-bytes figure and disposal. A family supplies its
 // cache, its stack (how a layer mixes tokens, which feed-forward follows) and its weight list.
 import type { DeviceName } from '../../backends/backend.js';
+import type { DType } from '../../core/dtype.js';
 import { keep, tidy } from '../../core/scope.js';
 import type { Tensor } from '../../core/tensor.js';
 import type { Weight } from '../../io/checkpoint.js';
 import type { RopeScaling } from '../../io/hf-config.js';
-import { tensor } from '../../ops/creation.js';
+import { tensor, zeros } from '../../ops/creation.js';
 import { reshape } from '../../ops/shape-ops.js';
 import { activeBytes, reserve, type CausalLM, type LastForward, type CausalLMConfig, type ForwardOptions, type ModelCache, type MoeMode } from '../causal-lm.js';
 import { ropeTables } from '../qwen3/rope.js';
@@ -91,4 +92,13 @@ export function byLayerKind(layers: readonly number[], kind: (i: number) => stri
     out[k] = Math.max(out[k] ?? 0, n);
   });
   return out;
+}
+
+/**
+ * The KV rows of a hybrid model's attention layers, [capacity, kvHeads, headDim] each, undefined for its other
+ * layers (LFM2's conv layers, Qwen3.5's DeltaNet layers), indexed by layer.
+ */
+export function attentionKvRows(isAttention: readonly boolean[], shape: readonly number[], dtype: DType, device: DeviceName): { keys: (Tensor | undefined)[]; values: (Tensor | undefined)[] } {
+  const rows = () => isAttention.map((a) => (a ? keep(zeros(shape, { dtype, device })) : undefined));
+  return { keys: rows(), values: rows() };
 }

@@ -14,7 +14,7 @@ import { shortConv } from '../../ops/short-conv.js';
 import { keep, tidy } from '../../core/scope.js';
 import type { ModelCache, MoeMode } from '../causal-lm.js';
 import { attentionBlock, weightScaleOptions, type DecoderStack, type Routing } from '../layers/blocks.js';
-import { DecoderModel } from '../layers/decoder-model.js';
+import { attentionKvRows, DecoderModel } from '../layers/decoder-model.js';
 import { lfm2WeightTensors, type Lfm2Weights, type ShortConvWeights } from './weights.js';
 
 export interface Lfm2ModelOptions {
@@ -40,12 +40,9 @@ export class Lfm2Cache implements ModelCache {
     dtype: DType,
     device: DeviceName,
   ) {
-    const kvShape = [capacity, config.numKeyValueHeads, config.headDim];
-    const attn = (i: number) => config.layerTypes[i] === 'full_attention';
-    const layers = Array.from({ length: config.numHiddenLayers }, (_, i) => i);
-    this.keys = layers.map((i) => (attn(i) ? keep(zeros(kvShape, { dtype, device })) : undefined));
-    this.values = layers.map((i) => (attn(i) ? keep(zeros(kvShape, { dtype, device })) : undefined));
-    this.convStates = layers.map((i) => (attn(i) ? undefined : keep(zeros([config.convLCache - 1, config.hiddenSize], { device }))));
+    const attention = config.layerTypes.map((t) => t === 'full_attention');
+    ({ keys: this.keys, values: this.values } = attentionKvRows(attention, [capacity, config.numKeyValueHeads, config.headDim], dtype, device));
+    this.convStates = attention.map((a) => (a ? undefined : keep(zeros([config.convLCache - 1, config.hiddenSize], { device }))));
   }
 
   dispose(): void {

@@ -11,18 +11,16 @@ import type { DType } from '../../core/dtype.js';
 import { keep, tidy } from '../../core/scope.js';
 import type { Tensor } from '../../core/tensor.js';
 import type { Weight } from '../../io/checkpoint.js';
-import { zeros } from '../../ops/creation.js';
 import { attentionInputs } from '../../ops/attention-inputs.js';
 import { gatedDeltaNet, gatedDeltaNetStateBytes, newGatedDeltaNetState, type GatedDeltaNetBatch, type GatedDeltaNetGeometry, type GatedDeltaNetState } from '../../ops/gated-delta-net.js';
 import { attention, rmsNorm } from '../../ops/nn.js';
 import { cat, narrow, reshape } from '../../ops/shape-ops.js';
 import type { ModelCache, MoeMode, PagedCausalLM } from '../causal-lm.js';
 import { decoderForwardPaged, project, type DecoderStack, type Routing } from '../layers/blocks.js';
-import { byLayerKind, DecoderModel } from '../layers/decoder-model.js';
+import { attentionKvRows, byLayerKind, DecoderModel } from '../layers/decoder-model.js';
 import { kvBytesPerPosition, PagedKvPool, type KvGeometry, type PagedKvPoolOptions, type PagedSlot } from '../layers/paged-kv.js';
 import type { PagedIndex } from '../../ops/paged-cache.js';
 import { DeltaNetStateSlots } from './state-slots.js';
-import type { DenseMlpWeights, MoeWeights } from '../layers/weights.js';
 import { deltaNetWidths } from './layout.js';
 import type { Qwen35Config } from './config.js';
 import { qwen35WeightTensors, type DeltaNetWeights, type GatedAttentionWeights, type Qwen35Weights } from './weights.js';
@@ -58,14 +56,11 @@ export class Qwen35Cache implements ModelCache {
     dtype: DType,
     device: DeviceName,
   ) {
-    const kvShape = [capacity, config.numKeyValueHeads, config.headDim];
-    const attn = (i: number) => config.layerTypes[i] === 'full_attention';
-    const layers = Array.from({ length: config.numHiddenLayers }, (_, i) => i);
-    this.keys = layers.map((i) => (attn(i) ? keep(zeros(kvShape, { dtype, device })) : undefined));
-    this.values = layers.map((i) => (attn(i) ? keep(zeros(kvShape, { dtype, device })) : undefined));
+    const attention = config.layerTypes.map((t) => t === 'full_attention');
+    ({ keys: this.keys, values: this.values } = attentionKvRows(attention, [capacity, config.numKeyValueHeads, config.headDim], dtype, device));
     const g = deltaNetGeometry(config);
-    this.states = layers.map((i) => {
-      if (attn(i)) return undefined;
+    this.states = attention.map((a) => {
+      if (a) return undefined;
       const s = newGatedDeltaNetState(g, device);
       return { conv: keep(s.conv), recurrent: keep(s.recurrent) };
     });

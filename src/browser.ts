@@ -62,3 +62,7 @@ export { Lfm2Model, Lfm2Cache } from './models/lfm2/model.js';
 export { parseQwen35Config, qwen35ToHfConfig, type Qwen35Config } from './models/qwen3_5/config.js';
 export { Qwen35Model, Qwen35Cache } from './models/qwen3_5/model.js';
 export { gatedDeltaNetStateBytes } from './ops/gated-delta-net.js';
+export { QWEN3_5_PRESETS } from './models/qwen3_5/presets.js';
+export { qwen35WeightSpecs } from './models/qwen3_5/layout.js';
+export { qwen3_5TokenizerFilesFrom } from './generate/qwen3_5-tokenizer.js';
+export { randomCheckpointInMemory } from './models/random-weights.js';

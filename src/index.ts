@@ -13,7 +13,7 @@ export { loadModel, type LoadedModel, type LoadModelOptions } from './models/loa
 export { loadQwen3 } from './models/qwen3/load.js';
 export { writeRandomQwen3Checkpoint } from './models/qwen3/random-checkpoint.js';
 export { LFM2_PRESETS, writeRandomLfm2Checkpoint } from './models/lfm2/random-checkpoint.js';
-export { QWEN3_5_PRESETS, writeRandomQwen35Checkpoint } from './models/qwen3_5/presets.js';
+export { writeRandomQwen35Checkpoint } from './models/qwen3_5/presets.js';
 export { ensureBuiltinModel } from './models/builtin.js';
 export { loadWanVae, type LoadWanVaeOptions, type VaePart } from './models/wan-vae/load.js';
 export { WanVae, type CodecProgress, type CodecSteps, type DecodeOptions, type EncodeOptions } from './models/wan-vae/model.js';

@@ -1,5 +1,5 @@
-// The chat demo page: a Qwen3 or LFM2 model (any supported model_type) on WebGPU in the page (the built-in random
-// Qwen3-MoE generated here, a Hugging Face folder by URL read with Range requests and optionally kept in this browser, or a model folder picked on this
+// The chat demo page: a Qwen3, LFM2 or Qwen3.5 / Qwen3.6 model (any supported model_type) on WebGPU in the page (a
+// built-in random Qwen3-MoE or Qwen3.6-shaped model generated here, a Hugging Face folder by URL read with Range requests and optionally kept in this browser, or a model folder picked on this
 // computer), tokens streamed as they are sampled, live tok/s, dispatches per token and GPU memory, and a stop button.
 // `tensorgpu web` serves it; dist/web is also a plain static folder.
 import * as tg from '../src/browser.js';
@@ -25,6 +25,11 @@ const mib = (bytes: number) => `${(bytes / 2 ** 20).toFixed(1)} MiB`;
 // generated in the page. ?layers=N changes its depth (the tests use a shallower one).
 const params = new URLSearchParams(location.search);
 const BUILTIN: tg.Qwen3Config = { ...tg.QWEN3_PRESETS['qwen3-moe-tiny']!, numHiddenLayers: Number(params.get('layers') ?? 4) };
+// The built-in Qwen3.6-shaped model, qwen3.6-moe-tiny (Gated DeltaNet and gated attention layers, an MoE with a shared
+// expert, the release's 248320-token vocabulary with the stand-in tokenizer built from Qwen3's); ?layers=N as above.
+const QWEN36_PRESET = tg.QWEN3_5_PRESETS['qwen3.6-moe-tiny']!;
+const QWEN36_LAYERS = Math.min(QWEN36_PRESET.numHiddenLayers, Number(params.get('layers') ?? QWEN36_PRESET.numHiddenLayers));
+const BUILTIN_QWEN36: tg.Qwen35Config = { ...QWEN36_PRESET, numHiddenLayers: QWEN36_LAYERS, layerTypes: QWEN36_PRESET.layerTypes.slice(0, QWEN36_LAYERS) };
 
 interface Loaded {
   model: tg.CausalLM;
@@ -94,6 +99,18 @@ async function load(): Promise<void> {
     status('uploading weights…');
     const model = await tg.qwen3FromCheckpoint(ck, { device: 'webgpu', maxSequence: 512, onProgress });
     loaded = { model, tokenizer: await tokenizerAt('./tokenizer'), name: `built-in random Qwen3-MoE (${BUILTIN.numHiddenLayers} layers, ${BUILTIN.moe!.numExperts} experts)` };
+  } else if (which === 'builtin-qwen3.6') {
+    status('generating random weights…');
+    const dtype = params.get('dtype') === 'float32' ? 'float32' : 'bfloat16';
+    const c = { ...BUILTIN_QWEN36, torchDtype: dtype } as const;
+    const ck = await tg.randomCheckpointInMemory(tg.qwen35WeightSpecs(c), tg.qwen35ToHfConfig(c), { seed: 0, dtype });
+    status('uploading weights…');
+    const model = await tg.modelFromCheckpoint(ck, { device: 'webgpu', maxSequence: 512, onProgress });
+    const qwen3 = await tg.fetchText('./tokenizer/tokenizer.json');
+    if (qwen3 === undefined) throw new Error('./tokenizer/tokenizer.json: HTTP 404');
+    const files = tg.qwen3_5TokenizerFilesFrom(qwen3);
+    const tokenizer = new tg.TextTokenizer(JSON.parse(files['tokenizer.json']!), JSON.parse(files['tokenizer_config.json']!));
+    loaded = { model, tokenizer, name: `built-in random Qwen3.6-shaped MoE (${c.numHiddenLayers} layers, ${c.moe!.numExperts} experts + 1 shared)` };
   } else if (which === 'url') {
     const url = $<HTMLInputElement>('url').value.trim().replace(/\/$/, '');
     const events: tg.CachedFileEvent[] = [];
@@ -202,13 +219,15 @@ async function main(): Promise<void> {
     }),
   );
   // Typing a URL or picking a folder selects that model source.
-  const select = (value: string) => ((document.querySelector(`input[name=model][value=${value}]`) as HTMLInputElement).checked = true);
+  const select = (value: string) => ((document.querySelector(`input[name=model][value="${value}"]`) as HTMLInputElement).checked = true);
   $('url').addEventListener('input', () => select('url'));
   $('folder').addEventListener('change', () => select('folder'));
   $('clear-cache').addEventListener('click', () => void tg.clearWeightCache().then(showCacheUsage, (e) => status(`error: ${(e as Error).message}`)));
   void showCacheUsage().catch(() => {});
   $('send').addEventListener('click', () => void send());
   $('stop').addEventListener('click', () => running?.abort());
+  const preset = params.get('model');
+  if (preset === 'qwen3.6-moe-tiny') select('builtin-qwen3.6');
   try {
     if (params.get('autoload') === '1') await load();
     document.body.dataset.state = 'ready';

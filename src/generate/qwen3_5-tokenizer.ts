@@ -37,7 +37,6 @@
 // release's tokenizer.json lists the 7 audio / TTS tokens 248070-248076 or only its tokenizer_config.json does (copies
 // disagree; the stand-in lists all 33 in both, as TextTokenizer reads only tokenizer.json's). The release's text
 // vocabulary itself (248,044 tokens) is not reproduced.
-import { qwen3TokenizerFiles } from './tokenizer.js';
 import { addedToken, addedTokensDecoder, bpeModel } from './tokenizer-json.js';
 
 /** Rows of the release's embedding and lm_head (config.json's vocab_size). */
@@ -261,10 +260,12 @@ export const QWEN3_5_CHAT_TEMPLATE = String.raw`{%- set image_count = namespace(
     {%- endif %}
 {%- endif %}`;
 
-
-/** tokenizer.json and tokenizer_config.json of the stand-in Qwen3.5 / Qwen3.6 tokenizer, by file name. */
-export async function qwen3_5TokenizerFiles(): Promise<Record<string, string>> {
-  const qwen3 = JSON.parse((await qwen3TokenizerFiles())['tokenizer.json']) as {
+/**
+ * tokenizer.json and tokenizer_config.json of the stand-in Qwen3.5 / Qwen3.6 tokenizer, by file name, built from
+ * Qwen3's tokenizer.json (read from disk in Node by tokenizer.ts' qwen3_5TokenizerFiles, fetched in a page).
+ */
+export function qwen3_5TokenizerFilesFrom(qwen3TokenizerJson: string): Record<string, string> {
+  const qwen3 = JSON.parse(qwen3TokenizerJson) as {
     post_processor: unknown;
     model: { vocab: Record<string, number>; merges: (string | [string, string])[] };
   };

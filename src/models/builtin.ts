@@ -4,8 +4,7 @@
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { lfm2TokenizerFiles } from '../generate/lfm2-tokenizer.js';
-import { qwen3_5TokenizerFiles } from '../generate/qwen3_5-tokenizer.js';
-import { qwen3TokenizerFiles } from '../generate/tokenizer.js';
+import { qwen3_5TokenizerFiles, qwen3TokenizerFiles } from '../generate/tokenizer.js';
 import { ensureGeneratedDir } from '../io/generated-dir.js';
 import { presetNamed } from './families.js';
 import type { RandomWeightDType } from './random-weights.js';

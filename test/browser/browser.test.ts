@@ -300,6 +300,26 @@ describe.skipIf(!available)('the browser build in Chromium (WebGPU on SwiftShade
     }
   }, 240_000);
 
+  it('chats on the demo page with the built-in Qwen3.6-shaped model (the release layout and tokenizer shape, built in the page)', async () => {
+    const chat = await browser.newPage();
+    const errors: string[] = [];
+    chat.on('pageerror', (e) => errors.push(e.message));
+    try {
+      await chat.goto(`${server.url}/chat.html?autoload=1&model=qwen3.6-moe-tiny&layers=4&tokens=2`);
+      await chat.waitForSelector('body[data-state=ready], body[data-state=error]', { timeout: 90_000 });
+      expect(await chat.textContent('#status')).toMatch(/^built-in random Qwen3\.6-shaped MoE \(4 layers, 32 experts \+ 1 shared\): loaded in/);
+      await chat.click('#send');
+      await chat.waitForSelector('body[data-state=done]', { timeout: 90_000 });
+      expect(await chat.textContent('#status')).toMatch(/^done \((max-tokens|eos)\)/);
+      expect(((await chat.textContent('.assistant')) ?? '').length).toBeGreaterThan('model: '.length);
+      expect((await chat.textContent('#stats')) ?? '').toMatch(/dispatches\/token: \d+/);
+      expect(errors).toEqual([]);
+    } finally {
+      await chat.evaluate(() => (globalThis as { tensorgpuRelease?: () => void }).tensorgpuRelease?.()).catch(() => {});
+      await chat.close();
+    }
+  }, 240_000);
+
   it('chats with a model folder picked on this computer, and keeps a model read by URL in the browser (the second load says so and reads nothing)', async () => {
     const chat = await browser.newPage();
     const errors: string[] = [];

@@ -12,9 +12,8 @@ import {
   QWEN3_5_TEXT_TOKENS,
   QWEN3_5_TOKENIZER_SIZE,
   QWEN3_5_VOCAB_SIZE,
-  qwen3_5TokenizerFiles,
 } from '../../src/generate/qwen3_5-tokenizer.js';
-import { StreamingDecoder, TextTokenizer } from '../../src/generate/tokenizer.js';
+import { qwen3_5TokenizerFiles, StreamingDecoder, TextTokenizer } from '../../src/generate/tokenizer.js';
 import { QWEN3_5_PRESETS } from '../../src/models/qwen3_5/presets.js';
 
 const dirs: string[] = [];

@@ -93,7 +93,7 @@ export class Qwen35Model extends DecoderModel<Qwen35Cache> implements PagedCausa
     // Partial rotary: tables of width rotaryDim / 2 rotate the first rotaryDim dims of each head.
     super(weights.embedTokens, { headDim: config.rotaryDim, theta: config.ropeTheta, maxPositionEmbeddings: config.maxPositionEmbeddings }, options.maxSequence, options.moeMode);
     const moe = config.moe;
-    const inStack = weights.layers.some((l) => l.mlp.kind === 'moe' && (l.mlp as { sharedInStack?: boolean }).sharedInStack);
+    const inStack = weights.layers.some((l) => l.mlp.kind === 'moe' && l.mlp.sharedInStack);
     this.routing = moe && { topK: moe.numExpertsPerTok, scoring: 'softmax', normalize: true, sharedExpert: inStack };
     const seen: Record<string, number> = {};
     this.kindIndex = config.layerTypes.map((t) => (seen[t] = (seen[t] ?? -1) + 1));
@@ -156,7 +156,7 @@ export class Qwen35Model extends DecoderModel<Qwen35Cache> implements PagedCausa
           const x = rmsNorm(h, layer.inputNorm, c.rmsNormEps);
           const m = layer.mixer;
           const k = this.kindIndex[i];
-          if (m.kind === 'full_attention') return this.gatedAttentionPaged(x, h, m, pool.keys[k], pool.values[k], pages);
+          if (m.kind === 'full_attention') return this.gatedAttention(x, h, m, pool.keys[k], pool.values[k], { pages });
           // One sequence (a prefill chunk) runs as the contiguous cache does (the chunked form for long chunks);
           // a decode batch is one dispatch over every sequence's slot.
           if (slots.length === 1) return this.deltaNet(x, h, m, states.state(k, slots[0].sequence.stateSlot!));
@@ -182,7 +182,7 @@ export class Qwen35Model extends DecoderModel<Qwen35Cache> implements PagedCausa
           const x = rmsNorm(h, layer.inputNorm, c.rmsNormEps);
           const m = layer.mixer;
           if (m.kind === 'linear_attention') return this.deltaNet(x, h, m, cache.states[i]!);
-          return this.gatedAttention(x, h, m, cache.keys[i]!, cache.values[i]!, start, position);
+          return this.gatedAttention(x, h, m, cache.keys[i]!, cache.values[i]!, { start, position });
         }),
       feedForward: (i) => ({ norm: w.layers[i].postNorm, weights: w.layers[i].mlp }),
     };
@@ -202,38 +202,29 @@ export class Qwen35Model extends DecoderModel<Qwen35Cache> implements PagedCausa
     return project(y, m.outProj, h);
   }
 
-  /** h + o_proj(attention(q, k, v) * sigmoid(gate)) with q/k norm, partial RoPE and the cache write in one kernel. */
-  private gatedAttention(x: Tensor, h: Tensor, m: GatedAttentionWeights, keys: Tensor, values: Tensor, start: number, position?: Tensor): Tensor {
+  /**
+   * h + o_proj(attention(q, k, v) * sigmoid(gate)) with q/k norm, partial RoPE and the cache write in one kernel: at
+   * the cache rows from `start` (or the device position), or over a paged pool with every row's position and page
+   * table from the batch index.
+   */
+  private gatedAttention(x: Tensor, h: Tensor, m: GatedAttentionWeights, keys: Tensor, values: Tensor, at: { start: number; position?: Tensor } | { pages: PagedIndex }): Tensor {
     const c = this.config;
     const s = x.shape[0];
     const d = c.headDim;
     const qkvWidth = (c.numAttentionHeads + 2 * c.numKeyValueHeads) * d;
     const proj = projectStacked(x, m.qkvg);
-    const qkv = narrow(proj, 1, 0, qkvWidth);
     const gate = narrow(proj, 1, qkvWidth, c.numAttentionHeads * d);
-    const q = attentionInputs(qkv, {
-      heads: c.numAttentionHeads, kvHeads: c.numKeyValueHeads, headDim: d, qNorm: m.qNorm, kNorm: m.kNorm, eps: c.rmsNormEps,
-      cos: this.rope.cos, sin: this.rope.sin, keys, values, position: position ?? start,
-    });
-    const attn = position
-      ? attention(q, keys, values, { causal: true, queryOffset: position, gate })
-      : attention(q, narrow(keys, 0, 0, start + s), narrow(values, 0, 0, start + s), { causal: true, queryOffset: start, gate });
-    return project(reshape(attn, [s, c.numAttentionHeads * d]), m.o, h);
-  }
-
-  /** gatedAttention over a paged pool: every row's position and page table from the batch index. */
-  private gatedAttentionPaged(x: Tensor, h: Tensor, m: GatedAttentionWeights, keys: Tensor, values: Tensor, pages: PagedIndex): Tensor {
-    const c = this.config;
-    const d = c.headDim;
-    const qkvWidth = (c.numAttentionHeads + 2 * c.numKeyValueHeads) * d;
-    const proj = projectStacked(x, m.qkvg);
-    const gate = narrow(proj, 1, qkvWidth, c.numAttentionHeads * d);
+    const { pages, start = 0, position } = 'pages' in at ? { pages: at.pages } : { ...at, pages: undefined };
     const q = attentionInputs(narrow(proj, 1, 0, qkvWidth), {
       heads: c.numAttentionHeads, kvHeads: c.numKeyValueHeads, headDim: d, qNorm: m.qNorm, kNorm: m.kNorm, eps: c.rmsNormEps,
-      cos: this.rope.cos, sin: this.rope.sin, keys, values, position: 0, pages,
+      cos: this.rope.cos, sin: this.rope.sin, keys, values, position: position ?? start, pages,
     });
-    const attn = attention(q, keys, values, { pages, gate });
-    return project(reshape(attn, [x.shape[0], c.numAttentionHeads * d]), m.o, h);
+    const attn = pages
+      ? attention(q, keys, values, { pages, gate })
+      : position
+        ? attention(q, keys, values, { causal: true, queryOffset: position, gate })
+        : attention(q, narrow(keys, 0, 0, start + s), narrow(values, 0, 0, start + s), { causal: true, queryOffset: start, gate });
+    return project(reshape(attn, [s, c.numAttentionHeads * d]), m.o, h);
   }
 
   weightTensors(): Tensor[] {

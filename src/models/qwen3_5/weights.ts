@@ -14,7 +14,7 @@ import { add } from '../../ops/elementwise.js';
 import { quantize as quantizeTensor } from '../../ops/quantize.js';
 import { cat, contiguous, narrow, permute, reshape, unsqueeze } from '../../ops/shape-ops.js';
 import { tidy } from '../../core/scope.js';
-import { checkLayout, concatWeights, weightParts, WeightLoader, type DenseMlpWeights, type MoeWeights, type WeightLoadingOptions } from '../layers/weights.js';
+import { canFuseRows, checkLayout, concatWeights, weightParts, WeightLoader, type DenseMlpWeights, type MoeWeights, type WeightLoadingOptions } from '../layers/weights.js';
 import { qwen35CheckpointLayout, TEXT_PREFIX } from './layout.js';
 import type { Qwen35Config } from './config.js';
 
@@ -105,11 +105,12 @@ function stackRows(ws: Weight[], quantize?: WeightLoadingOptions['quantize']): W
     plain.data.dispose();
     return { data: q.data, scale: q.scale, recipe: 'block' };
   }
-  const dtype = ws[0].data.dtype;
-  const sameKind = ws.every((w) => w.data.dtype === dtype && !!w.scale === !!ws[0].scale && w.recipe === ws[0].recipe);
-  const aligned = ws.every((w, i) => i === ws.length - 1 || !w.scale || (w.recipe === 'block' && w.data.shape[0] % 128 === 0) || w.recipe === 'row');
-  return sameKind && aligned ? concatWeights(ws, 0) : ws;
+  const aligned = ws.every((w, i) => i === ws.length - 1 || canFuseRows(w, w.data.shape[0]));
+  return oneKind(ws) && aligned ? concatWeights(ws, 0) : ws;
 }
+
+/** Whether weights can share one tensor: one dtype, and scales (or none) of one recipe. */
+const oneKind = (ws: readonly Weight[]): boolean => ws.every((w) => w.data.dtype === ws[0].data.dtype && !!w.scale === !!ws[0].scale && w.recipe === ws[0].recipe);
 
 /**
  * q_proj [Hq * 2D, H], per head [query | gate] -> [all queries; all gates] (its block scales likewise when whole
@@ -235,7 +236,8 @@ async function loadMoe(load: WeightLoader, ck: Checkpoint, c: Qwen35Config, m: s
   const gate = await load.linear(`${m}.shared_expert_gate`, false);
   const joins =
     moe.sharedExpertIntermediateSize === moe.moeIntermediateSize &&
-    [[shared.gateUp, experts.gateUp], [shared.down, experts.down]].every(([s, e]) => s.data.dtype === e.data.dtype && !!s.scale === !!e.scale && s.recipe === e.recipe) &&
+    oneKind([shared.gateUp, experts.gateUp]) &&
+    oneKind([shared.down, experts.down]) &&
     router.data.dtype === gate.data.dtype && !router.scale && !gate.scale;
   if (!joins) return { kind: 'moe', router, ...experts, sharedInStack: false, shared: { mlp: shared, gate } };
   const stack = (stacked: Weight, one: Weight): Weight => track(load, concatWeights([stacked, { data: unsqueeze(one.data, 0), scale: one.scale && unsqueeze(one.scale, 0), recipe: one.recipe }], 0));

@@ -16,6 +16,10 @@ import type { DeviceName } from '../backends/backend.js';
 
 const FLOAT = ['float32', 'float16', 'bfloat16'] as const;
 
+/** The kernels' limits: the key head dim (q and k of a token sit in workgroup memory) and the conv's taps. */
+export const GATED_DELTA_NET_MAX_KEY_DIM = 256;
+export const GATED_DELTA_NET_MAX_CONV_KERNEL = 8;
+
 export interface GatedDeltaNetGeometry {
   readonly keyHeads: number;
   readonly valueHeads: number;
@@ -88,8 +92,8 @@ export function gatedDeltaNet(
     if (!Number.isInteger(n) || n < 1) throw new RangeError(`gatedDeltaNet: ${name} must be a positive integer, got ${n}`);
   }
   if (hv % hk !== 0) throw new RangeError(`gatedDeltaNet: valueHeads (${hv}) must be a multiple of keyHeads (${hk})`);
-  if (dk > 256) throw new RangeError(`gatedDeltaNet: keyDim must be at most 256, got ${dk}`);
-  if (taps > 8) throw new RangeError(`gatedDeltaNet: convKernel must be at most 8, got ${taps}`);
+  if (dk > GATED_DELTA_NET_MAX_KEY_DIM) throw new RangeError(`gatedDeltaNet: keyDim must be at most ${GATED_DELTA_NET_MAX_KEY_DIM}, got ${dk}`);
+  if (taps > GATED_DELTA_NET_MAX_CONV_KERNEL) throw new RangeError(`gatedDeltaNet: convKernel must be at most ${GATED_DELTA_NET_MAX_CONV_KERNEL}, got ${taps}`);
   const s = qkv.shape[0];
   const convDim = 2 * hk * dk + hv * dv;
   const expect = (name: string, t: Tensor, shape: number[]) => {

@@ -7,6 +7,7 @@ import { parseDType, type DType } from '../../core/dtype.js';
 import { CheckpointError } from '../../core/errors.js';
 import { Fields, type Json } from '../../io/config-fields.js';
 import { parseQuantization, quantizationToHf, type Fp8QuantizationConfig } from '../../io/hf-config.js';
+import { GATED_DELTA_NET_MAX_CONV_KERNEL, GATED_DELTA_NET_MAX_KEY_DIM } from '../../ops/gated-delta-net.js';
 
 export type Qwen35LayerType = 'linear_attention' | 'full_attention';
 export const QWEN3_5_MODEL_TYPES = ['qwen3_5', 'qwen3_5_moe'] as const;
@@ -126,8 +127,8 @@ export function parseQwen35Config(json: unknown, file = 'config.json'): Qwen35Co
     convKernel: f.int('linear_conv_kernel_dim', 4),
   };
   if (linear.numValueHeads % linear.numKeyHeads !== 0) f.fail('linear_num_value_heads', `a multiple of linear_num_key_heads (${linear.numKeyHeads})`);
-  if (linear.keyHeadDim > GDN_MAX_KEY_DIM) f.fail('linear_key_head_dim', `at most ${GDN_MAX_KEY_DIM}`);
-  if (linear.convKernel > GDN_MAX_CONV_KERNEL) f.fail('linear_conv_kernel_dim', `at most ${GDN_MAX_CONV_KERNEL}`);
+  if (linear.keyHeadDim > GATED_DELTA_NET_MAX_KEY_DIM) f.fail('linear_key_head_dim', `at most ${GATED_DELTA_NET_MAX_KEY_DIM}`);
+  if (linear.convKernel > GATED_DELTA_NET_MAX_CONV_KERNEL) f.fail('linear_conv_kernel_dim', `at most ${GATED_DELTA_NET_MAX_CONV_KERNEL}`);
 
   const vocabSize = f.int('vocab_size', 248320);
   let moe: Qwen35MoeConfig | undefined;
@@ -172,9 +173,6 @@ export function parseQwen35Config(json: unknown, file = 'config.json'): Qwen35Co
   };
 }
 
-/** The Gated DeltaNet kernels' limits: key head dim (workgroup arrays) and conv taps (a register window). */
-export const GDN_MAX_KEY_DIM = 256;
-export const GDN_MAX_CONV_KERNEL = 8;
 
 /** The config.json of the release layout: the composite model's keys, the text model's under text_config. */
 export function qwen35ToHfConfig(c: Qwen35Config): Record<string, unknown> {

@@ -6,7 +6,22 @@
 //   throughput counts 5 n log2 n flops per complex transform (the usual FFT convention, halved for real input).
 // - conv1d and convTranspose1d at vocoder-like sizes: one dispatch each, padding included.
 // Dispatches per call are machine-independent; times on a software adapter are CPU times.
-import { conv1d, convTranspose1d, Generator, hannWindow, logMelSpectrogram, matmul, melFilterbank, randn, rfft, stft, synchronize, syntheticSignal, tensor, type Tensor } from '../src/index.js';
+import {
+  conv1d,
+  convTranspose1d,
+  Generator,
+  hannWindow,
+  logMelSpectrogram,
+  matmul,
+  melFilterbank,
+  randn,
+  rfft,
+  stft,
+  synchronize,
+  syntheticSignal,
+  tensor,
+  type Tensor,
+} from '../src/index.js';
 import { timeIt, type BenchCase, type BenchContext, type RowInput } from './harness.js';
 
 const DEVICES = ['webgpu', 'cpu'] as const;
@@ -18,7 +33,11 @@ export function audioCases(quick: boolean): BenchCase[] {
     { benchmark: 'log-mel whisper 80 mels', shape: '30 s [480000]', run: (ctx) => measureLogMel(ctx) },
     ...[400, 512].map((n): BenchCase => ({ benchmark: `rfft n=${n}`, shape: `[${frames},${n}]`, run: (ctx) => measureRfft(ctx, frames, n) })),
     { benchmark: 'conv1d k3 pad1', shape: quick ? '[1,64,4096] x [64,64,3]' : '[1,256,8192] x [256,256,3]', run: (ctx) => measureConv(ctx, quick, false) },
-    { benchmark: 'convTranspose1d k4 s2', shape: quick ? '[1,64,2048] x [64,64,4]' : '[1,256,4096] x [256,256,4]', run: (ctx) => measureConv(ctx, quick, true) },
+    {
+      benchmark: 'convTranspose1d k4 s2',
+      shape: quick ? '[1,64,2048] x [64,64,4]' : '[1,256,4096] x [256,256,4]',
+      run: (ctx) => measureConv(ctx, quick, true),
+    },
   ];
 }
 
@@ -57,14 +76,26 @@ async function measureLogMel(ctx: BenchContext): Promise<RowInput[]> {
     ctx.log(`  ${device} ${benchmark}`);
     const audio = tensor(samples, { device });
     const timing = await timeOn(ctx, device, () => logMelSpectrogram(audio));
-    rows.push({ benchmark, shape, backend: device, timing, note: device === 'webgpu' ? `${timing.dispatchesPerRun} dispatches (STFT power, mel + log, normalize), no read-back for the max` : undefined });
+    rows.push({
+      benchmark,
+      shape,
+      backend: device,
+      timing,
+      note: device === 'webgpu' ? `${timing.dispatchesPerRun} dispatches (STFT power, mel + log, normalize), no read-back for the max` : undefined,
+    });
     if (device === 'webgpu') {
       const window = hannWindow(400, { device });
       const filters = melFilterbank({ sampleRate: 16000, nFft: 400, nMels: 80, fMax: 8000, device });
       const composed = `${benchmark} from ops`;
       ctx.log(`  ${device} ${composed}`);
       const c = await timeOn(ctx, device, () => composedLogMel(audio, window, filters));
-      rows.push({ benchmark: composed, shape, backend: device, timing: c, note: `the same features from ${c.dispatchesPerRun} op dispatches (stft, |X|^2, matmul, log10, max, clamp, affine)` });
+      rows.push({
+        benchmark: composed,
+        shape,
+        backend: device,
+        timing: c,
+        note: `the same features from ${c.dispatchesPerRun} op dispatches (stft, |X|^2, matmul, log10, max, clamp, affine)`,
+      });
       rows[rows.length - 2].baselineBenchmark = composed;
       window.dispose();
       filters.dispose();
@@ -85,7 +116,17 @@ async function measureRfft(ctx: BenchContext, frames: number, n: number): Promis
     ctx.log(`  ${device} ${benchmark}`);
     const x = device === 'cpu' ? host : await host.to(device);
     const timing = await timeOn(ctx, device, () => rfft(x));
-    rows.push({ benchmark, shape, backend: device, timing, flops, note: device === 'webgpu' ? `${timing.dispatchesPerRun} dispatch per batch (${n === 400 ? 'radices 4, 4, 5, 5' : 'radices 4, 4, 4, 4, 2'}, the row in workgroup memory)` : undefined });
+    rows.push({
+      benchmark,
+      shape,
+      backend: device,
+      timing,
+      flops,
+      note:
+        device === 'webgpu'
+          ? `${timing.dispatchesPerRun} dispatch per batch (${n === 400 ? 'radices 4, 4, 5, 5' : 'radices 4, 4, 4, 4, 2'}, the row in workgroup memory)`
+          : undefined,
+    });
     if (x !== host) x.dispose();
   }
   host.dispose();

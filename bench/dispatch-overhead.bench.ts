@@ -31,7 +31,14 @@ async function hostMicros(dispatches: number, body: () => void | (() => void)): 
 
 function row(benchmark: string, micros: number, note: string): RowInput {
   // One "run" is one dispatch: the table's median column is then µs/1000 = ms per dispatch.
-  return { benchmark, shape: SHAPE, backend: 'webgpu', timing: { medianMs: micros / 1000, minMs: micros / 1000, runs: 7, dispatchesPerRun: 1 }, baselineBenchmark: FLOOR, note: `${benchmark}: ${micros.toFixed(1)} µs/dispatch ${note}` };
+  return {
+    benchmark,
+    shape: SHAPE,
+    backend: 'webgpu',
+    timing: { medianMs: micros / 1000, minMs: micros / 1000, runs: 7, dispatchesPerRun: 1 },
+    baselineBenchmark: FLOOR,
+    note: `${benchmark}: ${micros.toFixed(1)} µs/dispatch ${note}`,
+  };
 }
 
 async function measure(ctx: BenchContext): Promise<RowInput[]> {
@@ -46,8 +53,14 @@ async function measure(ctx: BenchContext): Promise<RowInput[]> {
       for (let i = 1; i < CHAIN; i++) made.push((t = op(t)));
       return () => made.forEach((m) => m.dispose());
     };
-    const eagerTensor = await hostMicros(CHAIN, chain((t) => add(t, y)));
-    const eagerScalar = await hostMicros(CHAIN, chain((t) => t.add(1)));
+    const eagerTensor = await hostMicros(
+      CHAIN,
+      chain((t) => add(t, y)),
+    );
+    const eagerScalar = await hostMicros(
+      CHAIN,
+      chain((t) => t.add(1)),
+    );
     const scalarDispatches = await countDispatches(() => x.add(1).dispose());
 
     // Replay: the same chain recorded once, its dispatches replayed with nothing else on the host.
@@ -66,7 +79,9 @@ async function measure(ctx: BenchContext): Promise<RowInput[]> {
     out!.dispose();
     const { prebuiltMicros: floor, prebuiltSameMicros: same, freshMicros: fresh } = await measureDispatchFloor(backend.gpuDevice, CHAIN);
 
-    ctx.log(`  eager add(t, y) ${eagerTensor.toFixed(1)} µs, eager add(t, 1) ${eagerScalar.toFixed(1)} µs (${scalarDispatches} dispatches), replay ${replay.toFixed(1)} µs, raw prebuilt ${floor.toFixed(1)} µs (same 2 groups ${same.toFixed(1)} µs), raw fresh ${fresh.toFixed(1)} µs`);
+    ctx.log(
+      `  eager add(t, y) ${eagerTensor.toFixed(1)} µs, eager add(t, 1) ${eagerScalar.toFixed(1)} µs (${scalarDispatches} dispatches), replay ${replay.toFixed(1)} µs, raw prebuilt ${floor.toFixed(1)} µs (same 2 groups ${same.toFixed(1)} µs), raw fresh ${fresh.toFixed(1)} µs`,
+    );
     return [
       row(FLOOR, floor, '(setBindGroup + dispatchWorkgroups, prebuilt bind groups over a chain of distinct buffers)'),
       row('host/dispatch raw dawn prebuilt, 2 groups', same, '(the same, alternating two bind groups over two buffers)'),

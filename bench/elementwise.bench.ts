@@ -43,13 +43,20 @@ async function measure(ctx: BenchContext, op: ElementwiseOp, n: number, shape: s
         owned.push(moved);
         gpuInputs.push(moved);
       }
-      await primeGpu(op.name, Array.from({ length: op.inputs }, () => [256]), op.apply);
+      await primeGpu(
+        op.name,
+        Array.from({ length: op.inputs }, () => [256]),
+        op.apply,
+      );
       ctx.log(`  webgpu ${op.name} ${shape}`);
-      const timing = await timeIt(async () => {
-        const y = op.apply(gpuInputs);
-        await synchronize();
-        y.dispose();
-      }, { ...ctx.time, ...time });
+      const timing = await timeIt(
+        async () => {
+          const y = op.apply(gpuInputs);
+          await synchronize();
+          y.dispose();
+        },
+        { ...ctx.time, ...time },
+      );
       rows.push({ ...base, backend: 'webgpu', timing });
     }
     ctx.log(`  cpu ${op.name} ${shape}`);

@@ -39,7 +39,14 @@ export function gatedDeltaNetCases(quick: boolean): BenchCase[] {
   });
 }
 
-async function measure(ctx: BenchContext, g: Geometry, s: number, shape: string, previous: number | undefined, perToken: Map<string, number>): Promise<RowInput[]> {
+async function measure(
+  ctx: BenchContext,
+  g: Geometry,
+  s: number,
+  shape: string,
+  previous: number | undefined,
+  perToken: Map<string, number>,
+): Promise<RowInput[]> {
   if (!ctx.gpu) return [RECURRENT, CHUNKED].map((benchmark) => ({ benchmark, shape, backend: 'cpu', note: 'WebGPU only' }));
   const convDim = 2 * g.keyHeads * g.keyDim + g.valueHeads * g.valueDim;
   const vd = g.valueHeads * g.valueDim;
@@ -55,7 +62,12 @@ async function measure(ctx: BenchContext, g: Geometry, s: number, shape: string,
     return t;
   };
   const inputs = { qkv: make([s, convDim]), z: make([s, vd]), b: make([s, g.valueHeads]), a: make([s, g.valueHeads]) };
-  const weights = { conv: make([convDim, 1, g.convKernel], 0.5), aLog: make([g.valueHeads], 0.5, 1), dtBias: make([g.valueHeads], 0.5), norm: make([g.valueDim], 0.1, 1) };
+  const weights = {
+    conv: make([convDim, 1, g.convKernel], 0.5),
+    aLog: make([g.valueHeads], 0.5, 1),
+    dtBias: make([g.valueHeads], 0.5),
+    norm: make([g.valueDim], 0.1, 1),
+  };
   const state = newGatedDeltaNetState(g, 'webgpu');
   owned.push(state.conv, state.recurrent);
   const saved = gatedDeltaNetTuning.chunkedFrom;
@@ -63,7 +75,10 @@ async function measure(ctx: BenchContext, g: Geometry, s: number, shape: string,
   try {
     const rows: RowInput[] = [];
     const ms: Record<string, number> = {};
-    for (const [benchmark, from] of [[RECURRENT, Number.POSITIVE_INFINITY], [CHUNKED, 1]] as const) {
+    for (const [benchmark, from] of [
+      [RECURRENT, Number.POSITIVE_INFINITY],
+      [CHUNKED, 1],
+    ] as const) {
       gatedDeltaNetTuning.chunkedFrom = from;
       ctx.log(`  webgpu ${benchmark} ${shape}`);
       const timing = await timeIt(async () => {

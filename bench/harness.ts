@@ -116,7 +116,6 @@ export async function primeGpu(key: string, shapes: readonly (readonly number[])
   primed.add(key);
 }
 
-
 /** What a bench reports; the harness turns it into a Row (throughput, ratio). */
 export interface RowInput {
   benchmark: string;

@@ -32,7 +32,20 @@ async function main(): Promise<number> {
     return 0;
   }
 
-  const cases = [...dispatchOverheadCases(args.quick), ...matmulCases(args.quick), ...scaledMmCases(args.quick), ...elementwiseCases(args.quick), ...softmaxCases(args.quick), ...loadCases(args.quick), ...moeDecodeCases(args.quick), ...vaeDecodeCases(args.quick), ...trainStepCases(args.quick), ...audioCases(args.quick), ...gatedDeltaNetCases(args.quick), ...serveLoadCases(args.quick)].filter((c) => matchesFilter(c, args.filter));
+  const cases = [
+    ...dispatchOverheadCases(args.quick),
+    ...matmulCases(args.quick),
+    ...scaledMmCases(args.quick),
+    ...elementwiseCases(args.quick),
+    ...softmaxCases(args.quick),
+    ...loadCases(args.quick),
+    ...moeDecodeCases(args.quick),
+    ...vaeDecodeCases(args.quick),
+    ...trainStepCases(args.quick),
+    ...audioCases(args.quick),
+    ...gatedDeltaNetCases(args.quick),
+    ...serveLoadCases(args.quick),
+  ].filter((c) => matchesFilter(c, args.filter));
   if (cases.length === 0) {
     process.stderr.write(`no benchmark matches --filter ${JSON.stringify(args.filter)}\n`);
     return 2;
@@ -71,7 +84,12 @@ async function main(): Promise<number> {
   }
   out();
 
-  const ctx: BenchContext = { quick: args.quick, gpu: device === 'webgpu', time: args.quick ? QUICK_TIME : {}, log: (line) => process.stderr.write(line + '\n') };
+  const ctx: BenchContext = {
+    quick: args.quick,
+    gpu: device === 'webgpu',
+    time: args.quick ? QUICK_TIME : {},
+    log: (line) => process.stderr.write(line + '\n'),
+  };
 
   const inputs: RowInput[] = [];
   let failed = false;

@@ -103,7 +103,9 @@ async function measureSubgroups(ctx: BenchContext, m: number, k: number, n: numb
         timing,
         flops,
         baselineBenchmark: sg ? TILE_GEMM : undefined,
-        note: sg ? `A shared in groups of ${gemmShareWidth(be)} lanes, ${gemmShareWidth(be) >= gemmTuning.directALoadWidth ? 'loaded straight into registers' : 'staged in workgroup memory'}` : undefined,
+        note: sg
+          ? `A shared in groups of ${gemmShareWidth(be)} lanes, ${gemmShareWidth(be) >= gemmTuning.directALoadWidth ? 'loaded straight into registers' : 'staged in workgroup memory'}`
+          : undefined,
       });
     }
     return rows;
@@ -137,20 +139,30 @@ async function measure(ctx: BenchContext, spec: MatmulSpec, shape: string): Prom
       const ga = own(await a.to('webgpu'));
       const gb = rhs(own(await w.to('webgpu')));
       // Tiny problems of the same kind (GEMM, or GEMV on a transposed weight) compile the pipeline used below.
-      await primeGpu(`${spec.benchmark} ${m === 1 ? 'm1' : 'mn'}`, [[m === 1 ? 1 : 64, 64], [64, 64]], ([x, y]) => {
-        const yt = spec.weight === 'nk' ? y.T : y;
-        try {
-          return matmul(x, yt);
-        } finally {
-          if (yt !== y) yt.dispose();
-        }
-      });
+      await primeGpu(
+        `${spec.benchmark} ${m === 1 ? 'm1' : 'mn'}`,
+        [
+          [m === 1 ? 1 : 64, 64],
+          [64, 64],
+        ],
+        ([x, y]) => {
+          const yt = spec.weight === 'nk' ? y.T : y;
+          try {
+            return matmul(x, yt);
+          } finally {
+            if (yt !== y) yt.dispose();
+          }
+        },
+      );
       ctx.log(`  webgpu ${spec.benchmark} ${shape}`);
-      const timing = await timeIt(async () => {
-        const c = matmul(ga, gb);
-        await synchronize();
-        c.dispose();
-      }, { ...ctx.time, ...spec.time });
+      const timing = await timeIt(
+        async () => {
+          const c = matmul(ga, gb);
+          await synchronize();
+          c.dispose();
+        },
+        { ...ctx.time, ...spec.time },
+      );
       rows.push({ ...base, backend: 'webgpu', timing });
     }
 

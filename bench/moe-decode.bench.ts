@@ -24,7 +24,12 @@ import type { BenchCase, BenchContext, RowInput } from './harness.js';
 
 /** The four rows of one model: `${prefix} bf16 fused captured`, ... */
 function rowNames(prefix: string) {
-  return { fused: `${prefix} bf16 fused captured`, eager: `${prefix} bf16 fused eager`, loop: `${prefix} bf16 per-expert loop`, fp8: `${prefix} fp8 fused captured` };
+  return {
+    fused: `${prefix} bf16 fused captured`,
+    eager: `${prefix} bf16 fused eager`,
+    loop: `${prefix} bf16 per-expert loop`,
+    fp8: `${prefix} fp8 fused captured`,
+  };
 }
 
 /** Qwen3-30B-A3B's routing (128 experts, top 8) at a width a software adapter can run. */
@@ -115,8 +120,16 @@ export function moeDecodeCases(quick: boolean): BenchCase[] {
   const q36Shape = `${q.numHiddenLayers}L h${q.hiddenSize} ${q.moe!.numExperts}e top${q.moe!.numExpertsPerTok}+1`;
   return [
     { benchmark: 'moe decode', shape, run: (ctx) => measure(ctx, 'moe decode', (dir) => writeRandomQwen3Checkpoint(dir, c, { seed: 5 }), shape) },
-    { benchmark: 'lfm2-moe decode', shape: lfm2Shape, run: (ctx) => measure(ctx, 'lfm2-moe decode', (dir) => writeRandomLfm2Checkpoint(dir, l, { seed: 5 }), lfm2Shape) },
-    { benchmark: 'qwen3.6-moe decode', shape: q36Shape, run: (ctx) => measure(ctx, 'qwen3.6-moe decode', (dir) => writeRandomQwen35Checkpoint(dir, q, { seed: 5 }), q36Shape) },
+    {
+      benchmark: 'lfm2-moe decode',
+      shape: lfm2Shape,
+      run: (ctx) => measure(ctx, 'lfm2-moe decode', (dir) => writeRandomLfm2Checkpoint(dir, l, { seed: 5 }), lfm2Shape),
+    },
+    {
+      benchmark: 'qwen3.6-moe decode',
+      shape: q36Shape,
+      run: (ctx) => measure(ctx, 'qwen3.6-moe decode', (dir) => writeRandomQwen35Checkpoint(dir, q, { seed: 5 }), q36Shape),
+    },
   ];
 }
 
@@ -132,14 +145,23 @@ async function measure(ctx: BenchContext, prefix: string, write: (dir: string) =
       const { model } = await loadModel(dir, { device: 'webgpu', dtype: dtype === 'fp8' ? 'fp8' : undefined, maxSequence: 64 });
       try {
         const active = model.activeWeightBytes();
-        const runs: [string, MoeMode, boolean][] = dtype === 'fp8' ? [[FP8, 'fused', true]] : [[FUSED, 'fused', true], [EAGER, 'fused', false], [LOOP, 'per-expert', false]];
+        const runs: [string, MoeMode, boolean][] =
+          dtype === 'fp8'
+            ? [[FP8, 'fused', true]]
+            : [
+                [FUSED, 'fused', true],
+                [EAGER, 'fused', false],
+                [LOOP, 'per-expert', false],
+              ];
         for (const [benchmark, mode, capture] of runs) {
           model.moeMode = mode;
           await measureDecode(model, { promptTokens: 2, decodeSteps: 1, capture }); // compiles every pipeline
           const r = await measureDecode(model, { promptTokens: 8, decodeSteps: steps, capture });
           const perToken = r.decodeMs / r.decodeSteps;
           const perLayer = layerDispatchesText(r);
-          ctx.log(`  ${benchmark}: ${perToken.toFixed(1)} ms/token, ${r.dispatchesPerToken} dispatches (${perLayer}), ${r.readsPerToken} reads, host ${r.hostMicrosPerToken.toFixed(0)} µs per token`);
+          ctx.log(
+            `  ${benchmark}: ${perToken.toFixed(1)} ms/token, ${r.dispatchesPerToken} dispatches (${perLayer}), ${r.readsPerToken} reads, host ${r.hostMicrosPerToken.toFixed(0)} µs per token`,
+          );
           rows.push({
             benchmark,
             shape,

@@ -9,7 +9,12 @@ const name = (v: Variant) => (v.startsWith('fp8') ? `scaledMm ${v}` : `gemv ${v}
 const BASELINE = name('f32');
 
 export function scaledMmCases(quick: boolean): BenchCase[] {
-  const shapes: [number, number][] = quick ? [[1024, 1024]] : [[4096, 4096], [2048, 768]];
+  const shapes: [number, number][] = quick
+    ? [[1024, 1024]]
+    : [
+        [4096, 4096],
+        [2048, 768],
+      ];
   return shapes.flatMap(([k, n]) => {
     const shape = `[1,${k}]x[${k},${n}]`;
     // One case measures all variants, so the weights are made once and the ratios come from one run.

@@ -128,11 +128,20 @@ async function measure(ctx: BenchContext, c: Qwen3Config, shape: string): Promis
           const steps0 = await scrape(server, 'tensorgpu_decode_batch_size_count');
           const t0 = performance.now();
           for (const p of prompts) alone.push(await stream(server, p, maxTokens));
-          passes.push({ clients: 1, results: alone, wallMs: performance.now() - t0, dispatches: gpuCounters().dispatches - d0, steps: (await scrape(server, 'tensorgpu_decode_batch_size_count')) - steps0 });
+          passes.push({
+            clients: 1,
+            results: alone,
+            wallMs: performance.now() - t0,
+            dispatches: gpuCounters().dispatches - d0,
+            steps: (await scrape(server, 'tensorgpu_decode_batch_size_count')) - steps0,
+          });
           for (const clients of [4, 16]) {
             const p = await pass(server, prompts, clients, maxTokens);
             const wrong = p.results.findIndex((r, i) => r.text !== alone[i]!.text);
-            if (wrong >= 0) throw new Error(`serve load: with ${clients} clients, request ${wrong} streamed ${JSON.stringify(p.results[wrong]!.text)}, alone ${JSON.stringify(alone[wrong]!.text)}`);
+            if (wrong >= 0)
+              throw new Error(
+                `serve load: with ${clients} clients, request ${wrong} streamed ${JSON.stringify(p.results[wrong]!.text)}, alone ${JSON.stringify(alone[wrong]!.text)}`,
+              );
             passes.push(p);
           }
         } else {
@@ -151,7 +160,14 @@ async function measure(ctx: BenchContext, c: Qwen3Config, shape: string): Promis
       const note = `${p.clients} client${p.clients > 1 ? 's' : ''}${i === 3 ? ', one sequence at a time' : ''}: ${p.results.length} requests, ${tokens} tokens in ${(p.wallMs / 1000).toFixed(2)} s = ${tps.toFixed(1)} tok/s; TTFT p50 ${percentile(ttft, 50).toFixed(0)} / p99 ${percentile(ttft, 99).toFixed(0)} ms; ITL p50 ${percentile(gaps, 50).toFixed(1)} / p99 ${percentile(gaps, 99).toFixed(1)} ms; ${(p.dispatches / tokens).toFixed(1)} dispatches/token, ${perStep} per step${i > 0 && i < 3 ? '; every text equal to its run alone' : ''}`;
       ctx.log(`  ${names[i]}: ${note}`);
       const msPerToken = p.wallMs / tokens;
-      rows.push({ benchmark: names[i]!, shape, backend: 'webgpu', timing: { medianMs: msPerToken, minMs: msPerToken, runs: p.results.length, dispatchesPerRun: p.dispatches / tokens }, baselineBenchmark: 'serve c1', note });
+      rows.push({
+        benchmark: names[i]!,
+        shape,
+        backend: 'webgpu',
+        timing: { medianMs: msPerToken, minMs: msPerToken, runs: p.results.length, dispatchesPerRun: p.dispatches / tokens },
+        baselineBenchmark: 'serve c1',
+        note,
+      });
     }
   } finally {
     loaded?.model.dispose();

@@ -18,7 +18,15 @@ const READBACK = 'sample f32 topK50 topP0.9 toArray + CPU reference';
 
 export function softmaxCases(quick: boolean): BenchCase[] {
   const v = quick ? 32768 : 128256;
-  const shapes: [number, number][] = quick ? [[1, v], [8, v]] : [[1, v], [32, v]];
+  const shapes: [number, number][] = quick
+    ? [
+        [1, v],
+        [8, v],
+      ]
+    : [
+        [1, v],
+        [32, v],
+      ];
   return [
     ...shapes.map(([rows, d]): BenchCase => {
       const shape = `[${rows},${d}]`;

@@ -28,8 +28,19 @@ function adamwByOps(params: readonly Tensor[], m: Tensor[], v: Tensor[], t: numb
         const g = p.grad!;
         copyInto(m[i], m[i].mul(b1).add(g.mul(1 - b1)));
         copyInto(v[i], v[i].mul(b2).add(g.mul(g).mul(1 - b2)));
-        const denom = v[i].div(1 - b2 ** t).sqrt().add(eps);
-        copyInto(p, p.mul(1 - lr * wd).sub(m[i].div(1 - b1 ** t).div(denom).mul(lr)));
+        const denom = v[i]
+          .div(1 - b2 ** t)
+          .sqrt()
+          .add(eps);
+        copyInto(
+          p,
+          p.mul(1 - lr * wd).sub(
+            m[i]
+              .div(1 - b1 ** t)
+              .div(denom)
+              .mul(lr),
+          ),
+        );
       });
     }),
   );
@@ -44,7 +55,11 @@ async function measure(ctx: BenchContext, shape: string, quick: boolean): Promis
   for (const device of ['webgpu', 'cpu'] as const) {
     if (device === 'webgpu' && !ctx.gpu) continue;
     const { model } = await loadModel(dir, { device, maxSequence: SEQ });
-    const adapter = LoraAdapter.create(trainingView(model).sites, { rank: 8, alpha: 16, targetModules: defaultLoraTargets(trainingView(model)) }, { device, generator: new Generator(0) });
+    const adapter = LoraAdapter.create(
+      trainingView(model).sites,
+      { rank: 8, alpha: 16, targetModules: defaultLoraTargets(trainingView(model)) },
+      { device, generator: new Generator(0) },
+    );
     const run = new FineTune(model, { kind: 'lora', adapter }, { steps: 100, lr: 1e-3 });
     try {
       let step = 0;
@@ -60,7 +75,13 @@ async function measure(ctx: BenchContext, shape: string, quick: boolean): Promis
       const stateBytes = 8; // AdamW: exp_avg and exp_avg_sq in float32 per trained value
       const note = `${device}: ${last.dispatches} dispatches/step, ${last.optimizerDispatches} in the fused AdamW over the arena of ${run.params.length} tensors (${run.parameterCount} values, ${stateBytes} B of state each), peak GPU ${((peak - base) / 2 ** 20).toFixed(1)} MiB above the model + state`;
       ctx.log(`  train step ${note}`);
-      rows.push({ benchmark: 'train step', shape, backend: device, timing: { ...timing, dispatchesPerRun: device === 'webgpu' ? last.dispatches : 0 }, note: device === 'webgpu' ? note : undefined });
+      rows.push({
+        benchmark: 'train step',
+        shape,
+        backend: device,
+        timing: { ...timing, dispatchesPerRun: device === 'webgpu' ? last.dispatches : 0 },
+        note: device === 'webgpu' ? note : undefined,
+      });
       if (device === 'webgpu') {
         // The update alone, on the gradients of one more step: fused vs op by op.
         const [inputs, targets] = [tensor(sequences[0].slice(0, SEQ), { dtype: 'int32', device }), tensor(sequences[0].slice(1), { dtype: 'int32', device })];
@@ -68,10 +89,13 @@ async function measure(ctx: BenchContext, shape: string, quick: boolean): Promis
         const loss = crossEntropy(logits, targets);
         loss.backward();
         for (const x of [inputs, targets, logits, loss]) x.dispose();
-        const fused = await timeIt(async () => {
-          run.optimizer.step();
-          await synchronize();
-        }, { warmup: 1, minRuns: 5, maxRuns: 20, minMs: 0, maxMs: 2000 });
+        const fused = await timeIt(
+          async () => {
+            run.optimizer.step();
+            await synchronize();
+          },
+          { warmup: 1, minRuns: 5, maxRuns: 20, minMs: 0, maxMs: 2000 },
+        );
         // The same fused kernel, one dispatch per tensor (separate parameters, as before the arena).
         const apart = run.params.map((p) => {
           const c = tidy(() => p.detach().clone()).requiresGrad_();
@@ -79,22 +103,42 @@ async function measure(ctx: BenchContext, shape: string, quick: boolean): Promis
           return c;
         });
         const perTensor = new AdamW(apart, { lr: 1e-3 });
-        const separate = await timeIt(async () => {
-          perTensor.step();
-          await synchronize();
-        }, { warmup: 1, minRuns: 5, maxRuns: 20, minMs: 0, maxMs: 2000 });
+        const separate = await timeIt(
+          async () => {
+            perTensor.step();
+            await synchronize();
+          },
+          { warmup: 1, minRuns: 5, maxRuns: 20, minMs: 0, maxMs: 2000 },
+        );
         perTensor.dispose();
         for (const c of apart) c.dispose();
         const m = run.params.map((p) => zeros(p.shape, { device }));
         const v = run.params.map((p) => zeros(p.shape, { device }));
         let t = 1;
-        const ops = await timeIt(async () => {
-          adamwByOps(run.params, m, v, t++);
-          await synchronize();
-        }, { warmup: 1, minRuns: 5, maxRuns: 20, minMs: 0, maxMs: 2000 });
+        const ops = await timeIt(
+          async () => {
+            adamwByOps(run.params, m, v, t++);
+            await synchronize();
+          },
+          { warmup: 1, minRuns: 5, maxRuns: 20, minMs: 0, maxMs: 2000 },
+        );
         const opShape = `${run.params.length} LoRA tensors, ${run.parameterCount} values`;
-        rows.push({ benchmark: 'adamw update fused', shape: opShape, backend: 'webgpu', timing: fused, bytes: run.parameterCount * 4 * 7, baselineBenchmark: 'adamw update op by op' });
-        rows.push({ benchmark: 'adamw update per tensor', shape: opShape, backend: 'webgpu', timing: separate, bytes: run.parameterCount * 4 * 7, baselineBenchmark: 'adamw update op by op' });
+        rows.push({
+          benchmark: 'adamw update fused',
+          shape: opShape,
+          backend: 'webgpu',
+          timing: fused,
+          bytes: run.parameterCount * 4 * 7,
+          baselineBenchmark: 'adamw update op by op',
+        });
+        rows.push({
+          benchmark: 'adamw update per tensor',
+          shape: opShape,
+          backend: 'webgpu',
+          timing: separate,
+          bytes: run.parameterCount * 4 * 7,
+          baselineBenchmark: 'adamw update op by op',
+        });
         rows.push({ benchmark: 'adamw update op by op', shape: opShape, backend: 'webgpu', timing: ops, bytes: run.parameterCount * 4 * 7 });
         for (const x of [...m, ...v]) x.dispose();
         run.optimizer.zeroGrad();

@@ -55,7 +55,10 @@ async function measure(ctx: BenchContext, h: number, w: number, shape: string): 
     try {
       await decodeOnce(vae, 8, 8, {}); // compiles the pipelines
       await decodeOnce(vae, 40, 40, { tiling: true });
-      for (const [benchmark, options] of [[UNTILED, {}], [TILED, { tiling: true }]] as const) {
+      for (const [benchmark, options] of [
+        [UNTILED, {}],
+        [TILED, { tiling: true }],
+      ] as const) {
         const r = await decodeOnce(vae, h, w, options);
         const mib = (b: number) => (b / 2 ** 20).toFixed(1);
         ctx.log(`  ${benchmark}: ${r.ms.toFixed(0)} ms, ${r.dispatches} dispatches (${r.pads} pad), peak ${mib(r.peak)} MiB (output ${mib(r.outBytes)} MiB)`);

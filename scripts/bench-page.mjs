@@ -15,7 +15,11 @@ const browser = await chromium.launch({
 try {
   const page = await browser.newPage({ viewport: { width: 1200, height: 700 } });
   page.on('pageerror', (e) => console.error(`page error: ${e.message}`));
-  const query = new URLSearchParams({ ...(values.quick ? { quick: '1' } : {}), ...(values.runs ? { runs: values.runs } : {}), ...(values.only ? { only: values.only } : {}) });
+  const query = new URLSearchParams({
+    ...(values.quick ? { quick: '1' } : {}),
+    ...(values.runs ? { runs: values.runs } : {}),
+    ...(values.only ? { only: values.only } : {}),
+  });
   await page.goto(`${server.url}/bench.html?${query}`);
   const started = Date.now();
   await page.waitForSelector('body[data-state]', { timeout: 0 });
@@ -29,7 +33,9 @@ try {
   console.log(`| --- | ${libs.map(() => '---:').join(' | ')} | ---: | ---: |`);
   for (const c of report.cases) {
     const own = c.results[0].ms;
-    const cells = c.results.map((r, i) => (r.ms === null ? `failed: ${r.error}` : `${r.ms.toFixed(r.ms < 10 ? 2 : 1)}${i > 0 && own ? ` (${(r.ms / own).toFixed(2)}x)` : ''}`));
+    const cells = c.results.map((r, i) =>
+      r.ms === null ? `failed: ${r.error}` : `${r.ms.toFixed(r.ms < 10 ? 2 : 1)}${i > 0 && own ? ` (${(r.ms / own).toFixed(2)}x)` : ''}`,
+    );
     const worst = Math.max(...c.results.slice(1).map((r) => r.maxDiff ?? 0));
     console.log(`| ${c.name} | ${cells.join(' | ')} | ${c.results.map((r) => r.dispatches ?? '-').join(' / ')} | ${worst.toExponential(1)} |`);
   }

@@ -9,7 +9,11 @@ import { describe, expect, it } from 'vitest';
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 
 function resolveAs(specifier: string, conditions: string[] = []): string {
-  const r = spawnSync(process.execPath, [...conditions.flatMap((c) => ['-C', c]), '--input-type=module', '-e', `console.log(import.meta.resolve(${JSON.stringify(specifier)}))`], { cwd: root, encoding: 'utf8' });
+  const r = spawnSync(
+    process.execPath,
+    [...conditions.flatMap((c) => ['-C', c]), '--input-type=module', '-e', `console.log(import.meta.resolve(${JSON.stringify(specifier)}))`],
+    { cwd: root, encoding: 'utf8' },
+  );
   if (r.status !== 0) throw new Error(r.stderr);
   return fileURLToPath(r.stdout.trim());
 }

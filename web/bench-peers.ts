@@ -105,7 +105,11 @@ export async function ortLibrary(wasmBase: string): Promise<Library> {
   return {
     name: 'ONNX Runtime Web',
     async prepare(c, data) {
-      const session = await ort.InferenceSession.create(onnxModel(c.onnx), { executionProviders: ['webgpu'], preferredOutputLocation: 'gpu-buffer', graphOptimizationLevel: 'all' });
+      const session = await ort.InferenceSession.create(onnxModel(c.onnx), {
+        executionProviders: ['webgpu'],
+        preferredOutputLocation: 'gpu-buffer',
+        graphOptimizationLevel: 'all',
+      });
       sessions.push(session);
       const device = await ort.env.webgpu.device;
       const buffers: GPUBuffer[] = [];

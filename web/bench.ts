@@ -45,7 +45,8 @@ const only = params.get('only')?.toLowerCase();
 
 // Every library's dispatches go through the same prototype, so counting there needs nothing from them.
 let dispatches = 0;
-const pass = (globalThis as unknown as { GPUComputePassEncoder?: { prototype: Record<string, (...a: unknown[]) => unknown> } }).GPUComputePassEncoder?.prototype;
+const pass = (globalThis as unknown as { GPUComputePassEncoder?: { prototype: Record<string, (...a: unknown[]) => unknown> } }).GPUComputePassEncoder
+  ?.prototype;
 if (pass) {
   for (const method of ['dispatchWorkgroups', 'dispatchWorkgroupsIndirect']) {
     const original = pass[method];
@@ -122,7 +123,12 @@ async function runCase(c: BenchCase, libraries: Library[]): Promise<CaseResult> 
   const reference = libraries[0].name === 'tensorgpu' && prepared.has(libraries[0]) ? await prepared.get(libraries[0])!.read() : undefined;
   for (const [lib, p] of prepared) {
     const t = times.get(lib)!;
-    results.set(lib, { library: lib.name, ms: median(t.ms), dispatches: median(t.dispatches), maxDiff: reference ? maxRelDiff(await p.read(), reference) : null });
+    results.set(lib, {
+      library: lib.name,
+      ms: median(t.ms),
+      dispatches: median(t.dispatches),
+      maxDiff: reference ? maxRelDiff(await p.read(), reference) : null,
+    });
     await p.dispose();
   }
   return { name: c.name, results: libraries.map((l) => results.get(l)!) };
@@ -163,7 +169,11 @@ async function main(): Promise<BenchReport> {
   const unavailable: Record<string, string> = {};
   const libraries: Library[] = [];
   const wasmBase = new URL('./peers/ort/', location.href).href;
-  for (const [name, start] of [['tensorgpu', tensorgpuLibrary], ['TF.js WebGPU', tfjsLibrary], ['ONNX Runtime Web', () => ortLibrary(wasmBase)]] as const) {
+  for (const [name, start] of [
+    ['tensorgpu', tensorgpuLibrary],
+    ['TF.js WebGPU', tfjsLibrary],
+    ['ONNX Runtime Web', () => ortLibrary(wasmBase)],
+  ] as const) {
     try {
       libraries.push(await start());
     } catch (e) {
@@ -184,7 +194,9 @@ async function main(): Promise<BenchReport> {
   }
   for (const l of libraries) await l.release();
   const missing = Object.keys(unavailable);
-  status(`${adapter}; ${navigator.userAgent.match(/(Chrome|Chromium|Firefox|Safari)\/[\d.]+/)?.[0] ?? 'browser'}; median of ${runs} runs after ${WARMUP} warm-up${WARMUP > 1 ? 's' : ''}${missing.length ? `; not run: ${missing.map((m) => `${m} (${unavailable[m]})`).join(', ')}` : ''}`);
+  status(
+    `${adapter}; ${navigator.userAgent.match(/(Chrome|Chromium|Firefox|Safari)\/[\d.]+/)?.[0] ?? 'browser'}; median of ${runs} runs after ${WARMUP} warm-up${WARMUP > 1 ? 's' : ''}${missing.length ? `; not run: ${missing.map((m) => `${m} (${unavailable[m]})`).join(', ')}` : ''}`,
+  );
   return { adapter, userAgent: navigator.userAgent, quick, runs, cases, unavailable };
 }
 

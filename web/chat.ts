@@ -49,7 +49,11 @@ async function tokenizerAt(base: string, options: tg.CachedUrlOptions = {}): Pro
     if (text === undefined) throw new Error(`${base}/${f}: HTTP 404`);
     return JSON.parse(text) as Record<string, unknown>;
   };
-  const [json, config, template] = await Promise.all([get('tokenizer.json'), get('tokenizer_config.json'), tg.fetchText(`${base}/chat_template.jinja`, options)]);
+  const [json, config, template] = await Promise.all([
+    get('tokenizer.json'),
+    get('tokenizer_config.json'),
+    tg.fetchText(`${base}/chat_template.jinja`, options),
+  ]);
   // Newer releases (Qwen3.5 / Qwen3.6) ship their chat template as chat_template.jinja; it wins, as in transformers.
   return new tg.TextTokenizer(json, template === undefined ? config : { ...config, chat_template: template });
 }
@@ -98,7 +102,11 @@ async function load(): Promise<void> {
     const ck = await tg.randomQwen3Checkpoint(BUILTIN, { seed: 0, dtype: params.get('dtype') === 'float32' ? 'float32' : 'bfloat16' });
     status('uploading weights…');
     const model = await tg.qwen3FromCheckpoint(ck, { device: 'webgpu', maxSequence: 512, onProgress });
-    loaded = { model, tokenizer: await tokenizerAt('./tokenizer'), name: `built-in random Qwen3-MoE (${BUILTIN.numHiddenLayers} layers, ${BUILTIN.moe!.numExperts} experts)` };
+    loaded = {
+      model,
+      tokenizer: await tokenizerAt('./tokenizer'),
+      name: `built-in random Qwen3-MoE (${BUILTIN.numHiddenLayers} layers, ${BUILTIN.moe!.numExperts} experts)`,
+    };
   } else if (which === 'builtin-qwen3.6') {
     status('generating random weights…');
     const dtype = params.get('dtype') === 'float32' ? 'float32' : 'bfloat16';
@@ -174,7 +182,13 @@ async function send(): Promise<void> {
   status('generating…');
   const { model, tokenizer } = loaded;
   const prompt = tokenizer.hasChatTemplate ? history : text;
-  const run = tg.generate(model, tokenizer, prompt, { maxNewTokens: Number(params.get('tokens') ?? 48), temperature: 0.7, topP: 0.9, seed: 1, signal: running.signal });
+  const run = tg.generate(model, tokenizer, prompt, {
+    maxNewTokens: Number(params.get('tokens') ?? 48),
+    temperature: 0.7,
+    topP: 0.9,
+    seed: 1,
+    signal: running.signal,
+  });
   let answer = '';
   let tokens = 0;
   let first = 0;
@@ -211,12 +225,14 @@ async function main(): Promise<void> {
   }
   await tg.initDevice('webgpu');
   status(`adapter ${d.adapter?.vendor}/${d.adapter?.architecture}; pick a model and load it`);
-  $('load').addEventListener('click', () =>
-    void load().catch((e) => {
-      $<HTMLProgressElement>('progress').hidden = true;
-      status(`error: ${(e as Error).message}`);
-      document.body.dataset.state = 'error';
-    }),
+  $('load').addEventListener(
+    'click',
+    () =>
+      void load().catch((e) => {
+        $<HTMLProgressElement>('progress').hidden = true;
+        status(`error: ${(e as Error).message}`);
+        document.body.dataset.state = 'error';
+      }),
   );
   // Typing a URL or picking a folder selects that model source.
   const select = (value: string) => ((document.querySelector(`input[name=model][value="${value}"]`) as HTMLInputElement).checked = true);

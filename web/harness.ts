@@ -6,7 +6,9 @@ import { parity } from './parity.js';
 
 /** The Qwen3 tokenizer the tests serve at `url`. */
 async function tokenizerAt(url: string): Promise<tg.TextTokenizer> {
-  const [json, cfg] = await Promise.all(['tokenizer.json', 'tokenizer_config.json'].map(async (f) => (await (await fetch(`${url}/${f}`)).json()) as Record<string, unknown>));
+  const [json, cfg] = await Promise.all(
+    ['tokenizer.json', 'tokenizer_config.json'].map(async (f) => (await (await fetch(`${url}/${f}`)).json()) as Record<string, unknown>),
+  );
   return new tg.TextTokenizer(json, cfg);
 }
 

@@ -65,9 +65,9 @@ class Writer {
 
 function valueInfo(w: Writer, field: number, name: string, shape: number[]): void {
   w.message(field, (v) =>
-    v.string(1, name).message(2, (type) =>
-      type.message(1, (tensor) => tensor.int(1, FLOAT).message(2, (s) => shape.forEach((d) => s.message(1, (dim) => dim.int(1, d))))),
-    ),
+    v
+      .string(1, name)
+      .message(2, (type) => type.message(1, (tensor) => tensor.int(1, FLOAT).message(2, (s) => shape.forEach((d) => s.message(1, (dim) => dim.int(1, d)))))),
   );
 }
 

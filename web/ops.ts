@@ -10,7 +10,13 @@ const status = (text: string) => (document.getElementById('status').textContent 
 function row(r: ParityResult): void {
   const tr = document.createElement('tr');
   const pass = r.maxDiff <= r.tolerance;
-  for (const [text, cls] of [[r.op], [String(r.size)], [r.maxDiff.toExponential(2)], [r.tolerance === 0 ? 'exact' : r.tolerance.toExponential(0)], [pass ? 'pass' : 'FAIL', pass ? 'pass' : 'fail']]) {
+  for (const [text, cls] of [
+    [r.op],
+    [String(r.size)],
+    [r.maxDiff.toExponential(2)],
+    [r.tolerance === 0 ? 'exact' : r.tolerance.toExponential(0)],
+    [pass ? 'pass' : 'FAIL', pass ? 'pass' : 'fail'],
+  ]) {
     const td = document.createElement('td');
     td.textContent = text;
     if (cls) td.className = cls;

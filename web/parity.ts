@@ -31,8 +31,32 @@ export async function parity(seed: number, onResult?: (r: ParityResult) => void)
     { name: 'exp [3, 333]', tolerance: 1e-5, run: (d) => on(d, [[3, 333]], (a) => a.exp()) },
     { name: 'silu [513]', tolerance: 1e-5, run: (d) => on(d, [[513]], (a) => a.silu()) },
     { name: 'sum over rows [37, 129]', tolerance: 1e-4, run: (d) => on(d, [[37, 129]], (a) => a.sum(1)) },
-    { name: 'matmul [33, 65] x [65, 47]', tolerance: 1e-4, run: (d) => on(d, [[33, 65], [65, 47]], (a, b) => tg.matmul(a, b)) },
-    { name: 'gemv [1, 300] x [300, 77]', tolerance: 1e-4, run: (d) => on(d, [[1, 300], [300, 77]], (a, b) => tg.matmul(a, b)) },
+    {
+      name: 'matmul [33, 65] x [65, 47]',
+      tolerance: 1e-4,
+      run: (d) =>
+        on(
+          d,
+          [
+            [33, 65],
+            [65, 47],
+          ],
+          (a, b) => tg.matmul(a, b),
+        ),
+    },
+    {
+      name: 'gemv [1, 300] x [300, 77]',
+      tolerance: 1e-4,
+      run: (d) =>
+        on(
+          d,
+          [
+            [1, 300],
+            [300, 77],
+          ],
+          (a, b) => tg.matmul(a, b),
+        ),
+    },
     { name: 'softmax [5, 4099] (long rows)', tolerance: 1e-6, run: (d) => on(d, [[5, 4099]], (a) => tg.softmax(a, -1)) },
     { name: 'rmsNorm [7, 96]', tolerance: 1e-5, run: (d) => on(d, [[7, 96], [96]], (a, w) => tg.rmsNorm(a, w, 1e-6)) },
     { name: 'sampleToken greedy [1000]', tolerance: 0, run: (d) => on(d, [[1000]], (a) => tg.sampleToken(a, { temperature: 0 })) },
@@ -49,4 +73,3 @@ export async function parity(seed: number, onResult?: (r: ParityResult) => void)
   const diagnosis = await tg.diagnose();
   return { adapter: diagnosis.adapter ? `${diagnosis.adapter.vendor}/${diagnosis.adapter.architecture}` : 'none', results };
 }
-

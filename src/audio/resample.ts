@@ -33,7 +33,10 @@ export interface ResampleKernel {
 
 /** torchaudio's _get_sinc_resample_kernel (Hann window), in float64. */
 export function resampleKernel(fromRate: number, toRate: number, options: ResampleOptions = {}): ResampleKernel {
-  for (const [what, r] of [['fromRate', fromRate], ['toRate', toRate]] as const) {
+  for (const [what, r] of [
+    ['fromRate', fromRate],
+    ['toRate', toRate],
+  ] as const) {
     if (!Number.isInteger(r) || r < 1) throw new ShapeError(`resample: ${what} must be a positive integer (Hz), got ${r}`);
   }
   const g = gcd(fromRate, toRate);

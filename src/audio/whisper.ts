@@ -35,7 +35,9 @@ const filterCache = new Map<number, Filters>();
 function whisperFilters(nMels: number): Filters {
   let f = filterCache.get(nMels);
   if (!f) {
-    const values = Float32Array.from(melFilterbankValues({ sampleRate: WHISPER_SAMPLE_RATE, nFft: WHISPER_N_FFT, nMels, fMin: 0, fMax: 8000, melScale: 'slaney', norm: 'slaney' }));
+    const values = Float32Array.from(
+      melFilterbankValues({ sampleRate: WHISPER_SAMPLE_RATE, nFft: WHISPER_N_FFT, nMels, fMin: 0, fMax: 8000, melScale: 'slaney', norm: 'slaney' }),
+    );
     const bins = WHISPER_N_FFT / 2 + 1;
     const bands = Array.from({ length: nMels }, (_, m): [number, number] => {
       const row = values.subarray(m * bins, (m + 1) * bins);
@@ -69,7 +71,8 @@ export function logMelSpectrogram(audio: Tensor, options: LogMelOptions = {}): T
   const [batch, samples] = signals.shape;
   const t = samples + padding;
   const padLeft = WHISPER_N_FFT / 2;
-  if (t <= padLeft) throw new ShapeError(`${op}: reflect padding of ${padLeft} samples needs more than ${padLeft} samples of audio, got ${t} (audio ${audio.describe()})`);
+  if (t <= padLeft)
+    throw new ShapeError(`${op}: reflect padding of ${padLeft} samples needs more than ${padLeft} samples of audio, got ${t} (audio ${audio.describe()})`);
   // torch.stft gives 1 + t // hop frames; whisper drops the last.
   const frames = Math.floor(t / WHISPER_HOP_LENGTH);
   const window = hannWindow(WHISPER_N_FFT, { device: audio.device });
@@ -78,7 +81,16 @@ export function logMelSpectrogram(audio: Tensor, options: LogMelOptions = {}): T
   let source = signals;
   // whisper pads with zeros before the STFT, so its reflect padding mirrors those zeros: one pad dispatch.
   if (padding > 0) source = pad(signals, [0, padding]);
-  const power = backend.stft(source.operand(), window.operand(), { nFft: WHISPER_N_FFT, hop: WHISPER_HOP_LENGTH, frames, padLeft, padMode: 'reflect', onesided: true, scale: 1, output: 'power' });
+  const power = backend.stft(source.operand(), window.operand(), {
+    nFft: WHISPER_N_FFT,
+    hop: WHISPER_HOP_LENGTH,
+    frames,
+    padLeft,
+    padMode: 'reflect',
+    onesided: true,
+    scale: 1,
+    output: 'power',
+  });
   const powerTensor = wrap(backend, power, 'float32', [batch, WHISPER_N_FFT / 2 + 1, frames]);
   const out = backend.logMel(powerTensor.operand(), filters.operand(), { floor: 1e-10, dynamicRange: 8, offset: 4, divisor: 4, bands });
   powerTensor.dispose();

@@ -83,7 +83,8 @@ function accumulateLeaf(leaf: Tensor, g: Tensor): void {
 /** root.backward(grad): grad defaults to 1 for a one-element root. */
 export function backward(root: Tensor, grad?: Tensor): void {
   if (!root.requiresGrad) throw new DTypeError(`backward() of ${root.describe()}: it does not require grad (no input of the ops that made it does)`);
-  if (!grad && root.numel !== 1) throw new ShapeError(`backward() of ${root.describe()} needs a gradient argument: only a one-element tensor has an implicit one`);
+  if (!grad && root.numel !== 1)
+    throw new ShapeError(`backward() of ${root.describe()} needs a gradient argument: only a one-element tensor has an implicit one`);
   if (grad && (grad.shape.length !== root.shape.length || grad.shape.some((s, i) => s !== root.shape[i]))) {
     throw new ShapeError(`backward(grad): grad has shape ${formatShape(grad.shape)}, the tensor ${formatShape(root.shape)}`);
   }

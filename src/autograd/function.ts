@@ -26,7 +26,13 @@ export interface SaveSpec {
   readonly out?: boolean;
 }
 
-export function differentiable(name: string, inputs: readonly Input[], forward: () => Tensor, rule: (g: Tensor, saved: Saved) => Grads, save: SaveSpec = {}): Tensor {
+export function differentiable(
+  name: string,
+  inputs: readonly Input[],
+  forward: () => Tensor,
+  rule: (g: Tensor, saved: Saved) => Grads,
+  save: SaveSpec = {},
+): Tensor {
   if (!needsGrad(...inputs)) return forward();
   const out = noGrad(forward);
   const needs = inputs.map((x) => typeof x === 'object' && x.requiresGrad);

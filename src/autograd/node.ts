@@ -42,7 +42,9 @@ export class GradNode {
     saved.forEach((t, i) => {
       if (t.storage.version !== this.versions[i]) {
         this.release();
-        throw new Error(`backward through ${this.name}: a tensor it saved (${t.describe()}) was modified in place (copyInto/writeTensor) after the forward; clone it before writing`);
+        throw new Error(
+          `backward through ${this.name}: a tensor it saved (${t.describe()}) was modified in place (copyInto/writeTensor) after the forward; clone it before writing`,
+        );
       }
     });
     try {
@@ -75,7 +77,13 @@ export function needsGrad(...inputs: readonly (Tensor | number | undefined)[]): 
  * Gives `output` a node over `inputs` (numbers and tensors that need no grad get no edge) and returns it. The
  * rule sees `saved` (saved as views) and the output's gradient.
  */
-export function record<T extends Tensor>(output: T, name: string, inputs: readonly (Tensor | number | undefined)[], saved: readonly Tensor[], rule: BackwardRule): T {
+export function record<T extends Tensor>(
+  output: T,
+  name: string,
+  inputs: readonly (Tensor | number | undefined)[],
+  saved: readonly Tensor[],
+  rule: BackwardRule,
+): T {
   const edges = inputs.map((x): Edge | undefined => {
     if (typeof x !== 'object' || !x.requiresGrad) return undefined;
     return x.gradFn ? { node: x.gradFn, dtype: x.dtype, shape: x.shape } : { leaf: x, dtype: x.dtype, shape: x.shape };

@@ -423,7 +423,13 @@ export interface Backend<H = unknown> {
    * elements). Row r's previous tokens are previous[spans[r][0], spans[r][0] + spans[r][1]); `draws` (float32 [B]
    * on the device), when given, replaces each params.u. The same ids as `sample` row by row, in one dispatch.
    */
-  sampleRows(logits: Operand<H>, params: readonly SamplingParams[], previous: Operand<H> | undefined, spans: readonly (readonly [number, number])[], draws?: Operand<H>): H;
+  sampleRows(
+    logits: Operand<H>,
+    params: readonly SamplingParams[],
+    previous: Operand<H> | undefined,
+    spans: readonly (readonly [number, number])[],
+    draws?: Operand<H>,
+  ): H;
   /**
    * x: a contiguous [rows, cols] float tensor view. Returns FP8 codes round(x / scale) (saturated) and the float32
    * scales [ceil(rows/blockRows), ceil(cols/blockCols)], row-major; a block holding a NaN gets a NaN scale.

@@ -15,10 +15,7 @@ let defaultDevice: DeviceName = 'cpu';
 export function backendFor(device: DeviceName): Backend {
   if (device === 'cpu') return cpu;
   if (!webgpu || webgpu.released) {
-    throw new DeviceUnavailableError(
-      "the WebGPU device is not initialised",
-      "call `await initDevice('webgpu')` (or 'auto') before creating WebGPU tensors",
-    );
+    throw new DeviceUnavailableError('the WebGPU device is not initialised', "call `await initDevice('webgpu')` (or 'auto') before creating WebGPU tensors");
   }
   return webgpu as Backend;
 }
@@ -42,10 +39,7 @@ export function setDefaultDevice(device: DeviceName): void {
  * 'auto' picks WebGPU when usable and otherwise falls back to CPU, printing one line that says why
  * (`onNotice` receives it instead of stderr when given).
  */
-export async function initDevice(
-  request: DeviceRequest = 'auto',
-  options: { onNotice?: (line: string) => void } = {},
-): Promise<DeviceName> {
+export async function initDevice(request: DeviceRequest = 'auto', options: { onNotice?: (line: string) => void } = {}): Promise<DeviceName> {
   if (request === 'cpu') {
     defaultDevice = 'cpu';
     return 'cpu';

@@ -37,7 +37,12 @@ export interface AudioCliOptions {
 
 const BUILTIN_SECONDS = 10;
 
-export async function runAudio(feature: AudioFeature, o: AudioCliOptions, out: (line: string) => void = (l) => process.stdout.write(l + '\n'), log: (line: string) => void = (l) => process.stderr.write(l + '\n')): Promise<number> {
+export async function runAudio(
+  feature: AudioFeature,
+  o: AudioCliOptions,
+  out: (line: string) => void = (l) => process.stdout.write(l + '\n'),
+  log: (line: string) => void = (l) => process.stderr.write(l + '\n'),
+): Promise<number> {
   const owned: Tensor[] = [];
   const keep = <T extends Tensor>(t: T): T => {
     owned.push(t);
@@ -85,12 +90,17 @@ export async function runAudio(feature: AudioFeature, o: AudioCliOptions, out: (
     const [rows, cols] = features.shape;
     await writeSpectrogramPng(o.out, values, rows, cols, { colormap: 'magma', scale: o.scale ?? 1 });
     if (o.save) {
-      await writeSafetensors(o.save, [[feature === 'mel' ? 'log_mel' : 'spectrogram_db', tensorSource(features)]], { sample_rate: String(feature === 'mel' ? WHISPER_SAMPLE_RATE : rate), feature });
+      await writeSafetensors(o.save, [[feature === 'mel' ? 'log_mel' : 'spectrogram_db', tensorSource(features)]], {
+        sample_rate: String(feature === 'mel' ? WHISPER_SAMPLE_RATE : rate),
+        feature,
+      });
     }
     out(`input: ${source}, ${(samples.length / rate).toFixed(2)} s`);
     out(`features: ${what}: [${rows}, ${cols}] on ${device} in ${ms.toFixed(0)} ms`);
     if (device === 'webgpu') out(`webgpu: ${after.dispatches - before.dispatches} dispatches`);
-    out(`picture: ${o.out} (${cols * (o.scale ?? 1)}x${rows * (o.scale ?? 1)}, time on x, ${feature === 'mel' ? 'mel bin' : 'frequency'} on y, low at the bottom)`);
+    out(
+      `picture: ${o.out} (${cols * (o.scale ?? 1)}x${rows * (o.scale ?? 1)}, time on x, ${feature === 'mel' ? 'mel bin' : 'frequency'} on y, low at the bottom)`,
+    );
     if (o.save) out(`saved: ${o.save}`);
     return 0;
   } finally {

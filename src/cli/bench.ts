@@ -22,7 +22,11 @@ export interface BenchCliOptions {
   profile?: boolean;
 }
 
-export async function runBench(o: BenchCliOptions, out: (line: string) => void = (l) => process.stdout.write(l + '\n'), log: (line: string) => void = (l) => process.stderr.write(l + '\n')): Promise<number> {
+export async function runBench(
+  o: BenchCliOptions,
+  out: (line: string) => void = (l) => process.stdout.write(l + '\n'),
+  log: (line: string) => void = (l) => process.stderr.write(l + '\n'),
+): Promise<number> {
   try {
     const { loaded, device, dir, loadMs } = await openModel({ ...o, log, maxSequence: o.promptTokens + o.decodeTokens + 8 });
     const { model, config } = loaded;
@@ -47,12 +51,31 @@ export async function runBench(o: BenchCliOptions, out: (line: string) => void =
       model.moeMode = 'fused';
       const gpu = webgpuBackend();
       const floor = device === 'webgpu' && gpu ? await measureDispatchFloor(gpu.gpuDevice) : undefined;
-      const profile = o.profile && device === 'webgpu' ? await profileDecode(model, { promptTokens: o.promptTokens, decodeSteps: Math.min(o.decodeTokens, 8) }) : undefined;
+      const profile =
+        o.profile && device === 'webgpu' ? await profileDecode(model, { promptTokens: o.promptTokens, decodeSteps: Math.min(o.decodeTokens, 8) }) : undefined;
       if (o.json) {
-        out(JSON.stringify({ model: dir, device, config: config.modelType, dtype: o.dtype ?? 'as stored', loadMs, activeWeightBytes: active, dispatchFloor: floor ?? null, results, profile: profile ?? null }, null, 2));
+        out(
+          JSON.stringify(
+            {
+              model: dir,
+              device,
+              config: config.modelType,
+              dtype: o.dtype ?? 'as stored',
+              loadMs,
+              activeWeightBytes: active,
+              dispatchFloor: floor ?? null,
+              results,
+              profile: profile ?? null,
+            },
+            null,
+            2,
+          ),
+        );
         return 0;
       }
-      out(`model: ${dir} (${config.modelType}, ${config.numHiddenLayers} layers${config.moe ? `, ${config.moe.numExperts} experts, top ${config.moe.numExpertsPerTok}` : ''}) on ${device}, weights ${o.dtype ?? 'as stored'}, loaded in ${(loadMs / 1000).toFixed(1)} s`);
+      out(
+        `model: ${dir} (${config.modelType}, ${config.numHiddenLayers} layers${config.moe ? `, ${config.moe.numExperts} experts, top ${config.moe.numExpertsPerTok}` : ''}) on ${device}, weights ${o.dtype ?? 'as stored'}, loaded in ${(loadMs / 1000).toFixed(1)} s`,
+      );
       out(`weight bytes a decode step must read (active weights once): ${formatBytes(active)}`);
       const memory = cacheBytesText(model);
       if (memory) out(memory);
@@ -67,7 +90,9 @@ export async function runBench(o: BenchCliOptions, out: (line: string) => void =
       const eager = results.eager;
       if (cap && eager && device === 'webgpu') {
         const perDispatch = (r: DecodeMeasurement) => r.hostMicrosPerToken / Math.max(1, r.dispatchesPerToken);
-        out(`host per token: captured ${cap.hostMicrosPerToken.toFixed(0)} µs vs eager ${eager.hostMicrosPerToken.toFixed(0)} µs (${(eager.hostMicrosPerToken / cap.hostMicrosPerToken).toFixed(1)}x less host work)`);
+        out(
+          `host per token: captured ${cap.hostMicrosPerToken.toFixed(0)} µs vs eager ${eager.hostMicrosPerToken.toFixed(0)} µs (${(eager.hostMicrosPerToken / cap.hostMicrosPerToken).toFixed(1)}x less host work)`,
+        );
         if (floor) {
           out(
             `host per dispatch (a step's host time / its dispatches, state writes and submit included): replay ${perDispatch(cap).toFixed(1)} µs, eager ${perDispatch(eager).toFixed(1)} µs; raw Dawn floor ${floor.prebuiltMicros.toFixed(1)} µs (prebuilt bind groups over distinct buffers), ${floor.freshMicros.toFixed(1)} µs (new bind group + uniform write): ` +
@@ -78,7 +103,9 @@ export async function runBench(o: BenchCliOptions, out: (line: string) => void =
       const fused = results.captured ?? results.eager;
       if (fused && results['per-expert']) {
         const p = results['per-expert'];
-        out(`fused (${results.captured ? 'captured' : 'eager'}) vs per-expert: ${(fused.decodeTokensPerSecond / p.decodeTokensPerSecond).toFixed(2)}x decode tok/s, ${p.dispatchesPerToken.toFixed(0)} -> ${fused.dispatchesPerToken.toFixed(0)} dispatches/token`);
+        out(
+          `fused (${results.captured ? 'captured' : 'eager'}) vs per-expert: ${(fused.decodeTokensPerSecond / p.decodeTokensPerSecond).toFixed(2)}x decode tok/s, ${p.dispatchesPerToken.toFixed(0)} -> ${fused.dispatchesPerToken.toFixed(0)} dispatches/token`,
+        );
       }
       if (profile) for (const line of formatProfile(profile)) out(line);
       return 0;

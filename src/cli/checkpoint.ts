@@ -95,7 +95,12 @@ export async function runLoadCheckpoint(o: LoadOptions, out: Out = stdout): Prom
         for (const spec of specs) {
           if (spec.role === 'linear' || spec.role === 'lm_head') {
             // As in the official FP8 checkpoints, lm_head keeps its precision (logits are sensitive to it).
-            const w = await ck.loadWeight(spec.name.replace(/\.weight$/, ''), { device, dtype, quantize: spec.role === 'linear' ? quantize : undefined, onBytes });
+            const w = await ck.loadWeight(spec.name.replace(/\.weight$/, ''), {
+              device,
+              dtype,
+              quantize: spec.role === 'linear' ? quantize : undefined,
+              onBytes,
+            });
             held.push(w.data, ...(w.scale ? [w.scale] : []));
             linears++;
           } else {
@@ -111,7 +116,9 @@ export async function runLoadCheckpoint(o: LoadOptions, out: Out = stdout): Prom
     }
     const seconds = (performance.now() - t0) / 1000;
     const mem = memoryStats();
-    out(`loaded ${held.length} tensors (${linears} linear weights${quantize ? ', quantized to FP8' : ''}) onto ${device}: ${formatBytes(ck.totalBytes)} read in ${seconds.toFixed(2)} s (${(ck.totalBytes / seconds / 1e9).toFixed(2)} GB/s)`);
+    out(
+      `loaded ${held.length} tensors (${linears} linear weights${quantize ? ', quantized to FP8' : ''}) onto ${device}: ${formatBytes(ck.totalBytes)} read in ${seconds.toFixed(2)} s (${(ck.totalBytes / seconds / 1e9).toFixed(2)} GB/s)`,
+    );
     if (device === 'webgpu') out(`GPU memory: ${formatBytes(mem.liveBytes)} live, ${formatBytes(mem.peakLiveBytes)} peak`);
     else out(`tensor memory: ${formatBytes(held.reduce((a, t) => a + t.numel * DTYPE_INFO[t.dtype].itemBytes, 0))}`);
     out(`host memory: peak RSS ${formatBytes(hostPeak)} (+${formatBytes(hostPeak - hostBefore)} during the load)`);

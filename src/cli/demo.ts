@@ -60,7 +60,9 @@ export async function runDemo(options: DemoOptions = {}): Promise<number> {
     const qx = quantize(x, { granularity: 'group128' });
     const qw = quantize(b, { granularity: 'block128' });
     const fp8 = await timed(() => scaledMm(qx.data, qw.data.T, { scaleA: qx.scale, scaleB: qw.scale, outDtype: 'float32' }), 5);
-    out(`FP8 GEMV [1,${n}] x [${n},${n}]^T (block scales): ${fp8.ms.toFixed(2)} ms, weight ${(qw.data.numel / 2 ** 20).toFixed(2)} MiB + ${qw.scale.numel * 4} B scales`);
+    out(
+      `FP8 GEMV [1,${n}] x [${n},${n}]^T (block scales): ${fp8.ms.toFixed(2)} ms, weight ${(qw.data.numel / 2 ** 20).toFixed(2)} MiB + ${qw.scale.numel * 4} B scales`,
+    );
     const token = await sample(fp8.result, { topK: 50, topP: 0.9, seed: 0 });
     out(`sampled token ${token} of ${n} (top-k 50, top-p 0.9, on ${device})`);
     if (device !== 'cpu') {

@@ -6,14 +6,7 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { release } from 'node:os';
 import { adapterName, diagnose, type Diagnosis } from '../backends/webgpu/diagnose.js';
-import {
-  checkAdapter,
-  formatLimit,
-  OPTIONAL_FEATURES,
-  REPORTED_LIMITS,
-  REQUIRED_LIMITS,
-  WITHOUT_FEATURE,
-} from '../backends/webgpu/requirements.js';
+import { checkAdapter, formatLimit, OPTIONAL_FEATURES, REPORTED_LIMITS, REQUIRED_LIMITS, WITHOUT_FEATURE } from '../backends/webgpu/requirements.js';
 
 export interface DoctorOptions {
   /** Print one JSON document instead of the readable report. */
@@ -47,9 +40,7 @@ export async function runDoctor(options: DoctorOptions = {}): Promise<number> {
   const env = options.env ?? process.env;
   const diagnosis = await diagnose({ refresh: true, env, timeoutMs: options.timeoutMs });
   const environment = describeEnvironment(env);
-  const lines = options.json
-    ? JSON.stringify({ environment, diagnosis }, null, 2).split('\n')
-    : formatReport(environment, diagnosis);
+  const lines = options.json ? JSON.stringify({ environment, diagnosis }, null, 2).split('\n') : formatReport(environment, diagnosis);
   for (const line of lines) out(line);
   return diagnosis.available ? 0 : 1;
 }
@@ -78,10 +69,7 @@ export function formatReport(env: DoctorEnvironment, d: Diagnosis): string[] {
   lines.push(`tensorgpu doctor${env.tensorgpu ? ` (tensorgpu ${env.tensorgpu})` : ''}`);
   row('runtime', `${d.runtime} ${env.node}`);
   row('platform', `${env.platform} ${env.arch}, os release ${env.osRelease}`);
-  row(
-    'webgpu package',
-    env.webgpu.version ? `${env.webgpu.version} (${env.webgpu.path})` : `not found (${env.webgpu.error ?? 'unknown'})`,
-  );
+  row('webgpu package', env.webgpu.version ? `${env.webgpu.version} (${env.webgpu.path})` : `not found (${env.webgpu.error ?? 'unknown'})`);
   for (const [name, value] of Object.entries(env.variables)) row(name, value);
   lines.push('');
 

@@ -36,7 +36,11 @@ function describeSampling(s: SamplingFallback): string {
   return `${parts.join(', ')}, at most ${s.maxNewTokens} tokens`;
 }
 
-export async function runGenerate(o: GenerateCliOptions, write: (text: string) => void = (t) => process.stdout.write(t), log: (line: string) => void = (l) => process.stderr.write(l + '\n')): Promise<number> {
+export async function runGenerate(
+  o: GenerateCliOptions,
+  write: (text: string) => void = (t) => process.stdout.write(t),
+  log: (line: string) => void = (l) => process.stderr.write(l + '\n'),
+): Promise<number> {
   try {
     const { loaded, device, dir, loadMs } = await openModel({ ...o, log, maxSequence: undefined });
     const { model, tokenizer } = loaded;

@@ -70,8 +70,13 @@ type WeightDType = (typeof WEIGHT_DTYPES)[number];
 
 program
   .command('generate')
-  .description('stream text from a Qwen3 / Qwen3-MoE / LFM2 / LFM2-MoE / Qwen3.5 / Qwen3.6 checkpoint (default: a built-in random-weight Qwen3-MoE with the real tokenizer)')
-  .option('--model <dir|repo>', `Hugging Face checkpoint directory (config.json, safetensors, tokenizer.json), a Hub repo id (org/name[@revision], downloaded into the Hugging Face cache), or ${BUILTIN_PREFIX}<preset> (${presetNames().join(', ')})`)
+  .description(
+    'stream text from a Qwen3 / Qwen3-MoE / LFM2 / LFM2-MoE / Qwen3.5 / Qwen3.6 checkpoint (default: a built-in random-weight Qwen3-MoE with the real tokenizer)',
+  )
+  .option(
+    '--model <dir|repo>',
+    `Hugging Face checkpoint directory (config.json, safetensors, tokenizer.json), a Hub repo id (org/name[@revision], downloaded into the Hugging Face cache), or ${BUILTIN_PREFIX}<preset> (${presetNames().join(', ')})`,
+  )
   .option('--prompt <text>', 'the user message (or raw text with --raw)', 'Write a haiku about GPUs.')
   .option('--max-tokens <n>', "most tokens to generate (default: generation_config.json's max_new_tokens, else 32)", positiveInt)
   .option('--temperature <t>', "sampling temperature, 0 = greedy (default: generation_config.json's, greedy if its do_sample is false, else 0.7)", number)
@@ -84,15 +89,23 @@ program
   .option('--dtype <dtype>', 'fp8 quantizes linear weights at load; float32/float16/bfloat16 convert them', choice(WEIGHT_DTYPES))
   .option('--raw', 'send the prompt as is, without the chat template')
   .option('--think', "let Qwen3 / Qwen3.5 think first (the chat template's enable_thinking)")
-  .option('--adapter <dir>', 'a LoRA adapter (PEFT layout: adapter_config.json + adapter_model.safetensors, e.g. from `tensorgpu train`) merged into the weights')
+  .option(
+    '--adapter <dir>',
+    'a LoRA adapter (PEFT layout: adapter_config.json + adapter_model.safetensors, e.g. from `tensorgpu train`) merged into the weights',
+  )
   .action(async (opts: GenerateCliOptions) => {
     process.exitCode = await runGenerate(opts);
   });
 
 program
   .command('train')
-  .description('fine-tune a Qwen3 / LFM2 / Qwen3.5 checkpoint on a text or JSONL file: LoRA adapters (PEFT layout) or --full (default: the built-in model on a built-in text)')
-  .option('--model <dir|repo>', `Hugging Face checkpoint directory, a Hub repo id (org/name[@revision]), or ${BUILTIN_PREFIX}<preset> (${presetNames().join(', ')})`)
+  .description(
+    'fine-tune a Qwen3 / LFM2 / Qwen3.5 checkpoint on a text or JSONL file: LoRA adapters (PEFT layout) or --full (default: the built-in model on a built-in text)',
+  )
+  .option(
+    '--model <dir|repo>',
+    `Hugging Face checkpoint directory, a Hub repo id (org/name[@revision]), or ${BUILTIN_PREFIX}<preset> (${presetNames().join(', ')})`,
+  )
   .option('--data <file>', 'training text: a .txt file, or .jsonl records with "text", "prompt" + "completion" or chat "messages" (default: a built-in text)')
   .option('--out <dir>', 'where the adapter (or the --full model), loss.png and losses.json go', 'tensorgpu-adapter')
   .option('--steps <n>', 'optimizer steps', positiveInt, 20)
@@ -114,7 +127,10 @@ program
 program
   .command('bench')
   .description('prefill/decode tok/s, dispatches per token, bytes per token and peak GPU memory of a model (default: the built-in Qwen3-MoE)')
-  .option('--model <dir|repo>', `Hugging Face checkpoint directory, a Hub repo id (org/name[@revision]), or ${BUILTIN_PREFIX}<preset> (${presetNames().join(', ')})`)
+  .option(
+    '--model <dir|repo>',
+    `Hugging Face checkpoint directory, a Hub repo id (org/name[@revision]), or ${BUILTIN_PREFIX}<preset> (${presetNames().join(', ')})`,
+  )
   .option('--device <device>', 'auto, webgpu or cpu', deviceName, 'auto')
   .option('--dtype <dtype>', 'fp8 quantizes linear weights at load; float32/float16/bfloat16 convert them', choice(WEIGHT_DTYPES))
   .option('--prompt-tokens <n>', 'prefill length', positiveInt, 32)
@@ -122,12 +138,31 @@ program
   .option('--moe <mode>', 'fused, per-expert or both', choice(['fused', 'per-expert', 'both'] as const), 'both')
   .option('--json', 'print the measurements as JSON')
   .option('--profile', 'also time every kernel on the GPU (timestamp queries) and print GPU time per kernel family')
-  .action(async (opts: { model?: string; device: 'auto' | 'webgpu' | 'cpu'; dtype?: WeightDType; promptTokens: number; decodeTokens: number; moe: 'fused' | 'per-expert' | 'both'; json?: boolean; profile?: boolean }) => {
-    process.exitCode = await runBench(opts);
-  });
+  .action(
+    async (opts: {
+      model?: string;
+      device: 'auto' | 'webgpu' | 'cpu';
+      dtype?: WeightDType;
+      promptTokens: number;
+      decodeTokens: number;
+      moe: 'fused' | 'per-expert' | 'both';
+      json?: boolean;
+      profile?: boolean;
+    }) => {
+      process.exitCode = await runBench(opts);
+    },
+  );
 
 type DeviceFlag = 'auto' | 'webgpu' | 'cpu';
-type TilingFlagValues = { tile?: number; tileStride?: number; tileHeight?: number; tileWidth?: number; tileStrideHeight?: number; tileStrideWidth?: number; tiling: boolean };
+type TilingFlagValues = {
+  tile?: number;
+  tileStride?: number;
+  tileHeight?: number;
+  tileWidth?: number;
+  tileStrideHeight?: number;
+  tileStrideWidth?: number;
+  tiling: boolean;
+};
 
 /** diffusers' enable_tiling() sizes, in image pixels, for both VAE commands. */
 function tilingOptions(command: Command, what: string): Command {
@@ -144,8 +179,13 @@ function tilingOptions(command: Command, what: string): Command {
 tilingOptions(
   program
     .command('vae-decode')
-    .description('decode video latents to PNG frames (and an animated preview) with a Wan2.x / Qwen-Image VAE (default: a built-in random-weight wan2.1-tiny and random latents)')
-    .option('--model <dir|repo>', 'diffusers AutoencoderKLWan / AutoencoderKLQwenImage folder (config.json, diffusion_pytorch_model.safetensors), the pipeline folder holding it in vae/, or a Hub repo id of the VAE (org/name/vae)')
+    .description(
+      'decode video latents to PNG frames (and an animated preview) with a Wan2.x / Qwen-Image VAE (default: a built-in random-weight wan2.1-tiny and random latents)',
+    )
+    .option(
+      '--model <dir|repo>',
+      'diffusers AutoencoderKLWan / AutoencoderKLQwenImage folder (config.json, diffusion_pytorch_model.safetensors), the pipeline folder holding it in vae/, or a Hub repo id of the VAE (org/name/vae)',
+    )
     .option('--latents <file>', '.safetensors or .npy latents [B, C, T, h, w], [C, T, h, w] or [C, h, w] (default: random normal [1, z_dim, 1, 16, 16])')
     .option('--out <path>', 'PNG to write; several frames become <stem>-0000.png, <stem>-0001.png, ...', 'out.png')
     .option('--preview <file>', 'animated preview of several frames: .gif (default <stem>.gif), or .mp4 / .webm through ffmpeg on PATH')
@@ -155,16 +195,37 @@ tilingOptions(
     .option('--device <device>', 'auto, webgpu or cpu', deviceName, 'auto')
     .option('--denormalize', "apply the config's latents_mean / latents_std (z * std + mean) before decoding, as the Wan pipeline does"),
   'decode',
-).action(async (opts: TilingFlagValues & { model?: string; latents?: string; out: string; preview?: string | false; fps: number; seed: number; device: DeviceFlag; denormalize?: boolean }) => {
-  process.exitCode = await runVaeDecode(opts);
-});
+).action(
+  async (
+    opts: TilingFlagValues & {
+      model?: string;
+      latents?: string;
+      out: string;
+      preview?: string | false;
+      fps: number;
+      seed: number;
+      device: DeviceFlag;
+      denormalize?: boolean;
+    },
+  ) => {
+    process.exitCode = await runVaeDecode(opts);
+  },
+);
 
 tilingOptions(
   program
     .command('vae-encode')
-    .description('encode PNG frames to video latents with a Wan2.x / Qwen-Image VAE, the inverse of vae-decode (default: the built-in random-weight wan2.1-tiny)')
-    .option('--model <dir|repo>', 'diffusers AutoencoderKLWan / AutoencoderKLQwenImage folder (config.json, diffusion_pytorch_model.safetensors), the pipeline folder holding it in vae/, or a Hub repo id of the VAE (org/name/vae)')
-    .requiredOption('--input <path>', 'a PNG, numbered PNGs as a printf pattern (frames-%04d.png: from the first index in 0..4 to the first gap), or a video file (.mp4, .webm, .mov, .mkv, .avi, .gif: decoded by ffmpeg on PATH)')
+    .description(
+      'encode PNG frames to video latents with a Wan2.x / Qwen-Image VAE, the inverse of vae-decode (default: the built-in random-weight wan2.1-tiny)',
+    )
+    .option(
+      '--model <dir|repo>',
+      'diffusers AutoencoderKLWan / AutoencoderKLQwenImage folder (config.json, diffusion_pytorch_model.safetensors), the pipeline folder holding it in vae/, or a Hub repo id of the VAE (org/name/vae)',
+    )
+    .requiredOption(
+      '--input <path>',
+      'a PNG, numbered PNGs as a printf pattern (frames-%04d.png: from the first index in 0..4 to the first gap), or a video file (.mp4, .webm, .mov, .mkv, .avi, .gif: decoded by ffmpeg on PATH)',
+    )
     .option('--out <file>', ".safetensors file for the latents (tensor 'latents', [1, z_dim, T, h, w])", 'latents.safetensors')
     .option('--device <device>', 'auto, webgpu or cpu', deviceName, 'auto')
     .option('--normalize', "write (z - latents_mean) / latents_std with the config's statistics, as the Wan pipeline feeds its transformer"),
@@ -206,7 +267,12 @@ checkpoint
   .description('write a random-weight Qwen3 / Qwen3-MoE / LFM2 / LFM2-MoE / Qwen3.5 / Qwen3.6 checkpoint in the Hugging Face layout')
   .requiredOption('--out <dir>', 'directory to write')
   .option('--preset <name>', presetNames().join(', '), 'qwen3-moe-tiny')
-  .option('--dtype <dtype>', 'bfloat16, float16, float32 or fp8 (e4m3 with 128x128 block scales)', choice(['bfloat16', 'float16', 'float32', 'fp8'] as const), 'bfloat16')
+  .option(
+    '--dtype <dtype>',
+    'bfloat16, float16, float32 or fp8 (e4m3 with 128x128 block scales)',
+    choice(['bfloat16', 'float16', 'float32', 'fp8'] as const),
+    'bfloat16',
+  )
   .option('--seed <n>', 'random seed', positiveInt, 1)
   .option('--shard-mb <n>', 'shard size limit in MiB (default: one file)', positiveInt)
   .action(async (opts: { out: string; preset: string; dtype: 'bfloat16' | 'float16' | 'float32' | 'fp8'; seed: number; shardMb?: number }) => {
@@ -225,7 +291,11 @@ checkpoint
   .description('stream a whole checkpoint onto a device, with progress, throughput and memory figures')
   .requiredOption('--model <dir|repo>', 'checkpoint directory, .safetensors file or Hub repo id (org/name[@revision][/subfolder])')
   .option('--device <device>', 'auto, webgpu or cpu', deviceName, 'auto')
-  .option('--dtype <dtype>', 'fp8 quantizes float linear weights at load; float32/float16/bfloat16 convert', choice(['fp8', 'float32', 'float16', 'bfloat16'] as const))
+  .option(
+    '--dtype <dtype>',
+    'fp8 quantizes float linear weights at load; float32/float16/bfloat16 convert',
+    choice(['fp8', 'float32', 'float16', 'bfloat16'] as const),
+  )
   .action(async (opts: { model: string; device: 'auto' | 'webgpu' | 'cpu'; dtype?: 'fp8' | 'float32' | 'float16' | 'bfloat16' }) => {
     process.exitCode = await runLoadCheckpoint(opts);
   });
@@ -242,7 +312,10 @@ function byteSize(v: string): number {
 program
   .command('serve')
   .description('an OpenAI-compatible HTTP server (/v1/chat/completions, /v1/completions, /v1/models, /health, /metrics) over one model')
-  .option('--model <dir|repo>', `Hugging Face checkpoint directory, a Hub repo id (org/name[@revision]), or ${BUILTIN_PREFIX}<preset> (${presetNames().join(', ')})`)
+  .option(
+    '--model <dir|repo>',
+    `Hugging Face checkpoint directory, a Hub repo id (org/name[@revision]), or ${BUILTIN_PREFIX}<preset> (${presetNames().join(', ')})`,
+  )
   .option('--device <device>', 'auto, webgpu or cpu', deviceName, 'auto')
   .option('--dtype <dtype>', 'fp8 quantizes linear weights at load; float32/float16/bfloat16 convert them', choice(WEIGHT_DTYPES))
   .option('--host <host>', 'address to bind', '127.0.0.1')
@@ -254,7 +327,11 @@ program
   .option('--max-model-len <n>', 'positions per sequence, prompt + completion (default: min(max_position_embeddings, 4096))', positiveInt)
   .option('--shutdown-timeout <s>', 'seconds in-flight requests get to finish on SIGTERM / SIGINT', positiveInt, 10)
   .option('--max-batch <n>', 'most sequences sharing a decode step (continuous batching; 1 runs one request at a time)', positiveInt, 16)
-  .option('--kv-memory <size>', 'bytes of the paged KV cache, e.g. 512MiB or 2GB (default: max-batch full-context sequences, at most 1 GiB); when full, requests wait', byteSize)
+  .option(
+    '--kv-memory <size>',
+    'bytes of the paged KV cache, e.g. 512MiB or 2GB (default: max-batch full-context sequences, at most 1 GiB); when full, requests wait',
+    byteSize,
+  )
   .option('--kv-page-size <n>', 'positions per KV cache page', positiveInt, 16)
   .option('--prefill-chunk <n>', 'prompt tokens per prefill chunk, interleaved with the running decodes', positiveInt, 128)
   .action(async (opts: ServeCliOptions) => {

@@ -23,7 +23,12 @@ export function revisionLabel(r: CachedRevision): string {
 
 function table(rows: string[][]): string[] {
   const widths = rows[0].map((_, c) => Math.max(...rows.map((r) => r[c].length)));
-  return rows.map((r) => r.map((cell, c) => (c === r.length - 1 ? cell : cell.padEnd(widths[c]))).join('  ').trimEnd());
+  return rows.map((r) =>
+    r
+      .map((cell, c) => (c === r.length - 1 ? cell : cell.padEnd(widths[c])))
+      .join('  ')
+      .trimEnd(),
+  );
 }
 
 function jsonModel(m: CachedModel) {
@@ -51,7 +56,12 @@ export async function runModelsList(options: { json?: boolean } = {}, io: Models
   }
   const rows = [['REPO', 'REVISIONS', 'SIZE', 'RUNS']];
   for (const m of listing.models) {
-    rows.push([m.repo, m.revisions.map(revisionLabel).join(', ') || '-', formatBytes(m.size), m.runnable.ok ? `yes (${m.runnable.detail})` : `no: ${m.runnable.detail}`]);
+    rows.push([
+      m.repo,
+      m.revisions.map(revisionLabel).join(', ') || '-',
+      formatBytes(m.size),
+      m.runnable.ok ? `yes (${m.runnable.detail})` : `no: ${m.runnable.detail}`,
+    ]);
   }
   for (const line of table(rows)) out(io)(line);
   const n = listing.models.length;

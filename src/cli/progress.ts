@@ -77,7 +77,13 @@ export function downloadProgress(label: string, options: { force?: boolean } = {
     onProgress(p) {
       if (!bars) {
         started = performance.now();
-        bars = new MultiBar({ format: '{name} [{bar}] {percentage}% | {doneBytes} / {totalBytes} | {rate}/s | ETA {eta_formatted}', stream, hideCursor: true, clearOnComplete: false, etaBuffer: 50 });
+        bars = new MultiBar({
+          format: '{name} [{bar}] {percentage}% | {doneBytes} / {totalBytes} | {rate}/s | ETA {eta_formatted}',
+          stream,
+          hideCursor: true,
+          clearOnComplete: false,
+          etaBuffer: 50,
+        });
         all = bars.create(p.total, 0, payload(label, 0, p.total, started));
       }
       let f = files.get(p.file);

@@ -29,7 +29,9 @@ export interface ServeCliOptions {
 }
 
 export async function runServe(o: ServeCliOptions, log: (line: string) => void = (l) => process.stderr.write(l + '\n')): Promise<number> {
-  const servedModelName = o.servedModelName ?? (o.model ? (o.model.includes('/') && !o.model.startsWith('.') && !o.model.startsWith('/') ? o.model : basename(o.model)) : 'tensorgpu-default');
+  const servedModelName =
+    o.servedModelName ??
+    (o.model ? (o.model.includes('/') && !o.model.startsWith('.') && !o.model.startsWith('/') ? o.model : basename(o.model)) : 'tensorgpu-default');
   let loaded: LoadedModel | undefined;
   const opening = openModel({ model: o.model, device: o.device, dtype: o.dtype, maxSequence: o.maxModelLen, log }).then((m) => {
     loaded = m.loaded;
@@ -37,7 +39,20 @@ export async function runServe(o: ServeCliOptions, log: (line: string) => void =
     return m.loaded;
   });
   try {
-    const server = await startServer({ model: opening, servedModelName, host: o.host, port: o.port, apiKey: o.apiKey, maxQueue: o.maxQueue, maxBodyBytes: o.maxBody, maxBatch: o.maxBatch, kvMemoryBytes: o.kvMemory, kvPageSize: o.kvPageSize, prefillChunk: o.prefillChunk, log });
+    const server = await startServer({
+      model: opening,
+      servedModelName,
+      host: o.host,
+      port: o.port,
+      apiKey: o.apiKey,
+      maxQueue: o.maxQueue,
+      maxBodyBytes: o.maxBody,
+      maxBatch: o.maxBatch,
+      kvMemoryBytes: o.kvMemory,
+      kvPageSize: o.kvPageSize,
+      prefillChunk: o.prefillChunk,
+      log,
+    });
     process.stdout.write(`tensorgpu serve: listening on ${server.url}/v1\n`);
     const signal = new Promise<NodeJS.Signals>((resolve) => {
       process.once('SIGTERM', () => resolve('SIGTERM'));

@@ -83,12 +83,32 @@ export async function runTrain(o: TrainCliOptions, log: (line: string) => void =
       const view = trainingView(model);
       const adapter = o.full
         ? undefined
-        : LoraAdapter.create(view.sites, { rank: o.loraRank, alpha: o.loraAlpha ?? 2 * o.loraRank, targetModules: o.targets ? o.targets.split(',').map((t) => t.trim()) : defaultLoraTargets(view) }, { device, generator: new Generator(o.seed) });
-      const run = new FineTune(model, adapter ? { kind: 'lora', adapter } : { kind: 'full' }, { steps: o.steps, lr: o.lr, warmupSteps: o.warmup, masterWeights: o.masterWeights });
-      log(`training ${o.full ? 'every weight' : `LoRA r=${o.loraRank} on ${adapter!.modules.size} projections`} of ${dir} on ${device}: ${run.parameterCount.toLocaleString('en-US')} parameters, ${sequences.length} sequence(s) of ${o.seqLen} tokens, ${o.steps} steps`);
+        : LoraAdapter.create(
+            view.sites,
+            {
+              rank: o.loraRank,
+              alpha: o.loraAlpha ?? 2 * o.loraRank,
+              targetModules: o.targets ? o.targets.split(',').map((t) => t.trim()) : defaultLoraTargets(view),
+            },
+            { device, generator: new Generator(o.seed) },
+          );
+      const run = new FineTune(model, adapter ? { kind: 'lora', adapter } : { kind: 'full' }, {
+        steps: o.steps,
+        lr: o.lr,
+        warmupSteps: o.warmup,
+        masterWeights: o.masterWeights,
+      });
+      log(
+        `training ${o.full ? 'every weight' : `LoRA r=${o.loraRank} on ${adapter!.modules.size} projections`} of ${dir} on ${device}: ${run.parameterCount.toLocaleString('en-US')} parameters, ${sequences.length} sequence(s) of ${o.seqLen} tokens, ${o.steps} steps`,
+      );
       const losses: number[] = [];
       const bar = new cliProgress.SingleBar(
-        { format: 'train |{bar}| {value}/{total} steps | loss {loss} | {tps} tok/s | ETA {eta_formatted}', hideCursor: true, noTTYOutput: o.progress ?? false, stream: process.stderr },
+        {
+          format: 'train |{bar}| {value}/{total} steps | loss {loss} | {tps} tok/s | ETA {eta_formatted}',
+          hideCursor: true,
+          noTTYOutput: o.progress ?? false,
+          stream: process.stderr,
+        },
         cliProgress.Presets.shades_classic,
       );
       if (process.stderr.isTTY || o.progress) bar.start(o.steps, 0, { loss: '-', tps: '-' });
@@ -101,7 +121,8 @@ export async function runTrain(o: TrainCliOptions, log: (line: string) => void =
         tokens += last.tokens;
         ms += last.ms;
         bar.update(step + 1, { loss: last.loss.toFixed(4), tps: ((tokens / ms) * 1000).toFixed(0) });
-        if (!process.stderr.isTTY && !o.progress && (step === 0 || (step + 1) % 10 === 0 || step + 1 === o.steps)) log(`step ${step + 1}/${o.steps} loss ${last.loss.toFixed(4)} lr ${last.lr.toExponential(2)} ${((tokens / ms) * 1000).toFixed(0)} tok/s`);
+        if (!process.stderr.isTTY && !o.progress && (step === 0 || (step + 1) % 10 === 0 || step + 1 === o.steps))
+          log(`step ${step + 1}/${o.steps} loss ${last.loss.toFixed(4)} lr ${last.lr.toExponential(2)} ${((tokens / ms) * 1000).toFixed(0)} tok/s`);
         if (o.stopAfter !== undefined && step + 1 >= o.stopAfter) interrupted = true;
       }
       bar.stop();

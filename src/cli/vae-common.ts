@@ -47,7 +47,12 @@ export function describeTiling(plan: TilePlan | undefined): string {
 export const vaeClassName = (vae: WanVae) => (vae.config.family === 'qwen-image' ? 'AutoencoderKLQwenImage' : 'AutoencoderKLWan');
 
 /** Loads part of the VAE in dir (default: the built-in random-weight one, said on log), with a byte bar on a TTY. */
-export async function loadVaePart(dir: string | undefined, part: VaePart, device: DeviceName, log: (line: string) => void): Promise<{ vae: WanVae; dir: string }> {
+export async function loadVaePart(
+  dir: string | undefined,
+  part: VaePart,
+  device: DeviceName,
+  log: (line: string) => void,
+): Promise<{ vae: WanVae; dir: string }> {
   if (dir === undefined) {
     dir = await ensureDefaultVae({ onNotice: log });
     log(`no --model given: using the built-in ${DEFAULT_VAE_PRESET} video VAE (random weights) in ${dir}`);
@@ -119,7 +124,12 @@ export async function runStepsWaiting(steps: CodecSteps, report: (p: CodecProgre
 export function stepProgress(label: string): { update(p: CodecProgress): void; stop(): void } {
   const stream = process.stderr;
   if (!stream.isTTY) return { update() {}, stop() {} };
-  const bar = new SingleBar({ format: `${label} [{bar}] {percentage}% | {text} | {duration_formatted} | ETA {eta_formatted}`, stream, hideCursor: true, clearOnComplete: false });
+  const bar = new SingleBar({
+    format: `${label} [{bar}] {percentage}% | {text} | {duration_formatted} | ETA {eta_formatted}`,
+    stream,
+    hideCursor: true,
+    clearOnComplete: false,
+  });
   let started = false;
   return {
     update(p) {

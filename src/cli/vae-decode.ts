@@ -42,7 +42,11 @@ export function defaultPreviewPath(out: string): string {
   return join(dirname(out), `${basename(out, extname(out))}.gif`);
 }
 
-export async function runVaeDecode(o: VaeDecodeCliOptions, out: (line: string) => void = (l) => process.stdout.write(l + '\n'), log: (line: string) => void = (l) => process.stderr.write(l + '\n')): Promise<number> {
+export async function runVaeDecode(
+  o: VaeDecodeCliOptions,
+  out: (line: string) => void = (l) => process.stdout.write(l + '\n'),
+  log: (line: string) => void = (l) => process.stderr.write(l + '\n'),
+): Promise<number> {
   let vae: WanVae | undefined;
   let z: Tensor | undefined;
   let video: Tensor | undefined;
@@ -50,7 +54,8 @@ export async function runVaeDecode(o: VaeDecodeCliOptions, out: (line: string) =
   try {
     // Preview options fail before any work.
     const previewPath = o.preview === false ? undefined : (o.preview ?? defaultPreviewPath(o.out));
-    if (previewPath && previewFormat(previewPath) !== 'gif' && !hasFfmpeg()) throw new Error(`--preview ${previewPath}: writing ${extname(previewPath)} needs ffmpeg on PATH, and none was found (a .gif preview needs nothing)`);
+    if (previewPath && previewFormat(previewPath) !== 'gif' && !hasFfmpeg())
+      throw new Error(`--preview ${previewPath}: writing ${extname(previewPath)} needs ffmpeg on PATH, and none was found (a .gif preview needs nothing)`);
     const device = await initDevice(o.device, { onNotice: log });
     // A bad latents file fails before the model is generated or loaded.
     if (o.latents) z = await readLatents(o.latents, { device });
@@ -99,11 +104,16 @@ export async function runVaeDecode(o: VaeDecodeCliOptions, out: (line: string) =
     out(`latents: ${shapeOf(z)} (${source}${o.denormalize ? ', denormalized with latents_mean / latents_std' : ''})`);
     out(`output: ${shapeOf(video)} (${f} frame${f === 1 ? '' : 's'} of ${vw}x${vh}, ${c === 1 ? 'grayscale' : 'RGB'}; ${t} latent frame${t === 1 ? '' : 's'})`);
     out(`frames written: ${paths.length <= 8 ? paths.join(', ') : `${paths.length} PNGs, ${paths[0]} ... ${paths.at(-1)}`}`);
-    if (preview) out(`preview: ${preview.path} (${f} frames at ${fps} fps, ${{ gif: 'animated GIF', mp4: 'MP4 through ffmpeg', webm: 'WebM through ffmpeg' }[preview.format]})`);
+    if (preview)
+      out(
+        `preview: ${preview.path} (${f} frames at ${fps} fps, ${{ gif: 'animated GIF', mp4: 'MP4 through ffmpeg', webm: 'WebM through ffmpeg' }[preview.format]})`,
+      );
     out(`decode: ${(decodeMs / 1000).toFixed(2)} s (${describeTiling(plan)}), ${preview ? 'PNG + preview' : 'PNG'} write ${(writeMs / 1000).toFixed(2)} s`);
     if (device === 'webgpu') {
       const pads = (after.byKernel.pad ?? 0) - (before.byKernel.pad ?? 0);
-      out(`webgpu: ${after.dispatches - before.dispatches} dispatches (${pads} pad), ${after.pipelinesCompiled - before.pipelinesCompiled} pipelines compiled, peak GPU memory ${formatBytes(peak)}`);
+      out(
+        `webgpu: ${after.dispatches - before.dispatches} dispatches (${pads} pad), ${after.pipelinesCompiled - before.pipelinesCompiled} pipelines compiled, peak GPU memory ${formatBytes(peak)}`,
+      );
     }
     preview = undefined; // finished: nothing to abort
     return 0;

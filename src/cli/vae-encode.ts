@@ -27,12 +27,17 @@ export interface VaeEncodeCliOptions extends TilingFlags {
 
 const shapeOf = (t: Tensor) => `[${t.shape.join(', ')}]`;
 
-export async function runVaeEncode(o: VaeEncodeCliOptions, out: (line: string) => void = (l) => process.stdout.write(l + '\n'), log: (line: string) => void = (l) => process.stderr.write(l + '\n')): Promise<number> {
+export async function runVaeEncode(
+  o: VaeEncodeCliOptions,
+  out: (line: string) => void = (l) => process.stdout.write(l + '\n'),
+  log: (line: string) => void = (l) => process.stderr.write(l + '\n'),
+): Promise<number> {
   let vae: WanVae | undefined;
   let x: Tensor | undefined;
   let z: Tensor | undefined;
   try {
-    if (extname(o.out).toLowerCase() !== '.safetensors') throw new Error(`--out ${o.out}: latents are written as .safetensors (what vae-decode --latents and diffusers read)`);
+    if (extname(o.out).toLowerCase() !== '.safetensors')
+      throw new Error(`--out ${o.out}: latents are written as .safetensors (what vae-decode --latents and diffusers read)`);
     const device = await initDevice(o.device, { onNotice: log });
     // Missing or unreadable frames fail before the model is generated or loaded.
     const video = isVideoFile(o.input) ? extractVideoFrames(o.input) : undefined;
@@ -88,7 +93,9 @@ export async function runVaeEncode(o: VaeEncodeCliOptions, out: (line: string) =
     out(`latents: ${shapeOf(z)} written to ${o.out} (tensor 'latents'${o.normalize ? ', normalized with latents_mean / latents_std' : ''})`);
     out(`encode: ${(encodeMs / 1000).toFixed(2)} s (${describeTiling(plan)})`);
     if (device === 'webgpu') {
-      out(`webgpu: ${after.dispatches - before.dispatches} dispatches, ${after.pipelinesCompiled - before.pipelinesCompiled} pipelines compiled, peak GPU memory ${formatBytes(peak)}`);
+      out(
+        `webgpu: ${after.dispatches - before.dispatches} dispatches, ${after.pipelinesCompiled - before.pipelinesCompiled} pipelines compiled, peak GPU memory ${formatBytes(peak)}`,
+      );
     }
     return 0;
   } finally {

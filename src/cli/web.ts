@@ -38,7 +38,9 @@ export async function runWeb(opts: WebCliOptions): Promise<number> {
     return 1;
   }
   const server = await serveStatic({ '/': dir, ...peerAssets() }, { host: opts.host, port: opts.port });
-  console.log(`tensorgpu web: ${server.url}/chat.html (the chat demo), ${server.url}/ops.html (op parity), ${server.url}/bench.html (benchmarks against TF.js and ONNX Runtime Web); Ctrl-C stops`);
+  console.log(
+    `tensorgpu web: ${server.url}/chat.html (the chat demo), ${server.url}/ops.html (op parity), ${server.url}/bench.html (benchmarks against TF.js and ONNX Runtime Web); Ctrl-C stops`,
+  );
   await new Promise<void>((resolve) => {
     const stop = () => resolve();
     process.once('SIGINT', stop);

@@ -1,15 +1,6 @@
 import { DTypeError } from './errors.js';
 
-export const DTYPES = [
-  'float32',
-  'float16',
-  'bfloat16',
-  'float8_e4m3fn',
-  'float8_e5m2',
-  'int32',
-  'uint8',
-  'bool',
-] as const;
+export const DTYPES = ['float32', 'float16', 'bfloat16', 'float8_e4m3fn', 'float8_e5m2', 'int32', 'uint8', 'bool'] as const;
 
 export type DType = (typeof DTYPES)[number];
 

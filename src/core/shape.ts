@@ -100,8 +100,7 @@ export function coalesceViews(views: readonly View[]): View[] {
   for (let d = 0; d < shape.length; d++) {
     if (shape[d] === 1) continue;
     const last = outShape.length - 1;
-    const mergeable =
-      last >= 0 && views.every((v, k) => outStrides[k][last] === v.strides[d] * shape[d]);
+    const mergeable = last >= 0 && views.every((v, k) => outStrides[k][last] === v.strides[d] * shape[d]);
     if (mergeable) {
       outShape[last] *= shape[d];
       views.forEach((v, k) => (outStrides[k][last] = v.strides[d]));

@@ -132,7 +132,8 @@ export class Tensor {
 
   /** Marks a leaf as requiring grad (torch's requires_grad_); floating dtypes only. Returns this. */
   requiresGrad_(flag = true): this {
-    if (this.node) throw new DTypeError(`requiresGrad_ on ${this.describe()}: only leaves can change it (this tensor was made by ${this.node.name}); use detach() first`);
+    if (this.node)
+      throw new DTypeError(`requiresGrad_ on ${this.describe()}: only leaves can change it (this tensor was made by ${this.node.name}); use detach() first`);
     if (flag && !isFloating(this.dtype)) throw new DTypeError(`only floating tensors can require grad, got ${this.describe()}`);
     this.wantsGrad = flag;
     return this;

@@ -68,7 +68,14 @@ export class DecodeSession {
     this.position = keep(zeros([1], { dtype: 'int32', device: this.device }));
     this.draw = keep(zeros([1], { device: this.device }));
     this.logits = options.keepLogits ? keep(zeros([1, model.config.vocabSize], { device: this.device })) : undefined;
-    const why = this.device !== 'webgpu' ? 'not on WebGPU' : model.moeMode !== 'fused' ? 'the per-expert MoE baseline reads the routing back' : options.capture === false || envVar('TENSORGPU_CAPTURE') === '0' ? 'capture turned off' : undefined;
+    const why =
+      this.device !== 'webgpu'
+        ? 'not on WebGPU'
+        : model.moeMode !== 'fused'
+          ? 'the per-expert MoE baseline reads the routing back'
+          : options.capture === false || envVar('TENSORGPU_CAPTURE') === '0'
+            ? 'capture turned off'
+            : undefined;
     this.captureWanted = why === undefined;
     this.stats.reason = why;
   }

@@ -11,8 +11,13 @@ export type SamplingFallback = Partial<Pick<GenerateOptions, SamplingFields>>;
  * options ask for sampling: a temperature > 0, or any of topK / topP / minP given (then the file's temperature, else
  * the fallback's, is used). max_new_tokens applies only when options.maxNewTokens is unset.
  */
-export function withGenerationConfig<O extends SamplingFallback>(options: O, config: GenerationConfig | undefined, fallback: SamplingFallback = {}): O & SamplingFallback {
-  const asksSampling = options.temperature !== undefined ? options.temperature > 0 : options.topK !== undefined || options.topP !== undefined || options.minP !== undefined;
+export function withGenerationConfig<O extends SamplingFallback>(
+  options: O,
+  config: GenerationConfig | undefined,
+  fallback: SamplingFallback = {},
+): O & SamplingFallback {
+  const asksSampling =
+    options.temperature !== undefined ? options.temperature > 0 : options.topK !== undefined || options.topP !== undefined || options.minP !== undefined;
   const greedy = config?.doSample === false && !asksSampling;
   return {
     ...options,

@@ -30,7 +30,10 @@ export interface DecodeMeasurement {
 }
 
 /** Prefill, one untimed decode step (it records the captured step), then `decodeSteps` timed steps. */
-export async function measureDecode(model: CausalLM, options: { promptTokens: number; decodeSteps: number; seed?: number; capture?: boolean }): Promise<DecodeMeasurement> {
+export async function measureDecode(
+  model: CausalLM,
+  options: { promptTokens: number; decodeSteps: number; seed?: number; capture?: boolean },
+): Promise<DecodeMeasurement> {
   const g = new Generator(options.seed ?? 7);
   const ids = Array.from({ length: options.promptTokens }, () => g.nextU32() % model.config.vocabSize);
   const session = new DecodeSession(model, { sampling: { temperature: 0 }, capture: options.capture ?? true });

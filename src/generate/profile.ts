@@ -25,7 +25,10 @@ export async function profileDecode(model: CausalLM, options: { promptTokens: nu
   const session = new DecodeSession(model, { sampling: { temperature: 0 } });
   startProfiling();
   try {
-    await session.prefill(Array.from({ length: options.promptTokens }, (_, i) => (i * 7919) % model.config.vocabSize), 0);
+    await session.prefill(
+      Array.from({ length: options.promptTokens }, (_, i) => (i * 7919) % model.config.vocabSize),
+      0,
+    );
     await session.next(0); // records the step
     await resetProfile();
     for (let i = 0; i < options.decodeSteps; i++) await session.next(0);
@@ -36,7 +39,12 @@ export async function profileDecode(model: CausalLM, options: { promptTokens: nu
   const weightMicros = kernels.filter((k) => WEIGHT_KERNELS.has(k.kernel)).reduce((a, k) => a + k.totalMicros, 0);
   const perToken = weightMicros / Math.max(1, options.decodeSteps);
   const adapter = webgpuBackend()?.adapter;
-  return { decodeSteps: options.decodeSteps, kernels, weightGBs: perToken > 0 ? model.activeWeightBytes() / (perToken * 1e3) : null, peak: adapter ? peakBandwidth(adapter) : null };
+  return {
+    decodeSteps: options.decodeSteps,
+    kernels,
+    weightGBs: perToken > 0 ? model.activeWeightBytes() / (perToken * 1e3) : null,
+    peak: adapter ? peakBandwidth(adapter) : null,
+  };
 }
 
 /** GB/s of a kernel family (bytes over its GPU time), or null when its launcher does not count bytes. */
@@ -66,9 +74,23 @@ export function formatProfile(p: DecodeProfile): string[] {
   const header = ['kernel', 'dispatches/token', 'GPU µs/token', 'share', 'MB/token', 'GB/s'];
   if (p.peak) header.push(`of ${p.peak.gbs} GB/s`);
   const widths = header.map((h, c) => Math.max(h.length, ...rows.map((r) => r[c].length)));
-  const line = (r: string[]) => r.map((x, c) => (c === 0 ? x.padEnd(widths[c]) : x.padStart(widths[c]))).join('  ').trimEnd();
-  const out = [`GPU time per kernel family over ${p.decodeSteps} captured decode steps (timestamp queries, one pass per dispatch):`, line(header), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.map(line)];
-  out.push(`MB/token and GB/s: bytes each launcher reads and writes (operands once; '-' where a launcher does not count them)${p.peak ? `; ${p.peak.name} datasheet peak ${p.peak.gbs} GB/s` : '; no datasheet bandwidth known for this adapter'}`);
-  if (p.weightGBs !== null) out.push(`weight-reading kernels (${[...WEIGHT_KERNELS].join(', ')}): ${gbs(p.weightGBs)} GB/s of active weights${p.peak ? ` (${ofPeak(p.weightGBs)} of peak)` : ''}`);
+  const line = (r: string[]) =>
+    r
+      .map((x, c) => (c === 0 ? x.padEnd(widths[c]) : x.padStart(widths[c])))
+      .join('  ')
+      .trimEnd();
+  const out = [
+    `GPU time per kernel family over ${p.decodeSteps} captured decode steps (timestamp queries, one pass per dispatch):`,
+    line(header),
+    widths.map((w) => '-'.repeat(w)).join('  '),
+    ...rows.map(line),
+  ];
+  out.push(
+    `MB/token and GB/s: bytes each launcher reads and writes (operands once; '-' where a launcher does not count them)${p.peak ? `; ${p.peak.name} datasheet peak ${p.peak.gbs} GB/s` : '; no datasheet bandwidth known for this adapter'}`,
+  );
+  if (p.weightGBs !== null)
+    out.push(
+      `weight-reading kernels (${[...WEIGHT_KERNELS].join(', ')}): ${gbs(p.weightGBs)} GB/s of active weights${p.peak ? ` (${ofPeak(p.weightGBs)} of peak)` : ''}`,
+    );
   return out;
 }

@@ -99,7 +99,9 @@ const ADDED_TOKENS: readonly (readonly [string, boolean])[] = [
 ];
 
 /** The release's added tokens by id (248044-248076). */
-export const QWEN3_5_ADDED_TOKENS: Readonly<Record<number, string>> = Object.fromEntries(ADDED_TOKENS.map(([content], k) => [QWEN3_5_TEXT_TOKENS + k, content]));
+export const QWEN3_5_ADDED_TOKENS: Readonly<Record<number, string>> = Object.fromEntries(
+  ADDED_TOKENS.map(([content], k) => [QWEN3_5_TEXT_TOKENS + k, content]),
+);
 
 /** The text-token id a placeholder fills (ids Qwen3's vocabulary does not reach). */
 const placeholder = (id: number): string => `<|placeholder_${id}|>`;

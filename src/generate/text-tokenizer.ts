@@ -43,7 +43,10 @@ export class TextTokenizer {
    * "Hi."), which rewrites text already emitted and so cannot be applied to a stream.
    */
   decode(ids: readonly number[], skipSpecialTokens = true, options: { cleanUpSpaces?: boolean } = {}): string {
-    return this.tokenizer.decode([...ids], { skip_special_tokens: skipSpecialTokens, ...(options.cleanUpSpaces === false ? { clean_up_tokenization_spaces: false } : {}) });
+    return this.tokenizer.decode([...ids], {
+      skip_special_tokens: skipSpecialTokens,
+      ...(options.cleanUpSpaces === false ? { clean_up_tokenization_spaces: false } : {}),
+    });
   }
 
   /** The prompt text for a conversation, ending with the assistant's turn opening (add_generation_prompt). */

@@ -10,9 +10,7 @@ export class AudioFormatError extends TensorGpuError {
   readonly offset?: number;
 
   constructor(problem: string, where: { readonly source?: string; readonly offset?: number } = {}) {
-    const place = [where.source, where.offset !== undefined ? `byte ${where.offset}` : undefined].filter(
-      (x) => x !== undefined,
-    );
+    const place = [where.source, where.offset !== undefined ? `byte ${where.offset}` : undefined].filter((x) => x !== undefined);
     super(place.length > 0 ? `${place.join(', ')}: ${problem}` : problem);
     this.source = where.source;
     this.offset = where.offset;

@@ -25,7 +25,11 @@ export async function readInto(source: ByteSource, into: Uint8Array, position: n
     }
     if (bytesRead === 0) {
       // The file shrank after its header was validated.
-      throw new CheckpointError(`file ended at byte ${position + done}, ${into.length - done} bytes short of the data`, { file, tensor, offset: position + done });
+      throw new CheckpointError(`file ended at byte ${position + done}, ${into.length - done} bytes short of the data`, {
+        file,
+        tensor,
+        offset: position + done,
+      });
     }
     done += bytesRead;
   }
@@ -89,7 +93,10 @@ export async function rangeRequest(url: string, start: number, end: number, opti
   if (res.status === 416) return res;
   if (res.status !== 206) {
     await res.body?.cancel();
-    throw new CheckpointError(`HTTP ${res.status} for a byte range request${res.status === 200 ? ' (the server ignores Range requests)' : ''}`, { file: url, offset: start });
+    throw new CheckpointError(`HTTP ${res.status} for a byte range request${res.status === 200 ? ' (the server ignores Range requests)' : ''}`, {
+      file: url,
+      offset: start,
+    });
   }
   return res;
 }

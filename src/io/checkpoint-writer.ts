@@ -16,7 +16,11 @@ export interface CheckpointWriteOptions {
 }
 
 /** Writes `tensors` in order, splitting them into shards; returns the weight file names. */
-export async function writeCheckpoint(dir: string, tensors: readonly (readonly [string, TensorSource])[], options: CheckpointWriteOptions = {}): Promise<string[]> {
+export async function writeCheckpoint(
+  dir: string,
+  tensors: readonly (readonly [string, TensorSource])[],
+  options: CheckpointWriteOptions = {},
+): Promise<string[]> {
   const [{ mkdir, writeFile }, { join }] = await Promise.all([import('node:fs/promises'), import('node:path')]);
   await mkdir(dir, { recursive: true });
   if (options.config) await writeFile(join(dir, 'config.json'), JSON.stringify(options.config, null, 2) + '\n');

@@ -143,7 +143,8 @@ export class Checkpoint implements AsyncDisposable {
       }
     }
     if (options.quantize) {
-      if (entry.shape.length !== 2) throw new CheckpointError(`only 2-D weights can be quantized, this one is [${entry.shape.join(', ')}]`, { file: entry.file, tensor: name });
+      if (entry.shape.length !== 2)
+        throw new CheckpointError(`only 2-D weights can be quantized, this one is [${entry.shape.join(', ')}]`, { file: entry.file, tensor: name });
       const raw = await this.load(name, { ...options, dtype: undefined });
       const q = quantize(raw, { dtype: options.quantize, granularity: 'block128' });
       raw.dispose();
@@ -175,7 +176,11 @@ export class Checkpoint implements AsyncDisposable {
       const e = this.entry(block);
       const want = [Math.ceil(n / 128), Math.ceil(k / 128)];
       if (shape.length !== 2 || e.shape.join() !== want.join()) {
-        throw new CheckpointError(`block scales are [${e.shape.join(', ')}]; a [${shape.join(', ')}] weight in 128x128 blocks needs [${want.join(', ')}]`, { file: e.file, tensor: block, offset: e.begin });
+        throw new CheckpointError(`block scales are [${e.shape.join(', ')}]; a [${shape.join(', ')}] weight in 128x128 blocks needs [${want.join(', ')}]`, {
+          file: e.file,
+          tensor: block,
+          offset: e.begin,
+        });
       }
       return { scale: await this.load(block, opts), recipe: 'block' };
     }
@@ -186,9 +191,16 @@ export class Checkpoint implements AsyncDisposable {
       if (count === n && (e.shape.length === 1 || (e.shape.length === 2 && e.shape[1] === 1))) {
         return { scale: reshaped(await this.load(plain, opts), [n]), recipe: 'row' };
       }
-      throw new CheckpointError(`scale shape [${e.shape.join(', ')}] is neither per-tensor nor per-channel for a [${shape.join(', ')}] weight`, { file: e.file, tensor: plain, offset: e.begin });
+      throw new CheckpointError(`scale shape [${e.shape.join(', ')}] is neither per-tensor nor per-channel for a [${shape.join(', ')}] weight`, {
+        file: e.file,
+        tensor: plain,
+        offset: e.begin,
+      });
     }
-    throw new CheckpointError(`FP8 weight has neither ${prefix}.weight_scale_inv nor ${prefix}.weight_scale`, { file: this.entry(`${prefix}.weight`).file, tensor: `${prefix}.weight` });
+    throw new CheckpointError(`FP8 weight has neither ${prefix}.weight_scale_inv nor ${prefix}.weight_scale`, {
+      file: this.entry(`${prefix}.weight`).file,
+      tensor: `${prefix}.weight`,
+    });
   }
 }
 
@@ -233,7 +245,10 @@ async function openShards(folder: CheckpointFolder, indexName: string, files: Sa
   for (const [tensor, file] of Object.entries(map)) {
     // A shard name is a file in this folder, never a path: an index must not point outside the checkpoint.
     if (typeof file !== 'string' || file !== baseName(file) || file === '..' || file === '.' || file.includes('\\') || !file.endsWith('.safetensors')) {
-      throw new CheckpointError(`weight_map entry ${JSON.stringify(file)} is not a .safetensors file name in the checkpoint directory`, { file: index, tensor });
+      throw new CheckpointError(`weight_map entry ${JSON.stringify(file)} is not a .safetensors file name in the checkpoint directory`, {
+        file: index,
+        tensor,
+      });
     }
     shards.set(file, [...(shards.get(file) ?? []), tensor]);
   }

@@ -57,7 +57,8 @@ export class Fields {
   /** A list of strings, each one of `allowed`. */
   strings<T extends string>(key: string, allowed: readonly T[]): T[] {
     const v = this.json[key];
-    if (!Array.isArray(v) || !v.every((x) => typeof x === 'string' && (allowed as readonly string[]).includes(x))) this.fail(key, `a list of ${allowed.map((a) => `'${a}'`).join(' / ')}`);
+    if (!Array.isArray(v) || !v.every((x) => typeof x === 'string' && (allowed as readonly string[]).includes(x)))
+      this.fail(key, `a list of ${allowed.map((a) => `'${a}'`).join(' / ')}`);
     return v as T[];
   }
 

@@ -31,7 +31,8 @@ function inRange(f: Fields, json: Json, key: string, ok: (v: number) => boolean,
 
 /** Validates a parsed generation_config.json; `file` names it in errors. */
 export function parseGenerationConfig(json: unknown, file: string): GenerationConfig {
-  if (typeof json !== 'object' || json === null || Array.isArray(json)) throw new CheckpointError(`generation config must be a JSON object, got ${JSON.stringify(json)}`, { file });
+  if (typeof json !== 'object' || json === null || Array.isArray(json))
+    throw new CheckpointError(`generation config must be a JSON object, got ${JSON.stringify(json)}`, { file });
   const j = json as Json;
   const f = new Fields(j, file);
   return {

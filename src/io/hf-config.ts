@@ -78,7 +78,8 @@ export function parseQuantization(f: Fields | undefined, file: string): Fp8Quant
   const block = f.ints('weight_block_size', 1);
   if (block.length !== 0 && block.length !== 2) f.fail('weight_block_size', 'two integers [n, k]');
   const skip = f.raw().modules_to_not_convert;
-  if (skip !== undefined && skip !== null && !(Array.isArray(skip) && skip.every((s) => typeof s === 'string'))) f.fail('modules_to_not_convert', 'a list of strings');
+  if (skip !== undefined && skip !== null && !(Array.isArray(skip) && skip.every((s) => typeof s === 'string')))
+    f.fail('modules_to_not_convert', 'a list of strings');
   return {
     method: 'fp8',
     format: fmt === 'e4m3' ? 'float8_e4m3fn' : 'float8_e5m2',
@@ -104,7 +105,8 @@ export function parseQwen3Config(json: unknown, file = 'config.json'): Qwen3Conf
   if (numAttentionHeads % numKeyValueHeads !== 0) {
     throw new CheckpointError(`num_attention_heads (${numAttentionHeads}) must be a multiple of num_key_value_heads (${numKeyValueHeads})`, { file });
   }
-  if (!f.has('head_dim') && hiddenSize % numAttentionHeads !== 0) f.fail('head_dim', `given when hidden_size (${hiddenSize}) is not a multiple of num_attention_heads`);
+  if (!f.has('head_dim') && hiddenSize % numAttentionHeads !== 0)
+    f.fail('head_dim', `given when hidden_size (${hiddenSize}) is not a multiple of num_attention_heads`);
   const headDim = f.int('head_dim', hiddenSize / numAttentionHeads);
   if (headDim % 2 !== 0) f.fail('head_dim', 'even (RoPE rotates pairs)');
   const numHiddenLayers = f.int('num_hidden_layers');

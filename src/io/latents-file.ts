@@ -94,8 +94,13 @@ async function readNpyLatents(path: string, device: DeviceName): Promise<Tensor>
   const count = shape.reduce((a, d) => a * d, 1);
   const need = count * item;
   const have = bytes.length - dataStart;
-  if (have < need) throw new CheckpointError(`data has ${have} bytes, shape (${shape.join(', ')}) of ${descr} needs ${need}`, { file: path, offset: dataStart });
-  if (have > need) throw new CheckpointError(`${have - need} trailing bytes after the ${need} bytes of data that shape (${shape.join(', ')}) of ${descr} needs`, { file: path, offset: dataStart + need });
+  if (have < need)
+    throw new CheckpointError(`data has ${have} bytes, shape (${shape.join(', ')}) of ${descr} needs ${need}`, { file: path, offset: dataStart });
+  if (have > need)
+    throw new CheckpointError(`${have - need} trailing bytes after the ${need} bytes of data that shape (${shape.join(', ')}) of ${descr} needs`, {
+      file: path,
+      offset: dataStart + need,
+    });
   const data = bytes.subarray(dataStart, dataStart + need);
   return tensor(toF32(descr, data), { shape: dims, device });
 }

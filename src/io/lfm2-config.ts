@@ -73,7 +73,8 @@ export function parseLfm2Config(json: unknown, file = 'config.json'): Lfm2Config
   if (typeof json !== 'object' || json === null || Array.isArray(json)) throw new CheckpointError('config is not a JSON object', { file });
   const f = new Fields(json as Json, file);
   const modelType = f.string('model_type');
-  if (modelType !== 'lfm2' && modelType !== 'lfm2_moe') throw new CheckpointError(`model_type '${modelType}' is not an LFM2 config (expected ${LFM2_MODEL_TYPES.join(' or ')})`, { file });
+  if (modelType !== 'lfm2' && modelType !== 'lfm2_moe')
+    throw new CheckpointError(`model_type '${modelType}' is not an LFM2 config (expected ${LFM2_MODEL_TYPES.join(' or ')})`, { file });
   const hiddenSize = f.int('hidden_size');
   const numHiddenLayers = f.int('num_hidden_layers');
   const numAttentionHeads = f.int('num_attention_heads');
@@ -81,7 +82,8 @@ export function parseLfm2Config(json: unknown, file = 'config.json'): Lfm2Config
   if (numAttentionHeads % numKeyValueHeads !== 0) {
     throw new CheckpointError(`num_attention_heads (${numAttentionHeads}) must be a multiple of num_key_value_heads (${numKeyValueHeads})`, { file });
   }
-  if (!f.has('head_dim') && hiddenSize % numAttentionHeads !== 0) f.fail('head_dim', `given when hidden_size (${hiddenSize}) is not a multiple of num_attention_heads`);
+  if (!f.has('head_dim') && hiddenSize % numAttentionHeads !== 0)
+    f.fail('head_dim', `given when hidden_size (${hiddenSize}) is not a multiple of num_attention_heads`);
   const headDim = f.int('head_dim', hiddenSize / numAttentionHeads);
   if (headDim % 2 !== 0) f.fail('head_dim', 'even (RoPE rotates pairs)');
   const vocabSize = f.int('vocab_size', 65536);
@@ -101,10 +103,16 @@ export function parseLfm2Config(json: unknown, file = 'config.json'): Lfm2Config
   const ffKey = f.has('block_ff_dim') ? 'block_ff_dim' : 'intermediate_size';
   const rawFf = f.int(ffKey);
   const intermediateSize =
-    modelType === 'lfm2' && f.bool('block_auto_adjust_ff_dim', true) ? adjustedFfDim(rawFf, optionalPositive(f, 'block_ffn_dim_multiplier', 1), f.int('block_multiple_of', 256)) : rawFf;
+    modelType === 'lfm2' && f.bool('block_auto_adjust_ff_dim', true)
+      ? adjustedFfDim(rawFf, optionalPositive(f, 'block_ffn_dim_multiplier', 1), f.int('block_multiple_of', 256))
+      : rawFf;
 
   const ropeParameters = f.object('rope_parameters');
-  const ropeTheta = ropeParameters?.has('rope_theta') ? ropeParameters.positive('rope_theta') : f.has('theta') ? f.positive('theta') : f.positive('rope_theta', 1_000_000);
+  const ropeTheta = ropeParameters?.has('rope_theta')
+    ? ropeParameters.positive('rope_theta')
+    : f.has('theta')
+      ? f.positive('theta')
+      : f.positive('rope_theta', 1_000_000);
   const scaling = parseRopeScaling(f.object('rope_scaling')) ?? (ropeParameters && parseRopeScaling(ropeParameters));
   const ropeScaling = scaling && scaling.type !== 'default' ? scaling : undefined;
 

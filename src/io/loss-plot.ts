@@ -144,7 +144,7 @@ const GLYPH_ROWS: Record<string, string> = {
   '-': '..... ..... ..... .###. ..... ..... .....',
   '+': '..... ..#.. ..#.. ##### ..#.. ..#.. .....',
   '=': '..... ..... ##### ..... ##### ..... .....',
-  '_': '..... ..... ..... ..... ..... ..... #####',
+  _: '..... ..... ..... ..... ..... ..... #####',
   '/': '..... ....# ...#. ..#.. .#... #.... .....',
   '%': '##... ##..# ...#. ..#.. .#... #..## ...##',
   '(': '...#. ..#.. .#... .#... .#... ..#.. ...#.',
@@ -206,9 +206,7 @@ const GLYPH_ROWS: Record<string, string> = {
 };
 
 /** Each glyph as GLYPH_H row bitmasks, bit (GLYPH_W - 1 - col) set where column col has ink. */
-const GLYPHS: ReadonlyMap<string, readonly number[]> = new Map(
-  Object.entries(GLYPH_ROWS).map(([ch, rows]) => [ch, parseGlyph(ch, rows)]),
-);
+const GLYPHS: ReadonlyMap<string, readonly number[]> = new Map(Object.entries(GLYPH_ROWS).map(([ch, rows]) => [ch, parseGlyph(ch, rows)]));
 
 function parseGlyph(ch: string, rows: string): number[] {
   const lines = rows.split(' ');
@@ -372,7 +370,10 @@ function drawSeries(r: Raster, area: PlotArea, values: readonly number[], color:
 
 function validateOptions(options: LossPlotOptions): Required<LossPlotOptions> {
   const { width = 800, height = 480, title = 'loss', smoothing = 0.9 } = options;
-  for (const [name, v] of [['width', width], ['height', height]] as const) {
+  for (const [name, v] of [
+    ['width', width],
+    ['height', height],
+  ] as const) {
     if (!Number.isInteger(v) || v < 1 || v > 16384) throw new RangeError(`renderLossPlot: ${name} must be an integer in [1, 16384], got ${v}`);
   }
   if (!(smoothing >= 0 && smoothing < 1)) throw new RangeError(`renderLossPlot: smoothing must be in [0, 1), got ${smoothing}`);

@@ -24,7 +24,11 @@ export async function downloadByRanges(url: string, size: number, write: WritePa
   for (let start = 0; start < size; start += chunk) {
     const end = Math.min(size, start + chunk) - 1;
     const res = await rangeRequest(url, start, end, options);
-    const facts: StoredFacts = { size: contentRangeTotal(res) ?? NaN, etag: res.headers.get('etag') ?? undefined, lastModified: res.headers.get('last-modified') ?? undefined };
+    const facts: StoredFacts = {
+      size: contentRangeTotal(res) ?? NaN,
+      etag: res.headers.get('etag') ?? undefined,
+      lastModified: res.headers.get('last-modified') ?? undefined,
+    };
     const changed = res.status === 206 && first !== undefined && (facts.etag ?? first.etag) !== (first.etag ?? facts.etag);
     if (res.status !== 206 || facts.size !== size || changed) {
       await res.body?.cancel();

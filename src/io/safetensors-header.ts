@@ -80,7 +80,22 @@ export function firstInvalidUtf8(bytes: Uint8Array): number {
       i++;
       continue;
     }
-    const [len, lo, hi] = b >= 0xc2 && b <= 0xdf ? [2, 0x80, 0xbf] : b === 0xe0 ? [3, 0xa0, 0xbf] : b === 0xed ? [3, 0x80, 0x9f] : b >= 0xe1 && b <= 0xef ? [3, 0x80, 0xbf] : b === 0xf0 ? [4, 0x90, 0xbf] : b === 0xf4 ? [4, 0x80, 0x8f] : b >= 0xf1 && b <= 0xf3 ? [4, 0x80, 0xbf] : [0, 0, 0];
+    const [len, lo, hi] =
+      b >= 0xc2 && b <= 0xdf
+        ? [2, 0x80, 0xbf]
+        : b === 0xe0
+          ? [3, 0xa0, 0xbf]
+          : b === 0xed
+            ? [3, 0x80, 0x9f]
+            : b >= 0xe1 && b <= 0xef
+              ? [3, 0x80, 0xbf]
+              : b === 0xf0
+                ? [4, 0x90, 0xbf]
+                : b === 0xf4
+                  ? [4, 0x80, 0x8f]
+                  : b >= 0xf1 && b <= 0xf3
+                    ? [4, 0x80, 0xbf]
+                    : [0, 0, 0];
     if (len === 0) return i;
     for (let j = 1; j < len; j++) {
       const c = bytes[i + j];
@@ -125,7 +140,8 @@ export function parseHeader(json: Uint8Array, fileSize: number, file: string): S
   }
   if (!isRecord(root)) throw new CheckpointError('header is not a JSON object', { file, offset: 8 });
   const dup = firstDuplicateKey(text);
-  if (dup !== undefined) throw new CheckpointError(`header names '${dup.key}' twice`, { file, offset: 8 + new TextEncoder().encode(text.slice(0, dup.index)).length });
+  if (dup !== undefined)
+    throw new CheckpointError(`header names '${dup.key}' twice`, { file, offset: 8 + new TextEncoder().encode(text.slice(0, dup.index)).length });
 
   let metadata: Record<string, string> = {};
   const raw = root.__metadata__;
@@ -155,12 +171,18 @@ export function parseHeader(json: Uint8Array, fileSize: number, file: string): S
     const [begin, end] = offsets as [number, number];
     if (begin > end) throw new CheckpointError(`data_offsets [${begin}, ${end}] end before they begin`, { ...where, offset: dataStart + begin });
     if (end > dataBytes) {
-      throw new CheckpointError(`data_offsets [${begin}, ${end}] run past the end of the data section (${dataBytes} bytes)`, { ...where, offset: dataStart + begin });
+      throw new CheckpointError(`data_offsets [${begin}, ${end}] run past the end of the data section (${dataBytes} bytes)`, {
+        ...where,
+        offset: dataStart + begin,
+      });
     }
     // BigInt: a hostile shape can overflow 2^53 long before it is compared.
     const expected = (shape as number[]).reduce((acc, d) => acc * BigInt(d), BigInt(kind.bytes));
     if (expected !== BigInt(end - begin)) {
-      throw new CheckpointError(`shape [${shape.join(', ')}] of ${format} needs ${expected} bytes but data_offsets [${begin}, ${end}] hold ${end - begin}`, { ...where, offset: dataStart + begin });
+      throw new CheckpointError(`shape [${shape.join(', ')}] of ${format} needs ${expected} bytes but data_offsets [${begin}, ${end}] hold ${end - begin}`, {
+        ...where,
+        offset: dataStart + begin,
+      });
     }
     entries.push({ name, format, dtype: kind.dtype, shape: [...(shape as number[])], begin: dataStart + begin, end: dataStart + end });
   }
@@ -170,8 +192,14 @@ export function parseHeader(json: Uint8Array, fileSize: number, file: string): S
   const sorted = [...entries].sort((x, y) => x.begin - y.begin || x.end - y.end);
   let at = dataStart;
   for (const e of sorted) {
-    if (e.begin < at) throw new CheckpointError(`data [${e.begin - dataStart}, ${e.end - dataStart}] overlaps the tensor before it, which ends at ${at - dataStart}`, { file, tensor: e.name, offset: e.begin });
-    if (e.begin > at) throw new CheckpointError(`data starts at ${e.begin - dataStart}, leaving a gap after ${at - dataStart}`, { file, tensor: e.name, offset: e.begin });
+    if (e.begin < at)
+      throw new CheckpointError(`data [${e.begin - dataStart}, ${e.end - dataStart}] overlaps the tensor before it, which ends at ${at - dataStart}`, {
+        file,
+        tensor: e.name,
+        offset: e.begin,
+      });
+    if (e.begin > at)
+      throw new CheckpointError(`data starts at ${e.begin - dataStart}, leaving a gap after ${at - dataStart}`, { file, tensor: e.name, offset: e.begin });
     at = e.end;
   }
   if (at !== fileSize) throw new CheckpointError(`the tensors end at byte ${at} but the file has ${fileSize} bytes (trailing data)`, { file, offset: at });

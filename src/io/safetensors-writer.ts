@@ -35,13 +35,18 @@ export function sourceBytes(source: TensorSource): number {
  * The 8-byte length prefix and the JSON header of `tensors` (in the order given). The header is padded with spaces
  * to a multiple of 8 bytes, as the reference implementation does, so data offsets stay 8-byte aligned in the file.
  */
-function encodeHeader(list: readonly (readonly [string, TensorSource])[], file: string, metadata?: Record<string, string>): { prefix: Uint8Array; json: Uint8Array; dataBytes: number } {
+function encodeHeader(
+  list: readonly (readonly [string, TensorSource])[],
+  file: string,
+  metadata?: Record<string, string>,
+): { prefix: Uint8Array; json: Uint8Array; dataBytes: number } {
   // No prototype: on a plain object, header['__proto__'] = ... would set the prototype and drop the tensor.
   const header = Object.create(null) as Record<string, unknown>;
   if (metadata && Object.keys(metadata).length > 0) header.__metadata__ = metadata;
   let at = 0;
   for (const [name, source] of list) {
-    if (name === '__metadata__' || Object.hasOwn(header, name)) throw new CheckpointError(`tensor name '${name}' is reserved or given twice`, { file, tensor: name });
+    if (name === '__metadata__' || Object.hasOwn(header, name))
+      throw new CheckpointError(`tensor name '${name}' is reserved or given twice`, { file, tensor: name });
     const size = sourceBytes(source);
     header[name] = { dtype: formatOf(source.dtype).name, shape: [...source.shape], data_offsets: [at, at + size] };
     at += size;
@@ -57,7 +62,10 @@ function encodeHeader(list: readonly (readonly [string, TensorSource])[], file: 
 async function checkedBytes(name: string, source: TensorSource, file: string): Promise<Uint8Array> {
   const bytes = await source.bytes();
   if (bytes.length !== sourceBytes(source)) {
-    throw new CheckpointError(`source gave ${bytes.length} bytes, its shape [${source.shape.join(', ')}] of ${source.dtype} needs ${sourceBytes(source)}`, { file, tensor: name });
+    throw new CheckpointError(`source gave ${bytes.length} bytes, its shape [${source.shape.join(', ')}] of ${source.dtype} needs ${sourceBytes(source)}`, {
+      file,
+      tensor: name,
+    });
   }
   return bytes;
 }
@@ -78,7 +86,11 @@ export async function writeSafetensors(path: string, tensors: Iterable<readonly 
 }
 
 /** The whole safetensors file of `tensors` in memory (a generated checkpoint in a page, a download). */
-export async function encodeSafetensors(tensors: Iterable<readonly [string, TensorSource]>, metadata?: Record<string, string>, name = 'model.safetensors'): Promise<Uint8Array> {
+export async function encodeSafetensors(
+  tensors: Iterable<readonly [string, TensorSource]>,
+  metadata?: Record<string, string>,
+  name = 'model.safetensors',
+): Promise<Uint8Array> {
   const list = [...tensors];
   const { prefix, json, dataBytes } = encodeHeader(list, name, metadata);
   const out = new Uint8Array(8 + json.length + dataBytes);

@@ -76,11 +76,7 @@ function colorAt(anchors: readonly Rgb[], t: number): Rgb {
   const f = pos - i;
   const a = anchors[i];
   const b = anchors[i + 1];
-  return [
-    Math.round(a[0] + (b[0] - a[0]) * f),
-    Math.round(a[1] + (b[1] - a[1]) * f),
-    Math.round(a[2] + (b[2] - a[2]) * f),
-  ];
+  return [Math.round(a[0] + (b[0] - a[0]) * f), Math.round(a[1] + (b[1] - a[1]) * f), Math.round(a[2] + (b[2] - a[2]) * f)];
 }
 
 function finiteRange(values: Float32Array): [number, number] | undefined {
@@ -131,12 +127,7 @@ function validate(values: Float32Array, rows: number, cols: number, options: Spe
  * linearly onto the colormap, values outside clamp to its ends, +-Infinity included; NaN is black. When min equals
  * max (constant data, say), values above it take the last color and the rest the first.
  */
-export function spectrogramPng(
-  values: Float32Array,
-  rows: number,
-  cols: number,
-  options: SpectrogramPngOptions = {},
-): Buffer {
+export function spectrogramPng(values: Float32Array, rows: number, cols: number, options: SpectrogramPngOptions = {}): Buffer {
   const { scale, anchors, min, max } = validate(values, rows, cols, options);
   const span = max - min;
   const width = cols * scale;
@@ -165,13 +156,7 @@ export function spectrogramPng(
 }
 
 /** Writes spectrogramPng's image to `path`, creating its parent directory. */
-export async function writeSpectrogramPng(
-  path: string,
-  values: Float32Array,
-  rows: number,
-  cols: number,
-  options: SpectrogramPngOptions = {},
-): Promise<void> {
+export async function writeSpectrogramPng(path: string, values: Float32Array, rows: number, cols: number, options: SpectrogramPngOptions = {}): Promise<void> {
   const png = spectrogramPng(values, rows, cols, options);
   await mkdir(dirname(path), { recursive: true });
   await writeFile(path, png);

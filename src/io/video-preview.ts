@@ -84,14 +84,31 @@ const FFMPEG_CODECS: Record<'mp4' | 'webm', string[]> = {
 };
 
 function ffmpegWriter(path: string, format: 'mp4' | 'webm', { width, height, fps }: PreviewOptions, command: string): PreviewWriter {
-  const args = ['-hide_banner', '-loglevel', 'error', '-y', '-f', 'rawvideo', '-pix_fmt', 'rgb24', '-s', `${width}x${height}`, '-framerate', String(fps), '-i', 'pipe:0'];
+  const args = [
+    '-hide_banner',
+    '-loglevel',
+    'error',
+    '-y',
+    '-f',
+    'rawvideo',
+    '-pix_fmt',
+    'rgb24',
+    '-s',
+    `${width}x${height}`,
+    '-framerate',
+    String(fps),
+    '-i',
+    'pipe:0',
+  ];
   args.push('-vf', 'pad=ceil(iw/2)*2:ceil(ih/2)*2', ...FFMPEG_CODECS[format], path);
   const child = spawn(command, args, { stdio: ['pipe', 'ignore', 'pipe'] });
   let stderr = '';
   child.stderr.on('data', (d: Buffer) => (stderr = (stderr + d.toString()).slice(-2000)));
   const exited = new Promise<void>((resolve, reject) => {
     child.on('error', (e) => reject(new Error(`preview ${path}: cannot run ${command}: ${e.message}`)));
-    child.on('close', (code) => (code === 0 ? resolve() : reject(new Error(`preview ${path}: ${command} exited with ${code}: ${stderr.trim() || '(no message)'}`))));
+    child.on('close', (code) =>
+      code === 0 ? resolve() : reject(new Error(`preview ${path}: ${command} exited with ${code}: ${stderr.trim() || '(no message)'}`)),
+    );
   });
   // A failed ffmpeg is reported by finish(); until then writes into a closed pipe must not crash the process.
   exited.catch(() => {});

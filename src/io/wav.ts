@@ -88,19 +88,13 @@ function listChunks(bytes: Uint8Array, view: DataView, source: string): Chunk[] 
   let at = 12;
   while (at < bytes.length) {
     if (bytes.length - at < 8) {
-      throw new AudioFormatError(
-        `chunk header cut short: ${bytes.length - at} of its 8 bytes present (file truncated?)`,
-        { source, offset: at },
-      );
+      throw new AudioFormatError(`chunk header cut short: ${bytes.length - at} of its 8 bytes present (file truncated?)`, { source, offset: at });
     }
     const id = fourCc(bytes, at);
     const size = view.getUint32(at + 4, true);
     const available = bytes.length - (at + 8);
     if (size > available) {
-      throw new AudioFormatError(
-        `'${id}' chunk declares ${size} bytes but only ${available} remain (file truncated?)`,
-        { source, offset: at },
-      );
+      throw new AudioFormatError(`'${id}' chunk declares ${size} bytes but only ${available} remain (file truncated?)`, { source, offset: at });
     }
     chunks.push({ id, offset: at, size });
     // Chunks are word aligned: an odd-sized chunk is followed by a pad byte (which a last chunk may lack).
@@ -153,9 +147,7 @@ function readLayout(bytes: Uint8Array, source: string): WavLayout {
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   if (bytes.length < 4 || fourCc(bytes, 0) !== 'RIFF') {
     const found = bytes.length === 0 ? 'an empty file' : `'${fourCc(bytes, 0)}'`;
-    const hint = bytes.length >= 4 && (fourCc(bytes, 0) === 'RIFX' || fourCc(bytes, 0) === 'RF64')
-      ? ' (big-endian RIFX and RF64 are not supported)'
-      : '';
+    const hint = bytes.length >= 4 && (fourCc(bytes, 0) === 'RIFX' || fourCc(bytes, 0) === 'RF64') ? ' (big-endian RIFX and RF64 are not supported)' : '';
     throw new AudioFormatError(`not a WAV file: expected 'RIFF', found ${found}${hint}`, { source, offset: 0 });
   }
   if (bytes.length < 12 || fourCc(bytes, 8) !== 'WAVE') {
@@ -186,23 +178,23 @@ function readLayout(bytes: Uint8Array, source: string): WavLayout {
   const bitDepth = bitDepthOf(formatCode, bitsPerSample);
   if (bitDepth === undefined) {
     const allowed = formatCode === FORMAT_PCM ? '8, 16, 24 or 32' : '32 or 64';
-    throw new AudioFormatError(
-      `unsupported bit depth ${bitsPerSample} for ${formatCode === FORMAT_PCM ? 'PCM' : 'IEEE float'} (${allowed})`,
-      { source, offset: body + 14 },
-    );
+    throw new AudioFormatError(`unsupported bit depth ${bitsPerSample} for ${formatCode === FORMAT_PCM ? 'PCM' : 'IEEE float'} (${allowed})`, {
+      source,
+      offset: body + 14,
+    });
   }
   const expectedAlign = channels * (bitsPerSample / 8);
   if (blockAlign !== expectedAlign) {
-    throw new AudioFormatError(
-      `block align ${blockAlign} does not match ${channels} channel(s) of ${bitsPerSample}-bit samples (${expectedAlign})`,
-      { source, offset: body + 12 },
-    );
+    throw new AudioFormatError(`block align ${blockAlign} does not match ${channels} channel(s) of ${bitsPerSample}-bit samples (${expectedAlign})`, {
+      source,
+      offset: body + 12,
+    });
   }
   if (data.size % blockAlign !== 0) {
-    throw new AudioFormatError(
-      `'data' chunk size ${data.size} is not a multiple of the block align ${blockAlign} (a partial frame)`,
-      { source, offset: data.offset },
-    );
+    throw new AudioFormatError(`'data' chunk size ${data.size} is not a multiple of the block align ${blockAlign} (a partial frame)`, {
+      source,
+      offset: data.offset,
+    });
   }
   return {
     formatCode,
@@ -358,10 +350,7 @@ function toPcmInt(v: number, bits: number): number {
  * Interleaves the channels into the values wavefile stores: PCM integers, or floats as given (headroom and NaN
  * included). NaN has no PCM value, so it is refused for PCM rather than written as silence.
  */
-function interleaveForEncoding(
-  channels: Float32Array[],
-  bitDepth: WavBitDepth,
-): Int32Array | Float32Array | Float64Array {
+function interleaveForEncoding(channels: Float32Array[], bitDepth: WavBitDepth): Int32Array | Float32Array | Float64Array {
   const frames = channels[0].length;
   const n = channels.length;
   const bits = bitDepth === '32f' || bitDepth === '64f' ? 0 : Number(bitDepth);
@@ -385,11 +374,7 @@ function interleaveForEncoding(
  * clipped to [-1, 1] and converted by wavefile's float-to-int rule (see toPcmInt); float formats store the values
  * unchanged.
  */
-export function encodeWav(
-  channels: Float32Array[] | Float32Array,
-  sampleRate: number,
-  options: EncodeWavOptions = {},
-): Uint8Array {
+export function encodeWav(channels: Float32Array[] | Float32Array, sampleRate: number, options: EncodeWavOptions = {}): Uint8Array {
   const bitDepth = options.bitDepth ?? '16';
   const list = channels instanceof Float32Array ? [channels] : channels;
   if (!BIT_DEPTHS.includes(bitDepth)) {
@@ -413,20 +398,14 @@ export function encodeWav(
     wav.fromScratch(list.length, sampleRate, wavefileDepth(bitDepth), samples);
     return wav.toBuffer();
   } catch (e) {
-    throw new AudioFormatError(
-      `wavefile could not encode ${list.length} channel(s) at ${sampleRate} Hz as '${bitDepth}': ${message(e)}`,
-      { source: 'encodeWav' },
-    );
+    throw new AudioFormatError(`wavefile could not encode ${list.length} channel(s) at ${sampleRate} Hz as '${bitDepth}': ${message(e)}`, {
+      source: 'encodeWav',
+    });
   }
 }
 
 /** Encodes as encodeWav does and writes the file, creating its parent directory. */
-export async function writeWav(
-  path: string,
-  channels: Float32Array[] | Float32Array,
-  sampleRate: number,
-  options: EncodeWavOptions = {},
-): Promise<void> {
+export async function writeWav(path: string, channels: Float32Array[] | Float32Array, sampleRate: number, options: EncodeWavOptions = {}): Promise<void> {
   const bytes = encodeWav(channels, sampleRate, options);
   await mkdir(dirname(path), { recursive: true });
   await writeFile(path, bytes);

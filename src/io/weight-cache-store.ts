@@ -91,7 +91,10 @@ interface CacheStorageLike {
 }
 
 async function opfsStore(): Promise<CacheStore | undefined> {
-  const g = globalThis as { navigator?: { storage?: { getDirectory?: () => Promise<OpfsDirectory> } }; FileSystemFileHandle?: { prototype: { createWritable?: unknown } } };
+  const g = globalThis as {
+    navigator?: { storage?: { getDirectory?: () => Promise<OpfsDirectory> } };
+    FileSystemFileHandle?: { prototype: { createWritable?: unknown } };
+  };
   const storage = g.navigator?.storage;
   if (typeof storage?.getDirectory !== 'function' || typeof g.FileSystemFileHandle?.prototype.createWritable !== 'function') return undefined;
   let root: OpfsDirectory;
@@ -188,7 +191,10 @@ async function cacheApiStore(): Promise<CacheStore | undefined> {
   }
   const metaOf = (res: Response) => parseMeta(decodeURIComponent(res.headers.get(META_HEADER) ?? ''));
   const putEntry = (meta: CacheEntryMeta, body: Blob) =>
-    cache.put(meta.url, new Response(body, { headers: { 'content-type': 'application/octet-stream', [META_HEADER]: encodeURIComponent(JSON.stringify(meta)) } }));
+    cache.put(
+      meta.url,
+      new Response(body, { headers: { 'content-type': 'application/octet-stream', [META_HEADER]: encodeURIComponent(JSON.stringify(meta)) } }),
+    );
   const get = async (url: string): Promise<CacheEntry | undefined> => {
     const res = await cache.match(url);
     const meta = res && metaOf(res);

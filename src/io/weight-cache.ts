@@ -89,7 +89,9 @@ export async function cachedUrlSource(url: string, options: CachedUrlOptions = {
   await check?.(remote);
   let stored: Blob;
   try {
-    stored = await cache.store.put(url, (write) => downloadByRanges(url, remote.size, write, { ...options, onProgress: (done, total) => cache.onDownload?.({ url, done, total }) }));
+    stored = await cache.store.put(url, (write) =>
+      downloadByRanges(url, remote.size, write, { ...options, onProgress: (done, total) => cache.onDownload?.({ url, done, total }) }),
+    );
   } catch (e) {
     // A CheckpointError is the network's or the file's and fails the load; anything else is the store's.
     if (e instanceof CheckpointError) throw e;

@@ -13,13 +13,19 @@ export const DEFAULT_PRESET = 'qwen3-moe-tiny';
 /** `--model builtin:<preset>`. */
 export const BUILTIN_PREFIX = 'builtin:';
 /** tokenizer.json and tokenizer_config.json each family's presets ship with, by family name. */
-const TOKENIZER_FILES: Record<string, () => Promise<Record<string, string>>> = { Qwen3: qwen3TokenizerFiles, LFM2: lfm2TokenizerFiles, 'Qwen3.5': qwen3_5TokenizerFiles };
+const TOKENIZER_FILES: Record<string, () => Promise<Record<string, string>>> = {
+  Qwen3: qwen3TokenizerFiles,
+  LFM2: lfm2TokenizerFiles,
+  'Qwen3.5': qwen3_5TokenizerFiles,
+};
 
 /** Bumped whenever a generator or preset changes what is written. */
 const LAYOUT_VERSION = 4;
 
 /** The directory of a built-in preset, generating it first if needed (a few seconds, once). */
-export async function ensureBuiltinModel(options: { preset?: string; dtype?: RandomWeightDType; seed?: number; onNotice?: (line: string) => void } = {}): Promise<string> {
+export async function ensureBuiltinModel(
+  options: { preset?: string; dtype?: RandomWeightDType; seed?: number; onNotice?: (line: string) => void } = {},
+): Promise<string> {
   const preset = options.preset ?? DEFAULT_PRESET;
   const dtype = options.dtype ?? 'bfloat16';
   const seed = options.seed ?? 1;

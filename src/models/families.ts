@@ -110,7 +110,8 @@ const modelTypeOf = (json: unknown): unknown => (json as { model_type?: unknown 
 export function familyOf(json: unknown, file: string): ModelFamily {
   const type = modelTypeOf(json);
   const family = MODEL_FAMILIES.find((f) => typeof type === 'string' && f.modelTypes.includes(type));
-  if (typeof type !== 'string') throw new CheckpointError(`model_type must be a string (one of ${SUPPORTED_MODEL_TYPES.join(', ')}), got ${JSON.stringify(type) ?? 'nothing'}`, { file });
+  if (typeof type !== 'string')
+    throw new CheckpointError(`model_type must be a string (one of ${SUPPORTED_MODEL_TYPES.join(', ')}), got ${JSON.stringify(type) ?? 'nothing'}`, { file });
   if (!family) throw new CheckpointError(`model_type '${type}' is not supported (supported: ${SUPPORTED_MODEL_TYPES.join(', ')})`, { file });
   return family;
 }

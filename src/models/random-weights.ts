@@ -25,10 +25,21 @@ export type RandomWeightDType = 'float32' | 'float16' | 'bfloat16' | 'fp8';
  * 'experts' ([E, N, K]) scale by their fan-in K and, in FP8 checkpoints, are quantized expert by expert.
  */
 export type WeightRole =
-  | 'embedding' | 'linear' | 'router' | 'norm' | 'lm_head' | 'conv' | 'bias' | 'selection-bias'
+  | 'embedding'
+  | 'linear'
+  | 'router'
+  | 'norm'
+  | 'lm_head'
+  | 'conv'
+  | 'bias'
+  | 'selection-bias'
   // Qwen3.5: zero-centred norms (the model multiplies by 1 + w), the DeltaNet's float32 gated norm, A_log and
   // dt_bias, and fused 3-D experts [E, N, K].
-  | 'centered-norm' | 'float32-norm' | 'a-log' | 'dt-bias' | 'experts';
+  | 'centered-norm'
+  | 'float32-norm'
+  | 'a-log'
+  | 'dt-bias'
+  | 'experts';
 
 export interface WeightSpec {
   readonly name: string;
@@ -47,7 +58,13 @@ export interface RandomCheckpointOptions {
 }
 
 /** The quantization_config FP8 checkpoints carry (128x128 blocks, dynamic activations). */
-export const FP8_BLOCK_QUANTIZATION: Fp8QuantizationConfig = { method: 'fp8', format: 'float8_e4m3fn', weightBlockSize: [128, 128], activationScheme: 'dynamic', modulesToNotConvert: [] };
+export const FP8_BLOCK_QUANTIZATION: Fp8QuantizationConfig = {
+  method: 'fp8',
+  format: 'float8_e4m3fn',
+  weightBlockSize: [128, 128],
+  activationScheme: 'dynamic',
+  modulesToNotConvert: [],
+};
 
 /** A config as a checkpoint of this weight dtype saves it: torch_dtype, and FP8's quantization_config. */
 export function savedConfig<C extends { readonly torchDtype?: DType; readonly quantization?: Fp8QuantizationConfig }>(config: C, dtype: RandomWeightDType): C {
@@ -117,7 +134,12 @@ export function randomSources(specs: readonly WeightSpec[], dtype: RandomWeightD
 }
 
 /** Writes the specs' random tensors and config.json to dir; returns the weight file names. */
-export async function writeRandomCheckpoint(dir: string, specs: readonly WeightSpec[], config: Record<string, unknown>, options: RandomCheckpointOptions = {}): Promise<string[]> {
+export async function writeRandomCheckpoint(
+  dir: string,
+  specs: readonly WeightSpec[],
+  config: Record<string, unknown>,
+  options: RandomCheckpointOptions = {},
+): Promise<string[]> {
   return writeCheckpoint(dir, randomSources(specs, options.dtype ?? 'bfloat16', options.seed ?? 0), {
     config,
     shardBytes: options.shardBytes,
@@ -126,7 +148,11 @@ export async function writeRandomCheckpoint(dir: string, specs: readonly WeightS
 }
 
 /** The specs' random tensors as a checkpoint in memory (one safetensors file, no file system): for pages and tests. */
-export async function randomCheckpointInMemory(specs: readonly WeightSpec[], config: Record<string, unknown>, options: Pick<RandomCheckpointOptions, 'dtype' | 'seed'> = {}): Promise<Checkpoint> {
+export async function randomCheckpointInMemory(
+  specs: readonly WeightSpec[],
+  config: Record<string, unknown>,
+  options: Pick<RandomCheckpointOptions, 'dtype' | 'seed'> = {},
+): Promise<Checkpoint> {
   const bytes = await encodeSafetensors(randomSources(specs, options.dtype ?? 'bfloat16', options.seed ?? 0), { format: 'pt' });
   return Checkpoint.fromFiles('memory', config, [await SafetensorsFile.fromBytes(bytes)]);
 }

@@ -60,13 +60,18 @@ export function attentionInputs(qkv: Tensor, o: AttentionInputsOptions): Tensor 
   const extra = [o.qNorm, o.kNorm, dynamic].filter((t): t is Tensor => t !== undefined);
   const backend = commonBackend('attentionInputs', qkv, o.cos, o.sin, o.keys, o.values, ...extra, ...(o.pages ? [o.pages.index] : []));
   const { heads, kvHeads, headDim: d } = o;
-  for (const [name, v] of [['heads', heads], ['kvHeads', kvHeads], ['headDim', d]] as const) {
+  for (const [name, v] of [
+    ['heads', heads],
+    ['kvHeads', kvHeads],
+    ['headDim', d],
+  ] as const) {
     if (!Number.isInteger(v) || v <= 0) throw new RangeError(`attentionInputs: ${name} must be a positive integer, got ${v}`);
   }
   if (d % 2 !== 0) throw new ShapeError(`attentionInputs: headDim must be even for RoPE, got ${d}`);
   requireDTypes('attentionInputs', qkv, FLOAT_DTYPES);
   const width = (heads + 2 * kvHeads) * d;
-  if (qkv.ndim !== 2 || qkv.shape[1] !== width) throw new ShapeError(`attentionInputs: qkv must be [S, ${width}] ((${heads} + 2 x ${kvHeads}) x ${d}), got ${formatShape(qkv.shape)}`);
+  if (qkv.ndim !== 2 || qkv.shape[1] !== width)
+    throw new ShapeError(`attentionInputs: qkv must be [S, ${width}] ((${heads} + 2 x ${kvHeads}) x ${d}), got ${formatShape(qkv.shape)}`);
   if ((o.qNorm === undefined) !== (o.kNorm === undefined)) throw new ShapeError('attentionInputs: give both qNorm and kNorm, or neither');
   for (const w of [o.qNorm, o.kNorm]) {
     if (!w) continue;
@@ -76,9 +81,13 @@ export function attentionInputs(qkv: Tensor, o: AttentionInputsOptions): Tensor 
   requireDTypes('attentionInputs', o.cos, ['float32']);
   requireDTypes('attentionInputs', o.sin, ['float32']);
   const rotaryDim = ropeTableRotaryDim('attentionInputs', o.cos, o.sin, d);
-  for (const [name, c] of [['keys', o.keys], ['values', o.values]] as const) {
+  for (const [name, c] of [
+    ['keys', o.keys],
+    ['values', o.values],
+  ] as const) {
     requireDTypes('attentionInputs', c, FLOAT_DTYPES);
-    if (c.ndim !== 3 || c.shape[1] !== kvHeads || c.shape[2] !== d) throw new ShapeError(`attentionInputs: ${name} must be [capacity, ${kvHeads}, ${d}], got ${formatShape(c.shape)}`);
+    if (c.ndim !== 3 || c.shape[1] !== kvHeads || c.shape[2] !== d)
+      throw new ShapeError(`attentionInputs: ${name} must be [capacity, ${kvHeads}, ${d}], got ${formatShape(c.shape)}`);
     const lanes = lanesPerWord(c.dtype);
     if (c.strides[2] !== 1 || c.offset % lanes !== 0 || c.strides[0] % lanes !== 0 || c.strides[1] % lanes !== 0 || d % lanes !== 0) {
       throw new ShapeError(`attentionInputs: ${name} ${c.describe()} must have unit last stride and whole ${c.dtype} words per row`);
@@ -87,14 +96,17 @@ export function attentionInputs(qkv: Tensor, o: AttentionInputsOptions): Tensor 
   const s = qkv.shape[0];
   if (o.pages) {
     checkPagedIndex('attentionInputs', o.pages, o.keys, s);
-    if (o.pages.maxLength > o.cos.shape[0]) throw new ShapeError(`attentionInputs: positions up to ${o.pages.maxLength - 1} are outside the RoPE table (${o.cos.shape[0]} positions)`);
+    if (o.pages.maxLength > o.cos.shape[0])
+      throw new ShapeError(`attentionInputs: positions up to ${o.pages.maxLength - 1} are outside the RoPE table (${o.cos.shape[0]} positions)`);
   } else if (dynamic) {
     requireDeviceScalar('attentionInputs', 'a position tensor', dynamic, 'int32');
   } else {
     const p = o.position as number;
     const rows = Math.min(o.keys.shape[0], o.cos.shape[0]);
     if (!Number.isInteger(p) || p < 0 || p + s > rows) {
-      throw new ShapeError(`attentionInputs: positions ${p}..${p + s - 1} do not fit the cache (${o.keys.shape[0]} rows) and RoPE table (${o.cos.shape[0]} positions)`);
+      throw new ShapeError(
+        `attentionInputs: positions ${p}..${p + s - 1} do not fit the cache (${o.keys.shape[0]} rows) and RoPE table (${o.cos.shape[0]} positions)`,
+      );
     }
   }
   const eps = o.eps ?? 1e-6;

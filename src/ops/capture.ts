@@ -49,7 +49,8 @@ export function capture<T>(label: string, fn: () => T): { result: T; graph?: Cap
 /** Writes host values into an existing contiguous float32 / int32 tensor, after all work queued before it. */
 export function writeTensor(t: Tensor, values: ArrayLike<number>): void {
   if (t.dtype !== 'float32' && t.dtype !== 'int32') throw new DTypeError(`writeTensor takes float32 or int32 tensors, got ${t.describe()}`);
-  if (!t.isContiguous() || values.length !== t.numel) throw new ShapeError(`writeTensor: ${values.length} values for ${t.describe()} (must be contiguous, same size)`);
+  if (!t.isContiguous() || values.length !== t.numel)
+    throw new ShapeError(`writeTensor: ${values.length} values for ${t.describe()} (must be contiguous, same size)`);
   const data = t.dtype === 'float32' ? Float32Array.from(values) : Int32Array.from(values);
   const backend = t.storage.backend;
   // A queued write lands before commands still being encoded: submit them first so it comes after them.

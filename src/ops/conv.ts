@@ -105,7 +105,8 @@ export function convTranspose1d(x: Tensor, weight: Tensor, bias?: Tensor, option
   const [n, c, l] = xView.shape;
   const [wc, og, k] = weight.shape;
   if (c % groups !== 0) throw new ShapeError(`${op}: ${c} input channels must be a multiple of groups ${groups}`);
-  if (wc !== c) throw new ShapeError(`${op}: weight ${formatShape(weight.shape)} must be [C, O / groups, k] with x's ${c} channels first, x ${formatShape(x.shape)}`);
+  if (wc !== c)
+    throw new ShapeError(`${op}: weight ${formatShape(weight.shape)} must be [C, O / groups, k] with x's ${c} channels first, x ${formatShape(x.shape)}`);
   const o = og * groups;
   if (bias && (bias.ndim !== 1 || bias.shape[0] !== o)) throw new ShapeError(`${op}: bias must be [${o}] (groups ${groups} x ${og}), got ${bias.describe()}`);
   const [stride] = perDim(op, 'stride', options.stride, 1, 1, 1);
@@ -119,9 +120,15 @@ export function convTranspose1d(x: Tensor, weight: Tensor, bias?: Tensor, option
   if (l < 1) throw new ShapeError(`${op}: x ${formatShape(x.shape)} has an empty length dim`);
   const lout = (l - 1) * stride - 2 * padding + dilation * (k - 1) + outputPadding + 1;
   if (lout < 1) {
-    throw new ShapeError(`${op}: output length (${l} - 1) * ${stride} - 2 * ${padding} + ${dilation} * (${k} - 1) + ${outputPadding} + 1 = ${lout} is too small, x ${formatShape(x.shape)}, weight ${formatShape(weight.shape)}`);
+    throw new ShapeError(
+      `${op}: output length (${l} - 1) * ${stride} - 2 * ${padding} + ${dilation} * (${k} - 1) + ${outputPadding} + 1 = ${lout} is too small, x ${formatShape(x.shape)}, weight ${formatShape(weight.shape)}`,
+    );
   }
-  const handle = backend.convTranspose1d({ ...x.operand(), view: xView }, weight.operand(), bias?.operand(), { stride, padding, dilation, groups }, [n, o, lout]);
+  const handle = backend.convTranspose1d({ ...x.operand(), view: xView }, weight.operand(), bias?.operand(), { stride, padding, dilation, groups }, [
+    n,
+    o,
+    lout,
+  ]);
   return wrap(backend, handle, x.dtype, unbatched ? [o, lout] : [n, o, lout]);
 }
 
@@ -152,7 +159,14 @@ function perDim(op: string, what: string, v: number | readonly number[] | undefi
 }
 
 /** [before, after] zeros per spatial dim. */
-function paddingPairs(op: string, padding: NdPadding | undefined, dims: number, kernel: readonly number[], dilation: readonly number[], stride: readonly number[]): [number, number][] {
+function paddingPairs(
+  op: string,
+  padding: NdPadding | undefined,
+  dims: number,
+  kernel: readonly number[],
+  dilation: readonly number[],
+  stride: readonly number[],
+): [number, number][] {
   if (padding === 'valid' || padding === undefined) return kernel.map(() => [0, 0]);
   if (padding === 'causal') {
     if (dims !== 1) throw new ShapeError(`${op}: padding 'causal' is conv1d's; give [before, after] pairs per dim, got 'causal'`);
@@ -166,10 +180,11 @@ function paddingPairs(op: string, padding: NdPadding | undefined, dims: number, 
     });
   }
   const list = typeof padding === 'number' ? new Array<number>(dims).fill(padding) : padding;
-  if (!Array.isArray(list) || list.length !== dims) throw new ShapeError(`${op}: padding must be a number, ${dims} numbers or ${dims} [before, after] pairs, got ${JSON.stringify(padding)}`);
+  if (!Array.isArray(list) || list.length !== dims)
+    throw new ShapeError(`${op}: padding must be a number, ${dims} numbers or ${dims} [before, after] pairs, got ${JSON.stringify(padding)}`);
   return list.map((p: number | readonly [number, number]) => {
     const pair = typeof p === 'number' ? [p, p] : Array.isArray(p) && p.length === 2 ? [p[0], p[1]] : undefined;
-    if (!pair || !pair.every((v) => Number.isInteger(v) && v >= 0)) {
+    if (!pair?.every((v) => Number.isInteger(v) && v >= 0)) {
       throw new ShapeError(`${op}: padding entries must be integers >= 0 or [before, after] pairs of them, got ${JSON.stringify(padding)}`);
     }
     return pair as [number, number];
@@ -181,7 +196,11 @@ function as5d(v: View): View {
   const missing = 5 - v.shape.length;
   if (missing === 0) return v;
   const ones = new Array<number>(missing);
-  return { shape: [v.shape[0], v.shape[1], ...ones.fill(1), ...v.shape.slice(2)], strides: [v.strides[0], v.strides[1], ...ones.fill(0), ...v.strides.slice(2)], offset: v.offset };
+  return {
+    shape: [v.shape[0], v.shape[1], ...ones.fill(1), ...v.shape.slice(2)],
+    strides: [v.strides[0], v.strides[1], ...ones.fill(0), ...v.strides.slice(2)],
+    offset: v.offset,
+  };
 }
 
 /** convNd's padding: conv2d/conv3d's forms, and conv1d's 'causal'. */
@@ -189,7 +208,14 @@ type NdPadding = ConvPadding | 'causal';
 
 const LAYOUTS = { 1: ['[N, C, L] or [C, L]', 'k'], 2: ['[N, C, H, W]', 'kh, kw'], 3: ['[N, C, T, H, W]', 'kt, kh, kw'] } as const;
 
-function convNd(op: string, dims: 1 | 2 | 3, x: Tensor, weight: Tensor, bias: Tensor | undefined, options: Omit<ConvOptions, 'padding'> & { padding?: NdPadding }): Tensor {
+function convNd(
+  op: string,
+  dims: 1 | 2 | 3,
+  x: Tensor,
+  weight: Tensor,
+  bias: Tensor | undefined,
+  options: Omit<ConvOptions, 'padding'> & { padding?: NdPadding },
+): Tensor {
   const prev = options.previous;
   if (prev && dims !== 3) throw new ShapeError(`${op}: previous (cached frames before x) needs a time dim; use conv3d, got previous ${prev.describe()}`);
   const backend = floatOperands(op, x, weight, bias, ...(prev ? [prev] : []));
@@ -205,7 +231,9 @@ function convNd(op: string, dims: 1 | 2 | 3, x: Tensor, weight: Tensor, bias: Te
   const [o, cg] = weight.shape;
   if (c % groups !== 0 || o % groups !== 0) throw new ShapeError(`${op}: ${c} input and ${o} output channels must both be multiples of groups ${groups}`);
   if (cg * groups !== c) {
-    throw new ShapeError(`${op}: weight ${formatShape(weight.shape)} takes ${cg} channels per group, but x ${formatShape(x.shape)} has ${c} channels in ${groups} group(s) (${c / groups} each)`);
+    throw new ShapeError(
+      `${op}: weight ${formatShape(weight.shape)} takes ${cg} channels per group, but x ${formatShape(x.shape)} has ${c} channels in ${groups} group(s) (${c / groups} each)`,
+    );
   }
   if (bias && (bias.ndim !== 1 || bias.shape[0] !== o)) throw new ShapeError(`${op}: bias must be [${o}], got ${bias.describe()}`);
   const kernel = weight.shape.slice(2);
@@ -216,17 +244,23 @@ function convNd(op: string, dims: 1 | 2 | 3, x: Tensor, weight: Tensor, bias: Te
     const span = dilation[d] * (kernel[d] - 1) + 1;
     const outSize = Math.floor((size + pads[d][0] + pads[d][1] - span) / stride[d]) + 1;
     if (outSize < 1) {
-      throw new ShapeError(`${op}: spatial dim ${d} of x ${formatShape(x.shape)} padded by [${pads[d].join(', ')}] is ${size + pads[d][0] + pads[d][1]}, smaller than the dilated kernel span ${span}`);
+      throw new ShapeError(
+        `${op}: spatial dim ${d} of x ${formatShape(x.shape)} padded by [${pads[d].join(', ')}] is ${size + pads[d][0] + pads[d][1]}, smaller than the dilated kernel span ${span}`,
+      );
     }
     return outSize;
   });
   if (prev) {
     const [pn, pc, np, ph, pw] = prev.shape;
     if (prev.ndim !== 5 || pn !== n || pc !== c || ph !== x.shape[3] || pw !== x.shape[4]) {
-      throw new ShapeError(`${op}: previous must be [${n}, ${c}, P, ${x.shape[3]}, ${x.shape[4]}] (x's N, C, H, W), got ${prev.describe()} for x ${formatShape(x.shape)}`);
+      throw new ShapeError(
+        `${op}: previous must be [${n}, ${c}, P, ${x.shape[3]}, ${x.shape[4]}] (x's N, C, H, W), got ${prev.describe()} for x ${formatShape(x.shape)}`,
+      );
     }
     if (np > pads[0][0]) {
-      throw new ShapeError(`${op}: previous ${formatShape(prev.shape)} has ${np} frames but the temporal padding before x is only ${pads[0][0]}; it replaces that many zeros at most`);
+      throw new ShapeError(
+        `${op}: previous ${formatShape(prev.shape)} has ${np} frames but the temporal padding before x is only ${pads[0][0]}; it replaces that many zeros at most`,
+      );
     }
   }
   const outShape = [n, o, ...spatial];
@@ -235,7 +269,10 @@ function convNd(op: string, dims: 1 | 2 | 3, x: Tensor, weight: Tensor, bias: Te
   const geometry: ConvGeometry = {
     stride: lift(stride, 1),
     dilation: lift(dilation, 1),
-    padBefore: lift(pads.map((p) => p[0]), 0),
+    padBefore: lift(
+      pads.map((p) => p[0]),
+      0,
+    ),
     groups,
   };
   const handle = backend.conv(

@@ -87,7 +87,8 @@ export function tensor(data: TensorData, options: CreateOptions & { shape?: read
   const shape = nestedShape(data);
   const flat: number[] = [];
   const allBool = flattenNested(data, flat) && flat.length > 0;
-  if (options.shape && numel(options.shape) !== flat.length) throw new ShapeError(`tensor(): shape ${formatShape(options.shape)} does not hold ${flat.length} values`);
+  if (options.shape && numel(options.shape) !== flat.length)
+    throw new ShapeError(`tensor(): shape ${formatShape(options.shape)} does not hold ${flat.length} values`);
   return leaf(fromValues(flat, options.shape ?? shape, options, allBool ? 'bool' : 'float32'), options);
 }
 

@@ -1,9 +1,18 @@
-import { COMPARISON_OPS, GRAD_OPS, type GradOp, type Operand, type ScalarOperand, type ArithmeticOp, type BinaryOp, type ComparisonOp, type UnaryOp } from '../backends/backend.js';
+import {
+  COMPARISON_OPS,
+  GRAD_OPS,
+  type GradOp,
+  type Operand,
+  type ScalarOperand,
+  type ArithmeticOp,
+  type BinaryOp,
+  type ComparisonOp,
+  type UnaryOp,
+} from '../backends/backend.js';
 import { DTYPE_INFO, isFloating, isFp8, promoteTypes, type DType } from '../core/dtype.js';
 import { DTypeError } from '../core/errors.js';
-import { broadcastShapes, broadcastView, contiguousView } from '../core/shape.js';
-import { Storage } from '../core/storage.js';
-import { Tensor, type TensorOrScalar } from '../core/tensor.js';
+import { broadcastShapes, broadcastView } from '../core/shape.js';
+import type { Tensor, TensorOrScalar } from '../core/tensor.js';
 import { commonBackend, wrap } from './util.js';
 import { differentiable, type SaveSpec } from '../autograd/function.js';
 import { binaryRule, sumTo, unaryRule } from '../autograd/rules.js';
@@ -14,13 +23,29 @@ function unary(op: UnaryOp, x: Tensor, floatOnly: boolean): Tensor {
   if (x.dtype === 'bool' && !floatOnly) throw new DTypeError(`${op} does not take bool (tensor ${x.describe()})`);
   // Like PyTorch, float functions of integer tensors return float32.
   const outDtype: DType = floatOnly && !isFloating(x.dtype) ? 'float32' : x.dtype;
-  return differentiable(op, [x], () => wrap(backend, backend.unary(op, x.operand(), outDtype), outDtype, x.shape), (g, s) => [unaryRule(op, g, s.inputs[0] as Tensor, s.out!)], UNARY_SAVES[op]);
+  return differentiable(
+    op,
+    [x],
+    () => wrap(backend, backend.unary(op, x.operand(), outDtype), outDtype, x.shape),
+    (g, s) => [unaryRule(op, g, s.inputs[0] as Tensor, s.out!)],
+    UNARY_SAVES[op],
+  );
 }
 
 /** What each unary rule reads (the output where it gives the derivative, else the input). */
 const UNARY_SAVES: Record<UnaryOp, SaveSpec> = {
-  neg: {}, abs: { inputs: [0] }, relu: { out: true }, exp: { out: true }, log: { inputs: [0] }, sqrt: { out: true }, rsqrt: { out: true },
-  tanh: { out: true }, sigmoid: { out: true }, silu: { inputs: [0] }, gelu: { inputs: [0] }, gelu_tanh: { inputs: [0] },
+  neg: {},
+  abs: { inputs: [0] },
+  relu: { out: true },
+  exp: { out: true },
+  log: { inputs: [0] },
+  sqrt: { out: true },
+  rsqrt: { out: true },
+  tanh: { out: true },
+  sigmoid: { out: true },
+  silu: { inputs: [0] },
+  gelu: { inputs: [0] },
+  gelu_tanh: { inputs: [0] },
 };
 
 export const neg = (x: Tensor) => unary('neg', x, false);
@@ -34,8 +59,7 @@ export const silu = (x: Tensor) => unary('silu', x, true);
 export const tanh = (x: Tensor) => unary('tanh', x, true);
 export const sigmoid = (x: Tensor) => unary('sigmoid', x, true);
 /** Exact (erf) GELU by default, the tanh approximation with `{approximate: 'tanh'}` (torch.nn.functional.gelu). */
-export const gelu = (x: Tensor, options: { approximate?: 'none' | 'tanh' } = {}) =>
-  unary(options.approximate === 'tanh' ? 'gelu_tanh' : 'gelu', x, true);
+export const gelu = (x: Tensor, options: { approximate?: 'none' | 'tanh' } = {}) => unary(options.approximate === 'tanh' ? 'gelu_tanh' : 'gelu', x, true);
 
 /** A JS number operand: float32 beside a float tensor or for a fraction, else int32; it travels as a uniform. */
 function scalarOperand(value: number, like: Tensor): ScalarOperand {
@@ -53,11 +77,13 @@ const category = (dtype: DType) => CATEGORY[DTYPE_INFO[dtype].kind];
 function resultDtype(op: BinaryOp, a: Pick<Tensor, 'dtype' | 'describe'>, b: Pick<Tensor, 'dtype' | 'describe'>, aScalar: boolean, bScalar: boolean): DType {
   if ((COMPARISON_OPS as readonly string[]).includes(op)) return 'bool';
   for (const t of [a, b]) {
-    if (isFp8(t.dtype)) throw new DTypeError(`${op} does not take ${t.dtype} (tensor ${t.describe()}): FP8 is a storage format; cast with .to('float32') first`);
+    if (isFp8(t.dtype))
+      throw new DTypeError(`${op} does not take ${t.dtype} (tensor ${t.describe()}): FP8 is a storage format; cast with .to('float32') first`);
   }
   // A JS number does not widen a tensor's dtype (PyTorch's wrapped-number rule), unless it is of a higher category:
   // a fraction with an integer tensor, any number with a bool tensor (bool + 1 is int32, as torch gives int64).
-  let dtype = aScalar && category(b.dtype) >= category(a.dtype) ? b.dtype : bScalar && category(a.dtype) >= category(b.dtype) ? a.dtype : promoteTypes(a.dtype, b.dtype);
+  let dtype =
+    aScalar && category(b.dtype) >= category(a.dtype) ? b.dtype : bScalar && category(a.dtype) >= category(b.dtype) ? a.dtype : promoteTypes(a.dtype, b.dtype);
   if (op === 'div' && !isFloating(dtype)) dtype = 'float32';
   if (dtype === 'bool') throw new DTypeError(`${op} does not take two bool tensors (${a.describe()}, ${b.describe()}); cast to int32 first`);
   return dtype;
@@ -76,12 +102,24 @@ function binary(op: BinaryOp, x: TensorOrScalar, y: TensorOrScalar): Tensor {
   const opB = sb ?? { ...(y as Tensor).operand(), view: broadcastView((y as Tensor).layout, shape) };
   const forward = () => wrap(backend, backend.binary(op, opA, opB, shape, outDtype), outDtype, shape);
   if ((COMPARISON_OPS as readonly string[]).includes(op) || (GRAD_OPS as readonly string[]).includes(op)) return forward();
-  return differentiable(op, [x, y], forward, (g, s) => binaryRule(op, g, s.inputs[0] ?? x, s.inputs[1] ?? y, s.out!, s.needs), BINARY_SAVES[op as ArithmeticOp]);
+  return differentiable(
+    op,
+    [x, y],
+    forward,
+    (g, s) => binaryRule(op, g, s.inputs[0] ?? x, s.inputs[1] ?? y, s.out!, s.needs),
+    BINARY_SAVES[op as ArithmeticOp],
+  );
 }
 
 /** What each arithmetic rule reads (of an unsaved input, the rule reads only its shape). */
 const BINARY_SAVES: Record<ArithmeticOp, SaveSpec> = {
-  add: {}, sub: {}, mul: { inputs: [0, 1] }, div: { inputs: [1], out: true }, pow: { inputs: [0, 1], out: true }, maximum: { inputs: [0, 1] }, minimum: { inputs: [0, 1] },
+  add: {},
+  sub: {},
+  mul: { inputs: [0, 1] },
+  div: { inputs: [1], out: true },
+  pow: { inputs: [0, 1], out: true },
+  maximum: { inputs: [0, 1] },
+  minimum: { inputs: [0, 1] },
 };
 
 /**
@@ -128,7 +166,8 @@ export const ge = comparison('ge');
  * pass through unchanged.
  */
 export function where(cond: Tensor, a: TensorOrScalar, b: TensorOrScalar): Tensor {
-  if (cond.dtype !== 'bool') throw new DTypeError(`where: the condition must be bool, got ${cond.describe()}; compare first (x.gt(0)) or cast with .to('bool')`);
+  if (cond.dtype !== 'bool')
+    throw new DTypeError(`where: the condition must be bool, got ${cond.describe()}; compare first (x.gt(0)) or cast with .to('bool')`);
   const sa = typeof a === 'number' ? a : undefined;
   const sb = typeof b === 'number' ? b : undefined;
   const ta = typeof a === 'number' ? undefined : a;
@@ -143,15 +182,28 @@ export function where(cond: Tensor, a: TensorOrScalar, b: TensorOrScalar): Tenso
     dtype = isFloating(t.dtype) ? t.dtype : !Number.isInteger(n) ? 'float32' : t.dtype === 'bool' ? 'int32' : t.dtype;
   } else dtype = Number.isInteger(sa) && Number.isInteger(sb) ? 'int32' : 'float32';
   for (const t of [ta, tb]) {
-    if (t && isFp8(t.dtype) && t.dtype !== dtype) throw new DTypeError(`where: ${t.describe()} and ${(t === ta ? tb : ta)?.describe() ?? 'a number'} have no common dtype (FP8 mixes with nothing); cast first`);
+    if (t && isFp8(t.dtype) && t.dtype !== dtype)
+      throw new DTypeError(
+        `where: ${t.describe()} and ${(t === ta ? tb : ta)?.describe() ?? 'a number'} have no common dtype (FP8 mixes with nothing); cast first`,
+      );
   }
   const shape = broadcastShapes(broadcastShapes(cond.shape, ta?.shape ?? []), tb?.shape ?? []);
   const operand = (t: Tensor | undefined, n: number | undefined): Operand<unknown> | ScalarOperand =>
     t ? { ...t.operand(), view: broadcastView(t.layout, shape) } : { scalar: n!, dtype: isFloating(dtype) || !Number.isInteger(n) ? 'float32' : 'int32' };
   const c = { ...cond.operand(), view: broadcastView(cond.layout, shape) };
   const forward = () => wrap(backend, backend.where(c, operand(ta, sa), operand(tb, sb), shape, dtype), dtype, shape);
-  return differentiable('where', [cond, a, b], forward, (g, s) => {
-    const kept = s.inputs[0] as Tensor;
-    return [undefined, s.needs[1] ? sumTo(where(kept, g, 0), (a as Tensor).shape) : undefined, s.needs[2] ? sumTo(where(kept, 0, g), (b as Tensor).shape) : undefined];
-  }, { inputs: [0] });
+  return differentiable(
+    'where',
+    [cond, a, b],
+    forward,
+    (g, s) => {
+      const kept = s.inputs[0] as Tensor;
+      return [
+        undefined,
+        s.needs[1] ? sumTo(where(kept, g, 0), (a as Tensor).shape) : undefined,
+        s.needs[2] ? sumTo(where(kept, 0, g), (b as Tensor).shape) : undefined,
+      ];
+    },
+    { inputs: [0] },
+  );
 }

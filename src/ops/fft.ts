@@ -29,14 +29,17 @@ export function fftScale(n: number, norm: FftNorm = 'backward', inverse: boolean
 /** A complex tensor [..., 2] (view_as_real): the complex shape without the trailing 2. */
 function complexShape(op: string, x: Tensor): readonly number[] {
   if (x.ndim < 2 || x.shape[x.ndim - 1] !== 2) {
-    throw new ShapeError(`${op}: complex input is [..., L, 2] (real and imaginary parts in a trailing dim of 2, torch.view_as_real's layout), got ${x.describe()}`);
+    throw new ShapeError(
+      `${op}: complex input is [..., L, 2] (real and imaginary parts in a trailing dim of 2, torch.view_as_real's layout), got ${x.describe()}`,
+    );
   }
   return x.shape.slice(0, -1);
 }
 
 function transformLength(op: string, n: number | undefined, fallback: number): number {
   const len = n ?? fallback;
-  if (!Number.isInteger(len) || len < 1) throw new ShapeError(`${op}: the transform length n must be an integer >= 1, got ${n === undefined ? `${len} (from the input)` : n}`);
+  if (!Number.isInteger(len) || len < 1)
+    throw new ShapeError(`${op}: the transform length n must be an integer >= 1, got ${n === undefined ? `${len} (from the input)` : n}`);
   return len;
 }
 
@@ -44,7 +47,15 @@ function transformLength(op: string, n: number | undefined, fallback: number): n
  * Runs one transform over the last dim of x's logical shape (`logical`: x's shape, or its complex shape); `dim`
  * is moved last first (a view) and moved back in the result (a view).
  */
-function transform(op: string, x: Tensor, options: FftOptions, input: FftInput, output: FftOutput, inverse: boolean, defaultN: (length: number) => number): Tensor {
+function transform(
+  op: string,
+  x: Tensor,
+  options: FftOptions,
+  input: FftInput,
+  output: FftOutput,
+  inverse: boolean,
+  defaultN: (length: number) => number,
+): Tensor {
   const backend = commonBackend(op, x);
   requireDTypes(op, x, FFT_DTYPES);
   const complex = input !== 'real';

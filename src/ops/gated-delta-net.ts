@@ -56,7 +56,8 @@ export function newGatedDeltaNetState(g: GatedDeltaNetGeometry, device: DeviceNa
 }
 
 /** Bytes of one layer's state (conv + recurrent, float32): constant in the context length. */
-export const gatedDeltaNetStateBytes = (g: GatedDeltaNetGeometry): number => 4 * g.valueHeads * ((g.convKernel - 1) * (2 * g.keyDim + g.valueDim) + g.keyDim * g.valueDim);
+export const gatedDeltaNetStateBytes = (g: GatedDeltaNetGeometry): number =>
+  4 * g.valueHeads * ((g.convKernel - 1) * (2 * g.keyDim + g.valueDim) + g.keyDim * g.valueDim);
 
 /** Several sequences in one call: their rows one after another, each continuing its own slot of the state pools. */
 export interface GatedDeltaNetBatch {
@@ -82,13 +83,28 @@ export function gatedDeltaNet(
   const { qkv, z, b, a } = inputs;
   const all = [qkv, z, b, a, weights.conv, weights.aLog, weights.dtBias, weights.norm, state.conv, state.recurrent];
   const backend = commonBackend('gatedDeltaNet', ...all);
-  for (const [name, t] of [['qkv', qkv], ['z', z], ['b', b], ['a', a], ['conv weight', weights.conv], ['A_log', weights.aLog], ['dt_bias', weights.dtBias], ['norm weight', weights.norm]] as const) {
+  for (const [name, t] of [
+    ['qkv', qkv],
+    ['z', z],
+    ['b', b],
+    ['a', a],
+    ['conv weight', weights.conv],
+    ['A_log', weights.aLog],
+    ['dt_bias', weights.dtBias],
+    ['norm weight', weights.norm],
+  ] as const) {
     requireDTypes(`gatedDeltaNet ${name}`, t, FLOAT);
   }
   requireDTypes('gatedDeltaNet conv state', state.conv, ['float32']);
   requireDTypes('gatedDeltaNet recurrent state', state.recurrent, ['float32']);
   const { keyHeads: hk, valueHeads: hv, keyDim: dk, valueDim: dv, convKernel: taps, eps } = geometry;
-  for (const [name, n] of [['keyHeads', hk], ['valueHeads', hv], ['keyDim', dk], ['valueDim', dv], ['convKernel', taps]] as const) {
+  for (const [name, n] of [
+    ['keyHeads', hk],
+    ['valueHeads', hv],
+    ['keyDim', dk],
+    ['valueDim', dv],
+    ['convKernel', taps],
+  ] as const) {
     if (!Number.isInteger(n) || n < 1) throw new RangeError(`gatedDeltaNet: ${name} must be a positive integer, got ${n}`);
   }
   if (hv % hk !== 0) throw new RangeError(`gatedDeltaNet: valueHeads (${hv}) must be a multiple of keyHeads (${hk})`);
@@ -112,8 +128,10 @@ export function gatedDeltaNet(
   expect('conv state', state.conv, [...pool, hv, taps - 1, 2 * dk + dv]);
   expect('recurrent state', state.recurrent, [...(batch ? [state.recurrent.shape[0]] : []), hv, dk, dv]);
   if (batch) {
-    if (state.recurrent.shape[0] !== slots) throw new ShapeError(`gatedDeltaNet: the conv and recurrent pools must have as many slots, got ${slots} and ${state.recurrent.shape[0]}`);
-    if (batch.rows.length !== batch.slots.length) throw new RangeError(`gatedDeltaNet: batch.rows and batch.slots must have one entry per sequence, got ${batch.rows.length} and ${batch.slots.length}`);
+    if (state.recurrent.shape[0] !== slots)
+      throw new ShapeError(`gatedDeltaNet: the conv and recurrent pools must have as many slots, got ${slots} and ${state.recurrent.shape[0]}`);
+    if (batch.rows.length !== batch.slots.length)
+      throw new RangeError(`gatedDeltaNet: batch.rows and batch.slots must have one entry per sequence, got ${batch.rows.length} and ${batch.slots.length}`);
     if (batch.rows.some((r) => !Number.isInteger(r) || r < 0) || batch.rows.reduce((x, y) => x + y, 0) !== s) {
       throw new RangeError(`gatedDeltaNet: batch.rows must be counts adding up to the ${s} rows, got [${batch.rows.join(', ')}]`);
     }
@@ -125,7 +143,10 @@ export function gatedDeltaNet(
   const owned: Tensor[] = conv !== weights.conv ? [conv] : [];
   try {
     expect('conv weight', conv, [convDim, taps]);
-    for (const [name, t] of [['conv state', state.conv], ['recurrent state', state.recurrent]] as const) {
+    for (const [name, t] of [
+      ['conv state', state.conv],
+      ['recurrent state', state.recurrent],
+    ] as const) {
       if (!t.isContiguous()) throw new ShapeError(`gatedDeltaNet: the ${name} is updated in place and must be contiguous`);
     }
     // The kernels bind the four inputs as one buffer and the three per-head parameters as another: views of one
@@ -178,7 +199,12 @@ function oneStorage(parts: readonly Tensor[], dim: number, owned: Tensor[]): Ten
   const unit = (t: Tensor) => t.strides[t.ndim - 1] === 1 || t.shape[t.ndim - 1] <= 1;
   if (parts.every((t) => t.storage === first.storage && t.dtype === first.dtype && unit(t))) return [...parts];
   const dtype = parts.every((t) => t.dtype === first.dtype) ? first.dtype : 'float32';
-  const packed = tidy(() => cat(parts.map((t) => (t.dtype === dtype ? t : cast(t, dtype))), dim));
+  const packed = tidy(() =>
+    cat(
+      parts.map((t) => (t.dtype === dtype ? t : cast(t, dtype))),
+      dim,
+    ),
+  );
   owned.push(packed);
   let at = 0;
   return parts.map((t) => {

@@ -16,7 +16,13 @@ const MATMUL_DTYPES = ['float32', 'float16', 'bfloat16'] as const;
  * Accumulates in float32 whatever the input dtype; FP8 operands go through scaledMm instead.
  */
 export function matmul(x: Tensor, y: Tensor): Tensor {
-  return differentiable('matmul', [x, y], () => matmulForward(x, y), (g, s) => matmulRule(g, s.inputs[0] as Tensor, s.inputs[1] as Tensor, s.needs), { inputs: [0, 1] });
+  return differentiable(
+    'matmul',
+    [x, y],
+    () => matmulForward(x, y),
+    (g, s) => matmulRule(g, s.inputs[0] as Tensor, s.inputs[1] as Tensor, s.needs),
+    { inputs: [0, 1] },
+  );
 }
 
 /** d(x @ y): g @ y^T and x^T @ g, with 1-D operands' dims restored and broadcast batch dims summed away. */
@@ -92,7 +98,9 @@ function weightRecipe(scale: Tensor, n: number, k: number, given?: ScaleRecipe):
   }
   const recipe = (['tensor', 'row', 'block'] as const).find((r) => fits[r]);
   if (!recipe) {
-    throw new ShapeError(`linear: weight scale ${formatShape(scale.shape)} fits no recipe for an [${n}, ${k}] weight ([1], [${n}], [${n}, 1] or [${Math.ceil(n / 128)}, ${Math.ceil(k / 128)}])`);
+    throw new ShapeError(
+      `linear: weight scale ${formatShape(scale.shape)} fits no recipe for an [${n}, ${k}] weight ([1], [${n}], [${n}, 1] or [${Math.ceil(n / 128)}, ${Math.ceil(k / 128)}])`,
+    );
   }
   return recipe;
 }
@@ -146,7 +154,10 @@ export function dequantizeWeight(weight: Tensor, scale: Tensor, recipe: ScaleRec
   if (recipe === 'tensor') return w.mul(scale.reshape([]));
   if (recipe === 'row') return w.mul(scale.reshape(n, 1));
   const [nb, kb] = scale.shape;
-  const blocks = scale.reshape(nb, 1, kb, 1).expand(nb, 128, kb, 128).reshape(nb * 128, kb * 128);
+  const blocks = scale
+    .reshape(nb, 1, kb, 1)
+    .expand(nb, 128, kb, 128)
+    .reshape(nb * 128, kb * 128);
   return w.mul(blocks.narrow(0, 0, n).narrow(1, 0, k));
 }
 
@@ -166,7 +177,8 @@ function linearForward(x: Tensor, weight: Tensor, bias?: Tensor, options: Linear
     requireDTypes('linear', weight, MATMUL_DTYPES);
     if (scale) throw new DTypeError(`linear: weightScale applies to FP8 weights only, got ${weight.describe()}`);
   }
-  if (x.ndim === 0 || x.shape[x.ndim - 1] !== k) throw new ShapeError(`linear: x ${formatShape(x.shape)} does not end in K = ${k} of weight ${formatShape(weight.shape)}`);
+  if (x.ndim === 0 || x.shape[x.ndim - 1] !== k)
+    throw new ShapeError(`linear: x ${formatShape(x.shape)} does not end in K = ${k} of weight ${formatShape(weight.shape)}`);
   if (bias) {
     requireDTypes('linear', bias, MATMUL_DTYPES);
     if (bias.ndim !== 1 || bias.shape[0] !== n) throw new ShapeError(`linear: bias must have shape [${n}], got ${formatShape(bias.shape)}`);
@@ -181,7 +193,8 @@ function linearForward(x: Tensor, weight: Tensor, bias?: Tensor, options: Linear
   const outCols = swiglu ? n / 2 : n;
   if (residual) {
     requireDTypes('linear residual', residual, MATMUL_DTYPES);
-    if (residual.shape.join() !== [...lead, outCols].join()) throw new ShapeError(`linear: residual must have the output's shape ${formatShape([...lead, outCols])}, got ${formatShape(residual.shape)}`);
+    if (residual.shape.join() !== [...lead, outCols].join())
+      throw new ShapeError(`linear: residual must have the output's shape ${formatShape([...lead, outCols])}, got ${formatShape(residual.shape)}`);
   }
   const m = lead.reduce((p, d) => p * d, 1);
   const rows = reshape(x, [m, k]);

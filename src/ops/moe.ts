@@ -78,9 +78,13 @@ export function moeRouter(x: Tensor, weight: Tensor, topK: number, options: Rout
 
 /** The routed experts E: all `rows` logits, or with sharedExpert all but the last (which must leave at least one). */
 function routedExperts(op: string, what: string, shape: readonly number[], rows: number, o: RouteOpOptions): number {
-  if (o.sharedExpert !== undefined && typeof o.sharedExpert !== 'boolean') throw new TypeError(`${op}: sharedExpert must be a boolean, got ${String(o.sharedExpert)}`);
+  if (o.sharedExpert !== undefined && typeof o.sharedExpert !== 'boolean')
+    throw new TypeError(`${op}: sharedExpert must be a boolean, got ${String(o.sharedExpert)}`);
   if (!o.sharedExpert) return rows;
-  if (rows < 2) throw new ShapeError(`${op}: with sharedExpert the ${what} needs E+1 >= 2 experts (the routed ones, then the shared expert's gate), got ${formatShape(shape)}`);
+  if (rows < 2)
+    throw new ShapeError(
+      `${op}: with sharedExpert the ${what} needs E+1 >= 2 experts (the routed ones, then the shared expert's gate), got ${formatShape(shape)}`,
+    );
   return rows - 1;
 }
 
@@ -142,7 +146,9 @@ export function expertLinear(x: Tensor, weight: Tensor, ids: Tensor, options: Ex
   if (ids.ndim !== 2) throw new ShapeError(`expertLinear: ids must be [T, k], got ${formatShape(ids.shape)}`);
   const [t, slots] = ids.shape;
   if (x.ndim !== 2 || x.shape[1] !== k || (x.shape[0] !== t && x.shape[0] !== t * slots)) {
-    throw new ShapeError(`expertLinear: x must be [${t}, ${k}] or [${t * slots}, ${k}] for ids ${formatShape(ids.shape)} and weight ${formatShape(weight.shape)}, got ${formatShape(x.shape)}`);
+    throw new ShapeError(
+      `expertLinear: x must be [${t}, ${k}] or [${t * slots}, ${k}] for ids ${formatShape(ids.shape)} and weight ${formatShape(weight.shape)}, got ${formatShape(x.shape)}`,
+    );
   }
   if (isFp8(weight.dtype)) {
     if (!scale) throw new DTypeError(`expertLinear: an ${weight.dtype} weight needs its block scales (options.scale)`);
@@ -155,7 +161,8 @@ export function expertLinear(x: Tensor, weight: Tensor, ids: Tensor, options: Ex
   }
   if (combine) {
     requireDTypes('expertLinear combine', combine, ['float32']);
-    if (combine.shape.join() !== ids.shape.join()) throw new ShapeError(`expertLinear: combine must be ${formatShape(ids.shape)} like ids, got ${formatShape(combine.shape)}`);
+    if (combine.shape.join() !== ids.shape.join())
+      throw new ShapeError(`expertLinear: combine must be ${formatShape(ids.shape)} like ids, got ${formatShape(combine.shape)}`);
   }
   if (activation !== undefined) {
     if (activation !== 'swiglu') throw new RangeError(`expertLinear: activation must be 'swiglu', got ${String(activation)}`);

@@ -26,11 +26,14 @@ export function rmsNorm(x: Tensor, weight: Tensor | undefined, eps: number): Ten
   const d = x.shape[x.ndim - 1];
   if (weight) {
     requireDTypes('rmsNorm', weight, FLOAT_DTYPES);
-    if (weight.ndim !== 1 || weight.shape[0] !== d) throw new ShapeError(`rmsNorm: weight must be [${d}] for x ${formatShape(x.shape)}, got ${formatShape(weight.shape)}`);
+    if (weight.ndim !== 1 || weight.shape[0] !== d)
+      throw new ShapeError(`rmsNorm: weight must be [${d}] for x ${formatShape(x.shape)}, got ${formatShape(weight.shape)}`);
   }
   if (!(eps >= 0) || !Number.isFinite(eps)) throw new RangeError(`rmsNorm: eps must be a finite number >= 0, got ${eps}`);
   const forward = () => wrap(backend, backend.rmsNorm(x.operand(), weight?.operand(), eps), x.dtype, x.shape);
-  return differentiable('rmsNorm', [x, weight], forward, (g, s) => rmsNormRule(g, s.inputs[0] as Tensor, s.inputs[1] as Tensor | undefined, eps, s.needs[1]), { inputs: [0, 1] });
+  return differentiable('rmsNorm', [x, weight], forward, (g, s) => rmsNormRule(g, s.inputs[0] as Tensor, s.inputs[1] as Tensor | undefined, eps, s.needs[1]), {
+    inputs: [0, 1],
+  });
 }
 
 /** d rmsNorm, with r = rsqrt(mean(x^2) + eps), n = x r, gn = g w: dx = r (gn - n mean(gn n)), dw = sum of g n. */
@@ -41,7 +44,13 @@ function rmsNormRule(g: Tensor, x: Tensor, weight: Tensor | undefined, eps: numb
   const n = x32.mul(r);
   const gn = weight ? g32.mul(float32(weight)) : g32;
   const dx = r.mul(gn.sub(n.mul(gn.mul(n).mean(-1, { keepdim: true }))));
-  const dw = weight && weightNeedsGrad ? g32.mul(n).reshape(-1, x.shape[x.ndim - 1]).sum(0) : undefined;
+  const dw =
+    weight && weightNeedsGrad
+      ? g32
+          .mul(n)
+          .reshape(-1, x.shape[x.ndim - 1])
+          .sum(0)
+      : undefined;
   return [dx, dw];
 }
 
@@ -63,7 +72,9 @@ export function rope(x: Tensor, cos: Tensor, sin: Tensor, positionOffset: number
   }
   const forward = () => wrap(backend, backend.rope(x.operand(), cos.operand(), sin.operand(), positionOffset), x.dtype, x.shape);
   // A rotation's transpose rotates back: the gradient is rope with sin negated.
-  return differentiable('rope', [x, cos, sin], forward, (g, sv) => [rope(g, sv.inputs[1] as Tensor, (sv.inputs[2] as Tensor).neg(), positionOffset)], { inputs: [1, 2] });
+  return differentiable('rope', [x, cos, sin], forward, (g, sv) => [rope(g, sv.inputs[1] as Tensor, (sv.inputs[2] as Tensor).neg(), positionOffset)], {
+    inputs: [1, 2],
+  });
 }
 
 export interface AttentionOpOptions {
@@ -106,7 +117,8 @@ export function attention(q: Tensor, k: Tensor, v: Tensor, options: AttentionOpO
   const [sq, hq, d] = q.shape;
   const pages = options.pages;
   const [skv, hkv, dk] = k.shape;
-  if (dk !== d || v.shape.join() !== k.shape.join()) throw new ShapeError(`attention: k and v must be [Skv, Hkv, ${d}], got ${formatShape(k.shape)} and ${formatShape(v.shape)}`);
+  if (dk !== d || v.shape.join() !== k.shape.join())
+    throw new ShapeError(`attention: k and v must be [Skv, Hkv, ${d}], got ${formatShape(k.shape)} and ${formatShape(v.shape)}`);
   if (hkv === 0 || hq % hkv !== 0) throw new ShapeError(`attention: ${hq} query heads are not a multiple of ${hkv} kv heads`);
   if (pages) checkPagedIndex('attention', pages, k, sq);
   if (dynamic) requireDeviceScalar('attention', 'a queryOffset tensor', dynamic, 'int32');
@@ -118,7 +130,8 @@ export function attention(q: Tensor, k: Tensor, v: Tensor, options: AttentionOpO
     requireDTypes('attention', gate, FLOAT_DTYPES);
     const flat = gate.ndim === 2 && gate.shape[0] === sq && gate.shape[1] === hq * d;
     const full = gate.ndim === 3 && gate.shape.join() === q.shape.join();
-    if (!flat && !full) throw new ShapeError(`attention: gate must be [${sq}, ${hq * d}] or [${sq}, ${hq}, ${d}] (q ${formatShape(q.shape)}), got ${formatShape(gate.shape)}`);
+    if (!flat && !full)
+      throw new ShapeError(`attention: gate must be [${sq}, ${hq * d}] or [${sq}, ${hq}, ${d}] (q ${formatShape(q.shape)}), got ${formatShape(gate.shape)}`);
     if (needsGrad(q, k, v, gate)) {
       // Differentiable by composition: the fused gate has no backward of its own.
       const plain = attention(q, k, v, { ...options, gate: undefined });
@@ -126,11 +139,27 @@ export function attention(q: Tensor, k: Tensor, v: Tensor, options: AttentionOpO
       return gated.dtype === q.dtype ? gated : gated.to(q.dtype);
     }
   }
-  const forward = () => wrap(backend, backend.attention(q.operand(), k.operand(), v.operand(), { scale, causal: causal || pages !== undefined, queryOffset }, dynamic?.operand(), pages && pagedKv(pages), gate && gateOperand(gate, sq, hq, d)), q.dtype, q.shape);
+  const forward = () =>
+    wrap(
+      backend,
+      backend.attention(
+        q.operand(),
+        k.operand(),
+        v.operand(),
+        { scale, causal: causal || pages !== undefined, queryOffset },
+        dynamic?.operand(),
+        pages && pagedKv(pages),
+        gate && gateOperand(gate, sq, hq, d),
+      ),
+      q.dtype,
+      q.shape,
+    );
   if (gate) return forward();
   if (pages) return notDifferentiable('attention over a paged cache', [q, k, v], forward);
   if (dynamic) return notDifferentiable('attention with a device queryOffset', [q, k, v], forward);
-  return differentiable('attention', [q, k, v], forward, (g, s) => attentionRule(backend, g, s.inputs as Tensor[], { scale, causal, queryOffset }), { inputs: [0, 1, 2] });
+  return differentiable('attention', [q, k, v], forward, (g, s) => attentionRule(backend, g, s.inputs as Tensor[], { scale, causal, queryOffset }), {
+    inputs: [0, 1, 2],
+  });
 }
 
 /** The gate as a [Sq, Hq, D] operand over its own storage: a [Sq, Hq * D] view's columns split into heads. */
@@ -155,7 +184,8 @@ function attentionRule(backend: Backend, g: Tensor, [q, k, v]: Tensor[], options
 export function swiglu(x: Tensor): Tensor {
   const backend = commonBackend('swiglu', x);
   requireDTypes('swiglu', x, FLOAT_DTYPES);
-  if (x.ndim === 0 || x.shape[x.ndim - 1] % 2 !== 0) throw new ShapeError(`swiglu: the last dim must be even (gate and up halves), got ${formatShape(x.shape)}`);
+  if (x.ndim === 0 || x.shape[x.ndim - 1] % 2 !== 0)
+    throw new ShapeError(`swiglu: the last dim must be even (gate and up halves), got ${formatShape(x.shape)}`);
   const shape = [...x.shape.slice(0, -1), x.shape[x.ndim - 1] / 2];
   const forward = () => wrap(backend, backend.swiglu(x.operand()), x.dtype, shape);
   return differentiable('swiglu', [x], forward, (g, s) => [swigluGrad(s.inputs[0] as Tensor, g)], { inputs: [0] });

@@ -23,7 +23,8 @@ export interface PadOptions {
 export function pad(x: Tensor, pads: readonly number[], options: PadOptions = {}): Tensor {
   const backend = commonBackend('pad', x);
   const mode = options.mode ?? 'constant';
-  if (mode !== 'constant' && mode !== 'replicate' && mode !== 'reflect') throw new RangeError(`pad: unknown mode '${String(mode)}' (expected constant, replicate or reflect)`);
+  if (mode !== 'constant' && mode !== 'replicate' && mode !== 'reflect')
+    throw new RangeError(`pad: unknown mode '${String(mode)}' (expected constant, replicate or reflect)`);
   if (mode !== 'constant' && options.value !== undefined) throw new RangeError(`pad: mode '${mode}' takes no value (got ${options.value})`);
   if (pads.length % 2 !== 0 || pads.length / 2 > x.ndim) {
     throw new ShapeError(`pad: pads [${pads.join(', ')}] must be (before, after) pairs for at most ${x.ndim} dims of ${x.describe()}`);
@@ -38,7 +39,8 @@ export function pad(x: Tensor, pads: readonly number[], options: PadOptions = {}
     before[d] = b;
     outShape[d] = size + b + a;
     if (mode === 'constant') {
-      if (outShape[d] < 0) throw new ShapeError(`pad: padding (${b}, ${a}) of dim ${d} (size ${size}) of ${x.describe()} leaves a negative size ${outShape[d]}`);
+      if (outShape[d] < 0)
+        throw new ShapeError(`pad: padding (${b}, ${a}) of dim ${d} (size ${size}) of ${x.describe()} leaves a negative size ${outShape[d]}`);
       continue;
     }
     if (b < 0 || a < 0) throw new ShapeError(`pad: negative padding (${b}, ${a}) of dim ${d} crops, which only constant mode does; got mode '${mode}'`);
@@ -53,4 +55,3 @@ export function pad(x: Tensor, pads: readonly number[], options: PadOptions = {}
   const handle = backend.pad(x.operand(), before, outShape, mode, value);
   return wrap(backend, handle, x.dtype, outShape);
 }
-

@@ -50,7 +50,8 @@ export function pagedIndex(sequences: readonly PagedRowsOf[], pageSize: number, 
 /** Checks an index against the rows it serves and a pool [rows, ...] whose rows it addresses in whole pages. */
 export function checkPagedIndex(op: string, pages: PagedIndex, pool: Tensor, rows: number): void {
   const { index, pageSize } = pages;
-  if (index.dtype !== 'int32' || index.ndim !== 1) throw new DTypeError(`${op}: the paged index must be a 1-D int32 tensor (from pagedIndex), got ${index.describe()}`);
+  if (index.dtype !== 'int32' || index.ndim !== 1)
+    throw new DTypeError(`${op}: the paged index must be a 1-D int32 tensor (from pagedIndex), got ${index.describe()}`);
   if (index.device !== pool.device) throw new ShapeError(`${op}: the paged index is on ${index.device}, the cache on ${pool.device}`);
   if (!Number.isInteger(pageSize) || pageSize <= 0 || pool.shape[0] % pageSize !== 0) {
     throw new ShapeError(`${op}: pageSize must be a positive integer dividing the pool's ${pool.shape[0]} rows, got ${pageSize}`);

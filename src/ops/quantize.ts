@@ -1,5 +1,5 @@
 // FP8 quantization with on-device amax: the inverse of scaledMm's dequantization scales.
-import { type DType } from '../core/dtype.js';
+import type { DType } from '../core/dtype.js';
 import { DTypeError, ShapeError } from '../core/errors.js';
 import { formatShape } from '../core/shape.js';
 import type { Tensor } from '../core/tensor.js';

@@ -34,7 +34,12 @@ function reduce(op: ReduceOp, x: Tensor, dim: number | undefined, options: Reduc
       if (dim !== undefined) normalizeDim(dim, 0);
       const r = reduce(op, flat, 0, {});
       if (x.ndim === 0) return reshapeOwned(r, []);
-      return options.keepdim ? reshapeOwned(r, x.shape.map(() => 1)) : r;
+      return options.keepdim
+        ? reshapeOwned(
+            r,
+            x.shape.map(() => 1),
+          )
+        : r;
     } finally {
       flat.dispose();
     }
@@ -46,7 +51,10 @@ function reduce(op: ReduceOp, x: Tensor, dim: number | undefined, options: Reduc
   const outShape = x.shape.filter((_, i) => i !== d);
   const out = wrap(backend, backend.reduce(op, x.operand(), d, outDtype), outDtype, outShape);
   if (!options.keepdim) return out;
-  return reshapeOwned(out, x.shape.map((s, i) => (i === d ? 1 : s)));
+  return reshapeOwned(
+    out,
+    x.shape.map((s, i) => (i === d ? 1 : s)),
+  );
 }
 
 /** Reshape that disposes the input (used on intermediate results only). */

@@ -83,11 +83,7 @@ export function sampleToken(logits: Tensor, options: SampleOptions = {}): Tensor
   const params = resolveParams(options, vocab);
   const prevOpt = options.previousTokens;
   const prev =
-    prevOpt === undefined
-      ? undefined
-      : Array.isArray(prevOpt)
-        ? tensor([...prevOpt], { dtype: 'int32', device: logits.device })
-        : compact(prevOpt as Tensor);
+    prevOpt === undefined ? undefined : Array.isArray(prevOpt) ? tensor([...prevOpt], { dtype: 'int32', device: logits.device }) : compact(prevOpt as Tensor);
   try {
     if (prev && prev.dtype !== 'int32') throw new DTypeError(`sample: previousTokens must be int32, got ${prev.describe()}`);
     if (prev) commonBackend('sample', logits, prev);
@@ -134,7 +130,8 @@ export function sampleRows(logits: Tensor, rows: readonly RowSampling[], options
   const draws = options.draws;
   if (draws) {
     commonBackend('sampleRows', logits, draws);
-    if (draws.dtype !== 'float32' || draws.ndim !== 1 || draws.shape[0] !== b) throw new ShapeError(`sampleRows: draws must be float32 [${b}], got ${draws.describe()}`);
+    if (draws.dtype !== 'float32' || draws.ndim !== 1 || draws.shape[0] !== b)
+      throw new ShapeError(`sampleRows: draws must be float32 [${b}], got ${draws.describe()}`);
   }
   const params = rows.map((r) => resolveParams(draws ? { ...r, draw: draws } : r, vocab!));
   const spans: [number, number][] = [];

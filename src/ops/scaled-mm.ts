@@ -41,7 +41,10 @@ function recipeOf(which: string, scale: Tensor, candidates: [ScaleRecipe, number
   const fits = (r: ScaleRecipe, shape: number[]) => (r === 'tensor' ? scale.numel === 1 : sameShape(scale.shape, shape));
   if (explicit) {
     const want = candidates.find(([r]) => r === explicit)!;
-    if (!fits(...want)) throw new ShapeError(`scaledMm: ${which} for recipe '${explicit}' must have shape ${explicit === 'tensor' ? 'with one element' : formatShape(want[1])}, got ${formatShape(scale.shape)}`);
+    if (!fits(...want))
+      throw new ShapeError(
+        `scaledMm: ${which} for recipe '${explicit}' must have shape ${explicit === 'tensor' ? 'with one element' : formatShape(want[1])}, got ${formatShape(scale.shape)}`,
+      );
     return explicit;
   }
   const matches = candidates.filter(([r, shape]) => fits(r, shape)).map(([r]) => r);
@@ -68,7 +71,10 @@ export function scaledMm(a: Tensor, b: Tensor, options: ScaledMmOptions): Tensor
   const { scaleA, scaleB, bias, scaleResult } = options;
   const outDtype = options.outDtype ?? 'bfloat16';
   const backend = commonBackend('scaledMm', a, b, scaleA, scaleB, ...(bias ? [bias] : []), ...(scaleResult ? [scaleResult] : []));
-  for (const [name, t] of [['a', a], ['b', b]] as const) {
+  for (const [name, t] of [
+    ['a', a],
+    ['b', b],
+  ] as const) {
     if (!isFp8(t.dtype)) throw new DTypeError(`scaledMm: ${name} must be float8_e4m3fn or float8_e5m2, got ${t.describe()}; quantize it first`);
     if (t.ndim !== 2) throw new ShapeError(`scaledMm: ${name} must be 2-D, got ${formatShape(t.shape)}`);
   }
@@ -77,11 +83,29 @@ export function scaledMm(a: Tensor, b: Tensor, options: ScaledMmOptions): Tensor
   if (k !== k2) throw new ShapeError(`scaledMm: a ${formatShape(a.shape)} and b ${formatShape(b.shape)} cannot be multiplied (${k} vs ${k2})`);
   if (!OUT_DTYPES.includes(outDtype)) throw new DTypeError(`scaledMm: outDtype must be one of ${OUT_DTYPES.join(', ')}, got ${outDtype}`);
   const kb = Math.ceil(k / 128);
-  const recipeA = recipeOf('scaleA', scaleA, [['tensor', [1]], ['row', [m, 1]], ['block', [m, kb]]], options.recipeA);
+  const recipeA = recipeOf(
+    'scaleA',
+    scaleA,
+    [
+      ['tensor', [1]],
+      ['row', [m, 1]],
+      ['block', [m, kb]],
+    ],
+    options.recipeA,
+  );
   // A per-column scale of b is [1, N] (torch); [N, 1], what quantize(w, {granularity: 'row'}) gives for the [N, K]
   // weight, means the same and is accepted as is.
   const rowB = n > 1 && scaleB.ndim === 2 && scaleB.shape[0] === n && scaleB.shape[1] === 1 ? [n, 1] : [1, n];
-  const recipeB = recipeOf('scaleB', scaleB, [['tensor', [1]], ['row', rowB], ['block', [Math.ceil(n / 128), kb]]], options.recipeB);
+  const recipeB = recipeOf(
+    'scaleB',
+    scaleB,
+    [
+      ['tensor', [1]],
+      ['row', rowB],
+      ['block', [Math.ceil(n / 128), kb]],
+    ],
+    options.recipeB,
+  );
   if (bias) {
     if (!BIAS_DTYPES.includes(bias.dtype)) throw new DTypeError(`scaledMm: bias must be float32, float16 or bfloat16, got ${bias.describe()}`);
     if (!sameShape(bias.shape, [n])) throw new ShapeError(`scaledMm: bias must have shape [${n}], got ${formatShape(bias.shape)}`);

@@ -9,7 +9,12 @@ import { sumTo } from '../autograd/rules.js';
 
 /** A contiguous copy when t is not contiguous; otherwise a new view of the same storage. */
 export function contiguous(t: Tensor): Tensor {
-  return differentiable('contiguous', [t], () => (t.isContiguous() ? viewOf(t, t.layout) : cloneImpl(t)), (g) => [passThrough(g)]);
+  return differentiable(
+    'contiguous',
+    [t],
+    () => (t.isContiguous() ? viewOf(t, t.layout) : cloneImpl(t)),
+    (g) => [passThrough(g)],
+  );
 }
 
 /**
@@ -39,7 +44,9 @@ function viewImpl(t: Tensor, shape: readonly number[]): Tensor {
   const target = inferReshape(t.shape, shape);
   const strides = viewStrides(t.layout, target);
   if (!strides) {
-    throw new ShapeError(`view ${formatShape(target)} is not compatible with the strides [${t.strides.join(', ')}] of ${t.describe()}; use reshape() (copies) or contiguous()`);
+    throw new ShapeError(
+      `view ${formatShape(target)} is not compatible with the strides [${t.strides.join(', ')}] of ${t.describe()}; use reshape() (copies) or contiguous()`,
+    );
   }
   return viewOf(t, { shape: target, strides, offset: t.offset });
 }
@@ -191,59 +198,109 @@ function scatterInto(x: Tensor, g: Tensor, part: (z: Tensor) => Tensor): Tensor 
 
 /** A contiguous copy with its own storage. */
 export function clone(t: Tensor): Tensor {
-  return differentiable('clone', [t], () => cloneImpl(t), (g) => [passThrough(g)]);
+  return differentiable(
+    'clone',
+    [t],
+    () => cloneImpl(t),
+    (g) => [passThrough(g)],
+  );
 }
 
 /** A view when the layout allows it, else a copy (torch.reshape). */
 export function reshape(t: Tensor, shape: readonly number[]): Tensor {
-  return differentiable('reshape', [t], () => reshapeImpl(t, shape), (g) => [g.reshape(t.shape)]);
+  return differentiable(
+    'reshape',
+    [t],
+    () => reshapeImpl(t, shape),
+    (g) => [g.reshape(t.shape)],
+  );
 }
 
 /** Always a view; throws when the layout needs a copy (torch.view). */
 export function view(t: Tensor, shape: readonly number[]): Tensor {
-  return differentiable('view', [t], () => viewImpl(t, shape), (g) => [g.reshape(t.shape)]);
+  return differentiable(
+    'view',
+    [t],
+    () => viewImpl(t, shape),
+    (g) => [g.reshape(t.shape)],
+  );
 }
 
 export function permute(t: Tensor, dims: readonly number[]): Tensor {
-  return differentiable('permute', [t], () => permuteImpl(t, dims), (g) => {
-    const norm = dims.map((d) => normalizeDim(d, t.ndim));
-    const inverse = norm.map((_, i) => norm.indexOf(i));
-    return [permuteImpl(g, inverse)];
-  });
+  return differentiable(
+    'permute',
+    [t],
+    () => permuteImpl(t, dims),
+    (g) => {
+      const norm = dims.map((d) => normalizeDim(d, t.ndim));
+      const inverse = norm.map((_, i) => norm.indexOf(i));
+      return [permuteImpl(g, inverse)];
+    },
+  );
 }
 
 /** Elements start..end-1 (step apart) of dim; negative indices count from the end, out-of-range ones clamp (Python slicing). */
 export function slice(t: Tensor, dim: number, start = 0, end = Number.MAX_SAFE_INTEGER, step = 1): Tensor {
-  return differentiable('slice', [t], () => sliceImpl(t, dim, start, end, step), (g) => [scatterInto(t, g, (z) => sliceImpl(z, dim, start, end, step))]);
+  return differentiable(
+    'slice',
+    [t],
+    () => sliceImpl(t, dim, start, end, step),
+    (g) => [scatterInto(t, g, (z) => sliceImpl(z, dim, start, end, step))],
+  );
 }
 
 /** Index `index` of dim, removing the dim (t[..., index, ...]). */
 export function select(t: Tensor, dim: number, index: number): Tensor {
-  return differentiable('select', [t], () => selectImpl(t, dim, index), (g) => [scatterInto(t, g, (z) => selectImpl(z, dim, index))]);
+  return differentiable(
+    'select',
+    [t],
+    () => selectImpl(t, dim, index),
+    (g) => [scatterInto(t, g, (z) => selectImpl(z, dim, index))],
+  );
 }
 
 export function squeeze(t: Tensor, dim?: number): Tensor {
-  return differentiable('squeeze', [t], () => squeezeImpl(t, dim), (g) => [g.reshape(t.shape)]);
+  return differentiable(
+    'squeeze',
+    [t],
+    () => squeezeImpl(t, dim),
+    (g) => [g.reshape(t.shape)],
+  );
 }
 
 export function unsqueeze(t: Tensor, dim: number): Tensor {
-  return differentiable('unsqueeze', [t], () => unsqueezeImpl(t, dim), (g) => [g.reshape(t.shape)]);
+  return differentiable(
+    'unsqueeze',
+    [t],
+    () => unsqueezeImpl(t, dim),
+    (g) => [g.reshape(t.shape)],
+  );
 }
 
 /** Broadcast view: size-1 dims repeat with stride 0; -1 keeps a size (torch.expand). */
 export function expand(t: Tensor, shape: readonly number[]): Tensor {
-  return differentiable('expand', [t], () => expandImpl(t, shape), (g) => [sumTo(g, t.shape)]);
+  return differentiable(
+    'expand',
+    [t],
+    () => expandImpl(t, shape),
+    (g) => [sumTo(g, t.shape)],
+  );
 }
 
 /** Concatenates along dim (torch.cat): all inputs share dtype, device and every other size. */
 export function cat(tensors: readonly Tensor[], dim = 0): Tensor {
-  return differentiable('cat', tensors, () => catImpl(tensors, dim), (g) => {
-    const d = normalizeDim(dim, g.ndim);
-    let at = 0;
-    return tensors.map((t) => {
-      const part = sliceImpl(g, d, at, at + t.shape[d]);
-      at += t.shape[d];
-      return part;
-    });
-  });
+  return differentiable(
+    'cat',
+    tensors,
+    () => catImpl(tensors, dim),
+    (g) => {
+      const d = normalizeDim(dim, g.ndim);
+      let at = 0;
+      return tensors.map((t) => {
+        const part = sliceImpl(g, d, at, at + t.shape[d]);
+        at += t.shape[d];
+        return part;
+      });
+    },
+  );
 }

@@ -26,7 +26,8 @@ export function shortConv(bcx: Tensor, weight: Tensor, state: Tensor, bias?: Ten
     if (w.ndim !== 2) throw new ShapeError(`shortConv: weight must be [H, L] or [H, 1, L], got ${formatShape(weight.shape)}`);
     const [h, taps] = w.shape;
     if (taps < 1 || taps > SHORT_CONV_MAX_TAPS) throw new RangeError(`shortConv: the conv must have 1..${SHORT_CONV_MAX_TAPS} taps, got ${taps}`);
-    if (bcx.ndim !== 2 || bcx.shape[1] !== 3 * h) throw new ShapeError(`shortConv: bcx must be [S, ${3 * h}] (B, C, x of ${h} channels), got ${formatShape(bcx.shape)}`);
+    if (bcx.ndim !== 2 || bcx.shape[1] !== 3 * h)
+      throw new ShapeError(`shortConv: bcx must be [S, ${3 * h}] (B, C, x of ${h} channels), got ${formatShape(bcx.shape)}`);
     if (state.ndim !== 2 || state.shape[0] !== taps - 1 || state.shape[1] !== h) {
       throw new ShapeError(`shortConv: state must be [${taps - 1}, ${h}] (the last taps - 1 rows of B * x), got ${formatShape(state.shape)}`);
     }

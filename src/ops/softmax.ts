@@ -20,11 +20,23 @@ function softmaxOp(name: string, x: Tensor, dim: number, log: boolean): Tensor {
  * -Inf gives NaN, as in torch.
  */
 export function softmax(x: Tensor, dim = -1): Tensor {
-  return differentiable('softmax', [x], () => softmaxOp('softmax', x, dim, false), (g, s) => [softmaxBackward(s.out!, g, dim)], { out: true });
+  return differentiable(
+    'softmax',
+    [x],
+    () => softmaxOp('softmax', x, dim, false),
+    (g, s) => [softmaxBackward(s.out!, g, dim)],
+    { out: true },
+  );
 }
 
 /** torch.log_softmax along dim: x - max - log(sum(exp(x - max))), dispatched as softmax is. */
 export function logSoftmax(x: Tensor, dim = -1): Tensor {
   // dx = g - exp(y) sum(g) along dim.
-  return differentiable('logSoftmax', [x], () => softmaxOp('logSoftmax', x, dim, true), (g, s) => [g.sub(s.out!.exp().mul(g.sum(dim, { keepdim: true })))], { out: true });
+  return differentiable(
+    'logSoftmax',
+    [x],
+    () => softmaxOp('logSoftmax', x, dim, true),
+    (g, s) => [g.sub(s.out!.exp().mul(g.sum(dim, { keepdim: true })))],
+    { out: true },
+  );
 }

@@ -56,7 +56,8 @@ function framing(op: string, x: Tensor, options: StftOptions): Framing {
   if (window) {
     commonBackend(op, x, window);
     requireDTypes(op, window, FFT_DTYPES);
-    if (window.ndim !== 1 || window.shape[0] !== winLength) throw new ShapeError(`${op}: window must be [winLength] = [${winLength}], got ${window.describe()}`);
+    if (window.ndim !== 1 || window.shape[0] !== winLength)
+      throw new ShapeError(`${op}: window must be [winLength] = [${winLength}], got ${window.describe()}`);
   }
   let ownWindow = false;
   if (!window) {
@@ -88,7 +89,9 @@ export function spectrogramOf(op: string, x: Tensor, options: StftOptions, kind:
     const padMode = options.padMode ?? 'reflect';
     if (padMode !== 'reflect' && padMode !== 'constant') throw new ShapeError(`${op}: padMode must be 'reflect' or 'constant', got ${String(padMode)}`);
     if (f.padLeft > 0 && padMode === 'reflect' && f.padLeft >= t) {
-      throw new ShapeError(`${op}: center reflect-padding of ${f.padLeft} samples (nFft / 2) needs a signal longer than that, got ${t} samples (x ${x.describe()}); use padMode 'constant' or a shorter nFft`);
+      throw new ShapeError(
+        `${op}: center reflect-padding of ${f.padLeft} samples (nFft / 2) needs a signal longer than that, got ${t} samples (x ${x.describe()}); use padMode 'constant' or a shorter nFft`,
+      );
     }
     const padded = t + 2 * f.padLeft;
     if (padded < f.nFft) throw new ShapeError(`${op}: a signal of ${t} samples${f.padLeft ? ` (${padded} padded)` : ''} is shorter than nFft ${f.nFft}`);
@@ -98,7 +101,16 @@ export function spectrogramOf(op: string, x: Tensor, options: StftOptions, kind:
     const lead = x.shape.slice(0, -1);
     const batch = lead.reduce((a, b) => a * b, 1);
     const signals = x.reshape([batch, t]);
-    const args: StftArgs = { nFft: f.nFft, hop: f.hop, frames, padLeft: f.padLeft, padMode, onesided, scale: options.normalized ? 1 / Math.sqrt(f.nFft) : 1, output: kind };
+    const args: StftArgs = {
+      nFft: f.nFft,
+      hop: f.hop,
+      frames,
+      padLeft: f.padLeft,
+      padMode,
+      onesided,
+      scale: options.normalized ? 1 / Math.sqrt(f.nFft) : 1,
+      output: kind,
+    };
     const handle = backend.stft(signals.operand(), f.window.operand(), args);
     if (signals !== x) signals.dispose();
     return wrap(backend, handle, 'float32', kind === 'complex' ? [...lead, bins, frames, 2] : [...lead, bins, frames]);
@@ -126,14 +138,16 @@ export function istft(spec: Tensor, options: IstftOptions): Tensor {
   const op = 'istft';
   const backend = commonBackend(op, spec);
   requireDTypes(op, spec, FFT_DTYPES);
-  if (spec.ndim < 3 || spec.shape[spec.ndim - 1] !== 2) throw new ShapeError(`${op}: spec must be [..., bins, frames, 2] (complex pairs), got ${spec.describe()}`);
+  if (spec.ndim < 3 || spec.shape[spec.ndim - 1] !== 2)
+    throw new ShapeError(`${op}: spec must be [..., bins, frames, 2] (complex pairs), got ${spec.describe()}`);
   const f = framing(op, spec, options);
   try {
     const bins = spec.shape[spec.ndim - 3];
     const frames = spec.shape[spec.ndim - 2];
     const onesided = options.onesided ?? bins !== f.nFft;
     const want = onesided ? Math.floor(f.nFft / 2) + 1 : f.nFft;
-    if (bins !== want) throw new ShapeError(`${op}: a ${onesided ? 'onesided ' : ''}spectrum of nFft ${f.nFft} has ${want} bins, got ${bins} (spec ${spec.describe()})`);
+    if (bins !== want)
+      throw new ShapeError(`${op}: a ${onesided ? 'onesided ' : ''}spectrum of nFft ${f.nFft} has ${want} bins, got ${bins} (spec ${spec.describe()})`);
     if (frames < 1) throw new ShapeError(`${op}: spec has no frames: ${spec.describe()}`);
     const lead = spec.shape.slice(0, -3);
     const batch = lead.reduce((a, b) => a * b, 1);

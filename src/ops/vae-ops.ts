@@ -68,8 +68,14 @@ export function channelRmsNorm(x: Tensor, weight: Tensor | undefined, eps: numbe
   const c = channelFirst(op, x, 2, '[N, C, ...spatial] with at most 3 spatial dims');
   checkPerChannel(op, 'weight', weight, c, x);
   checkEps(op, eps);
-  if (options.activation !== undefined && options.activation !== 'silu') throw new RangeError(`${op}: activation must be 'silu' or undefined, got ${String(options.activation)}`);
-  return wrap(backend, backend.channelRmsNorm({ ...x.operand(), view: as5d(x.layout) }, weight?.operand(), eps, options.activation === 'silu'), x.dtype, x.shape);
+  if (options.activation !== undefined && options.activation !== 'silu')
+    throw new RangeError(`${op}: activation must be 'silu' or undefined, got ${String(options.activation)}`);
+  return wrap(
+    backend,
+    backend.channelRmsNorm({ ...x.operand(), view: as5d(x.layout) }, weight?.operand(), eps, options.activation === 'silu'),
+    x.dtype,
+    x.shape,
+  );
 }
 
 export interface UpsampleOptions {
@@ -88,7 +94,8 @@ export function upsample(x: Tensor, options: UpsampleOptions): Tensor {
   requireDTypes(op, x, FLOAT_DTYPES);
   if (x.ndim !== 4 && x.ndim !== 5) throw new ShapeError(`${op}: x must be [N, C, H, W] or [N, C, T, H, W], got ${x.describe()}`);
   if (options.scale !== 2) throw new RangeError(`${op}: only scale 2 is supported, got ${String(options.scale)}`);
-  if (options.mode !== 'nearest' && options.mode !== 'bilinear') throw new RangeError(`${op}: mode must be 'nearest' or 'bilinear', got ${String(options.mode)}`);
+  if (options.mode !== 'nearest' && options.mode !== 'bilinear')
+    throw new RangeError(`${op}: mode must be 'nearest' or 'bilinear', got ${String(options.mode)}`);
   const shape = [...x.shape.slice(0, -2), 2 * x.shape[x.ndim - 2], 2 * x.shape[x.ndim - 1]];
   return wrap(backend, backend.upsample2x({ ...x.operand(), view: as5d(x.layout) }, options.mode), x.dtype, shape);
 }

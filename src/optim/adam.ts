@@ -36,14 +36,19 @@ class AdamBase extends Optimizer<AdamHyper> {
     options: AdamOptions,
     private readonly decoupled: boolean,
   ) {
-    super(name, params, {
-      lr: options.lr ?? 1e-3,
-      betas: options.betas ?? [0.9, 0.999],
-      eps: options.eps ?? 1e-8,
-      weightDecay: options.weightDecay ?? (decoupled ? 1e-2 : 0),
-      amsgrad: options.amsgrad ?? false,
-      maximize: options.maximize ?? false,
-    }, options);
+    super(
+      name,
+      params,
+      {
+        lr: options.lr ?? 1e-3,
+        betas: options.betas ?? [0.9, 0.999],
+        eps: options.eps ?? 1e-8,
+        weightDecay: options.weightDecay ?? (decoupled ? 1e-2 : 0),
+        amsgrad: options.amsgrad ?? false,
+        maximize: options.maximize ?? false,
+      },
+      options,
+    );
   }
 
   protected validate(h: AdamHyper): void {

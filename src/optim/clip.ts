@@ -49,7 +49,8 @@ export function clipGradNorm(params: Tensor | readonly Tensor[], maxNorm: number
   noGrad(() => {
     withGrad.forEach((p, i) => {
       const g = p.grad!;
-      if (g.storage.backend !== backend) throw new DeviceMismatchError(`clipGradNorm: gradients on ${withGrad[0].grad!.device} and ${g.device} (parameter ${i})`);
+      if (g.storage.backend !== backend)
+        throw new DeviceMismatchError(`clipGradNorm: gradients on ${withGrad[0].grad!.device} and ${g.device} (parameter ${i})`);
       if (!['float32', 'float16', 'bfloat16'].includes(g.dtype)) throw new DTypeError(`clipGradNorm: gradient ${i} is ${g.describe()}`);
       if (!g.isContiguous() || seen.has(g.storage)) {
         p.grad = keep(g.clone());

@@ -65,7 +65,15 @@ export function flatSpan(params: readonly Tensor[]): FlatSpan | undefined {
   for (const i of order) {
     const p = params[i];
     const g = slots[i]!;
-    const ok = p.dtype === 'float32' && g.dtype === 'float32' && p.storage === first.storage && g.storage === slots[0]!.storage && p.isContiguous() && g.isContiguous() && p.offset === end && g.offset - gradBase === p.offset - base;
+    const ok =
+      p.dtype === 'float32' &&
+      g.dtype === 'float32' &&
+      p.storage === first.storage &&
+      g.storage === slots[0]!.storage &&
+      p.isContiguous() &&
+      g.isContiguous() &&
+      p.offset === end &&
+      g.offset - gradBase === p.offset - base;
     if (!ok) return undefined;
     end += p.numel;
   }

@@ -77,8 +77,12 @@ export abstract class Optimizer<H extends { lr: number } = { lr: number }> {
       if (seen.has(p)) throw new TensorGpuError(`${name}: parameter ${i} (${p.describe()}) appears twice in the parameter list`);
       seen.add(p);
       if (!PARAM_DTYPES.includes(p.dtype)) throw new DTypeError(`${name}: parameter ${i} is ${p.describe()}; parameters must be ${PARAM_DTYPES.join(', ')}`);
-      if (!p.isLeaf) throw new TensorGpuError(`${name}: parameter ${i} (${p.describe()}) is not a leaf (it was made by ${p.gradFn?.name}): optimize the tensor it came from`);
-      if (!p.isContiguous()) throw new ShapeError(`${name}: parameter ${i} (${p.describe()}) is a strided view; the update writes parameters in place, so they must be contiguous`);
+      if (!p.isLeaf)
+        throw new TensorGpuError(
+          `${name}: parameter ${i} (${p.describe()}) is not a leaf (it was made by ${p.gradFn?.name}): optimize the tensor it came from`,
+        );
+      if (!p.isContiguous())
+        throw new ShapeError(`${name}: parameter ${i} (${p.describe()}) is a strided view; the update writes parameters in place, so they must be contiguous`);
     });
     this.params = [...params];
     this.hyper = { ...hyper };
@@ -113,7 +117,8 @@ export abstract class Optimizer<H extends { lr: number } = { lr: number }> {
     // Every gradient is checked before any parameter changes, so a bad one leaves the step undone, not half done.
     const work = this.params.flatMap((p, i) => (p.grad ? [{ p, g: p.grad, i }] : []));
     for (const { p, g, i } of work) {
-      if (g.storage.backend !== p.storage.backend) throw new DeviceMismatchError(`${this.name}: parameter ${i} (${p.describe()}) is on ${p.device} but its gradient on ${g.device}`);
+      if (g.storage.backend !== p.storage.backend)
+        throw new DeviceMismatchError(`${this.name}: parameter ${i} (${p.describe()}) is on ${p.device} but its gradient on ${g.device}`);
       if (g.shape.length !== p.shape.length || g.shape.some((s, d) => s !== p.shape[d])) {
         throw new ShapeError(`${this.name}: parameter ${i} is ${formatShape(p.shape)} but its gradient ${formatShape(g.shape)}`);
       }
@@ -194,7 +199,12 @@ export abstract class Optimizer<H extends { lr: number } = { lr: number }> {
         const t = keep(Tensor.fromHandle(backend, backend.allocBytes('float32', total), 'float32', [total]));
         fs.tensors.set(key, t);
         // Each parameter's state is a view of the span's, so stateDict() lists it per parameter as usual.
-        this.params.forEach((p, i) => this.states[i]!.tensors.set(key, keep(new Tensor(t.storage, { shape: p.shape, strides: contiguousStrides(p.shape), offset: flat.offsets[i] }, 'float32'))));
+        this.params.forEach((p, i) =>
+          this.states[i]!.tensors.set(
+            key,
+            keep(new Tensor(t.storage, { shape: p.shape, strides: contiguousStrides(p.shape), offset: flat.offsets[i] }, 'float32')),
+          ),
+        );
         return t;
       },
     });
@@ -229,11 +239,15 @@ export abstract class Optimizer<H extends { lr: number } = { lr: number }> {
    */
   loadStateDict(sd: OptimizerStateDict): void {
     if (sd.optimizer !== this.name) throw new TensorGpuError(`${this.name}.loadStateDict: the state dict is of ${sd.optimizer}`);
-    if (sd.state.length !== this.params.length) throw new TensorGpuError(`${this.name}.loadStateDict: the state dict has ${sd.state.length} parameters, this optimizer ${this.params.length}`);
+    if (sd.state.length !== this.params.length)
+      throw new TensorGpuError(`${this.name}.loadStateDict: the state dict has ${sd.state.length} parameters, this optimizer ${this.params.length}`);
     const hyper = { ...this.hyper } as Record<string, HyperValue>;
     for (const [k, v] of Object.entries(sd.hyper)) {
       if (!(k in hyper)) throw new TensorGpuError(`${this.name}.loadStateDict: unknown hyperparameter '${k}'`);
-      if (typeof v !== typeof hyper[k] || Array.isArray(v) !== Array.isArray(hyper[k])) throw new TensorGpuError(`${this.name}.loadStateDict: hyperparameter '${k}' is ${JSON.stringify(v)}, expected a value like ${JSON.stringify(hyper[k])}`);
+      if (typeof v !== typeof hyper[k] || Array.isArray(v) !== Array.isArray(hyper[k]))
+        throw new TensorGpuError(
+          `${this.name}.loadStateDict: hyperparameter '${k}' is ${JSON.stringify(v)}, expected a value like ${JSON.stringify(hyper[k])}`,
+        );
       hyper[k] = Array.isArray(v) ? [...v] : v;
     }
     this.validate(hyper as unknown as H);
@@ -243,8 +257,12 @@ export abstract class Optimizer<H extends { lr: number } = { lr: number }> {
       if (!Number.isInteger(s.step) || s.step < 1) throw new RangeError(`${this.name}.loadStateDict: parameter ${i} has step ${s.step}`);
       for (const [key, t] of Object.entries(s.tensors)) {
         const p = this.params[i];
-        if (t.shape.join() !== p.shape.join()) throw new ShapeError(`${this.name}.loadStateDict: state '${key}' of parameter ${i} is ${formatShape(t.shape)}, the parameter ${formatShape(p.shape)}`);
-        if (t.dtype !== 'float32') throw new DTypeError(`${this.name}.loadStateDict: state '${key}' of parameter ${i} is ${t.describe()}; optimizer state is float32`);
+        if (t.shape.join() !== p.shape.join())
+          throw new ShapeError(
+            `${this.name}.loadStateDict: state '${key}' of parameter ${i} is ${formatShape(t.shape)}, the parameter ${formatShape(p.shape)}`,
+          );
+        if (t.dtype !== 'float32')
+          throw new DTypeError(`${this.name}.loadStateDict: state '${key}' of parameter ${i} is ${t.describe()}; optimizer state is float32`);
       }
     });
     // Copies first: sd may hold this optimizer's own tensors (opt.loadStateDict(opt.stateDict())).
@@ -288,6 +306,7 @@ export interface ParamStateAccess {
 
 /** A contiguous copy of t with its own storage on p's device. */
 function copyTo(t: Tensor, p: Tensor): Tensor {
-  if (t.storage.backend !== p.storage.backend) throw new DeviceMismatchError(`loadStateDict: a state tensor is on ${t.device}, its parameter on ${p.device}; load it with { device: '${p.device}' }`);
+  if (t.storage.backend !== p.storage.backend)
+    throw new DeviceMismatchError(`loadStateDict: a state tensor is on ${t.device}, its parameter on ${p.device}; load it with { device: '${p.device}' }`);
   return t.clone();
 }

@@ -30,14 +30,19 @@ export interface SgdHyper {
 
 export class SGD extends Optimizer<SgdHyper> {
   constructor(params: readonly Tensor[], options: SgdOptions = {}) {
-    super('SGD', params, {
-      lr: options.lr ?? 1e-3,
-      momentum: options.momentum ?? 0,
-      dampening: options.dampening ?? 0,
-      weightDecay: options.weightDecay ?? 0,
-      nesterov: options.nesterov ?? false,
-      maximize: options.maximize ?? false,
-    }, options);
+    super(
+      'SGD',
+      params,
+      {
+        lr: options.lr ?? 1e-3,
+        momentum: options.momentum ?? 0,
+        dampening: options.dampening ?? 0,
+        weightDecay: options.weightDecay ?? 0,
+        nesterov: options.nesterov ?? false,
+        maximize: options.maximize ?? false,
+      },
+      options,
+    );
   }
 
   protected validate(h: SgdHyper): void {
@@ -45,7 +50,8 @@ export class SGD extends Optimizer<SgdHyper> {
     if (!(h.momentum >= 0)) throw new RangeError(`SGD: invalid momentum value ${h.momentum}`);
     if (!Number.isFinite(h.dampening)) throw new RangeError(`SGD: invalid dampening ${h.dampening}`);
     if (!(h.weightDecay >= 0)) throw new RangeError(`SGD: invalid weight_decay value ${h.weightDecay}`);
-    if (h.nesterov && (h.momentum <= 0 || h.dampening !== 0)) throw new RangeError(`SGD: Nesterov momentum requires a momentum and zero dampening (got momentum ${h.momentum}, dampening ${h.dampening})`);
+    if (h.nesterov && (h.momentum <= 0 || h.dampening !== 0))
+      throw new RangeError(`SGD: Nesterov momentum requires a momentum and zero dampening (got momentum ${h.momentum}, dampening ${h.dampening})`);
   }
 
   protected update(backend: Backend, param: Tensor, grad: Tensor, state: ParamStateAccess): void {

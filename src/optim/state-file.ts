@@ -51,7 +51,8 @@ export async function loadOptimizerState(path: string, options: { device?: Devic
   const loaded: Tensor[] = [];
   try {
     const meta = file.metadata;
-    if (meta.format !== FORMAT) throw new CheckpointError(`not an optimizer state file (metadata format is ${JSON.stringify(meta.format)}, expected ${FORMAT})`, { file: path });
+    if (meta.format !== FORMAT)
+      throw new CheckpointError(`not an optimizer state file (metadata format is ${JSON.stringify(meta.format)}, expected ${FORMAT})`, { file: path });
     const parse = <T>(key: string): T => {
       try {
         return JSON.parse(meta[key]) as T;

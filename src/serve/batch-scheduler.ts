@@ -27,7 +27,17 @@ import { sampleRows } from '../ops/sample.js';
 import { cat, narrow } from '../ops/shape-ops.js';
 import { gpuCounters } from '../runtime-stats.js';
 import { ContextLengthError, QueueFullError, UnavailableError } from './errors.js';
-import { cancelQueued, idleOrCancel, Job, macrotask, type CancelReason, type Scheduler, type SchedulerObserver, type Sequence, type SequenceRequest } from './scheduler.js';
+import {
+  cancelQueued,
+  idleOrCancel,
+  Job,
+  macrotask,
+  type CancelReason,
+  type Scheduler,
+  type SchedulerObserver,
+  type Sequence,
+  type SequenceRequest,
+} from './scheduler.js';
 
 export interface BatchObserver extends SchedulerObserver {
   /** After each step: sequences in its decode forward, and the GPU dispatches the step queued. */
@@ -151,10 +161,14 @@ export class BatchScheduler implements Scheduler {
 
   async drain(deadlineMs: number): Promise<void> {
     this.accepting = false;
-    await idleOrCancel(() => this.idle, deadlineMs, () => {
-      for (const job of [...this.queue]) this.cancel(job.id, 'shutdown');
-      for (const run of [...this.active, ...this.resumable]) this.cancel(run.job.id, 'shutdown');
-    });
+    await idleOrCancel(
+      () => this.idle,
+      deadlineMs,
+      () => {
+        for (const job of [...this.queue]) this.cancel(job.id, 'shutdown');
+        for (const run of [...this.active, ...this.resumable]) this.cancel(run.job.id, 'shutdown');
+      },
+    );
   }
 
   /** Frees the KV pool (after drain). */
@@ -247,7 +261,11 @@ export class BatchScheduler implements Scheduler {
       const batch = fed.filter((r) => this.active.includes(r));
       if (batch.length > 0) {
         const slots = batch.map((r) => ({ sequence: r.sequence, start: r.ids.length - 1, rows: 1 }));
-        const logits = this.forward(batch.map((r) => r.ids[r.ids.length - 1]!), slots, true);
+        const logits = this.forward(
+          batch.map((r) => r.ids[r.ids.length - 1]!),
+          slots,
+          true,
+        );
         temps.push(logits);
         batch.forEach((run, row) => {
           run.filled = run.ids.length;
@@ -292,8 +310,15 @@ export class BatchScheduler implements Scheduler {
         const at = members.map((i) => rows[i]!.row);
         const contiguous = at.every((r, k) => r === at[0]! + k);
         const picked = contiguous ? narrow(logits, 0, at[0]!, at.length) : indexSelect(logits, 0, tensor(at, { dtype: 'int32', device: logits.device }));
-        const draws = tensor(members.map((i) => tokenDraw(rows[i]!.run.plan.options, rows[i]!.run.generated)), { device: logits.device });
-        return sampleRows(picked, members.map((i) => ({ ...rows[i]!.run.plan.sampling, previousTokens: rows[i]!.run.plan.usePenalties ? rows[i]!.run.ids : undefined })), { draws });
+        const draws = tensor(
+          members.map((i) => tokenDraw(rows[i]!.run.plan.options, rows[i]!.run.generated)),
+          { device: logits.device },
+        );
+        return sampleRows(
+          picked,
+          members.map((i) => ({ ...rows[i]!.run.plan.sampling, previousTokens: rows[i]!.run.plan.usePenalties ? rows[i]!.run.ids : undefined })),
+          { draws },
+        );
       });
       return parts.length === 1 ? parts[0]! : cat(parts, 0);
     });

@@ -60,7 +60,9 @@ export class ContextLengthError extends ApiError {
 
 export class QueueFullError extends ApiError {
   constructor(maxQueue: number, retryAfterSeconds: number) {
-    super(429, `The request queue is full (${maxQueue} waiting); retry after ${retryAfterSeconds} s`, 'rate_limit_error', null, 'queue_full', { 'retry-after': String(retryAfterSeconds) });
+    super(429, `The request queue is full (${maxQueue} waiting); retry after ${retryAfterSeconds} s`, 'rate_limit_error', null, 'queue_full', {
+      'retry-after': String(retryAfterSeconds),
+    });
   }
 }
 

@@ -35,7 +35,10 @@ export function planGeneration(req: CompletionRequest, served: ServedModel): Gen
   if (req.maxTokens !== undefined ? req.maxTokens > room : room < 1) throw new ContextLengthError(ids.length, req.maxTokens ?? 1, contextLength);
   // Unset: generation_config.json's max_new_tokens, else whatever the context leaves (as OpenAI does).
   const maxTokens = Math.min(req.maxTokens ?? loaded.generationConfig?.maxNewTokens ?? room, room);
-  const stopTokenIds = req.stopTokenIds.length > 0 ? [...defaultStopIds(loaded.config.eosTokenIds, loaded.generationConfig, tokenizer.eosTokenIds), ...req.stopTokenIds] : undefined;
+  const stopTokenIds =
+    req.stopTokenIds.length > 0
+      ? [...defaultStopIds(loaded.config.eosTokenIds, loaded.generationConfig, tokenizer.eosTokenIds), ...req.stopTokenIds]
+      : undefined;
   const options: GenerateOptions = {
     maxNewTokens: maxTokens,
     generationConfig: loaded.generationConfig,

@@ -9,15 +9,39 @@ const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5
 
 export class ServerMetrics {
   readonly registry = new Registry();
-  readonly requests = new Counter({ name: 'tensorgpu_requests_total', help: 'HTTP requests by route and status', labelNames: ['route', 'status'] as const, registers: [this.registry] });
+  readonly requests = new Counter({
+    name: 'tensorgpu_requests_total',
+    help: 'HTTP requests by route and status',
+    labelNames: ['route', 'status'] as const,
+    registers: [this.registry],
+  });
   readonly promptTokens = new Counter({ name: 'tensorgpu_prompt_tokens_total', help: 'Prompt tokens of generation requests', registers: [this.registry] });
   readonly completionTokens = new Counter({ name: 'tensorgpu_completion_tokens_total', help: 'Generated tokens', registers: [this.registry] });
   readonly queueDepth = new Gauge({ name: 'tensorgpu_queue_depth', help: 'Sequences waiting for the worker', registers: [this.registry] });
   readonly running = new Gauge({ name: 'tensorgpu_running_sequences', help: 'Sequences being generated', registers: [this.registry] });
-  readonly timeToFirstToken = new Histogram({ name: 'tensorgpu_time_to_first_token_seconds', help: 'Seconds from arrival to the first generated token', buckets: LATENCY_BUCKETS, registers: [this.registry] });
-  readonly decodeBatch = new Histogram({ name: 'tensorgpu_decode_batch_size', help: 'Sequences sharing each decode step', buckets: [1, 2, 4, 8, 16, 32, 64], registers: [this.registry] });
-  readonly stepDispatches = new Counter({ name: 'tensorgpu_step_dispatches_total', help: 'GPU dispatches queued by scheduler steps', registers: [this.registry] });
-  readonly interTokenLatency = new Histogram({ name: 'tensorgpu_inter_token_latency_seconds', help: 'Seconds between consecutive generated tokens', buckets: LATENCY_BUCKETS, registers: [this.registry] });
+  readonly timeToFirstToken = new Histogram({
+    name: 'tensorgpu_time_to_first_token_seconds',
+    help: 'Seconds from arrival to the first generated token',
+    buckets: LATENCY_BUCKETS,
+    registers: [this.registry],
+  });
+  readonly decodeBatch = new Histogram({
+    name: 'tensorgpu_decode_batch_size',
+    help: 'Sequences sharing each decode step',
+    buckets: [1, 2, 4, 8, 16, 32, 64],
+    registers: [this.registry],
+  });
+  readonly stepDispatches = new Counter({
+    name: 'tensorgpu_step_dispatches_total',
+    help: 'GPU dispatches queued by scheduler steps',
+    registers: [this.registry],
+  });
+  readonly interTokenLatency = new Histogram({
+    name: 'tensorgpu_inter_token_latency_seconds',
+    help: 'Seconds between consecutive generated tokens',
+    buckets: LATENCY_BUCKETS,
+    registers: [this.registry],
+  });
 
   constructor() {
     new Gauge({

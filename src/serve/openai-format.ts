@@ -12,7 +12,9 @@ export function chatLogprobs(tokens: readonly GeneratedToken[], text: TokenText)
   if (!tokens.some((t) => t.logprobs)) return null;
   const entry = (id: number, logprob: number) => ({ token: text(id), logprob, bytes: bytesOf(text(id)) });
   return {
-    content: tokens.filter((t) => t.logprobs).map((t) => ({ ...entry(t.id, t.logprobs!.logprob), top_logprobs: t.logprobs!.top.map((a) => entry(a.id, a.logprob)) })),
+    content: tokens
+      .filter((t) => t.logprobs)
+      .map((t) => ({ ...entry(t.id, t.logprobs!.logprob), top_logprobs: t.logprobs!.top.map((a) => entry(a.id, a.logprob)) })),
     refusal: null,
   };
 }
@@ -88,7 +90,13 @@ export function textCompletion(who: ResponseIdentity, text: string, stats: Gener
 }
 
 /** One streamed chunk; `usage` is null on every chunk but the last when the client asked for include_usage. */
-export function chatChunk(who: ResponseIdentity, delta: { role?: 'assistant'; content?: string }, finish: FinishReason | null, includeUsage: boolean, logprobs: object | null = null): object {
+export function chatChunk(
+  who: ResponseIdentity,
+  delta: { role?: 'assistant'; content?: string },
+  finish: FinishReason | null,
+  includeUsage: boolean,
+  logprobs: object | null = null,
+): object {
   return {
     id: who.id,
     object: 'chat.completion.chunk',

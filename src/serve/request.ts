@@ -67,7 +67,8 @@ function messageContent(v: unknown, at: string): string {
   if (Array.isArray(v)) {
     return v
       .map((part, i) => {
-        if (!isObject(part) || part.type !== 'text' || typeof part.text !== 'string') throw new UnsupportedFieldError(`${at}[${i}]`, "only content parts of type 'text' are supported");
+        if (!isObject(part) || part.type !== 'text' || typeof part.text !== 'string')
+          throw new UnsupportedFieldError(`${at}[${i}]`, "only content parts of type 'text' are supported");
         return part.text;
       })
       .join('');
@@ -77,12 +78,14 @@ function messageContent(v: unknown, at: string): string {
 
 function messages(body: Body): ChatMessage[] {
   const v = field(body, 'messages');
-  if (!Array.isArray(v) || v.length === 0) throw new InvalidFieldError('messages', 'expected a non-empty array of messages', v === undefined ? 'missing_required_parameter' : 'invalid_value');
+  if (!Array.isArray(v) || v.length === 0)
+    throw new InvalidFieldError('messages', 'expected a non-empty array of messages', v === undefined ? 'missing_required_parameter' : 'invalid_value');
   return v.map((m, i) => {
     const at = `messages[${i}]`;
     if (!isObject(m)) throw new InvalidFieldError(at, 'expected an object with role and content');
     const role = m.role === 'developer' ? 'system' : m.role;
-    if (typeof role !== 'string' || !(ROLES as readonly string[]).includes(role)) throw new InvalidFieldError(`${at}.role`, `expected one of system, developer, user, assistant, tool, got ${JSON.stringify(m.role)}`);
+    if (typeof role !== 'string' || !(ROLES as readonly string[]).includes(role))
+      throw new InvalidFieldError(`${at}.role`, `expected one of system, developer, user, assistant, tool, got ${JSON.stringify(m.role)}`);
     return { role: role as ChatMessage['role'], content: m.content === null && role === 'assistant' ? '' : messageContent(m.content, `${at}.content`) };
   });
 }
@@ -91,14 +94,16 @@ function stops(body: Body): string[] {
   const v = field(body, 'stop');
   if (v === undefined) return [];
   const list = typeof v === 'string' ? [v] : v;
-  if (!Array.isArray(list) || list.length > 16 || !list.every((s) => typeof s === 'string' && s.length > 0)) throw new InvalidFieldError('stop', 'expected a non-empty string or an array of at most 16 of them');
+  if (!Array.isArray(list) || list.length > 16 || !list.every((s) => typeof s === 'string' && s.length > 0))
+    throw new InvalidFieldError('stop', 'expected a non-empty string or an array of at most 16 of them');
   return list as string[];
 }
 
 function stopTokenIds(body: Body): number[] {
   const v = field(body, 'stop_token_ids');
   if (v === undefined) return [];
-  if (!Array.isArray(v) || !v.every((id) => Number.isInteger(id) && (id as number) >= 0)) throw new InvalidFieldError('stop_token_ids', 'expected an array of non-negative integer token ids');
+  if (!Array.isArray(v) || !v.every((id) => Number.isInteger(id) && (id as number) >= 0))
+    throw new InvalidFieldError('stop_token_ids', 'expected an array of non-negative integer token ids');
   return v as number[];
 }
 
@@ -135,10 +140,11 @@ function sampling(body: Body, kind: 'chat' | 'text'): SamplingRequest {
   };
 }
 
-function common(body: unknown, kind: 'chat' | 'text'): { body: Body; model: string; stream: boolean; includeUsage: boolean } {
+function common(body: unknown, _kind: 'chat' | 'text'): { body: Body; model: string; stream: boolean; includeUsage: boolean } {
   if (!isObject(body)) throw new InvalidFieldError('body', 'expected a JSON object');
   const model = field(body, 'model');
-  if (typeof model !== 'string' || model === '') throw new InvalidFieldError('model', 'expected the model name (see GET /v1/models)', model === undefined ? 'missing_required_parameter' : 'invalid_value');
+  if (typeof model !== 'string' || model === '')
+    throw new InvalidFieldError('model', 'expected the model name (see GET /v1/models)', model === undefined ? 'missing_required_parameter' : 'invalid_value');
   const stream = bool(body, 'stream') ?? false;
   const so = field(body, 'stream_options');
   if (so !== undefined && !isObject(so)) throw new InvalidFieldError('stream_options', 'expected an object');
@@ -159,7 +165,8 @@ function templateKwargs(body: Body): boolean | undefined {
   const unknown = Object.keys(v).find((k) => k !== 'enable_thinking');
   if (unknown !== undefined) throw new InvalidFieldError(`chat_template_kwargs.${unknown}`, 'not supported (only enable_thinking is)');
   const on = field(v, 'enable_thinking');
-  if (on !== undefined && typeof on !== 'boolean') throw new InvalidFieldError('chat_template_kwargs.enable_thinking', `expected a boolean, got ${JSON.stringify(on)}`);
+  if (on !== undefined && typeof on !== 'boolean')
+    throw new InvalidFieldError('chat_template_kwargs.enable_thinking', `expected a boolean, got ${JSON.stringify(on)}`);
   return on as boolean | undefined;
 }
 
@@ -169,7 +176,12 @@ export function parseCompletionRequest(raw: unknown): CompletionRequest {
   if (Array.isArray(prompt) && prompt.length === 1 && (typeof prompt[0] === 'string' || Array.isArray(prompt[0]))) prompt = prompt[0];
   // Token ids, as OpenAI's API takes them (checked against the vocabulary in planGeneration).
   if (Array.isArray(prompt) && prompt.length > 0 && prompt.every((t) => Number.isInteger(t) && t >= 0)) return tokenPrompt(body, rest, prompt as number[]);
-  if (typeof prompt !== 'string' || prompt === '') throw new InvalidFieldError('prompt', 'expected a non-empty string or array of token ids (one prompt per request)', prompt === undefined ? 'missing_required_parameter' : 'invalid_value');
+  if (typeof prompt !== 'string' || prompt === '')
+    throw new InvalidFieldError(
+      'prompt',
+      'expected a non-empty string or array of token ids (one prompt per request)',
+      prompt === undefined ? 'missing_required_parameter' : 'invalid_value',
+    );
   return tokenPrompt(body, rest, prompt);
 }
 

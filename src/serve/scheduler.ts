@@ -178,10 +178,14 @@ export class FifoScheduler implements Scheduler {
 
   async drain(deadlineMs: number): Promise<void> {
     this.accepting = false;
-    await idleOrCancel(() => this.idle, deadlineMs, () => {
-      for (const job of [...this.queue]) this.cancel(job.id, 'shutdown');
-      if (this.current) this.cancel(this.current.id, 'shutdown');
-    });
+    await idleOrCancel(
+      () => this.idle,
+      deadlineMs,
+      () => {
+        for (const job of [...this.queue]) this.cancel(job.id, 'shutdown');
+        if (this.current) this.cancel(this.current.id, 'shutdown');
+      },
+    );
   }
 
   private report(): void {

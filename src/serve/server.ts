@@ -7,7 +7,19 @@ import type { LoadedModel } from '../models/load.js';
 import { ApiError, ModelNotFoundError, UnauthorizedError, UnavailableError } from './errors.js';
 import { planGeneration, type ServedModel } from './generation-plan.js';
 import { ServerMetrics } from './metrics.js';
-import { chatChunk, chatCompletion, chatLogprobs, finishReason, sseEvent, textChunk, textCompletion, textLogprobs, usageChunk, type ResponseIdentity, type TokenText } from './openai-format.js';
+import {
+  chatChunk,
+  chatCompletion,
+  chatLogprobs,
+  finishReason,
+  sseEvent,
+  textChunk,
+  textCompletion,
+  textLogprobs,
+  usageChunk,
+  type ResponseIdentity,
+  type TokenText,
+} from './openai-format.js';
 import type { GeneratedToken } from '../generate/generate.js';
 import { parseChatRequest, parseCompletionRequest, type CompletionRequest } from './request.js';
 import { FifoScheduler, type Scheduler, type Sequence } from './scheduler.js';
@@ -71,8 +83,10 @@ function sendError(reply: FastifyReply, err: ApiError): FastifyReply {
 /** fastify's own errors (bad JSON, body too large, wrong content type) as OpenAI errors. */
 function fromFastify(err: FastifyError): ApiError {
   const status = err.statusCode ?? 500;
-  if (err.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return new ApiError(413, `The request body is larger than the server accepts (${err.message})`, 'invalid_request_error', null, 'request_too_large');
-  if (err.code === 'FST_ERR_CTP_INVALID_JSON_BODY' || err instanceof SyntaxError) return new ApiError(400, `The body is not valid JSON: ${err.message}`, 'invalid_request_error', 'body', 'invalid_json');
+  if (err.code === 'FST_ERR_CTP_BODY_TOO_LARGE')
+    return new ApiError(413, `The request body is larger than the server accepts (${err.message})`, 'invalid_request_error', null, 'request_too_large');
+  if (err.code === 'FST_ERR_CTP_INVALID_JSON_BODY' || err instanceof SyntaxError)
+    return new ApiError(400, `The body is not valid JSON: ${err.message}`, 'invalid_request_error', 'body', 'invalid_json');
   if (status >= 400 && status < 500) return new ApiError(status, err.message, 'invalid_request_error', null, err.code ?? null);
   return new ApiError(500, err.message, 'server_error', null, null);
 }
@@ -99,12 +113,23 @@ function makeScheduler(loaded: LoadedModel, contextLength: number, options: Serv
   const perPage = model.kvBytesPerPosition() * pageSize;
   const bytes = options.kvMemoryBytes ?? Math.min(DEFAULT_KV_BYTES, maxBatch * contextLength * model.kvBytesPerPosition());
   const pages = Math.floor(bytes / perPage);
-  if (pages < 1) throw new RangeError(`--kv-memory ${bytes} bytes holds no page (${perPage} bytes each: ${pageSize} positions of ${model.kvBytesPerPosition()} bytes)`);
+  if (pages < 1)
+    throw new RangeError(`--kv-memory ${bytes} bytes holds no page (${perPage} bytes each: ${pageSize} positions of ${model.kvBytesPerPosition()} bytes)`);
   const pool = model.newKvPool({ pageSize, pages, sequences: maxBatch });
-  const scheduler = new BatchScheduler(model, tokenizer!, pool, { maxQueue, maxBatch, prefillChunk: options.prefillChunk, maxSequence: contextLength, observer: metrics.observer() });
+  const scheduler = new BatchScheduler(model, tokenizer!, pool, {
+    maxQueue,
+    maxBatch,
+    prefillChunk: options.prefillChunk,
+    maxSequence: contextLength,
+    observer: metrics.observer(),
+  });
   metrics.watchKvPool(pool, () => scheduler.preemptions);
-  const states = model.stateBytesPerSequence ? `; recurrent state ${((maxBatch * model.stateBytesPerSequence()) / 2 ** 20).toFixed(1)} MiB (${maxBatch} slots)` : '';
-  log(`scheduler: continuous batching, up to ${maxBatch} sequences a step; KV cache ${pages} pages of ${pageSize} positions (${((pages * perPage) / 2 ** 20).toFixed(1)} MiB)${states}`);
+  const states = model.stateBytesPerSequence
+    ? `; recurrent state ${((maxBatch * model.stateBytesPerSequence()) / 2 ** 20).toFixed(1)} MiB (${maxBatch} slots)`
+    : '';
+  log(
+    `scheduler: continuous batching, up to ${maxBatch} sequences a step; KV cache ${pages} pages of ${pageSize} positions (${((pages * perPage) / 2 ** 20).toFixed(1)} MiB)${states}`,
+  );
   return scheduler;
 }
 
@@ -123,13 +148,16 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
 
   app.addHook('onRequest', async (request, reply) => {
     if (state.draining && request.url !== '/metrics') return sendError(reply, new UnavailableError('The server is shutting down', 'shutting_down'));
-    if (options.apiKey !== undefined && request.url.startsWith('/v1/') && request.headers.authorization !== `Bearer ${options.apiKey}`) return sendError(reply, new UnauthorizedError());
+    if (options.apiKey !== undefined && request.url.startsWith('/v1/') && request.headers.authorization !== `Bearer ${options.apiKey}`)
+      return sendError(reply, new UnauthorizedError());
   });
   app.addHook('onResponse', async (request, reply) => {
     metrics.requests.inc({ route: request.routeOptions.url ?? 'unmatched', status: String(reply.statusCode) });
   });
   app.setErrorHandler((err: FastifyError, _request, reply) => sendError(reply, err instanceof ApiError ? err : fromFastify(err)));
-  app.setNotFoundHandler((request, reply) => sendError(reply, new ApiError(404, `No route ${request.method} ${request.url}`, 'not_found_error', null, 'not_found')));
+  app.setNotFoundHandler((request, reply) =>
+    sendError(reply, new ApiError(404, `No route ${request.method} ${request.url}`, 'not_found_error', null, 'not_found')),
+  );
 
   app.get('/health', async (_request, reply) => {
     if (!state.served) return sendError(reply, new UnavailableError('The model is loading', 'model_loading'));
@@ -137,7 +165,13 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   });
   app.get('/metrics', async (_request, reply) => reply.type(metrics.registry.contentType).send(await metrics.registry.metrics()));
 
-  const modelCard = () => ({ id: options.servedModelName, object: 'model', created: 0, owned_by: 'tensorgpu', ...(state.served ? { max_model_len: state.served.contextLength } : {}) });
+  const modelCard = () => ({
+    id: options.servedModelName,
+    object: 'model',
+    created: 0,
+    owned_by: 'tensorgpu',
+    ...(state.served ? { max_model_len: state.served.contextLength } : {}),
+  });
   app.get('/v1/models', async () => ({ object: 'list', data: [modelCard()] }));
   app.get<{ Params: { model: string } }>('/v1/models/:model', async (request) => {
     if (request.params.model !== options.servedModelName) throw new ModelNotFoundError(request.params.model, options.servedModelName);
@@ -154,7 +188,11 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     reply.raw.on('close', () => {
       if (!reply.raw.writableFinished) scheduler.cancel(sequence.id, 'client');
     });
-    const who: ResponseIdentity = { id: `${req.kind === 'chat' ? 'chatcmpl' : 'cmpl'}-${randomUUID()}`, created: Math.floor(Date.now() / 1000), model: options.servedModelName };
+    const who: ResponseIdentity = {
+      id: `${req.kind === 'chat' ? 'chatcmpl' : 'cmpl'}-${randomUUID()}`,
+      created: Math.floor(Date.now() / 1000),
+      model: options.servedModelName,
+    };
     const counted = sequence.result.then((s) => {
       metrics.promptTokens.inc(s.promptTokens);
       metrics.completionTokens.inc(s.generatedTokens);
@@ -173,7 +211,11 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     }
     const stats = await sequence.result;
     if (sequence.cancelled === 'shutdown') throw new UnavailableError('The server shut down before the request finished', 'shutting_down');
-    return reply.send(req.kind === 'chat' ? chatCompletion(who, text, stats, chatLogprobs(tokens, tokenText)) : textCompletion(who, text, stats, textLogprobs(tokens, tokenText)));
+    return reply.send(
+      req.kind === 'chat'
+        ? chatCompletion(who, text, stats, chatLogprobs(tokens, tokenText))
+        : textCompletion(who, text, stats, textLogprobs(tokens, tokenText)),
+    );
   };
 
   app.post('/v1/chat/completions', async (request, reply) => complete(parseChatRequest(request.body), reply));
@@ -221,7 +263,11 @@ async function* streamEvents(req: CompletionRequest, who: ResponseIdentity, sequ
     for await (const t of sequence.tokens) {
       // With log-probabilities every token is a chunk (its text may be empty mid-character).
       if (!t.text && !t.logprobs) continue;
-      yield sseEvent(req.kind === 'chat' ? chatChunk(who, { content: t.text }, null, usage, chatLogprobs([t], tokenText)) : textChunk(who, t.text, null, usage, textLogprobs([t], tokenText, offset)));
+      yield sseEvent(
+        req.kind === 'chat'
+          ? chatChunk(who, { content: t.text }, null, usage, chatLogprobs([t], tokenText))
+          : textChunk(who, t.text, null, usage, textLogprobs([t], tokenText, offset)),
+      );
       offset += t.logprobs ? tokenText(t.id).length : 0;
     }
     const stats = await sequence.result;

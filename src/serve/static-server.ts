@@ -6,7 +6,14 @@ import type { AddressInfo } from 'node:net';
 import { extname, join, normalize, resolve, sep } from 'node:path';
 
 // WebAssembly must be served as application/wasm for WebAssembly.instantiateStreaming (ONNX Runtime Web's binary).
-const TYPES: Record<string, string> = { '.html': 'text/html', '.js': 'text/javascript', '.mjs': 'text/javascript', '.json': 'application/json', '.map': 'application/json', '.wasm': 'application/wasm' };
+const TYPES: Record<string, string> = {
+  '.html': 'text/html',
+  '.js': 'text/javascript',
+  '.mjs': 'text/javascript',
+  '.json': 'application/json',
+  '.map': 'application/json',
+  '.wasm': 'application/wasm',
+};
 
 export interface StaticServer {
   readonly url: string;
@@ -26,11 +33,13 @@ export async function serveStatic(mounts: Record<string, string>, listen: { host
       return;
     }
     if (log.length < 10_000) log.push(`${req.method} ${path}${req.headers.range ? ` ${req.headers.range}` : ''}`);
-    const prefix = Object.keys(mounts).filter((p) => path.startsWith(p)).sort((a, b) => b.length - a.length)[0];
+    const prefix = Object.keys(mounts)
+      .filter((p) => path.startsWith(p))
+      .sort((a, b) => b.length - a.length)[0];
     const root = prefix === undefined ? undefined : resolve(mounts[prefix]!);
     const file = root === undefined ? undefined : resolve(join(root, normalize(path.slice(prefix!.length))));
     // Never outside the mounted folder, whatever the path says.
-    if (!file || !file.startsWith(root + sep) || !existsSync(file) || !statSync(file).isFile()) {
+    if (!file?.startsWith(root + sep) || !existsSync(file) || !statSync(file).isFile()) {
       res.writeHead(404).end('not found');
       return;
     }

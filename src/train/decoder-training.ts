@@ -32,7 +32,14 @@ import type { DeltaNetMixing } from './gated-delta-rule.js';
 export type { ProjectionSite, ProjectionDelta } from './projection.js';
 
 export type Mixer =
-  | { readonly kind: 'attention'; readonly weights: AttentionWeights; readonly q: ProjectionSite; readonly k: ProjectionSite; readonly v: ProjectionSite; readonly o: ProjectionSite }
+  | {
+      readonly kind: 'attention';
+      readonly weights: AttentionWeights;
+      readonly q: ProjectionSite;
+      readonly k: ProjectionSite;
+      readonly v: ProjectionSite;
+      readonly o: ProjectionSite;
+    }
   | { readonly kind: 'conv'; readonly weights: ShortConvWeights; readonly inProj: ProjectionSite; readonly outProj: ProjectionSite }
   | {
       readonly kind: 'deltaNet';
@@ -44,7 +51,14 @@ export type Mixer =
       readonly a: ProjectionSite;
       readonly out: ProjectionSite;
     }
-  | { readonly kind: 'gatedAttention'; readonly weights: GatedAttentionWeights; readonly q: ProjectionSite; readonly k: ProjectionSite; readonly v: ProjectionSite; readonly o: ProjectionSite };
+  | {
+      readonly kind: 'gatedAttention';
+      readonly weights: GatedAttentionWeights;
+      readonly q: ProjectionSite;
+      readonly k: ProjectionSite;
+      readonly v: ProjectionSite;
+      readonly o: ProjectionSite;
+    };
 
 export type MixerOf<K extends Mixer['kind']> = Extract<Mixer, { kind: K }>;
 
@@ -115,7 +129,13 @@ function attentionMixer(prefix: string, a: AttentionWeights, g: AttentionGeometr
 
 function denseFeedForward(prefix: string, m: DenseMlpWeights, names: [string, string, string]): FeedForward {
   const rows = m.gateUp.data.shape[0] / 2;
-  return { kind: 'dense', weights: m, gate: site(`${prefix}.${names[0]}`, m.gateUp, 0, rows), up: site(`${prefix}.${names[1]}`, m.gateUp, rows, rows), down: site(`${prefix}.${names[2]}`, m.down, 0, m.down.data.shape[0]) };
+  return {
+    kind: 'dense',
+    weights: m,
+    gate: site(`${prefix}.${names[0]}`, m.gateUp, 0, rows),
+    up: site(`${prefix}.${names[1]}`, m.gateUp, rows, rows),
+    down: site(`${prefix}.${names[2]}`, m.down, 0, m.down.data.shape[0]),
+  };
 }
 
 /** What both families' views share: embedding, final norm and head, routing, RoPE and the attention geometry. */
@@ -151,7 +171,12 @@ export function trainingView(model: CausalLM): TrainingView {
         const mixer: Mixer =
           l.op.kind === 'attention'
             ? attentionMixer(`${p}.self_attn`, l.op.attention, common.geometry, 'out_proj')
-            : { kind: 'conv', weights: l.op.conv, inProj: site(`${p}.conv.in_proj`, l.op.conv.inProj, 0, l.op.conv.inProj.data.shape[0]), outProj: site(`${p}.conv.out_proj`, l.op.conv.outProj, 0, l.op.conv.outProj.data.shape[0]) };
+            : {
+                kind: 'conv',
+                weights: l.op.conv,
+                inProj: site(`${p}.conv.in_proj`, l.op.conv.inProj, 0, l.op.conv.inProj.data.shape[0]),
+                outProj: site(`${p}.conv.out_proj`, l.op.conv.outProj, 0, l.op.conv.outProj.data.shape[0]),
+              };
         const ff = (l.feedForward.kind === 'moe' ? moeFeedForward : denseFeedForward)(`${p}.feed_forward`, l.feedForward as never, ['w1', 'w3', 'w2']);
         return { mixerNorm: l.operatorNorm, mixer, ffNorm: l.ffnNorm, ff };
       }),
@@ -177,7 +202,14 @@ export function trainingView(model: CausalLM): TrainingView {
   return { ...view, sites };
 }
 
-function attentionForward(x: Tensor, h: Tensor, m: Extract<Mixer, { kind: 'attention' }>, g: AttentionGeometry, tables: TrainingView['rope'], delta?: ProjectionDelta): Tensor {
+function attentionForward(
+  x: Tensor,
+  h: Tensor,
+  m: Extract<Mixer, { kind: 'attention' }>,
+  g: AttentionGeometry,
+  tables: TrainingView['rope'],
+  delta?: ProjectionDelta,
+): Tensor {
   const s = x.shape[0];
   const [hq, hkv] = [g.heads * g.headDim, g.kvHeads * g.headDim];
   const qkv = projectStacked(x, [m.q, m.k, m.v], delta);
@@ -277,7 +309,8 @@ export interface TrainingForwardOptions {
 export async function trainingLogits(view: TrainingView, tokens: Tensor, delta?: ProjectionDelta, options: TrainingForwardOptions = {}): Promise<Tensor> {
   const s = tokens.shape[0];
   if (tokens.ndim !== 1 || s === 0) throw new RangeError(`trainingLogits: tokens must be a non-empty int32 [S], got ${tokens.describe()}`);
-  if (s > view.rope.cos.shape[0]) throw new RangeError(`trainingLogits: ${s} tokens exceed the model's ${view.rope.cos.shape[0]} RoPE positions (load it with a larger maxSequence)`);
+  if (s > view.rope.cos.shape[0])
+    throw new RangeError(`trainingLogits: ${s} tokens exceed the model's ${view.rope.cos.shape[0]} RoPE positions (load it with a larger maxSequence)`);
   const tables = { cos: view.rope.cos.narrow(0, 0, s), sin: view.rope.sin.narrow(0, 0, s) };
   let h = tidy(() => cast(indexSelect(view.embedTokens, 0, tokens), 'float32'));
   try {

@@ -134,9 +134,13 @@ export async function saveWeights(dir: string, view: TrainingView, sourceDir: st
   try {
     await mkdir(dir, { recursive: true });
     for (const f of await readdir(sourceDir, { withFileTypes: true })) {
-      if (f.isFile() && !f.name.endsWith('.safetensors') && f.name !== 'model.safetensors.index.json') await copyFile(join(sourceDir, f.name), join(dir, f.name));
+      if (f.isFile() && !f.name.endsWith('.safetensors') && f.name !== 'model.safetensors.index.json')
+        await copyFile(join(sourceDir, f.name), join(dir, f.name));
     }
-    await writeCheckpoint(dir, tensors.map(([name, t]) => [name, tensorSource(t)] as const));
+    await writeCheckpoint(
+      dir,
+      tensors.map(([name, t]) => [name, tensorSource(t)] as const),
+    );
   } finally {
     for (const [, t] of tensors) t.dispose();
   }

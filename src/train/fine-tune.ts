@@ -61,13 +61,17 @@ export class FineTune {
     else {
       const weights = model.weightTensors();
       const fp8 = weights.find((t) => isFp8(t.dtype));
-      if (fp8) throw new DTypeError(`full fine-tuning needs float weights, the model has ${fp8.describe()} (load it in float32 or bfloat16, or train a LoRA adapter)`);
+      if (fp8)
+        throw new DTypeError(`full fine-tuning needs float weights, the model has ${fp8.describe()} (load it in float32 or bfloat16, or train a LoRA adapter)`);
       // The scales of FP8 weights are excluded above; the rest (norms, embeddings, projections) are all trained.
       this.params = weights.map((t) => t.requiresGrad_());
     }
     this.optimizer = new AdamW(this.params, { lr: options.lr, weightDecay: options.weightDecay ?? 0, masterWeights: options.masterWeights ?? true });
     const warmup = options.warmupSteps ?? Math.floor(options.steps / 10);
-    this.scheduler = new LrScheduler(this.optimizer, options.schedule === 'constant' ? constantLr() : cosineWithWarmup(warmup, options.steps, options.minLrRatio ?? 0.1));
+    this.scheduler = new LrScheduler(
+      this.optimizer,
+      options.schedule === 'constant' ? constantLr() : cosineWithWarmup(warmup, options.steps, options.minLrRatio ?? 0.1),
+    );
   }
 
   /** The schedule's state, saved with the optimizer's. */

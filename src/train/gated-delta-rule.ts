@@ -49,7 +49,10 @@ export function causalConv(x: Tensor, taps: Tensor): Tensor {
 export function repeatHeads(x: Tensor, rep: number): Tensor {
   if (rep === 1) return x;
   const [s, h, d] = x.shape;
-  return x.unsqueeze(2).expand([s, h, rep, d]).reshape(s, h * rep, d);
+  return x
+    .unsqueeze(2)
+    .expand([s, h, rep, d])
+    .reshape(s, h * rep, d);
 }
 
 /** A constant float32 [rows, cols] matrix with 1 where keep(i, j). */
@@ -69,7 +72,12 @@ export function unitLowerInverse(a: Tensor): Tensor {
   let x: Tensor | undefined;
   for (let b = 1; b < c; b *= 2) {
     // Rows in the second half, columns in the first half, of the same block of 2b.
-    const lowerLeft = mask(a.device, c, c, (i, j) => Math.floor(i / (2 * b)) === Math.floor(j / (2 * b)) && Math.floor(i / b) % 2 === 1 && Math.floor(j / b) % 2 === 0);
+    const lowerLeft = mask(
+      a.device,
+      c,
+      c,
+      (i, j) => Math.floor(i / (2 * b)) === Math.floor(j / (2 * b)) && Math.floor(i / b) % 2 === 1 && Math.floor(j / b) % 2 === 0,
+    );
     const a21 = a.mul(lowerLeft);
     x = x ? x.sub(x.matmul(a21).matmul(x)) : a21.neg().add(mask(a.device, c, c, (i, j) => i === j));
   }
@@ -98,13 +106,20 @@ export function chunkedGatedDeltaRule(q: Tensor, k: Tensor, v: Tensor, g: Tensor
   const [qh, kh, vh] = [heads(q), heads(k), heads(v)];
   const betah = heads(beta.unsqueeze(2));
   // Cumulative log decay within each chunk: gc_i = g_0 + .. + g_i (a [C, C] triangle of ones).
-  const gc = heads(g.unsqueeze(2)).reshape(h, n, c).matmul(mask(device, c, c, (j, i) => j <= i));
+  const gc = heads(g.unsqueeze(2))
+    .reshape(h, n, c)
+    .matmul(mask(device, c, c, (j, i) => j <= i));
   const lower = mask(device, c, c, (i, j) => j <= i);
   // exp(gc_i - gc_j) for j <= i, else 0 (the exponent zeroed first: above the diagonal it would be positive).
   const decay = gc.unsqueeze(3).sub(gc.unsqueeze(2)).mul(lower).exp().mul(lower);
   const kT = kh.transpose(-2, -1);
   const kBeta = kh.mul(betah);
-  const t = unitLowerInverse(kBeta.matmul(kT).mul(decay).mul(mask(device, c, c, (i, j) => j < i)));
+  const t = unitLowerInverse(
+    kBeta
+      .matmul(kT)
+      .mul(decay)
+      .mul(mask(device, c, c, (i, j) => j < i)),
+  );
   // WY form of the chunk: U = T (beta v) and W = T (beta k exp(gc)); from the state S entering the chunk the new
   // values are U - W S, the output q exp(gc) S + (q k^T * decay) (U - W S), and the state leaving it
   // exp(gc_last) S + (k exp(gc_last - gc))^T (U - W S).
@@ -142,7 +157,10 @@ export function recurrentGatedDeltaRule(q: Tensor, k: Tensor, v: Tensor, g: Tens
     const kt = float32(k.select(0, t)).unsqueeze(2); // [H, dk, 1]
     const decayed = state.mul(float32(g.select(0, t)).exp().reshape(h, 1, 1));
     const kv = kt.transpose(-2, -1).matmul(decayed); // [H, 1, dv]
-    const delta = float32(v.select(0, t)).unsqueeze(1).sub(kv).mul(float32(beta.select(0, t)).reshape(h, 1, 1));
+    const delta = float32(v.select(0, t))
+      .unsqueeze(1)
+      .sub(kv)
+      .mul(float32(beta.select(0, t)).reshape(h, 1, 1));
     state = decayed.add(kt.matmul(delta));
     outs.push(float32(q.select(0, t)).unsqueeze(1).matmul(state)); // [H, 1, dv]
   }

@@ -42,7 +42,18 @@ export const DEFAULT_LORA_TARGETS: Readonly<Record<TrainingFamily, readonly stri
 const MIXER_TARGETS: Readonly<Record<TrainingFamily, readonly string[]>> = {
   qwen3: ['q_proj', 'k_proj', 'v_proj', 'o_proj'],
   lfm2: ['q_proj', 'k_proj', 'v_proj', 'out_proj', 'in_proj'],
-  qwen3_5: ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'in_proj_qkv', 'in_proj_z', 'out_proj', 'shared_expert.gate_proj', 'shared_expert.up_proj', 'shared_expert.down_proj'],
+  qwen3_5: [
+    'q_proj',
+    'k_proj',
+    'v_proj',
+    'o_proj',
+    'in_proj_qkv',
+    'in_proj_z',
+    'out_proj',
+    'shared_expert.gate_proj',
+    'shared_expert.up_proj',
+    'shared_expert.down_proj',
+  ],
 };
 
 /** Whether a site is one of PEFT's target_modules (its whole path, or a suffix of it after a dot). */
@@ -54,7 +65,10 @@ export function targets(site: ProjectionSite, modules: readonly string[]): boole
  * What `tensorgpu train` adapts by default: every projection of a dense model; for an MoE model the attention
  * (and conv) projections only, since gate/up/down would put an adapter on every expert (name them to get that).
  */
-export function defaultLoraTargets(view: { readonly family: TrainingFamily; readonly layers: readonly { readonly ff: { readonly kind: string } }[] }): readonly string[] {
+export function defaultLoraTargets(view: {
+  readonly family: TrainingFamily;
+  readonly layers: readonly { readonly ff: { readonly kind: string } }[];
+}): readonly string[] {
   return view.layers.some((l) => l.ff.kind === 'moe') ? MIXER_TARGETS[view.family] : DEFAULT_LORA_TARGETS[view.family];
 }
 
@@ -81,11 +95,21 @@ export class LoraAdapter {
    */
   static create(sites: readonly ProjectionSite[], config: LoraConfig, options: { device?: DeviceName; generator?: Generator } = {}): LoraAdapter {
     const chosen = sites.filter((s) => targets(s, config.targetModules));
-    if (chosen.length === 0) throw new RangeError(`LoRA: no projection matches target modules [${config.targetModules.join(', ')}] (the model has ${[...new Set(sites.map((s) => s.module))].join(', ')})`);
+    if (chosen.length === 0)
+      throw new RangeError(
+        `LoRA: no projection matches target modules [${config.targetModules.join(', ')}] (the model has ${[...new Set(sites.map((s) => s.module))].join(', ')})`,
+      );
     // A and B of every module live in one arena (their gradients in another): one AdamW dispatch per step.
     const initial = chosen.flatMap((s) => {
       const bound = 1 / Math.sqrt(s.inFeatures);
-      return [tidy(() => rand([config.rank, s.inFeatures], { device: options.device, generator: options.generator }).mul(2 * bound).sub(bound)), zeros([s.outFeatures, config.rank], { device: options.device })];
+      return [
+        tidy(() =>
+          rand([config.rank, s.inFeatures], { device: options.device, generator: options.generator })
+            .mul(2 * bound)
+            .sub(bound),
+        ),
+        zeros([s.outFeatures, config.rank], { device: options.device }),
+      ];
     });
     const params = flatParameters(initial);
     for (const t of initial) t.dispose();

@@ -19,7 +19,13 @@ const tensorName = (site: string, part: 'A' | 'B') => `base_model.model.${site}.
 /** Writes the adapter (float32 tensors) and its config; baseModel is recorded as base_model_name_or_path. */
 export async function saveAdapter(dir: string, adapter: LoraAdapter, options: { baseModel?: string } = {}): Promise<void> {
   await mkdir(dir, { recursive: true });
-  const tensors = [...adapter.modules].flatMap(([site, m]) => [[tensorName(site, 'A'), tensorSource(m.a)], [tensorName(site, 'B'), tensorSource(m.b)]] as const);
+  const tensors = [...adapter.modules].flatMap(
+    ([site, m]) =>
+      [
+        [tensorName(site, 'A'), tensorSource(m.a)],
+        [tensorName(site, 'B'), tensorSource(m.b)],
+      ] as const,
+  );
   await writeSafetensors(join(dir, ADAPTER_WEIGHTS), tensors, { format: 'pt' });
   const c = adapter.config;
   const config = {
@@ -59,7 +65,8 @@ export async function readAdapterConfig(dir: string): Promise<LoraConfig> {
   if (raw.use_dora === true) throw fail('use_dora', 'is true; DoRA adapters are not supported');
   if (raw.bias !== undefined && raw.bias !== 'none') throw fail('bias', `is ${JSON.stringify(raw.bias)}; adapters with trained biases are not supported`);
   const targets = raw.target_modules;
-  const targetModules = typeof targets === 'string' ? [targets] : Array.isArray(targets) && targets.every((t) => typeof t === 'string') ? (targets as string[]) : undefined;
+  const targetModules =
+    typeof targets === 'string' ? [targets] : Array.isArray(targets) && targets.every((t) => typeof t === 'string') ? (targets as string[]) : undefined;
   if (!targetModules) throw fail('target_modules', `must be a module name or a list of them, got ${JSON.stringify(targets)}`);
   return { rank: raw.r as number, alpha, targetModules, rsLora: raw.use_rslora === true };
 }
@@ -88,14 +95,22 @@ export async function loadAdapter(dir: string, sites: readonly ProjectionSite[],
       const s = bySite.get(site)!;
       const want = part === 'A' ? [config.rank, s.inFeatures] : [s.outFeatures, config.rank];
       const shape = file.entry(name).shape;
-      if (shape.join() !== want.join()) throw new CheckpointError(`tensor '${name}' is [${shape.join(', ')}], r = ${config.rank} and the model imply [${want.join(', ')}]`, { file: path, tensor: name });
+      if (shape.join() !== want.join())
+        throw new CheckpointError(`tensor '${name}' is [${shape.join(', ')}], r = ${config.rank} and the model imply [${want.join(', ')}]`, {
+          file: path,
+          tensor: name,
+        });
       const t = keep(await file.load(name, { device: options.device, dtype: 'float32' }));
       const pair = modules.get(site) ?? {};
       pair[part === 'A' ? 'a' : 'b'] = t;
       modules.set(site, pair);
     }
     for (const [site, pair] of modules) {
-      if (!pair.a || !pair.b) throw new CheckpointError(`module '${site}' has lora_${pair.a ? 'A' : 'B'} but not lora_${pair.a ? 'B' : 'A'}`, { file: path, tensor: tensorName(site, pair.a ? 'B' : 'A') });
+      if (!pair.a || !pair.b)
+        throw new CheckpointError(`module '${site}' has lora_${pair.a ? 'A' : 'B'} but not lora_${pair.a ? 'B' : 'A'}`, {
+          file: path,
+          tensor: tensorName(site, pair.a ? 'B' : 'A'),
+        });
     }
   } catch (e) {
     for (const p of modules.values()) {

@@ -55,13 +55,18 @@ export function joinSiteParts(s: ProjectionSite, parts: readonly Tensor[]): Tens
   const il = s.interleaved;
   if (!il) return parts[0];
   const rest = parts[0].shape.slice(1);
-  return cat(parts.map((p) => p.reshape([il.heads, 1, il.width, ...rest])), 1).reshape([s.outFeatures, ...rest]);
+  return cat(
+    parts.map((p) => p.reshape([il.heads, 1, il.width, ...rest])),
+    1,
+  ).reshape([s.outFeatures, ...rest]);
 }
 
 /** Where each part of a site lives: the weight, its first row and row count (one entry unless interleaved). */
 export function sitePlacements(s: ProjectionSite): { weight: Weight; rowOffset: number; rows: number }[] {
   const il = s.interleaved;
-  return il ? il.parts.map((p) => ({ weight: p.weight, rowOffset: p.rowOffset, rows: il.heads * il.width })) : [{ weight: s.weight, rowOffset: s.rowOffset, rows: s.outFeatures }];
+  return il
+    ? il.parts.map((p) => ({ weight: p.weight, rowOffset: p.rowOffset, rows: il.heads * il.width }))
+    : [{ weight: s.weight, rowOffset: s.rowOffset, rows: s.outFeatures }];
 }
 
 /** x W^T (+ bias, + residual) plus the adapter's delta at this site. */
@@ -74,7 +79,11 @@ export function project(x: Tensor, s: ProjectionSite, delta: ProjectionDelta | u
 /** Sites stacked in one weight: one linear, the deltas (zeros where a site has none) added side by side. */
 export function projectStacked(x: Tensor, sites: readonly ProjectionSite[], delta: ProjectionDelta | undefined): Tensor {
   const w = sites[0].weight;
-  if (!sites.every((s) => s.weight === w)) return cat(sites.map((s) => project(x, s, delta)), 1);
+  if (!sites.every((s) => s.weight === w))
+    return cat(
+      sites.map((s) => project(x, s, delta)),
+      1,
+    );
   return withDeltas(linear(x, w.data, undefined, weightScaleOptions(w)), x, sites, delta);
 }
 
@@ -83,5 +92,10 @@ export function withDeltas(y: Tensor, x: Tensor, sites: readonly ProjectionSite[
   const deltas = sites.map((s) => delta?.(s, x));
   if (deltas.every((d) => d === undefined)) return y;
   if (deltas.length === 1) return y.add(deltas[0]!);
-  return y.add(cat(deltas.map((d, i) => d ?? zeros([x.shape[0], sites[i].outFeatures], { device: x.device })), 1));
+  return y.add(
+    cat(
+      deltas.map((d, i) => d ?? zeros([x.shape[0], sites[i].outFeatures], { device: x.device })),
+      1,
+    ),
+  );
 }

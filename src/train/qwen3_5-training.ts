@@ -64,14 +64,26 @@ function gatedAttentionMixer(prefix: string, m: GatedAttentionWeights, c: Qwen35
 
 function sharedDense(prefix: string, mlp: DenseMlpWeights) {
   const rows = mlp.gateUp.data.shape[0] / 2;
-  return { gate: site(`${prefix}.gate_proj`, mlp.gateUp, 0, rows), up: site(`${prefix}.up_proj`, mlp.gateUp, rows, rows), down: site(`${prefix}.down_proj`, mlp.down, 0, mlp.down.data.shape[0]) };
+  return {
+    gate: site(`${prefix}.gate_proj`, mlp.gateUp, 0, rows),
+    up: site(`${prefix}.up_proj`, mlp.gateUp, rows, rows),
+    down: site(`${prefix}.down_proj`, mlp.down, 0, mlp.down.data.shape[0]),
+  };
 }
 
 function moeFeedForward(prefix: string, m: Qwen35MoeWeights, experts: number): FeedForward {
   const rows = m.gateUp.data.shape[1] / 2;
   const hidden = m.down.data.shape[1];
-  const expert = (at: string, e: number) => ({ gate: site(`${at}.gate_proj`, m.gateUp, 0, rows, e), up: site(`${at}.up_proj`, m.gateUp, rows, rows, e), down: site(`${at}.down_proj`, m.down, 0, hidden, e) });
-  const shared = m.sharedInStack ? { ...expert(`${prefix}.shared_expert`, experts), expert: experts } : m.shared ? sharedDense(`${prefix}.shared_expert`, m.shared.mlp) : undefined;
+  const expert = (at: string, e: number) => ({
+    gate: site(`${at}.gate_proj`, m.gateUp, 0, rows, e),
+    up: site(`${at}.up_proj`, m.gateUp, rows, rows, e),
+    down: site(`${at}.down_proj`, m.down, 0, hidden, e),
+  });
+  const shared = m.sharedInStack
+    ? { ...expert(`${prefix}.shared_expert`, experts), expert: experts }
+    : m.shared
+      ? sharedDense(`${prefix}.shared_expert`, m.shared.mlp)
+      : undefined;
   return { kind: 'moe', weights: m, experts: Array.from({ length: experts }, (_, e) => expert(`${prefix}.experts.${e}`, e)), shared };
 }
 
@@ -95,10 +107,21 @@ export function qwen35View(model: Qwen35Model): Omit<TrainingView, 'sites'> {
 }
 
 /** h + out_proj(gated norm(delta rule(conv(qkv)))) from the [qkv | z | b | a] projection, every piece differentiable. */
-export function deltaNetForward(x: Tensor, h: Tensor, m: MixerOf<'deltaNet'>, delta: ProjectionDelta | undefined, options: { chunk?: number; recurrent?: boolean }): Tensor {
+export function deltaNetForward(
+  x: Tensor,
+  h: Tensor,
+  m: MixerOf<'deltaNet'>,
+  delta: ProjectionDelta | undefined,
+  options: { chunk?: number; recurrent?: boolean },
+): Tensor {
   const proj = projectStacked(x, [m.qkv, m.z, m.b, m.a], delta);
   const [convDim, valueWidth, hv] = [m.qkv.outFeatures, m.z.outFeatures, m.b.outFeatures];
-  const inputs = { qkv: proj.narrow(1, 0, convDim), z: proj.narrow(1, convDim, valueWidth), b: proj.narrow(1, convDim + valueWidth, hv), a: proj.narrow(1, convDim + valueWidth + hv, hv) };
+  const inputs = {
+    qkv: proj.narrow(1, 0, convDim),
+    z: proj.narrow(1, convDim, valueWidth),
+    b: proj.narrow(1, convDim + valueWidth, hv),
+    a: proj.narrow(1, convDim + valueWidth + hv, hv),
+  };
   const y = gatedDeltaNetMixing(inputs, m.weights, m.geometry, options);
   return project(y, m.out, delta, h);
 }
@@ -108,7 +131,14 @@ export function deltaNetForward(x: Tensor, h: Tensor, m: MixerOf<'deltaNet'>, de
  * rotaryDim dims of each head (the model's tables are that narrow). q_proj's delta, per head [query | gate], is
  * split onto the query and gate columns of the [q | k | v | gate] projection.
  */
-export function gatedAttentionForward(x: Tensor, h: Tensor, m: MixerOf<'gatedAttention'>, g: AttentionGeometry, tables: TrainingView['rope'], delta?: ProjectionDelta): Tensor {
+export function gatedAttentionForward(
+  x: Tensor,
+  h: Tensor,
+  m: MixerOf<'gatedAttention'>,
+  g: AttentionGeometry,
+  tables: TrainingView['rope'],
+  delta?: ProjectionDelta,
+): Tensor {
   const s = x.shape[0];
   const d = g.headDim;
   const [hq, hkv] = [g.heads * d, g.kvHeads * d];

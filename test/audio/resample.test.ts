@@ -49,7 +49,14 @@ function maxAbsDiff(a: ArrayLike<number>, b: ArrayLike<number>): number {
   return m;
 }
 
-async function resampleOn(device: 'cpu' | 'webgpu', values: Float32Array, shape: number[], from: number, to: number, options?: tg.ResampleOptions): Promise<{ values: Float32Array; shape: number[] }> {
+async function resampleOn(
+  device: 'cpu' | 'webgpu',
+  values: Float32Array,
+  shape: number[],
+  from: number,
+  to: number,
+  options?: tg.ResampleOptions,
+): Promise<{ values: Float32Array; shape: number[] }> {
   const x = tg.tensor(values, { shape, device });
   try {
     const r = tg.resample(x, from, to, options);
@@ -178,7 +185,12 @@ for (const device of DEVICES) {
     });
 
     it('output length is ceil(T new / orig)', async () => {
-      for (const [from, to] of [[44100, 16000], [16000, 22050], [48000, 16000], [8000, 48000]] as const) {
+      for (const [from, to] of [
+        [44100, 16000],
+        [16000, 22050],
+        [48000, 16000],
+        [8000, 48000],
+      ] as const) {
         for (const t of [1, 2, 7, 100, 441, 1001]) {
           const x = Float32Array.from({ length: t }, (_, i) => Math.sin(i));
           const r = await resampleOn(device, x, [t], from, to);
@@ -195,7 +207,9 @@ for (const device of DEVICES) {
       const want = Float32Array.from({ length: 1600 }, (_, i) => Math.sin((2 * Math.PI * 1000 * i) / 16000));
       const edge = 100;
       expectClose(r.values.subarray(edge, 1600 - edge), want.subarray(edge, 1600 - edge), { atol: 1e-3, rtol: 0 }, '1 kHz sine');
-      console.log(`1 kHz sine 48k -> 16k (${device}): max |diff| ${maxAbsDiff(r.values.subarray(edge, 1600 - edge), want.subarray(edge, 1600 - edge)).toExponential(2)}`);
+      console.log(
+        `1 kHz sine 48k -> 16k (${device}): max |diff| ${maxAbsDiff(r.values.subarray(edge, 1600 - edge), want.subarray(edge, 1600 - edge)).toExponential(2)}`,
+      );
     });
 
     it('batch dims [2, 3, T]: each row resampled on its own', async () => {
@@ -215,7 +229,15 @@ for (const device of DEVICES) {
       const xi = tg.zeros([100], { device, dtype: 'int32' });
       const x0 = tg.zeros([], { device });
       try {
-        for (const [from, to] of [[44100.5, 16000], [44100, 16000.5], [0, 16000], [16000, 0], [-16000, 8000], [NaN, 8000], [Infinity, 8000]]) {
+        for (const [from, to] of [
+          [44100.5, 16000],
+          [44100, 16000.5],
+          [0, 16000],
+          [16000, 0],
+          [-16000, 8000],
+          [NaN, 8000],
+          [Infinity, 8000],
+        ]) {
           expect(() => tg.resample(x, from, to), `${from} -> ${to}`).toThrow(ShapeError);
         }
         expect(() => tg.resample(x, 16000.5, 16000.5)).toThrow(ShapeError);
@@ -235,7 +257,10 @@ for (const device of DEVICES) {
 describe.skipIf(!gpu.available)(`resample on WebGPU ${gpu.skipReason}`, () => {
   it('exactly 1 dispatch, for [T] and [B, C, T]', async () => {
     const x = tg.tensor(tg.syntheticSignal(0.05, 44100), { device: 'cpu' });
-    const xb = tg.tensor(Float32Array.from({ length: 6 * 500 }, (_, i) => Math.sin(i * 0.02)), { shape: [2, 3, 500], device: 'cpu' });
+    const xb = tg.tensor(
+      Float32Array.from({ length: 6 * 500 }, (_, i) => Math.sin(i * 0.02)),
+      { shape: [2, 3, 500], device: 'cpu' },
+    );
     try {
       expect(await dispatchesOf([x], (a: Tensor) => tg.resample(a, 44100, 16000))).toBe(1);
       expect(await dispatchesOf([x], (a: Tensor) => tg.resample(a, 16000, 22050))).toBe(1);
@@ -248,7 +273,10 @@ describe.skipIf(!gpu.available)(`resample on WebGPU ${gpu.skipReason}`, () => {
 
   it('WebGPU vs CPU on a float16 input and a strided view', async () => {
     const x = tg.tensor(tg.syntheticSignal(0.05, 48000), { device: 'cpu', dtype: 'float16' });
-    const y = tg.tensor(Float32Array.from({ length: 2 * 700 }, (_, i) => Math.cos(i * 0.05)), { shape: [700, 2], device: 'cpu' });
+    const y = tg.tensor(
+      Float32Array.from({ length: 2 * 700 }, (_, i) => Math.cos(i * 0.05)),
+      { shape: [700, 2], device: 'cpu' },
+    );
     try {
       await checkBoth([x], (a) => tg.resample(a, 48000, 16000), OUTPUT_TOL, 'float16');
       await checkBoth([y], (a) => tg.resample(a.transpose(0, 1), 16000, 44100), OUTPUT_TOL, 'transposed [2, 700]');

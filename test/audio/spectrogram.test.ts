@@ -60,10 +60,34 @@ interface SpecCase {
 
 const hann = (n: number, device: Device) => tg.hannWindow(n, { device });
 const SPEC_CASES: SpecCase[] = [
-  { label: 'defaults (nFft 400, hann 400, hop 200)', options: {}, stft: (d) => ({ nFft: 400, hopLength: 200, window: hann(400, d) }), bins: 201, frames: 1 + Math.floor(T / 200) },
-  { label: 'winLength 300 < nFft 512 (hop defaults to 150)', options: { nFft: 512, winLength: 300 }, stft: (d) => ({ nFft: 512, hopLength: 150, winLength: 300, window: hann(300, d) }), bins: 257, frames: 1 + Math.floor(T / 150) },
-  { label: 'hamming window, hop 128, not centred', options: { nFft: 256, hopLength: 128, center: false, window: tg.hammingWindow(256) }, stft: (d) => ({ nFft: 256, hopLength: 128, center: false, window: tg.hammingWindow(256, { device: d }) }), bins: 129, frames: 1 + Math.floor((T - 256) / 128) },
-  { label: 'constant padding, normalized', options: { nFft: 400, hopLength: 160, padMode: 'constant', normalized: true }, stft: (d) => ({ nFft: 400, hopLength: 160, padMode: 'constant', normalized: true, window: hann(400, d) }), bins: 201, frames: 1 + Math.floor(T / 160) },
+  {
+    label: 'defaults (nFft 400, hann 400, hop 200)',
+    options: {},
+    stft: (d) => ({ nFft: 400, hopLength: 200, window: hann(400, d) }),
+    bins: 201,
+    frames: 1 + Math.floor(T / 200),
+  },
+  {
+    label: 'winLength 300 < nFft 512 (hop defaults to 150)',
+    options: { nFft: 512, winLength: 300 },
+    stft: (d) => ({ nFft: 512, hopLength: 150, winLength: 300, window: hann(300, d) }),
+    bins: 257,
+    frames: 1 + Math.floor(T / 150),
+  },
+  {
+    label: 'hamming window, hop 128, not centred',
+    options: { nFft: 256, hopLength: 128, center: false, window: tg.hammingWindow(256) },
+    stft: (d) => ({ nFft: 256, hopLength: 128, center: false, window: tg.hammingWindow(256, { device: d }) }),
+    bins: 129,
+    frames: 1 + Math.floor((T - 256) / 128),
+  },
+  {
+    label: 'constant padding, normalized',
+    options: { nFft: 400, hopLength: 160, padMode: 'constant', normalized: true },
+    stft: (d) => ({ nFft: 400, hopLength: 160, padMode: 'constant', normalized: true, window: hann(400, d) }),
+    bins: 201,
+    frames: 1 + Math.floor(T / 160),
+  },
 ];
 
 /** The case's options with its window (if any) moved to device. */
@@ -98,7 +122,10 @@ for (const device of DEVICES) {
         const power = new Float64Array(n);
         for (let i = 0; i < n; i++) power[i] = complex.values[2 * i] ** 2 + complex.values[2 * i + 1] ** 2;
         const magnitude = power.map(Math.sqrt);
-        for (const [p, want] of [[2, power], [1, magnitude]] as const) {
+        for (const [p, want] of [
+          [2, power],
+          [1, magnitude],
+        ] as const) {
           const got = await run(device, x, [2, T], (t) => tg.spectrogram(t, { ...options, power: p }));
           expect(got.shape).toEqual([2, c.bins, c.frames]);
           expectClose(got.values, want, relTol(want, 1e-6), `${c.label} power ${p}`);
@@ -118,7 +145,13 @@ for (const device of DEVICES) {
 
   describe(`melSpectrogram = melFilterbank @ spectrogram (${device}) ${device === 'webgpu' ? gpu.skipReason : ''}`, () => {
     const MEL_CASES: { label: string; options: tg.MelSpectrogramOptions; bank: tg.MelFilterbankOptions; spec: tg.SpectrogramOptions; nMels: number }[] = [
-      { label: "torchaudio defaults (16 kHz, 128 mels, htk, norm null)", options: {}, bank: { sampleRate: 16000, nFft: 400, nMels: 128, melScale: 'htk', norm: null }, spec: {}, nMels: 128 },
+      {
+        label: 'torchaudio defaults (16 kHz, 128 mels, htk, norm null)',
+        options: {},
+        bank: { sampleRate: 16000, nFft: 400, nMels: 128, melScale: 'htk', norm: null },
+        spec: {},
+        nMels: 128,
+      },
       {
         label: 'librosa-style 22.05 kHz, nFft 1024, 64 slaney mels 20 Hz .. 8 kHz, magnitude',
         options: { sampleRate: 22050, nFft: 1024, hopLength: 256, nMels: 64, fMin: 20, fMax: 8000, melScale: 'slaney', norm: 'slaney', power: 1 },
@@ -126,7 +159,13 @@ for (const device of DEVICES) {
         spec: { nFft: 1024, hopLength: 256, power: 1 },
         nMels: 64,
       },
-      { label: 'whisper-like 80 slaney mels, hop 160', options: { nMels: 80, hopLength: 160, melScale: 'slaney', norm: 'slaney', fMax: 8000 }, bank: { sampleRate: 16000, nFft: 400, nMels: 80, fMax: 8000 }, spec: { hopLength: 160 }, nMels: 80 },
+      {
+        label: 'whisper-like 80 slaney mels, hop 160',
+        options: { nMels: 80, hopLength: 160, melScale: 'slaney', norm: 'slaney', fMax: 8000 },
+        bank: { sampleRate: 16000, nFft: 400, nMels: 80, fMax: 8000 },
+        spec: { hopLength: 160 },
+        nMels: 80,
+      },
     ];
 
     it.each(MEL_CASES.map((c) => [c.label, c] as const))('%s', async (_, c) => {
@@ -218,7 +257,12 @@ describe.skipIf(!gpu.available)(`WebGPU vs CPU ${gpu.skipReason}`, () => {
       const r = await checkBoth([x], (a) => tg.melSpectrogram(a), relTol(mel, 1e-6), 'melSpectrogram');
       console.log(`melSpectrogram: WebGPU vs CPU max |diff| / peak ${maxRelToPeak(r.gpu, r.cpu).toExponential(2)}`);
       await checkBoth([cpuSpec], (s) => tg.amplitudeToDb(s, { topDb: 80 }), { atol: 1e-4, rtol: 0 }, 'amplitudeToDb');
-      await checkBoth([cpuSpec], (s) => tg.amplitudeToDb(s.sqrt(), { stype: 'magnitude', ref: 3, amin: 1e-4 }), { atol: 1e-4, rtol: 0 }, 'amplitudeToDb magnitude');
+      await checkBoth(
+        [cpuSpec],
+        (s) => tg.amplitudeToDb(s.sqrt(), { stype: 'magnitude', ref: 3, amin: 1e-4 }),
+        { atol: 1e-4, rtol: 0 },
+        'amplitudeToDb magnitude',
+      );
     } finally {
       x.dispose();
       cpuSpec.dispose();

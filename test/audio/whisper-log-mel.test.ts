@@ -59,7 +59,12 @@ function maxAbsDiff(a: ArrayLike<number>, b: ArrayLike<number>): number {
   return m;
 }
 
-async function logMelOn(device: 'cpu' | 'webgpu', audio: Float32Array, options: tg.LogMelOptions = {}, shape?: number[]): Promise<{ values: Float32Array; shape: readonly number[] }> {
+async function logMelOn(
+  device: 'cpu' | 'webgpu',
+  audio: Float32Array,
+  options: tg.LogMelOptions = {},
+  shape?: number[],
+): Promise<{ values: Float32Array; shape: readonly number[] }> {
   const x = tg.tensor(audio, { shape: shape ?? [audio.length], device: device });
   try {
     const r = tg.logMelSpectrogram(x, options);
@@ -96,7 +101,10 @@ describe('logMelSpectrogram vs the whisper numpy reference', () => {
   });
 
   it("audio_probe is syntheticSignal's samples [::1000], bit for bit", () => {
-    for (const [f, audio] of [[f80, audio30], [f128, audio4]] as const) {
+    for (const [f, audio] of [
+      [f80, audio30],
+      [f128, audio4],
+    ] as const) {
       const probe = Float32Array.from({ length: Math.ceil(audio.length / 1000) }, (_, i) => audio[i * 1000]);
       expect(probe.length).toBe(f.probe.length);
       // Float32Array equality compares the float32 values exactly.
@@ -209,7 +217,10 @@ for (const device of DEVICES) {
 describe.skipIf(!gpu.available)(`logMelSpectrogram dispatches on WebGPU ${gpu.skipReason}`, () => {
   it('exactly 3 dispatches (STFT power, mel + log + maxima, normalization), for [T] and [B, T]', async () => {
     const audio = tg.tensor(tg.syntheticSignal(1), { device: 'cpu' });
-    const batch = tg.tensor(Float32Array.from({ length: 3 * 16000 }, (_, i) => Math.sin(i * 0.01)), { shape: [3, 16000], device: 'cpu' });
+    const batch = tg.tensor(
+      Float32Array.from({ length: 3 * 16000 }, (_, i) => Math.sin(i * 0.01)),
+      { shape: [3, 16000], device: 'cpu' },
+    );
     try {
       expect(await dispatchesOf([audio], (a: Tensor) => tg.logMelSpectrogram(a))).toBe(3);
       expect(await dispatchesOf([audio], (a: Tensor) => tg.logMelSpectrogram(a, { nMels: 128 }))).toBe(3);

@@ -114,7 +114,11 @@ describe('autograd: backward rules vs central differences (CPU)', () => {
     await gradcheck('matmul vector @ matrix', (a, b) => a.matmul(b), [R([4]), R([4, 3])]);
     await gradcheck('matmul matrix @ vector', (a, b) => a.matmul(b), [R([2, 4]), R([4])]);
     await gradcheck('linear with bias', (a, w, b) => tg.linear(a, w, b), [R([3, 4]), R([5, 4]), R([5])]);
-    await gradcheck('linear batched with a residual', (a, w, r) => tg.linear(a, w, undefined, { residual: r }).exp(), [R([2, 3, 4]), R([5, 4], 'normal', 0.3), R([2, 3, 5])]);
+    await gradcheck('linear batched with a residual', (a, w, r) => tg.linear(a, w, undefined, { residual: r }).exp(), [
+      R([2, 3, 4]),
+      R([5, 4], 'normal', 0.3),
+      R([2, 3, 5]),
+    ]);
     await gradcheck('softmax last dim', (a) => a.softmax(-1), [R([3, 5], 'normal', 2)]);
     await gradcheck('softmax dim 0', (a) => a.softmax(0), [R([4, 3], 'normal', 2)]);
     await gradcheck('logSoftmax', (a) => a.logSoftmax(-1), [R([2, 7], 'normal', 2)]);
@@ -142,7 +146,10 @@ describe('autograd: backward rules vs central differences (CPU)', () => {
   });
 
   it('a small MLP: linear layers by matmul, silu, softmax cross-entropy by logSoftmax', async () => {
-    const target = tensor([[0, 1, 0], [1, 0, 0]]);
+    const target = tensor([
+      [0, 1, 0],
+      [1, 0, 0],
+    ]);
     const loss = (x: Tensor, w1: Tensor, w2: Tensor) => x.matmul(w1).silu().matmul(w2).logSoftmax(-1).mul(target).sum().neg();
     await gradcheck('mlp', loss, [R([2, 4]), R([4, 5]), R([5, 3])]);
   });
@@ -162,7 +169,11 @@ describe('autograd: transformer ops vs central differences (CPU)', () => {
   it('attention: GQA, causal with a query offset, non-causal, a query that sees no key', async () => {
     await gradcheck('attention GQA 4/2 causal', (q, k, v) => tg.attention(q, k, v, { causal: true }), [R([3, 4, 4]), R([5, 2, 4]), R([5, 2, 4])]);
     await gradcheck('attention MHA non-causal', (q, k, v) => tg.attention(q, k, v), [R([2, 2, 3]), R([4, 2, 3]), R([4, 2, 3])]);
-    await gradcheck('attention causal offset -1 (first query sees no key)', (q, k, v) => tg.attention(q, k, v, { causal: true, queryOffset: -1 }), [R([3, 2, 4]), R([3, 1, 4]), R([3, 1, 4])]);
+    await gradcheck('attention causal offset -1 (first query sees no key)', (q, k, v) => tg.attention(q, k, v, { causal: true, queryOffset: -1 }), [
+      R([3, 2, 4]),
+      R([3, 1, 4]),
+      R([3, 1, 4]),
+    ]);
   });
 
   it('indexSelect as an embedding (repeated indices add up) and along dim 1; crossEntropy with ignoreIndex', async () => {
@@ -283,9 +294,22 @@ describe.skipIf(!gpu.available)(`autograd on WebGPU ${gpu.skipReason}`, () => {
     const a = Array.from(await angles.toArray());
     const cos = tensor(a.map(Math.cos), { shape: [S, D / 2] });
     const sin = tensor(a.map(Math.sin), { shape: [S, D / 2] });
-    const ids = tensor(Array.from({ length: S }, (_, i) => (i * 37) % V), { dtype: 'int32' });
-    const targets = tensor(Array.from({ length: S }, (_, i) => (i * 11 + 3) % V), { dtype: 'int32' });
-    const params = [R([V, E], 'normal', 0.5), R([E]), R([(H + 2 * KV) * D, E], 'normal', 0.1), R([E, H * D], 'normal', 0.1), R([2 * I, E], 'normal', 0.1), R([E, I], 'normal', 0.1)];
+    const ids = tensor(
+      Array.from({ length: S }, (_, i) => (i * 37) % V),
+      { dtype: 'int32' },
+    );
+    const targets = tensor(
+      Array.from({ length: S }, (_, i) => (i * 11 + 3) % V),
+      { dtype: 'int32' },
+    );
+    const params = [
+      R([V, E], 'normal', 0.5),
+      R([E]),
+      R([(H + 2 * KV) * D, E], 'normal', 0.1),
+      R([E, H * D], 'normal', 0.1),
+      R([2 * I, E], 'normal', 0.1),
+      R([E, I], 'normal', 0.1),
+    ];
     const forward = (p: Tensor[], c: Tensor, s: Tensor, x: Tensor, t: Tensor) => {
       const [emb, norm, wqkv, wo, wgu, wd] = p;
       const h = tg.indexSelect(emb, 0, x);

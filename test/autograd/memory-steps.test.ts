@@ -2,7 +2,21 @@
 // WebGPU: live GPU bytes identical after every step from the second on, the pool's allocation flat once it has
 // settled (no growth over the last 900 steps), and everything released at the end.
 import { describe, expect, it } from 'vitest';
-import { AdamW, Generator, clipGradNorm, crossEntropy, flatParameters, indexSelect, linear, memoryStats, randn, rmsNorm, synchronize, tensor, tidy } from '../../src/index.js';
+import {
+  AdamW,
+  Generator,
+  clipGradNorm,
+  crossEntropy,
+  flatParameters,
+  indexSelect,
+  linear,
+  memoryStats,
+  randn,
+  rmsNorm,
+  synchronize,
+  tensor,
+  tidy,
+} from '../../src/index.js';
 import { setupWebGpu } from '../helpers/webgpu.js';
 
 const gpu = await setupWebGpu();
@@ -12,7 +26,11 @@ describe.skipIf(!gpu.available)(`memory over 1000 training steps ${gpu.skipReaso
     await synchronize();
     const start = memoryStats().liveBytes;
     const g = new Generator(9);
-    const init = tidy(() => [randn([12, 16], { device: 'webgpu', generator: g }).mul(0.5), randn([24, 16], { device: 'webgpu', generator: g }).mul(0.2), randn([12, 24], { device: 'webgpu', generator: g }).mul(0.2)]);
+    const init = tidy(() => [
+      randn([12, 16], { device: 'webgpu', generator: g }).mul(0.5),
+      randn([24, 16], { device: 'webgpu', generator: g }).mul(0.2),
+      randn([12, 24], { device: 'webgpu', generator: g }).mul(0.2),
+    ]);
     const params = flatParameters(init);
     for (const t of init) t.dispose();
     const [emb, w1, w2] = params;

@@ -22,7 +22,9 @@ function tinyDecoder(device: 'cpu' | 'webgpu', freezeNorms: boolean) {
   const angles = Array.from({ length: (S * D) / 2 }, (_, i) => Math.floor(i / (D / 2)) / 10000 ** ((2 * (i % (D / 2))) / D));
   const cos = tg.tensor(angles.map(Math.cos), { shape: [S, D / 2], device });
   const sin = tg.tensor(angles.map(Math.sin), { shape: [S, D / 2], device });
-  const trained = [init([V, E], 0.5), init([(H + 2 * KV) * D, E], 0.15), init([E, H * D], 0.15), init([2 * I, E], 0.15), init([E, I], 0.15)].map((p) => p.requiresGrad_());
+  const trained = [init([V, E], 0.5), init([(H + 2 * KV) * D, E], 0.15), init([E, H * D], 0.15), init([2 * I, E], 0.15), init([E, I], 0.15)].map((p) =>
+    p.requiresGrad_(),
+  );
   const norms = [tg.ones([E], { device }), tg.ones([E], { device })];
   if (!freezeNorms) norms.forEach((n) => n.requiresGrad_());
   const forward = (): Tensor => {

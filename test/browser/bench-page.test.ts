@@ -48,9 +48,18 @@ describe.skipIf(!available)('the benchmarks page in Chromium', () => {
       const report = (await page.evaluate(() => (globalThis as { benchReport?: unknown }).benchReport)) as BenchReport;
       expect(report.unavailable).toEqual({});
       expect(report.adapter).toMatch(/\//);
-      expect(report.cases.map((c) => c.name)).toEqual(['matmul 64x64x64', 'matmul 96x96x96', 'GEMV [1,256]x[256,256]', 'softmax [1,4099]', 'elementwise chain: 16 ops on [4096]']);
+      expect(report.cases.map((c) => c.name)).toEqual([
+        'matmul 64x64x64',
+        'matmul 96x96x96',
+        'GEMV [1,256]x[256,256]',
+        'softmax [1,4099]',
+        'elementwise chain: 16 ops on [4096]',
+      ]);
       for (const c of report.cases) {
-        expect(c.results.map((r) => r.library), c.name).toEqual(['tensorgpu', 'TF.js WebGPU', 'ONNX Runtime Web']);
+        expect(
+          c.results.map((r) => r.library),
+          c.name,
+        ).toEqual(['tensorgpu', 'TF.js WebGPU', 'ONNX Runtime Web']);
         for (const r of c.results) {
           expect(r.error, `${c.name} on ${r.library}`).toBeUndefined();
           expect(r.ms, `${c.name} on ${r.library}`).toBeGreaterThan(0);

@@ -30,43 +30,116 @@ if (!available && required) throw new Error(`TENSORGPU_REQUIRE_GPU=1 but there i
 
 // A Qwen3-MoE small enough for a software adapter: 2 layers, 8 experts (top 2), a 512-token slice of the vocabulary.
 const CONFIG: Qwen3Config = {
-  modelType: 'qwen3_moe', vocabSize: 512, hiddenSize: 64, intermediateSize: 128, numHiddenLayers: 2, numAttentionHeads: 4, numKeyValueHeads: 2,
-  headDim: 16, rmsNormEps: 1e-6, ropeTheta: 1_000_000, maxPositionEmbeddings: 256, tieWordEmbeddings: false, attentionBias: false,
-  bosTokenId: 1, eosTokenIds: [2],
+  modelType: 'qwen3_moe',
+  vocabSize: 512,
+  hiddenSize: 64,
+  intermediateSize: 128,
+  numHiddenLayers: 2,
+  numAttentionHeads: 4,
+  numKeyValueHeads: 2,
+  headDim: 16,
+  rmsNormEps: 1e-6,
+  ropeTheta: 1_000_000,
+  maxPositionEmbeddings: 256,
+  tieWordEmbeddings: false,
+  attentionBias: false,
+  bosTokenId: 1,
+  eosTokenIds: [2],
   moe: { numExperts: 8, numExpertsPerTok: 2, moeIntermediateSize: 32, normTopkProb: true, decoderSparseStep: 1, mlpOnlyLayers: [] },
 };
 // LFM2-MoE at the same scale: conv and attention layers, one dense layer then MoE (8 experts, top 2, expert bias).
 const LFM2_MOE: Lfm2Config = {
-  modelType: 'lfm2_moe', vocabSize: 512, hiddenSize: 64, intermediateSize: 96, numHiddenLayers: 3, numAttentionHeads: 4, numKeyValueHeads: 2,
-  headDim: 16, normEps: 1e-5, ropeTheta: 1_000_000, maxPositionEmbeddings: 256, tieWordEmbeddings: true, convBias: false, convLCache: 3,
-  torchDtype: 'float32', bosTokenId: 1, padTokenId: 0, eosTokenIds: [7], layerTypes: ['conv', 'full_attention', 'conv'],
+  modelType: 'lfm2_moe',
+  vocabSize: 512,
+  hiddenSize: 64,
+  intermediateSize: 96,
+  numHiddenLayers: 3,
+  numAttentionHeads: 4,
+  numKeyValueHeads: 2,
+  headDim: 16,
+  normEps: 1e-5,
+  ropeTheta: 1_000_000,
+  maxPositionEmbeddings: 256,
+  tieWordEmbeddings: true,
+  convBias: false,
+  convLCache: 3,
+  torchDtype: 'float32',
+  bosTokenId: 1,
+  padTokenId: 0,
+  eosTokenIds: [7],
+  layerTypes: ['conv', 'full_attention', 'conv'],
   moe: { numExperts: 8, numExpertsPerTok: 2, moeIntermediateSize: 32, numDenseLayers: 1, normTopkProb: true, useExpertBias: true, routedScalingFactor: 1 },
 };
 // Qwen3.6's shape at the same scale: Gated DeltaNet layers then gated attention (a quarter rotated), MoE with a shared expert.
 const QWEN3_6_MOE: Qwen35Config = {
-  modelType: 'qwen3_5_moe', vocabSize: 512, hiddenSize: 64, intermediateSize: 1, numHiddenLayers: 4, numAttentionHeads: 4, numKeyValueHeads: 2,
-  headDim: 32, rotaryDim: 8, ropeTheta: 10_000_000, rmsNormEps: 1e-6, maxPositionEmbeddings: 256, tieWordEmbeddings: false,
+  modelType: 'qwen3_5_moe',
+  vocabSize: 512,
+  hiddenSize: 64,
+  intermediateSize: 1,
+  numHiddenLayers: 4,
+  numAttentionHeads: 4,
+  numKeyValueHeads: 2,
+  headDim: 32,
+  rotaryDim: 8,
+  ropeTheta: 10_000_000,
+  rmsNormEps: 1e-6,
+  maxPositionEmbeddings: 256,
+  tieWordEmbeddings: false,
   layerTypes: ['linear_attention', 'linear_attention', 'linear_attention', 'full_attention'],
   linear: { numKeyHeads: 2, numValueHeads: 4, keyHeadDim: 16, valueHeadDim: 16, convKernel: 4 },
-  torchDtype: 'float32', eosTokenIds: [7], mtpLayers: 0, hasVision: false,
+  torchDtype: 'float32',
+  eosTokenIds: [7],
+  mtpLayers: 0,
+  hasVision: false,
   moe: { numExperts: 8, numExpertsPerTok: 2, moeIntermediateSize: 32, sharedExpertIntermediateSize: 32 },
 };
 const SEED = 7;
 const PROMPT = [11, 257, 42, 300, 5];
 // Kept in the weight cache: any checkpoint will do, small and sharded (an index and several weight files).
-const CACHED: Qwen3Config = { ...CONFIG, modelType: 'qwen3', vocabSize: 64, hiddenSize: 32, intermediateSize: 64, numHiddenLayers: 1, numAttentionHeads: 2, numKeyValueHeads: 1, tieWordEmbeddings: true, moe: undefined };
+const CACHED: Qwen3Config = {
+  ...CONFIG,
+  modelType: 'qwen3',
+  vocabSize: 64,
+  hiddenSize: 32,
+  intermediateSize: 64,
+  numHiddenLayers: 1,
+  numAttentionHeads: 2,
+  numKeyValueHeads: 1,
+  tieWordEmbeddings: true,
+  moe: undefined,
+};
 // Chatted with on the demo page from a picked folder and by URL, through the real Qwen3 tokenizer: one thin layer and
 // the first 32768 rows of the vocabulary (all 151936 make each token take seconds on a software adapter). Its
 // tokenizer_config.json loses the chat template, whose special tokens lie above that range, so the page sends the
 // plain prompt, whose ids lie below it.
-const CHAT_MODEL: Qwen3Config = { ...QWEN3_PRESETS['qwen3-tiny']!, vocabSize: 32768, bosTokenId: 1, eosTokenIds: [2], hiddenSize: 64, intermediateSize: 128, numHiddenLayers: 1, numAttentionHeads: 4, numKeyValueHeads: 2, headDim: 16 };
+const CHAT_MODEL: Qwen3Config = {
+  ...QWEN3_PRESETS['qwen3-tiny']!,
+  vocabSize: 32768,
+  bosTokenId: 1,
+  eosTokenIds: [2],
+  hiddenSize: 64,
+  intermediateSize: 128,
+  numHiddenLayers: 1,
+  numAttentionHeads: 4,
+  numKeyValueHeads: 2,
+  headDim: 16,
+};
 type CacheEvent = { file: string; from: 'cache' | 'downloaded' | 'network'; store: 'opfs' | 'cache-api' };
 
 interface Harness {
   parity(seed: number): Promise<{ adapter: string; results: { op: string; maxDiff: number; tolerance: number; size: number }[] }>;
-  generateIds(config: Qwen3Config, seed: number, prompt: number[], maxNewTokens: number, tokenizerUrl: string): Promise<{ ids: number[]; stats: { dispatchesPerToken?: number } }>;
+  generateIds(
+    config: Qwen3Config,
+    seed: number,
+    prompt: number[],
+    maxNewTokens: number,
+    tokenizerUrl: string,
+  ): Promise<{ ids: number[]; stats: { dispatchesPerToken?: number } }>;
   generateFromUrl(url: string, prompt: number[], maxNewTokens: number, tokenizerUrl: string): Promise<{ modelType: string; ids: number[] }>;
-  loadSafetensors(url: string, cache?: boolean | 'opfs' | 'cache-api'): Promise<{ ok: true; tensors: Record<string, number[]> } | { ok: false; name: string; message: string }>;
+  loadSafetensors(
+    url: string,
+    cache?: boolean | 'opfs' | 'cache-api',
+  ): Promise<{ ok: true; tensors: Record<string, number[]> } | { ok: false; name: string; message: string }>;
   loadCachedCheckpoint(url: string, store: 'opfs' | 'cache-api'): Promise<{ tensors: Record<string, number[]>; events: CacheEvent[] }>;
   plantCachedFile(url: string, store: 'opfs' | 'cache-api', bytes: number[]): Promise<void>;
   clearWeightCache(prefix?: string): Promise<void>;
@@ -85,7 +158,11 @@ describe.skipIf(!available)('the browser build in Chromium (WebGPU on SwiftShade
   let cachedOnDisk: Record<string, number[]>;
   const pageErrors: string[] = [];
   const call = <K extends keyof Harness>(name: K, ...args: Parameters<Harness[K]>) =>
-    page.evaluate(([n, a]) => (globalThis as unknown as { tensorgpuHarness: Record<string, (...x: unknown[]) => unknown> }).tensorgpuHarness[n as string]!(...(a as unknown[])), [name, args] as const) as Promise<Awaited<ReturnType<Harness[K]>>>;
+    page.evaluate(
+      ([n, a]) =>
+        (globalThis as unknown as { tensorgpuHarness: Record<string, (...x: unknown[]) => unknown> }).tensorgpuHarness[n as string]!(...(a as unknown[])),
+      [name, args] as const,
+    ) as Promise<Awaited<ReturnType<Harness[K]>>>;
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'tensorgpu-browser-'));
@@ -150,13 +227,14 @@ describe.skipIf(!available)('the browser build in Chromium (WebGPU on SwiftShade
     expect(pageErrors).toEqual([]);
   }, 120_000);
 
-  it('generates greedily from a model built in the page with the token ids of Node\'s CPU backend', async () => {
+  it("generates greedily from a model built in the page with the token ids of Node's CPU backend", async () => {
     const inPage = await call('generateIds', CONFIG, SEED, PROMPT, 8, `${server.url}/tokenizer`);
     const ck = await randomQwen3Checkpoint(CONFIG, { seed: SEED, dtype: 'float32' });
     const model = await qwen3FromCheckpoint(ck, { device: 'cpu', maxSequence: 64 });
     const ids: number[] = [];
     try {
-      for await (const t of generate(model, TextTokenizer.fromDirectory(qwen3TokenizerDir()), PROMPT, { maxNewTokens: 8, temperature: 0, stopTokenIds: [] })) ids.push(t.id);
+      for await (const t of generate(model, TextTokenizer.fromDirectory(qwen3TokenizerDir()), PROMPT, { maxNewTokens: 8, temperature: 0, stopTokenIds: [] }))
+        ids.push(t.id);
     } finally {
       model.dispose();
     }
@@ -165,12 +243,13 @@ describe.skipIf(!available)('the browser build in Chromium (WebGPU on SwiftShade
     expect(pageErrors).toEqual([]);
   }, 180_000);
 
-  it('runs an LFM2-MoE checkpoint read by URL (modelFromCheckpoint picks the family) with the token ids of Node\'s CPU backend', async () => {
+  it("runs an LFM2-MoE checkpoint read by URL (modelFromCheckpoint picks the family) with the token ids of Node's CPU backend", async () => {
     const inPage = await call('generateFromUrl', `${server.url}/files/lfm2-moe`, PROMPT, 6, `${server.url}/tokenizer`);
     const { model } = await loadModel(join(files, 'lfm2-moe'), { device: 'cpu', maxSequence: 64 });
     const ids: number[] = [];
     try {
-      for await (const t of generate(model, TextTokenizer.fromDirectory(qwen3TokenizerDir()), PROMPT, { maxNewTokens: 6, temperature: 0, stopTokenIds: [] })) ids.push(t.id);
+      for await (const t of generate(model, TextTokenizer.fromDirectory(qwen3TokenizerDir()), PROMPT, { maxNewTokens: 6, temperature: 0, stopTokenIds: [] }))
+        ids.push(t.id);
     } finally {
       model.dispose();
     }
@@ -180,12 +259,13 @@ describe.skipIf(!available)('the browser build in Chromium (WebGPU on SwiftShade
     expect(pageErrors).toEqual([]);
   }, 180_000);
 
-  it('runs a Qwen3.6-shaped checkpoint read by URL (Gated DeltaNet, gated attention, shared expert) with the token ids of Node\'s CPU backend', async () => {
+  it("runs a Qwen3.6-shaped checkpoint read by URL (Gated DeltaNet, gated attention, shared expert) with the token ids of Node's CPU backend", async () => {
     const inPage = await call('generateFromUrl', `${server.url}/files/qwen3.6-moe`, PROMPT, 6, `${server.url}/tokenizer`);
     const { model } = await loadModel(join(files, 'qwen3.6-moe'), { device: 'cpu', maxSequence: 64 });
     const ids: number[] = [];
     try {
-      for await (const t of generate(model, TextTokenizer.fromDirectory(qwen3TokenizerDir()), PROMPT, { maxNewTokens: 6, temperature: 0, stopTokenIds: [] })) ids.push(t.id);
+      for await (const t of generate(model, TextTokenizer.fromDirectory(qwen3TokenizerDir()), PROMPT, { maxNewTokens: 6, temperature: 0, stopTokenIds: [] }))
+        ids.push(t.id);
     } finally {
       model.dispose();
     }

@@ -26,7 +26,12 @@ describe.skipIf(!gpu.available)(`tensorgpu audio ${gpu.skipReason}`, () => {
     const out = join(work, 'mel.png');
     const save = join(work, 'mel.safetensors');
     const lines: string[] = [];
-    const code = await runAudio('mel', { out, save, device: 'webgpu', seconds: 2, nMels: 128, scale: 2 }, (l) => lines.push(l), () => {});
+    const code = await runAudio(
+      'mel',
+      { out, save, device: 'webgpu', seconds: 2, nMels: 128, scale: 2 },
+      (l) => lines.push(l),
+      () => {},
+    );
     expect(code).toBe(0);
     expect(lines.join('\n')).toMatch(/\[128, 200\] on webgpu/);
     expect(lines.join('\n')).toMatch(/webgpu: 3 dispatches/);
@@ -51,7 +56,14 @@ describe.skipIf(!gpu.available)(`tensorgpu audio ${gpu.skipReason}`, () => {
     writeFileSync(path, encodeWav([left, right], 44100, { bitDepth: '32f' }));
     const save = join(work, 'stereo.safetensors');
     const lines: string[] = [];
-    expect(await runAudio('mel', { input: path, out: join(work, 'stereo.png'), save, device: 'webgpu' }, (l) => lines.push(l), () => {})).toBe(0);
+    expect(
+      await runAudio(
+        'mel',
+        { input: path, out: join(work, 'stereo.png'), save, device: 'webgpu' },
+        (l) => lines.push(l),
+        () => {},
+      ),
+    ).toBe(0);
     expect(lines[0]).toMatch(/2 channels mixed to mono, 32f-bit, 44100 Hz/);
     const file = await SafetensorsFile.open(save);
     try {
@@ -68,7 +80,14 @@ describe.skipIf(!gpu.available)(`tensorgpu audio ${gpu.skipReason}`, () => {
     const out = join(work, 'spec.png');
     const save = join(work, 'spec.safetensors');
     const lines: string[] = [];
-    expect(await runAudio('spectrogram', { out, save, device: 'cpu', seconds: 1, nFft: 256, hop: 64 }, (l) => lines.push(l), () => {})).toBe(0);
+    expect(
+      await runAudio(
+        'spectrogram',
+        { out, save, device: 'cpu', seconds: 1, nFft: 256, hop: 64 },
+        (l) => lines.push(l),
+        () => {},
+      ),
+    ).toBe(0);
     const png = PNG.sync.read(readFileSync(out));
     expect([png.width, png.height]).toEqual([251, 129]);
     const file = await SafetensorsFile.open(save);
@@ -87,7 +106,12 @@ describe.skipIf(!gpu.available)(`tensorgpu audio ${gpu.skipReason}`, () => {
     const bytes = encodeWav(syntheticSignal(0.1), 16000);
     const path = join(work, 'cut.wav');
     writeFileSync(path, bytes.subarray(0, bytes.length - 100));
-    const err = await runAudio('mel', { input: path, out: join(work, 'cut.png'), device: 'cpu' }, () => {}, () => {}).catch((e: unknown) => e);
+    const err = await runAudio(
+      'mel',
+      { input: path, out: join(work, 'cut.png'), device: 'cpu' },
+      () => {},
+      () => {},
+    ).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(AudioFormatError);
     expect(String((err as Error).message)).toMatch(/data.*byte 36|byte 36.*data/);
   });

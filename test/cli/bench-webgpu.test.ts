@@ -16,8 +16,20 @@ beforeAll(async () => {
   await writeRandomQwen3Checkpoint(
     dir,
     {
-      modelType: 'qwen3_moe', vocabSize: 256, hiddenSize: 64, intermediateSize: 96, numHiddenLayers: 2, numAttentionHeads: 4, numKeyValueHeads: 2, headDim: 16,
-      rmsNormEps: 1e-6, ropeTheta: 1e6, maxPositionEmbeddings: 256, tieWordEmbeddings: false, attentionBias: false, eosTokenIds: [1],
+      modelType: 'qwen3_moe',
+      vocabSize: 256,
+      hiddenSize: 64,
+      intermediateSize: 96,
+      numHiddenLayers: 2,
+      numAttentionHeads: 4,
+      numKeyValueHeads: 2,
+      headDim: 16,
+      rmsNormEps: 1e-6,
+      ropeTheta: 1e6,
+      maxPositionEmbeddings: 256,
+      tieWordEmbeddings: false,
+      attentionBias: false,
+      eosTokenIds: [1],
       moe: { numExperts: 8, numExpertsPerTok: 2, moeIntermediateSize: 32, normTopkProb: true, decoderSparseStep: 1, mlpOnlyLayers: [] },
     },
     { seed: 4 },
@@ -28,7 +40,11 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 describe.skipIf(!gpu.available)(`tensorgpu bench on WebGPU ${gpu.skipReason}`, () => {
   it('compares captured and eager decode, with at most 9 dispatches per MoE layer, and profiles kernels', async () => {
     const lines: string[] = [];
-    const code = await runBench({ model: dir, device: 'webgpu', promptTokens: 3, decodeTokens: 3, moe: 'both', profile: true }, (l) => lines.push(l), () => {});
+    const code = await runBench(
+      { model: dir, device: 'webgpu', promptTokens: 3, decodeTokens: 3, moe: 'both', profile: true },
+      (l) => lines.push(l),
+      () => {},
+    );
     expect(code).toBe(0);
     const row = (name: string) => lines.find((l) => l.startsWith(name + ' '))!;
     for (const name of ['captured', 'eager', 'per-expert']) expect(row(name)).toMatch(/dispatches\/token \([\d.]+\/layer\), 1 reads\/token|per-expert/);
@@ -39,10 +55,22 @@ describe.skipIf(!gpu.available)(`tensorgpu bench on WebGPU ${gpu.skipReason}`, (
     expect(lines.some((l) => /^host per dispatch \(.*\): replay [\d.]+ µs, eager [\d.]+ µs; raw Dawn floor [\d.]+ µs/.test(l))).toBe(true);
     const table = lines.findIndex((l) => l.startsWith('GPU time per kernel family'));
     expect(table).toBeGreaterThan(0);
-    const rows = new Map(lines.slice(table + 3).filter((l) => /^\S+\s+[\d.]+\s+[\d.]+\s+[\d.]+%/.test(l)).map((l) => [l.split(/\s+/)[0], l.trim().split(/\s+/)] as const));
+    const rows = new Map(
+      lines
+        .slice(table + 3)
+        .filter((l) => /^\S+\s+[\d.]+\s+[\d.]+\s+[\d.]+%/.test(l))
+        .map((l) => [l.split(/\s+/)[0], l.trim().split(/\s+/)] as const),
+    );
     for (const k of ['gemv', 'expert-linear', 'attention-inputs', 'attention', 'moe-route', 'total']) expect([...rows.keys()]).toContain(k);
     // The weight-reading kernels count their bytes: MB per token and GB/s are numbers; attention's are not counted.
-    for (const k of ['gemv', 'expert-linear', 'rms-norm', 'attention-inputs']) expect(rows.get(k)!.slice(4, 6).every((c) => Number(c) > 0), k).toBe(true);
+    for (const k of ['gemv', 'expert-linear', 'rms-norm', 'attention-inputs'])
+      expect(
+        rows
+          .get(k)!
+          .slice(4, 6)
+          .every((c) => Number(c) > 0),
+        k,
+      ).toBe(true);
     expect(rows.get('attention')!.slice(4, 6)).toEqual(['-', '-']);
   }, 300_000);
 });

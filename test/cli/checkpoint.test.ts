@@ -65,7 +65,9 @@ const load = (o: LoadOptions) => run((out) => runLoadCheckpoint(o, out));
 
 /** The figures of the `loaded ...` line. */
 function loadedLine(lines: string[], device: string): { tensors: number; linears: number; quantized: boolean; bytes: string; seconds: number; gbps: number } {
-  const re = new RegExp(`^loaded (\\d+) tensors \\((\\d+) linear weights(, quantized to FP8)?\\) onto ${device}: (.+) read in ([\\d.]+) s \\(([\\d.]+) GB/s\\)$`);
+  const re = new RegExp(
+    `^loaded (\\d+) tensors \\((\\d+) linear weights(, quantized to FP8)?\\) onto ${device}: (.+) read in ([\\d.]+) s \\(([\\d.]+) GB/s\\)$`,
+  );
   const hits = lines.map((l) => re.exec(l)).filter((m) => m !== null);
   expect(hits.length, lines.join('\n')).toBe(1);
   const m = hits[0]!;
@@ -94,8 +96,15 @@ describe('tensorgpu checkpoint generate / inspect / load (preset)', () => {
     preset = join(root, 'qwen3-tiny-fp8');
     presetLines = await run((out) => runGenerateCheckpoint({ preset: 'qwen3-tiny', out: preset, dtype: 'fp8', seed: 1, shardMb: 16 }, out));
     expect(presetLines).toHaveLength(1);
-    expect(presetLines[0]).toMatch(new RegExp(`^wrote qwen3-tiny \\(fp8, seed 1\\) to ${preset}: model-00001-of-00002\\.safetensors, model-00002-of-00002\\.safetensors in [\\d.]+ s$`));
-    expect((await readdir(preset)).sort()).toEqual(['config.json', 'model-00001-of-00002.safetensors', 'model-00002-of-00002.safetensors', 'model.safetensors.index.json']);
+    expect(presetLines[0]).toMatch(
+      new RegExp(`^wrote qwen3-tiny \\(fp8, seed 1\\) to ${preset}: model-00001-of-00002\\.safetensors, model-00002-of-00002\\.safetensors in [\\d.]+ s$`),
+    );
+    expect((await readdir(preset)).sort()).toEqual([
+      'config.json',
+      'model-00001-of-00002.safetensors',
+      'model-00002-of-00002.safetensors',
+      'model.safetensors.index.json',
+    ]);
     const config = parseQwen3Config(JSON.parse(await readFile(join(preset, 'config.json'), 'utf8')));
     expect(config).toEqual(randomCheckpointConfig(QWEN3_PRESETS['qwen3-tiny'], 'fp8'));
   });
@@ -176,15 +185,25 @@ describe('tensorgpu checkpoint load (small checkpoints)', () => {
   });
 
   it('a Qwen3.6-shaped FP8 checkpoint with its experts one by one loads by that layout (and by the fused one in bf16)', async () => {
-    const config = { ...QWEN3_5_REFERENCE_CASES['qwen3.6-moe-ref'].config, hiddenSize: 128, moe: { numExperts: 4, numExpertsPerTok: 2, moeIntermediateSize: 128, sharedExpertIntermediateSize: 128 } };
+    const config = {
+      ...QWEN3_5_REFERENCE_CASES['qwen3.6-moe-ref'].config,
+      hiddenSize: 128,
+      moe: { numExperts: 4, numExpertsPerTok: 2, moeIntermediateSize: 128, sharedExpertIntermediateSize: 128 },
+    };
     const experts = config.numHiddenLayers * config.moe.numExperts * 3;
-    for (const [dtype, oneByOne] of [['fp8', true], ['bfloat16', false]] as const) {
+    for (const [dtype, oneByOne] of [
+      ['fp8', true],
+      ['bfloat16', false],
+    ] as const) {
       const dir = join(root, `qwen3_6-${dtype}`);
       await writeRandomQwen35Checkpoint(dir, config, { dtype, seed: 1 });
       const specs = qwen35CheckpointSpecs(config, oneByOne);
       const linears = specs.filter((spec) => spec.role === 'linear' || spec.role === 'lm_head').length;
       expect(specs.filter((spec) => spec.name.includes('.experts.')).length).toBe(oneByOne ? experts : 2 * config.numHiddenLayers);
-      expect(loadedLine(await load({ model: dir, device: 'cpu' }), 'cpu'), dtype).toMatchObject({ tensors: specs.length + (oneByOne ? linears - 1 : 0), linears });
+      expect(loadedLine(await load({ model: dir, device: 'cpu' }), 'cpu'), dtype).toMatchObject({
+        tensors: specs.length + (oneByOne ? linears - 1 : 0),
+        linears,
+      });
     }
   });
 
@@ -199,7 +218,9 @@ describe('tensorgpu checkpoint load (small checkpoints)', () => {
     expect(loadedLine(await load({ model: file, device: 'cpu' }), 'cpu')).toMatchObject({ tensors: 2, linears: 0 });
     expect(loadedLine(await load({ model: other, device: 'cpu' }), 'cpu')).toMatchObject({ tensors: 2, linears: 0 });
     const inspected = await run((out) => runInspectCheckpoint(other, out));
-    expect(inspected[0]).toMatch(/^config: not a supported model \(.*model_type must be a string \(one of qwen3, qwen3_moe, lfm2, lfm2_moe, qwen3_5, qwen3_5_moe\), got nothing\)$/);
+    expect(inspected[0]).toMatch(
+      /^config: not a supported model \(.*model_type must be a string \(one of qwen3, qwen3_moe, lfm2, lfm2_moe, qwen3_5, qwen3_5_moe\), got nothing\)$/,
+    );
     expect(inspected[1]).toBe(`2 tensors, ${formatBytes(4 * 108 + 8)}`);
     const single = await run((out) => runInspectCheckpoint(file, out));
     expect(single[0]).toBe(`2 tensors, ${formatBytes(4 * 108 + 8)}`); // a bare file has no config line

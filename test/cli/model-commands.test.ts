@@ -34,7 +34,11 @@ describe('model commands on the CPU', () => {
 
   it('bench measures the fused MoE block and the per-expert loop, with the active bytes per token', async () => {
     const lines: string[] = [];
-    const code = await runBench({ model: dir, device: 'cpu', promptTokens: 3, decodeTokens: 2, moe: 'both' }, (l) => lines.push(l), () => {});
+    const code = await runBench(
+      { model: dir, device: 'cpu', promptTokens: 3, decodeTokens: 2, moe: 'both' },
+      (l) => lines.push(l),
+      () => {},
+    );
     expect(code).toBe(0);
     expect(lines[0]).toContain('qwen3_moe, 2 layers, 4 experts, top 2) on cpu');
     expect(lines[1]).toMatch(/^weight bytes a decode step must read \(active weights once\): /);
@@ -44,7 +48,11 @@ describe('model commands on the CPU', () => {
     expect(lines.some((l) => l.startsWith('per-expert'))).toBe(true);
     expect(lines.at(-1)).toMatch(/^fused \(eager\) vs per-expert: [\d.]+x decode tok\/s, 0 -> 0 dispatches\/token$/);
     const json: string[] = [];
-    await runBench({ model: dir, device: 'cpu', promptTokens: 2, decodeTokens: 1, moe: 'fused', json: true }, (l) => json.push(l), () => {});
+    await runBench(
+      { model: dir, device: 'cpu', promptTokens: 2, decodeTokens: 1, moe: 'fused', json: true },
+      (l) => json.push(l),
+      () => {},
+    );
     const parsed = JSON.parse(json.join('\n')) as { results: Record<string, { decodeSteps: number }>; activeWeightBytes: number };
     expect(Object.keys(parsed.results)).toEqual(['eager']);
     expect(parsed.results.eager.decodeSteps).toBe(1);
@@ -66,10 +74,22 @@ describe('model commands on the CPU', () => {
     const stats = /^(\d+) prompt tokens, 3 generated \(max-tokens\)/.exec(logs.at(-1) ?? '');
     expect(Number(stats?.[1])).toBeGreaterThanOrEqual(9);
     const lines: string[] = [];
-    expect(await runBench({ model: 'builtin:lfm2-moe-tiny', device: 'cpu', promptTokens: 2, decodeTokens: 1, moe: 'both' }, (l) => lines.push(l), () => {})).toBe(0);
+    expect(
+      await runBench(
+        { model: 'builtin:lfm2-moe-tiny', device: 'cpu', promptTokens: 2, decodeTokens: 1, moe: 'both' },
+        (l) => lines.push(l),
+        () => {},
+      ),
+    ).toBe(0);
     expect(lines[0]).toContain('lfm2_moe, 6 layers, 32 experts, top 4) on cpu');
     expect(lines.at(-1)).toMatch(/^fused \(eager\) vs per-expert: [\d.]+x decode tok\/s/);
-    await expect(runBench({ model: 'builtin:lfm2-huge', device: 'cpu', promptTokens: 2, decodeTokens: 1 }, () => {}, () => {})).rejects.toThrow(/unknown preset 'lfm2-huge' \(presets: .*lfm2-moe-tiny/);
+    await expect(
+      runBench(
+        { model: 'builtin:lfm2-huge', device: 'cpu', promptTokens: 2, decodeTokens: 1 },
+        () => {},
+        () => {},
+      ),
+    ).rejects.toThrow(/unknown preset 'lfm2-huge' \(presets: .*lfm2-moe-tiny/);
   });
 
   it('builtin:qwen3.6-moe-tiny generates through the chat template; bench reports state bytes and dispatches by layer kind', async () => {
@@ -89,11 +109,19 @@ describe('model commands on the CPU', () => {
     const dir = mkdtempSync(join(tmpdir(), 'tensorgpu-bench-qwen3_5-'));
     await writeRandomQwen35Checkpoint(dir, { ...QWEN3_5_PRESETS['qwen3.6-moe-tiny'], vocabSize: 512, eosTokenIds: [2] }, { seed: 1 });
     const lines: string[] = [];
-    expect(await runBench({ model: dir, device: 'cpu', promptTokens: 2, decodeTokens: 1, moe: 'fused' }, (l) => lines.push(l), () => {})).toBe(0);
+    expect(
+      await runBench(
+        { model: dir, device: 'cpu', promptTokens: 2, decodeTokens: 1, moe: 'fused' },
+        (l) => lines.push(l),
+        () => {},
+      ),
+    ).toBe(0);
     expect(lines[0]).toContain('qwen3_5_moe, 8 layers, 32 experts, top 4) on cpu');
     // 6 DeltaNet layers of 4 value heads, each a conv window of 3 x 96 and a 32 x 32 state (float32); 2 attention layers of
     // 2 KV heads of 128.
-    expect(lines).toContain('cache per sequence: recurrent state 123.0 KiB (constant in the context) + KV 4.0 KiB per position (attention layers only; 16.1 MiB at 4096 positions)');
+    expect(lines).toContain(
+      'cache per sequence: recurrent state 123.0 KiB (constant in the context) + KV 4.0 KiB per position (attention layers only; 16.1 MiB at 4096 positions)',
+    );
     expect(lines.find((l) => l.startsWith('eager'))).toMatch(/\(0\/layer linear_attention, 0\/layer full_attention\)/);
   });
 });

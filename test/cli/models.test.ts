@@ -36,7 +36,10 @@ describe('tensorgpu models', () => {
 
   it('--json gives every field', async () => {
     await runModelsList({ json: true }, io());
-    const j = JSON.parse(lines.join('\n')) as { cacheDir: string; models: { repo: string; runnable: boolean; detail: string; revisions: { refs: string[] }[] }[] };
+    const j = JSON.parse(lines.join('\n')) as {
+      cacheDir: string;
+      models: { repo: string; runnable: boolean; detail: string; revisions: { refs: string[] }[] }[];
+    };
     expect(j.cacheDir).toBe(c.cache);
     expect(j.models.map((m) => [m.repo, m.runnable, m.detail, m.revisions.length])).toEqual([
       ['meta/llama', false, 'model_type llama not supported', 1],

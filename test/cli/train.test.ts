@@ -20,7 +20,14 @@ describe('tensorgpu train on the CPU', () => {
   beforeAll(async () => {
     dir = await writeTinyChatModel(3);
     work = mkdtempSync(join(tmpdir(), 'tensorgpu-train-cli-'));
-    writeFileSync(join(work, 'data.jsonl'), ['{"text": "The sky is blue because air scatters blue light."}', '{"prompt": "2 + 2 = ", "completion": "4"}', '{"messages": [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello!"}]}'].join('\n'));
+    writeFileSync(
+      join(work, 'data.jsonl'),
+      [
+        '{"text": "The sky is blue because air scatters blue light."}',
+        '{"prompt": "2 + 2 = ", "completion": "4"}',
+        '{"messages": [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello!"}]}',
+      ].join('\n'),
+    );
   });
 
   afterAll(() => {
@@ -33,7 +40,8 @@ describe('tensorgpu train on the CPU', () => {
     const logs: string[] = [];
     const code = await runTrain({ ...base, model: dir, data: join(work, 'data.jsonl'), out, stopAfter: 3 }, (l) => logs.push(l));
     expect(code).toBe(130);
-    for (const f of ['adapter_model.safetensors', 'adapter_config.json', 'optimizer.safetensors', 'loss.png', 'losses.json']) expect(existsSync(join(out, f)), f).toBe(true);
+    for (const f of ['adapter_model.safetensors', 'adapter_config.json', 'optimizer.safetensors', 'loss.png', 'losses.json'])
+      expect(existsSync(join(out, f)), f).toBe(true);
     expect(JSON.parse(readFileSync(join(out, 'losses.json'), 'utf8')).losses).toHaveLength(3);
     expect(JSON.parse(readFileSync(join(out, 'adapter_config.json'), 'utf8'))).toMatchObject({ peft_type: 'LORA', r: 4, lora_alpha: 8 });
     const png = PNG.sync.read(readFileSync(join(out, 'loss.png')));
@@ -43,7 +51,11 @@ describe('tensorgpu train on the CPU', () => {
 
     let text = '';
     const glogs: string[] = [];
-    const g = await runGenerate({ model: dir, prompt: 'Hello', maxTokens: 2, temperature: 0, topK: 0, topP: 1, device: 'cpu', adapter: out }, (t) => (text += t), (l) => glogs.push(l));
+    const g = await runGenerate(
+      { model: dir, prompt: 'Hello', maxTokens: 2, temperature: 0, topK: 0, topP: 1, device: 'cpu', adapter: out },
+      (t) => (text += t),
+      (l) => glogs.push(l),
+    );
     expect(g).toBe(0);
     expect(glogs.some((l) => l.startsWith(`merged the LoRA adapter ${out} (r=4`))).toBe(true);
   });
@@ -64,6 +76,8 @@ describe('tensorgpu train on the CPU', () => {
 
   it('a bad JSONL line is an error naming the file and line', async () => {
     writeFileSync(join(work, 'bad.jsonl'), '{"text": "fine"}\n{"nope": 1}\n');
-    await expect(runTrain({ ...base, model: dir, data: join(work, 'bad.jsonl'), out: join(work, 'bad') }, () => {})).rejects.toThrow(/bad\.jsonl:2: a record needs "text"/);
+    await expect(runTrain({ ...base, model: dir, data: join(work, 'bad.jsonl'), out: join(work, 'bad') }, () => {})).rejects.toThrow(
+      /bad\.jsonl:2: a record needs "text"/,
+    );
   });
 });

@@ -12,8 +12,18 @@ import { ensureDefaultVae } from '../../src/models/wan-vae/default-model.js';
 describe('tiling flags', () => {
   it("default to diffusers' enable_tiling() sizes; the per-side flags win over the shorthands", () => {
     expect(tilingFromFlags({})).toEqual({ tileSampleMinHeight: 256, tileSampleMinWidth: 256, tileSampleStrideHeight: 192, tileSampleStrideWidth: 192 });
-    expect(tilingFromFlags({ tile: 128, tileStride: 96 })).toEqual({ tileSampleMinHeight: 128, tileSampleMinWidth: 128, tileSampleStrideHeight: 96, tileSampleStrideWidth: 96 });
-    expect(tilingFromFlags({ tile: 128, tileWidth: 64, tileStride: 96, tileStrideHeight: 32 })).toEqual({ tileSampleMinHeight: 128, tileSampleMinWidth: 64, tileSampleStrideHeight: 32, tileSampleStrideWidth: 96 });
+    expect(tilingFromFlags({ tile: 128, tileStride: 96 })).toEqual({
+      tileSampleMinHeight: 128,
+      tileSampleMinWidth: 128,
+      tileSampleStrideHeight: 96,
+      tileSampleStrideWidth: 96,
+    });
+    expect(tilingFromFlags({ tile: 128, tileWidth: 64, tileStride: 96, tileStrideHeight: 32 })).toEqual({
+      tileSampleMinHeight: 128,
+      tileSampleMinWidth: 64,
+      tileSampleStrideHeight: 32,
+      tileSampleStrideWidth: 96,
+    });
     expect(tilingFromFlags({ tile: 128, tiling: false })).toBe(false);
   });
 });

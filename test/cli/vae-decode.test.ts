@@ -57,7 +57,11 @@ describe('tensorgpu vae-decode on the CPU', () => {
     const lines: string[] = [];
     const logs: string[] = [];
     const out = join(dir, 'video.png');
-    const code = await runVaeDecode({ latents, out, device: 'cpu' }, (l) => lines.push(l), (l) => logs.push(l));
+    const code = await runVaeDecode(
+      { latents, out, device: 'cpu' },
+      (l) => lines.push(l),
+      (l) => logs.push(l),
+    );
     expect(code).toBe(0);
     const frames = [0, 1, 2, 3, 4].map((i) => join(dir, `video-000${i}.png`));
     for (const f of frames) {
@@ -95,7 +99,13 @@ describe('tensorgpu vae-decode on the CPU', () => {
   it('decodes the default random latents to one 128x128 PNG', async () => {
     const lines: string[] = [];
     const out = join(dir, 'default.png');
-    expect(await runVaeDecode({ out, device: 'cpu', seed: 3 }, (l) => lines.push(l), () => {})).toBe(0);
+    expect(
+      await runVaeDecode(
+        { out, device: 'cpu', seed: 3 },
+        (l) => lines.push(l),
+        () => {},
+      ),
+    ).toBe(0);
     const png = await readPng(out);
     expect([png.width, png.height]).toEqual([128, 128]);
     expect(lines[1]).toBe('latents: [1, 16, 1, 16, 16] (random normal, seed 3)');
@@ -112,7 +122,13 @@ describe('tensorgpu vae-decode on the CPU', () => {
     const t = randn([16, 1, 3, 3], { device: 'cpu', generator: new Generator(6) });
     await writeLatents(z, t);
     t.dispose();
-    expect(await runVaeDecode({ latents: z, out, device: 'cpu', tile: 16, tileStride: 8, denormalize: true }, (l) => lines.push(l), () => {})).toBe(0);
+    expect(
+      await runVaeDecode(
+        { latents: z, out, device: 'cpu', tile: 16, tileStride: 8, denormalize: true },
+        (l) => lines.push(l),
+        () => {},
+      ),
+    ).toBe(0);
     expect(lines[1]).toBe(`latents: [1, 16, 1, 3, 3] (${z}, denormalized with latents_mean / latents_std)`);
     // 16 px tiles every 8 px: 2-latent tiles every latent, so 3 x 3 of them.
     expect(lines[4]).toMatch(/^decode: [\d.]+ s \(tiled: 3 x 3 tiles of 16x16 px, stride 8x8\)/);
@@ -126,7 +142,9 @@ describe('tensorgpu vae-decode on the CPU', () => {
     await writeLatents(z8, t);
     t.dispose();
     const none = () => {};
-    await expect(runVaeDecode({ latents: z8, out: join(dir, 'x.png'), device: 'cpu' }, none, none)).rejects.toThrow(`${z8}: latents have 8 channels (shape [1, 8, 1, 2, 2]), the model's z_dim is 16`);
+    await expect(runVaeDecode({ latents: z8, out: join(dir, 'x.png'), device: 'cpu' }, none, none)).rejects.toThrow(
+      `${z8}: latents have 8 channels (shape [1, 8, 1, 2, 2]), the model's z_dim is 16`,
+    );
     const wan22 = join(dir, 'wan2.2-tiny');
     await writeRandomWanVae(wan22, WAN_VAE_PRESETS['wan2.2-tiny']);
     await expect(runVaeDecode({ model: wan22, latents: z8, out: join(dir, 'x.png'), device: 'cpu', denormalize: true }, none, none)).rejects.toThrow(
@@ -135,7 +153,9 @@ describe('tensorgpu vae-decode on the CPU', () => {
     await expect(runVaeDecode({ latents, out: join(dir, 'x.png'), device: 'cpu', tile: 100 }, none, none)).rejects.toThrow(
       'tiling: tileSampleMinHeight 100 and tileSampleStrideHeight 192 must be positive multiples of 8 (image pixels per latent) with stride <= tile',
     );
-    await expect(runVaeDecode({ latents, out: join(dir, 'x.png'), device: 'cpu', preview: join(dir, 'x.avi') }, none, none)).rejects.toThrow(/unsupported extension '.avi' \(use .gif, or .mp4 \/ .webm with ffmpeg on PATH\)/);
+    await expect(runVaeDecode({ latents, out: join(dir, 'x.png'), device: 'cpu', preview: join(dir, 'x.avi') }, none, none)).rejects.toThrow(
+      /unsupported extension '.avi' \(use .gif, or .mp4 \/ .webm with ffmpeg on PATH\)/,
+    );
     expect(existsSync(join(dir, 'x.png'))).toBe(false);
     expect(existsSync(join(dir, 'x-0000.png'))).toBe(false);
   });
@@ -151,7 +171,26 @@ describe('tensorgpu vae-decode on the CPU', () => {
     expect(existsSync(join(dir, 'cli-0004.png'))).toBe(true);
     expect(existsSync(join(dir, 'cli.gif'))).toBe(false);
     // --tile sets both sides, --tile-width one: 8 px = 1-latent rows, 16 px = 2-latent columns, every latent.
-    const tiled = await run(tsx, [main, 'vae-decode', '--device', 'cpu', '--latents', latents, '--out', join(dir, 'cli2.png'), '--tile', '8', '--tile-width', '16', '--tile-stride', '8', '--preview', join(dir, 'anim.gif'), '--fps', '10']);
+    const tiled = await run(tsx, [
+      main,
+      'vae-decode',
+      '--device',
+      'cpu',
+      '--latents',
+      latents,
+      '--out',
+      join(dir, 'cli2.png'),
+      '--tile',
+      '8',
+      '--tile-width',
+      '16',
+      '--tile-stride',
+      '8',
+      '--preview',
+      join(dir, 'anim.gif'),
+      '--fps',
+      '10',
+    ]);
     expect(tiled.stdout).toContain('(tiled: 2 x 3 tiles of 16x8 px, stride 8x8)');
     expect(tiled.stdout).toContain(`preview: ${join(dir, 'anim.gif')} (5 frames at 10 fps, animated GIF)`);
     expect((await readGif(join(dir, 'anim.gif'))).delays).toEqual([10, 10, 10, 10, 10]);
@@ -167,9 +206,26 @@ describe('tensorgpu vae-decode on the CPU', () => {
   it.runIf(hasFfmpeg())('writes an MP4 preview through ffmpeg when asked (and ffmpeg is on PATH)', async () => {
     const lines: string[] = [];
     const mp4 = join(dir, 'video.mp4');
-    expect(await runVaeDecode({ latents, out: join(dir, 'mp4.png'), device: 'cpu', preview: mp4 }, (l) => lines.push(l), () => {})).toBe(0);
+    expect(
+      await runVaeDecode(
+        { latents, out: join(dir, 'mp4.png'), device: 'cpu', preview: mp4 },
+        (l) => lines.push(l),
+        () => {},
+      ),
+    ).toBe(0);
     expect(lines[4]).toBe(`preview: ${mp4} (5 frames at 16 fps, MP4 through ffmpeg)`);
-    const probe = await promisify(execFile)('ffprobe', ['-v', 'error', '-count_frames', '-select_streams', 'v:0', '-show_entries', 'stream=width,height,nb_read_frames', '-of', 'csv=p=0', mp4]);
+    const probe = await promisify(execFile)('ffprobe', [
+      '-v',
+      'error',
+      '-count_frames',
+      '-select_streams',
+      'v:0',
+      '-show_entries',
+      'stream=width,height,nb_read_frames',
+      '-of',
+      'csv=p=0',
+      mp4,
+    ]);
     expect(probe.stdout.trim()).toBe('24,16,5');
   });
 
@@ -180,7 +236,9 @@ describe('tensorgpu vae-decode on the CPU', () => {
     process.env.PATH = '';
     try {
       expect(hasFfmpeg()).toBe(false);
-      await expect(runVaeDecode({ latents, out: join(dir, 'y.png'), device: 'cpu', preview: join(dir, 'y.mp4') }, none, none)).rejects.toThrow(/--preview .*y\.mp4: writing \.mp4 needs ffmpeg on PATH, and none was found/);
+      await expect(runVaeDecode({ latents, out: join(dir, 'y.png'), device: 'cpu', preview: join(dir, 'y.mp4') }, none, none)).rejects.toThrow(
+        /--preview .*y\.mp4: writing \.mp4 needs ffmpeg on PATH, and none was found/,
+      );
     } finally {
       process.env.PATH = path;
     }

@@ -50,7 +50,8 @@ const maxAbsDiff = (a: ArrayLike<number>, b: ArrayLike<number>) => {
 /** A w x h RGB PNG of smooth gradients that change with frame i, at path. */
 async function writeFrame(path: string, w: number, h: number, i: number): Promise<void> {
   const planes = new Float32Array(3 * w * h);
-  for (let c = 0; c < 3; c++) for (let y = 0; y < h; y++) for (let x = 0; x < w; x++) planes[(c * h + y) * w + x] = Math.sin(0.3 * x + 0.2 * y * (c + 1) + 0.5 * i);
+  for (let c = 0; c < 3; c++)
+    for (let y = 0; y < h; y++) for (let x = 0; x < w; x++) planes[(c * h + y) * w + x] = Math.sin(0.3 * x + 0.2 * y * (c + 1) + 0.5 * i);
   await writeFile(path, encodeFramePng(planes, 3, h, w));
 }
 
@@ -78,7 +79,13 @@ describe('tensorgpu vae-encode on the CPU', () => {
     const lines: string[] = [];
     const logs: string[] = [];
     const out = join(dir, 'rt.safetensors');
-    expect(await runVaeEncode({ input: join(dir, 'rt-%04d.png'), out, device: 'cpu' }, (l) => lines.push(l), (l) => logs.push(l))).toBe(0);
+    expect(
+      await runVaeEncode(
+        { input: join(dir, 'rt-%04d.png'), out, device: 'cpu' },
+        (l) => lines.push(l),
+        (l) => logs.push(l),
+      ),
+    ).toBe(0);
     expect(logs.some((l) => l.startsWith('no --model given: using the built-in wan2.1-tiny video VAE'))).toBe(true);
     expect(lines[0]).toMatch(/^model: .*tensorgpu-vae-wan2\.1-tiny-bfloat16-seed1-v\d+ \(AutoencoderKLWan, z_dim 16, base_dim 8\) on cpu$/);
     expect(lines[1]).toBe(`input: ${join(dir, 'rt-%04d.png')} (5 frames of 24x16: ${join(dir, 'rt-0000.png')} ... ${join(dir, 'rt-0004.png')})`);
@@ -99,23 +106,42 @@ describe('tensorgpu vae-encode on the CPU', () => {
     expect(maxAbsDiff(got, want)).toBe(0);
   }, 120_000);
 
-  it.skipIf(!hasFfmpeg())('reads a video file through ffmpeg: a lossless .mkv gives the latents of its PNG frames', async () => {
-    for (let i = 0; i < 5; i++) await writeFrame(framePath(join(dir, 'vid-%04d.png'), i), 24, 16, i);
-    const video = join(dir, 'clip.mkv');
-    await promisify(execFile)('ffmpeg', ['-v', 'error', '-y', '-framerate', '16', '-i', join(dir, 'vid-%04d.png'), '-c:v', 'ffv1', '-pix_fmt', 'bgr0', video]);
-    const fromPng = join(dir, 'vid-png.safetensors');
-    const fromVideo = join(dir, 'vid-mkv.safetensors');
-    expect(await runVaeEncode({ input: join(dir, 'vid-%04d.png'), out: fromPng, device: 'cpu' }, none, none)).toBe(0);
-    const lines: string[] = [];
-    expect(await runVaeEncode({ input: video, out: fromVideo, device: 'cpu' }, (l) => lines.push(l), none)).toBe(0);
-    expect(lines[1]).toBe(`input: ${video} (5 frames of 24x16: 5 frames decoded by ffmpeg)`);
-    const a = await values(await readLatents(fromPng, { device: 'cpu' }));
-    const b = await values(await readLatents(fromVideo, { device: 'cpu' }));
-    expect(maxAbsDiff(a, b)).toBe(0);
-  }, 120_000);
+  it.skipIf(!hasFfmpeg())(
+    'reads a video file through ffmpeg: a lossless .mkv gives the latents of its PNG frames',
+    async () => {
+      for (let i = 0; i < 5; i++) await writeFrame(framePath(join(dir, 'vid-%04d.png'), i), 24, 16, i);
+      const video = join(dir, 'clip.mkv');
+      await promisify(execFile)('ffmpeg', [
+        '-v',
+        'error',
+        '-y',
+        '-framerate',
+        '16',
+        '-i',
+        join(dir, 'vid-%04d.png'),
+        '-c:v',
+        'ffv1',
+        '-pix_fmt',
+        'bgr0',
+        video,
+      ]);
+      const fromPng = join(dir, 'vid-png.safetensors');
+      const fromVideo = join(dir, 'vid-mkv.safetensors');
+      expect(await runVaeEncode({ input: join(dir, 'vid-%04d.png'), out: fromPng, device: 'cpu' }, none, none)).toBe(0);
+      const lines: string[] = [];
+      expect(await runVaeEncode({ input: video, out: fromVideo, device: 'cpu' }, (l) => lines.push(l), none)).toBe(0);
+      expect(lines[1]).toBe(`input: ${video} (5 frames of 24x16: 5 frames decoded by ffmpeg)`);
+      const a = await values(await readLatents(fromPng, { device: 'cpu' }));
+      const b = await values(await readLatents(fromVideo, { device: 'cpu' }));
+      expect(maxAbsDiff(a, b)).toBe(0);
+    },
+    120_000,
+  );
 
   it('a video without ffmpeg is an error that says what to do', () => {
-    expect(() => extractVideoFrames(join(dir, 'clip.mp4'), 'ffmpeg-not-installed-here')).toThrow(/reading video needs ffmpeg on PATH \(not found\); or pass the frames as PNGs/);
+    expect(() => extractVideoFrames(join(dir, 'clip.mp4'), 'ffmpeg-not-installed-here')).toThrow(
+      /reading video needs ffmpeg on PATH \(not found\); or pass the frames as PNGs/,
+    );
   });
 
   it('--normalize writes (z - mean) / std, which vae-decode --denormalize undoes', async () => {
@@ -137,7 +163,10 @@ describe('tensorgpu vae-encode on the CPU', () => {
     const [a, b] = [join(dir, 'from-plain.png'), join(dir, 'from-norm.png')];
     expect(await runVaeDecode({ latents: plain, out: a, device: 'cpu', preview: false }, none, none)).toBe(0);
     expect(await runVaeDecode({ latents: normalized, out: b, device: 'cpu', preview: false, denormalize: true }, none, none)).toBe(0);
-    const [va, vb] = [await readVideoPng(expandFramePattern(join(dir, 'from-plain-%04d.png')), { device: 'cpu' }), await readVideoPng(expandFramePattern(join(dir, 'from-norm-%04d.png')), { device: 'cpu' })];
+    const [va, vb] = [
+      await readVideoPng(expandFramePattern(join(dir, 'from-plain-%04d.png')), { device: 'cpu' }),
+      await readVideoPng(expandFramePattern(join(dir, 'from-norm-%04d.png')), { device: 'cpu' }),
+    ];
     // Equal up to a rounding tie of one grey level.
     expect(maxAbsDiff(await values(va), await values(vb))).toBeLessThanOrEqual(1 / 127.5 + 1e-6);
   }, 120_000);
@@ -148,7 +177,20 @@ describe('tensorgpu vae-encode on the CPU', () => {
     const tsx = join(process.cwd(), 'node_modules', '.bin', 'tsx');
     const main = join(process.cwd(), 'src', 'cli', 'main.ts');
     const out = join(dir, 't.safetensors');
-    const { stdout, stderr } = await run(tsx, [main, 'vae-encode', '--device', 'cpu', '--input', join(dir, 't-%03d.png'), '--out', out, '--tile', '16', '--tile-stride', '8']);
+    const { stdout, stderr } = await run(tsx, [
+      main,
+      'vae-encode',
+      '--device',
+      'cpu',
+      '--input',
+      join(dir, 't-%03d.png'),
+      '--out',
+      out,
+      '--tile',
+      '16',
+      '--tile-stride',
+      '8',
+    ]);
     expect(stderr).toContain(`${join(dir, 't-%03d.png')}: 7 frames; the encoder takes 1 + 4k, so the last 2 are left out`);
     expect(stdout).toContain('(5 frames of 24x16');
     // 16 px tiles every 8 on 24 x 16 frames: only the width exceeds a tile, so diffusers tiles; 2 x 3 tiles.
@@ -169,11 +211,21 @@ describe('tensorgpu vae-encode on the CPU', () => {
     );
     await writeFrame(join(dir, 'm-0.png'), 16, 16, 0);
     await writeFrame(join(dir, 'm-1.png'), 24, 16, 1);
-    await expect(runVaeEncode({ input: join(dir, 'm-%d.png'), out: join(dir, 'o.safetensors'), device: 'cpu' }, none, none)).rejects.toThrow(`${join(dir, 'm-1.png')}: frame is 24x16, but ${join(dir, 'm-0.png')} is 16x16`);
-    await expect(runVaeEncode({ input: join(dir, 'nothing-%04d.png'), out: join(dir, 'o.safetensors'), device: 'cpu' }, none, none)).rejects.toThrow(/nothing-%04d\.png: no frame found/);
-    await expect(runVaeEncode({ input: join(dir, 'missing.png'), out: join(dir, 'o.safetensors'), device: 'cpu' }, none, none)).rejects.toThrow(/missing\.png: cannot read: ENOENT/);
+    await expect(runVaeEncode({ input: join(dir, 'm-%d.png'), out: join(dir, 'o.safetensors'), device: 'cpu' }, none, none)).rejects.toThrow(
+      `${join(dir, 'm-1.png')}: frame is 24x16, but ${join(dir, 'm-0.png')} is 16x16`,
+    );
+    await expect(runVaeEncode({ input: join(dir, 'nothing-%04d.png'), out: join(dir, 'o.safetensors'), device: 'cpu' }, none, none)).rejects.toThrow(
+      /nothing-%04d\.png: no frame found/,
+    );
+    await expect(runVaeEncode({ input: join(dir, 'missing.png'), out: join(dir, 'o.safetensors'), device: 'cpu' }, none, none)).rejects.toThrow(
+      /missing\.png: cannot read: ENOENT/,
+    );
     await writeFile(join(dir, 'junk.png'), 'not a png');
-    await expect(runVaeEncode({ input: join(dir, 'junk.png'), out: join(dir, 'o.safetensors'), device: 'cpu' }, none, none)).rejects.toThrow(/junk\.png: not a readable PNG/);
-    await expect(runVaeEncode({ input: join(dir, 'odd.png'), out: join(dir, 'o.npy'), device: 'cpu' }, none, none)).rejects.toThrow(/--out .*o\.npy: latents are written as \.safetensors/);
+    await expect(runVaeEncode({ input: join(dir, 'junk.png'), out: join(dir, 'o.safetensors'), device: 'cpu' }, none, none)).rejects.toThrow(
+      /junk\.png: not a readable PNG/,
+    );
+    await expect(runVaeEncode({ input: join(dir, 'odd.png'), out: join(dir, 'o.npy'), device: 'cpu' }, none, none)).rejects.toThrow(
+      /--out .*o\.npy: latents are written as \.safetensors/,
+    );
   }, 60_000);
 });

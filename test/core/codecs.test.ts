@@ -167,7 +167,6 @@ const negNaN = new Float32Array(new Uint32Array([0xffc00000]).buffer)[0];
 
 const hex = (n: number): string => `0x${(n >>> 0).toString(16)}`;
 
-
 /** Collects up to 10 failures so one exhaustive loop reports what went wrong without 65536 expects. */
 class Mismatches {
   readonly list: string[] = [];

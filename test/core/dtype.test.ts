@@ -6,7 +6,17 @@ import { DTypeError } from '../../src/core/errors.js';
 describe('dtypes', () => {
   it('parseDType accepts every name and the PyTorch-style aliases; anything else is a DTypeError naming it', () => {
     for (const d of DTYPES) expect(parseDType(d)).toBe(d);
-    const aliases: Record<string, DType> = { f32: 'float32', float: 'float32', half: 'float16', f16: 'float16', bf16: 'bfloat16', fp8: 'float8_e4m3fn', e5m2: 'float8_e5m2', int: 'int32', u8: 'uint8' };
+    const aliases: Record<string, DType> = {
+      f32: 'float32',
+      float: 'float32',
+      half: 'float16',
+      f16: 'float16',
+      bf16: 'bfloat16',
+      fp8: 'float8_e4m3fn',
+      e5m2: 'float8_e5m2',
+      int: 'int32',
+      u8: 'uint8',
+    };
     for (const [name, d] of Object.entries(aliases)) expect(parseDType(name)).toBe(d);
     expect(() => parseDType('double')).toThrow(DTypeError);
     expect(() => parseDType('Float32')).toThrow(/unknown dtype 'Float32'/);

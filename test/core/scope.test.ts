@@ -70,7 +70,14 @@ describe.skipIf(!gpu.available)(`tidy on WebGPU ${gpu.skipReason}`, () => {
     await synchronize();
     const before = memoryStats().liveBytes;
     const x = ones([64], { device: 'webgpu' });
-    const y = tidy(() => x.reshape([8, 8]).transpose(0, 1).contiguous().add(x.reshape([8, 8])).sum(1));
+    const y = tidy(() =>
+      x
+        .reshape([8, 8])
+        .transpose(0, 1)
+        .contiguous()
+        .add(x.reshape([8, 8]))
+        .sum(1),
+    );
     expect(memoryStats().liveBytes - before).toBe(2 * 256);
     x.dispose();
     y.dispose();

@@ -136,7 +136,11 @@ describe('coalesceViews', () => {
   });
 
   it('coalesced views address the same elements as the originals', () => {
-    const views: View[] = [contiguousView([3, 4, 5, 2]), { shape: [3, 4, 5, 2], strides: [40, 10, 2, 1], offset: 7 }, { shape: [3, 4, 5, 2], strides: [0, 5, 1, 0], offset: 1 }];
+    const views: View[] = [
+      contiguousView([3, 4, 5, 2]),
+      { shape: [3, 4, 5, 2], strides: [40, 10, 2, 1], offset: 7 },
+      { shape: [3, 4, 5, 2], strides: [0, 5, 1, 0], offset: 1 },
+    ];
     const merged = coalesceViews(views);
     for (let k = 0; k < views.length; k++) {
       expect(Array.from(viewIndices(merged[k]))).toEqual(Array.from(viewIndices(views[k])));

@@ -78,7 +78,7 @@ describe.skipIf(!gpu.available)(`captured decode steps ${gpu.skipReason}`, () =>
   it.each([
     ['greedy', { temperature: 0 }],
     ['seeded sampling', { temperature: 0.9, topK: 40, topP: 0.95 }],
-  ] as const)('replay gives the eager session\'s logits bit for bit and its tokens (%s)', async (_, sampling) => {
+  ] as const)("replay gives the eager session's logits bit for bit and its tokens (%s)", async (_, sampling) => {
     const eager = await decode('webgpu', sampling, false);
     const replayed = await decode('webgpu', sampling, true);
     expect(eager.stats.mode).toBe('eager');
@@ -87,7 +87,7 @@ describe.skipIf(!gpu.available)(`captured decode steps ${gpu.skipReason}`, () =>
     for (let i = 0; i < STEPS; i++) expect(new Uint32Array(replayed.logits[i].buffer)).toEqual(new Uint32Array(eager.logits[i].buffer));
   });
 
-  it('replayed greedy tokens equal the CPU backend\'s', async () => {
+  it("replayed greedy tokens equal the CPU backend's", async () => {
     const cpu = await decode('cpu', { temperature: 0 }, true);
     const gpuRun = await decode('webgpu', { temperature: 0 }, true);
     expect(cpu.stats.mode).toBe('eager');
@@ -150,7 +150,9 @@ describe.skipIf(!gpu.available)(`capture / replay / writeTensor ${gpu.skipReason
   it('refuses reads and host writes while recording, and frees what the failed step made', async () => {
     const live = tg.memoryStats().liveBytes;
     const x = tg.tensor([1, 2], { device: 'webgpu' });
-    expect(() => tg.capture('upload', () => tg.tidy(() => x.add(tg.tensor([1, 1], { device: 'webgpu' }))))).toThrow(/a host upload while recording step 'upload'/);
+    expect(() => tg.capture('upload', () => tg.tidy(() => x.add(tg.tensor([1, 1], { device: 'webgpu' }))))).toThrow(
+      /a host upload while recording step 'upload'/,
+    );
     expect(() => tg.capture('write', () => tg.writeTensor(x, [3, 4]))).toThrow(tg.CaptureError);
     // Not recording any more: ordinary work runs.
     const y = x.add(1);

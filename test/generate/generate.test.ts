@@ -36,9 +36,15 @@ describe('tokenizer and chat template', () => {
     expect(tokenizer.decode(tokenizer.encode(text))).toBe(text);
     const prompt = tokenizer.applyChatTemplate([{ role: 'user', content: 'Hi' }]);
     expect(prompt).toBe('<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n');
-    expect(tokenizer.applyChatTemplate([{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'Hi' }], { enableThinking: true })).toBe(
-      '<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n',
-    );
+    expect(
+      tokenizer.applyChatTemplate(
+        [
+          { role: 'system', content: 'Be brief.' },
+          { role: 'user', content: 'Hi' },
+        ],
+        { enableThinking: true },
+      ),
+    ).toBe('<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n');
     expect(tokenizer.eosTokenIds).toEqual([151645]);
   });
 
@@ -120,32 +126,42 @@ describe('generate() on the CPU', () => {
   // it: a 151936-row lm_head GEMV takes seconds per token on a 2-core software adapter, and the vocabulary's size is
   // no part of what is compared here (the sampler's and the GEMV's vocabulary-sized rows have their own tests in
   // test/ops). The 8-token prompt keeps the prefill on the GEMM path (GEMV serves 4 rows or fewer).
-  it.skipIf(!gpu.available)(`gives the same tokens on WebGPU as on the CPU (greedy and seeded sampling) ${gpu.skipReason}`, async () => {
-    const small = mkdtempSync(join(tmpdir(), 'tensorgpu-tiny-chat-v4096-'));
-    await writeRandomQwen3Checkpoint(small, { ...TINY_CHAT_MOE, vocabSize: 4096, bosTokenId: undefined, eosTokenIds: [0] }, { seed: 45, extraFiles: await qwen3TokenizerFiles() });
-    const [cpu, webgpu] = await Promise.all((['cpu', 'webgpu'] as const).map(async (device) => {
-      const m = await loadQwen3(small, { device, maxSequence: 64 });
-      models.push(m);
-      return m;
-    }));
-    const prompt = tokenizer.encode('Q: Name a color.\nA:');
-    expect(prompt.length).toBeGreaterThan(4);
-    expect(Math.max(...prompt)).toBeLessThan(4096);
-    // No stop tokens: every run decodes all 3 tokens, so one step is recorded and one replayed.
-    const runs: number[][] = [];
-    for (const options of [{ temperature: 0 }, { temperature: 0.7, topP: 0.8, topK: 20, seed: 9 }]) {
-      const want = await run(cpu, prompt, { maxNewTokens: 3, stopTokenIds: [], ...options });
-      const got = await run(webgpu, prompt, { maxNewTokens: 3, stopTokenIds: [], ...options });
-      expect(want.ids).toHaveLength(3);
-      expect(got.ids).toEqual(want.ids);
-      expect(got.stats.dispatchesPerToken).toBeGreaterThan(0);
-      // Decode steps after the first replay the recorded one.
-      expect(got.stats.decode).toMatchObject({ mode: 'replay', recordedSteps: 1, replayedSteps: 1 });
-      runs.push(want.ids);
-    }
-    // A check with teeth (this checkpoint seed gives greedy 25, 898, 898 and sampled 25, 25, 898): the replayed step
-    // emits a token the recorded one did not, and the seeded run picks a non-argmax token.
-    for (const ids of runs) expect(new Set(ids).size, `tokens ${ids.join(', ')}`).toBeGreaterThan(1);
-    expect(runs[1], 'the seeded run equals the greedy one').not.toEqual(runs[0]);
-  }, 300_000); // a hang guard: the test takes seconds
+  it.skipIf(!gpu.available)(
+    `gives the same tokens on WebGPU as on the CPU (greedy and seeded sampling) ${gpu.skipReason}`,
+    async () => {
+      const small = mkdtempSync(join(tmpdir(), 'tensorgpu-tiny-chat-v4096-'));
+      await writeRandomQwen3Checkpoint(
+        small,
+        { ...TINY_CHAT_MOE, vocabSize: 4096, bosTokenId: undefined, eosTokenIds: [0] },
+        { seed: 45, extraFiles: await qwen3TokenizerFiles() },
+      );
+      const [cpu, webgpu] = await Promise.all(
+        (['cpu', 'webgpu'] as const).map(async (device) => {
+          const m = await loadQwen3(small, { device, maxSequence: 64 });
+          models.push(m);
+          return m;
+        }),
+      );
+      const prompt = tokenizer.encode('Q: Name a color.\nA:');
+      expect(prompt.length).toBeGreaterThan(4);
+      expect(Math.max(...prompt)).toBeLessThan(4096);
+      // No stop tokens: every run decodes all 3 tokens, so one step is recorded and one replayed.
+      const runs: number[][] = [];
+      for (const options of [{ temperature: 0 }, { temperature: 0.7, topP: 0.8, topK: 20, seed: 9 }]) {
+        const want = await run(cpu, prompt, { maxNewTokens: 3, stopTokenIds: [], ...options });
+        const got = await run(webgpu, prompt, { maxNewTokens: 3, stopTokenIds: [], ...options });
+        expect(want.ids).toHaveLength(3);
+        expect(got.ids).toEqual(want.ids);
+        expect(got.stats.dispatchesPerToken).toBeGreaterThan(0);
+        // Decode steps after the first replay the recorded one.
+        expect(got.stats.decode).toMatchObject({ mode: 'replay', recordedSteps: 1, replayedSteps: 1 });
+        runs.push(want.ids);
+      }
+      // A check with teeth (this checkpoint seed gives greedy 25, 898, 898 and sampled 25, 25, 898): the replayed step
+      // emits a token the recorded one did not, and the seeded run picks a non-argmax token.
+      for (const ids of runs) expect(new Set(ids).size, `tokens ${ids.join(', ')}`).toBeGreaterThan(1);
+      expect(runs[1], 'the seeded run equals the greedy one').not.toEqual(runs[0]);
+    },
+    300_000,
+  ); // a hang guard: the test takes seconds
 });

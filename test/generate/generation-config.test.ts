@@ -17,8 +17,27 @@ const CLI = { maxNewTokens: 32, temperature: 0.7, topK: 20, topP: 0.8 };
 
 describe('parseGenerationConfig', () => {
   it("reads Qwen3's file; absent and null fields stay unset", () => {
-    const qwen = { bos_token_id: 151643, do_sample: true, eos_token_id: [151645, 151643], pad_token_id: 151643, temperature: 0.6, top_k: 20, top_p: 0.95, transformers_version: '4.51.0' };
-    expect(parseGenerationConfig(qwen, FILE)).toEqual({ doSample: true, temperature: 0.6, topK: 20, topP: 0.95, minP: undefined, repetitionPenalty: undefined, maxNewTokens: undefined, eosTokenIds: [151645, 151643], file: FILE });
+    const qwen = {
+      bos_token_id: 151643,
+      do_sample: true,
+      eos_token_id: [151645, 151643],
+      pad_token_id: 151643,
+      temperature: 0.6,
+      top_k: 20,
+      top_p: 0.95,
+      transformers_version: '4.51.0',
+    };
+    expect(parseGenerationConfig(qwen, FILE)).toEqual({
+      doSample: true,
+      temperature: 0.6,
+      topK: 20,
+      topP: 0.95,
+      minP: undefined,
+      repetitionPenalty: undefined,
+      maxNewTokens: undefined,
+      eosTokenIds: [151645, 151643],
+      file: FILE,
+    });
     const lfm2 = parseGenerationConfig({ _from_model_config: true, eos_token_id: 7, min_p: null, max_new_tokens: 64, repetition_penalty: 1.05 }, FILE);
     expect([lfm2.doSample, lfm2.minP, lfm2.eosTokenIds, lfm2.maxNewTokens, lfm2.repetitionPenalty]).toEqual([undefined, undefined, [7], 64, 1.05]);
   });
@@ -45,12 +64,24 @@ describe('withGenerationConfig', () => {
 
   it('without a file the fallback (CLI defaults) applies as before; in the API nothing is filled', () => {
     expect(withGenerationConfig({}, undefined, CLI)).toEqual({ ...CLI, minP: undefined, repetitionPenalty: undefined });
-    expect(withGenerationConfig({ topK: 3 }, undefined)).toEqual({ topK: 3, maxNewTokens: undefined, temperature: undefined, topP: undefined, minP: undefined, repetitionPenalty: undefined });
+    expect(withGenerationConfig({ topK: 3 }, undefined)).toEqual({
+      topK: 3,
+      maxNewTokens: undefined,
+      temperature: undefined,
+      topP: undefined,
+      minP: undefined,
+      repetitionPenalty: undefined,
+    });
   });
 
   it("the file's fields fill what the options leave unset; given options win", () => {
     expect(withGenerationConfig({}, qwen, CLI)).toMatchObject({ maxNewTokens: 32, temperature: 0.6, topK: 20, topP: 0.95 });
-    expect(withGenerationConfig({ temperature: 1.2, topP: 0.5, maxNewTokens: 3 }, qwen, CLI)).toMatchObject({ maxNewTokens: 3, temperature: 1.2, topK: 20, topP: 0.5 });
+    expect(withGenerationConfig({ temperature: 1.2, topP: 0.5, maxNewTokens: 3 }, qwen, CLI)).toMatchObject({
+      maxNewTokens: 3,
+      temperature: 1.2,
+      topK: 20,
+      topP: 0.5,
+    });
     expect(withGenerationConfig({}, { ...qwen, minP: 0.15, repetitionPenalty: 1.05 }).minP).toBe(0.15);
     expect(withGenerationConfig({ repetitionPenalty: 1 }, { ...qwen, repetitionPenalty: 1.05 }).repetitionPenalty).toBe(1);
   });
@@ -127,7 +158,11 @@ describe('generation_config.json through loadModel, generate() and the CLI', () 
     await writeFile(file(), JSON.stringify({ do_sample: false, max_new_tokens: 2 }));
     const run = async (flags: { maxTokens?: number; temperature?: number }) => {
       const logs: string[] = [];
-      const code = await runGenerate({ model: dir, prompt: 'Hello', device: 'cpu', ...flags }, () => {}, (l) => logs.push(l));
+      const code = await runGenerate(
+        { model: dir, prompt: 'Hello', device: 'cpu', ...flags },
+        () => {},
+        (l) => logs.push(l),
+      );
       return { code, logs };
     };
     const defaults = await run({});

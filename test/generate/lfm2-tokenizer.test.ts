@@ -25,11 +25,9 @@ const byteLevel = (text: string) => [...new TextEncoder().encode(text)].map((b) 
 
 describe('(?i:...) groups in tokenizer regexes', () => {
   it('expands the contraction group into case-fold classes and leaves the rest of the pattern as it was', () => {
-    const rest = "|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+    const rest = '|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+';
     expect(LFM2_SPLIT_REGEX).toBe(`(?i:'s|'t|'re|'ve|'m|'ll|'d)${rest}`);
-    expect(expandCaseInsensitiveGroups(LFM2_SPLIT_REGEX)).toBe(
-      `(?:'[sS\u017F]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])${rest}`,
-    );
+    expect(expandCaseInsensitiveGroups(LFM2_SPLIT_REGEX)).toBe(`(?:'[sS\u017F]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])${rest}`);
     expect(expandCaseInsensitiveGroups("(?i:'k\\.x+)|[(?i:a)]|\\(?i:b)")).toBe("(?:'[kK\u212A]\\.[xX]+)|[(?i:a)]|\\(?i:b)");
     expect(expandCaseInsensitiveGroups('(?i:a(?i:b))')).toBe('(?i:a(?:[bB]))');
   });
@@ -87,14 +85,21 @@ describe('(?i:...) groups in tokenizer regexes', () => {
     };
     const tokenizer = TextTokenizer.fromDirectory(writeDir({ 'tokenizer.json': JSON.stringify(json) }));
     for (const [text, pieces] of cases) {
-      expect(tokenizer.encode(text).map((id) => tokenizer.decode([id])), text).toEqual(pieces);
+      expect(
+        tokenizer.encode(text).map((id) => tokenizer.decode([id])),
+        text,
+      ).toEqual(pieces);
     }
   });
 });
 
 describe('lfm2TokenizerFiles', () => {
   let files: Record<string, string>;
-  let json: { added_tokens: { id: number; content: string; special: boolean }[]; model: { vocab: Record<string, number>; merges: [string, string][] }; pre_tokenizer: unknown };
+  let json: {
+    added_tokens: { id: number; content: string; special: boolean }[];
+    model: { vocab: Record<string, number>; merges: [string, string][] };
+    pre_tokenizer: unknown;
+  };
   let config: Record<string, unknown>;
   let tokenizer: TextTokenizer;
 
@@ -134,7 +139,10 @@ describe('lfm2TokenizerFiles', () => {
       expect(json.added_tokens.find((t) => t.id === id)).toMatchObject({ content, special: true });
     }
     expect(json.added_tokens.length).toBe(507);
-    expect(json.added_tokens.filter((t) => !t.special).map((t) => [t.content, t.id])).toEqual([['Mathias', 64011], ['python', 64014]]);
+    expect(json.added_tokens.filter((t) => !t.special).map((t) => [t.content, t.id])).toEqual([
+      ['Mathias', 64011],
+      ['python', 64014],
+    ]);
     expect(tokenizer.encode('pythonic')[0]).toBe(64014);
     expect(json.model.vocab['<|reserved_4|>']).toBe(14);
     expect(json.added_tokens.some((t) => t.id === 14 || t.id === 15 || t.id >= 64400)).toBe(false);

@@ -24,7 +24,11 @@ describe('formatProfile', () => {
     { kernel: 'gemv', dispatches: 4, totalMicros: 2000, bytes: 8e6 },
     { kernel: 'attention', dispatches: 2, totalMicros: 500 },
   ];
-  const cells = (lines: string[], kernel: string) => lines.find((l) => l.startsWith(kernel + ' '))!.trim().split(/\s+/);
+  const cells = (lines: string[], kernel: string) =>
+    lines
+      .find((l) => l.startsWith(kernel + ' '))!
+      .trim()
+      .split(/\s+/);
 
   it('prints MB per token and GB/s for launchers that count bytes, and "-" for the others', () => {
     expect(kernelGBs(kernels[0])).toBeCloseTo(4, 12); // 8e6 bytes in 2000 µs
@@ -37,7 +41,12 @@ describe('formatProfile', () => {
   });
 
   it('adds the share of the datasheet peak when the adapter is a known GPU', () => {
-    const lines = formatProfile({ decodeSteps: 1, kernels: [{ kernel: 'gemv', dispatches: 1, totalMicros: 10, bytes: 33.5e6 }], weightGBs: 3350, peak: { name: 'NVIDIA H100 SXM', gbs: 3350 } });
+    const lines = formatProfile({
+      decodeSteps: 1,
+      kernels: [{ kernel: 'gemv', dispatches: 1, totalMicros: 10, bytes: 33.5e6 }],
+      weightGBs: 3350,
+      peak: { name: 'NVIDIA H100 SXM', gbs: 3350 },
+    });
     expect(lines[1]).toMatch(/of 3350 GB\/s$/);
     expect(cells(lines, 'gemv').slice(-2)).toEqual(['3350', '100.0%']);
     expect(lines.at(-1)).toMatch(/3350 GB\/s of active weights \(100\.0% of peak\)$/);
@@ -45,7 +54,7 @@ describe('formatProfile', () => {
 });
 
 describe.skipIf(!gpu.available)(`profiled bytes on WebGPU ${gpu.skipReason}`, () => {
-  it('sums each dispatch\'s counted bytes per kernel family: a GEMV reads its weight and input once and writes its output', async () => {
+  it("sums each dispatch's counted bytes per kernel family: a GEMV reads its weight and input once and writes its output", async () => {
     const [k, n] = [384, 200];
     const x = randn([1, k], { device: 'webgpu' });
     const w = randn([n, k], { device: 'webgpu' }).mul(0.05);

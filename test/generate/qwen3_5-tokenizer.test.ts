@@ -61,7 +61,10 @@ describe("Qwen3.5's pre-tokenizer", () => {
     };
     const tokenizer = TextTokenizer.fromDirectory(writeDir({ 'tokenizer.json': JSON.stringify(json) }));
     for (const [text, pieces] of cases) {
-      expect(tokenizer.encode(text).map((id) => tokenizer.decode([id])), JSON.stringify(text)).toEqual(pieces);
+      expect(
+        tokenizer.encode(text).map((id) => tokenizer.decode([id])),
+        JSON.stringify(text),
+      ).toEqual(pieces);
     }
     expect(QWEN3_5_SPLIT_REGEX).toBe(
       "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?[\\p{L}\\p{M}]+|\\p{N}| ?[^\\s\\p{L}\\p{M}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
@@ -95,7 +98,7 @@ describe('qwen3_5TokenizerFiles', () => {
     expect(QWEN3_5_VOCAB_SIZE).toBe(248320);
     // Qwen3's text tokens keep their ids; every merge builds from kept tokens; placeholders fill the rest.
     const { vocab } = json.model;
-    expect([vocab['!'], vocab['Ġ'], vocab['ĠĠ'], vocab['<|placeholder_151643|>'], vocab['<|placeholder_248043|>']]).toEqual([0, 220, 256, 151643, 248043]);
+    expect([vocab['!'], vocab.Ġ, vocab.ĠĠ, vocab['<|placeholder_151643|>'], vocab['<|placeholder_248043|>']]).toEqual([0, 220, 256, 151643, 248043]);
     expect(json.model.merges.length).toBe(151387);
     expect(json.model.merges.filter(([l, r]) => vocab[l] === undefined || vocab[r] === undefined || vocab[l + r] === undefined)).toEqual([]);
     expect(json.normalizer).toEqual({ type: 'NFC' });
@@ -215,7 +218,9 @@ describe("Qwen3.6's chat template", () => {
     const files = await qwen3_5TokenizerFiles();
     const bare = JSON.parse(files['tokenizer_config.json']);
     bare.chat_template = '{{ "from the config" }}';
-    const fromJinja = TextTokenizer.fromDirectory(writeDir({ 'tokenizer.json': files['tokenizer.json'], 'tokenizer_config.json': JSON.stringify(bare), 'chat_template.jinja': QWEN3_5_CHAT_TEMPLATE }));
+    const fromJinja = TextTokenizer.fromDirectory(
+      writeDir({ 'tokenizer.json': files['tokenizer.json'], 'tokenizer_config.json': JSON.stringify(bare), 'chat_template.jinja': QWEN3_5_CHAT_TEMPLATE }),
+    );
     expect(fromJinja.applyChatTemplate(conversation, { enableThinking: true })).toBe(`${history}<|im_start|>assistant\n<think>\n`);
     const configOnly = TextTokenizer.fromDirectory(writeDir({ 'tokenizer.json': files['tokenizer.json'], 'tokenizer_config.json': JSON.stringify(bare) }));
     expect(configOnly.applyChatTemplate(conversation)).toBe('from the config');

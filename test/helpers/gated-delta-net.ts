@@ -41,7 +41,9 @@ export function makeInputs(g: Geometry, s: number, options: { decay?: number; ra
     dtBias: randomTensor([g.valueHeads], 'float32', 'normal', 0.5),
     norm: randomTensor([g.valueDim], 'float32', 'normal', 0.1).add(1),
     convState: options.randomStates ? Float32Array.from(randomValues(convStateSize(g), 'float32')) : new Float32Array(convStateSize(g)),
-    recurrent: options.randomStates ? Float32Array.from(randomValues(g.valueHeads * g.keyDim * g.valueDim, 'float32', 'normal', undefined, 0.3)) : new Float32Array(g.valueHeads * g.keyDim * g.valueDim),
+    recurrent: options.randomStates
+      ? Float32Array.from(randomValues(g.valueHeads * g.keyDim * g.valueDim, 'float32', 'normal', undefined, 0.3))
+      : new Float32Array(g.valueHeads * g.keyDim * g.valueDim),
   };
 }
 
@@ -59,7 +61,11 @@ export function split(proj: Tensor, g: Geometry) {
 
 /** A_log, dt_bias and the norm weight as views of one buffer, as the model keeps them (the kernel binds it once). */
 export function packedHead(head: Tensor, g: { valueHeads: number; valueDim: number }) {
-  return { aLog: tg.narrow(head, 0, 0, g.valueHeads), dtBias: tg.narrow(head, 0, g.valueHeads, g.valueHeads), norm: tg.narrow(head, 0, 2 * g.valueHeads, g.valueDim) };
+  return {
+    aLog: tg.narrow(head, 0, 0, g.valueHeads),
+    dtBias: tg.narrow(head, 0, g.valueHeads, g.valueHeads),
+    norm: tg.narrow(head, 0, 2 * g.valueHeads, g.valueDim),
+  };
 }
 
 export interface Result {
@@ -70,7 +76,13 @@ export interface Result {
 
 /** The sequence through one state in calls of the given sizes: the outputs in order and the final states. */
 export async function run(x: Inputs, g: Geometry, sizes: number[], device: 'cpu' | 'webgpu'): Promise<Result> {
-  const moved = { proj: await x.proj.to(device), conv: await x.conv.to(device), aLog: await x.aLog.to(device), dtBias: await x.dtBias.to(device), norm: await x.norm.to(device) };
+  const moved = {
+    proj: await x.proj.to(device),
+    conv: await x.conv.to(device),
+    aLog: await x.aLog.to(device),
+    dtBias: await x.dtBias.to(device),
+    norm: await x.norm.to(device),
+  };
   const state = {
     conv: tg.tensor(x.convState, { shape: [g.valueHeads, g.convKernel - 1, 2 * g.keyDim + g.valueDim], device }),
     recurrent: tg.tensor(x.recurrent, { shape: [g.valueHeads, g.keyDim, g.valueDim], device }),

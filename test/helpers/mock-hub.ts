@@ -44,10 +44,16 @@ export function tinyRepoFiles(): Map<string, MockFile> {
   return new Map<string, MockFile>([
     ['config.json', { bytes: json({ model_type: 'qwen3', hidden_size: 8 }), lfs: false }],
     ['tokenizer.json', { bytes: json({ version: '1.0', model: { type: 'BPE', vocab: { a: 0 } } }), lfs: true }],
-    ['model.safetensors.index.json', {
-      bytes: json({ metadata: {}, weight_map: { 'model.embed.weight': 'model-00001-of-00002.safetensors', 'model.head.weight': 'model-00002-of-00002.safetensors' } }),
-      lfs: false,
-    }],
+    [
+      'model.safetensors.index.json',
+      {
+        bytes: json({
+          metadata: {},
+          weight_map: { 'model.embed.weight': 'model-00001-of-00002.safetensors', 'model.head.weight': 'model-00002-of-00002.safetensors' },
+        }),
+        lfs: false,
+      },
+    ],
     ['model-00001-of-00002.safetensors', { bytes: shard1, lfs: true }],
     ['model-00002-of-00002.safetensors', { bytes: shard2, lfs: true }],
     ['pytorch_model.bin', { bytes: Buffer.alloc(3000, 7), lfs: true }],
@@ -68,7 +74,10 @@ export class MockHub {
   readonly requests: RecordedRequest[] = [];
   /** Commit -> files; refs name commits. Both commits hold the same files, so their blobs are shared. */
   readonly commits = new Map<string, Map<string, MockFile>>();
-  readonly refs = new Map<string, string>([['main', COMMIT_MAIN], [TAG, COMMIT_TAG]]);
+  readonly refs = new Map<string, string>([
+    ['main', COMMIT_MAIN],
+    [TAG, COMMIT_TAG],
+  ]);
   requiredToken?: string;
   /** Answer Range requests with the whole file and 200, as a server without range support does. */
   ignoreRange = false;
@@ -152,7 +161,19 @@ export class MockHub {
 
     if (api && route === 'revision') {
       res.writeHead(200, { 'Content-Type': 'application/json' });
-      res.end(JSON.stringify({ _id: 'mock', id: this.repo, sha: commit, private: false, gated: false, downloads: 0, likes: 0, lastModified: '2026-01-01T00:00:00.000Z', siblings: [...files.keys()].map((rfilename) => ({ rfilename })) }));
+      res.end(
+        JSON.stringify({
+          _id: 'mock',
+          id: this.repo,
+          sha: commit,
+          private: false,
+          gated: false,
+          downloads: 0,
+          likes: 0,
+          lastModified: '2026-01-01T00:00:00.000Z',
+          siblings: [...files.keys()].map((rfilename) => ({ rfilename })),
+        }),
+      );
       return;
     }
     if (api && route === 'tree') {

@@ -178,7 +178,10 @@ describe('writeRandomQwen3Checkpoint', () => {
         const files = (await readdir(sharded)).filter((f) => f.endsWith('.safetensors')).sort();
         expect(files.length).toBeGreaterThan(2);
         expect(files).toEqual(files.map((_, i) => `model-${String(i + 1).padStart(5, '0')}-of-${String(files.length).padStart(5, '0')}.safetensors`));
-        const index = JSON.parse(await readFile(join(sharded, 'model.safetensors.index.json'), 'utf8')) as { metadata: { total_size: number }; weight_map: Record<string, string> };
+        const index = JSON.parse(await readFile(join(sharded, 'model.safetensors.index.json'), 'utf8')) as {
+          metadata: { total_size: number };
+          weight_map: Record<string, string>;
+        };
 
         await withCheckpoint(single, (a) =>
           withCheckpoint(sharded, async (b) => {
@@ -217,7 +220,13 @@ describe('writeRandomQwen3Checkpoint', () => {
         await withCheckpoint(dir, async (ck) => expect(ck.config).toEqual(json));
         if (dtype === 'fp8') {
           expect(json.quantization_config).toEqual({ quant_method: 'fp8', fmt: 'e4m3', activation_scheme: 'dynamic', weight_block_size: [128, 128] });
-          expect(parsed.quantization).toEqual({ method: 'fp8', format: 'float8_e4m3fn', weightBlockSize: [128, 128], activationScheme: 'dynamic', modulesToNotConvert: [] });
+          expect(parsed.quantization).toEqual({
+            method: 'fp8',
+            format: 'float8_e4m3fn',
+            weightBlockSize: [128, 128],
+            activationScheme: 'dynamic',
+            modulesToNotConvert: [],
+          });
         } else {
           expect(json.quantization_config).toBeUndefined();
         }
@@ -325,7 +334,8 @@ describe('writeRandomQwen3Checkpoint', () => {
               for (let bi = 0; bi < Math.ceil(n / 128); bi++) {
                 for (let bj = 0; bj < kb; bj++) {
                   let amax = 0;
-                  for (let i = bi * 128; i < Math.min(n, bi * 128 + 128); i++) for (let j = bj * 128; j < Math.min(k, bj * 128 + 128); j++) amax = Math.max(amax, Math.abs(codes[i * k + j]));
+                  for (let i = bi * 128; i < Math.min(n, bi * 128 + 128); i++)
+                    for (let j = bj * 128; j < Math.min(k, bj * 128 + 128); j++) amax = Math.max(amax, Math.abs(codes[i * k + j]));
                   expect(amax, `${spec.name} block (${bi}, ${bj})`).toBe(448);
                 }
               }
@@ -423,10 +433,14 @@ describe('Checkpoint', () => {
 
   it('prefers the shard index over a stray model.safetensors', async () => {
     const dir = freshDir('both');
-    await writeCheckpoint(dir, [
-      ['a', f32Source([1], [1])],
-      ['b', f32Source([2], [1])],
-    ], { shardBytes: 4 });
+    await writeCheckpoint(
+      dir,
+      [
+        ['a', f32Source([1], [1])],
+        ['b', f32Source([2], [1])],
+      ],
+      { shardBytes: 4 },
+    );
     await writeSafetensors(join(dir, 'model.safetensors'), [['stray', f32Source([3], [1])]]);
     await withCheckpoint(dir, async (ck) => expect(sorted(ck.names)).toEqual(['a', 'b']));
   });
@@ -532,17 +546,31 @@ describe('Checkpoint', () => {
       }
       const block = await expectCheckpointError(ck.loadWeight('block', { device: 'cpu' }), { file, tensor: 'block.weight_scale_inv' });
       expect(block.message).toContain('needs [2, 2]');
-      const none = await expectCheckpointError(ck.loadWeight('none', { device: 'cpu' }), { file, tensor: 'none.weight', message: /neither none\.weight_scale_inv nor none\.weight_scale/ });
+      const none = await expectCheckpointError(ck.loadWeight('none', { device: 'cpu' }), {
+        file,
+        tensor: 'none.weight',
+        message: /neither none\.weight_scale_inv nor none\.weight_scale/,
+      });
       expect(none.message).toContain('FP8 weight');
       await expectCheckpointError(ck.loadWeight('missing', { device: 'cpu' }), { file: dir, tensor: 'missing.weight' });
-      await expectCheckpointError(ck.loadWeight('float', { device: 'cpu', quantize: 'float8_e4m3fn' }), { file, tensor: 'float.weight', message: /only 2-D weights can be quantized/ });
+      await expectCheckpointError(ck.loadWeight('float', { device: 'cpu', quantize: 'float8_e4m3fn' }), {
+        file,
+        tensor: 'float.weight',
+        message: /only 2-D weights can be quantized/,
+      });
     });
   });
 
   it("loadWeight({quantize}) on a bf16 checkpoint equals quantize(weight, 'block128') on the CPU, byte for byte", async () => {
     const dir = await randomCheckpoint(MOE, 'bfloat16', 11);
     await withCheckpoint(dir, async (ck) => {
-      for (const name of ['model.layers.0.self_attn.q_proj.weight', 'model.layers.0.self_attn.k_proj.weight', 'model.layers.0.mlp.experts.2.down_proj.weight', 'model.layers.1.mlp.up_proj.weight', 'model.embed_tokens.weight']) {
+      for (const name of [
+        'model.layers.0.self_attn.q_proj.weight',
+        'model.layers.0.self_attn.k_proj.weight',
+        'model.layers.0.mlp.experts.2.down_proj.weight',
+        'model.layers.1.mlp.up_proj.weight',
+        'model.embed_tokens.weight',
+      ]) {
         const prefix = name.replace(/\.weight$/, '');
         const w = await ck.loadWeight(prefix, { device: 'cpu', quantize: 'float8_e4m3fn' });
         const raw = await ck.load(name, { device: 'cpu' });
@@ -582,7 +610,12 @@ describe.skipIf(!gpu.available)(`Checkpoint on WebGPU ${gpu.skipReason}`, () => 
           if (!sameBytes(await toBytes(g.data), await toBytes(c.data))) mismatched.push(`${spec.name} data`);
           if (c.scale && !sameBytes(await toBytes(g.scale!), await toBytes(c.scale))) {
             mismatched.push(`${spec.name} scale`);
-            expectClose((await g.scale!.toArray()) as Float32Array, (await c.scale.toArray()) as Float32Array, { atol: 0, rtol: 2 ** -22 }, `${spec.name} scale`);
+            expectClose(
+              (await g.scale!.toArray()) as Float32Array,
+              (await c.scale.toArray()) as Float32Array,
+              { atol: 0, rtol: 2 ** -22 },
+              `${spec.name} scale`,
+            );
           }
         } finally {
           for (const w of Object.values(loaded)) if (w) disposeWeight(w);
@@ -700,7 +733,11 @@ describe('Checkpoint.open: hostile indexes and directories', () => {
         ['a', f32Source([4], [1])],
       ]),
     );
-    await expectCheckpointError(Checkpoint.open(dir), { file: join(dir, 's2.safetensors'), tensor: 'a', message: /in two shards, s1\.safetensors and s2\.safetensors/ });
+    await expectCheckpointError(Checkpoint.open(dir), {
+      file: join(dir, 's2.safetensors'),
+      tensor: 'a',
+      message: /in two shards, s1\.safetensors and s2\.safetensors/,
+    });
   });
 
   it('a shard that is not a valid safetensors file', async () => {
@@ -729,7 +766,10 @@ describe('Checkpoint.open: hostile indexes and directories', () => {
     await mkdir(empty);
     await writeFile(join(empty, 'config.json'), '{}');
     await writeFile(join(empty, 'pytorch_model.bin'), 'pickles');
-    await expectCheckpointError(Checkpoint.open(empty), { file: empty, message: /no model\.safetensors or diffusion_pytorch_model\.safetensors and no shard index/ });
+    await expectCheckpointError(Checkpoint.open(empty), {
+      file: empty,
+      message: /no model\.safetensors or diffusion_pytorch_model\.safetensors and no shard index/,
+    });
 
     const badConfig = freshDir('badconfig');
     await writeCheckpoint(badConfig, [['a', f32Source([1], [1])]]);
@@ -793,7 +833,10 @@ describe('parseQwen3Config', () => {
   }
 
   it('round-trips through toHfConfig and JSON (presets, test configs, rope scaling, FP8)', () => {
-    const yarn: Qwen3Config = { ...DENSE, ropeScaling: { type: 'yarn', factor: 4, params: { original_max_position_embeddings: 32768, beta_fast: 32, beta_slow: 1 } } };
+    const yarn: Qwen3Config = {
+      ...DENSE,
+      ropeScaling: { type: 'yarn', factor: 4, params: { original_max_position_embeddings: 32768, beta_fast: 32, beta_slow: 1 } },
+    };
     const fp8: Qwen3Config = { ...MOE, quantization: { method: 'fp8', format: 'float8_e5m2', activationScheme: 'static', modulesToNotConvert: ['lm_head'] } };
     for (const c of [...Object.values(QWEN3_PRESETS), DENSE, MOE, yarn, fp8, { ...DENSE, eosTokenIds: [5], bosTokenId: undefined, torchDtype: undefined }]) {
       expect(parseQwen3Config(base(c), FILE)).toEqual(c);
@@ -802,8 +845,21 @@ describe('parseQwen3Config', () => {
 
   it('rope_scaling: rope_type yarn with factor and numeric params; the older `type` key; defaults', () => {
     const json = base(DENSE);
-    json.rope_scaling = { rope_type: 'yarn', factor: 4.0, original_max_position_embeddings: 32768, beta_fast: 32, beta_slow: 1, mscale: 0.707, truncate: true, name: 'x' };
-    expect(parseQwen3Config(json, FILE).ropeScaling).toEqual({ type: 'yarn', factor: 4, params: { original_max_position_embeddings: 32768, beta_fast: 32, beta_slow: 1, mscale: 0.707 } });
+    json.rope_scaling = {
+      rope_type: 'yarn',
+      factor: 4.0,
+      original_max_position_embeddings: 32768,
+      beta_fast: 32,
+      beta_slow: 1,
+      mscale: 0.707,
+      truncate: true,
+      name: 'x',
+    };
+    expect(parseQwen3Config(json, FILE).ropeScaling).toEqual({
+      type: 'yarn',
+      factor: 4,
+      params: { original_max_position_embeddings: 32768, beta_fast: 32, beta_slow: 1, mscale: 0.707 },
+    });
     json.rope_scaling = { type: 'linear', factor: 2 };
     expect(parseQwen3Config(json, FILE).ropeScaling).toEqual({ type: 'linear', factor: 2, params: {} });
     json.rope_scaling = { rope_type: 'dynamic', type: 'linear', factor: 2 }; // rope_type wins, as in transformers
@@ -821,9 +877,28 @@ describe('parseQwen3Config', () => {
   });
 
   it('defaults: head_dim from hidden/heads, kv heads = heads, eps, theta, step 1, no mlp-only layers', () => {
-    const json: Record<string, unknown> = { model_type: 'qwen3_moe', vocab_size: 100, hidden_size: 64, intermediate_size: 96, num_hidden_layers: 2, num_attention_heads: 4, num_experts: 8, num_experts_per_tok: 2, moe_intermediate_size: 40 };
+    const json: Record<string, unknown> = {
+      model_type: 'qwen3_moe',
+      vocab_size: 100,
+      hidden_size: 64,
+      intermediate_size: 96,
+      num_hidden_layers: 2,
+      num_attention_heads: 4,
+      num_experts: 8,
+      num_experts_per_tok: 2,
+      moe_intermediate_size: 40,
+    };
     const c = parseQwen3Config(json, FILE);
-    expect(c).toMatchObject({ headDim: 16, numKeyValueHeads: 4, rmsNormEps: 1e-6, ropeTheta: 10000, maxPositionEmbeddings: 32768, tieWordEmbeddings: false, attentionBias: false, eosTokenIds: [] });
+    expect(c).toMatchObject({
+      headDim: 16,
+      numKeyValueHeads: 4,
+      rmsNormEps: 1e-6,
+      ropeTheta: 10000,
+      maxPositionEmbeddings: 32768,
+      tieWordEmbeddings: false,
+      attentionBias: false,
+      eosTokenIds: [],
+    });
     expect(c.moe).toEqual({ numExperts: 8, numExpertsPerTok: 2, moeIntermediateSize: 40, normTopkProb: false, decoderSparseStep: 1, mlpOnlyLayers: [] });
     expect(c.bosTokenId).toBeUndefined();
     expect(c.quantization).toBeUndefined();
@@ -838,7 +913,11 @@ describe('parseQwen3Config', () => {
       ['string vocab_size', (j) => (j.vocab_size = '300'), 'vocab_size'],
       ['zero num_hidden_layers', (j) => (j.num_hidden_layers = 0), 'num_hidden_layers'],
       ['missing intermediate_size', (j) => delete j.intermediate_size, 'intermediate_size'],
-      ['heads not a multiple of kv heads', (j) => Object.assign(j, { num_attention_heads: 6, num_key_value_heads: 4 }), 'num_attention_heads (6) must be a multiple of num_key_value_heads (4)'],
+      [
+        'heads not a multiple of kv heads',
+        (j) => Object.assign(j, { num_attention_heads: 6, num_key_value_heads: 4 }),
+        'num_attention_heads (6) must be a multiple of num_key_value_heads (4)',
+      ],
       ['odd head_dim', (j) => (j.head_dim = 41), /head_dim must be even/],
       ['no head_dim and hidden not divisible', (j) => Object.assign(j, { head_dim: undefined, num_attention_heads: 6, num_key_value_heads: 1 }), 'head_dim'],
       ['model_type llama', (j) => (j.model_type = 'llama'), "model_type 'llama' is not supported"],
@@ -860,9 +939,21 @@ describe('parseQwen3Config', () => {
       ['quant_method gptq', (j) => (j.quantization_config = { quant_method: 'gptq' }), "quantization_config.quant_method 'gptq' is not supported"],
       ['quant_method missing', (j) => (j.quantization_config = { fmt: 'e4m3' }), 'quantization_config.quant_method'],
       ['fmt e3m4', (j) => (j.quantization_config = { quant_method: 'fp8', fmt: 'e3m4' }), 'quantization_config.fmt'],
-      ['weight_block_size of 3', (j) => (j.quantization_config = { quant_method: 'fp8', weight_block_size: [128, 128, 1] }), 'quantization_config.weight_block_size must be two integers'],
-      ['weight_block_size of 0', (j) => (j.quantization_config = { quant_method: 'fp8', weight_block_size: [0, 128] }), 'quantization_config.weight_block_size'],
-      ['modules_to_not_convert not strings', (j) => (j.quantization_config = { quant_method: 'fp8', modules_to_not_convert: [1] }), 'quantization_config.modules_to_not_convert'],
+      [
+        'weight_block_size of 3',
+        (j) => (j.quantization_config = { quant_method: 'fp8', weight_block_size: [128, 128, 1] }),
+        'quantization_config.weight_block_size must be two integers',
+      ],
+      [
+        'weight_block_size of 0',
+        (j) => (j.quantization_config = { quant_method: 'fp8', weight_block_size: [0, 128] }),
+        'quantization_config.weight_block_size',
+      ],
+      [
+        'modules_to_not_convert not strings',
+        (j) => (j.quantization_config = { quant_method: 'fp8', modules_to_not_convert: [1] }),
+        'quantization_config.modules_to_not_convert',
+      ],
       ['quantization_config a list', (j) => (j.quantization_config = []), 'quantization_config must be an object'],
     ];
     for (const [label, mutate, field] of cases) {
@@ -886,7 +977,11 @@ describe('parseQwen3Config', () => {
   });
 
   it('isMoeLayer follows HF Qwen3MoeDecoderLayer: mlp_only_layers, then (i + 1) % decoder_sparse_step == 0', () => {
-    const moe = (decoderSparseStep: number, mlpOnlyLayers: number[]): Qwen3Config => ({ ...MOE, numHiddenLayers: 8, moe: { ...MOE.moe!, decoderSparseStep, mlpOnlyLayers } });
+    const moe = (decoderSparseStep: number, mlpOnlyLayers: number[]): Qwen3Config => ({
+      ...MOE,
+      numHiddenLayers: 8,
+      moe: { ...MOE.moe!, decoderSparseStep, mlpOnlyLayers },
+    });
     const sparse = (c: Qwen3Config) => Array.from({ length: c.numHiddenLayers }, (_, i) => i).filter((i) => isMoeLayer(c, i));
     // The rule transformers applies, written out: (layer_idx not in mlp_only_layers) and num_experts > 0 and (layer_idx + 1) % step == 0.
     const hf = (step: number, only: number[]) => [0, 1, 2, 3, 4, 5, 6, 7].filter((i) => !only.includes(i) && (i + 1) % step === 0);

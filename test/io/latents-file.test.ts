@@ -212,7 +212,12 @@ describe('readLatents: .npy', () => {
   it('rejects big-endian, integer and structured dtypes at the header', async () => {
     for (const descr of ['>f4', '<i4', '|u1']) {
       const { path } = await writeNpy(descr, [1, 1, 1], new Uint8Array(4));
-      await expectCheckpointError(readLatents(path), path, 10, new RegExp(`unsupported dtype '\\${descr[0]}${descr.slice(1)}': expected '<f4', '<f2' or '<f8'`));
+      await expectCheckpointError(
+        readLatents(path),
+        path,
+        10,
+        new RegExp(`unsupported dtype '\\${descr[0]}${descr.slice(1)}': expected '<f4', '<f2' or '<f8'`),
+      );
     }
     const { path } = await writeNpy('', [1], new Uint8Array(4), { header: `{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (1, 1, 1), }` });
     await expectCheckpointError(readLatents(path), path, 10, /unsupported structured dtype: expected/);

@@ -62,7 +62,15 @@ describe('parseLfm2Config', () => {
     expect(c.layerTypes[3]).toBe('conv');
     expect(c.headDim).toBe(64);
     expect(c.intermediateSize).toBe(7168); // MoE configs use intermediate_size as is
-    expect(c.moe).toEqual({ numExperts: 32, numExpertsPerTok: 4, moeIntermediateSize: 1792, numDenseLayers: 2, normTopkProb: true, useExpertBias: true, routedScalingFactor: 1 });
+    expect(c.moe).toEqual({
+      numExperts: 32,
+      numExpertsPerTok: 4,
+      moeIntermediateSize: 1792,
+      numDenseLayers: 2,
+      normTopkProb: true,
+      useExpertBias: true,
+      routedScalingFactor: 1,
+    });
     expect([0, 1, 2, 23].map((i) => isLfm2MoeLayer(c, i))).toEqual([false, false, true, true]);
     expect(c.tieWordEmbeddings).toBe(true);
     expect(c.eosTokenIds).toEqual([7]);

@@ -47,7 +47,13 @@ describe('renderLossPlot', () => {
   it('is an 800x480 PNG by default, with a white background, and honours width and height', () => {
     const img = decode(renderLossPlot(decreasing));
     expect([img.width, img.height]).toEqual([800, 480]);
-    for (const [x, y] of [[0, 0], [799, 0], [0, 479], [799, 479]]) expect(pixel(img, x, y)).toEqual([255, 255, 255]);
+    for (const [x, y] of [
+      [0, 0],
+      [799, 0],
+      [0, 479],
+      [799, 479],
+    ])
+      expect(pixel(img, x, y)).toEqual([255, 255, 255]);
     const small = decode(renderLossPlot(decreasing, { width: 320, height: 200 }));
     expect([small.width, small.height]).toEqual([320, 200]);
   });
@@ -79,9 +85,7 @@ describe('renderLossPlot', () => {
     const up = pixelsOf(rising, LOSS_PLOT_COLORS.smoothed);
     const ux0 = Math.min(...up.map(([x]) => x));
     const uThird = (Math.max(...up.map(([x]) => x)) - ux0) / 3;
-    expect(mean(up.filter(([x]) => x < ux0 + uThird).map(([, y]) => y))).toBeGreaterThan(
-      mean(up.filter(([x]) => x > ux0 + 2 * uThird).map(([, y]) => y)) + 50,
-    );
+    expect(mean(up.filter(([x]) => x < ux0 + uThird).map(([, y]) => y))).toBeGreaterThan(mean(up.filter(([x]) => x > ux0 + 2 * uThird).map(([, y]) => y)) + 50);
   });
 
   it('breaks both lines at a NaN and ignores it for the axis range', () => {

@@ -15,9 +15,21 @@ import { randomQwen3Checkpoint, writeRandomQwen3Checkpoint } from '../../src/mod
 import { serveStatic, type StaticServer } from '../../src/serve/static-server.js';
 
 const CONFIG: Qwen3Config = {
-  modelType: 'qwen3_moe', vocabSize: 96, hiddenSize: 32, intermediateSize: 64, numHiddenLayers: 2, numAttentionHeads: 2, numKeyValueHeads: 1,
-  headDim: 16, rmsNormEps: 1e-6, ropeTheta: 10_000, maxPositionEmbeddings: 128, tieWordEmbeddings: false, attentionBias: false,
-  bosTokenId: 1, eosTokenIds: [2],
+  modelType: 'qwen3_moe',
+  vocabSize: 96,
+  hiddenSize: 32,
+  intermediateSize: 64,
+  numHiddenLayers: 2,
+  numAttentionHeads: 2,
+  numKeyValueHeads: 1,
+  headDim: 16,
+  rmsNormEps: 1e-6,
+  ropeTheta: 10_000,
+  maxPositionEmbeddings: 128,
+  tieWordEmbeddings: false,
+  attentionBias: false,
+  bosTokenId: 1,
+  eosTokenIds: [2],
   moe: { numExperts: 4, numExpertsPerTok: 2, moeIntermediateSize: 16, normTopkProb: true, decoderSparseStep: 1, mlpOnlyLayers: [] },
 };
 

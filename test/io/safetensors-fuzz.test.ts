@@ -76,7 +76,11 @@ const headerEdit: fc.Arbitrary<HeaderEdit> = fc.oneof(
     dim: fc.nat(),
     value: fc.oneof(fc.integer({ min: 0, max: 6 }), fc.constantFrom(-1, 1.5, 2 ** 26, 2 ** 32, 2 ** 53, 2 ** 60, 1e300)),
   }),
-  fc.record({ kind: fc.constant('dtype' as const), tensor: fc.nat(), format: fc.oneof(fc.constantFrom(...FORMATS), fc.constantFrom('F128', 'bf16', 'toString', '__proto__', '')) }),
+  fc.record({
+    kind: fc.constant('dtype' as const),
+    tensor: fc.nat(),
+    format: fc.oneof(fc.constantFrom(...FORMATS), fc.constantFrom('F128', 'bf16', 'toString', '__proto__', '')),
+  }),
   fc.record({ kind: fc.constant('drop' as const), tensor: fc.nat(), key: fc.constantFrom('dtype' as const, 'shape' as const, 'data_offsets' as const) }),
   fc.record({ kind: fc.constant('metadata' as const), value: fc.constantFrom(1, null) }),
 );
@@ -109,7 +113,15 @@ const byteEdit: fc.Arbitrary<ByteEdit> = fc.oneof(
   { weight: 6, arbitrary: fc.record({ kind: fc.constant('set' as const), region, at: fc.nat(), value: byteValue }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('truncate' as const), keep: fc.nat() }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('append' as const), bytes: fc.uint8Array({ minLength: 1, maxLength: 9 }) }) },
-  { weight: 1, arbitrary: fc.record({ kind: fc.constant('delete' as const), region: fc.constantFrom('header' as const, 'any' as const), at: fc.nat(), count: fc.integer({ min: 1, max: 4 }) }) },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      kind: fc.constant('delete' as const),
+      region: fc.constantFrom('header' as const, 'any' as const),
+      at: fc.nat(),
+      count: fc.integer({ min: 1, max: 4 }),
+    }),
+  },
 );
 
 type HeaderJson = Record<string, unknown>;
@@ -216,71 +228,67 @@ function onlyCheckpointErrors(err: unknown, file?: string): void {
 }
 
 describe('damaged safetensors files: open + load either round-trips the bytes or throws a CheckpointError', () => {
-  it(
-    'holds for header edits and byte edits of valid files',
-    async () => {
-      let runs = 0;
-      let opened = 0;
-      let loaded = 0;
-      await fc.assert(
-        fc.asyncProperty(
-          fileSpec,
-          // Often no edit of one kind, so that the other reaches the load path (about a sixth of the files open).
-          fc.oneof({ weight: 3, arbitrary: fc.constant([]) }, { weight: 2, arbitrary: fc.array(headerEdit, { minLength: 1, maxLength: 2 }) }),
-          fc.oneof({ weight: 1, arbitrary: fc.constant([]) }, { weight: 3, arbitrary: fc.array(byteEdit, { minLength: 1, maxLength: 3 }) }),
-          fc.constantFrom(undefined, 4, 5, 12),
-          async (spec, headerEdits, byteEdits, chunkBytes) => {
-            const path = join(dir, `run-${runs++}.safetensors`);
-            const { header, data } = validFile(spec);
-            const names = spec.tensors.map((t) => t.name);
-            for (const e of headerEdits) applyHeaderEdit(header, names, e);
-            let bytes = serialize(header, data);
-            const headerEnd = bytes.length - data.length;
-            for (const e of byteEdits) bytes = applyByteEdit(bytes, headerEnd, e);
-            await writeFile(path, bytes);
+  it('holds for header edits and byte edits of valid files', async () => {
+    let runs = 0;
+    let opened = 0;
+    let loaded = 0;
+    await fc.assert(
+      fc.asyncProperty(
+        fileSpec,
+        // Often no edit of one kind, so that the other reaches the load path (about a sixth of the files open).
+        fc.oneof({ weight: 3, arbitrary: fc.constant([]) }, { weight: 2, arbitrary: fc.array(headerEdit, { minLength: 1, maxLength: 2 }) }),
+        fc.oneof({ weight: 1, arbitrary: fc.constant([]) }, { weight: 3, arbitrary: fc.array(byteEdit, { minLength: 1, maxLength: 3 }) }),
+        fc.constantFrom(undefined, 4, 5, 12),
+        async (spec, headerEdits, byteEdits, chunkBytes) => {
+          const path = join(dir, `run-${runs++}.safetensors`);
+          const { header, data } = validFile(spec);
+          const names = spec.tensors.map((t) => t.name);
+          for (const e of headerEdits) applyHeaderEdit(header, names, e);
+          let bytes = serialize(header, data);
+          const headerEnd = bytes.length - data.length;
+          for (const e of byteEdits) bytes = applyByteEdit(bytes, headerEnd, e);
+          await writeFile(path, bytes);
 
-            let f: SafetensorsFile | undefined;
-            try {
-              f = await SafetensorsFile.open(path);
-              opened++;
-              expect(f.size).toBe(bytes.length);
-              checkHeaderInvariants(f.header, bytes.length);
-              for (const name of f.names) {
-                const e = f.entry(name);
-                let t: Tensor;
-                try {
-                  t = await f.load(name, { chunkBytes });
-                } catch (err) {
-                  onlyCheckpointErrors(err, path);
-                  expect(e.dtype, `${name} (${e.format}) failed to load: ${(err as Error).message}`).toBeUndefined();
-                  expect((err as CheckpointError).tensor).toBe(name);
-                  continue;
-                }
-                loaded++;
-                expect(e.dtype, `${e.format} loaded`).toBeDefined();
-                expect(t.dtype).toBe(e.dtype);
-                expect(t.shape).toEqual(e.shape);
-                const got = await toBytes(t);
-                expect(got.length).toBe(t.shape.reduce((a, d) => a * d, 1) * DTYPE_INFO[t.dtype].itemBytes);
-                expect(Buffer.from(got).equals(Buffer.from(bytes.subarray(e.begin, e.end))), name).toBe(true);
-                t.dispose();
+          let f: SafetensorsFile | undefined;
+          try {
+            f = await SafetensorsFile.open(path);
+            opened++;
+            expect(f.size).toBe(bytes.length);
+            checkHeaderInvariants(f.header, bytes.length);
+            for (const name of f.names) {
+              const e = f.entry(name);
+              let t: Tensor;
+              try {
+                t = await f.load(name, { chunkBytes });
+              } catch (err) {
+                onlyCheckpointErrors(err, path);
+                expect(e.dtype, `${name} (${e.format}) failed to load: ${(err as Error).message}`).toBeUndefined();
+                expect((err as CheckpointError).tensor).toBe(name);
+                continue;
               }
-            } catch (err) {
-              onlyCheckpointErrors(err, path);
-            } finally {
-              await f?.close();
-              await rm(path, { force: true });
+              loaded++;
+              expect(e.dtype, `${e.format} loaded`).toBeDefined();
+              expect(t.dtype).toBe(e.dtype);
+              expect(t.shape).toEqual(e.shape);
+              const got = await toBytes(t);
+              expect(got.length).toBe(t.shape.reduce((a, d) => a * d, 1) * DTYPE_INFO[t.dtype].itemBytes);
+              expect(Buffer.from(got).equals(Buffer.from(bytes.subarray(e.begin, e.end))), name).toBe(true);
+              t.dispose();
             }
-          },
-        ),
-        { numRuns: RUNS, seed: SEED, plugins: [fc.timeout(RUN_LIMIT_MS)] },
-      );
-      // The generators must reach past the parser often enough for the success path to be tested.
-      expect(opened).toBeGreaterThan(RUNS / 12);
-      expect(loaded).toBeGreaterThan(RUNS / 12);
-    },
-    30_000,
-  );
+          } catch (err) {
+            onlyCheckpointErrors(err, path);
+          } finally {
+            await f?.close();
+            await rm(path, { force: true });
+          }
+        },
+      ),
+      { numRuns: RUNS, seed: SEED, plugins: [fc.timeout(RUN_LIMIT_MS)] },
+    );
+    // The generators must reach past the parser often enough for the success path to be tested.
+    expect(opened).toBeGreaterThan(RUNS / 12);
+    expect(loaded).toBeGreaterThan(RUNS / 12);
+  }, 30_000);
 });
 
 describe('parseHeader, headerLength and the scanners on arbitrary input throw only CheckpointError', () => {
@@ -329,9 +337,13 @@ describe('parseHeader, headerLength and the scanners on arbitrary input throw on
       },
       { requiredKeys: [] },
     );
-    const header = fc.dictionary(fc.oneof(fc.string({ maxLength: 3 }), fc.constant('__metadata__')), fc.oneof({ weight: 5, arbitrary: entry }, { weight: 1, arbitrary: fc.jsonValue({ maxDepth: 2 }) }), {
-      maxKeys: 4,
-    });
+    const header = fc.dictionary(
+      fc.oneof(fc.string({ maxLength: 3 }), fc.constant('__metadata__')),
+      fc.oneof({ weight: 5, arbitrary: entry }, { weight: 1, arbitrary: fc.jsonValue({ maxDepth: 2 }) }),
+      {
+        maxKeys: 4,
+      },
+    );
     let accepted = 0;
     fc.assert(
       fc.property(header, fc.nat({ max: 64 }), (h, size) => {

@@ -69,7 +69,9 @@ function randomBytes(dtype: DType, shape: readonly number[], seed = nextSeed()):
 }
 
 /** float32 NaNs with the quiet bit clear (signaling) and set, with payloads and both signs, and the infinities. */
-const FLOAT32_NAN_BITS = new Uint32Array([0x7f800001, 0xff800123, 0x7fa00000, 0x7fbfffff, 0x7fc00000, 0xffc00001, 0x7fffffff, 0x7f800000, 0xff800000, 0x00000001, 0x80000000]);
+const FLOAT32_NAN_BITS = new Uint32Array([
+  0x7f800001, 0xff800123, 0x7fa00000, 0x7fbfffff, 0x7fc00000, 0xffc00001, 0x7fffffff, 0x7f800000, 0xff800000, 0x00000001, 0x80000000,
+]);
 
 interface Case {
   readonly name: string;
@@ -81,12 +83,18 @@ interface Case {
 /** Odd shapes (sizes that are not multiples of 4 bytes where the dtype allows), scalars and 0-element tensors. */
 const SHAPES: Record<DType, number[][]> = {
   float32: [[3, 5, 7], []],
-  float16: [[5, 3], [0, 3]],
+  float16: [
+    [5, 3],
+    [0, 3],
+  ],
   bfloat16: [[2, 3, 5], [1]],
   float8_e4m3fn: [[7, 3], [], [13]],
   float8_e5m2: [[13], [1, 1, 5]],
   int32: [[1, 9], []],
-  uint8: [[3, 1, 5], [4, 0]],
+  uint8: [
+    [3, 1, 5],
+    [4, 0],
+  ],
   bool: [[11], [2, 0, 2]],
 };
 
@@ -225,7 +233,10 @@ describe('safetensors round trip on the CPU', () => {
     const tensors = DTYPES.map((dtype) => [dtype, randomTensor([3, 7], dtype)] as const);
     const views = tensors.map(([dtype, t]) => [`${dtype}.T`, t.transpose(0, 1).slice(0, 1, 7, 2)] as const);
     const path = freshPath('source');
-    await writeSafetensors(path, [...tensors, ...views].map(([name, t]) => [name, tensorSource(t)] as const));
+    await writeSafetensors(
+      path,
+      [...tensors, ...views].map(([name, t]) => [name, tensorSource(t)] as const),
+    );
     const f = await SafetensorsFile.open(path);
     try {
       for (const [name, t] of [...tensors, ...views]) {
@@ -347,7 +358,13 @@ describe('safetensors round trip on the CPU', () => {
     const one = { dtype: 'uint8' as DType, shape: [2], bytes: new Uint8Array([1, 2]) };
     const path = freshPath('bad-write');
     for (const name of ['w', '__metadata__']) {
-      const list: [string, TensorSource][] = name === 'w' ? [['w', rawSource(one)], ['w', rawSource(one)]] : [[name, rawSource(one)]];
+      const list: [string, TensorSource][] =
+        name === 'w'
+          ? [
+              ['w', rawSource(one)],
+              ['w', rawSource(one)],
+            ]
+          : [[name, rawSource(one)]];
       await expectCheckpointError(() => writeSafetensors(path, list), { file: path, tensor: name, message: /reserved or given twice/ });
     }
     await expectCheckpointError(() => writeSafetensors(path, [['short', { dtype: 'float32', shape: [2], bytes: () => new Uint8Array(7) }]]), {
@@ -539,7 +556,11 @@ describe.skipIf(!gpu.available)(`safetensors loading onto WebGPU, compared with 
       const t = await f.load('w', { device: 'webgpu', chunkBytes: 16 });
       await expectBytes(t, bytes, 'w');
       t.dispose();
-      await expectCheckpointError(() => f.load('w', { device: 'webgpu', dtype: 'float64' as DType }), { file: path, tensor: 'w', message: /unknown target dtype/ });
+      await expectCheckpointError(() => f.load('w', { device: 'webgpu', dtype: 'float64' as DType }), {
+        file: path,
+        tensor: 'w',
+        message: /unknown target dtype/,
+      });
       await truncate(path, f.entry('w').begin + 100);
       await expectCheckpointError(() => f.load('w', { device: 'webgpu', chunkBytes: 16 }), {
         file: path,
@@ -637,7 +658,12 @@ async function put(bytes: Uint8Array, label = 'bad'): Promise<string> {
 }
 
 /** Writes a file with this header object (JSON) and data, then expects open() to fail as `want` says (file added). */
-async function expectOpenFails(header: string | Uint8Array, data: number | Uint8Array, want: Omit<Expected, 'file'>, length?: bigint): Promise<CheckpointError> {
+async function expectOpenFails(
+  header: string | Uint8Array,
+  data: number | Uint8Array,
+  want: Omit<Expected, 'file'>,
+  length?: bigint,
+): Promise<CheckpointError> {
   const path = await put(fileOf(header, data, length));
   return expectCheckpointError(() => SafetensorsFile.open(path), { ...want, file: path });
 }
@@ -662,7 +688,11 @@ describe('malformed safetensors files fail with a located CheckpointError', () =
   it('a header length over MAX_HEADER_BYTES in a file that is big enough (sparse)', async () => {
     const path = await put(fileOf('{}', 0, BigInt(MAX_HEADER_BYTES + 1)));
     await truncate(path, 8 + MAX_HEADER_BYTES + 16);
-    await expectCheckpointError(() => SafetensorsFile.open(path), { file: path, offset: 0, message: new RegExp(`header length ${MAX_HEADER_BYTES + 1} exceeds`) });
+    await expectCheckpointError(() => SafetensorsFile.open(path), {
+      file: path,
+      offset: 0,
+      message: new RegExp(`header length ${MAX_HEADER_BYTES + 1} exceeds`),
+    });
     await rm(path);
   });
 
@@ -710,7 +740,11 @@ describe('malformed safetensors files fail with a located CheckpointError', () =
 
   it('tensors that overlap, leave a gap, or leave trailing bytes', async () => {
     const overlap = JSON.stringify({ a: entry('F32', [2], [0, 8]), b: entry('F32', [2], [4, 12]) });
-    await expectOpenFails(overlap, 12, { tensor: 'b', offset: dataStartOf(overlap) + 4, message: /data \[4, 12\] overlaps the tensor before it, which ends at 8/ });
+    await expectOpenFails(overlap, 12, {
+      tensor: 'b',
+      offset: dataStartOf(overlap) + 4,
+      message: /data \[4, 12\] overlaps the tensor before it, which ends at 8/,
+    });
     // Listed in the other order: found by sorting, not by listing order.
     const overlapRev = JSON.stringify({ b: entry('F32', [2], [4, 12]), a: entry('F32', [2], [0, 8]) });
     await expectOpenFails(overlapRev, 12, { tensor: 'b', offset: dataStartOf(overlapRev) + 4, message: /overlaps/ });
@@ -783,7 +817,12 @@ describe('malformed safetensors files fail with a located CheckpointError', () =
       ]) {
         expect(f.entry(name).format).toBe(format);
         expect(SAFETENSORS_DTYPES[format].dtype).toBeUndefined();
-        await expectCheckpointError(() => f.load(name), { file: path, tensor: name, offset: f.entry(name).begin, message: new RegExp(`dtype ${format} cannot be loaded`) });
+        await expectCheckpointError(() => f.load(name), {
+          file: path,
+          tensor: name,
+          offset: f.entry(name).begin,
+          message: new RegExp(`dtype ${format} cannot be loaded`),
+        });
         await expectCheckpointError(() => f.load(name, { dtype: 'float32' }), { file: path, tensor: name, offset: f.entry(name).begin });
       }
       (await f.load('ok')).dispose();
@@ -927,11 +966,21 @@ describe('malformed safetensors files fail with a located CheckpointError', () =
       await truncate(path, start + 16 + 6);
       expect(Array.from(await f.readBytes('a'))).toHaveLength(16); // still all there
       for (const chunkBytes of [undefined, 4, 8, 12]) {
-        await expectCheckpointError(() => f.load('b', { chunkBytes }), { file: path, tensor: 'b', offset: start + 22, message: /file ended at byte \d+, \d+ bytes short/ });
+        await expectCheckpointError(() => f.load('b', { chunkBytes }), {
+          file: path,
+          tensor: 'b',
+          offset: start + 22,
+          message: /file ended at byte \d+, \d+ bytes short/,
+        });
       }
       await expectCheckpointError(() => f.readBytes('b', 2), { file: path, tensor: 'b', offset: start + 22, message: /file ended/ });
       await truncate(path, 0);
-      await expectCheckpointError(() => f.load('a'), { file: path, tensor: 'a', offset: start, message: new RegExp(`file ended at byte ${start}, 16 bytes short`) });
+      await expectCheckpointError(() => f.load('a'), {
+        file: path,
+        tensor: 'a',
+        offset: start,
+        message: new RegExp(`file ended at byte ${start}, 16 bytes short`),
+      });
     } finally {
       await f.close();
     }
@@ -991,7 +1040,15 @@ describe('firstInvalidUtf8', () => {
   const bytes = (...xs: number[]) => new Uint8Array(xs);
 
   it('accepts valid text of every sequence length, including the boundaries of each class', () => {
-    for (const s of ['', 'plain ascii {"a":1}', 'h\u00e9llo', '\u20ac\u2713', '\u{1f600} emoji \u{1f44d}\u{1f3fd}', '\u0080\u07ff\u0800\ud7ff\ue000\uffff\u{10000}\u{10ffff}', '\u0000']) {
+    for (const s of [
+      '',
+      'plain ascii {"a":1}',
+      'h\u00e9llo',
+      '\u20ac\u2713',
+      '\u{1f600} emoji \u{1f44d}\u{1f3fd}',
+      '\u0080\u07ff\u0800\ud7ff\ue000\uffff\u{10000}\u{10ffff}',
+      '\u0000',
+    ]) {
       expect(firstInvalidUtf8(utf8(s)), s).toBe(-1);
     }
     expect(firstInvalidUtf8(bytes(0xf4, 0x8f, 0xbf, 0xbf))).toBe(-1); // U+10FFFF

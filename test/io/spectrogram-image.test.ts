@@ -43,14 +43,23 @@ describe('spectrogramPng', () => {
   });
 
   it('maps min to the first anchor and max to the last, for both colormaps', () => {
-    for (const [name, map] of [['magma', magma], ['viridis', viridis]] as const) {
+    for (const [name, map] of [
+      ['magma', magma],
+      ['viridis', viridis],
+    ] as const) {
       const img = PNG.sync.read(spectrogramPng(new Float32Array([-5, 7]), 1, 2, { colormap: name }));
       expect(pixel(img, 0, 0)).toEqual(first(map));
       expect(pixel(img, 1, 0)).toEqual(last(map));
     }
     // Anchors from matplotlib: viridis runs #440154 -> #fde725, magma #000004 -> #fcfdbf.
-    expect([first(viridis), last(viridis)]).toEqual([[68, 1, 84], [253, 231, 37]]);
-    expect([first(magma), last(magma)]).toEqual([[0, 0, 4], [252, 253, 191]]);
+    expect([first(viridis), last(viridis)]).toEqual([
+      [68, 1, 84],
+      [253, 231, 37],
+    ]);
+    expect([first(magma), last(magma)]).toEqual([
+      [0, 0, 4],
+      [252, 253, 191],
+    ]);
   });
 
   it('interpolates between anchors: the midpoint is the middle anchor', () => {
@@ -80,7 +89,10 @@ describe('spectrogramPng', () => {
     expect(pixel(img, 1, 0)).toEqual([0, 0, 0]);
     expect(pixel(img, 0, 0)).not.toEqual([0, 0, 0]);
     const allNan = PNG.sync.read(spectrogramPng(new Float32Array([NaN, NaN]), 2, 1));
-    expect([pixel(allNan, 0, 0), pixel(allNan, 0, 1)]).toEqual([[0, 0, 0], [0, 0, 0]]);
+    expect([pixel(allNan, 0, 0), pixel(allNan, 0, 1)]).toEqual([
+      [0, 0, 0],
+      [0, 0, 0],
+    ]);
   });
 
   it('constant data takes the first color', () => {

@@ -168,9 +168,7 @@ describe('encodeWav sample conversion', () => {
   });
 
   it('refuses NaN for PCM, naming the channel and sample', () => {
-    expect(() => encodeWav([new Float32Array([0, 0]), new Float32Array([0, NaN])], 8000)).toThrow(
-      /channel 1 sample 1 is NaN/,
-    );
+    expect(() => encodeWav([new Float32Array([0, 0]), new Float32Array([0, NaN])], 8000)).toThrow(/channel 1 sample 1 is NaN/);
     expect(() => encodeWav(new Float32Array([NaN]), 8000)).toThrow(AudioFormatError);
   });
 
@@ -183,9 +181,7 @@ describe('encodeWav sample conversion', () => {
   });
 
   it("wraps wavefile's own exceptions (a byte rate past 32 bits) in AudioFormatError", () => {
-    expect(() => encodeWav([new Float32Array(1), new Float32Array(1)], 0xffffffff)).toThrow(
-      /wavefile could not encode.*Invalid sample rate/,
-    );
+    expect(() => encodeWav([new Float32Array(1), new Float32Array(1)], 0xffffffff)).toThrow(/wavefile could not encode.*Invalid sample rate/);
   });
 });
 

@@ -14,9 +14,21 @@ import { writeRandomQwen3Checkpoint } from '../../src/models/qwen3/random-checkp
 import { serveStatic, type StaticServer } from '../../src/serve/static-server.js';
 
 const CONFIG: Qwen3Config = {
-  modelType: 'qwen3', vocabSize: 64, hiddenSize: 32, intermediateSize: 64, numHiddenLayers: 1, numAttentionHeads: 2, numKeyValueHeads: 1,
-  headDim: 16, rmsNormEps: 1e-6, ropeTheta: 10_000, maxPositionEmbeddings: 128, tieWordEmbeddings: true, attentionBias: false,
-  bosTokenId: 1, eosTokenIds: [2],
+  modelType: 'qwen3',
+  vocabSize: 64,
+  hiddenSize: 32,
+  intermediateSize: 64,
+  numHiddenLayers: 1,
+  numAttentionHeads: 2,
+  numKeyValueHeads: 1,
+  headDim: 16,
+  rmsNormEps: 1e-6,
+  ropeTheta: 10_000,
+  maxPositionEmbeddings: 128,
+  tieWordEmbeddings: true,
+  attentionBias: false,
+  bosTokenId: 1,
+  eosTokenIds: [2],
 };
 
 /** Cache API's shape over a Map, enough for the store: responses kept as bodies plus headers. */
@@ -98,7 +110,12 @@ describe('the weight cache', () => {
     const shards = readdirSync(join(dir, 'sharded')).filter((f) => f.endsWith('.safetensors'));
     expect(shards.length).toBeGreaterThan(1);
     expect(events.map((e) => e.from)).toEqual(shards.map(() => 'downloaded'));
-    expect(server.log.slice(first).filter((l) => l.includes('.safetensors ')).every((l) => / bytes=\d+-\d+$/.test(l))).toBe(true);
+    expect(
+      server.log
+        .slice(first)
+        .filter((l) => l.includes('.safetensors '))
+        .every((l) => / bytes=\d+-\d+$/.test(l)),
+    ).toBe(true);
 
     const second = server.log.length;
     expect(await allValues(await open())).toEqual(onDisk);
@@ -127,10 +144,16 @@ describe('the weight cache', () => {
     let calls = 0;
     const fakeFetch = (async (_url: string, init: RequestInit) => {
       const [, start, end] = /bytes=(\d+)-(\d+)/.exec((init.headers as Record<string, string>).Range)!.map(Number);
-      return new Response(new Uint8Array(end - start + 1), { status: 206, headers: { 'content-range': `bytes ${start}-${end}/10`, etag: `"v${calls++ < 1 ? 1 : 2}"` } });
+      return new Response(new Uint8Array(end - start + 1), {
+        status: 206,
+        headers: { 'content-range': `bytes ${start}-${end}/10`, etag: `"v${calls++ < 1 ? 1 : 2}"` },
+      });
     }) as typeof fetch;
     const written: number[] = [];
-    const download = downloadByRanges('https://x/model.safetensors', 10, async (part) => void written.push(part instanceof Blob ? part.size : part.length), { fetch: fakeFetch, chunkBytes: 4 });
+    const download = downloadByRanges('https://x/model.safetensors', 10, async (part) => void written.push(part instanceof Blob ? part.size : part.length), {
+      fetch: fakeFetch,
+      chunkBytes: 4,
+    });
     await expect(download).rejects.toThrow(/^https:\/\/x\/model\.safetensors, byte 4: the file changed during the download \(ETag "v1", then "v2"\)/);
     expect(written).toEqual([4]);
   });
@@ -146,7 +169,9 @@ describe('the weight cache', () => {
     expect(ck.dir).toBe('sharded');
     expect(await allValues(ck)).toEqual(onDisk);
     const shard = names.find((n) => n.endsWith('.safetensors'))!;
-    await expect(Checkpoint.fromFileList(names.filter((n) => n !== shard).map((n) => asPicked(n)))).rejects.toThrow(new RegExp(`${shard}: not among the picked files`));
+    await expect(Checkpoint.fromFileList(names.filter((n) => n !== shard).map((n) => asPicked(n)))).rejects.toThrow(
+      new RegExp(`${shard}: not among the picked files`),
+    );
     await expect(Checkpoint.fromFileList([asPicked('config.json')])).rejects.toBeInstanceOf(CheckpointError);
   });
 });

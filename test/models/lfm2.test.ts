@@ -49,7 +49,10 @@ async function rows(model: Lfm2Model, ids: readonly number[], cache = model.newC
 }
 
 beforeAll(async () => {
-  for (const [name, config] of [['moe', MOE], ['dense', DENSE]] as const) {
+  for (const [name, config] of [
+    ['moe', MOE],
+    ['dense', DENSE],
+  ] as const) {
     dirs[name] = mkdtempSync(join(tmpdir(), `tensorgpu-lfm2-${name}-`));
     await writeRandomLfm2Checkpoint(dirs[name], config, { dtype: 'float32', seed: 5 });
   }
@@ -196,7 +199,9 @@ describe(`LFM2 FP8 and checkpoint errors ${gpu.skipReason}`, () => {
       await writeRandomLfm2Checkpoint(dir, DENSE, { dtype: 'float32' });
       const config = JSON.parse(readFileSync(join(dir, 'config.json'), 'utf8'));
       writeFileSync(join(dir, 'config.json'), JSON.stringify({ ...config, model_type: 'mamba2' }));
-      await expect(loadModel(dir, { device: 'cpu' })).rejects.toThrow(/model_type 'mamba2' is not supported \(supported: qwen3, qwen3_moe, lfm2, lfm2_moe, qwen3_5, qwen3_5_moe\)/);
+      await expect(loadModel(dir, { device: 'cpu' })).rejects.toThrow(
+        /model_type 'mamba2' is not supported \(supported: qwen3, qwen3_moe, lfm2, lfm2_moe, qwen3_5, qwen3_5_moe\)/,
+      );
       await expect(loadQwen3(dirs.dense, { device: 'cpu' })).rejects.toThrow(/the checkpoint is LFM2, not Qwen3/);
       writeFileSync(join(dir, 'config.json'), JSON.stringify({ ...config, layer_types: ['conv'] }));
       await expect(loadModel(dir, { device: 'cpu' })).rejects.toThrow(/layer_types must be a list of num_hidden_layers \(3\) entries/);
@@ -215,7 +220,9 @@ describe(`LFM2 FP8 and checkpoint errors ${gpu.skipReason}`, () => {
       expect(err).toBeInstanceOf(CheckpointError);
       expect(String(err)).toContain(`checkpoint has no tensor '${missing}'`);
       writeFileSync(join(dir, 'config.json'), JSON.stringify({ ...lfm2ToHfConfig(MOE), conv_L_cache: 4 }));
-      await expect(loadModel(dir, { device: 'cpu' })).rejects.toThrow(/tensor 'model.layers.0.conv.conv.weight' is \[32, 1, 3\], the config implies \[32, 1, 4\]/);
+      await expect(loadModel(dir, { device: 'cpu' })).rejects.toThrow(
+        /tensor 'model.layers.0.conv.conv.weight' is \[32, 1, 3\], the config implies \[32, 1, 4\]/,
+      );
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

@@ -43,11 +43,15 @@ describe('Qwen-Image VAE (AutoencoderKLQwenImage) folders', () => {
   });
 
   it("writes the Hub's layout: model_index.json, vae/config.json with the Qwen-Image class and keys, Wan2.1's tensor names", async () => {
-    expect(JSON.parse(readFileSync(join(root, 'model_index.json'), 'utf8'))).toEqual({ _class_name: 'QwenImagePipeline', vae: ['diffusers', 'AutoencoderKLQwenImage'] });
+    expect(JSON.parse(readFileSync(join(root, 'model_index.json'), 'utf8'))).toEqual({
+      _class_name: 'QwenImagePipeline',
+      vae: ['diffusers', 'AutoencoderKLQwenImage'],
+    });
     const config = JSON.parse(readFileSync(join(root, 'vae', 'config.json'), 'utf8'));
     expect(config._class_name).toBe('AutoencoderKLQwenImage');
     expect(config.input_channels).toBe(3);
-    for (const wanOnly of ['in_channels', 'out_channels', 'patch_size', 'is_residual', 'decoder_base_dim', 'scale_factor_spatial']) expect(config).not.toHaveProperty(wanOnly);
+    for (const wanOnly of ['in_channels', 'out_channels', 'patch_size', 'is_residual', 'decoder_base_dim', 'scale_factor_spatial'])
+      expect(config).not.toHaveProperty(wanOnly);
     const names = await tensorNames(join(root, 'vae'));
     expect(names).toEqual(await tensorNames(wanDir));
     expect(names).toContain('decoder.up_blocks.1.upsamplers.0.time_conv.weight');
@@ -110,13 +114,18 @@ describe('Qwen-Image VAE (AutoencoderKLQwenImage) folders', () => {
 
   it('refuses a pipeline without a vae component and a vae/config.json of another class, naming what it found', async () => {
     const bare = mkdtempSync(join(tmpdir(), 'tensorgpu-pipeline-novae-'));
-    writeFileSync(join(bare, 'model_index.json'), JSON.stringify({ _class_name: 'QwenImagePipeline', transformer: ['diffusers', 'QwenImageTransformer2DModel'] }));
+    writeFileSync(
+      join(bare, 'model_index.json'),
+      JSON.stringify({ _class_name: 'QwenImagePipeline', transformer: ['diffusers', 'QwenImageTransformer2DModel'] }),
+    );
     await expect(loadWanVae(bare, { device: 'cpu' })).rejects.toThrow(/model_index.json: the pipeline has no 'vae' component \(components: transformer\)/);
     const other = mkdtempSync(join(tmpdir(), 'tensorgpu-vae-other-'));
     await writeRandomWanVae(other, WAN_VAE_PRESETS['qwen-image-tiny'], { dtype: 'float32' });
     const config = JSON.parse(readFileSync(join(other, 'config.json'), 'utf8'));
     writeFileSync(join(other, 'config.json'), JSON.stringify({ ...config, _class_name: 'AutoencoderKLQwenImage21' }));
-    await expect(loadWanVae(other, { device: 'cpu' })).rejects.toThrow(/"AutoencoderKLQwenImage21", which is not a supported VAE \(supported _class_name: AutoencoderKLWan, AutoencoderKLQwenImage\)/);
+    await expect(loadWanVae(other, { device: 'cpu' })).rejects.toThrow(
+      /"AutoencoderKLQwenImage21", which is not a supported VAE \(supported _class_name: AutoencoderKLWan, AutoencoderKLQwenImage\)/,
+    );
   });
 
   it('a Qwen-Image config whose weights are Wan2.2-shaped fails at load, naming the class and the tensor', async () => {

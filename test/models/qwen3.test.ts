@@ -27,7 +27,18 @@ const BASE = {
 const CONFIGS: Record<string, { config: Qwen3Config; dtype: RandomWeightDType }> = {
   dense: {
     dtype: 'bfloat16',
-    config: { ...BASE, eosTokenIds: [1], modelType: 'qwen3', hiddenSize: 64, intermediateSize: 96, numHiddenLayers: 2, numAttentionHeads: 4, numKeyValueHeads: 2, headDim: 16, tieWordEmbeddings: true },
+    config: {
+      ...BASE,
+      eosTokenIds: [1],
+      modelType: 'qwen3',
+      hiddenSize: 64,
+      intermediateSize: 96,
+      numHiddenLayers: 2,
+      numAttentionHeads: 4,
+      numKeyValueHeads: 2,
+      headDim: 16,
+      tieWordEmbeddings: true,
+    },
   },
   moe: {
     dtype: 'bfloat16',

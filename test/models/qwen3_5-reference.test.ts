@@ -27,7 +27,10 @@ const FIXTURES = join(import.meta.dirname, '..', 'fixtures', 'qwen3_5');
  * the gated norm scales the float32 state's rounding (its output is a difference of O(1) terms) by ~1000. A wrong
  * conv tap, state row, rotary dim or gate moves logits by 1e-2 or more.
  */
-const DEVICES = [{ device: 'cpu' as const, prompt: 2e-5, greedy: 1.5e-4 }, ...(gpu.available ? [{ device: 'webgpu' as const, prompt: 1e-4, greedy: 1.5e-4 }] : [])];
+const DEVICES = [
+  { device: 'cpu' as const, prompt: 2e-5, greedy: 1.5e-4 },
+  ...(gpu.available ? [{ device: 'webgpu' as const, prompt: 1e-4, greedy: 1.5e-4 }] : []),
+];
 
 function maxAbsDiff(got: ArrayLike<number>, want: ArrayLike<number>): number {
   let m = 0;

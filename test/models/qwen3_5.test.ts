@@ -50,7 +50,10 @@ async function rows(model: Qwen35Model, ids: readonly number[], cache = model.ne
 }
 
 beforeAll(async () => {
-  for (const [name, config] of [['moe', MOE], ['dense', DENSE]] as const) {
+  for (const [name, config] of [
+    ['moe', MOE],
+    ['dense', DENSE],
+  ] as const) {
     dirs[name] = mkdtempSync(join(tmpdir(), `tensorgpu-qwen3_5-${name}-`));
     await writeRandomQwen35Checkpoint(dirs[name], config, { dtype: 'float32', seed: 5 });
   }
@@ -134,7 +137,9 @@ describe(`Qwen3.5 decode sessions ${gpu.skipReason}`, () => {
     const c = MOE;
     const linear = c.layerTypes.filter((t) => t === 'linear_attention').length;
     const l = c.linear;
-    expect(model.stateBytesPerSequence()).toBe(linear * 4 * l.numValueHeads * ((l.convKernel - 1) * (2 * l.keyHeadDim + l.valueHeadDim) + l.keyHeadDim * l.valueHeadDim));
+    expect(model.stateBytesPerSequence()).toBe(
+      linear * 4 * l.numValueHeads * ((l.convKernel - 1) * (2 * l.keyHeadDim + l.valueHeadDim) + l.keyHeadDim * l.valueHeadDim),
+    );
     expect(model.kvBytesPerPosition()).toBe((c.numHiddenLayers - linear) * 2 * c.numKeyValueHeads * c.headDim * 4);
   });
 });
@@ -223,15 +228,30 @@ describe(`Qwen3.5 FP8 and checkpoint errors ${gpu.skipReason}`, () => {
     const json = qwen35ToHfConfig(MOE) as { text_config: Record<string, unknown> };
     const withText = (over: Record<string, unknown>) => ({ ...json, text_config: { ...json.text_config, ...over } });
     expect(parseQwen35Config(json).layerTypes).toEqual(MOE.layerTypes);
-    expect(() => parseQwen35Config(withText({ layer_types: ['linear_attention', 'mamba', 'full_attention', 'linear_attention', 'full_attention'] }))).toThrow(/text_config.layer_types\[1\] is "mamba"/);
-    expect(() => parseQwen35Config(withText({ layer_types: ['full_attention'] }))).toThrow(/text_config.layer_types must be a list of num_hidden_layers \(5\) entries/);
-    expect(() => parseQwen35Config(withText({ linear_num_value_heads: 3 }))).toThrow(/text_config.linear_num_value_heads must be a multiple of linear_num_key_heads \(2\)/);
-    expect(() => parseQwen35Config(withText({ rope_parameters: { rope_type: 'yarn', rope_theta: 1e6 } }))).toThrow(/rope_parameters.rope_type must be 'default'/);
+    expect(() => parseQwen35Config(withText({ layer_types: ['linear_attention', 'mamba', 'full_attention', 'linear_attention', 'full_attention'] }))).toThrow(
+      /text_config.layer_types\[1\] is "mamba"/,
+    );
+    expect(() => parseQwen35Config(withText({ layer_types: ['full_attention'] }))).toThrow(
+      /text_config.layer_types must be a list of num_hidden_layers \(5\) entries/,
+    );
+    expect(() => parseQwen35Config(withText({ linear_num_value_heads: 3 }))).toThrow(
+      /text_config.linear_num_value_heads must be a multiple of linear_num_key_heads \(2\)/,
+    );
+    expect(() => parseQwen35Config(withText({ rope_parameters: { rope_type: 'yarn', rope_theta: 1e6 } }))).toThrow(
+      /rope_parameters.rope_type must be 'default'/,
+    );
     expect(() => parseQwen35Config({ model_type: 'qwen3_5_moe', vision_config: { depth: 2 } })).toThrow(/no text_config/);
     const parsed = parseQwen35Config({ ...json, vision_config: { depth: 2 } });
     expect(parsed.hasVision).toBe(true);
     // Defaults of the released model where a field is absent: 16 / 32 linear heads of 128, conv 4, a quarter rotated.
-    const { linear_num_key_heads: _k, linear_num_value_heads: _v, linear_key_head_dim: _kd, linear_value_head_dim: _vd, linear_conv_kernel_dim: _c, ...bare } = json.text_config;
+    const {
+      linear_num_key_heads: _k,
+      linear_num_value_heads: _v,
+      linear_key_head_dim: _kd,
+      linear_value_head_dim: _vd,
+      linear_conv_kernel_dim: _c,
+      ...bare
+    } = json.text_config;
     const defaults = parseQwen35Config({ ...json, text_config: { ...bare, rope_parameters: { rope_theta: 1e7 }, head_dim: 256 } });
     expect(defaults.linear).toEqual({ numKeyHeads: 16, numValueHeads: 32, keyHeadDim: 128, valueHeadDim: 128, convKernel: 4 });
     expect(defaults.rotaryDim).toBe(64);

@@ -38,13 +38,14 @@ const WAN22 = {
   in_channels: 12,
   is_residual: true,
   latents_mean: [
-    -0.2289, -0.0052, -0.1323, -0.2339, -0.2799, 0.0174, 0.1838, 0.1557, -0.1382, 0.0542, 0.2813, 0.0891, 0.157, -0.0098, 0.0375, -0.1825, -0.2246, -0.1207, -0.0698, 0.5109, 0.2665, -0.2108,
-    -0.2158, 0.2502, -0.2055, -0.0322, 0.1109, 0.1567, -0.0729, 0.0899, -0.2799, -0.123, -0.0313, -0.1649, 0.0117, 0.0723, -0.2839, -0.2083, -0.052, 0.3748, 0.0152, 0.1957, 0.1433, -0.2944,
-    0.3573, -0.0548, -0.1681, -0.0667,
+    -0.2289, -0.0052, -0.1323, -0.2339, -0.2799, 0.0174, 0.1838, 0.1557, -0.1382, 0.0542, 0.2813, 0.0891, 0.157, -0.0098, 0.0375, -0.1825, -0.2246, -0.1207,
+    -0.0698, 0.5109, 0.2665, -0.2108, -0.2158, 0.2502, -0.2055, -0.0322, 0.1109, 0.1567, -0.0729, 0.0899, -0.2799, -0.123, -0.0313, -0.1649, 0.0117, 0.0723,
+    -0.2839, -0.2083, -0.052, 0.3748, 0.0152, 0.1957, 0.1433, -0.2944, 0.3573, -0.0548, -0.1681, -0.0667,
   ],
   latents_std: [
-    0.4765, 1.0364, 0.4514, 1.1677, 0.5313, 0.499, 0.4818, 0.5013, 0.8158, 1.0344, 0.5894, 1.0901, 0.6885, 0.6165, 0.8454, 0.4978, 0.5759, 0.3523, 0.7135, 0.6804, 0.5833, 1.4146, 0.8986, 0.5659,
-    0.7069, 0.5338, 0.4889, 0.4917, 0.4069, 0.4999, 0.6866, 0.4093, 0.5709, 0.6065, 0.6415, 0.4944, 0.5726, 1.2042, 0.5458, 1.6887, 0.3971, 1.06, 0.3943, 0.5537, 0.5444, 0.4089, 0.7468, 0.7744,
+    0.4765, 1.0364, 0.4514, 1.1677, 0.5313, 0.499, 0.4818, 0.5013, 0.8158, 1.0344, 0.5894, 1.0901, 0.6885, 0.6165, 0.8454, 0.4978, 0.5759, 0.3523, 0.7135,
+    0.6804, 0.5833, 1.4146, 0.8986, 0.5659, 0.7069, 0.5338, 0.4889, 0.4917, 0.4069, 0.4999, 0.6866, 0.4093, 0.5709, 0.6065, 0.6415, 0.4944, 0.5726, 1.2042,
+    0.5458, 1.6887, 0.3971, 1.06, 0.3943, 0.5537, 0.5444, 0.4089, 0.7468, 0.7744,
   ],
   num_res_blocks: 2,
   out_channels: 12,
@@ -56,7 +57,18 @@ const WAN22 = {
 };
 
 /** AutoencoderKLQwenImage.__init__'s arguments (diffusers 58eb52c), which save_pretrained writes and nothing else. */
-const QWEN_KEYS = ['attn_scales', 'base_dim', 'dim_mult', 'dropout', 'input_channels', 'latents_mean', 'latents_std', 'num_res_blocks', 'temperal_downsample', 'z_dim'];
+const QWEN_KEYS = [
+  'attn_scales',
+  'base_dim',
+  'dim_mult',
+  'dropout',
+  'input_channels',
+  'latents_mean',
+  'latents_std',
+  'num_res_blocks',
+  'temperal_downsample',
+  'z_dim',
+];
 
 describe('VAE config.json of diffusers AutoencoderKLWan and AutoencoderKLQwenImage', () => {
   it("parses the Hub's Qwen-Image, Wan2.1 and Wan2.2 files onto one architecture", () => {
@@ -66,7 +78,16 @@ describe('VAE config.json of diffusers AutoencoderKLWan and AutoencoderKLQwenIma
     expect(wan21.family).toBe('wan');
     // The same module tree: only the family (the tiled-decode clamp) tells them apart.
     expect({ ...qwen, family: 'wan' }).toEqual(wan21);
-    expect(qwen).toMatchObject({ baseDim: 96, decoderBaseDim: 96, zDim: 16, patchSize: 1, isResidual: false, inChannels: 3, outChannels: 3, latentsMean: WAN21_MEAN });
+    expect(qwen).toMatchObject({
+      baseDim: 96,
+      decoderBaseDim: 96,
+      zDim: 16,
+      patchSize: 1,
+      isResidual: false,
+      inChannels: 3,
+      outChannels: 3,
+      latentsMean: WAN21_MEAN,
+    });
     const wan22 = parseWanVaeConfig(WAN22);
     expect(wan22).toMatchObject({ family: 'wan', baseDim: 160, decoderBaseDim: 256, zDim: 48, patchSize: 2, isResidual: true, inChannels: 12 });
     expect([spatialScale(wan22), temporalScale(wan22)]).toEqual([16, 4]);
@@ -75,7 +96,15 @@ describe('VAE config.json of diffusers AutoencoderKLWan and AutoencoderKLQwenIma
 
   it("takes Qwen-Image's input_channels for both ends (RGBA for Qwen-Image-Layered) and ignores Wan-only keys, as diffusers does", () => {
     expect(parseWanVaeConfig({ ...QWEN_IMAGE, input_channels: 4 })).toMatchObject({ inChannels: 4, outChannels: 4 });
-    const withWanKeys = parseWanVaeConfig({ ...QWEN_IMAGE, in_channels: 12, out_channels: 12, patch_size: 2, is_residual: true, decoder_base_dim: 256, scale_factor_spatial: 16 });
+    const withWanKeys = parseWanVaeConfig({
+      ...QWEN_IMAGE,
+      in_channels: 12,
+      out_channels: 12,
+      patch_size: 2,
+      is_residual: true,
+      decoder_base_dim: 256,
+      scale_factor_spatial: 16,
+    });
     expect(withWanKeys).toEqual(parseWanVaeConfig(QWEN_IMAGE));
   });
 
@@ -86,7 +115,11 @@ describe('VAE config.json of diffusers AutoencoderKLWan and AutoencoderKLQwenIma
       expect(parseWanVaeConfig(JSON.parse(JSON.stringify(written))), name).toEqual(preset);
     }
     const qwen = toDiffusersConfig(WAN_VAE_PRESETS['qwen-image']);
-    expect(Object.keys(qwen).filter((k) => k !== '_class_name').sort()).toEqual(QWEN_KEYS);
+    expect(
+      Object.keys(qwen)
+        .filter((k) => k !== '_class_name')
+        .sort(),
+    ).toEqual(QWEN_KEYS);
     expect(() => toDiffusersConfig({ ...WAN_VAE_PRESETS['qwen-image-tiny'], patchSize: 2 })).toThrow(/AutoencoderKLQwenImage has no patch_size/);
   });
 
@@ -102,8 +135,12 @@ describe('VAE config.json of diffusers AutoencoderKLWan and AutoencoderKLQwenIma
       /'scale_factor_spatial' is 8, but the architecture scales by 16 \(dim_mult \[1,2,4,4\]: 3 2x down stages, then patch_size 2\)/,
     );
     expect(() => parseWanVaeConfig({ ...WAN21, scale_factor_spatial: 16 })).toThrow(/'scale_factor_spatial' is 16, but the architecture scales by 8/);
-    expect(() => parseWanVaeConfig({ ...WAN21, scale_factor_temporal: 8 })).toThrow(/'scale_factor_temporal' is 8, but the architecture scales by 4 \(temperal_downsample \[false,true,true\]\)/);
-    expect(() => parseWanVaeConfig({ ...WAN21, temperal_downsample: [false, false, true], scale_factor_temporal: 4 })).toThrow(/'scale_factor_temporal' is 4, but the architecture scales by 2/);
+    expect(() => parseWanVaeConfig({ ...WAN21, scale_factor_temporal: 8 })).toThrow(
+      /'scale_factor_temporal' is 8, but the architecture scales by 4 \(temperal_downsample \[false,true,true\]\)/,
+    );
+    expect(() => parseWanVaeConfig({ ...WAN21, temperal_downsample: [false, false, true], scale_factor_temporal: 4 })).toThrow(
+      /'scale_factor_temporal' is 4, but the architecture scales by 2/,
+    );
     expect(() => parseWanVaeConfig({ ...WAN21, scale_factor_spatial: 'eight' })).toThrow(/'scale_factor_spatial' must be a positive integer, got "eight"/);
     // Agreeing, absent or null (diffusers' None) values are fine.
     expect(parseWanVaeConfig({ ...WAN21, scale_factor_spatial: 8, scale_factor_temporal: 4 }).family).toBe('wan');

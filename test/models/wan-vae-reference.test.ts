@@ -147,22 +147,41 @@ describe('Qwen-Image VAE tiled decode', () => {
       const wan = await loadWanVae(dir, { device: 'cpu', parts: 'decoder' });
       // The same weights under the Qwen-Image class (its config keys: input_channels, no patch_size or scale factors).
       const { base_dim, z_dim, dim_mult, num_res_blocks, attn_scales, temperal_downsample, latents_mean, latents_std } = wanConfig;
-      writeFileSync(join(dir, 'config.json'), JSON.stringify({ _class_name: 'AutoencoderKLQwenImage', base_dim, z_dim, dim_mult, num_res_blocks, attn_scales, temperal_downsample, input_channels: 3, latents_mean, latents_std }));
+      writeFileSync(
+        join(dir, 'config.json'),
+        JSON.stringify({
+          _class_name: 'AutoencoderKLQwenImage',
+          base_dim,
+          z_dim,
+          dim_mult,
+          num_res_blocks,
+          attn_scales,
+          temperal_downsample,
+          input_channels: 3,
+          latents_mean,
+          latents_std,
+        }),
+      );
       const qwen = await loadWanVae(dir, { device: 'cpu', parts: 'decoder' });
       // One latent frame of 4 x 4: 2 x 2 tiles of 3 latents, blended both ways.
       const z = randn([1, 16, 1, 4, 4], { device: 'cpu', generator: new Generator(21) });
       const tiling = { tileSampleMinHeight: 24, tileSampleMinWidth: 24, tileSampleStrideHeight: 16, tileSampleStrideWidth: 16 };
-      const [w, q, qu] = await Promise.all([wan.decode(z, { tiling }), qwen.decode(z, { tiling }), qwen.decode(z)].map(async (t) => {
-        const v = (await t.toArray()) as Float32Array;
-        t.dispose();
-        return v;
-      }));
+      const [w, q, qu] = await Promise.all(
+        [wan.decode(z, { tiling }), qwen.decode(z, { tiling }), qwen.decode(z)].map(async (t) => {
+          const v = (await t.toArray()) as Float32Array;
+          t.dispose();
+          return v;
+        }),
+      );
       z.dispose();
       wan.dispose();
       qwen.dispose();
       const outside = q.filter((v) => Math.abs(v) > 1).length;
       expect(outside, 'the random decoder overshoots [-1, 1] somewhere').toBeGreaterThan(20);
-      expect(qu.reduce((m, v) => Math.max(m, Math.abs(v)), 0), 'untiled Qwen-Image decode still clamps').toBeLessThanOrEqual(1);
+      expect(
+        qu.reduce((m, v) => Math.max(m, Math.abs(v)), 0),
+        'untiled Qwen-Image decode still clamps',
+      ).toBeLessThanOrEqual(1);
       let worst = 0;
       for (let i = 0; i < q.length; i++) worst = Math.max(worst, Math.abs(Math.min(1, Math.max(-1, q[i])) - w[i]));
       expect(worst, 'clamp(Qwen-Image tiles) = Wan tiles').toBe(0);

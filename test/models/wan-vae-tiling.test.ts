@@ -60,7 +60,12 @@ describe('Wan VAE tiling in diffusers units', () => {
 
   it('crops of every tile add up to the output exactly', () => {
     for (const config of [wan21, wan22]) {
-      for (const [tile, stride] of [[64, 32], [256, 192], [48, 48], [96, 16]]) {
+      for (const [tile, stride] of [
+        [64, 32],
+        [256, 192],
+        [48, 48],
+        [96, 16],
+      ]) {
         if (tile % (8 * config.patchSize) || stride % (8 * config.patchSize)) continue;
         for (const n of [1, 5, 17, 40]) {
           const o = { tileSampleMinHeight: tile, tileSampleMinWidth: tile, tileSampleStrideHeight: stride, tileSampleStrideWidth: stride };
@@ -78,8 +83,12 @@ describe('Wan VAE tiling in diffusers units', () => {
   });
 
   it('rejects sizes off the latent grid and strides longer than tiles, naming both values', () => {
-    expect(() => resolveTiling(wan21, { tileSampleMinWidth: 100 })).toThrow('tiling: tileSampleMinWidth 100 and tileSampleStrideWidth 192 must be positive multiples of 8 (image pixels per latent) with stride <= tile');
-    expect(() => resolveTiling(wan22, { tileSampleMinHeight: 264 })).toThrow(/tileSampleMinHeight 264 and tileSampleStrideHeight 192 must be positive multiples of 16/);
+    expect(() => resolveTiling(wan21, { tileSampleMinWidth: 100 })).toThrow(
+      'tiling: tileSampleMinWidth 100 and tileSampleStrideWidth 192 must be positive multiples of 8 (image pixels per latent) with stride <= tile',
+    );
+    expect(() => resolveTiling(wan22, { tileSampleMinHeight: 264 })).toThrow(
+      /tileSampleMinHeight 264 and tileSampleStrideHeight 192 must be positive multiples of 16/,
+    );
     expect(() => resolveTiling(wan21, { tileSampleStrideHeight: 264 })).toThrow(/tileSampleMinHeight 256 and tileSampleStrideHeight 264/);
     expect(() => resolveTiling(wan21, { tileSampleStrideWidth: 0 })).toThrow(/tileSampleStrideWidth 0/);
   });

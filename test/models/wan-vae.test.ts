@@ -28,7 +28,6 @@ function randomInput(shape: number[], seed: number, device: 'cpu' | 'webgpu', ra
   return t;
 }
 
-
 async function checkpoint(preset: string): Promise<string> {
   const dir = mkdtempSync(join(tmpdir(), `tensorgpu-${preset}-`));
   await writeRandomWanVae(dir, WAN_VAE_PRESETS[preset], { dtype: 'float32', seed: 3 });
@@ -47,45 +46,53 @@ describe.skipIf(!gpu.available)(`Wan VAE on WebGPU vs CPU ${gpu.skipReason}`, ()
   it.each([
     ['wan2.1-tiny', [1, 16, 2, 4, 6], [1, 3, 5, 32, 48]],
     ['wan2.2-tiny', [1, 8, 2, 3, 5], [1, 3, 5, 48, 80]],
-  ])('%s decodes 2 latent frames the same on both devices, with no padding dispatch', async (preset, zShape, outShape) => {
-    const m = models[preset];
-    const expected = m.cpu.decode(randomInput(zShape, 11, 'cpu'));
-    expect(expected.shape).toEqual(outShape);
-    const z = randomInput(zShape, 11, 'webgpu');
-    const before = gpuCounters();
-    const got = m.gpu.decode(z);
-    const after = gpuCounters();
-    z.dispose();
-    expect(got.shape).toEqual(outShape);
-    const [a, b] = [await takeValues(expected), await takeValues(got)];
-    // Not degenerate: values spread over the range, some clamped at the ends.
-    expect(Math.max(...a) - Math.min(...a)).toBeGreaterThan(0.5);
-    expect(psnr(a, b)).toBeGreaterThan(100);
-    expect((after.byKernel.pad ?? 0) - (before.byKernel.pad ?? 0)).toBe(0);
-    expect((after.byKernel.conv ?? 0) - (before.byKernel.conv ?? 0)).toBeGreaterThan(10);
-  }, 120_000);
+  ])(
+    '%s decodes 2 latent frames the same on both devices, with no padding dispatch',
+    async (preset, zShape, outShape) => {
+      const m = models[preset];
+      const expected = m.cpu.decode(randomInput(zShape, 11, 'cpu'));
+      expect(expected.shape).toEqual(outShape);
+      const z = randomInput(zShape, 11, 'webgpu');
+      const before = gpuCounters();
+      const got = m.gpu.decode(z);
+      const after = gpuCounters();
+      z.dispose();
+      expect(got.shape).toEqual(outShape);
+      const [a, b] = [await takeValues(expected), await takeValues(got)];
+      // Not degenerate: values spread over the range, some clamped at the ends.
+      expect(Math.max(...a) - Math.min(...a)).toBeGreaterThan(0.5);
+      expect(psnr(a, b)).toBeGreaterThan(100);
+      expect((after.byKernel.pad ?? 0) - (before.byKernel.pad ?? 0)).toBe(0);
+      expect((after.byKernel.conv ?? 0) - (before.byKernel.conv ?? 0)).toBeGreaterThan(10);
+    },
+    120_000,
+  );
 
   it.each([
     ['wan2.1-tiny', [1, 3, 5, 32, 32], [1, 16, 2, 4, 4]],
     ['wan2.2-tiny', [1, 3, 5, 32, 32], [1, 8, 2, 2, 2]],
-  ])('%s encode -> decode round trip matches the CPU backend', async (preset, xShape, zShape) => {
-    const m = models[preset];
-    const zc = m.cpu.encode(randomInput(xShape, 12, 'cpu', 1));
-    const x = randomInput(xShape, 12, 'webgpu', 1);
-    const zg = m.gpu.encode(x);
-    x.dispose();
-    expect(zg.shape).toEqual(zShape);
-    const [lc, lg] = [await zc.toArray(), await zg.toArray()];
-    let worst = 0;
-    for (let i = 0; i < lc.length; i++) worst = Math.max(worst, Math.abs(lc[i] - lg[i]) / (Math.abs(lc[i]) + 1e-2));
-    expect(worst).toBeLessThan(1e-3);
-    const [rc, rg] = [await takeValues(m.cpu.decode(zc)), await takeValues(m.gpu.decode(zg))];
-    zc.dispose();
-    zg.dispose();
-    const db = psnr(rc, rg);
-    console.log(`${preset} encode -> decode, WebGPU vs CPU: PSNR ${db.toFixed(1)} dB`);
-    expect(db).toBeGreaterThan(90);
-  }, 120_000);
+  ])(
+    '%s encode -> decode round trip matches the CPU backend',
+    async (preset, xShape, zShape) => {
+      const m = models[preset];
+      const zc = m.cpu.encode(randomInput(xShape, 12, 'cpu', 1));
+      const x = randomInput(xShape, 12, 'webgpu', 1);
+      const zg = m.gpu.encode(x);
+      x.dispose();
+      expect(zg.shape).toEqual(zShape);
+      const [lc, lg] = [await zc.toArray(), await zg.toArray()];
+      let worst = 0;
+      for (let i = 0; i < lc.length; i++) worst = Math.max(worst, Math.abs(lc[i] - lg[i]) / (Math.abs(lc[i]) + 1e-2));
+      expect(worst).toBeLessThan(1e-3);
+      const [rc, rg] = [await takeValues(m.cpu.decode(zc)), await takeValues(m.gpu.decode(zg))];
+      zc.dispose();
+      zg.dispose();
+      const db = psnr(rc, rg);
+      console.log(`${preset} encode -> decode, WebGPU vs CPU: PSNR ${db.toFixed(1)} dB`);
+      expect(db).toBeGreaterThan(90);
+    },
+    120_000,
+  );
 
   it('tiled decode: same on both devices, close to untiled, no pad dispatch, no leak, flat peak memory', async () => {
     const m = models['wan2.1-tiny'];
@@ -166,7 +173,9 @@ describe.skipIf(!gpu.available)(`Wan VAE on WebGPU vs CPU ${gpu.skipReason}`, ()
     const y = randomInput([1, 3, 1, 12, 16], 1, 'cpu');
     expect(() => m.cpu.encode(y)).toThrow(/height 12 and width 16 must be positive multiples of 8/);
     const z2 = randomInput([1, 16, 1, 8, 8], 1, 'cpu');
-    expect(() => m.cpu.decode(z2, { tiling: { tileSampleMinWidth: 30, tileSampleStrideWidth: 24 } })).toThrow(/tileSampleMinWidth 30 and tileSampleStrideWidth 24 must be positive multiples of 8/);
+    expect(() => m.cpu.decode(z2, { tiling: { tileSampleMinWidth: 30, tileSampleStrideWidth: 24 } })).toThrow(
+      /tileSampleMinWidth 30 and tileSampleStrideWidth 24 must be positive multiples of 8/,
+    );
   });
 
   it('a checkpoint with a wrong shape or a missing tensor fails at load, naming the tensor', async () => {
@@ -175,7 +184,9 @@ describe.skipIf(!gpu.available)(`Wan VAE on WebGPU vs CPU ${gpu.skipReason}`, ()
     const config = JSON.parse(readFileSync(join(src, 'config.json'), 'utf8'));
     await writeRandomWanVae(dir, parseWanVaeConfig({ ...config, base_dim: 4 }), { dtype: 'float32' });
     writeFileSync(join(dir, 'config.json'), JSON.stringify(config));
-    await expect(loadWanVae(dir, { device: 'cpu' })).rejects.toThrow(/tensor 'encoder.conv_in.weight'.*shape \[4, 3, 3, 3, 3\] does not match the config, which needs \[8, 3, 3, 3, 3\]/);
+    await expect(loadWanVae(dir, { device: 'cpu' })).rejects.toThrow(
+      /tensor 'encoder.conv_in.weight'.*shape \[4, 3, 3, 3, 3\] does not match the config, which needs \[8, 3, 3, 3, 3\]/,
+    );
     writeFileSync(join(dir, 'config.json'), JSON.stringify({ ...config, num_res_blocks: 2, base_dim: 4 }));
     await expect(loadWanVae(dir, { device: 'cpu', parts: 'decoder' })).rejects.toThrow(/tensor 'decoder.mid_block.resnets.0.norm1.gamma'|missing tensor/);
     writeFileSync(join(dir, 'config.json'), JSON.stringify({ ...config, dim_mult: [1, 2] }));

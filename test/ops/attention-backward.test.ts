@@ -5,7 +5,20 @@
 // a multiple of it, head dims 8, 64 and 100, bfloat16 inputs, strided views, NaN; then that backward is two
 // kernels and its peak memory does not grow with Hq * Sq * Skv.
 import { describe, expect, it } from 'vitest';
-import { arange, attention, gpuCounters, memoryStats, noGrad, resetPeakMemory, setDefaultDevice, synchronize, tensor, where, type DType, type Tensor } from '../../src/index.js';
+import {
+  arange,
+  attention,
+  gpuCounters,
+  memoryStats,
+  noGrad,
+  resetPeakMemory,
+  setDefaultDevice,
+  synchronize,
+  tensor,
+  where,
+  type DType,
+  type Tensor,
+} from '../../src/index.js';
 import { softmaxBackward } from '../../src/autograd/rules.js';
 import { expectClose, randomTensor, type Tolerance } from '../helpers/compare.js';
 import { setupWebGpu } from '../helpers/webgpu.js';
@@ -34,7 +47,12 @@ const label = (c: Case) =>
 /** Fresh q, k, v (c.dtype) and a float32 upstream gradient, on the CPU. */
 function inputs(c: Case): Tensor[] {
   const dtype = c.dtype ?? 'float32';
-  return [randomTensor([c.sq, c.hq, c.d], dtype), randomTensor([c.skv, c.hkv, c.d], dtype), randomTensor([c.skv, c.hkv, c.d], dtype), randomTensor([c.sq, c.hq, c.d], dtype)];
+  return [
+    randomTensor([c.sq, c.hq, c.d], dtype),
+    randomTensor([c.skv, c.hkv, c.d], dtype),
+    randomTensor([c.skv, c.hkv, c.d], dtype),
+    randomTensor([c.sq, c.hq, c.d], dtype),
+  ];
 }
 
 const headsFirst = (t: Tensor) => t.permute(1, 0, 2).contiguous().permute(1, 0, 2);
@@ -75,7 +93,9 @@ async function composedGrads(c: Case, [q, k, v, g]: Tensor[]): Promise<Grads> {
     const vh = widen(heads(v));
     let scores = qh.matmul(kh.transpose(1, 2)).mul(scale);
     if (c.causal) {
-      const allowed = arange(0, skv, 1).reshape(1, skv).le(arange(0, sq, 1).reshape(sq, 1).add(queryOffset));
+      const allowed = arange(0, skv, 1)
+        .reshape(1, skv)
+        .le(arange(0, sq, 1).reshape(sq, 1).add(queryOffset));
       scores = where(allowed, scores, -Infinity);
     }
     const probs = scores.softmax(-1);
@@ -115,7 +135,12 @@ async function check(c: Case): Promise<void> {
     gpuGrads.forEach((g, i) => expectClose(g, cpu[i], tol(cpu[i], c.dtype), `${label(c)}: WebGPU ${NAMES[i]} vs CPU`));
     // Some gradient is non-zero: a kernel writing zeros must not pass.
     const someRowSees = !c.causal || c.sq - 1 + (c.queryOffset ?? c.skv - c.sq) >= 0;
-    for (let i = 0; i < 3; i++) if (someRowSees) expect(cpu[i].some((x) => x !== 0), `${label(c)}: ${NAMES[i]} non-zero`).toBe(true);
+    for (let i = 0; i < 3; i++)
+      if (someRowSees)
+        expect(
+          cpu[i].some((x) => x !== 0),
+          `${label(c)}: ${NAMES[i]} non-zero`,
+        ).toBe(true);
   } finally {
     xs.forEach((t) => t.dispose());
   }
@@ -200,9 +225,15 @@ describe.skipIf(!gpu.available)(`attention backward: WebGPU equals the CPU ${gpu
     const none: Case = { sq: 4, skv: 4, hq: 2, hkv: 2, d: 8, causal: true, queryOffset: -2 };
     const ys = inputs(none);
     const g2 = await opGrads('webgpu', none, ys);
-    expect(g2[0].slice(0, 2 * 2 * 8).every((x) => x === 0), 'dq of rows that see nothing').toBe(true);
+    expect(
+      g2[0].slice(0, 2 * 2 * 8).every((x) => x === 0),
+      'dq of rows that see nothing',
+    ).toBe(true);
     expect(g2[0].slice(2 * 2 * 8).some((x) => x !== 0)).toBe(true);
-    expect(g2[1].slice(2 * 2 * 8).every((x) => x === 0), 'dk of keys no query sees').toBe(true);
+    expect(
+      g2[1].slice(2 * 2 * 8).every((x) => x === 0),
+      'dk of keys no query sees',
+    ).toBe(true);
     ys.forEach((t) => t.dispose());
   }, 60_000);
 

@@ -44,10 +44,25 @@ interface Inputs {
 }
 
 function inputs(c: Case, seed: number): Inputs {
-  const make = (shape: number[], dtype: DType, k: number, scale = 1) => tg.tensor(randomValues(shape.reduce((a, b) => a * b, 1), dtype, 'normal', seed * 10 + k, scale), { shape, dtype, saturate: true });
+  const make = (shape: number[], dtype: DType, k: number, scale = 1) =>
+    tg.tensor(
+      randomValues(
+        shape.reduce((a, b) => a * b, 1),
+        dtype,
+        'normal',
+        seed * 10 + k,
+        scale,
+      ),
+      { shape, dtype, saturate: true },
+    );
   const width = c.hq * c.d;
   const projShape = c.layout === 'flat' ? [c.sq, width] : c.layout === 'column' ? [c.sq, 2 * width + 5] : [c.hq, c.sq, c.d];
-  return { q: make([c.sq, c.hq, c.d], c.dtype, 1), k: make([c.skv, c.hkv, c.d], c.dtype, 2), v: make([c.skv, c.hkv, c.d], c.dtype, 3), proj: make(projShape, c.gateDtype, 4, 2) };
+  return {
+    q: make([c.sq, c.hq, c.d], c.dtype, 1),
+    k: make([c.skv, c.hkv, c.d], c.dtype, 2),
+    v: make([c.skv, c.hkv, c.d], c.dtype, 3),
+    proj: make(projShape, c.gateDtype, 4, 2),
+  };
 }
 
 /** The gate as the case gives it: the projection itself, its columns width+3.. (row stride 2 width + 5), or [Hq, Sq, D] transposed. */
@@ -97,7 +112,8 @@ async function reference(c: Case, x: Inputs): Promise<number[]> {
   return out;
 }
 
-const narrowCheck = (dtype: DType) => (dtype === 'float32' ? { atol: 1e-5, rtol: 1e-5 } : dtype === 'float16' ? { atol: 2e-3, rtol: 4e-3 } : { atol: 1e-2, rtol: 2e-2 });
+const narrowCheck = (dtype: DType) =>
+  dtype === 'float32' ? { atol: 1e-5, rtol: 1e-5 } : dtype === 'float16' ? { atol: 2e-3, rtol: 4e-3 } : { atol: 1e-2, rtol: 2e-2 };
 
 describe('attention with an output gate on the CPU', () => {
   it.each(CASES)('equals softmax(q k^T / sqrt D) v * sigmoid(gate) in float64: $sq x $skv, D $d, $layout gate', async (c) => {
@@ -116,7 +132,7 @@ describe('attention with an output gate on the CPU', () => {
     g[0 * 8 + 2] = NaN; // query 0: queryOffset -1 sees no key (zeros), and 0 * sigmoid(NaN) is NaN
     const out = Array.from(await tg.attention(x.q, x.k, x.v, { causal: true, gate: tg.tensor(g, { shape: [3, 8] }) }).toArray());
     out.forEach((o, e) => expect(Number.isNaN(o), `element ${e}`).toBe(e === 13 || e === 2));
-    expect(out.filter((o, e) => e < 8 && e !== 2)).toEqual([0, 0, 0, 0, 0, 0, 0]);
+    expect(out.filter((_o, e) => e < 8 && e !== 2)).toEqual([0, 0, 0, 0, 0, 0, 0]);
   });
 
   it('equals attention * sigmoid(gate) composed from ops, and is composed (with gradients) when an input requires grad', async () => {
@@ -135,7 +151,11 @@ describe('attention with an output gate on the CPU', () => {
     // d/dgate = w * attn * s (1 - s); d/dq = attention's backward of w * s.
     const attn = tg.attention(x.q, x.k, x.v, { causal: true });
     const s = tg.sigmoid(x.proj).reshape([c.sq, c.hq, c.d]);
-    const dGate = w.mul(attn).mul(s).mul(s.neg().add(1)).reshape([c.sq, c.hq * c.d]);
+    const dGate = w
+      .mul(attn)
+      .mul(s)
+      .mul(s.neg().add(1))
+      .reshape([c.sq, c.hq * c.d]);
     expectClose((await gate.grad!.toArray()) as Float32Array, (await dGate.toArray()) as Float32Array, { atol: 1e-6, rtol: 1e-5 }, 'gate grad');
     const q2 = tg.clone(x.q).requiresGrad_();
     tg.attention(q2, x.k, x.v, { causal: true }).mul(w.mul(s)).sum().backward();
@@ -158,7 +178,9 @@ describe.skipIf(!gpu.available)(`attention with an output gate on WebGPU ${gpu.s
   it.each(CASES)('matches the CPU: $sq x $skv, $hq/$hkv heads, D $d, $dtype, $gateDtype $layout gate', async (c) => {
     const x = inputs(c, 2 * c.d + c.skv + c.hq);
     const want = await gatedAttention(c, x).to('float32').toArray();
-    const got = await gatedAttention(c, await toDevice(x, 'webgpu')).to('float32').toArray();
+    const got = await gatedAttention(c, await toDevice(x, 'webgpu'))
+      .to('float32')
+      .toArray();
     expectClose(got, want, narrowCheck(c.dtype), label(c));
   });
 
@@ -198,7 +220,11 @@ describe.skipIf(!gpu.available)(`attention with an output gate on WebGPU ${gpu.s
     const proj = randomTensor([seqs.length, 3 * hq * d], 'bfloat16', 'normal', 2);
     const run = async (device: 'cpu' | 'webgpu') => {
       const move = async (t: Tensor) => (device === 'cpu' ? t : await t.to('webgpu'));
-      const pages = tg.pagedIndex(seqs.map((s) => ({ pages: s.table, start: s.start, rows: 1 })), page, device);
+      const pages = tg.pagedIndex(
+        seqs.map((s) => ({ pages: s.table, start: s.start, rows: 1 })),
+        page,
+        device,
+      );
       const gate = tg.narrow(await move(proj), 1, hq * d, hq * d);
       return tg.attention(await move(q), await move(keys), await move(values), { pages, gate }).toArray();
     };

@@ -48,11 +48,25 @@ function unfused(qkv: Tensor, c: Case, w: { qn?: Tensor; kn?: Tensor; cos: Tenso
   return q;
 }
 
-async function run(c: Case, device: 'cpu' | 'webgpu', fused: boolean, dynamic: boolean): Promise<{ q: Float32Array; keys: Float32Array; values: Float32Array }> {
+async function run(
+  c: Case,
+  device: 'cpu' | 'webgpu',
+  fused: boolean,
+  dynamic: boolean,
+): Promise<{ q: Float32Array; keys: Float32Array; values: Float32Array }> {
   const { s, heads, kvHeads, d } = c;
   // The same inputs on every call for a case (seeded by its shape), fresh between cases.
   const seed = 7 * s + 13 * heads + 17 * kvHeads + d;
-  const seeded = (shape: number[], dtype: DType, k: number) => tg.tensor(randomValues(shape.reduce((a, b) => a * b, 1), dtype, 'normal', seed * 10 + k), { shape, dtype, saturate: true });
+  const seeded = (shape: number[], dtype: DType, k: number) =>
+    tg.tensor(
+      randomValues(
+        shape.reduce((a, b) => a * b, 1),
+        dtype,
+        'normal',
+        seed * 10 + k,
+      ),
+      { shape, dtype, saturate: true },
+    );
   const inputs = {
     qkv: seeded([s, (heads + 2 * kvHeads) * d], c.dtype, 1),
     qn: c.norm ? seeded([d], c.dtype, 2) : undefined,
@@ -63,12 +77,23 @@ async function run(c: Case, device: 'cpu' | 'webgpu', fused: boolean, dynamic: b
   const [cos, sin] = ropeTables(c.capacity + 2, d);
   const move = async (t: Tensor | undefined) => (t && device === 'webgpu' ? t.to('webgpu') : t);
   const qkv = (await move(inputs.qkv))!;
-  const w = { qn: await move(inputs.qn), kn: await move(inputs.kn), cos: (await move(cos))!, sin: (await move(sin))!, keys: (await move(inputs.keys))!, values: (await move(inputs.values))! };
+  const w = {
+    qn: await move(inputs.qn),
+    kn: await move(inputs.kn),
+    cos: (await move(cos))!,
+    sin: (await move(sin))!,
+    keys: (await move(inputs.keys))!,
+    values: (await move(inputs.values))!,
+  };
   const position = dynamic ? tg.tensor([c.position], { dtype: 'int32', device }) : c.position;
   const q = fused
     ? tg.attentionInputs(qkv, { heads, kvHeads, headDim: d, qNorm: w.qn, kNorm: w.kn, cos: w.cos, sin: w.sin, keys: w.keys, values: w.values, position })
     : unfused(qkv, c, w);
-  return { q: (await q.to('float32').toArray()) as Float32Array, keys: (await w.keys.to('float32').toArray()) as Float32Array, values: (await w.values.to('float32').toArray()) as Float32Array };
+  return {
+    q: (await q.to('float32').toArray()) as Float32Array,
+    keys: (await w.keys.to('float32').toArray()) as Float32Array,
+    values: (await w.values.to('float32').toArray()) as Float32Array,
+  };
 }
 
 const CASES: Case[] = [

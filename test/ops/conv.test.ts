@@ -44,18 +44,95 @@ const CONV2D: ConvCase[] = [
   { label: 'depthwise (groups = C)', x: [1, 5, 7, 6], w: [5, 1, 3, 3], bias: false, options: { groups: 5, padding: 1 } },
   { label: 'depthwise with multiplier 2', x: [1, 3, 5, 5], w: [6, 1, 3, 3], bias: true, options: { groups: 3, padding: [1, 0] } },
   { label: '1x1', x: [2, 6, 5, 3], w: [4, 6, 1, 1], bias: true, options: {} },
-  { label: 'asymmetric padding, stride [2, 1]', x: [1, 3, 6, 7], w: [2, 3, 3, 2], bias: true, options: { stride: [2, 1], padding: [[0, 2], [1, 0]] } },
+  {
+    label: 'asymmetric padding, stride [2, 1]',
+    x: [1, 3, 6, 7],
+    w: [2, 3, 3, 2],
+    bias: true,
+    options: {
+      stride: [2, 1],
+      padding: [
+        [0, 2],
+        [1, 0],
+      ],
+    },
+  },
   { label: "'same' with even kernel and dilation", x: [1, 2, 6, 5], w: [3, 2, 2, 4], bias: false, options: { padding: 'same', dilation: [2, 1] } },
 ];
 
 const CONV3D: ConvCase[] = [
-  { label: 'causal 3x3x3', x: [1, 4, 5, 6, 7], w: [3, 4, 3, 3, 3], bias: true, options: { padding: [[2, 0], [1, 1], [1, 1]] } },
-  { label: 'causal 3x3x3, stride [1, 2, 2]', x: [2, 3, 4, 7, 5], w: [4, 3, 3, 3, 3], bias: false, options: { stride: [1, 2, 2], padding: [[2, 0], [1, 1], [1, 1]] } },
+  {
+    label: 'causal 3x3x3',
+    x: [1, 4, 5, 6, 7],
+    w: [3, 4, 3, 3, 3],
+    bias: true,
+    options: {
+      padding: [
+        [2, 0],
+        [1, 1],
+        [1, 1],
+      ],
+    },
+  },
+  {
+    label: 'causal 3x3x3, stride [1, 2, 2]',
+    x: [2, 3, 4, 7, 5],
+    w: [4, 3, 3, 3, 3],
+    bias: false,
+    options: {
+      stride: [1, 2, 2],
+      padding: [
+        [2, 0],
+        [1, 1],
+        [1, 1],
+      ],
+    },
+  },
   { label: 'temporal stride 2 (time downsample), kernel [3, 1, 1]', x: [1, 4, 7, 3, 4], w: [4, 4, 3, 1, 1], bias: true, options: { stride: [2, 1, 1] } },
   { label: 'kt 1 (a 2-D kernel per frame)', x: [1, 4, 3, 5, 6], w: [5, 4, 1, 3, 3], bias: true, options: { padding: [0, 1, 1] } },
-  { label: 'groups 2, dilation [1, 2, 2]', x: [1, 4, 4, 7, 7], w: [4, 2, 3, 3, 3], bias: true, options: { groups: 2, dilation: [1, 2, 2], padding: [[2, 0], [2, 2], [2, 2]] } },
-  { label: 'temporal dilation 2, causal', x: [1, 3, 7, 4, 4], w: [2, 3, 3, 3, 3], bias: true, options: { dilation: [2, 1, 1], padding: [[4, 0], [1, 1], [1, 1]] } },
-  { label: 'depthwise causal', x: [1, 3, 5, 4, 5], w: [3, 1, 3, 3, 3], bias: false, options: { groups: 3, padding: [[2, 0], [1, 1], [1, 1]] } },
+  {
+    label: 'groups 2, dilation [1, 2, 2]',
+    x: [1, 4, 4, 7, 7],
+    w: [4, 2, 3, 3, 3],
+    bias: true,
+    options: {
+      groups: 2,
+      dilation: [1, 2, 2],
+      padding: [
+        [2, 0],
+        [2, 2],
+        [2, 2],
+      ],
+    },
+  },
+  {
+    label: 'temporal dilation 2, causal',
+    x: [1, 3, 7, 4, 4],
+    w: [2, 3, 3, 3, 3],
+    bias: true,
+    options: {
+      dilation: [2, 1, 1],
+      padding: [
+        [4, 0],
+        [1, 1],
+        [1, 1],
+      ],
+    },
+  },
+  {
+    label: 'depthwise causal',
+    x: [1, 3, 5, 4, 5],
+    w: [3, 1, 3, 3, 3],
+    bias: false,
+    options: {
+      groups: 3,
+      padding: [
+        [2, 0],
+        [1, 1],
+        [1, 1],
+      ],
+    },
+  },
   { label: '1x1x1', x: [2, 5, 3, 4, 3], w: [7, 5, 1, 1, 1], bias: true, options: {} },
 ];
 
@@ -103,11 +180,28 @@ describe.skipIf(!gpu.available)(`conv2d / conv3d, WebGPU vs CPU ${gpu.skipReason
     const xt = randomTensor([2, 3, 9, 8]);
     const wt = randomTensor([4, 3, 3, 3]);
     const b2 = randomTensor([8]);
-    await checkBoth([xt, wt, b2], (x, w, b) => tg.conv2d(x.transpose(2, 3), w.permute(0, 3, 1, 2), b.slice(0, 0, 8, 2), { padding: 1, stride: 2 }), tol('float32'), 'transposed');
+    await checkBoth(
+      [xt, wt, b2],
+      (x, w, b) => tg.conv2d(x.transpose(2, 3), w.permute(0, 3, 1, 2), b.slice(0, 0, 8, 2), { padding: 1, stride: 2 }),
+      tol('float32'),
+      'transposed',
+    );
     for (const dtype of ['float16', 'bfloat16'] as const) {
       const x = randomTensor([1, 3, 5, 6, 9], dtype);
       const w = randomTensor([2, 3, 3, 3, 3], dtype);
-      await checkBoth([x, w], (a, ww) => tg.conv3d(a.slice(4, 1, 8), ww, undefined, { padding: [[2, 0], [1, 1], [1, 1]] }), tol(dtype), `${dtype} sliced`);
+      await checkBoth(
+        [x, w],
+        (a, ww) =>
+          tg.conv3d(a.slice(4, 1, 8), ww, undefined, {
+            padding: [
+              [2, 0],
+              [1, 1],
+              [1, 1],
+            ],
+          }),
+        tol(dtype),
+        `${dtype} sliced`,
+      );
       [x, w].forEach((t) => t.dispose());
     }
     [xt, wt, b2].forEach((t) => t.dispose());
@@ -120,7 +214,17 @@ describe.skipIf(!gpu.available)(`conv2d / conv3d, WebGPU vs CPU ${gpu.skipReason
     const w3 = randomTensor([3, 4, 3, 3, 3]);
     const b = randomTensor([3], 'bfloat16');
     expect(await dispatchesOf([x2, w2, b], (x, w, bb) => tg.conv2d(x, w, bb, { padding: 1, stride: 2 }))).toBe(1);
-    expect(await dispatchesOf([x3, w3, b], (x, w, bb) => tg.conv3d(x, w, bb, { padding: [[2, 0], [1, 1], [1, 1]] }))).toBe(1);
+    expect(
+      await dispatchesOf([x3, w3, b], (x, w, bb) =>
+        tg.conv3d(x, w, bb, {
+          padding: [
+            [2, 0],
+            [1, 1],
+            [1, 1],
+          ],
+        }),
+      ),
+    ).toBe(1);
     expect(await dispatchesOf([x3, w3], (x, w) => tg.conv3d(x.to('float16'), w, undefined, { padding: 'same' }).to('float32'))).toBe(3);
     [x2, w2, x3, w3, b].forEach((t) => t.dispose());
   });
@@ -145,7 +249,13 @@ describe('conv definitions, pinned apart from the CPU reference', () => {
     const x = await cpuTensor([1, 2, 3], [1, 1, 3, 1, 1]).to(device);
     const w = await cpuTensor([1, 10, 100], [1, 1, 3, 1, 1]).to(device);
     const b = await cpuTensor([0.5], [1]).to(device);
-    const r = tg.conv3d(x, w, b, { padding: [[2, 0], [0, 0], [0, 0]] });
+    const r = tg.conv3d(x, w, b, {
+      padding: [
+        [2, 0],
+        [0, 0],
+        [0, 0],
+      ],
+    });
     expect(r.shape).toEqual([1, 1, 3, 1, 1]);
     expect(Array.from(await r.toArray())).toEqual([100.5, 210.5, 321.5]);
     [x, w, b, r].forEach((t) => t.dispose());
@@ -173,7 +283,12 @@ describe('conv definitions, pinned apart from the CPU reference', () => {
               }
     const on = await Promise.all([x, w, b, cpuTensor(cols, [n * ho * wo, c * k * k])].map((t) => t.to(device)));
     const [gx, gw, gb, gcols] = on;
-    const want = gcols.matmul(gw.reshape(o, c * k * k).T).add(gb).reshape(n, ho, wo, o).permute(0, 3, 1, 2).contiguous();
+    const want = gcols
+      .matmul(gw.reshape(o, c * k * k).T)
+      .add(gb)
+      .reshape(n, ho, wo, o)
+      .permute(0, 3, 1, 2)
+      .contiguous();
     const got = tg.conv2d(gx, gw, gb, { stride: s, padding: pd });
     expect(got.shape).toEqual([n, o, ho, wo]);
     expectClose(await got.toArray(), await want.toArray(), tol('float32'), 'conv2d vs im2col');
@@ -328,22 +443,67 @@ interface PreviousCase {
   view?: (t: Tensor) => Tensor;
 }
 
-const CAUSAL: tg.ConvOptions = { padding: [[2, 0], [1, 1], [1, 1]] };
-const TIME_DOWN: tg.ConvOptions = { padding: [[1, 0], [0, 0], [0, 0]], stride: [2, 1, 1] };
+const CAUSAL: tg.ConvOptions = {
+  padding: [
+    [2, 0],
+    [1, 1],
+    [1, 1],
+  ],
+};
+const TIME_DOWN: tg.ConvOptions = {
+  padding: [
+    [1, 0],
+    [0, 0],
+    [0, 0],
+  ],
+  stride: [2, 1, 1],
+};
 
 const PREVIOUS: PreviousCase[] = [
   { label: 'causal 3x3x3, P = 2 (no temporal zeros left)', x: [1, 4, 3, 5, 6], w: [5, 4, 3, 3, 3], frames: 2, options: CAUSAL },
   { label: 'causal 3x3x3, P = 1 (one zero frame left)', x: [2, 3, 4, 4, 5], w: [8, 3, 3, 3, 3], frames: 1, options: CAUSAL },
-  { label: 'time downsample 3x1x1 stride 2, P = 1 (diffusers time_conv on cat(cache[-1:], x))', x: [1, 4, 5, 3, 4], w: [4, 4, 3, 1, 1], frames: 1, options: TIME_DOWN },
+  {
+    label: 'time downsample 3x1x1 stride 2, P = 1 (diffusers time_conv on cat(cache[-1:], x))',
+    x: [1, 4, 5, 3, 4],
+    w: [4, 4, 3, 1, 1],
+    frames: 1,
+    options: TIME_DOWN,
+  },
   { label: 'time downsample 3x1x1 stride 2, even T, P = 1', x: [1, 6, 4, 2, 3], w: [13, 6, 3, 1, 1], frames: 1, options: TIME_DOWN },
   {
     label: 'strided previous: the last 2 frames of an earlier chunk, transposed in H/W storage',
-    x: [1, 4, 3, 5, 6], w: [5, 4, 3, 3, 3], frames: 2, options: CAUSAL,
-    source: [1, 4, 5, 6, 5], view: (t) => t.slice(2, 3, 5).transpose(3, 4),
+    x: [1, 4, 3, 5, 6],
+    w: [5, 4, 3, 3, 3],
+    frames: 2,
+    options: CAUSAL,
+    source: [1, 4, 5, 6, 5],
+    view: (t) => t.slice(2, 3, 5).transpose(3, 4),
   },
   { label: 'bf16 previous with f32 x', x: [1, 4, 3, 5, 6], w: [9, 4, 3, 3, 3], frames: 2, options: CAUSAL, prevDtype: 'bfloat16' },
-  { label: 'f16 x and previous (packed output words)', x: [1, 3, 3, 5, 5], w: [5, 3, 3, 3, 3], frames: 2, options: CAUSAL, xDtype: 'float16', prevDtype: 'float16' },
-  { label: 'groups 2, temporal dilation 2, P = 3 of 4 zeros', x: [1, 4, 3, 4, 5], w: [10, 2, 3, 3, 3], frames: 3, options: { groups: 2, dilation: [2, 1, 1], padding: [[4, 0], [1, 1], [1, 1]] } },
+  {
+    label: 'f16 x and previous (packed output words)',
+    x: [1, 3, 3, 5, 5],
+    w: [5, 3, 3, 3, 3],
+    frames: 2,
+    options: CAUSAL,
+    xDtype: 'float16',
+    prevDtype: 'float16',
+  },
+  {
+    label: 'groups 2, temporal dilation 2, P = 3 of 4 zeros',
+    x: [1, 4, 3, 4, 5],
+    w: [10, 2, 3, 3, 3],
+    frames: 3,
+    options: {
+      groups: 2,
+      dilation: [2, 1, 1],
+      padding: [
+        [4, 0],
+        [1, 1],
+        [1, 1],
+      ],
+    },
+  },
   { label: 'O = 3 (too few channels for a block), P = 2', x: [1, 4, 3, 4, 4], w: [3, 4, 3, 3, 3], frames: 2, options: CAUSAL },
 ];
 
@@ -404,7 +564,9 @@ describe('conv3d previous errors', () => {
     const x = randomTensor([1, 4, 3, 5, 6]);
     const w = randomTensor([5, 4, 3, 3, 3]);
     const prev = (shape: number[]) => ({ ...CAUSAL, previous: randomTensor(shape) });
-    expect(() => tg.conv3d(x, w, undefined, prev([1, 4, 3, 5, 6]))).toThrow(/previous \[1, 4, 3, 5, 6\] has 3 frames but the temporal padding before x is only 2/);
+    expect(() => tg.conv3d(x, w, undefined, prev([1, 4, 3, 5, 6]))).toThrow(
+      /previous \[1, 4, 3, 5, 6\] has 3 frames but the temporal padding before x is only 2/,
+    );
     expect(() => tg.conv3d(x, w, undefined, { padding: 1, previous: randomTensor([1, 4, 2, 5, 6]) })).toThrow(ShapeError);
     expect(() => tg.conv3d(x, w, undefined, prev([2, 4, 2, 5, 6]))).toThrow(/previous must be \[1, 4, P, 5, 6\].*\[2, 4, 2, 5, 6\]/);
     expect(() => tg.conv3d(x, w, undefined, prev([1, 3, 2, 5, 6]))).toThrow(ShapeError);
@@ -412,7 +574,9 @@ describe('conv3d previous errors', () => {
     expect(() => tg.conv3d(x, w, undefined, prev([1, 4, 2, 5]))).toThrow(/previous must be/);
     expect(() => tg.conv3d(x, w, undefined, { ...CAUSAL, previous: randomTensor([1, 4, 2, 5, 6], 'int32') })).toThrow(DTypeError);
     const x2 = randomTensor([1, 4, 5, 6]);
-    expect(() => tg.conv2d(x2, randomTensor([5, 4, 3, 3]), undefined, { padding: 1, previous: randomTensor([1, 4, 1, 5, 6]) })).toThrow(/conv2d: previous .* use conv3d/);
+    expect(() => tg.conv2d(x2, randomTensor([5, 4, 3, 3]), undefined, { padding: 1, previous: randomTensor([1, 4, 1, 5, 6]) })).toThrow(
+      /conv2d: previous .* use conv3d/,
+    );
     if (gpu.available) {
       const g = await randomTensor([1, 4, 2, 5, 6]).to('webgpu');
       expect(() => tg.conv3d(x, w, undefined, { ...CAUSAL, previous: g })).toThrow(/one device/);
@@ -427,9 +591,49 @@ const BLOCKED: PreviousCase[] = [
   { label: 'O = 5 (one block of 4 overlapping the first), odd W', x: [1, 3, 2, 5, 7], w: [5, 3, 3, 3, 3], frames: 0, options: CAUSAL },
   { label: 'O = 13, Wo = 1 (a single column)', x: [1, 4, 3, 4, 1], w: [13, 4, 3, 3, 3], frames: 0, options: CAUSAL },
   { label: 'O = 33, bf16 weights, P = 2', x: [1, 5, 2, 4, 5], w: [33, 5, 3, 3, 3], frames: 2, options: CAUSAL },
-  { label: 'groups 3 with 13 channels each, stride [1, 2, 2], asymmetric padding, P = 1', x: [2, 6, 3, 7, 9], w: [39, 2, 3, 3, 3], frames: 1, options: { groups: 3, stride: [1, 2, 2], padding: [[2, 1], [0, 2], [2, 1]] } },
-  { label: 'dilation [1, 2, 3], Wo = 3, O = 9', x: [1, 4, 2, 6, 9], w: [9, 4, 3, 3, 3], frames: 0, options: { dilation: [1, 2, 3], padding: [[2, 0], [2, 2], [0, 0]] } },
-  { label: 'stride 3 in W, width padding only after, O = 16', x: [1, 3, 3, 5, 11], w: [16, 3, 2, 3, 3], frames: 1, options: { stride: [2, 1, 3], padding: [[1, 0], [1, 1], [0, 2]] } },
+  {
+    label: 'groups 3 with 13 channels each, stride [1, 2, 2], asymmetric padding, P = 1',
+    x: [2, 6, 3, 7, 9],
+    w: [39, 2, 3, 3, 3],
+    frames: 1,
+    options: {
+      groups: 3,
+      stride: [1, 2, 2],
+      padding: [
+        [2, 1],
+        [0, 2],
+        [2, 1],
+      ],
+    },
+  },
+  {
+    label: 'dilation [1, 2, 3], Wo = 3, O = 9',
+    x: [1, 4, 2, 6, 9],
+    w: [9, 4, 3, 3, 3],
+    frames: 0,
+    options: {
+      dilation: [1, 2, 3],
+      padding: [
+        [2, 0],
+        [2, 2],
+        [0, 0],
+      ],
+    },
+  },
+  {
+    label: 'stride 3 in W, width padding only after, O = 16',
+    x: [1, 3, 3, 5, 11],
+    w: [16, 3, 2, 3, 3],
+    frames: 1,
+    options: {
+      stride: [2, 1, 3],
+      padding: [
+        [1, 0],
+        [1, 1],
+        [0, 2],
+      ],
+    },
+  },
 ];
 
 describe.skipIf(!gpu.available)(`conv blocked kernel, WebGPU vs CPU ${gpu.skipReason}`, () => {
@@ -442,7 +646,12 @@ describe.skipIf(!gpu.available)(`conv blocked kernel, WebGPU vs CPU ${gpu.skipRe
       await checkBoth([x, w, b], (xx, ww, bb) => tg.conv3d(xx, ww, bb, c.options), tol('float32'), `${c.label}, bias`);
       await checkBoth([x, w], (xx, ww) => tg.conv3d(xx, ww, undefined, c.options), tol('float32'), `${c.label}, no bias`);
       if (c.frames > 0) {
-        const r = await checkBoth([x, w, b, prev], (xx, ww, bb, pp) => tg.conv3d(xx, ww, bb, { ...c.options, previous: pp }), tol('float32'), `${c.label}, previous`);
+        const r = await checkBoth(
+          [x, w, b, prev],
+          (xx, ww, bb, pp) => tg.conv3d(xx, ww, bb, { ...c.options, previous: pp }),
+          tol('float32'),
+          `${c.label}, previous`,
+        );
         const catted = tg.cat([prev, x], 2);
         const want = tg.conv3d(catted, w, b, reducedPadding(c.options, c.frames));
         expectClose(r.gpu, await want.toArray(), tol('float32'), `${c.label}: GPU previous vs CPU cat`);

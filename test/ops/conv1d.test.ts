@@ -58,7 +58,13 @@ const TRANSPOSED: Case<tg.ConvTranspose1dOptions>[] = [
   { label: 'k 3, stride 1', x: [2, 4, 9], w: [4, 3, 3], bias: true, options: {} },
   { label: 'stride 2, padding 1, outputPadding 1, even k', x: [1, 3, 10], w: [3, 5, 4], bias: false, options: { stride: 2, padding: 1, outputPadding: 1 } },
   { label: 'stride 3, k 5, padding 2, outputPadding 2', x: [2, 4, 7], w: [4, 2, 5], bias: true, options: { stride: 3, padding: 2, outputPadding: 2 } },
-  { label: 'stride 2, dilation 2 (no tap skipped by parity), outputPadding 1', x: [1, 3, 8], w: [3, 4, 3], bias: true, options: { stride: 2, dilation: 2, outputPadding: 1 } },
+  {
+    label: 'stride 2, dilation 2 (no tap skipped by parity), outputPadding 1',
+    x: [1, 3, 8],
+    w: [3, 4, 3],
+    bias: true,
+    options: { stride: 2, dilation: 2, outputPadding: 1 },
+  },
   { label: 'stride 3, dilation 2, padding 3', x: [1, 2, 9], w: [2, 3, 5], bias: true, options: { stride: 3, dilation: 2, padding: 3 } },
   { label: 'dilation 3, stride 1, outputPadding 2', x: [1, 3, 11], w: [3, 2, 3], bias: false, options: { dilation: 3, outputPadding: 2 } },
   { label: 'groups 2, stride 2', x: [2, 4, 11], w: [4, 3, 3], bias: true, options: { groups: 2, stride: 2 } },
@@ -66,7 +72,13 @@ const TRANSPOSED: Case<tg.ConvTranspose1dOptions>[] = [
   { label: 'depthwise with multiplier 2', x: [2, 3, 9], w: [3, 2, 3], bias: false, options: { groups: 3, padding: 1 } },
   { label: 'padding crops past the kernel span', x: [1, 2, 6], w: [2, 3, 3], bias: true, options: { stride: 3, padding: 3 } },
   { label: 'long row L = 5000, stride 2 upsampling', x: [1, 4, 5000], w: [4, 4, 4], bias: true, options: { stride: 2, padding: 1 } },
-  { label: 'long row L = 5000, depthwise stride 3', x: [2, 3, 5000], w: [3, 1, 5], bias: false, options: { groups: 3, stride: 3, padding: 1, outputPadding: 2 } },
+  {
+    label: 'long row L = 5000, depthwise stride 3',
+    x: [2, 3, 5000],
+    w: [3, 1, 5],
+    bias: false,
+    options: { groups: 3, stride: 3, padding: 1, outputPadding: 2 },
+  },
 ];
 
 /**
@@ -79,15 +91,39 @@ const BLOCKED: Case<tg.ConvTranspose1dOptions>[] = [
   { label: 'og 13: 8-channel blocks overlap, stride 2, 37 positions a phase', x: [2, 5, 37], w: [5, 13, 4], bias: true, options: { stride: 2, padding: 1 } },
   { label: 'og 6: 4-channel blocks overlap, 20 positions', x: [1, 3, 20], w: [3, 6, 3], bias: false, options: { padding: 1 } },
   { label: 'groups 2 with 12 output channels, stride 2, phases of 20 and 19', x: [2, 8, 19], w: [8, 6, 3], bias: true, options: { groups: 2, stride: 2 } },
-  { label: 'groups 2 with 24 output channels, k 5, outputPadding 1', x: [1, 12, 23], w: [12, 12, 5], bias: true, options: { groups: 2, stride: 2, padding: 2, outputPadding: 1 } },
-  { label: 'stride 3, dilation 2, padding 3, outputPadding 1', x: [1, 8, 29], w: [8, 9, 5], bias: true, options: { stride: 3, dilation: 2, padding: 3, outputPadding: 1 } },
-  { label: 'stride 3, dilation 2, groups 3, padding crops past the kernel span', x: [2, 6, 10], w: [6, 4, 3], bias: false, options: { groups: 3, stride: 3, dilation: 2, padding: 5 } },
+  {
+    label: 'groups 2 with 24 output channels, k 5, outputPadding 1',
+    x: [1, 12, 23],
+    w: [12, 12, 5],
+    bias: true,
+    options: { groups: 2, stride: 2, padding: 2, outputPadding: 1 },
+  },
+  {
+    label: 'stride 3, dilation 2, padding 3, outputPadding 1',
+    x: [1, 8, 29],
+    w: [8, 9, 5],
+    bias: true,
+    options: { stride: 3, dilation: 2, padding: 3, outputPadding: 1 },
+  },
+  {
+    label: 'stride 3, dilation 2, groups 3, padding crops past the kernel span',
+    x: [2, 6, 10],
+    w: [6, 4, 3],
+    bias: false,
+    options: { groups: 3, stride: 3, dilation: 2, padding: 5 },
+  },
   { label: 'dilation 3, padding 4: blocks start below input 0', x: [3, 4, 30], w: [4, 9, 3], bias: true, options: { dilation: 3, padding: 4 } },
   { label: 'short row: 1 position', x: [1, 8, 1], w: [8, 8, 1], bias: true, options: {} },
   { label: 'short row: 3 positions (2-position blocks)', x: [1, 8, 2], w: [8, 8, 2], bias: false, options: {} },
   { label: 'short row: stride 2, phases of 3 and 2', x: [2, 8, 2], w: [8, 9, 3], bias: true, options: { stride: 2 } },
   { label: 'short row: 4 positions (4-position blocks)', x: [1, 4, 3], w: [4, 8, 2], bias: true, options: {} },
-  { label: 'short row: stride 4, dilation 2, phases of 2 and 1', x: [1, 4, 1], w: [4, 8, 3], bias: true, options: { stride: 4, dilation: 2, outputPadding: 1 } },
+  {
+    label: 'short row: stride 4, dilation 2, phases of 2 and 1',
+    x: [1, 4, 1],
+    w: [4, 8, 3],
+    bias: true,
+    options: { stride: 4, dilation: 2, outputPadding: 1 },
+  },
   { label: 'short row: lout 2 < stride 4', x: [2, 4, 1], w: [4, 8, 2], bias: false, options: { stride: 4 } },
   { label: 'long row L = 700, 16 -> 16 channels, stride 2 upsampling', x: [1, 16, 700], w: [16, 16, 4], bias: true, options: { stride: 2, padding: 1 } },
 ];
@@ -111,9 +147,19 @@ async function checkTransposed(c: Case<tg.ConvTranspose1dOptions>, xDtype: Float
   const groups = c.options.groups ?? 1;
   const b = randomTensor([c.w[1] * groups], bDtype);
   try {
-    const r = await checkBoth(c.bias ? [x, w, b] : [x, w], (xx, ww, bb) => tg.convTranspose1d(xx, ww, bb, c.options), tol(xDtype), `${c.label} x ${xDtype} w ${wDtype}`);
+    const r = await checkBoth(
+      c.bias ? [x, w, b] : [x, w],
+      (xx, ww, bb) => tg.convTranspose1d(xx, ww, bb, c.options),
+      tol(xDtype),
+      `${c.label} x ${xDtype} w ${wDtype}`,
+    );
     expect(r.dtype).toBe(xDtype);
-    const { stride = 1, padding = 0, outputPadding = 0, dilation = 1 } = c.options as { stride?: number; padding?: number; outputPadding?: number; dilation?: number };
+    const {
+      stride = 1,
+      padding = 0,
+      outputPadding = 0,
+      dilation = 1,
+    } = c.options as { stride?: number; padding?: number; outputPadding?: number; dilation?: number };
     const l = c.x[2];
     const lout = (l - 1) * stride - 2 * padding + dilation * (c.w[2] - 1) + outputPadding + 1;
     expect(r.shape).toEqual(unbatched ? [c.w[1] * groups, lout] : [c.x[0], c.w[1] * groups, lout]);
@@ -223,15 +269,30 @@ describe.skipIf(!gpu.available)(`convTranspose1d, WebGPU vs CPU ${gpu.skipReason
     const wk = randomTensor([5, 8, 6]);
     const b2 = randomTensor([24]);
     const opts = { stride: 3, dilation: 2, padding: 2, outputPadding: 1, groups: 2 };
-    await checkBoth([xt, wk, b2], (x, w, b) => tg.convTranspose1d(x.transpose(1, 2), w.permute(1, 2, 0), b.slice(0, 0, 24, 2), opts), tol('float32'), 'permuted');
+    await checkBoth(
+      [xt, wk, b2],
+      (x, w, b) => tg.convTranspose1d(x.transpose(1, 2), w.permute(1, 2, 0), b.slice(0, 0, 24, 2), opts),
+      tol('float32'),
+      'permuted',
+    );
     // weight stored [O/groups, C, k] and transposed to [C, O/groups, k]; x sliced in channels and length at odd offsets.
     const xs = randomTensor([2, 13, 31]);
     const wo = randomTensor([9, 6, 4]);
-    await checkBoth([xs, wo], (x, w) => tg.convTranspose1d(x.slice(1, 1, 13, 2).slice(2, 3, 28), w.transpose(0, 1), undefined, { stride: 2, padding: 1 }), tol('float32'), 'sliced');
+    await checkBoth(
+      [xs, wo],
+      (x, w) => tg.convTranspose1d(x.slice(1, 1, 13, 2).slice(2, 3, 28), w.transpose(0, 1), undefined, { stride: 2, padding: 1 }),
+      tol('float32'),
+      'sliced',
+    );
     // Unbatched [C, L] from a transposed [L, C], weight [C, k, O/groups] transposed to [C, O/groups, k].
     const u = randomTensor([21, 6]);
     const wt = randomTensor([6, 3, 12]);
-    await checkBoth([u, wt], (x, w) => tg.convTranspose1d(x.T, w.transpose(1, 2), undefined, { stride: 2, dilation: 2, outputPadding: 1, groups: 3 }), tol('float32'), 'unbatched');
+    await checkBoth(
+      [u, wt],
+      (x, w) => tg.convTranspose1d(x.T, w.transpose(1, 2), undefined, { stride: 2, dilation: 2, outputPadding: 1, groups: 3 }),
+      tol('float32'),
+      'unbatched',
+    );
     [xt, wk, b2, xs, wo, u, wt].forEach((t) => t.dispose());
   });
 
@@ -241,7 +302,11 @@ describe.skipIf(!gpu.available)(`convTranspose1d, WebGPU vs CPU ${gpu.skipReason
     const b = randomTensor([24]);
     const wt = randomTensor([12, 8, 4]);
     expect(await dispatchesOf([x, w, b], (xx, ww, bb) => tg.convTranspose1d(xx, ww, bb, { stride: 2, padding: 1, groups: 2 }))).toBe(1);
-    expect(await dispatchesOf([x, wt, b], (xx, ww, bb) => tg.convTranspose1d(xx.slice(2, 1, 37), ww.transpose(0, 1), bb.slice(0, 0, 24, 2), { stride: 3, dilation: 2 }))).toBe(1);
+    expect(
+      await dispatchesOf([x, wt, b], (xx, ww, bb) =>
+        tg.convTranspose1d(xx.slice(2, 1, 37), ww.transpose(0, 1), bb.slice(0, 0, 24, 2), { stride: 3, dilation: 2 }),
+      ),
+    ).toBe(1);
     [x, w, b, wt].forEach((t) => t.dispose());
   });
 
@@ -270,14 +335,25 @@ describe.skipIf(!gpu.available)(`convTranspose1d, WebGPU vs CPU ${gpu.skipReason
     const wt = randomTensor([3, 4, 4]);
     const b2 = randomTensor([16]);
     // x stored [N, L, C]; weight stored [k, C, O/groups] and permuted to [C, O/groups, k]; bias every other element.
-    const view = (x: Tensor, w: Tensor, b: Tensor) => tg.convTranspose1d(x.transpose(1, 2), w.permute(1, 2, 0), b.slice(0, 0, 16, 2), { stride: 2, padding: 1, outputPadding: 1, groups: 2 });
+    const view = (x: Tensor, w: Tensor, b: Tensor) =>
+      tg.convTranspose1d(x.transpose(1, 2), w.permute(1, 2, 0), b.slice(0, 0, 16, 2), { stride: 2, padding: 1, outputPadding: 1, groups: 2 });
     await checkBoth([xt, wt, b2], view, tol('float32'), 'transposed');
     for (const dtype of ['float16', 'bfloat16'] as const) {
       const x = randomTensor([2, 6, 15], dtype);
       const w = randomTensor([3, 2, 3], dtype);
-      await checkBoth([x, w], (a, ww) => tg.convTranspose1d(a.slice(1, 1, 6, 2).slice(2, 3), ww, undefined, { stride: 3, groups: 3 }), tol(dtype), `${dtype} sliced`);
+      await checkBoth(
+        [x, w],
+        (a, ww) => tg.convTranspose1d(a.slice(1, 1, 6, 2).slice(2, 3), ww, undefined, { stride: 3, groups: 3 }),
+        tol(dtype),
+        `${dtype} sliced`,
+      );
       const u = randomTensor([9, 3], dtype);
-      await checkBoth([u, w], (a, ww) => tg.convTranspose1d(a.T, ww, undefined, { stride: 2, dilation: 2, outputPadding: 1 }), tol(dtype), `${dtype} unbatched transposed`);
+      await checkBoth(
+        [u, w],
+        (a, ww) => tg.convTranspose1d(a.T, ww, undefined, { stride: 2, dilation: 2, outputPadding: 1 }),
+        tol(dtype),
+        `${dtype} unbatched transposed`,
+      );
       [x, w, u].forEach((t) => t.dispose());
     }
     [xt, wt, b2].forEach((t) => t.dispose());
@@ -312,7 +388,17 @@ describe.skipIf(!gpu.available)(`convTranspose1d, WebGPU vs CPU ${gpu.skipReason
 // ---- the definitions, apart from the CPU backend -------------------------------------------------------------------
 
 /** conv1d by its definition, with explicit [before, after] zeros: a direct sum over channels and taps. */
-function directConv1d(xs: number[], ws: number[], bs: number[] | undefined, [n, c, l]: number[], [o, cg, k]: number[], stride: number, dilation: number, [before, after]: number[], groups: number): { out: number[]; lout: number } {
+function directConv1d(
+  xs: number[],
+  ws: number[],
+  bs: number[] | undefined,
+  [n, c, l]: number[],
+  [o, cg, k]: number[],
+  stride: number,
+  dilation: number,
+  [before, after]: number[],
+  groups: number,
+): { out: number[]; lout: number } {
   const lout = Math.floor((l + before + after - dilation * (k - 1) - 1) / stride) + 1;
   const og = o / groups;
   const out: number[] = [];
@@ -331,13 +417,23 @@ function directConv1d(xs: number[], ws: number[], bs: number[] | undefined, [n, 
 }
 
 /** convTranspose1d as a scatter: each input x[n, c, q] adds x * w[c, oo, j] into out[n, g*og + oo, q*stride - padding + j*dilation]. */
-function scatterTransposed(xs: number[], ws: number[], bs: number[] | undefined, [n, c, l]: number[], [, og, k]: number[], stride: number, padding: number, outputPadding: number, dilation: number, groups: number): { out: number[]; lout: number } {
+function scatterTransposed(
+  xs: number[],
+  ws: number[],
+  bs: number[] | undefined,
+  [n, c, l]: number[],
+  [, og, k]: number[],
+  stride: number,
+  padding: number,
+  outputPadding: number,
+  dilation: number,
+  groups: number,
+): { out: number[]; lout: number } {
   const lout = (l - 1) * stride - 2 * padding + dilation * (k - 1) + outputPadding + 1;
   const o = og * groups;
   const cg = c / groups;
   const out = new Array<number>(n * o * lout).fill(0);
-  for (let ni = 0; ni < n; ni++)
-    for (let oi = 0; oi < o; oi++) for (let t = 0; t < lout; t++) out[(ni * o + oi) * lout + t] = bs ? bs[oi] : 0;
+  for (let ni = 0; ni < n; ni++) for (let oi = 0; oi < o; oi++) for (let t = 0; t < lout; t++) out[(ni * o + oi) * lout + t] = bs ? bs[oi] : 0;
   for (let ni = 0; ni < n; ni++)
     for (let ci = 0; ci < c; ci++)
       for (let q = 0; q < l; q++)
@@ -417,7 +513,18 @@ describe('conv1d / convTranspose1d definitions, pinned apart from the CPU backen
       const w = randomTensor(c.w);
       const b = randomTensor([c.w[1] * c.options.groups]);
       const o = c.options;
-      const want = scatterTransposed(await valuesOf(x), await valuesOf(w), await valuesOf(b), c.x, c.w, o.stride, o.padding, o.outputPadding, o.dilation, o.groups);
+      const want = scatterTransposed(
+        await valuesOf(x),
+        await valuesOf(w),
+        await valuesOf(b),
+        c.x,
+        c.w,
+        o.stride,
+        o.padding,
+        o.outputPadding,
+        o.dilation,
+        o.groups,
+      );
       const on = await Promise.all([x, w, b].map((t) => t.to(device)));
       const got = tg.convTranspose1d(on[0], on[1], on[2], c.options);
       expect(got.shape).toEqual([c.x[0], c.w[1] * o.groups, want.lout]);

@@ -18,9 +18,53 @@ const NEG_NAN = new Float32Array(new Uint32Array([0xffc00000]).buffer)[0];
 
 /** Values that sit on every boundary of every format: zeros, subnormals, rounding midpoints, overflow thresholds. */
 const FLOAT_EDGES = [
-  0, -0, 1, -1, 0.5, -2.75, 2.7, -2.7, 0.99, -0.99, 1e-3, 6e-8, 3e-8, 1e-40, -1e-40, 2 ** -9, 2 ** -10, 127.5, 128.5, 255.5,
-  255.9, 256, 300.7, -1.5, -129, 65504, 65519, 65520, 448, 464, 465, 500, 57344, 60000, 61440, 70000, 16777217, 2147483520,
-  2147483648, 3e9, -3e9, 1e10, -1e10, 1e38, INF, -INF, NAN,
+  0,
+  -0,
+  1,
+  -1,
+  0.5,
+  -2.75,
+  2.7,
+  -2.7,
+  0.99,
+  -0.99,
+  1e-3,
+  6e-8,
+  3e-8,
+  1e-40,
+  -1e-40,
+  2 ** -9,
+  2 ** -10,
+  127.5,
+  128.5,
+  255.5,
+  255.9,
+  256,
+  300.7,
+  -1.5,
+  -129,
+  65504,
+  65519,
+  65520,
+  448,
+  464,
+  465,
+  500,
+  57344,
+  60000,
+  61440,
+  70000,
+  16777217,
+  2147483520,
+  2147483648,
+  3e9,
+  -3e9,
+  1e10,
+  -1e10,
+  1e38,
+  INF,
+  -INF,
+  NAN,
 ];
 
 function floatSource(dtype: DType): Tensor {
@@ -41,7 +85,10 @@ function sourceOf(dtype: DType): Tensor {
     case 'uint8':
       return tg.tensor(Uint8Array.from({ length: 4097 }, (_, i) => (i * 37) & 255));
     case 'bool':
-      return tg.tensor(Uint8Array.from({ length: 4097 }, (_, i) => (i * 7919) % 3 === 0 ? 1 : 0), { dtype: 'bool' });
+      return tg.tensor(
+        Uint8Array.from({ length: 4097 }, (_, i) => ((i * 7919) % 3 === 0 ? 1 : 0)),
+        { dtype: 'bool' },
+      );
     default:
       return floatSource(dtype);
   }
@@ -93,7 +140,12 @@ describe(`cast rules against hand-written values (CPU${gpu.available ? ' and Web
     const want = [2, -2, 0, 2147483647, -2147483648, 2147483647, -2147483648, 0, 0, 2147483520, -2147483648];
     for (const from of ['float32', 'float16', 'bfloat16'] as const) {
       const rounded = Array.from(await tg.tensor(x, { dtype: from }).toArray());
-      await expectCast(x, from, 'int32', rounded.map((v) => (Number.isNaN(v) ? 0 : Math.max(-2147483648, Math.min(2147483647, Math.trunc(v))) || 0)));
+      await expectCast(
+        x,
+        from,
+        'int32',
+        rounded.map((v) => (Number.isNaN(v) ? 0 : Math.max(-2147483648, Math.min(2147483647, Math.trunc(v))) || 0)),
+      );
     }
     await expectCast(x, 'float32', 'int32', want);
   });
@@ -166,12 +218,37 @@ describe('reading values out: toArray, tolist, item', () => {
   });
 
   it('tolist nests by shape; bool gives booleans; 0-d gives a number', async () => {
-    expect(await tg.tensor([[1, 2, 3], [4, 5, 6]]).tolist()).toEqual([[1, 2, 3], [4, 5, 6]]);
-    expect(await tg.tensor([[1, 2, 3], [4, 5, 6]]).T.tolist()).toEqual([[1, 4], [2, 5], [3, 6]]);
+    expect(
+      await tg
+        .tensor([
+          [1, 2, 3],
+          [4, 5, 6],
+        ])
+        .tolist(),
+    ).toEqual([
+      [1, 2, 3],
+      [4, 5, 6],
+    ]);
+    expect(
+      await tg
+        .tensor([
+          [1, 2, 3],
+          [4, 5, 6],
+        ])
+        .T.tolist(),
+    ).toEqual([
+      [1, 4],
+      [2, 5],
+      [3, 6],
+    ]);
     expect(await tg.tensor([true, false]).tolist()).toEqual([true, false]);
     expect(await tg.tensor(2.5).tolist()).toBe(2.5);
     expect(await tg.zeros([2, 0]).tolist()).toEqual([[], []]);
-    expect(await tg.arange(6).reshape(3, 2).tolist()).toEqual([[0, 1], [2, 3], [4, 5]]);
+    expect(await tg.arange(6).reshape(3, 2).tolist()).toEqual([
+      [0, 1],
+      [2, 3],
+      [4, 5],
+    ]);
   });
 
   it('item reads a one-element tensor of any rank and rejects more than one element', async () => {
@@ -202,7 +279,13 @@ describe.skipIf(!gpu.available)(`moving between devices ${gpu.skipReason}`, () =
     for (const dtype of DTYPES) {
       const x = sourceOf(dtype).narrow(0, 0, 1001).reshape(7, 143);
       const g = await x.to('webgpu');
-      for (const view of [(t: Tensor) => t.narrow(1, 1, 9), (t: Tensor) => t.T, (t: Tensor) => t.select(1, 3), (t: Tensor) => t.slice(1, 3, undefined, 5), (t: Tensor) => t.narrow(0, 2, 1).narrow(1, 5, 1)]) {
+      for (const view of [
+        (t: Tensor) => t.narrow(1, 1, 9),
+        (t: Tensor) => t.T,
+        (t: Tensor) => t.select(1, 3),
+        (t: Tensor) => t.slice(1, 3, undefined, 5),
+        (t: Tensor) => t.narrow(0, 2, 1).narrow(1, 5, 1),
+      ]) {
         expectClose(await view(g).toArray(), await view(x).toArray(), BITS, dtype);
         const moved = await view(g).to('cpu');
         expectClose(await moved.toArray(), await view(x).toArray(), BITS, `${dtype} to cpu`);

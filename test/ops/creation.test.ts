@@ -40,7 +40,10 @@ describe('tensor(): shape and dtype inference', () => {
     expect(tg.tensor(new Float32Array(6), { shape: [2, 3] }).shape).toEqual([2, 3]);
     expect(() => tg.tensor(new Float32Array(6), { shape: [4, 2] })).toThrow(/shape \[4, 2\] does not hold 6 values/);
     expect(() => tg.tensor([1, 2, 3], { shape: [2, 2] })).toThrow(tg.ShapeError);
-    expect(await tg.tensor([1, 2, 3, 4], { shape: [2, 2] }).tolist()).toEqual([[1, 2], [3, 4]]);
+    expect(await tg.tensor([1, 2, 3, 4], { shape: [2, 2] }).tolist()).toEqual([
+      [1, 2],
+      [3, 4],
+    ]);
     expect(await tg.tensor(new Float64Array([0.1])).item()).toBe(Math.fround(0.1));
   });
 
@@ -61,7 +64,12 @@ describe('tensor(): shape and dtype inference', () => {
   it('ragged nested arrays are a ShapeError naming where', () => {
     expect(() => tg.tensor([[1, 2], [3]])).toThrow(tg.ShapeError);
     expect(() => tg.tensor([[1, 2], [3]])).toThrow(/ragged nested array: data\[0\] has shape \[2\] but data\[1\] has \[1\]/);
-    expect(() => tg.tensor([[[1], [2]], [[3], 4]] as never)).toThrow(/data\[1\]\[1\]|data\[1\]/);
+    expect(() =>
+      tg.tensor([
+        [[1], [2]],
+        [[3], 4],
+      ] as never),
+    ).toThrow(/data\[1\]\[1\]|data\[1\]/);
     expect(() => tg.tensor([1, [2]] as never)).toThrow(tg.ShapeError);
     expect(() => tg.tensor(['a'] as never)).toThrow(tg.DTypeError);
   });
@@ -86,7 +94,10 @@ describe.each(DEVICES)('zeros / ones / full / arange on %s', (device) => {
         expect((await o.toArray()).every((v) => v === 1)).toBe(true);
         const want = (await tg.tensor([-2.5], { dtype, device: 'cpu' }).to(dtype).toArray())[0];
         const castWant = dtype === 'int32' ? -2 : dtype === 'uint8' ? 254 : dtype === 'bool' ? 1 : want;
-        expect(Array.from(await f.toArray()).every((v) => v === castWant), `${dtype} ${n}`).toBe(true);
+        expect(
+          Array.from(await f.toArray()).every((v) => v === castWant),
+          `${dtype} ${n}`,
+        ).toBe(true);
       }
     }
     expect(tg.zeros([2, 0, 3], { device }).shape).toEqual([2, 0, 3]);
@@ -191,7 +202,10 @@ describe.skipIf(!gpu.available)(`random tensors are identical on CPU and WebGPU 
   });
 
   it('tensor() and arange() upload the same values to WebGPU', async () => {
-    const values = [[1.5, -2, 1e-3], [NaN, Infinity, -0]];
+    const values = [
+      [1.5, -2, 1e-3],
+      [NaN, Infinity, -0],
+    ];
     for (const dtype of DTYPES) {
       const c = tg.tensor(values, { dtype, device: 'cpu' });
       const g = tg.tensor(values, { dtype, device: 'webgpu' });

@@ -4,7 +4,21 @@
 // mean over no target is NaN, a NaN logit makes its row NaN, -Inf logits are fine), bad targets, the CPU gradient
 // against central differences, and that nothing [N, V] is kept between forward and backward or made in backward.
 import { describe, expect, it } from 'vitest';
-import { crossEntropy, Generator, gpuCounters, memoryStats, noGrad, resetPeakMemory, setDefaultDevice, ShapeError, synchronize, tensor, type CrossEntropyOptions, type DType, type Tensor } from '../../src/index.js';
+import {
+  crossEntropy,
+  Generator,
+  gpuCounters,
+  memoryStats,
+  noGrad,
+  resetPeakMemory,
+  setDefaultDevice,
+  ShapeError,
+  synchronize,
+  tensor,
+  type CrossEntropyOptions,
+  type DType,
+  type Tensor,
+} from '../../src/index.js';
 import { sizeClass } from '../../src/backends/webgpu/buffer-pool.js';
 import { expectClose, randomTensor, tolerance, type Tolerance } from '../helpers/compare.js';
 import { setupWebGpu } from '../helpers/webgpu.js';
@@ -31,7 +45,15 @@ interface Run {
  * crossEntropy(view(leaf), targets) and its backward on one device: the cotangent (a CPU tensor of the loss's
  * shape) for 'none', 1 otherwise. The leaf is a copy of `logits` on that device.
  */
-async function run(device: Device, logits: Tensor, targets: number[], targetShape: number[], options: CrossEntropyOptions, view: (t: Tensor) => Tensor = (t) => t, cotangent?: Tensor): Promise<Run> {
+async function run(
+  device: Device,
+  logits: Tensor,
+  targets: number[],
+  targetShape: number[],
+  options: CrossEntropyOptions,
+  view: (t: Tensor) => Tensor = (t) => t,
+  cotangent?: Tensor,
+): Promise<Run> {
   const leaf = (device === 'cpu' ? logits.clone() : await logits.to('webgpu')).requiresGrad_();
   const t = tensor(targets, { dtype: 'int32', shape: targetShape, device });
   const cot = cotangent && (await cotangent.to(device)).to(logits.dtype);
@@ -57,7 +79,14 @@ function tolerances(dtype: DType): { loss: Tolerance; grad: Tolerance } {
   return { loss: tolerance('bfloat16', 'accumulate'), grad: { atol: 1e-7, rtol: 8e-3 } };
 }
 
-async function compareDevices(label: string, logits: Tensor, targets: number[], targetShape: number[], options: CrossEntropyOptions, view?: (t: Tensor) => Tensor): Promise<Run> {
+async function compareDevices(
+  label: string,
+  logits: Tensor,
+  targets: number[],
+  targetShape: number[],
+  options: CrossEntropyOptions,
+  view?: (t: Tensor) => Tensor,
+): Promise<Run> {
   const reduction = options.reduction ?? 'mean';
   const cot = reduction === 'none' ? randomTensor(targetShape, 'float32') : undefined;
   const want = await run('cpu', logits, targets, targetShape, options, view, cot);
@@ -72,7 +101,13 @@ async function compareDevices(label: string, logits: Tensor, targets: number[], 
 
 describe.skipIf(!gpu.available)(`crossEntropy fused: WebGPU equals the CPU ${gpu.skipReason}`, () => {
   it('float32: rows shorter, longer and far longer than a workgroup (V = 5, 64, 1000, 4099), odd N, every reduction', async () => {
-    const shapes: [number, number][] = [[13, 5], [3, 64], [37, 1000], [7, 4099], [1, 257]];
+    const shapes: [number, number][] = [
+      [13, 5],
+      [3, 64],
+      [37, 1000],
+      [7, 4099],
+      [1, 257],
+    ];
     for (const [n, v] of shapes) {
       for (const reduction of ['mean', 'sum', 'none'] as const) {
         const logits = randomTensor([n, v], 'float32', 'normal', 3);
@@ -84,7 +119,11 @@ describe.skipIf(!gpu.available)(`crossEntropy fused: WebGPU equals the CPU ${gpu
 
   it('bfloat16 and float16 logits: loss and gradient in the logits dtype', async () => {
     for (const dtype of ['bfloat16', 'float16'] as const) {
-      for (const [n, v] of [[11, 1000], [5, 4099], [9, 3]] as [number, number][]) {
+      for (const [n, v] of [
+        [11, 1000],
+        [5, 4099],
+        [9, 3],
+      ] as [number, number][]) {
         for (const reduction of ['mean', 'none'] as Reduction[]) {
           const logits = randomTensor([n, v], dtype, 'normal', 3);
           await compareDevices(`${dtype} [${n}, ${v}] ${reduction}`, logits, randomTargets(n, v, 7 * n + v), [n], { reduction });
@@ -225,7 +264,13 @@ describe.skipIf(!gpu.available)(`crossEntropy fused: WebGPU equals the CPU ${gpu
 
 describe('crossEntropy fused on the CPU', () => {
   /** d/dx of sum(crossEntropy(x) * r) against central differences in float64 on the host. */
-  async function gradcheck(label: string, shape: number[], targets: Tensor, options: CrossEntropyOptions, view: (t: Tensor) => Tensor = (t) => t): Promise<void> {
+  async function gradcheck(
+    label: string,
+    shape: number[],
+    targets: Tensor,
+    options: CrossEntropyOptions,
+    view: (t: Tensor) => Tensor = (t) => t,
+  ): Promise<void> {
     const x0 = randomTensor(shape, 'float32', 'normal', 2);
     const y0 = noGrad(() => crossEntropy(view(x0), targets, options));
     const r = y0.numel > 1 ? randomTensor(y0.shape, 'float32') : undefined;
@@ -262,7 +307,18 @@ describe('crossEntropy fused on the CPU', () => {
     await gradcheck('sum', [5, 7], targets, { reduction: 'sum' });
     await gradcheck('none', [5, 7], targets, { reduction: 'none' });
     await gradcheck('ignoreIndex 0', [5, 7], tensor([1, 0, 6, 0, 3], { dtype: 'int32' }), { ignoreIndex: 0 });
-    await gradcheck('3-D none', [2, 3, 4], tensor([[0, 3, -100], [2, 2, 1]], { dtype: 'int32' }), { reduction: 'none' });
+    await gradcheck(
+      '3-D none',
+      [2, 3, 4],
+      tensor(
+        [
+          [0, 3, -100],
+          [2, 2, 1],
+        ],
+        { dtype: 'int32' },
+      ),
+      { reduction: 'none' },
+    );
     await gradcheck('transposed view', [7, 5], targets, {}, (t) => t.transpose(0, 1));
   });
 

@@ -12,7 +12,14 @@ const gpu = await setupWebGpu();
 setDefaultDevice('cpu'); // inputs are made on the CPU and copied to WebGPU by checkBoth
 
 /** Runs fn on both devices and checks each result against hand-written values (and their dtype). */
-async function expectOnBoth(inputs: Tensor[], fn: (...xs: Tensor[]) => Tensor, want: number[], tol: Tolerance | 'bits', label: string, dtype?: DType): Promise<void> {
+async function expectOnBoth(
+  inputs: Tensor[],
+  fn: (...xs: Tensor[]) => Tensor,
+  want: number[],
+  tol: Tolerance | 'bits',
+  label: string,
+  dtype?: DType,
+): Promise<void> {
   const r = await checkBoth(inputs, fn, tol, label);
   if (dtype) expect(r.dtype, label).toBe(dtype);
   expectClose(r.cpu, want, tol, `${label} (CPU vs hand-written)`);
@@ -49,7 +56,12 @@ describe.skipIf(!gpu.available)(`elementwise on strided views, WebGPU vs CPU ${g
         await checkBoth([x, y], (a, b) => a.narrow(0, start, 257).add(b.narrow(0, 4097 - 257 - start, 257)), tol, `narrow add ${dtype} @${start}`);
         await checkBoth([x], (t) => t.narrow(0, start, 1001).neg(), tol, `narrow neg ${dtype} @${start}`);
         await checkBoth([x], (t) => t.slice(0, start, undefined, 3).abs(), tol, `slice step 3 ${dtype} @${start}`);
-        await checkBoth([x, y], (a, b) => a.slice(0, start, -start, 5).mul(b.slice(0, start + 1, undefined, 5).narrow(0, 0, Math.ceil((4097 - 2 * start) / 5))), tol, `slice*slice ${dtype}`);
+        await checkBoth(
+          [x, y],
+          (a, b) => a.slice(0, start, -start, 5).mul(b.slice(0, start + 1, undefined, 5).narrow(0, 0, Math.ceil((4097 - 2 * start) / 5))),
+          tol,
+          `slice*slice ${dtype}`,
+        );
       }
     }
   });
@@ -82,7 +94,15 @@ describe.skipIf(!gpu.available)(`elementwise on strided views, WebGPU vs CPU ${g
 
   it('views of results and results of views stay consistent over several chained ops', async () => {
     const x = randomTensor([8, 33], 'float16');
-    await checkBoth([x], (t) => t.T.mul(2).slice(0, 1, undefined, 2).add(t.narrow(1, 3, 16).T).sigmoid().T, tolerance('float16', 'transcendental'));
+    await checkBoth(
+      [x],
+      (t) =>
+        t.T.mul(2)
+          .slice(0, 1, undefined, 2)
+          .add(t.narrow(1, 3, 16).T)
+          .sigmoid().T,
+      tolerance('float16', 'transcendental'),
+    );
   });
 });
 
@@ -105,9 +125,17 @@ describe.skipIf(!gpu.available)(`elementwise on empty tensors, WebGPU vs CPU ${g
   it('broadcasting with an empty dim: [0] + [1], [3, 0] + [3, 1], [3, 0] * []', async () => {
     const cases: [number[], number[], number[]][] = [
       [[0], [1], [0]],
-      [[3, 0], [3, 1], [3, 0]],
+      [
+        [3, 0],
+        [3, 1],
+        [3, 0],
+      ],
       [[3, 0], [], [3, 0]],
-      [[1, 0], [4, 1], [4, 0]],
+      [
+        [1, 0],
+        [4, 1],
+        [4, 0],
+      ],
     ];
     for (const [sa, sb, out] of cases) {
       const r = await checkBoth([randomTensor(sa), randomTensor(sb)], (a, b) => a.mul(b), tolerance('float32'));
@@ -151,7 +179,14 @@ describe.skipIf(!gpu.available)(`special values (NaN, Inf, -0), WebGPU vs CPU vs
   });
 
   it('exp overflows to Inf in f16/bf16 ranges; log of 0 is -Inf in every float dtype', async () => {
-    await expectOnBoth([tg.tensor([12, 11, -20], { dtype: 'float16' })], (t) => t.exp(), [INF, Math.exp(11), Math.exp(-20)], tolerance('float16'), 'exp f16', 'float16');
+    await expectOnBoth(
+      [tg.tensor([12, 11, -20], { dtype: 'float16' })],
+      (t) => t.exp(),
+      [INF, Math.exp(11), Math.exp(-20)],
+      tolerance('float16'),
+      'exp f16',
+      'float16',
+    );
     await expectOnBoth([tg.tensor([89, 88, -0], { dtype: 'bfloat16' })], (t) => t.exp(), [INF, Math.exp(88), 1], tolerance('bfloat16'), 'exp bf16', 'bfloat16');
     for (const dtype of ['float16', 'bfloat16', 'uint8', 'bool', 'int32'] as const) {
       await expectOnBoth([tg.tensor([0, 1], { dtype })], (t) => t.log(), [-INF, 0], tolerance('float32'), `log ${dtype}`);

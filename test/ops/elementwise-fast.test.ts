@@ -63,8 +63,17 @@ describe.skipIf(!gpu.available)(`elementwise fast path (contiguous, 32-bit), Web
   it('contiguous views at offsets that are not multiples of 4 (word bindings) and that are (vec4 bindings)', async () => {
     const x = randomTensor([300], 'float32');
     const y = randomTensor([300], 'float32');
-    for (const [offX, offY, len] of [[1, 2, 257], [3, 0, 5], [4, 8, 13], [0, 5, 295], [7, 7, 1], [2, 6, 290]]) {
-      const k = await kernelsDuring(() => checkBoth([x, y], (a, b) => a.narrow(0, offX, len).add(b.narrow(0, offY, len)), BITS, `x[${offX}:] + y[${offY}:] (${len})`));
+    for (const [offX, offY, len] of [
+      [1, 2, 257],
+      [3, 0, 5],
+      [4, 8, 13],
+      [0, 5, 295],
+      [7, 7, 1],
+      [2, 6, 290],
+    ]) {
+      const k = await kernelsDuring(() =>
+        checkBoth([x, y], (a, b) => a.narrow(0, offX, len).add(b.narrow(0, offY, len)), BITS, `x[${offX}:] + y[${offY}:] (${len})`),
+      );
       expect(k.fast, `offsets ${offX}/${offY}`).toBe(1);
       await checkBoth([x], (a) => a.narrow(0, offX, len).exp(), tolerance('float32', 'transcendental'), `exp(x[${offX}:]) (${len})`);
     }

@@ -51,7 +51,20 @@ describe.skipIf(!gpu.available)(`scalar operands on WebGPU vs CPU ${gpu.skipReas
     const xs = await x.toArray();
     const want = Array.from(xs, (v) => {
       const [p, q] = first ? [s, v] : [v, s];
-      const raw = { add: p + q, sub: p - q, mul: p * q, div: p / q, maximum: Math.max(p, q), minimum: Math.min(p, q), eq: +(p === q), ne: +(p !== q), lt: +(p < q), le: +(p <= q), gt: +(p > q), ge: +(p >= q) }[op];
+      const raw = {
+        add: p + q,
+        sub: p - q,
+        mul: p * q,
+        div: p / q,
+        maximum: Math.max(p, q),
+        minimum: Math.min(p, q),
+        eq: +(p === q),
+        ne: +(p !== q),
+        lt: +(p < q),
+        le: +(p <= q),
+        gt: +(p > q),
+        ge: +(p >= q),
+      }[op];
       return out === 'uint8' ? ((raw % 256) + 256) % 256 : raw;
     });
     const rounded = await tg.tensor(Array.from(want), { dtype: out, device: 'cpu' }).toArray();
@@ -61,15 +74,24 @@ describe.skipIf(!gpu.available)(`scalar operands on WebGPU vs CPU ${gpu.skipReas
 
 describe.skipIf(!gpu.available)(`broadcasting on WebGPU vs CPU ${gpu.skipReason}`, () => {
   const shapes: [number[], number[]][] = [
-    [[3, 1], [1, 4]],
+    [
+      [3, 1],
+      [1, 4],
+    ],
     [[257], [33, 1]],
     [[1], [4097]],
     [[4097], [1]],
     [[], [257]],
     [[5, 3], []],
     [[], []],
-    [[2, 1, 3], [4, 1]],
-    [[6, 1, 5], [7, 1, 1, 1]],
+    [
+      [2, 1, 3],
+      [4, 1],
+    ],
+    [
+      [6, 1, 5],
+      [7, 1, 1, 1],
+    ],
   ];
   it.each(shapes)('%j op %j, every binary op, float32', async (sa, sb) => {
     for (const op of BINARY) {
@@ -92,7 +114,12 @@ describe.skipIf(!gpu.available)(`broadcasting on WebGPU vs CPU ${gpu.skipReason}
 
   it('[257] + [4097, 1] (a million outputs) in f16 and f32', async () => {
     for (const dtype of ['float16', 'float32'] as const) {
-      const r = await checkBoth([randomTensor([257], dtype), randomTensor([4097, 1], dtype)], (a, b) => a.add(b), tolerance(dtype), `[257] + [4097, 1] ${dtype}`);
+      const r = await checkBoth(
+        [randomTensor([257], dtype), randomTensor([4097, 1], dtype)],
+        (a, b) => a.add(b),
+        tolerance(dtype),
+        `[257] + [4097, 1] ${dtype}`,
+      );
       expect(r.shape).toEqual([4097, 257]);
     }
   });

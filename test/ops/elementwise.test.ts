@@ -18,7 +18,12 @@ describe.skipIf(!gpu.available)(`elementwise unary on WebGPU vs CPU ${gpu.skipRe
   it('gelu() defaults to the exact (erf) form', async () => {
     const x = randomTensor([257], 'float32', 'normal', 3);
     await checkBoth([x], (t) => t.gelu().sub(t.gelu({ approximate: 'none' })), { atol: 0, rtol: 0 });
-    const diff = await x.gelu().sub(x.gelu({ approximate: 'tanh' })).abs().max().item();
+    const diff = await x
+      .gelu()
+      .sub(x.gelu({ approximate: 'tanh' }))
+      .abs()
+      .max()
+      .item();
     expect(diff).toBeGreaterThan(1e-5); // the two forms really differ
   });
 

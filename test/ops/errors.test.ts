@@ -128,7 +128,9 @@ describe.skipIf(!gpu.available)(`mixing devices ${gpu.skipReason}`, () => {
       expect(fn, name).toThrow(tg.DeviceMismatchError);
       expect(fn, name).toThrow(/on cpu and .* on webgpu|on webgpu and .* on cpu/);
     }
-    expect(() => c.add(g)).toThrow(/add: expected all tensors on one device, got \[2, 2\] float32 on cpu and \[2, 2\] float32 on webgpu; move one with await t.to\('cpu'\)/);
+    expect(() => c.add(g)).toThrow(
+      /add: expected all tensors on one device, got \[2, 2\] float32 on cpu and \[2, 2\] float32 on webgpu; move one with await t.to\('cpu'\)/,
+    );
     // Both still work after the errors.
     expect(Array.from(await g.add(g).toArray())).toEqual([2, 2, 2, 2]);
     expect(Array.from(await c.add(await g.to('cpu')).toArray())).toEqual([2, 2, 2, 2]);

@@ -367,11 +367,21 @@ describe(`fft edge cases ${gpu.skipReason}`, () => {
             for (const row of [0, 3]) {
               const got = r.values.subarray(row * outPerRow, (row + 1) * outPerRow);
               expect(got.every(Number.isFinite), `${kind} n=${n} row ${row} finite on ${dev}`).toBe(true);
-              check(got, want.subarray(row * outPerRow, (row + 1) * outPerRow), dev, n, backwardScale(kind, n), `${kind} n=${n} row ${row} beside NaN/Inf rows`);
+              check(
+                got,
+                want.subarray(row * outPerRow, (row + 1) * outPerRow),
+                dev,
+                n,
+                backwardScale(kind, n),
+                `${kind} n=${n} row ${row} beside NaN/Inf rows`,
+              );
             }
             for (const row of [1, 2]) {
               const got = r.values.subarray(row * outPerRow, (row + 1) * outPerRow);
-              expect(got.some((v) => !Number.isFinite(v)), `${kind} n=${n} row ${row} not finite on ${dev}`).toBe(true);
+              expect(
+                got.some((v) => !Number.isFinite(v)),
+                `${kind} n=${n} row ${row} not finite on ${dev}`,
+              ).toBe(true);
             }
           }
           x.dispose();

@@ -31,7 +31,9 @@ async function codesOf(t: Tensor): Promise<number[]> {
 function expectF32Bits(label: string, got: number[], want: number[]): void {
   const isNaNBits = (b: number) => (b & 0x7fffffff) > 0x7f800000;
   const bad = want
-    .map((w, i) => (got[i] === w || (isNaNBits(w) && isNaNBits(got[i]) && got[i] >>> 31 === w >>> 31) ? '' : `[${i}] 0x${got[i]?.toString(16)} vs 0x${w.toString(16)}`))
+    .map((w, i) =>
+      got[i] === w || (isNaNBits(w) && isNaNBits(got[i]) && got[i] >>> 31 === w >>> 31) ? '' : `[${i}] 0x${got[i]?.toString(16)} vs 0x${w.toString(16)}`,
+    )
     .filter(Boolean);
   expect(got.length, label).toBe(want.length);
   expect(bad, label).toEqual([]);
@@ -43,18 +45,24 @@ const valueKey = (v: number) => (Number.isNaN(v) ? 'NaN' : Object.is(v, -0) ? '-
 /** A tensor holding exactly these storage codes. */
 function fromCodes(codes: ArrayLike<number>, dtype: DType, shape: number[], device: DeviceName): Tensor {
   const backend = backendFor(device);
-  const data = dtype === 'float16' || dtype === 'bfloat16' ? Uint16Array.from(codes) : dtype === 'float32' ? new Float32Array(new Uint32Array(Array.from(codes)).buffer) : Uint8Array.from(codes);
+  const data =
+    dtype === 'float16' || dtype === 'bfloat16'
+      ? Uint16Array.from(codes)
+      : dtype === 'float32'
+        ? new Float32Array(new Uint32Array(Array.from(codes)).buffer)
+        : Uint8Array.from(codes);
   return Tensor.fromHandle(backend, backend.upload(dtype, data), dtype, shape);
 }
 
 const ALL_CODES = Array.from({ length: 256 }, (_, c) => c);
 
-
 const f32Bits = (x: number) => new Uint32Array(new Float32Array([x]).buffer)[0];
 
 /** Inputs that exercise every rounding decision of f32 -> fp8: each value, the midpoints, one f32 ulp either side. */
 function probeValues(dtype: Fp8): number[] {
-  const finite = ALL_CODES.map((c) => fp8Value(c, dtype)).filter((v) => Number.isFinite(v) && v >= 0).sort((a, b) => a - b);
+  const finite = ALL_CODES.map((c) => fp8Value(c, dtype))
+    .filter((v) => Number.isFinite(v) && v >= 0)
+    .sort((a, b) => a - b);
   const out: number[] = [];
   const nudge = (x: number, ulps: number) => {
     const u = new Uint32Array(new Float32Array([x]).buffer);
@@ -105,10 +113,19 @@ describe.each(DEVICES)('FP8 creation on %s', (device) => {
     expect(e4.dtype).toBe('float8_e4m3fn');
     expect(await codesOf(e4)).toEqual([0x7e, 0x7e, 0x7f, 0xff, 0x7f, 0x38, 0x00, 0x80]);
     expect(Array.from(await e4.toArray())).toEqual([448, 448, NaN, NaN, NaN, 1, 0, -0]);
-    const e5 = tensor([[57344, 61440], [-1e6, 1.125]], { dtype: 'float8_e5m2', device });
+    const e5 = tensor(
+      [
+        [57344, 61440],
+        [-1e6, 1.125],
+      ],
+      { dtype: 'float8_e5m2', device },
+    );
     expect(e5.shape).toEqual([2, 2]);
     expect(await codesOf(e5)).toEqual([0x7b, 0x7c, 0xfc, 0x3c]);
-    expect(await e5.tolist()).toEqual([[57344, Infinity], [-Infinity, 1]]);
+    expect(await e5.tolist()).toEqual([
+      [57344, Infinity],
+      [-Infinity, 1],
+    ]);
   });
 
   it('the saturate option clamps to the largest finite value (NaN stays NaN)', async () => {
@@ -131,7 +148,10 @@ describe.each(DEVICES)('FP8 creation on %s', (device) => {
   it('rand / randn give FP8 values (same draws on every device)', async () => {
     for (const dtype of FP8) {
       const r = await tg.rand([50], { dtype, device, generator: new Generator(1) }).toArray();
-      expect(r.every((v) => v >= 0 && v < 1), dtype).toBe(true);
+      expect(
+        r.every((v) => v >= 0 && v < 1),
+        dtype,
+      ).toBe(true);
       const n = tg.randn([64], { dtype, device, generator: new Generator(2) });
       const cpu = tg.randn([64], { dtype, generator: new Generator(2) });
       expect(await codesOf(n)).toEqual(await codesOf(cpu));
@@ -144,7 +164,11 @@ describe.each(DEVICES)('FP8 creation on %s', (device) => {
 describe.each(DEVICES)('FP8 casts on %s, bit-exact against the codecs', (device) => {
   it.each(FP8)('%s -> float32 / float16 / bfloat16 for all 256 codes', async (dtype) => {
     const x = fromCodes(ALL_CODES, dtype, [16, 16], device);
-    expectF32Bits(`${dtype} -> float32`, await codesOf(x.to('float32')), ALL_CODES.map((c) => f32Bits(fp8BitsToF32(c, fmt(dtype)))));
+    expectF32Bits(
+      `${dtype} -> float32`,
+      await codesOf(x.to('float32')),
+      ALL_CODES.map((c) => f32Bits(fp8BitsToF32(c, fmt(dtype)))),
+    );
     expect(await codesOf(x.to('float16'))).toEqual(ALL_CODES.map((c) => f32ToF16Bits(fp8BitsToF32(c, fmt(dtype)))));
     expect(await codesOf(x.to('bfloat16'))).toEqual(ALL_CODES.map((c) => f32ToBf16Bits(fp8BitsToF32(c, fmt(dtype)))));
   });
@@ -162,7 +186,10 @@ describe.each(DEVICES)('FP8 casts on %s, bit-exact against the codecs', (device)
 
   it.each(FP8)('float16 and bfloat16 -> %s for all 65536 codes of each (one rounding, from the exact value)', async (dtype) => {
     const codes = Array.from({ length: 65536 }, (_, c) => c);
-    for (const [src, decode] of [['float16', f16BitsToF32], ['bfloat16', bf16BitsToF32]] as const) {
+    for (const [src, decode] of [
+      ['float16', f16BitsToF32],
+      ['bfloat16', bf16BitsToF32],
+    ] as const) {
       const x = fromCodes(codes, src, [256, 256], device);
       for (const saturate of [false, true]) {
         const got = await codesOf(x.to(dtype, { saturate }));
@@ -181,7 +208,10 @@ describe.each(DEVICES)('FP8 casts on %s, bit-exact against the codecs', (device)
   });
 
   it('e4m3fn <-> e5m2 for all codes, with and without saturate', async () => {
-    for (const [from, to] of [['float8_e4m3fn', 'float8_e5m2'], ['float8_e5m2', 'float8_e4m3fn']] as const) {
+    for (const [from, to] of [
+      ['float8_e4m3fn', 'float8_e5m2'],
+      ['float8_e5m2', 'float8_e4m3fn'],
+    ] as const) {
       const x = fromCodes(ALL_CODES, from, [256], device);
       for (const saturate of [false, true]) {
         const want = ALL_CODES.map((c) => f32ToFp8Bits(fp8BitsToF32(c, fmt(from)), fmt(to), saturate));
@@ -278,7 +308,11 @@ describe.each(DEVICES)('FP8 copies and views on %s', (device) => {
       expect(await codesOf(v), `${name}: read`).toEqual(want);
       expect(await codesOf(v.contiguous()), `${name}: contiguous`).toEqual(want);
       expect(Array.from(await v.toArray(), valueKey), `${name}: toArray`).toEqual(want.map((c) => valueKey(fp8Value(c, dtype))));
-      expectF32Bits(`${name}: to float32`, await codesOf(v.to('float32')), want.map((c) => f32Bits(fp8BitsToF32(c, fmt(dtype)))));
+      expectF32Bits(
+        `${name}: to float32`,
+        await codesOf(v.to('float32')),
+        want.map((c) => f32Bits(fp8BitsToF32(c, fmt(dtype)))),
+      );
     }
     expect(() => x.transpose(0, 2).view(105)).toThrow(tg.ShapeError);
   });
@@ -304,7 +338,9 @@ describe.each(DEVICES)('FP8 copies and views on %s', (device) => {
     expect(await codesOf(cat([t(m33, [3, 3]).T, t(m32, [3, 2])], -1))).toEqual(tr);
     // e5m2 keeps its own codes (Inf, subnormal, NaN); mixing FP8 formats is refused. (cat converts through float32,
     // so a NaN with another payload, e.g. 0xfd, comes out as the canonical 0xff on both devices.)
-    expect(await codesOf(cat([fromCodes([0x7c, 0x01], 'float8_e5m2', [2], device), fromCodes([0xff, 0x80], 'float8_e5m2', [2], device)]))).toEqual([0x7c, 0x01, 0xff, 0x80]);
+    expect(await codesOf(cat([fromCodes([0x7c, 0x01], 'float8_e5m2', [2], device), fromCodes([0xff, 0x80], 'float8_e5m2', [2], device)]))).toEqual([
+      0x7c, 0x01, 0xff, 0x80,
+    ]);
     expect(() => cat([t(a, [3]), fromCodes([1], 'float8_e5m2', [1], device)])).toThrow(DTypeError);
   });
 });
@@ -350,13 +386,29 @@ describe.each(DEVICES)('FP8 comparisons and read-back on %s', (device) => {
   });
 
   it('toArray gives float32 values, tolist nested numbers (and booleans for comparisons), item one value', async () => {
-    const x = tensor([[1.5, -0.25, 448], [NaN, -0, 0.001953125]], { dtype: 'float8_e4m3fn', device });
+    const x = tensor(
+      [
+        [1.5, -0.25, 448],
+        [NaN, -0, 0.001953125],
+      ],
+      { dtype: 'float8_e4m3fn', device },
+    );
     const arr = await x.toArray();
     expect(arr).toBeInstanceOf(Float32Array);
     expect(Array.from(arr)).toEqual([1.5, -0.25, 448, NaN, -0, 0.001953125]);
-    expect(await x.tolist()).toEqual([[1.5, -0.25, 448], [NaN, -0, 0.001953125]]);
-    expect(await x.T.tolist()).toEqual([[1.5, NaN], [-0.25, -0], [448, 0.001953125]]);
-    expect(await x.gt(0).tolist()).toEqual([[true, false, true], [false, false, true]]);
+    expect(await x.tolist()).toEqual([
+      [1.5, -0.25, 448],
+      [NaN, -0, 0.001953125],
+    ]);
+    expect(await x.T.tolist()).toEqual([
+      [1.5, NaN],
+      [-0.25, -0],
+      [448, 0.001953125],
+    ]);
+    expect(await x.gt(0).tolist()).toEqual([
+      [true, false, true],
+      [false, false, true],
+    ]);
     expect(await x.select(0, 0).select(0, 2).item()).toBe(448);
     const e5 = tensor([Infinity, -57344, 2 ** -16], { dtype: 'float8_e5m2', device });
     expect(await e5.tolist()).toEqual([Infinity, -57344, 2 ** -16]);

@@ -31,7 +31,16 @@ function routing(t: number, e: number, k: number, seed: number): [Tensor, Tensor
   return [tg.tensor(ids, { dtype: 'int32', shape: [t, k] }), tg.tensor(w, { shape: [t, k] })];
 }
 
-const seeded = (shape: number[], dtype: DType, seed: number) => tg.tensor(randomValues(shape.reduce((a, b) => a * b, 1), dtype, 'normal', seed), { shape, dtype, saturate: true });
+const seeded = (shape: number[], dtype: DType, seed: number) =>
+  tg.tensor(
+    randomValues(
+      shape.reduce((a, b) => a * b, 1),
+      dtype,
+      'normal',
+      seed,
+    ),
+    { shape, dtype, saturate: true },
+  );
 
 describe('fused epilogues on the CPU equal the unfused ops exactly', () => {
   it('linear + residual', async () => {
@@ -50,7 +59,9 @@ describe('fused epilogues on the CPU equal the unfused ops exactly', () => {
     const act = tg.expertLinear(x, gateUp, ids, { activation: 'swiglu' });
     expect(act.shape).toEqual([6, 10]);
     expect(await bits(act)).toEqual(await bits(tg.swiglu(tg.expertLinear(x, gateUp, ids))));
-    expect(await bits(tg.expertLinear(act, down, ids, { combine: cw, residual: r }))).toEqual(await bits(tg.add(tg.expertLinear(act, down, ids, { combine: cw }), r)));
+    expect(await bits(tg.expertLinear(act, down, ids, { combine: cw, residual: r }))).toEqual(
+      await bits(tg.add(tg.expertLinear(act, down, ids, { combine: cw }), r)),
+    );
   });
 
   it('linear swiglu (+ residual) equals swiglu of linear (+ add)', async () => {
@@ -80,7 +91,9 @@ describe('fused epilogues on the CPU equal the unfused ops exactly', () => {
     expect(() => tg.linear(x, randomTensor([5, 8]), undefined, { residual: randomTensor([1, 4]) })).toThrow(/residual must have the output's shape \[1, 5\]/);
     expect(() => tg.linear(x, randomTensor([5, 8]), undefined, { activation: 'swiglu' })).toThrow(/swiglu needs an even N/);
     expect(() => tg.linear(x, randomTensor([6, 8]), randomTensor([6]), { activation: 'swiglu' })).toThrow(/swiglu does not take a bias/);
-    expect(() => tg.linear(x, randomTensor([6, 8]), undefined, { activation: 'swiglu', residual: randomTensor([1, 6]) })).toThrow(/residual must have the output's shape \[1, 3\]/);
+    expect(() => tg.linear(x, randomTensor([6, 8]), undefined, { activation: 'swiglu', residual: randomTensor([1, 6]) })).toThrow(
+      /residual must have the output's shape \[1, 3\]/,
+    );
     expect(() => tg.expertLinear(x, randomTensor([4, 6, 8]), ids, { activation: 'swiglu', combine: cw })).toThrow(/not with combine/);
     expect(() => tg.expertLinear(x, randomTensor([4, 5, 8]), ids, { activation: 'swiglu' })).toThrow(/even N/);
     expect(() => tg.expertLinear(x, randomTensor([4, 6, 8]), ids, { residual: randomTensor([1, 6]) })).toThrow(/give combine too/);
@@ -108,7 +121,11 @@ describe.skipIf(!gpu.available)(`fused epilogues on WebGPU ${gpu.skipReason}`, (
     ['GEMV (decode), 4 rows', 4],
     ['GEMM (prefill), unfused', 9],
   ] as const)('linear swiglu (+ residual): %s; f32, bf16 and FP8 block weights, odd widths', async (_, m) => {
-    for (const [wd, n2, k] of [['float32', 2 * 37, 200], ['bfloat16', 2 * 72, 136], ['float8_e4m3fn', 2 * 160, 256]] as const) {
+    for (const [wd, n2, k] of [
+      ['float32', 2 * 37, 200],
+      ['bfloat16', 2 * 72, 136],
+      ['float8_e4m3fn', 2 * 160, 256],
+    ] as const) {
       const x = seeded([m, k], 'float32', 30 + m);
       const plain = seeded([n2, k], 'float32', 31 + m);
       const q = wd === 'float8_e4m3fn' ? tg.quantize(plain, { granularity: 'block128' }) : undefined;
@@ -124,7 +141,10 @@ describe.skipIf(!gpu.available)(`fused epilogues on WebGPU ${gpu.skipReason}`, (
       const cpu = tg.linear(x, w, undefined, { ...opts, activation: 'swiglu', residual: r });
       expectClose((await fused.toArray()) as Float32Array, (await cpu.toArray()) as Float32Array, { atol: 1e-4, rtol: 1e-4 }, `${wd} m ${m} vs cpu`);
     }
-    if (m === 1) expect(await dispatchesOf([seeded([1, 64], 'float32', 1), seeded([96, 64], 'bfloat16', 2)], (a, b) => tg.linear(a, b, undefined, { activation: 'swiglu' }))).toBe(1);
+    if (m === 1)
+      expect(
+        await dispatchesOf([seeded([1, 64], 'float32', 1), seeded([96, 64], 'bfloat16', 2)], (a, b) => tg.linear(a, b, undefined, { activation: 'swiglu' })),
+      ).toBe(1);
   });
 
   it.each([
@@ -166,8 +186,18 @@ describe.skipIf(!gpu.available)(`fused epilogues on WebGPU ${gpu.skipReason}`, (
   it('each fused decode call is one dispatch', async () => {
     expect(await dispatchesOf([randomTensor([1, 64]), randomTensor([32, 64], 'bfloat16')], (x, w) => tg.moeRouter(x, w, 4).ids)).toBe(1);
     const [ids, cw] = routing(1, 8, 2, 9);
-    expect(await dispatchesOf([randomTensor([1, 64]), randomTensor([32, 64], 'bfloat16'), randomTensor([1, 32])], (x, w, r) => tg.linear(x, w, undefined, { residual: r }))).toBe(1);
-    expect(await dispatchesOf([randomTensor([1, 64]), randomTensor([8, 32, 64], 'bfloat16'), ids], (x, w, i) => tg.expertLinear(x, w, i, { activation: 'swiglu' }))).toBe(1);
-    expect(await dispatchesOf([randomTensor([2, 16]), randomTensor([8, 64, 16], 'bfloat16'), ids, cw, randomTensor([1, 64])], (x, w, i, c, r) => tg.expertLinear(x, w, i, { combine: c, residual: r }))).toBe(1);
+    expect(
+      await dispatchesOf([randomTensor([1, 64]), randomTensor([32, 64], 'bfloat16'), randomTensor([1, 32])], (x, w, r) =>
+        tg.linear(x, w, undefined, { residual: r }),
+      ),
+    ).toBe(1);
+    expect(
+      await dispatchesOf([randomTensor([1, 64]), randomTensor([8, 32, 64], 'bfloat16'), ids], (x, w, i) => tg.expertLinear(x, w, i, { activation: 'swiglu' })),
+    ).toBe(1);
+    expect(
+      await dispatchesOf([randomTensor([2, 16]), randomTensor([8, 64, 16], 'bfloat16'), ids, cw, randomTensor([1, 64])], (x, w, i, c, r) =>
+        tg.expertLinear(x, w, i, { combine: c, residual: r }),
+      ),
+    ).toBe(1);
   });
 });

@@ -42,7 +42,7 @@ describe(`gatedDeltaNet chunked prefill ${gpu.skipReason}`, () => {
     expectSame(await run(x, SMALL, [s], 'webgpu'), cpu, `S=${s}`);
   });
 
-  it('the released model\'s strong decay (A up to 16) and an odd geometry (dk 24, dv 40, Hv = 2 Hk, 3 taps)', async () => {
+  it("the released model's strong decay (A up to 16) and an odd geometry (dk 24, dv 40, Hv = 2 Hk, 3 taps)", async () => {
     if (!gpu.available) return;
     const g = { keyHeads: 1, valueHeads: 2, keyDim: 24, valueDim: 40, convKernel: 3 };
     const x = makeInputs(g, 97, { randomStates: true });
@@ -90,7 +90,9 @@ describe(`gatedDeltaNet chunked prefill ${gpu.skipReason}`, () => {
     if (!gpu.available) return;
     const webgpu = await run(x, g, [130], 'webgpu');
     expectSame(webgpu, cpu, 'NaN'); // NaN exactly where the CPU has it (heads 0 and 1 from token 100)
-    const heads23 = Array.from({ length: 130 }, (_, t) => webgpu.out.subarray(t * hvdv + 2 * g.valueDim, (t + 1) * hvdv)).every((row) => !row.some(Number.isNaN));
+    const heads23 = Array.from({ length: 130 }, (_, t) => webgpu.out.subarray(t * hvdv + 2 * g.valueDim, (t + 1) * hvdv)).every(
+      (row) => !row.some(Number.isNaN),
+    );
     expect(heads23).toBe(true);
     expect(webgpu.state.subarray(2 * g.keyDim * g.valueDim).some(Number.isNaN)).toBe(false);
   });
@@ -100,7 +102,9 @@ describe(`gatedDeltaNet chunked prefill ${gpu.skipReason}`, () => {
     const count = async (s: number) => {
       const x = makeInputs(SMALL, s, { randomStates: true });
       const state = tg.newGatedDeltaNetState(SMALL, 'webgpu');
-      const n = await dispatchesOf([x.proj, x.conv, tg.cat([x.aLog, x.dtBias, x.norm])], (proj, conv, head) => tg.gatedDeltaNet(split(proj, SMALL), { conv, ...packedHead(head, SMALL) }, state, { ...SMALL, eps: EPS }));
+      const n = await dispatchesOf([x.proj, x.conv, tg.cat([x.aLog, x.dtBias, x.norm])], (proj, conv, head) =>
+        tg.gatedDeltaNet(split(proj, SMALL), { conv, ...packedHead(head, SMALL) }, state, { ...SMALL, eps: EPS }),
+      );
       state.conv.dispose();
       state.recurrent.dispose();
       return n;

@@ -15,12 +15,15 @@ setDefaultDevice('cpu');
 
 const F32 = { atol: 2e-5, rtol: 2e-5 };
 
-
 const silu = (x: number) => x / (1 + Math.exp(-x));
 const softplus = (x: number) => (x > 20 ? x : Math.log1p(Math.exp(x)));
 
 /** transformers' Qwen3_5MoeGatedDeltaNet from the projections on, for all S tokens from zero states. */
-function byDefinition(g: Geometry, s: number, x: { qkv: number[]; z: number[]; b: number[]; a: number[]; conv: number[]; aLog: number[]; dtBias: number[]; norm: number[] }): Float64Array {
+function byDefinition(
+  g: Geometry,
+  s: number,
+  x: { qkv: number[]; z: number[]; b: number[]; a: number[]; conv: number[]; aLog: number[]; dtBias: number[]; norm: number[] },
+): Float64Array {
   const { keyHeads: hk, valueHeads: hv, keyDim: dk, valueDim: dv, convKernel: taps } = g;
   const c = 2 * hk * dk + hv * dv;
   const conv = new Float64Array(s * c);
@@ -60,7 +63,7 @@ function byDefinition(g: Geometry, s: number, x: { qkv: number[]; z: number[]; b
         }
       }
       const rms = Math.sqrt(o.reduce((m, e) => m + e * e, 0) / dv + EPS);
-      for (let j = 0; j < dv; j++) out[(t * hv + h) * dv + j] = (x.norm[j] * o[j]) / rms * silu(x.z[t * hv * dv + h * dv + j]);
+      for (let j = 0; j < dv; j++) out[(t * hv + h) * dv + j] = ((x.norm[j] * o[j]) / rms) * silu(x.z[t * hv * dv + h * dv + j]);
     }
   }
   return out;
@@ -70,14 +73,25 @@ async function definition(x: Inputs, g: Geometry, s: number): Promise<Float64Arr
   const parts = split(x.proj, g);
   const arr = async (t: Tensor) => Array.from((await t.to('float32').toArray()) as Float32Array);
   return byDefinition(g, s, {
-    qkv: await arr(parts.qkv.contiguous()), z: await arr(parts.z.contiguous()), b: await arr(parts.b.contiguous()), a: await arr(parts.a.contiguous()),
-    conv: await arr(x.conv), aLog: await arr(x.aLog), dtBias: await arr(x.dtBias), norm: await arr(x.norm),
+    qkv: await arr(parts.qkv.contiguous()),
+    z: await arr(parts.z.contiguous()),
+    b: await arr(parts.b.contiguous()),
+    a: await arr(parts.a.contiguous()),
+    conv: await arr(x.conv),
+    aLog: await arr(x.aLog),
+    dtBias: await arr(x.dtBias),
+    norm: await arr(x.norm),
   });
 }
 
 const CASES = [
   { name: 'one token, 2 value heads per key head', g: { keyHeads: 1, valueHeads: 2, keyDim: 8, valueDim: 8, convKernel: 4 }, s: 1, splits: [[1]] },
-  { name: '12 tokens, odd dims', g: { keyHeads: 2, valueHeads: 4, keyDim: 12, valueDim: 20, convKernel: 4 }, s: 12, splits: [[12], [7, 5], [1, 1, 10], [3, 3, 3, 3]] },
+  {
+    name: '12 tokens, odd dims',
+    g: { keyHeads: 2, valueHeads: 4, keyDim: 12, valueDim: 20, convKernel: 4 },
+    s: 12,
+    splits: [[12], [7, 5], [1, 1, 10], [3, 3, 3, 3]],
+  },
   { name: 'more columns than the workgroup, 3 taps', g: { keyHeads: 1, valueHeads: 1, keyDim: 16, valueDim: 200, convKernel: 3 }, s: 5, splits: [[5], [2, 3]] },
   { name: 'one tap (no conv state), dk 130', g: { keyHeads: 2, valueHeads: 2, keyDim: 130, valueDim: 6, convKernel: 1 }, s: 3, splits: [[3], [1, 2]] },
 ];
@@ -86,11 +100,11 @@ describe(`gatedDeltaNet ${gpu.skipReason}`, () => {
   it.each(CASES)('$name: the definition, every split, and WebGPU', async ({ g, s, splits }) => {
     const x = makeInputs(g, s);
     const want = await definition(x, g, s);
-    let cpuWhole: Float32Array | undefined;
+    let _cpuWhole: Float32Array | undefined;
     for (const sizes of splits) {
       const cpu = await run(x, g, sizes, 'cpu');
       expectClose(cpu.out, want, F32, `cpu ${sizes.join('+')}`);
-      cpuWhole ??= cpu.out;
+      _cpuWhole ??= cpu.out;
       if (gpu.available) {
         const webgpu = await run(x, g, sizes, 'webgpu');
         expectClose(webgpu.out, cpu.out, F32, `webgpu ${sizes.join('+')}`);
@@ -141,7 +155,10 @@ describe(`gatedDeltaNet ${gpu.skipReason}`, () => {
     for (const device of ['cpu', ...(gpu.available ? ['webgpu' as const] : [])] as const) {
       const w = { conv: await x.conv.to(device), ...packedHead(await tg.cat([x.aLog, x.dtBias, x.norm]).to(device), g) };
       const [warmProj, proj] = [await warm.proj.to(device), await x.proj.to(device)];
-      const pool = { conv: tg.zeros([3, g.valueHeads, g.convKernel - 1, 2 * g.keyDim + g.valueDim], { device }), recurrent: tg.zeros([3, g.valueHeads, g.keyDim, g.valueDim], { device }) };
+      const pool = {
+        conv: tg.zeros([3, g.valueHeads, g.convKernel - 1, 2 * g.keyDim + g.valueDim], { device }),
+        recurrent: tg.zeros([3, g.valueHeads, g.keyDim, g.valueDim], { device }),
+      };
       const alone: number[] = [];
       let at = 0;
       for (let i = 0; i < 3; i++) {
@@ -169,7 +186,9 @@ describe(`gatedDeltaNet ${gpu.skipReason}`, () => {
     const g = { keyHeads: 2, valueHeads: 4, keyDim: 16, valueDim: 16, convKernel: 4 };
     const x = makeInputs(g, 1);
     const state = tg.newGatedDeltaNetState(g, 'webgpu');
-    const n = await dispatchesOf([x.proj, x.conv, tg.cat([x.aLog, x.dtBias, x.norm])], (proj, conv, head) => tg.gatedDeltaNet(split(proj, g), { conv, ...packedHead(head, g) }, state, { ...g, eps: EPS }));
+    const n = await dispatchesOf([x.proj, x.conv, tg.cat([x.aLog, x.dtBias, x.norm])], (proj, conv, head) =>
+      tg.gatedDeltaNet(split(proj, g), { conv, ...packedHead(head, g) }, state, { ...g, eps: EPS }),
+    );
     expect(n).toBe(1);
     state.conv.dispose();
     state.recurrent.dispose();
@@ -180,7 +199,10 @@ describe(`gatedDeltaNet ${gpu.skipReason}`, () => {
     const x = makeInputs(g, 3);
     const state = tg.newGatedDeltaNetState(g, 'cpu');
     const parts = split(x.proj, g);
-    const call = (over: Partial<typeof parts>, st = state, geo: Geometry = g) => () => tg.gatedDeltaNet({ ...parts, ...over }, x, st, { ...geo, eps: EPS });
+    const call =
+      (over: Partial<typeof parts>, st = state, geo: Geometry = g) =>
+      () =>
+        tg.gatedDeltaNet({ ...parts, ...over }, x, st, { ...geo, eps: EPS });
     expect(call({ z: tg.narrow(x.proj, 1, 0, 31) })).toThrow(/z must be \[3, 32\]/);
     expect(call({ a: tg.zeros([3, 4], { dtype: 'int32' }) })).toThrow(/gatedDeltaNet a does not take int32/);
     expect(call({}, { conv: tg.zeros([4, 2, 24]), recurrent: state.recurrent })).toThrow(/conv state must be \[4, 3, 24\]/);

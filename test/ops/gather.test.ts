@@ -50,7 +50,17 @@ describe(`gather ${gpu.skipReason}`, () => {
 
   it.skipIf(!gpu.available)('an out-of-range index gives zero on WebGPU (no read back to check it)', async () => {
     const x = randn([2, 3], { device: 'webgpu' }).add(5);
-    const got = await gather(x, 1, tensor([[0, 7], [-1, 2]], { dtype: 'int32', device: 'webgpu' })).toArray();
+    const got = await gather(
+      x,
+      1,
+      tensor(
+        [
+          [0, 7],
+          [-1, 2],
+        ],
+        { dtype: 'int32', device: 'webgpu' },
+      ),
+    ).toArray();
     expect(got[1]).toBe(0);
     expect(got[2]).toBe(0);
     expect(got[0]).not.toBe(0);

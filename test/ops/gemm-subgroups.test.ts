@@ -102,16 +102,32 @@ describe.skipIf(!gpu.available)(`tiled GEMM with and without subgroups, WebGPU v
       const w = randomTensor([n, k], 'float8_e4m3fn');
       const sa = tensor(randomValues(m * kb, 'float32', 'positive'), { shape: [m, kb], dtype: 'float32', device: 'cpu' });
       const sb = tensor(randomValues(Math.ceil(n / 128) * kb, 'float32', 'positive'), { shape: [Math.ceil(n / 128), kb], dtype: 'float32', device: 'cpu' });
-      await check(mode, [a, w, sa, sb], (a, w, sa, sb) => scaledMm(a, w.T, { scaleA: sa, scaleB: sb, outDtype: 'float32' }), { atol: 1e-4, rtol: 1e-4 }, 'fp8 block');
+      await check(
+        mode,
+        [a, w, sa, sb],
+        (a, w, sa, sb) => scaledMm(a, w.T, { scaleA: sa, scaleB: sb, outDtype: 'float32' }),
+        { atol: 1e-4, rtol: 1e-4 },
+        'fp8 block',
+      );
     });
 
     it('NaN in A poisons exactly its output row, NaN in B exactly its column', async () => {
       // Rows and k positions spread over row groups, lanes and registers of the shared A values.
       const [m, n, k] = [70, 75, 37];
       const av = randomValues(m * k, 'float32');
-      for (const [r, q] of [[0, 0], [5, 17], [38, 3], [66, 36]]) av[r * k + q] = NaN;
+      for (const [r, q] of [
+        [0, 0],
+        [5, 17],
+        [38, 3],
+        [66, 36],
+      ])
+        av[r * k + q] = NaN;
       const bv = randomValues(k * n, 'float32');
-      for (const [q, c] of [[2, 1], [30, 64]]) bv[q * n + c] = NaN;
+      for (const [q, c] of [
+        [2, 1],
+        [30, 64],
+      ])
+        bv[q * n + c] = NaN;
       const a = tensor(av, { shape: [m, k], dtype: 'float32', device: 'cpu' });
       const b = tensor(bv, { shape: [k, n], dtype: 'float32', device: 'cpu' });
       await check(mode, [a, b], (a, b) => a.matmul(b), mmTol('float32', k), 'NaN');

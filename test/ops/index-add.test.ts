@@ -22,7 +22,14 @@ function randomIds(n: number, size: number, seed: number): number[] {
  * d/dx of sum(after(indexSelect(x, dim, ids)) * r) on one device: x a copy of `table`, r a CPU tensor of the
  * result's shape (undefined: a plain sum, whose gradient arrives as a broadcast view).
  */
-async function gradOf(device: Device, table: Tensor, dim: number, ids: number[], r: Tensor | undefined, after: (t: Tensor) => Tensor = (t) => t): Promise<{ grad: Float32Array | Int32Array | Uint8Array; dtype: DType }> {
+async function gradOf(
+  device: Device,
+  table: Tensor,
+  dim: number,
+  ids: number[],
+  r: Tensor | undefined,
+  after: (t: Tensor) => Tensor = (t) => t,
+): Promise<{ grad: Float32Array | Int32Array | Uint8Array; dtype: DType }> {
   const x = (device === 'cpu' ? table.clone() : await table.to('webgpu')).requiresGrad_();
   const idx = tensor(ids, { dtype: 'int32', device });
   const rd = r && (await r.to(device));
@@ -36,7 +43,13 @@ async function gradOf(device: Device, table: Tensor, dim: number, ids: number[],
   return out;
 }
 
-async function compareDevices(label: string, table: Tensor, dim: number, ids: number[], opts: { after?: (t: Tensor) => Tensor; plainSum?: boolean } = {}): Promise<Float32Array | Int32Array | Uint8Array> {
+async function compareDevices(
+  label: string,
+  table: Tensor,
+  dim: number,
+  ids: number[],
+  opts: { after?: (t: Tensor) => Tensor; plainSum?: boolean } = {},
+): Promise<Float32Array | Int32Array | Uint8Array> {
   const yShape = [...table.shape];
   yShape[dim < 0 ? dim + table.ndim : dim] = ids.length;
   const probe = noGrad(() => (opts.after ?? ((t: Tensor) => t))(tensor(new Array(yShape.reduce((a, b) => a * b, 1)).fill(1), { shape: yShape })));
@@ -91,7 +104,10 @@ describe.skipIf(!gpu.available)(`indexSelect backward (indexAdd) on WebGPU equal
     const r = randomTensor([6, 5], 'float32');
     const got = await gradOf('webgpu', table, 0, [3, -1, 3, 8, 1000, 0], r);
     const kept = [0, 2, 5];
-    const rKept = tensor(Array.from(await r.toArray()).filter((_, i) => kept.includes(Math.floor(i / 5))), { shape: [3, 5] });
+    const rKept = tensor(
+      Array.from(await r.toArray()).filter((_, i) => kept.includes(Math.floor(i / 5))),
+      { shape: [3, 5] },
+    );
     const want = await gradOf('cpu', table, 0, [3, 3, 0], rKept);
     expectClose(got.grad, want.grad, { atol: 1e-6, rtol: 1e-6 }, 'out-of-range ids dropped');
     [table, r, rKept].forEach((t) => t.dispose());

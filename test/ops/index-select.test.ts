@@ -2,7 +2,18 @@
 // over plain JS arrays. Sub-word dtypes (FP8, uint8, bool: 4 a word; f16/bf16: 2) are packed in GPU words, so odd
 // sizes and views that start mid-word check that codes are copied whole and unchanged (NaN, -0 and Inf included).
 import { describe, expect, it } from 'vitest';
-import { DeviceMismatchError, DTypeError, Generator, indexSelect, setDefaultDevice, ShapeError, tensor, type DeviceName, type DType, type Tensor } from '../../src/index.js';
+import {
+  DeviceMismatchError,
+  DTypeError,
+  Generator,
+  indexSelect,
+  setDefaultDevice,
+  ShapeError,
+  tensor,
+  type DeviceName,
+  type DType,
+  type Tensor,
+} from '../../src/index.js';
 import { setupWebGpu } from '../helpers/webgpu.js';
 
 const gpu = await setupWebGpu();
@@ -59,7 +70,8 @@ function narrowHost(h: Host, dim: number, start: number, length: number): Host {
   const outer = numel(h.shape.slice(0, dim));
   const inner = numel(h.shape.slice(dim + 1));
   const values: number[] = [];
-  for (let o = 0; o < outer; o++) for (let i = start; i < start + length; i++) for (let j = 0; j < inner; j++) values.push(h.values[(o * h.shape[dim] + i) * inner + j]);
+  for (let o = 0; o < outer; o++)
+    for (let i = start; i < start + length; i++) for (let j = 0; j < inner; j++) values.push(h.values[(o * h.shape[dim] + i) * inner + j]);
   const shape = [...h.shape];
   shape[dim] = length;
   return { shape, values };
@@ -133,7 +145,12 @@ async function runAll(device: DeviceName, dtype: DType, seed: number): Promise<v
   // 2-D with odd sizes, selecting single columns (every output word split across source words).
   const flat: Host = { shape: [3, 13], values: randomValues(39, dtype, seed + 1) };
   const y = tensor(flat.values, { shape: flat.shape, dtype, device });
-  for (const [dim, index] of [[1, [12, 1, 6, 6, 11]], [0, [2, 2, 2, 0, 1]], [-1, [3]], [0, []]] as [number, number[]][]) {
+  for (const [dim, index] of [
+    [1, [12, 1, 6, 6, 11]],
+    [0, [2, 2, 2, 0, 1]],
+    [-1, [3]],
+    [0, []],
+  ] as [number, number[]][]) {
     await expectTensor(`${device} ${dtype} 3x13 dim ${dim}`, indexSelect(y, dim, tensor(index, { dtype: 'int32', device })), gather(flat, dim, index), dtype);
   }
   // 1-D source.
@@ -158,14 +175,20 @@ describe('indexSelect on the CPU backend', () => {
   });
 
   it('an out-of-range or negative index throws ShapeError naming it', () => {
-    const x = tensor([[1, 2, 3], [4, 5, 6]]);
+    const x = tensor([
+      [1, 2, 3],
+      [4, 5, 6],
+    ]);
     expect(() => indexSelect(x, 1, tensor([0, 3], { dtype: 'int32' }))).toThrow(ShapeError);
     expect(() => indexSelect(x, 1, tensor([0, 3], { dtype: 'int32' }))).toThrow(/index 3 is out of range for dim 1 of size 3/);
     expect(() => indexSelect(x, 0, tensor([-1], { dtype: 'int32' }))).toThrow(/index -1/);
   });
 
   it('argument errors: non-int32 index (DTypeError), 2-D index, 0-d source, bad dim (ShapeError)', () => {
-    const x = tensor([[1, 2, 3], [4, 5, 6]]);
+    const x = tensor([
+      [1, 2, 3],
+      [4, 5, 6],
+    ]);
     for (const dtype of ['float32', 'uint8', 'bool', 'float8_e4m3fn', 'float16'] as const) {
       expect(() => indexSelect(x, 0, tensor([0, 1], { dtype }))).toThrow(DTypeError);
       expect(() => indexSelect(x, 0, tensor([0, 1], { dtype }))).toThrow(new RegExp(`index must be int32, got \\[2\\] ${dtype}`));
@@ -188,7 +211,12 @@ describe.skipIf(!gpu.available)(`indexSelect on WebGPU ${gpu.skipReason}`, () =>
     const x = tensor(base.values, { shape: base.shape, dtype: 'bfloat16', device: 'webgpu' });
     const idx = tensor([5, 9, 0, 9, 3, 9, 3], { dtype: 'int32', device: 'webgpu' });
     await expectTensor('strided index', indexSelect(x, 1, idx.slice(0, 0, 7, 2)), gather(base, 1, [5, 0, 3, 3]), 'bfloat16');
-    await expectTensor('offset index', indexSelect(x, 0, tensor([9, 9, 3, 1], { dtype: 'int32', device: 'webgpu' }).narrow(0, 2, 2)), gather(base, 0, [3, 1]), 'bfloat16');
+    await expectTensor(
+      'offset index',
+      indexSelect(x, 0, tensor([9, 9, 3, 1], { dtype: 'int32', device: 'webgpu' }).narrow(0, 2, 2)),
+      gather(base, 0, [3, 1]),
+      'bfloat16',
+    );
     await expectTensor('0-d index', indexSelect(x, 1, tensor(4, { dtype: 'int32', device: 'webgpu' })), gather(base, 1, [4]), 'bfloat16');
   });
 
@@ -197,7 +225,11 @@ describe.skipIf(!gpu.available)(`indexSelect on WebGPU ${gpu.skipReason}`, () =>
     const g = new Generator(10);
     const ids = Array.from({ length: 300 }, () => g.nextU32() % 1000);
     const want = gather(table, 0, ids);
-    const onGpu = indexSelect(tensor(table.values, { shape: table.shape, dtype: 'float8_e4m3fn', device: 'webgpu' }), 0, tensor(ids, { dtype: 'int32', device: 'webgpu' }));
+    const onGpu = indexSelect(
+      tensor(table.values, { shape: table.shape, dtype: 'float8_e4m3fn', device: 'webgpu' }),
+      0,
+      tensor(ids, { dtype: 'int32', device: 'webgpu' }),
+    );
     await expectTensor('webgpu embedding', onGpu, want, 'float8_e4m3fn');
     const onCpu = indexSelect(tensor(table.values, { shape: table.shape, dtype: 'float8_e4m3fn' }), 0, tensor(ids, { dtype: 'int32' }));
     await expectTensor('cpu embedding', onCpu, want, 'float8_e4m3fn');

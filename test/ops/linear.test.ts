@@ -27,9 +27,19 @@ const tolerance = { float32: 2e-5, float16: 2e-3, bfloat16: 1.6e-2 } as const;
 
 describe(`linear ${gpu.skipReason}`, () => {
   for (const device of devices) {
-    for (const [xDtype, wDtype] of [['float32', 'bfloat16'], ['float32', 'float16'], ['bfloat16', 'bfloat16'], ['float32', 'float32']] as const) {
+    for (const [xDtype, wDtype] of [
+      ['float32', 'bfloat16'],
+      ['float32', 'float16'],
+      ['bfloat16', 'bfloat16'],
+      ['float32', 'float32'],
+    ] as const) {
       it(`${xDtype} x with a ${wDtype} weight on ${device}: decode rows (GEMV) and batches (GEMM), bias, leading dims`, async () => {
-        for (const [lead, k, n] of [[[1], 256, 33], [[3], 64, 130], [[2, 5], 48, 7], [[1, 1, 4], 1024, 12]] as const) {
+        for (const [lead, k, n] of [
+          [[1], 256, 33],
+          [[3], 64, 130],
+          [[2, 5], 48, 7],
+          [[1, 1, 4], 1024, 12],
+        ] as const) {
           const x = randn([...lead, k], { device: 'cpu' }).to(xDtype);
           const w = randn([n, k], { device: 'cpu' }).mul(0.1).to(wDtype);
           const bias = randn([n], { device: 'cpu' }).to(wDtype);
@@ -40,7 +50,8 @@ describe(`linear ${gpu.skipReason}`, () => {
           const got = await y.toArray();
           const want = await byDefinition(x, w, bias);
           const tol = tolerance[xDtype] * Math.sqrt(k);
-          for (let i = 0; i < want.length; i++) expect(Math.abs(got[i] - want[i]), `[${lead}] ${k}x${n} [${i}]`).toBeLessThanOrEqual(tol * (1 + Math.abs(want[i])));
+          for (let i = 0; i < want.length; i++)
+            expect(Math.abs(got[i] - want[i]), `[${lead}] ${k}x${n} [${i}]`).toBeLessThanOrEqual(tol * (1 + Math.abs(want[i])));
         }
       });
     }

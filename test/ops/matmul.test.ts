@@ -36,7 +36,11 @@ describe.skipIf(!gpu.available)(`matmul, WebGPU vs CPU ${gpu.skipReason}`, () =>
   });
 
   it.each(['float16', 'bfloat16'] as const)('%s operands give a result of that dtype (f32 accumulation)', async (dtype) => {
-    for (const [m, k, n] of [[3, 5, 7], [65, 129, 33], [9, 1025, 5]]) {
+    for (const [m, k, n] of [
+      [3, 5, 7],
+      [65, 129, 33],
+      [9, 1025, 5],
+    ]) {
       const r = await checkBoth([randomTensor([m, k], dtype), randomTensor([k, n], dtype)], mm, mmTol(dtype, k), `${dtype} ${m}x${k}x${n}`);
       expect(r.dtype).toBe(dtype);
     }
@@ -58,10 +62,26 @@ describe.skipIf(!gpu.available)(`matmul, WebGPU vs CPU ${gpu.skipReason}`, () =>
 
   it('batched with broadcast batch dims: [2,1,m,k] @ [3,k,n], [4,m,k] @ [k,n], [1,m,k] @ [5,k,n]', async () => {
     const cases: [number[], number[], number[]][] = [
-      [[2, 1, 9, 13], [3, 13, 11], [2, 3, 9, 11]],
-      [[4, 33, 17], [17, 65], [4, 33, 65]],
-      [[1, 5, 6], [5, 6, 7], [5, 5, 7]],
-      [[2, 3, 1, 4, 5], [3, 2, 5, 6], [2, 3, 2, 4, 6]],
+      [
+        [2, 1, 9, 13],
+        [3, 13, 11],
+        [2, 3, 9, 11],
+      ],
+      [
+        [4, 33, 17],
+        [17, 65],
+        [4, 33, 65],
+      ],
+      [
+        [1, 5, 6],
+        [5, 6, 7],
+        [5, 5, 7],
+      ],
+      [
+        [2, 3, 1, 4, 5],
+        [3, 2, 5, 6],
+        [2, 3, 2, 4, 6],
+      ],
     ];
     for (const [sa, sb, out] of cases) {
       const r = await checkBoth([randomTensor(sa), randomTensor(sb)], mm, mmTol('float32', sa[sa.length - 1]), `${JSON.stringify(sa)} @ ${JSON.stringify(sb)}`);
@@ -80,13 +100,31 @@ describe.skipIf(!gpu.available)(`matmul, WebGPU vs CPU ${gpu.skipReason}`, () =>
       await checkBoth([a, b], (x, y) => y.matmul(x), tol, `b @ a ${dtype}`);
       await checkBoth([a], (x) => x.T.matmul(x), tol, `a.T @ a ${dtype}`);
       // Offset views: rows/cols narrowed at odd starts (mid-word for f16), stepped slices.
-      await checkBoth([a, b], (x, y) => y.narrow(0, 3, 11).narrow(1, 1, 65).matmul(x.narrow(0, 1, 65).narrow(1, 5, 27)), mmTol(dtype, 65), `narrowed ${dtype}`);
+      await checkBoth(
+        [a, b],
+        (x, y) =>
+          y
+            .narrow(0, 3, 11)
+            .narrow(1, 1, 65)
+            .matmul(x.narrow(0, 1, 65).narrow(1, 5, 27)),
+        mmTol(dtype, 65),
+        `narrowed ${dtype}`,
+      );
       await checkBoth([a, b], (x, y) => y.slice(1, 0, undefined, 2).matmul(x.slice(0, 1, undefined, 2)), mmTol(dtype, 35), `stepped ${dtype}`);
       // Batch dims that are permuted / expanded (stride 0).
       const c = randomTensor([5, 4, 6], dtype);
       const d = randomTensor([4, 6, 3], dtype);
       await checkBoth([c, d], (x, y) => x.permute(1, 0, 2).matmul(y.transpose(1, 2).transpose(1, 2)), mmTol(dtype, 6), `permuted batch ${dtype}`);
-      await checkBoth([c, d], (x, y) => x.narrow(0, 1, 1).expand(3, 4, 6).matmul(y.narrow(0, 0, 1).expand(3, 6, 3)), mmTol(dtype, 6), `expanded batch ${dtype}`);
+      await checkBoth(
+        [c, d],
+        (x, y) =>
+          x
+            .narrow(0, 1, 1)
+            .expand(3, 4, 6)
+            .matmul(y.narrow(0, 0, 1).expand(3, 6, 3)),
+        mmTol(dtype, 6),
+        `expanded batch ${dtype}`,
+      );
     }
   });
 
@@ -140,7 +178,10 @@ describe('matmul on the CPU against hand-computed values', () => {
       [58, 139],
       [64, 154],
     ]);
-    const batched = await tg.cat([a.unsqueeze(0), a.mul(2).unsqueeze(0)], 0).matmul(b).tolist();
+    const batched = await tg
+      .cat([a.unsqueeze(0), a.mul(2).unsqueeze(0)], 0)
+      .matmul(b)
+      .tolist();
     expect(batched).toEqual([
       [
         [58, 64],

@@ -125,7 +125,12 @@ const label = (c: Case) =>
  * Runs a case on the CPU and on WebGPU (views applied on both) and compares; returns the GPU dispatch count.
  * `view` maps the stored x, weight, ids to the operands (strided views).
  */
-async function check(c: Case, p: Inputs, name: string, view: (x: Tensor, w: Tensor, i: Tensor) => [Tensor, Tensor, Tensor] = (x, w, i) => [x, w, i]): Promise<number> {
+async function check(
+  c: Case,
+  p: Inputs,
+  name: string,
+  view: (x: Tensor, w: Tensor, i: Tensor) => [Tensor, Tensor, Tensor] = (x, w, i) => [x, w, i],
+): Promise<number> {
   const call = (q: Inputs) => {
     const [x, w, i] = view(q.x, q.weight, q.ids);
     return expertLinear(x, w, i, { scale: q.scale, combine: q.combine });
@@ -189,7 +194,10 @@ describe.skipIf(!gpu.available)(`expertLinear grouped GEMM (T*k >= 32) ${gpu.ski
 
   it('the GEMV path below 32 slots, the grouped GEMM from 32', async () => {
     const base = { e: 8, n: 40, k: 64, slots: 2, wDtype: 'bfloat16', xDtype: 'bfloat16', perSlot: false, combine: false } as const;
-    for (const [t, want] of [[15, 1], [16, 2]] as const) {
+    for (const [t, want] of [
+      [15, 1],
+      [16, 2],
+    ] as const) {
       const c = { ...base, t };
       const p = makeInputs(c, 7);
       expect(await check(c, p, `T ${t}`), `T ${t}`).toBe(want);
@@ -198,7 +206,10 @@ describe.skipIf(!gpu.available)(`expertLinear grouped GEMM (T*k >= 32) ${gpu.ski
   });
 
   it('E = 512 (one expert per few slots) sorts on the GPU; past 1024 experts the GEMV path runs', async () => {
-    for (const [e, want] of [[512, 2], [1100, 1]] as const) {
+    for (const [e, want] of [
+      [512, 2],
+      [1100, 1],
+    ] as const) {
       const c: Case = { e, n: 12, k: 20, t: 16, slots: 8, wDtype: 'float32', xDtype: 'float32', perSlot: false, combine: false };
       const p = makeInputs(c, 11);
       expect(await check(c, p, `E ${e}`), `E ${e} dispatches`).toBe(want);
@@ -217,7 +228,12 @@ describe.skipIf(!gpu.available)(`expertLinear grouped GEMM (T*k >= 32) ${gpu.ski
       const combine = withCombine ? randomTensor([t, slots], 'float32', 'positive') : undefined;
       // magnitudes() reads contiguous copies of the views.
       const p: Inputs = { x: xStored, weight: wStored, ids: idsStored, combine };
-      const contiguous: Inputs = { x: xStored.slice(0, 0, undefined, 2).contiguous(), weight: wStored.transpose(1, 2).contiguous(), ids: idsStored.transpose(0, 1).contiguous(), combine };
+      const contiguous: Inputs = {
+        x: xStored.slice(0, 0, undefined, 2).contiguous(),
+        weight: wStored.transpose(1, 2).contiguous(),
+        ids: idsStored.transpose(0, 1).contiguous(),
+        combine,
+      };
       const rc = expertLinear(contiguous.x, contiguous.weight, contiguous.ids, { combine });
       const want = await rc.toArray();
       const viaViews = await check(c, p, `views combine ${withCombine}`, view);
@@ -235,7 +251,10 @@ describe.skipIf(!gpu.available)(`expertLinear grouped GEMM (T*k >= 32) ${gpu.ski
     const p = makeInputs(c, 3);
     const idv = Array.from(await p.ids.toArray());
     const bad = [1, 6, 17, 40];
-    const badIds = tensor(idv.map((id, s) => (bad.includes(s) ? (s % 2 ? -1 : 6) : id)), { shape: [c.t, c.slots], dtype: 'int32' });
+    const badIds = tensor(
+      idv.map((id, s) => (bad.includes(s) ? (s % 2 ? -1 : 6) : id)),
+      { shape: [c.t, c.slots], dtype: 'int32' },
+    );
     const [x, w, gi, okIds, comb] = await Promise.all([p.x, p.weight, badIds, p.ids, p.combine!].map((u) => u.to('webgpu')));
     const outputs = [expertLinear(x, w, gi), expertLinear(x, w, okIds), expertLinear(x, w, gi, { combine: comb })];
     const [gathered, good, combined] = await Promise.all(outputs.map(values));

@@ -46,7 +46,10 @@ function routeByDefinition(logits: ArrayLike<number>, t: number, e: number, k: n
       const sum = ex.reduce((a, b) => a + b, 0);
       const p = ex.map((v) => f(v / sum));
       const key = p.map((v, i) => (c.bias ? f(v + c.bias[i]) : v));
-      const chosen = key.map((_, i) => i).sort((a, b) => key[b] - key[a] || a - b).slice(0, k);
+      const chosen = key
+        .map((_, i) => i)
+        .sort((a, b) => key[b] - key[a] || a - b)
+        .slice(0, k);
       let s = 0;
       for (const i of chosen) s = f(s + p[i]);
       ids.push(...chosen);
@@ -84,7 +87,12 @@ function expectWeights(got: number[], want: number[], rel: number, label: string
 
 const GPU_REL = 2e-6;
 
-const options = (c: { normalize: boolean; scale: number }, bias?: Tensor): tg.RouteOpOptions => ({ normalize: c.normalize, scale: c.scale, selectionBias: bias, sharedExpert: true });
+const options = (c: { normalize: boolean; scale: number }, bias?: Tensor): tg.RouteOpOptions => ({
+  normalize: c.normalize,
+  scale: c.scale,
+  selectionBias: bias,
+  sharedExpert: true,
+});
 
 describe(`moeRoute / moeRouter with a shared expert ${gpu.skipReason}`, () => {
   it.each([
@@ -245,7 +253,11 @@ interface Block {
 
 function makeBlock(t: number, h: number, i: number, e: number, k: number, wDtype: DType): Block {
   return {
-    t, h, i, e, k,
+    t,
+    h,
+    i,
+    e,
+    k,
     x: randomTensor([t, h]),
     router: randomTensor([e + 1, h], 'float32', 'normal', 0.5),
     gateUp: randomTensor([e + 1, 2 * i, h], wDtype, 'normal', 0.3),
@@ -308,7 +320,10 @@ async function blockByDefinition(b: Block): Promise<{ v: Float64Array; mag: Floa
     const ex = logits.slice(0, e).map((l) => Math.exp(l - max));
     const sum = ex.reduce((a, c) => a + c, 0);
     const p = ex.map((q) => q / sum);
-    const chosen = p.map((_, j) => j).sort((a, c) => p[c] - p[a] || a - c).slice(0, k);
+    const chosen = p
+      .map((_, j) => j)
+      .sort((a, c) => p[c] - p[a] || a - c)
+      .slice(0, k);
     const chosenSum = chosen.reduce((a, j) => a + p[j], 0);
     for (const j of chosen) mlp(tok, j, p[j] / chosenSum);
     mlp(tok, e, 1 / (1 + Math.exp(-logits[e])));

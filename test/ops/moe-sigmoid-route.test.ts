@@ -23,7 +23,10 @@ function lfm2Route(logits: ArrayLike<number>, bias: ArrayLike<number> | undefine
   for (let r = 0; r < t; r++) {
     const p = Array.from({ length: e }, (_, i) => f(1 / (1 + Math.exp(-logits[r * e + i]))));
     const key = p.map((v, i) => (bias ? f(v + bias[i]) : v));
-    const chosen = key.map((_, i) => i).sort((a, b) => key[b] - key[a] || a - b).slice(0, k);
+    const chosen = key
+      .map((_, i) => i)
+      .sort((a, b) => key[b] - key[a] || a - b)
+      .slice(0, k);
     let sum = 0;
     for (const i of chosen) sum = f(sum + p[i]);
     const denominator = f(sum + 1e-6);
@@ -33,7 +36,13 @@ function lfm2Route(logits: ArrayLike<number>, bias: ArrayLike<number> | undefine
   return { ids, weights };
 }
 
-const LFM2 = (bias: Tensor | undefined, normalize = true, scale = 1) => ({ scoring: 'sigmoid' as const, selectionBias: bias, normalize, normalizeEps: 1e-6, scale });
+const LFM2 = (bias: Tensor | undefined, normalize = true, scale = 1) => ({
+  scoring: 'sigmoid' as const,
+  selectionBias: bias,
+  normalize,
+  normalizeEps: 1e-6,
+  scale,
+});
 
 async function read(r: { ids: Tensor; weights: Tensor }): Promise<Route> {
   const out = { ids: Array.from((await r.ids.toArray()) as Int32Array), weights: Array.from((await r.weights.toArray()) as Float32Array) };
@@ -112,7 +121,12 @@ describe(`sigmoid routing with a selection bias ${gpu.skipReason}`, () => {
     expect(cpu.ids).toEqual([0, 1, 1, 3]);
     expect(Number.isNaN(cpu.weights[0]) && Number.isNaN(cpu.weights[1])).toBe(true);
     const s1 = Math.fround(1 / (1 + Math.exp(-1)));
-    expectWeights(cpu.weights.slice(2), [Math.fround(1 / Math.fround(Math.fround(1 + s1) + 1e-6)), Math.fround(s1 / Math.fround(Math.fround(1 + s1) + 1e-6))], 0, 'cpu');
+    expectWeights(
+      cpu.weights.slice(2),
+      [Math.fround(1 / Math.fround(Math.fround(1 + s1) + 1e-6)), Math.fround(s1 / Math.fround(Math.fround(1 + s1) + 1e-6))],
+      0,
+      'cpu',
+    );
     if (gpu.available) {
       const got = await read(tg.moeRoute(await logits.to('webgpu'), 2, LFM2(undefined)));
       expect(got.ids).toEqual(cpu.ids);

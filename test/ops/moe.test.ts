@@ -9,18 +9,7 @@
 // may then round to the neighbouring output code (one output ulp).
 import { describe, expect, it } from 'vitest';
 import { webgpuBackend } from '../../src/backends/registry.js';
-import {
-  expertLinear,
-  gpuCounters,
-  linear,
-  moeRoute,
-  setDefaultDevice,
-  ShapeError,
-  synchronize,
-  tensor,
-  type DType,
-  type Tensor,
-} from '../../src/index.js';
+import { expertLinear, gpuCounters, linear, moeRoute, setDefaultDevice, ShapeError, synchronize, tensor, type DType, type Tensor } from '../../src/index.js';
 import { Generator } from '../../src/index.js';
 import { randomTensor } from '../helpers/compare.js';
 import { setupWebGpu } from '../helpers/webgpu.js';
@@ -392,11 +381,38 @@ async function checkLinear(p: Problem, label: string, shared?: SharedWeight): Pr
 // keeps T * k small, since SwiftShader runs a slot's 64-invocation columns slowly.
 const SHAPES = [
   // rows of 400 / 200 / 100 bytes: 16-byte loads for f32, word loads for 16-bit and FP8
-  { n: 72, k: 100, tk: [[1, 4], [3, 2], [5, 8], [1, 1]] },
+  {
+    n: 72,
+    k: 100,
+    tk: [
+      [1, 4],
+      [3, 2],
+      [5, 8],
+      [1, 1],
+    ],
+  },
   // odd N (16-bit outputs go through f32) and odd K: word loads for f32, element loads otherwise
-  { n: 131, k: 257, tk: [[3, 2], [5, 4], [1, 1], [3, 4]] },
+  {
+    n: 131,
+    k: 257,
+    tk: [
+      [3, 2],
+      [5, 4],
+      [1, 1],
+      [3, 4],
+    ],
+  },
   // aligned: 16-byte loads for every dtype
-  { n: 256, k: 512, tk: [[1, 8], [5, 1], [3, 2], [1, 4]] },
+  {
+    n: 256,
+    k: 512,
+    tk: [
+      [1, 8],
+      [5, 1],
+      [3, 2],
+      [1, 4],
+    ],
+  },
 ] as const;
 const W_DTYPES = ['float32', 'bfloat16', 'float16', 'float8_e4m3fn'] as const;
 const X_DTYPES: Record<(typeof W_DTYPES)[number], FloatDType> = { float32: 'float32', bfloat16: 'bfloat16', float16: 'float16', float8_e4m3fn: 'bfloat16' };
@@ -409,7 +425,12 @@ describe(`expertLinear ${gpu.skipReason}`, () => {
         const [weight, scale] = makeWeight(16, n, k, wDtype);
         const shared = new SharedWeight(scale ? [weight, scale] : [weight]);
         const used = new Set<number>();
-        const modes = [[false, false], [true, false], [false, true], [true, true]] as const;
+        const modes = [
+          [false, false],
+          [true, false],
+          [false, true],
+          [true, true],
+        ] as const;
         for (const [mi, [perSlot, combine]] of modes.entries()) {
           const [t, slots] = tk[mi];
           // The last mode takes float32 x: a mixed-dtype product and an f32 output at every weight dtype.
@@ -432,7 +453,10 @@ describe(`expertLinear ${gpu.skipReason}`, () => {
   });
 
   it('matches a per-expert loop of existing ops (linear on weight.select(0, e)), gather and combine', async () => {
-    for (const [wDtype, xDtype] of [['float8_e4m3fn', 'float32'], ['bfloat16', 'bfloat16']] as const) {
+    for (const [wDtype, xDtype] of [
+      ['float8_e4m3fn', 'float32'],
+      ['bfloat16', 'bfloat16'],
+    ] as const) {
       const devices = ['cpu', ...(gpu.available ? ['webgpu' as const] : [])] as const;
       for (const device of devices) {
         const p = makeProblem({ e: 16, n: 72, k: 100, t: 2, slots: 3, xDtype, wDtype, perSlot: false, combine: true, seed: 900 });
@@ -459,7 +483,8 @@ describe(`expertLinear ${gpu.skipReason}`, () => {
           }
           [xr, y].forEach((u) => u.dispose());
         }
-        for (let i = 0; i < want.length; i++) expect(Math.abs(cmb[i] - want[i]), `${device} ${wDtype} combine [${i}]`).toBeLessThanOrEqual(2 * tol * (1 + wantMag[i]));
+        for (let i = 0; i < want.length; i++)
+          expect(Math.abs(cmb[i] - want[i]), `${device} ${wDtype} combine [${i}]`).toBeLessThanOrEqual(2 * tol * (1 + wantMag[i]));
         [gather, combined].forEach((u) => u.dispose());
         if (device === 'webgpu') [x, weight, ids, scale, combine].forEach((u) => u?.dispose());
         disposeProblem(p);
@@ -477,7 +502,11 @@ describe(`expertLinear ${gpu.skipReason}`, () => {
     wide.dispose();
 
     // Stored [E, K, N] and transposed: K has stride N (element loads); ids transposed from [k, T]; x rows every other row.
-    const e = 7, n = 24, k = 40, t = 4, slots = 3;
+    const e = 7,
+      n = 24,
+      k = 40,
+      t = 4,
+      slots = 3;
     const wStored = randomTensor([e, k, n], 'float16', 'normal', 0.5);
     const xStored = randomTensor([2 * t * slots, k], 'bfloat16');
     const idsStored = tensor(randomIds(slots, t, e, 5), { shape: [slots, t], dtype: 'int32' });
@@ -485,7 +514,11 @@ describe(`expertLinear ${gpu.skipReason}`, () => {
     const view = (x: Tensor, w: Tensor, i: Tensor): [Tensor, Tensor, Tensor] => [x.slice(0, 0, undefined, 2), w.transpose(1, 2), i.transpose(0, 1)];
     for (const withCombine of [false, true]) {
       const p: Problem = {
-        e, n, k, t, slots,
+        e,
+        n,
+        k,
+        t,
+        slots,
         x: xStored.slice(0, 0, undefined, 2).contiguous(),
         weight: wStored.transpose(1, 2).contiguous(),
         ids: idsStored.transpose(0, 1).contiguous(),

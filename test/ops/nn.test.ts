@@ -136,7 +136,12 @@ describe.skipIf(!gpu.available)(`rope, WebGPU vs CPU ${gpu.skipReason}`, () => {
     expect([r.gpu[1], r.gpu[3], ...r.gpu.slice(4)].every(Number.isFinite)).toBe(true);
     // Formula at position 1 for [x0, x1, x2, x3] = [5, 6, 7, 8] (row 1): angles p * theta^(-2i/4).
     const a = [1, 1e6 ** -0.5];
-    const want = [5 * Math.cos(a[0]) - 7 * Math.sin(a[0]), 6 * Math.cos(a[1]) - 8 * Math.sin(a[1]), 7 * Math.cos(a[0]) + 5 * Math.sin(a[0]), 8 * Math.cos(a[1]) + 6 * Math.sin(a[1])];
+    const want = [
+      5 * Math.cos(a[0]) - 7 * Math.sin(a[0]),
+      6 * Math.cos(a[1]) - 8 * Math.sin(a[1]),
+      7 * Math.cos(a[0]) + 5 * Math.sin(a[0]),
+      8 * Math.cos(a[1]) + 6 * Math.sin(a[1]),
+    ];
     expectClose(r.gpu.slice(4), want, { atol: 1e-5, rtol: 1e-5 }, 'formula');
     const e = await checkBoth([tg.zeros([0, 2, 8]), cos, sin], (x, c, sn) => tg.rope(x, c, sn, 0), tol('float32', 'rope'));
     expect(e.shape).toEqual([0, 2, 8]);
@@ -144,13 +149,7 @@ describe.skipIf(!gpu.available)(`rope, WebGPU vs CPU ${gpu.skipReason}`, () => {
 });
 
 describe.skipIf(!gpu.available)(`swiglu, WebGPU vs CPU ${gpu.skipReason}`, () => {
-  it.each([
-    [[1, 2]],
-    [[3, 6]],
-    [[5, 130]],
-    [[2, 3, 22]],
-    [[4, 8194]],
-  ])('%j, f32/f16/bf16', async (shape) => {
+  it.each([[[1, 2]], [[3, 6]], [[5, 130]], [[2, 3, 22]], [[4, 8194]]])('%j, f32/f16/bf16', async (shape) => {
     for (const dtype of FLOAT_DTYPES) {
       const x = randomTensor(shape, dtype, 'normal', 4);
       await checkBoth([x], (a) => tg.swiglu(a), tol(dtype, 'swiglu'), `swiglu ${JSON.stringify(shape)} ${dtype}`);
@@ -165,7 +164,10 @@ describe.skipIf(!gpu.available)(`swiglu, WebGPU vs CPU ${gpu.skipReason}`, () =>
     expect(Number.isNaN(r.gpu[0])).toBe(true);
     const silu = (a: number) => a / (1 + Math.exp(-a));
     expectClose(r.gpu.slice(1), [silu(-100) * 2, silu(100) * 3, silu(4) * -2, silu(5) * 6, silu(1) * 7], { atol: 1e-6, rtol: 1e-6 }, 'formula');
-    for (const shape of [[0, 4], [3, 0]]) {
+    for (const shape of [
+      [0, 4],
+      [3, 0],
+    ]) {
       const e = await checkBoth([tg.zeros(shape)], (a) => tg.swiglu(a), tol('float32', 'swiglu'));
       expect(e.shape).toEqual([shape[0], shape[1] / 2]);
     }
@@ -206,7 +208,12 @@ const label = (c: AttnCase, dtype: DType) =>
 
 describe.skipIf(!gpu.available)(`attention, WebGPU vs CPU ${gpu.skipReason}`, () => {
   it.each([1, 7, 300, 2100])('decode over %i keys (KV-cache views), GQA 1/2/4/8, D 64/128', async (skv) => {
-    for (const [ratio, d] of [[1, 128], [2, 64], [4, 128], [8, 64]] as const) {
+    for (const [ratio, d] of [
+      [1, 128],
+      [2, 64],
+      [4, 128],
+      [8, 64],
+    ] as const) {
       const c: AttnCase = { sq: 1, skv, hq: 8, hkv: 8 / ratio, d, causal: true, maxS: skv + 5 };
       const dtypes: readonly Float[] = skv >= 2100 && ratio !== 8 ? ['float32'] : FLOAT_DTYPES;
       for (const dtype of dtypes) await checkBoth(attnInputs(c, dtype), runAttention(c), tol(dtype, 'attention'), label(c, dtype));
@@ -245,8 +252,16 @@ describe.skipIf(!gpu.available)(`attention, WebGPU vs CPU ${gpu.skipReason}`, ()
     // q as a [Hq, Sq, D] tensor transposed; k and v sliced from one fused [S, 2, Hkv, D] buffer.
     const qt = randomTensor([4, 3, 32]);
     const kv = randomTensor([9, 2, 2, 32]);
-    await checkBoth([qt, kv], (q, x) => tg.attention(q.transpose(0, 1), x.select(1, 0), x.select(1, 1), { causal: true }), tol('float32', 'attention'), 'strided q/k/v');
-    for (const [sq, skv] of [[0, 4], [2, 0]]) {
+    await checkBoth(
+      [qt, kv],
+      (q, x) => tg.attention(q.transpose(0, 1), x.select(1, 0), x.select(1, 1), { causal: true }),
+      tol('float32', 'attention'),
+      'strided q/k/v',
+    );
+    for (const [sq, skv] of [
+      [0, 4],
+      [2, 0],
+    ]) {
       const c: AttnCase = { sq, skv, hq: 2, hkv: 1, d: 8, causal: false };
       const r = await checkBoth(attnInputs(c, 'float32'), runAttention(c), tol('float32', 'attention'), label(c, 'float32'));
       expect(r.shape).toEqual([sq, 2, 8]);
@@ -270,7 +285,10 @@ describe.skipIf(!gpu.available)(`attention, WebGPU vs CPU ${gpu.skipReason}`, ()
     const ks = randomTensor([5, 1, 4]);
     const vs = randomTensor([5, 1, 4]);
     for (const sign of [1, -1]) {
-      const qi = cpuTensor(qv.map((x, i) => (i < 4 ? sign * x : x)), [1, 2, 4]);
+      const qi = cpuTensor(
+        qv.map((x, i) => (i < 4 ? sign * x : x)),
+        [1, 2, 4],
+      );
       const kAbs = ks.abs().add(0.1); // positive keys: q.k is +-Inf for every key
       const r = await checkBoth([qi, kAbs, vs], (a, b, cc) => tg.attention(a, b, cc), tol('float32', 'attention'), `Inf q ${sign}`);
       expect(Array.from(r.gpu.slice(0, 4)).every(Number.isNaN)).toBe(true);
@@ -296,7 +314,12 @@ describe.skipIf(!gpu.available)(`attention, WebGPU vs CPU ${gpu.skipReason}`, ()
     const scores = q.permute(1, 0, 2).matmul(kh).mul(scale).add(mask); // [Hq, Sq, Skv]
     const composed = scores.softmax(-1).matmul(vh).permute(1, 0, 2).contiguous(); // [Sq, Hq, D]
     const want = await composed.toArray();
-    const r = await checkBoth([q, k, v], (a, b, c) => tg.attention(a, b, c, { scale, causal: true, queryOffset }), tol('float32', 'attention'), 'composition shape');
+    const r = await checkBoth(
+      [q, k, v],
+      (a, b, c) => tg.attention(a, b, c, { scale, causal: true, queryOffset }),
+      tol('float32', 'attention'),
+      'composition shape',
+    );
     expectClose(r.gpu, want, { atol: 1e-5, rtol: 1e-4 }, 'GPU attention vs composition');
     expectClose(r.cpu, want, { atol: 1e-6, rtol: 1e-5 }, 'CPU attention vs composition');
   });

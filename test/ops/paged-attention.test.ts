@@ -99,7 +99,11 @@ async function runBatch(device: 'cpu' | 'webgpu'): Promise<{ together: number[];
   let qkv = tg.tensor(randomValues(seqs.length * WIDTH, 'float32', 'normal', 78), { shape: [seqs.length, WIDTH] });
   if (device === 'webgpu') qkv = await qkv.to('webgpu');
   const run = async (rows: number[]) => {
-    const pages = tg.pagedIndex(rows.map((r) => ({ pages: seqs[r]!.table, start: seqs[r]!.start, rows: 1 })), PAGE, device);
+    const pages = tg.pagedIndex(
+      rows.map((r) => ({ pages: seqs[r]!.table, start: seqs[r]!.start, rows: 1 })),
+      PAGE,
+      device,
+    );
     const x = rows.length === seqs.length ? qkv : tg.narrow(qkv, 0, rows[0]!, 1);
     const q = tg.attentionInputs(x, { heads: HEADS, kvHeads: KV, headDim: D, cos, sin, keys, values, position: 0, pages });
     return Array.from(await tg.attention(q, keys, values, { pages }).toArray());
@@ -127,7 +131,19 @@ describe('paged KV cache on the CPU', () => {
     expect(() => tg.pagedIndex([{ pages: [0, 1], start: 31, rows: 2 }], PAGE, 'cpu')).toThrow(/positions 31\.\.32 do not fit 2 pages of 16/);
     const [cos, sin] = ropeTables(8);
     const qkv = tg.zeros([1, WIDTH]);
-    expect(() => tg.attentionInputs(qkv, { heads: HEADS, kvHeads: KV, headDim: D, cos, sin, keys: pool, values: pool, position: 0, pages: tg.pagedIndex([{ pages: [0], start: 9, rows: 1 }], PAGE, 'cpu') })).toThrow(/outside the RoPE table/);
+    expect(() =>
+      tg.attentionInputs(qkv, {
+        heads: HEADS,
+        kvHeads: KV,
+        headDim: D,
+        cos,
+        sin,
+        keys: pool,
+        values: pool,
+        position: 0,
+        pages: tg.pagedIndex([{ pages: [0], start: 9, rows: 1 }], PAGE, 'cpu'),
+      }),
+    ).toThrow(/outside the RoPE table/);
   });
 
   it('runs a batch of sequences in one call as each alone', async () => {
@@ -164,9 +180,17 @@ describe.skipIf(!gpu.available)(`batch-invariant kernels on WebGPU ${gpu.skipRea
     const x = await randomTensor([rows, c.k]).to('webgpu');
     const w = await tg.tensor(randomValues(c.n * c.k, c.dtype, 'normal', 3, 0.5), { shape: [c.n, c.k], dtype: c.dtype, saturate: true }).to('webgpu');
     const res = c.residual ? await randomTensor([rows, c.swiglu ? c.n / 2 : c.n]).to('webgpu') : undefined;
-    const scale = c.dtype === 'float8_e4m3fn' ? await tg.tensor(randomValues(c.n, 'float32', 'normal', 4)).abs().add(0.5).to('webgpu') : undefined;
+    const scale =
+      c.dtype === 'float8_e4m3fn'
+        ? await tg
+            .tensor(randomValues(c.n, 'float32', 'normal', 4))
+            .abs()
+            .add(0.5)
+            .to('webgpu')
+        : undefined;
     const options = (r?: Tensor) => ({ residual: r, activation: c.swiglu ? ('swiglu' as const) : undefined, weightScale: scale });
-    const run = (b: number, start = 0) => tg.withBatchInvariance(() => tg.linear(tg.narrow(x, 0, start, b), w, undefined, options(res && tg.narrow(res, 0, start, b)))).toArray();
+    const run = (b: number, start = 0) =>
+      tg.withBatchInvariance(() => tg.linear(tg.narrow(x, 0, start, b), w, undefined, options(res && tg.narrow(res, 0, start, b)))).toArray();
     const alone = await Promise.all(Array.from({ length: rows }, (_, r) => run(1, r)));
     const width = c.swiglu ? c.n / 2 : c.n;
     for (const b of [2, 4, 5, 9]) {
@@ -182,7 +206,12 @@ describe.skipIf(!gpu.available)(`batch-invariant kernels on WebGPU ${gpu.skipRea
     const [t, k, e, n, kd] = [20, 2, 6, 32, 64];
     const x = await randomTensor([t, kd]).to('webgpu');
     const w = await randomTensor([e, n, kd], 'float32', 'normal', 0.3).to('webgpu');
-    const ids = await tg.tensor(Array.from({ length: t * k }, (_, i) => (i * 5 + 1) % e), { dtype: 'int32', shape: [t, k] }).to('webgpu');
+    const ids = await tg
+      .tensor(
+        Array.from({ length: t * k }, (_, i) => (i * 5 + 1) % e),
+        { dtype: 'int32', shape: [t, k] },
+      )
+      .to('webgpu');
     const all = await tg.withBatchInvariance(() => tg.expertLinear(x, w, ids)).toArray();
     for (const r of [0, 7, 19]) {
       const one = await tg.withBatchInvariance(() => tg.expertLinear(tg.narrow(x, 0, r, 1), w, tg.narrow(ids, 0, r, 1))).toArray();

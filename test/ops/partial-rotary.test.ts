@@ -76,7 +76,16 @@ interface Inputs {
 
 function inputs(c: Case, seed: number): Inputs {
   const capacity = c.position + c.s + 1;
-  const make = (shape: number[], k: number) => tg.tensor(randomValues(shape.reduce((a, b) => a * b, 1), c.dtype, 'normal', seed * 10 + k), { shape, dtype: c.dtype, saturate: true });
+  const make = (shape: number[], k: number) =>
+    tg.tensor(
+      randomValues(
+        shape.reduce((a, b) => a * b, 1),
+        c.dtype,
+        'normal',
+        seed * 10 + k,
+      ),
+      { shape, dtype: c.dtype, saturate: true },
+    );
   const [cos, sin] = tables(capacity, c.d, c.r);
   return {
     qkv: make([c.s, (c.heads + 2 * c.kvHeads) * c.d], 1),
@@ -92,11 +101,30 @@ function inputs(c: Case, seed: number): Inputs {
 async function moved(x: Inputs, device: 'cpu' | 'webgpu'): Promise<Inputs> {
   if (device === 'cpu') return { ...x, keys: tg.clone(x.keys), values: tg.clone(x.values) };
   const to = async (t: Tensor | undefined) => t && (await t.to('webgpu'));
-  return { qkv: (await to(x.qkv))!, qn: await to(x.qn), kn: await to(x.kn), cos: (await to(x.cos))!, sin: (await to(x.sin))!, keys: (await to(x.keys))!, values: (await to(x.values))! };
+  return {
+    qkv: (await to(x.qkv))!,
+    qn: await to(x.qn),
+    kn: await to(x.kn),
+    cos: (await to(x.cos))!,
+    sin: (await to(x.sin))!,
+    keys: (await to(x.keys))!,
+    values: (await to(x.values))!,
+  };
 }
 
 async function fused(c: Case, x: Inputs): Promise<{ q: Float32Array; keys: Float32Array; values: Float32Array }> {
-  const q = tg.attentionInputs(x.qkv, { heads: c.heads, kvHeads: c.kvHeads, headDim: c.d, qNorm: x.qn, kNorm: x.kn, cos: x.cos, sin: x.sin, keys: x.keys, values: x.values, position: c.position });
+  const q = tg.attentionInputs(x.qkv, {
+    heads: c.heads,
+    kvHeads: c.kvHeads,
+    headDim: c.d,
+    qNorm: x.qn,
+    kNorm: x.kn,
+    cos: x.cos,
+    sin: x.sin,
+    keys: x.keys,
+    values: x.values,
+    position: c.position,
+  });
   const f = async (t: Tensor) => (await t.to('float32').toArray()) as Float32Array;
   return { q: await f(q), keys: await f(x.keys), values: await f(x.values) };
 }
@@ -167,7 +195,11 @@ describe('ropeTables with a rotary dim below the head dim', () => {
     const t = ropeTables(headDim, THETA, undefined, 4096, positions, r);
     expect(t.half).toBe(32);
     expect(t.cos.length).toBe(positions * 32);
-    for (const [p, i] of [[1, 0], [3, 5], [4, 31]]) {
+    for (const [p, i] of [
+      [1, 0],
+      [3, 5],
+      [4, 31],
+    ]) {
       const angle = Math.fround(p * Math.fround(1 / THETA ** ((2 * i) / r)));
       expect(t.cos[p * 32 + i]).toBe(Math.fround(Math.cos(angle)));
       expect(t.sin[p * 32 + i]).toBe(Math.fround(Math.sin(angle)));
@@ -195,7 +227,8 @@ describe('partial rotary in the rope op on the CPU', () => {
     const xs = Array.from(await x.toArray());
     const [c, sn] = [(await cos.toArray()) as Float32Array, (await sin.toArray()) as Float32Array];
     const want: number[] = [];
-    for (let si = 0; si < s; si++) for (let hi = 0; hi < h; hi++) want.push(...rotateRow(xs.slice((si * h + hi) * d, (si * h + hi + 1) * d), 2 + si, r, c, sn, 'float32'));
+    for (let si = 0; si < s; si++)
+      for (let hi = 0; hi < h; hi++) want.push(...rotateRow(xs.slice((si * h + hi) * d, (si * h + hi + 1) * d), 2 + si, r, c, sn, 'float32'));
     expectClose(got, want, { atol: 1e-6, rtol: 1e-6 }, 'rope');
     const xg = x.requiresGrad_();
     const w = randomTensor([s, h, d]);

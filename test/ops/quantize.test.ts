@@ -98,7 +98,14 @@ interface Result {
   scaleDtype: string;
 }
 
-async function quantizeOn(x: ArrayLike<number>, shape: number[], inDtype: 'float32' | 'float16' | 'bfloat16', g: QuantGranularity, dtype: Fp8, device: DeviceName): Promise<Result> {
+async function quantizeOn(
+  x: ArrayLike<number>,
+  shape: number[],
+  inDtype: 'float32' | 'float16' | 'bfloat16',
+  g: QuantGranularity,
+  dtype: Fp8,
+  device: DeviceName,
+): Promise<Result> {
   const t = tensor(Float32Array.from(x), { shape, dtype: inDtype, device });
   const q = quantize(t, { granularity: g, dtype });
   const r = {
@@ -226,7 +233,12 @@ describe('quantize on the CPU backend', () => {
   });
 
   it('exact sizes and tiny ones: 128 x 256, 1 x 1, 3 x 5, 257 x 129', async () => {
-    for (const [rows, cols] of [[128, 256], [1, 1], [3, 5], [257, 129]]) {
+    for (const [rows, cols] of [
+      [128, 256],
+      [1, 1],
+      [3, 5],
+      [257, 129],
+    ]) {
       const x = makeInput(rows, cols, rows + cols);
       for (const g of GRANULARITIES) {
         const r = await quantizeOn(x, [rows, cols], 'float32', g, 'float8_e4m3fn', 'cpu');
@@ -247,13 +259,24 @@ describe('quantize on the CPU backend', () => {
     for (const g of GRANULARITIES) {
       const q = quantize(tensor(new Float32Array(6 * 130), { shape: [6, 130] }), { granularity: g });
       const scale = await q.scale.toArray();
-      expect(scale.every((s) => Number.isFinite(s) && s > 0), g).toBe(true);
-      expect((await q.data.toArray()).every((v) => Object.is(v, 0)), g).toBe(true);
+      expect(
+        scale.every((s) => Number.isFinite(s) && s > 0),
+        g,
+      ).toBe(true);
+      expect(
+        (await q.data.toArray()).every((v) => Object.is(v, 0)),
+        g,
+      ).toBe(true);
     }
   });
 
   it('defaults: tensor granularity, float8_e4m3fn; tensor granularity takes any rank and gives a 0-d scale', async () => {
-    const q = quantize(tensor([[1, -2], [448, 0.5]]));
+    const q = quantize(
+      tensor([
+        [1, -2],
+        [448, 0.5],
+      ]),
+    );
     expect(q.data.dtype).toBe('float8_e4m3fn');
     expect(q.scale.shape).toEqual([]);
     expect(await q.scale.item()).toBe(1);
@@ -305,7 +328,12 @@ describe.skipIf(!gpu.available)(`quantize on WebGPU ${gpu.skipReason}`, () => {
   });
 
   it('exact and tiny sizes, float16 and bfloat16 inputs', async () => {
-    const cases: [number, number, 'float32' | 'float16' | 'bfloat16'][] = [[128, 256, 'float32'], [1, 1, 'float32'], [3, 5, 'bfloat16'], [257, 129, 'float16']];
+    const cases: [number, number, 'float32' | 'float16' | 'bfloat16'][] = [
+      [128, 256, 'float32'],
+      [1, 1, 'float32'],
+      [3, 5, 'bfloat16'],
+      [257, 129, 'float16'],
+    ];
     for (const [rows, cols, inDtype] of cases) {
       const x = asDtype(makeInput(rows, cols, 3 * rows + cols), inDtype);
       for (const g of GRANULARITIES) {
@@ -320,8 +348,14 @@ describe.skipIf(!gpu.available)(`quantize on WebGPU ${gpu.skipReason}`, () => {
   it('all-zero input and exact ties on the GPU', async () => {
     for (const g of GRANULARITIES) {
       const q = quantize(tensor(new Float32Array(3 * 200), { shape: [3, 200], device: 'webgpu' }), { granularity: g });
-      expect((await q.scale.toArray()).every((s) => Number.isFinite(s) && s > 0), g).toBe(true);
-      expect((await q.data.toArray()).every((v) => Object.is(v, 0)), g).toBe(true);
+      expect(
+        (await q.scale.toArray()).every((s) => Number.isFinite(s) && s > 0),
+        g,
+      ).toBe(true);
+      expect(
+        (await q.data.toArray()).every((v) => Object.is(v, 0)),
+        g,
+      ).toBe(true);
     }
     const e4 = quantize(tensor([448, 1.0625, 1.1875, -1.0625, 3.5 * 2 ** -9, 2.5 * 2 ** -9], { device: 'webgpu' }));
     expect(await e4.scale.item()).toBe(1);
@@ -334,11 +368,12 @@ describe.skipIf(!gpu.available)(`quantize on WebGPU ${gpu.skipReason}`, () => {
 /** x @ w.T in float64 from the original float32 values. */
 function exactProduct(x: Float32Array, w: Float32Array, m: number, n: number, k: number): Float64Array {
   const out = new Float64Array(m * n);
-  for (let i = 0; i < m; i++) for (let j = 0; j < n; j++) {
-    let s = 0;
-    for (let q = 0; q < k; q++) s += x[i * k + q] * w[j * k + q];
-    out[i * n + j] = s;
-  }
+  for (let i = 0; i < m; i++)
+    for (let j = 0; j < n; j++) {
+      let s = 0;
+      for (let q = 0; q < k; q++) s += x[i * k + q] * w[j * k + q];
+      out[i * n + j] = s;
+    }
   return out;
 }
 
@@ -353,51 +388,53 @@ const ROUND_TRIPS: [QuantGranularity, QuantGranularity, Fp8][] = [
 async function roundTrip(device: DeviceName, ga: QuantGranularity, gb: QuantGranularity, dtype: Fp8): Promise<void> {
   let seed = 40 + ROUND_TRIPS.findIndex((r) => r[0] === ga && r[1] === gb);
   // GEMM (K not a multiple of 16; M > 4) and GEMV (M <= 4, K a multiple of 16) shapes.
-  for (const [m, k, n] of [[3, 300, 130], [17, 256, 70], [2, 256, 130]]) {
-    {
-      for (const outDtype of ['float32', 'bfloat16'] as const) {
-        const x = makeInput(m, k, seed++);
-        const w = makeInput(n, k, seed++);
-        const qa = quantize(tensor(x, { shape: [m, k], device }), { granularity: ga, dtype });
-        const qb = quantize(tensor(w, { shape: [n, k], device }), { granularity: gb, dtype });
-        // A per-row scale of the weight [N, 1] is scaledMm's per-column scale [1, N].
-        const scaleB = gb === 'row' ? qb.scale.reshape([1, n]) : qb.scale;
-        const y = await scaledMm(qa.data, qb.data.T, { scaleA: qa.scale, scaleB, outDtype }).toArray();
-        const exact = exactProduct(x, w, m, n, k);
-        // Bound: each factor is off by at most half an FP8 ulp (relative) or half a subnormal step times its scale.
-        const xq = await qa.data.toArray();
-        const wq = await qb.data.toArray();
-        const sa = await qa.scale.toArray();
-        const sb = await qb.scale.toArray();
-        const ga_ = groups(ga, m, k);
-        const gb_ = groups(gb, n, k);
-        const { mant, emin } = FMT[dtype];
-        const rel = 2 ** -(mant + 1);
-        const sub = 2 ** (emin - mant - 1);
-        let num = 0;
-        let den = 0;
-        for (let i = 0; i < m; i++) {
-          for (let j = 0; j < n; j++) {
-            let bound = 0;
-            let mag = 0;
-            for (let q = 0; q < k; q++) {
-              const ex = rel * Math.abs(x[i * k + q]) + sub * sa[ga_.of(i, q)];
-              const ew = rel * Math.abs(w[j * k + q]) + sub * sb[gb_.of(j, q)];
-              bound += Math.abs(x[i * k + q]) * ew + ex * Math.abs(w[j * k + q]) + ex * ew;
-              mag += Math.abs(xq[i * k + q] * sa[ga_.of(i, q)] * wq[j * k + q] * sb[gb_.of(j, q)]);
-            }
-            const e = exact[i * n + j];
-            bound += 1e-5 * Math.sqrt(k) * mag + (outDtype === 'bfloat16' ? 2 ** -8 * (Math.abs(e) + bound) : 0);
-            const got = y[i * n + j];
-            if (!(Math.abs(got - e) <= bound)) expect.fail(`${device} ${ga}/${gb} ${dtype} -> ${outDtype} [${i}, ${j}]: ${got} vs exact ${e} (bound ${bound})`);
-            num += (got - e) ** 2;
-            den += e ** 2;
+  for (const [m, k, n] of [
+    [3, 300, 130],
+    [17, 256, 70],
+    [2, 256, 130],
+  ]) {
+    for (const outDtype of ['float32', 'bfloat16'] as const) {
+      const x = makeInput(m, k, seed++);
+      const w = makeInput(n, k, seed++);
+      const qa = quantize(tensor(x, { shape: [m, k], device }), { granularity: ga, dtype });
+      const qb = quantize(tensor(w, { shape: [n, k], device }), { granularity: gb, dtype });
+      // A per-row scale of the weight [N, 1] is scaledMm's per-column scale [1, N].
+      const scaleB = gb === 'row' ? qb.scale.reshape([1, n]) : qb.scale;
+      const y = await scaledMm(qa.data, qb.data.T, { scaleA: qa.scale, scaleB, outDtype }).toArray();
+      const exact = exactProduct(x, w, m, n, k);
+      // Bound: each factor is off by at most half an FP8 ulp (relative) or half a subnormal step times its scale.
+      const xq = await qa.data.toArray();
+      const wq = await qb.data.toArray();
+      const sa = await qa.scale.toArray();
+      const sb = await qb.scale.toArray();
+      const ga_ = groups(ga, m, k);
+      const gb_ = groups(gb, n, k);
+      const { mant, emin } = FMT[dtype];
+      const rel = 2 ** -(mant + 1);
+      const sub = 2 ** (emin - mant - 1);
+      let num = 0;
+      let den = 0;
+      for (let i = 0; i < m; i++) {
+        for (let j = 0; j < n; j++) {
+          let bound = 0;
+          let mag = 0;
+          for (let q = 0; q < k; q++) {
+            const ex = rel * Math.abs(x[i * k + q]) + sub * sa[ga_.of(i, q)];
+            const ew = rel * Math.abs(w[j * k + q]) + sub * sb[gb_.of(j, q)];
+            bound += Math.abs(x[i * k + q]) * ew + ex * Math.abs(w[j * k + q]) + ex * ew;
+            mag += Math.abs(xq[i * k + q] * sa[ga_.of(i, q)] * wq[j * k + q] * sb[gb_.of(j, q)]);
           }
+          const e = exact[i * n + j];
+          bound += 1e-5 * Math.sqrt(k) * mag + (outDtype === 'bfloat16' ? 2 ** -8 * (Math.abs(e) + bound) : 0);
+          const got = y[i * n + j];
+          if (!(Math.abs(got - e) <= bound)) expect.fail(`${device} ${ga}/${gb} ${dtype} -> ${outDtype} [${i}, ${j}]: ${got} vs exact ${e} (bound ${bound})`);
+          num += (got - e) ** 2;
+          den += e ** 2;
         }
-        // And on the whole, the relative error is what FP8 rounding gives (~3% for e4m3fn, ~6% for e5m2).
-        expect(Math.sqrt(num / den), `${device} ${ga}/${gb} ${dtype} -> ${outDtype} relative error`).toBeLessThan(dtype === 'float8_e4m3fn' ? 0.06 : 0.12);
-        [qa.data, qa.scale, qb.data, qb.scale].forEach((t: Tensor) => t.dispose());
       }
+      // And on the whole, the relative error is what FP8 rounding gives (~3% for e4m3fn, ~6% for e5m2).
+      expect(Math.sqrt(num / den), `${device} ${ga}/${gb} ${dtype} -> ${outDtype} relative error`).toBeLessThan(dtype === 'float8_e4m3fn' ? 0.06 : 0.12);
+      [qa.data, qa.scale, qb.data, qb.scale].forEach((t: Tensor) => t.dispose());
     }
   }
 }

@@ -15,7 +15,10 @@ describe.skipIf(!gpu.available)(`integer, bool and fp8 reductions, WebGPU vs CPU
     const long = randomTensor([3, 4097, 2], dtype);
     const short = randomTensor([3, 65, 2], dtype);
     for (const op of ['sum', 'max', 'min', 'argmax', 'argmin'] as const) {
-      for (const [x, dims] of [[long, [1, undefined]], [short, [0, 1, 2, -1]]] as const) {
+      for (const [x, dims] of [
+        [long, [1, undefined]],
+        [short, [0, 1, 2, -1]],
+      ] as const) {
         for (const dim of dims) {
           const r = await checkBoth([x], reduceFn(op, dim), { atol: 0, rtol: 0 }, `${op}(${dim}) ${dtype} ${JSON.stringify(x.shape)}`);
           expect(r.dtype).toBe(op === 'sum' || op.startsWith('arg') ? 'int32' : dtype);
@@ -54,7 +57,15 @@ describe.skipIf(!gpu.available)(`arg-reductions: ties, NaN, infinities ${gpu.ski
   it('argmax/argmin return the first index of a tie, in every row, long rows too', async () => {
     expect(await bothValues(tg.tensor([1, 3, 3, 2]), (t) => t.argmax())).toEqual([1]);
     expect(await bothValues(tg.tensor([2, 0, 5, 0]), (t) => t.argmin())).toEqual([1]);
-    expect(await bothValues(tg.tensor([[7, 7], [7, 7]]), (t) => t.argmax(1))).toEqual([0, 0]);
+    expect(
+      await bothValues(
+        tg.tensor([
+          [7, 7],
+          [7, 7],
+        ]),
+        (t) => t.argmax(1),
+      ),
+    ).toEqual([0, 0]);
     // Ties far apart in a long row (different invocations find them): the first must win.
     const row = new Float32Array(4097).fill(1);
     row[3000] = 9;
@@ -148,7 +159,12 @@ describe('reductions on the CPU against hand-computed values', () => {
     expect(await x.argmin(0).tolist()).toEqual([0, 1, 0]);
     expect(await x.argmax().item()).toBe(5);
     expect(await tg.tensor([true, true, false]).sum().item()).toBe(2);
-    expect(await tg.tensor(new Uint8Array([200, 100])).sum().item()).toBe(300);
+    expect(
+      await tg
+        .tensor(new Uint8Array([200, 100]))
+        .sum()
+        .item(),
+    ).toBe(300);
     const h = await tg.tensor([0.1, 0.2, 0.3], { dtype: 'float16' }).sum().toArray();
     expectClose(h, [0.6], tolerance('float16'));
   });

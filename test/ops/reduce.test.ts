@@ -19,7 +19,14 @@ describe.skipIf(!gpu.available)(`reductions over every dim, WebGPU vs CPU ${gpu.
         for (const keepdim of [false, true]) {
           const r = await checkBoth([x], reduceFn(op, dim, keepdim), reduceTol(op, dtype, 140), `${op}(${dim}, keepdim ${keepdim}) ${dtype}`);
           const full = [4, 5, 7];
-          const want = dim === undefined ? (keepdim ? [1, 1, 1] : []) : keepdim ? full.map((s, i) => (i === (dim + 3) % 3 ? 1 : s)) : full.filter((_, i) => i !== (dim + 3) % 3);
+          const want =
+            dim === undefined
+              ? keepdim
+                ? [1, 1, 1]
+                : []
+              : keepdim
+                ? full.map((s, i) => (i === (dim + 3) % 3 ? 1 : s))
+                : full.filter((_, i) => i !== (dim + 3) % 3);
           expect(r.shape, `${op} dim ${dim}`).toEqual(want);
           expect(r.dtype).toBe(op.startsWith('arg') ? 'int32' : dtype);
         }
@@ -51,7 +58,12 @@ describe.skipIf(!gpu.available)(`reductions over every dim, WebGPU vs CPU ${gpu.
 
   it('f16/bf16 output packing with odd output counts; a couple of thousand outputs', async () => {
     for (const dtype of ['float16', 'bfloat16'] as const) {
-      for (const shape of [[5, 33, 7], [3, 257], [1, 9], [35, 2]]) {
+      for (const shape of [
+        [5, 33, 7],
+        [3, 257],
+        [1, 9],
+        [35, 2],
+      ]) {
         const x = randomTensor(shape, dtype);
         for (const op of ['sum', 'mean', 'max', 'min'] as const) {
           const r = await checkBoth([x], reduceFn(op, 1), reduceTol(op, dtype, shape[1]), `${op} ${dtype} ${JSON.stringify(shape)}`);
@@ -66,12 +78,16 @@ describe.skipIf(!gpu.available)(`reductions over every dim, WebGPU vs CPU ${gpu.
 
   it('many outputs of 65..1024 values take the one-invocation-per-output path (>= 4096 outputs), inner 1 and > 1', async () => {
     // Every op at one shape; at the 1024/1025 boundary and with inner > 1, a sum and an argmax.
-    for (const [shape, dim, ops] of [[[4097, 129], 1, REDUCE], [[2, 300, 2050], 1, ['sum', 'argmax']], [[4096, 1024], 1, ['sum', 'argmax']], [[4096, 1025], 1, ['max']]] as const) {
+    for (const [shape, dim, ops] of [
+      [[4097, 129], 1, REDUCE],
+      [[2, 300, 2050], 1, ['sum', 'argmax']],
+      [[4096, 1024], 1, ['sum', 'argmax']],
+      [[4096, 1025], 1, ['max']],
+    ] as const) {
       const x = randomTensor([...shape], 'bfloat16');
       for (const op of ops) {
         await checkBoth([x], reduceFn(op, dim), reduceTol(op, 'bfloat16', shape[dim]), `${op} ${JSON.stringify(shape)} dim ${dim}`);
       }
     }
   });
-
 });

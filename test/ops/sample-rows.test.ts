@@ -2,7 +2,21 @@
 // against sampleToken (the single-row sampler, itself tested against the definition in sample.test.ts) on fresh
 // random logits: identical ids on WebGPU, identical ids on the CPU backend, and greedy rows equal across backends.
 import { describe, expect, it } from 'vitest';
-import { cat, gpuCounters, narrow, randn, sampleRows, sampleToken, samplingDraw, setDefaultDevice, ShapeError, tensor, Generator, type RowSampling, type Tensor } from '../../src/index.js';
+import {
+  cat,
+  gpuCounters,
+  narrow,
+  randn,
+  sampleRows,
+  sampleToken,
+  samplingDraw,
+  setDefaultDevice,
+  ShapeError,
+  tensor,
+  Generator,
+  type RowSampling,
+  type Tensor,
+} from '../../src/index.js';
 import { setupWebGpu } from '../helpers/webgpu.js';
 
 const gpu = await setupWebGpu();
@@ -79,16 +93,34 @@ describe.skipIf(!gpu.available)(`sampleRows on WebGPU ${gpu.skipReason}`, () => 
       expect(await ids(sampleRows(x, ROWS))).toEqual(await oneByOne(x, ROWS));
       x.dispose();
     }
-    const bad = tensor([[-Infinity, -Infinity, -Infinity], [NaN, NaN, NaN], [0, 2, 1]], { device: 'webgpu' });
+    const bad = tensor(
+      [
+        [-Infinity, -Infinity, -Infinity],
+        [NaN, NaN, NaN],
+        [0, 2, 1],
+      ],
+      { device: 'webgpu' },
+    );
     expect(await ids(sampleRows(bad, [{ seed: 1 }, { temperature: 0 }, { temperature: 0 }]))).toEqual([-1, -1, 1]);
     bad.dispose();
   });
 
-  it('takes each row\'s draw from a device tensor exactly as from its seed', async () => {
+  it("takes each row's draw from a device tensor exactly as from its seed", async () => {
     const x = logitsOn('webgpu', 8);
-    const draws = tensor(ROWS.map((r) => samplingDraw({ seed: r.seed ?? 0 })), { device: 'webgpu' });
+    const draws = tensor(
+      ROWS.map((r) => samplingDraw({ seed: r.seed ?? 0 })),
+      { device: 'webgpu' },
+    );
     const seeded = ROWS.map((r) => ({ ...r, seed: r.seed ?? 0 }));
-    expect(await ids(sampleRows(x, ROWS.map(({ seed: _, ...r }) => r), { draws }))).toEqual(await ids(sampleRows(x, seeded)));
+    expect(
+      await ids(
+        sampleRows(
+          x,
+          ROWS.map(({ seed: _, ...r }) => r),
+          { draws },
+        ),
+      ),
+    ).toEqual(await ids(sampleRows(x, seeded)));
     for (const t of [x, draws]) t.dispose();
   });
 

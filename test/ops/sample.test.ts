@@ -71,7 +71,10 @@ function expectedDistribution(logits: readonly number[], o: SampleOptions, previ
 
 function lnGamma(z: number): number {
   // Lanczos (g = 7, n = 9): ~15 digits for z > 0.
-  const c = [0.99999999999980993, 676.5203681218851, -1259.1392167224028, 771.32342877765313, -176.61502916214059, 12.507343278686905, -0.13857109526572012, 9.9843695780195716e-6, 1.5056327351493116e-7];
+  const c = [
+    0.99999999999980993, 676.5203681218851, -1259.1392167224028, 771.32342877765313, -176.61502916214059, 12.507343278686905, -0.13857109526572012,
+    9.9843695780195716e-6, 1.5056327351493116e-7,
+  ];
   if (z < 0.5) return Math.log(Math.PI / Math.sin(Math.PI * z)) - lnGamma(1 - z);
   z -= 1;
   let a = c[0];
@@ -194,7 +197,13 @@ function histogram(draws: ArrayLike<number>, v: number): number[] {
 
 describe.skipIf(!gpu.available)(`sample / sampleToken on WebGPU ${gpu.skipReason}`, () => {
   it('greedy (temperature 0) and topK = 1 are exactly the argmax (first index on ties), f32/f16/bf16, up to 128256', async () => {
-    for (const [n, dtype] of [[128256, 'float32'], [128256, 'bfloat16'], [5000, 'float16'], [1, 'float32'], [300, 'float32']] as const) {
+    for (const [n, dtype] of [
+      [128256, 'float32'],
+      [128256, 'bfloat16'],
+      [5000, 'float16'],
+      [1, 'float32'],
+      [300, 'float32'],
+    ] as const) {
       for (let rep = 0; rep < 2; rep++) {
         const vals = randomLogits(n, 77 + rep + n);
         if (n > 1 && rep === 1) {
@@ -223,7 +232,10 @@ describe.skipIf(!gpu.available)(`sample / sampleToken on WebGPU ${gpu.skipReason
       }
     }
     // A strided row (compacted first) and a row whose max is the last element.
-    const wide = await tg.tensor(randomLogits(2 * 999, 5)).reshape(999, 2).to('webgpu');
+    const wide = await tg
+      .tensor(randomLogits(2 * 999, 5))
+      .reshape(999, 2)
+      .to('webgpu');
     const col = wide.select(1, 1);
     expect(await sample(col, { temperature: 0 })).toBe(argmax(await valuesOf(col)));
     const last = await tg.tensor([0, 1, 2, 3, 4.5]).to('webgpu');
@@ -327,7 +339,10 @@ describe.skipIf(!gpu.available)(`sample / sampleToken on WebGPU ${gpu.skipReason
     const exact = expectedDistribution(logits, o, previous);
     const fit = chiSquare(counts, exact);
     expect(fit.p, `counts ${counts.join(' ')}; chi2 ${fit.stat.toFixed(2)} df ${fit.df}`).toBeGreaterThan(ALPHA);
-    expect(exact.some((p) => p === 0), 'min-p removes some tokens').toBe(true);
+    expect(
+      exact.some((p) => p === 0),
+      'min-p removes some tokens',
+    ).toBe(true);
     // Without the penalties the expected distribution is a different one, and the draws reject it.
     expect(chiSquare(counts, expectedDistribution(logits, o)).p).toBeLessThan(ALPHA);
     x.dispose();
@@ -346,7 +361,11 @@ describe.skipIf(!gpu.available)(`sample / sampleToken on WebGPU ${gpu.skipReason
     }
     // Flat logits, 3 seeds: not all the same token (the seed is used at all).
     expect(tokens.size).toBeGreaterThan(1);
-    const seq = async (g: Generator) => [await sample(x, { ...o, generator: g }), await sample(x, { ...o, generator: g }), await sample(x, { ...o, generator: g })];
+    const seq = async (g: Generator) => [
+      await sample(x, { ...o, generator: g }),
+      await sample(x, { ...o, generator: g }),
+      await sample(x, { ...o, generator: g }),
+    ];
     expect(await seq(new Generator(42))).toEqual(await seq(new Generator(42)));
     tg.manualSeed(9);
     const first = [await sample(x, o), await sample(x, o)];
@@ -432,7 +451,13 @@ describe.skipIf(!gpu.available)(`sample / sampleToken on WebGPU ${gpu.skipReason
       expect(await sample(x, { ...o, seed: 3 }), JSON.stringify(o)).toBeGreaterThanOrEqual(0);
     }
     expect(await sample(x, { minP: 1 }), 'minP 1 keeps only the max').toBe(2);
-    const shapes = [tg.zeros([2, 3], { device: 'webgpu' }), tg.zeros([0], { device: 'webgpu' }), tg.zeros([1, 1, 3], { device: 'webgpu' }), tg.tensor(1, { device: 'webgpu' }), tg.zeros([1, 0], { device: 'webgpu' })];
+    const shapes = [
+      tg.zeros([2, 3], { device: 'webgpu' }),
+      tg.zeros([0], { device: 'webgpu' }),
+      tg.zeros([1, 1, 3], { device: 'webgpu' }),
+      tg.tensor(1, { device: 'webgpu' }),
+      tg.zeros([1, 0], { device: 'webgpu' }),
+    ];
     for (const s of shapes) {
       expect(() => sampleToken(s), JSON.stringify(s.shape)).toThrow(tg.ShapeError);
       await expect(sample(s)).rejects.toThrow(tg.ShapeError);
@@ -457,7 +482,10 @@ describe.skipIf(!gpu.available)(`sample / sampleToken on WebGPU ${gpu.skipReason
     const xc = tg.tensor(logits);
     // Storage [99, 7, 7, 123, 400, 9, 250, 98]: the ids at offset 1; every other element of [7, 55, 7, 66, ...].
     const backing = tg.tensor([99, ...ids, 98], { dtype: 'int32', device: 'webgpu' });
-    const interleaved = tg.tensor(ids.flatMap((id) => [id, 300]), { dtype: 'int32', device: 'webgpu' });
+    const interleaved = tg.tensor(
+      ids.flatMap((id) => [id, 300]),
+      { dtype: 'int32', device: 'webgpu' },
+    );
     const head = tg.tensor([...ids, 1, 2, 3], { dtype: 'int32', device: 'webgpu' });
     const forms: [string, readonly number[] | Tensor][] = [
       ['array', ids],
@@ -476,7 +504,8 @@ describe.skipIf(!gpu.available)(`sample / sampleToken on WebGPU ${gpu.skipReason
       for (const [label, prev] of forms) expect(await sample(x, { ...o, previousTokens: prev, seed }), `${label}, seed ${seed}`).toBe(want);
     }
     // Greedy with penalties vs the definition.
-    for (const [, prev] of forms) expect(await sample(x, { ...o, temperature: 0, previousTokens: prev })).toBe(argmax(processed(logits, { ...o, temperature: 0 }, ids)));
+    for (const [, prev] of forms)
+      expect(await sample(x, { ...o, temperature: 0, previousTokens: prev })).toBe(argmax(processed(logits, { ...o, temperature: 0 }, ids)));
     // Tensors passed in are neither consumed nor changed.
     for (const [, prev] of forms) if (!Array.isArray(prev)) expect((prev as Tensor).isDisposed).toBe(false);
     expect(Array.from(await (forms[2][1] as Tensor).toArray())).toEqual(ids);
@@ -522,8 +551,16 @@ describe.skipIf(!gpu.available)(`sample / sampleToken on WebGPU ${gpu.skipReason
       const logits = randomLogits(v, 300 + trial, 2);
       const prev = Array.from({ length: 40 }, () => g.nextU32() % v);
       // The top 10 logits are all previous tokens, so the pick moves whenever the penalties matter.
-      [...logits.keys()].sort((a, b) => logits[b] - logits[a]).slice(0, 10).forEach((i) => prev.push(i));
-      const o: SampleOptions = { repetitionPenalty: 1 + trial * 0.2, presencePenalty: trial % 2 ? 0.3 : 0, frequencyPenalty: trial % 3 ? 0.05 : 0, previousTokens: prev };
+      [...logits.keys()]
+        .sort((a, b) => logits[b] - logits[a])
+        .slice(0, 10)
+        .forEach((i) => prev.push(i));
+      const o: SampleOptions = {
+        repetitionPenalty: 1 + trial * 0.2,
+        presencePenalty: trial % 2 ? 0.3 : 0,
+        frequencyPenalty: trial % 3 ? 0.05 : 0,
+        previousTokens: prev,
+      };
       const want = argmax(processed(logits, { ...o, temperature: 0 }, prev));
       if (want !== argmax(logits)) moved++;
       expect(await greedy(logits, o), `trial ${trial}`).toBe(want);

@@ -35,7 +35,6 @@ type BiasDtype = 'float32' | 'float16' | 'bfloat16';
 
 // ---- independent FP8 decoding and output rounding -------------------------------------------------------------
 
-
 interface Format {
   mant: number;
   emin: number;
@@ -213,7 +212,11 @@ function reference(p: Problem): Expected {
 }
 
 /** Runs the problem's scaledMm on one device; returns the decoded output values. */
-async function runOn(p: Problem, device: DeviceName, bOverride?: (b: Tensor) => Tensor): Promise<{ values: Float32Array; shape: readonly number[]; dtype: string }> {
+async function runOn(
+  p: Problem,
+  device: DeviceName,
+  bOverride?: (b: Tensor) => Tensor,
+): Promise<{ values: Float32Array; shape: readonly number[]; dtype: string }> {
   const { m, n, k, layout, aDtype, bDtype, ra, rb, outDtype, bias, scaleResult, explicit } = p.spec;
   const made: Tensor[] = [];
   const keep = (t: Tensor) => (made.push(t), t);
@@ -295,7 +298,11 @@ if (gpu.available) {
 const expectGemv = (s: Spec) => s.m >= 1 && s.m <= 4 && s.layout === 'wT' && s.k % 16 === 0;
 
 /** Runs on WebGPU, checks the result and which kernel (gemv or gemm) produced it. */
-async function checkGpu(spec: Spec, path: 'gemv' | 'gemm' | 'none' = expectGemv(spec) ? 'gemv' : 'gemm', bOverride?: (b: Tensor) => Tensor): Promise<Float32Array> {
+async function checkGpu(
+  spec: Spec,
+  path: 'gemv' | 'gemm' | 'none' = expectGemv(spec) ? 'gemv' : 'gemm',
+  bOverride?: (b: Tensor) => Tensor,
+): Promise<Float32Array> {
   const p = makeProblem(spec);
   const want = reference(p);
   const label = describeSpec(spec);
@@ -326,8 +333,15 @@ const TENSOR_SHAPES = [[], [1], [1, 1]];
 describe('scaledMm on the CPU backend', () => {
   // a = [[1, 2, -0.5], [0.25, -3, 4]], b = [[2, -1], [0.5, 1.5], [1, 8]]: every value exact in e4m3fn and e5m2.
   // a @ b = [[2.5, -2], [3, 27.25]].
-  const A = [[1, 2, -0.5], [0.25, -3, 4]];
-  const B = [[2, -1], [0.5, 1.5], [1, 8]];
+  const A = [
+    [1, 2, -0.5],
+    [0.25, -3, 4],
+  ];
+  const B = [
+    [2, -1],
+    [0.5, 1.5],
+    [1, 8],
+  ];
 
   it.each(['float8_e4m3fn', 'float8_e5m2'] as const)('2x3 @ 3x2 in %s with row scales and a bias, by hand', async (dtype) => {
     const a = tensor(A, { dtype });
@@ -352,7 +366,13 @@ describe('scaledMm on the CPU backend', () => {
   });
 
   it('weight given as w.T ([N, K] storage) equals the same weight given as [K, N]', async () => {
-    const w = tensor([[2, 0.5, 1], [-1, 1.5, 8]], { dtype: 'float8_e4m3fn' }); // = B transposed
+    const w = tensor(
+      [
+        [2, 0.5, 1],
+        [-1, 1.5, 8],
+      ],
+      { dtype: 'float8_e4m3fn' },
+    ); // = B transposed
     const out = scaledMm(tensor(A, { dtype: 'float8_e4m3fn' }), w.T, { scaleA: tensor(1), scaleB: tensor(1), outDtype: 'float32' });
     expect(Array.from(await out.toArray())).toEqual([2.5, -2, 3, 27.25]);
   });
@@ -364,15 +384,31 @@ describe('scaledMm on the CPU backend', () => {
     const n = 129;
     const a = tensor(new Float32Array(m * k).fill(1), { shape: [m, k], dtype: 'float8_e4m3fn' });
     const w = tensor(new Float32Array(n * k).fill(1), { shape: [n, k], dtype: 'float8_e4m3fn' });
-    const sa = tensor([[1, 2], [0.5, 4]]);
-    const sb = tensor([[1, 0.25], [2, 8]]);
+    const sa = tensor([
+      [1, 2],
+      [0.5, 4],
+    ]);
+    const sb = tensor([
+      [1, 0.25],
+      [2, 8],
+    ]);
     const out = await scaledMm(a, w.T, { scaleA: sa, scaleB: sb, outDtype: 'float32' }).toArray();
     const expected = (i: number, j: number) => {
-      const s = [[1, 2], [0.5, 4]][i];
+      const s = [
+        [1, 2],
+        [0.5, 4],
+      ][i];
       const t = j < 128 ? [1, 0.25] : [2, 8];
       return 128 * s[0] * t[0] + 2 * s[1] * t[1];
     };
-    for (const [i, j] of [[0, 0], [0, 127], [0, 128], [1, 0], [1, 128]]) expect(out[i * n + j], `[${i}, ${j}]`).toBe(expected(i, j));
+    for (const [i, j] of [
+      [0, 0],
+      [0, 127],
+      [0, 128],
+      [1, 0],
+      [1, 128],
+    ])
+      expect(out[i * n + j], `[${i}, ${j}]`).toBe(expected(i, j));
   });
 
   it('every recipe pair, outDtype and FP8 pair against the reference', async () => {
@@ -389,7 +425,12 @@ describe('scaledMm on the CPU backend', () => {
 
   it('M = 0, N = 0 and K = 0 (zeros plus the bias)', async () => {
     for (const outDtype of OUT_DTYPES) {
-      for (const [m, k, n] of [[0, 5, 3], [3, 5, 0], [0, 0, 0], [2, 0, 3]]) {
+      for (const [m, k, n] of [
+        [0, 5, 3],
+        [3, 5, 0],
+        [0, 0, 0],
+        [2, 0, 3],
+      ]) {
         for (const rb of RECIPES) {
           const r = await checkCpu({ m, k, n, layout: 'wT', ra: 'block', rb, outDtype, seed: 7 });
           expect(r.cpu.length).toBe(m * n);
@@ -411,7 +452,10 @@ describe('scaledMm argument errors', () => {
   const one = () => tensor([1]);
   const a = fp8([4, 200]);
   const b = fp8([200, 6]);
-  const call = (options: Partial<ScaledMmOptions>, x = a, y = b) => () => scaledMm(x, y, { scaleA: one(), scaleB: one(), ...options });
+  const call =
+    (options: Partial<ScaledMmOptions>, x = a, y = b) =>
+    () =>
+      scaledMm(x, y, { scaleA: one(), scaleB: one(), ...options });
 
   it('operands must be FP8 (DTypeError naming the dtype)', () => {
     expect(call({}, tensor([[1, 2]]), fp8([2, 1]))).toThrow(DTypeError);
@@ -500,18 +544,40 @@ describe('scaledMm argument errors', () => {
 
 describe.skipIf(!gpu.available)(`scaledMm on WebGPU vs the reference ${gpu.skipReason}`, () => {
   it('2x3 @ 3x2 by hand (GEMM and GEMV paths)', async () => {
-    const A = [[1, 2, -0.5], [0.25, -3, 4]];
+    const A = [
+      [1, 2, -0.5],
+      [0.25, -3, 4],
+    ];
     const a = tensor(A, { dtype: 'float8_e4m3fn', device: 'webgpu' });
-    const b = tensor([[2, -1], [0.5, 1.5], [1, 8]], { dtype: 'float8_e4m3fn', device: 'webgpu' });
+    const b = tensor(
+      [
+        [2, -1],
+        [0.5, 1.5],
+        [1, 8],
+      ],
+      { dtype: 'float8_e4m3fn', device: 'webgpu' },
+    );
     const scaleA = tensor([[0.5], [2]], { device: 'webgpu' });
     const scaleB = tensor([[1, 0.25]], { device: 'webgpu' });
     expect(Array.from(await scaledMm(a, b, { scaleA, scaleB, outDtype: 'float32' }).toArray())).toEqual([1.25, -0.25, 6, 13.625]);
-    const fp8 = scaledMm(a, b, { scaleA, scaleB, outDtype: 'float8_e4m3fn', bias: tensor([1, -1], { device: 'webgpu' }), scaleResult: tensor(0.5, { device: 'webgpu' }) });
+    const fp8 = scaledMm(a, b, {
+      scaleA,
+      scaleB,
+      outDtype: 'float8_e4m3fn',
+      bias: tensor([1, -1], { device: 'webgpu' }),
+      scaleResult: tensor(0.5, { device: 'webgpu' }),
+    });
     expect(Array.from(await fp8.toArray())).toEqual([1.125, -0.625, 3.5, 6.5]);
     // GEMV: K padded to 16 with zeros, weight stored [N, K].
     const pad = (rows: number[][]) => rows.map((r) => [...r, ...new Array(16 - r.length).fill(0)]);
     const a16 = tensor(pad(A), { dtype: 'float8_e4m3fn', device: 'webgpu' });
-    const w16 = tensor(pad([[2, 0.5, 1], [-1, 1.5, 8]]), { dtype: 'float8_e4m3fn', device: 'webgpu' });
+    const w16 = tensor(
+      pad([
+        [2, 0.5, 1],
+        [-1, 1.5, 8],
+      ]),
+      { dtype: 'float8_e4m3fn', device: 'webgpu' },
+    );
     kernelKeys.length = 0;
     const y = scaledMm(a16, w16.T, { scaleA, scaleB, outDtype: 'bfloat16', bias: tensor([1, -1], { dtype: 'bfloat16', device: 'webgpu' }) });
     expect(Array.from(await y.toArray())).toEqual([2.25, -1.25, 7, 12.625]);
@@ -540,7 +606,11 @@ describe.skipIf(!gpu.available)(`scaledMm on WebGPU vs the reference ${gpu.skipR
 
   it.each(FP8_PAIRS)('a in %s, b in %s: GEMV and GEMM', async (aDtype, bDtype) => {
     let seed = 200 + 10 * FP8_PAIRS.findIndex(([x, y]) => x === aDtype && y === bDtype);
-    for (const [m, k, n, layout] of [[1, 4096, 130, 'wT'], [17, 300, 130, 'plain'], [4, 127, 7, 'wT']] as const) {
+    for (const [m, k, n, layout] of [
+      [1, 4096, 130, 'wT'],
+      [17, 300, 130, 'plain'],
+      [4, 127, 7, 'wT'],
+    ] as const) {
       await checkGpu({ m, k, n, layout, aDtype, bDtype, ra: 'block', rb: 'block', explicit: true, seed: seed++ });
     }
   });
@@ -604,7 +674,11 @@ describe.skipIf(!gpu.available)(`scaledMm on WebGPU vs the reference ${gpu.skipR
 
   it('GEMV on weight views: a K-narrowed weight (row tail), a row offset that keeps 16-byte alignment, and one that breaks it', async () => {
     // w [N, 160] narrowed to K = 150: rows stay 160 bytes apart (aligned) -> GEMV with a 6-element tail per row.
-    for (const [ra, rb] of [['tensor', 'tensor'], ['block', 'block'], ['row', 'row']] as const) {
+    for (const [ra, rb] of [
+      ['tensor', 'tensor'],
+      ['block', 'block'],
+      ['row', 'row'],
+    ] as const) {
       const spec: Spec = { m: 3, k: 150, n: 9, layout: 'wT', ra, rb, seed: 400 };
       const p = makeProblem(spec);
       const want = reference(p);
@@ -623,7 +697,11 @@ describe.skipIf(!gpu.available)(`scaledMm on WebGPU vs the reference ${gpu.skipR
     }
     // Rows 2.. of a [N + 2, K] weight: offset 2 * 32 bytes (aligned, GEMV) vs rows 1.. of a K = 24 weight (24-byte
     // rows: GEMM).
-    for (const [k, start, path] of [[32, 2, 'gemv'], [24, 1, 'gemm'], [48, 1, 'gemv']] as const) {
+    for (const [k, start, path] of [
+      [32, 2, 'gemv'],
+      [24, 1, 'gemm'],
+      [48, 1, 'gemv'],
+    ] as const) {
       const spec: Spec = { m: 2, k, n: 5, layout: 'wT', ra: 'row', rb: 'block', outDtype: 'bfloat16', seed: 410 + k };
       const p = makeProblem(spec);
       const want = reference(p);
@@ -643,7 +721,11 @@ describe.skipIf(!gpu.available)(`scaledMm on WebGPU vs the reference ${gpu.skipR
   });
 
   it('GEMV needs the weight view to start on a 16-byte boundary: columns 16.. of a [N, 48] weight do, columns 8.. do not', async () => {
-    for (const [start, path] of [[16, 'gemv'], [8, 'gemm'], [0, 'gemv']] as const) {
+    for (const [start, path] of [
+      [16, 'gemv'],
+      [8, 'gemm'],
+      [0, 'gemv'],
+    ] as const) {
       const spec: Spec = { m: 3, k: 32, n: 6, layout: 'wT', ra: 'row', rb: 'row', seed: 415 + start };
       const p = makeProblem(spec);
       const want = reference(p);
@@ -658,7 +740,10 @@ describe.skipIf(!gpu.available)(`scaledMm on WebGPU vs the reference ${gpu.skipR
         outDtype: 'float32',
       });
       expectWithin(`weight columns from ${start}`, await out.toArray(), want, 'float32', gpuErr(32));
-      expect(kernelKeys.filter((key) => key.startsWith('gemv|') || key.startsWith('gemm|')).map((key) => key.slice(0, 4)), `columns from ${start}`).toEqual([path]);
+      expect(
+        kernelKeys.filter((key) => key.startsWith('gemv|') || key.startsWith('gemm|')).map((key) => key.slice(0, 4)),
+        `columns from ${start}`,
+      ).toEqual([path]);
     }
   });
 
@@ -672,7 +757,10 @@ describe.skipIf(!gpu.available)(`scaledMm on WebGPU vs the reference ${gpu.skipR
       const a = fromCodes(aT, [160, 3], 'float8_e4m3fn', device).T;
       const w = fromCodes(p.bCodes, [7, 160], 'float8_e4m3fn', device);
       // scaleA [3, 1] as a column of a [3, 2] tensor; scaleB [1, 7] as a slice with an offset; bias with an offset.
-      const saWide = tensor(Array.from(p.sa, (s) => [s, -1]), { device });
+      const saWide = tensor(
+        Array.from(p.sa, (s) => [s, -1]),
+        { device },
+      );
       const sbWide = tensor([[9, 9, 9, ...p.sb]], { device });
       const biasWide = tensor([5, ...p.biasValues!], { device });
       const out = scaledMm(a, w.T, { scaleA: saWide.narrow(1, 0, 1), scaleB: sbWide.narrow(1, 3, 7), bias: biasWide.narrow(0, 1, 7), outDtype: 'float32' });
@@ -682,8 +770,17 @@ describe.skipIf(!gpu.available)(`scaledMm on WebGPU vs the reference ${gpu.skipR
 
   it.each(['float32', 'bfloat16', 'float16'] as const)('%s bias with float32, bfloat16 and FP8 (+ scaleResult) outputs, GEMV and GEMM', async (bias) => {
     let seed = 500 + 20 * ['float32', 'bfloat16', 'float16'].indexOf(bias);
-    for (const [outDtype, scaleResult] of [['float32', undefined], ['bfloat16', undefined], ['float8_e4m3fn', 0.75], ['float8_e4m3fn', 3]] as const) {
-      for (const [m, k, layout] of [[2, 256, 'wT'], [17, 200, 'plain'], [4, 100, 'wT']] as const) {
+    for (const [outDtype, scaleResult] of [
+      ['float32', undefined],
+      ['bfloat16', undefined],
+      ['float8_e4m3fn', 0.75],
+      ['float8_e4m3fn', 3],
+    ] as const) {
+      for (const [m, k, layout] of [
+        [2, 256, 'wT'],
+        [17, 200, 'plain'],
+        [4, 100, 'wT'],
+      ] as const) {
         const spec: Spec = { m, k, n: 132, layout, ra: 'row', rb: 'block', bias, outDtype, scaleResult, seed: seed++ };
         await checkGpu(spec);
         await checkCpu(spec);
@@ -692,7 +789,11 @@ describe.skipIf(!gpu.available)(`scaledMm on WebGPU vs the reference ${gpu.skipR
   });
 
   it('scaleResult with an FP8 output and no bias, tensor scales', async () => {
-    for (const [m, k, n] of [[1, 64, 8], [6, 64, 8], [3, 300, 130]] as const) {
+    for (const [m, k, n] of [
+      [1, 64, 8],
+      [6, 64, 8],
+      [3, 300, 130],
+    ] as const) {
       await checkGpu({ m, k, n, layout: 'wT', outDtype: 'float8_e4m3fn', scaleResult: 0.125, seed: 600 + m });
     }
   });
@@ -701,7 +802,10 @@ describe.skipIf(!gpu.available)(`scaledMm on WebGPU vs the reference ${gpu.skipR
     let seed = 700;
     for (const outDtype of ['float16', 'bfloat16', 'float8_e4m3fn'] as const) {
       for (const n of [1, 3, 7, 8, 130, 132]) {
-        for (const [m, layout] of [[3, 'wT'], [9, 'plain']] as const) {
+        for (const [m, layout] of [
+          [3, 'wT'],
+          [9, 'plain'],
+        ] as const) {
           await checkGpu({ m, k: 144, n, layout, ra: 'row', rb: 'row', outDtype, bias: 'bfloat16', seed: seed++ });
         }
       }
@@ -710,7 +814,13 @@ describe.skipIf(!gpu.available)(`scaledMm on WebGPU vs the reference ${gpu.skipR
 
   it('M = 0, N = 0, K = 0 (K = 0: zeros, or the bias)', async () => {
     for (const outDtype of OUT_DTYPES) {
-      for (const [m, k, n] of [[0, 32, 3], [3, 32, 0], [2, 0, 3], [5, 0, 7], [0, 0, 0]]) {
+      for (const [m, k, n] of [
+        [0, 32, 3],
+        [3, 32, 0],
+        [2, 0, 3],
+        [5, 0, 7],
+        [0, 0, 0],
+      ]) {
         for (const layout of ['wT', 'plain'] as const) {
           const values = await checkGpu({ m, k, n, layout, ra: 'block', rb: 'block', outDtype, seed: 800 }, 'none');
           if (k === 0) expect(Array.from(values)).toEqual(new Array(m * n).fill(0));
@@ -721,7 +831,11 @@ describe.skipIf(!gpu.available)(`scaledMm on WebGPU vs the reference ${gpu.skipR
   });
 
   it('a NaN code (0x7F) in a gives NaN in that output row only; one in b gives NaN in that column', async () => {
-    for (const [m, k, n, layout] of [[3, 64, 9, 'wT'], [6, 70, 9, 'plain'], [2, 300, 130, 'plain']] as const) {
+    for (const [m, k, n, layout] of [
+      [3, 64, 9, 'wT'],
+      [6, 70, 9, 'plain'],
+      [2, 300, 130, 'plain'],
+    ] as const) {
       for (const outDtype of ['float32', 'bfloat16', 'float8_e4m3fn'] as const) {
         const p = makeProblem({ m, k, n, layout, outDtype, seed: 900 });
         const row = 1;
@@ -738,7 +852,12 @@ describe.skipIf(!gpu.available)(`scaledMm on WebGPU vs the reference ${gpu.skipR
           // NaN in b (e5m2 NaN code 0x7E) at column col.
           const bCodes = p.bCodes.slice();
           bCodes[layout === 'wT' ? col * k + 3 : 3 * n + col] = 0x7e;
-          const a2 = fromCodes(p.aCodes.map((c) => (c === 0x7f ? 0 : c)), [m, k], 'float8_e4m3fn', device);
+          const a2 = fromCodes(
+            p.aCodes.map((c) => (c === 0x7f ? 0 : c)),
+            [m, k],
+            'float8_e4m3fn',
+            device,
+          );
           const b2 = layout === 'wT' ? fromCodes(bCodes, [n, k], 'float8_e5m2', device).T : fromCodes(bCodes, [k, n], 'float8_e5m2', device);
           const out2 = await scaledMm(a2, b2, opts).toArray();
           for (let i = 0; i < m; i++) {
@@ -750,7 +869,11 @@ describe.skipIf(!gpu.available)(`scaledMm on WebGPU vs the reference ${gpu.skipR
   });
 
   it('FP8 outputs saturate at +-448 (never NaN); 16-bit outputs overflow to +-Inf', async () => {
-    for (const [m, k, n, layout] of [[2, 64, 8, 'wT'], [5, 64, 9, 'plain'], [3, 100, 130, 'wT']] as const) {
+    for (const [m, k, n, layout] of [
+      [2, 64, 8, 'wT'],
+      [5, 64, 9, 'plain'],
+      [3, 100, 130, 'wT'],
+    ] as const) {
       // Codes up to 448 and scales 8x the usual: most outputs are far beyond 448.
       const spec: Spec = { m, k, n, layout, outDtype: 'float8_e4m3fn', maxAbs: 448, scaleGain: 8, seed: 950 + k };
       const got = await checkGpu(spec);
@@ -765,7 +888,11 @@ describe.skipIf(!gpu.available)(`scaledMm on WebGPU vs the reference ${gpu.skipR
     // e5m2 57344 * 57344 * K overflows f16 (65504) and even the f32 product is finite: the cast gives Inf.
     for (const device of ['cpu', 'webgpu'] as const) {
       const big = (shape: number[]) => tensor(new Float32Array(shape[0] * shape[1]).fill(-57344), { shape, dtype: 'float8_e5m2', device });
-      const out16 = await scaledMm(big([2, 16]), big([3, 16]).T, { scaleA: tensor(1, { device }), scaleB: tensor(1, { device }), outDtype: 'float16' }).toArray();
+      const out16 = await scaledMm(big([2, 16]), big([3, 16]).T, {
+        scaleA: tensor(1, { device }),
+        scaleB: tensor(1, { device }),
+        outDtype: 'float16',
+      }).toArray();
       expect(Array.from(out16)).toEqual(new Array(6).fill(Infinity));
       const out8 = await scaledMm(big([2, 16]), big([16, 3]), {
         scaleA: tensor(1, { device }),
@@ -817,6 +944,8 @@ describe.skipIf(!gpu.available)(`scaledMm on WebGPU vs the reference ${gpu.skipR
     const bg = await b.to('webgpu');
     // Operands together, a scale elsewhere.
     expect(() => scaledMm(ag, b, { scaleA: s, scaleB: tensor([1], { device: 'webgpu' }) })).toThrow(DeviceMismatchError);
-    expect(() => scaledMm(a, bg, { scaleA: tensor([1], { device: 'webgpu' }), scaleB: tensor([1], { device: 'webgpu' }), bias: tensor([0]) })).toThrow(DeviceMismatchError);
+    expect(() => scaledMm(a, bg, { scaleA: tensor([1], { device: 'webgpu' }), scaleB: tensor([1], { device: 'webgpu' }), bias: tensor([0]) })).toThrow(
+      DeviceMismatchError,
+    );
   });
 });

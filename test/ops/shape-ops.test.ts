@@ -172,13 +172,37 @@ describe.each(DEVICES)('view ops against hand-written values on %s', (device) =>
   });
 
   it('cat along every dim with hand-written results, including negative dims and empty pieces', async () => {
-    const a = tg.tensor([[1, 2], [3, 4]], { device });
+    const a = tg.tensor(
+      [
+        [1, 2],
+        [3, 4],
+      ],
+      { device },
+    );
     const b = tg.tensor([[5, 6]], { device });
-    expect(await tg.cat([a, b]).tolist()).toEqual([[1, 2], [3, 4], [5, 6]]);
-    expect(await tg.cat([a, b.T.reshape(2, 1)], -1).tolist()).toEqual([[1, 2, 5], [3, 4, 6]]);
-    expect(await tg.cat([a, tg.zeros([0, 2], { device }), b], 0).tolist()).toEqual([[1, 2], [3, 4], [5, 6]]);
-    expect(await tg.cat([a.T, a], 1).tolist()).toEqual([[1, 3, 1, 2], [2, 4, 3, 4]]);
-    const u = tg.cat([tg.tensor(new Uint8Array([1, 2, 3]), { device }), tg.tensor(new Uint8Array([4, 5]), { device }), tg.tensor(new Uint8Array([6]), { device })]);
+    expect(await tg.cat([a, b]).tolist()).toEqual([
+      [1, 2],
+      [3, 4],
+      [5, 6],
+    ]);
+    expect(await tg.cat([a, b.T.reshape(2, 1)], -1).tolist()).toEqual([
+      [1, 2, 5],
+      [3, 4, 6],
+    ]);
+    expect(await tg.cat([a, tg.zeros([0, 2], { device }), b], 0).tolist()).toEqual([
+      [1, 2],
+      [3, 4],
+      [5, 6],
+    ]);
+    expect(await tg.cat([a.T, a], 1).tolist()).toEqual([
+      [1, 3, 1, 2],
+      [2, 4, 3, 4],
+    ]);
+    const u = tg.cat([
+      tg.tensor(new Uint8Array([1, 2, 3]), { device }),
+      tg.tensor(new Uint8Array([4, 5]), { device }),
+      tg.tensor(new Uint8Array([6]), { device }),
+    ]);
     expect(u.dtype).toBe('uint8');
     expect(await u.tolist()).toEqual([1, 2, 3, 4, 5, 6]);
     expect(() => tg.cat([a, tg.tensor([[1, 2, 3]], { device })])).toThrow(/sizes must match except in dim 0, got \[2, 2\] and \[1, 3\]/);
@@ -209,24 +233,54 @@ describe.skipIf(!gpu.available)(`view ops and cat, WebGPU vs CPU bit-exact on ra
     }
   });
 
-  it.each(['float32', 'float16', 'bfloat16', 'uint8', 'float8_e4m3fn', 'float8_e5m2', 'bool', 'int32'] as const)('cat along every dim, odd sizes, %s', async (dtype) => {
-    // Pieces along each dim of [3, 5, 7]: boundaries at odd element offsets fall inside 16- and 8-bit words.
-    const pieces: Record<number, number[][]> = {
-      0: [[1, 5, 7], [3, 5, 7], [1, 5, 7]],
-      1: [[3, 1, 7], [3, 3, 7], [3, 2, 7]],
-      2: [[3, 5, 1], [3, 5, 3], [3, 5, 5], [3, 5, 2]],
-    };
-    for (const dim of [0, 1, 2]) {
-      const xs = pieces[dim].map((s) => randomTensor(s, dtype, 'normal', 3));
-      const r = await checkBoth(xs, (...ts) => tg.cat(ts, dim), BITS, `cat dim ${dim} ${dtype}`);
-      expect(r.shape[dim]).toBe(pieces[dim].reduce((n, s) => n + s[dim], 0));
-      await checkBoth(xs, (...ts) => tg.cat(ts, dim - 3), BITS, `cat dim ${dim - 3} ${dtype}`);
-      // Strided pieces (transposed twice over other dims, stepped slices).
-      await checkBoth(xs, (...ts) => tg.cat(ts.map((t) => t.transpose(dim === 0 ? 1 : 0, 2).contiguous().transpose(dim === 0 ? 1 : 0, 2)), dim), BITS, `cat strided ${dtype}`);
-    }
-    // 1-D pieces of odd lengths: every word boundary case, and many pieces into one word.
-    const ones = [5, 3, 1, 1, 1, 7, 4097, 2].map((n) => randomTensor([n], dtype, 'normal', 3));
-    await checkBoth(ones, (...ts) => tg.cat(ts), BITS, `cat 1-D ${dtype}`);
-    await checkBoth(ones, (...ts) => tg.cat(ts.map((t) => t.slice(0, 0, undefined, 2))), BITS, `cat stepped ${dtype}`);
-  });
+  it.each(['float32', 'float16', 'bfloat16', 'uint8', 'float8_e4m3fn', 'float8_e5m2', 'bool', 'int32'] as const)(
+    'cat along every dim, odd sizes, %s',
+    async (dtype) => {
+      // Pieces along each dim of [3, 5, 7]: boundaries at odd element offsets fall inside 16- and 8-bit words.
+      const pieces: Record<number, number[][]> = {
+        0: [
+          [1, 5, 7],
+          [3, 5, 7],
+          [1, 5, 7],
+        ],
+        1: [
+          [3, 1, 7],
+          [3, 3, 7],
+          [3, 2, 7],
+        ],
+        2: [
+          [3, 5, 1],
+          [3, 5, 3],
+          [3, 5, 5],
+          [3, 5, 2],
+        ],
+      };
+      for (const dim of [0, 1, 2]) {
+        const xs = pieces[dim].map((s) => randomTensor(s, dtype, 'normal', 3));
+        const r = await checkBoth(xs, (...ts) => tg.cat(ts, dim), BITS, `cat dim ${dim} ${dtype}`);
+        expect(r.shape[dim]).toBe(pieces[dim].reduce((n, s) => n + s[dim], 0));
+        await checkBoth(xs, (...ts) => tg.cat(ts, dim - 3), BITS, `cat dim ${dim - 3} ${dtype}`);
+        // Strided pieces (transposed twice over other dims, stepped slices).
+        await checkBoth(
+          xs,
+          (...ts) =>
+            tg.cat(
+              ts.map((t) =>
+                t
+                  .transpose(dim === 0 ? 1 : 0, 2)
+                  .contiguous()
+                  .transpose(dim === 0 ? 1 : 0, 2),
+              ),
+              dim,
+            ),
+          BITS,
+          `cat strided ${dtype}`,
+        );
+      }
+      // 1-D pieces of odd lengths: every word boundary case, and many pieces into one word.
+      const ones = [5, 3, 1, 1, 1, 7, 4097, 2].map((n) => randomTensor([n], dtype, 'normal', 3));
+      await checkBoth(ones, (...ts) => tg.cat(ts), BITS, `cat 1-D ${dtype}`);
+      await checkBoth(ones, (...ts) => tg.cat(ts.map((t) => t.slice(0, 0, undefined, 2))), BITS, `cat stepped ${dtype}`);
+    },
+  );
 });

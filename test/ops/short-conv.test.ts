@@ -80,7 +80,8 @@ describe(`shortConv ${gpu.skipReason}`, () => {
   it('the state holds the last L-1 rows of B * x (older rows when S < L-1)', async () => {
     const h = 3;
     // B = 1, x = token index + 1: Bx rows are 1, 2, 3, ...
-    const rows = (from: number, n: number) => Array.from({ length: n }, (_, t) => [...Array(h).fill(1), ...Array(h).fill(1), ...Array(h).fill(from + t + 1)]).flat();
+    const rows = (from: number, n: number) =>
+      Array.from({ length: n }, (_, t) => [...Array(h).fill(1), ...Array(h).fill(1), ...Array(h).fill(from + t + 1)]).flat();
     for (const device of ['cpu', ...(gpu.available ? ['webgpu' as const] : [])] as const) {
       const w = tg.ones([h, 4], { device });
       const state = tg.zeros([3, h], { device });

@@ -76,7 +76,10 @@ describe.skipIf(!gpu.available)(`softmax / logSoftmax, WebGPU vs CPU ${gpu.skipR
   it('batches of rows: [32, 4097], [3, 128256]', async () => {
     for (const [shape, dtypes] of [
       [[32, 4097], FLOAT_DTYPES],
-      [[3, 128256], ['float32', 'bfloat16']],
+      [
+        [3, 128256],
+        ['float32', 'bfloat16'],
+      ],
     ] as const) {
       for (const dtype of dtypes) {
         const x = randomTensor(shape, dtype, 'normal', 3);
@@ -93,7 +96,10 @@ describe.skipIf(!gpu.available)(`softmax / logSoftmax, WebGPU vs CPU ${gpu.skipR
   it('every dim of a 3-D tensor (0, 1, -1, -2: inner > 1 for all but the last), f32/f16/bf16', async () => {
     for (const dtype of FLOAT_DTYPES) {
       // Odd and even sizes: packed f16/bf16 outputs with inner > 1 or odd rows go through f32 + cast.
-      for (const shape of [[4, 5, 6], [3, 300, 2]]) {
+      for (const shape of [
+        [4, 5, 6],
+        [3, 300, 2],
+      ]) {
         const x = randomTensor(shape, dtype, 'normal', 2);
         for (const dim of [0, 1, -1, -2]) {
           for (const log of [false, true]) {
@@ -138,7 +144,12 @@ describe.skipIf(!gpu.available)(`softmax / logSoftmax, WebGPU vs CPU ${gpu.skipR
     const want = [1, Math.exp(-1), Math.exp(-2), 0, Math.exp(-80)];
     const z = want.reduce((s, v) => s + v, 0);
     const r = await checkBoth([huge], sm(-1, false), tol('float32', false), 'huge');
-    expectClose(r.gpu, want.map((v) => v / z), { atol: 0, rtol: 2e-6 }, 'huge vs formula');
+    expectClose(
+      r.gpu,
+      want.map((v) => v / z),
+      { atol: 0, rtol: 2e-6 },
+      'huge vs formula',
+    );
     const rl = await checkBoth([huge], sm(-1, true), tol('float32', true), 'huge log');
     expect(rl.gpu[3]).toBeCloseTo(-2e4 - Math.log(z), 1);
 
@@ -148,7 +159,10 @@ describe.skipIf(!gpu.available)(`softmax / logSoftmax, WebGPU vs CPU ${gpu.skipR
       const t = await checkBoth([tie], sm(-1, false), tol('float32', false), `constant row ${n}`);
       const first = t.gpu[0];
       expect(Math.abs(first - 1 / n) / (1 / n), `1/${n}`).toBeLessThan(1e-6);
-      expect(Array.from(t.gpu).every((v) => v === first), `all ties equal, n = ${n}`).toBe(true);
+      expect(
+        Array.from(t.gpu).every((v) => v === first),
+        `all ties equal, n = ${n}`,
+      ).toBe(true);
       const tl = await checkBoth([tie], sm(-1, true), tol('float32', true), `constant row log ${n}`);
       expect(tl.gpu[n + 3]).toBeCloseTo(-Math.log(n), 5);
     }
@@ -201,7 +215,14 @@ describe.skipIf(!gpu.available)(`softmax / logSoftmax, WebGPU vs CPU ${gpu.skipR
 
   it('empty tensors keep their shape; a 0-d tensor gives 1 (log: 0)', async () => {
     for (const dtype of FLOAT_DTYPES) {
-      for (const [shape, dim] of [[[0, 5], 1], [[3, 0], 1], [[3, 0], 0], [[2, 0, 3], 1], [[2, 0, 3], 2], [[0], 0]] as const) {
+      for (const [shape, dim] of [
+        [[0, 5], 1],
+        [[3, 0], 1],
+        [[3, 0], 0],
+        [[2, 0, 3], 1],
+        [[2, 0, 3], 2],
+        [[0], 0],
+      ] as const) {
         for (const log of [false, true]) {
           const r = await checkBoth([tg.zeros(shape, { dtype })], sm(dim, log), tol(dtype, log), `empty ${JSON.stringify(shape)} dim ${dim}`);
           expect(r.shape).toEqual(shape);
@@ -228,7 +249,12 @@ describe.skipIf(!gpu.available)(`softmax / logSoftmax, WebGPU vs CPU ${gpu.skipR
       const lp = await x.logSoftmax(-1).toArray();
       const t = dtype === 'float32' ? { atol: 0, rtol: 3e-7 } : tol(dtype, false);
       expectClose(p, [Math.E / z, Math.E ** 2 / z, Math.E ** 3 / z, 0, 0.5, 0.5], t, `hand softmax ${dtype}`);
-      expectClose(lp, [1 - Math.log(z), 2 - Math.log(z), 3 - Math.log(z), -Infinity, -Math.LN2, -Math.LN2], dtype === 'float32' ? { atol: 0, rtol: 3e-7 } : tol(dtype, true), `hand log ${dtype}`);
+      expectClose(
+        lp,
+        [1 - Math.log(z), 2 - Math.log(z), 3 - Math.log(z), -Infinity, -Math.LN2, -Math.LN2],
+        dtype === 'float32' ? { atol: 0, rtol: 3e-7 } : tol(dtype, true),
+        `hand log ${dtype}`,
+      );
       x.dispose();
     }
     // Published values: torch.softmax(tensor([1., 2., 3.])).
@@ -278,7 +304,11 @@ describe.skipIf(!gpu.available)(`softmax / logSoftmax, WebGPU vs CPU ${gpu.skipR
   });
 
   it('many short rows (one invocation per row): [70000, 3] f32 and [4099, 10] bf16, dims with inner > 1', async () => {
-    for (const [shape, dtype, dim] of [[[70000, 3], 'float32', -1], [[4099, 10], 'bfloat16', -1], [[50, 7, 9], 'float16', 1]] as const) {
+    for (const [shape, dtype, dim] of [
+      [[70000, 3], 'float32', -1],
+      [[4099, 10], 'bfloat16', -1],
+      [[50, 7, 9], 'float16', 1],
+    ] as const) {
       const x = randomTensor([...shape], dtype, 'normal', 4);
       for (const log of [false, true]) await checkBoth([x], sm(dim, log), tol(dtype, log), `${log ? 'logSoftmax' : 'softmax'} [${shape}] ${dtype}`);
       x.dispose();
@@ -286,7 +316,11 @@ describe.skipIf(!gpu.available)(`softmax / logSoftmax, WebGPU vs CPU ${gpu.skipR
   });
 
   it('rows longer than 262144 split across workgroups (2 dispatches): values, masks, NaN rows, odd packed rows', async () => {
-    for (const [rows, n, dtype] of [[1, 262145, 'float32'], [2, 1_000_000, 'float32'], [1, 300_001, 'bfloat16']] as const) {
+    for (const [rows, n, dtype] of [
+      [1, 262145, 'float32'],
+      [2, 1_000_000, 'float32'],
+      [1, 300_001, 'bfloat16'],
+    ] as const) {
       const x = randomTensor([rows, n], dtype, 'normal', 4);
       for (const log of [false, true]) {
         const r = await checkBoth([x], sm(-1, log), tol(dtype, log), `${log ? 'logSoftmax' : 'softmax'} [${rows},${n}] ${dtype}`);

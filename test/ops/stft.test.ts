@@ -268,7 +268,15 @@ describe(`istft ${gpu.skipReason}`, () => {
         const bins = c.onesided ? Math.floor(c.nFft / 2) + 1 : c.nFft;
         const spec = randomTensor([2, 3, bins, c.frames, 2]);
         const window = tg.hannWindow(c.hann);
-        const ref: RefOptions = { nFft: c.nFft, hop: c.hop, window: await window.toArray(), center: true, padMode: 'reflect', normalized: c.normalized, onesided: c.onesided };
+        const ref: RefOptions = {
+          nFft: c.nFft,
+          hop: c.hop,
+          window: await window.toArray(),
+          center: true,
+          padMode: 'reflect',
+          normalized: c.normalized,
+          onesided: c.onesided,
+        };
         const length = c.nFft + c.hop * (c.frames - 1) - 2 * Math.floor(c.nFft / 2);
         const want = istftRef(await spec.toArray(), 6, bins, c.frames, ref, length);
         for (const dev of DEVICES) {

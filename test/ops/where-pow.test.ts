@@ -36,19 +36,72 @@ async function bothKernels(check: () => Promise<unknown>): Promise<void> {
 const INF = Infinity;
 // [base, exponent, C99 pow] in float32.
 const SPECIAL: [number, number, number][] = [
-  [0, 0, 1], [NaN, 0, 1], [INF, 0, 1], [-3, -0, 1], [1, NaN, 1], [1, INF, 1], [1, -INF, 1], [-1, INF, 1], [-1, -INF, 1],
-  [-2, 0.5, NaN], [-8, 1 / 3, NaN], [-0.5, -2.5, NaN], [NaN, 1, NaN], [2, NaN, NaN], [NaN, NaN, NaN],
-  [0, -1, INF], [-0, -1, -INF], [-0, -2, INF], [0, -0.5, INF], [-0, -INF, INF], [0, 2, 0], [-0, 3, -0], [-0, 2, 0], [-0, 0.5, 0], [0, INF, 0],
-  [INF, -1, 0], [INF, 0.5, INF], [-INF, 3, -INF], [-INF, 2, INF], [-INF, -3, -0], [-INF, -2, 0], [-INF, 0.5, INF],
-  [0.5, INF, 0], [2, INF, INF], [-0.5, INF, 0], [-2, INF, INF], [0.5, -INF, INF], [2, -INF, 0], [-2, -INF, 0],
-  [-2, 3, -8], [-2, 2, 4], [2, -2, 0.25], [3, 2, 9], [-3, 5, -243], [10, 20, 1e20], [1e20, 2, INF], [-2, 1e30, INF], [-0.5, 1e30, 0], [-2, 16777217, INF],
-  [4, 0.5, 2], [2, 10, 1024], [0.25, -0.5, 2], [-1, 1e30, 1], [-1, 7, -1],
+  [0, 0, 1],
+  [NaN, 0, 1],
+  [INF, 0, 1],
+  [-3, -0, 1],
+  [1, NaN, 1],
+  [1, INF, 1],
+  [1, -INF, 1],
+  [-1, INF, 1],
+  [-1, -INF, 1],
+  [-2, 0.5, NaN],
+  [-8, 1 / 3, NaN],
+  [-0.5, -2.5, NaN],
+  [NaN, 1, NaN],
+  [2, NaN, NaN],
+  [NaN, NaN, NaN],
+  [0, -1, INF],
+  [-0, -1, -INF],
+  [-0, -2, INF],
+  [0, -0.5, INF],
+  [-0, -INF, INF],
+  [0, 2, 0],
+  [-0, 3, -0],
+  [-0, 2, 0],
+  [-0, 0.5, 0],
+  [0, INF, 0],
+  [INF, -1, 0],
+  [INF, 0.5, INF],
+  [-INF, 3, -INF],
+  [-INF, 2, INF],
+  [-INF, -3, -0],
+  [-INF, -2, 0],
+  [-INF, 0.5, INF],
+  [0.5, INF, 0],
+  [2, INF, INF],
+  [-0.5, INF, 0],
+  [-2, INF, INF],
+  [0.5, -INF, INF],
+  [2, -INF, 0],
+  [-2, -INF, 0],
+  [-2, 3, -8],
+  [-2, 2, 4],
+  [2, -2, 0.25],
+  [3, 2, 9],
+  [-3, 5, -243],
+  [10, 20, 1e20],
+  [1e20, 2, INF],
+  [-2, 1e30, INF],
+  [-0.5, 1e30, 0],
+  [-2, 16777217, INF],
+  [4, 0.5, 2],
+  [2, 10, 1024],
+  [0.25, -0.5, 2],
+  [-1, 1e30, 1],
+  [-1, 7, -1],
 ];
 
 describe.skipIf(!gpu.available)(`pow and where, WebGPU vs CPU ${gpu.skipReason}`, () => {
   it('pow: C99 special cases, bit for bit on both kernels and on the CPU reference', async () => {
-    const x = tensor(SPECIAL.map((s) => s[0]), { dtype: 'float32' });
-    const y = tensor(SPECIAL.map((s) => s[1]), { dtype: 'float32' });
+    const x = tensor(
+      SPECIAL.map((s) => s[0]),
+      { dtype: 'float32' },
+    );
+    const y = tensor(
+      SPECIAL.map((s) => s[1]),
+      { dtype: 'float32' },
+    );
     const want = Float32Array.from(SPECIAL.map((s) => s[2]));
     const cpu = await tg.pow(x, y).toArray();
     expectClose(cpu, want, BITS, 'CPU reference');
@@ -66,7 +119,10 @@ describe.skipIf(!gpu.available)(`pow and where, WebGPU vs CPU ${gpu.skipReason}`
       await bothKernels(() => checkBoth([base, expo], (a, b) => a.pow(b), tol, `${dtype} positive ** normal`));
       // Negative bases with integer exponents keep their sign (odd) or lose it (even); non-integers give NaN.
       const neg = randomTensor([7, 33], dtype, 'coarse');
-      const ints = tensor(Array.from({ length: 33 }, (_, i) => (i % 13) - 6), { dtype, shape: [33] });
+      const ints = tensor(
+        Array.from({ length: 33 }, (_, i) => (i % 13) - 6),
+        { dtype, shape: [33] },
+      );
       await checkBoth([neg, ints], (a, b) => a.pow(b), tol, `${dtype} coarse ** integers (broadcast rows)`);
       await checkBoth([neg, expo], (a, b) => a.pow(b.narrow(0, 0, 33).reshape(1, 33)), tol, `${dtype} coarse ** fractions (NaN where negative)`);
       // Broadcast [3,1,5] ** [4,1] and a transposed base.
@@ -100,7 +156,7 @@ describe.skipIf(!gpu.available)(`pow and where, WebGPU vs CPU ${gpu.skipReason}`
       const r = await checkBoth([bases, expos], (a, b) => a.pow(b), EXACT, 'int32 ** int32');
       expect(r.dtype).toBe('int32');
       // PyTorch: (-1) ** -3 = -1, 1 ** -3 = 1, 0 ** -1 = 0, 2 ** -1 = 0; 46341 ** 2 wraps.
-      expect(Array.from(r.gpu.slice(9))).toEqual([((46341 * 46341) | 0), 1, -1, 0, 0, 0]);
+      expect(Array.from(r.gpu.slice(9))).toEqual([(46341 * 46341) | 0, 1, -1, 0, 0, 0]);
     });
     const xi = randomTensor([1025], 'int32');
     await bothKernels(() => checkBoth([xi], (t) => t.pow(3), EXACT, 'int32 ** 3'));
@@ -110,9 +166,19 @@ describe.skipIf(!gpu.available)(`pow and where, WebGPU vs CPU ${gpu.skipReason}`
     expect(u.dtype).toBe('uint8');
     const bl = await checkBoth([randomTensor([40], 'bool')], (t) => t.pow(2), EXACT, 'bool ** 2');
     expect(bl.dtype).toBe('int32');
-    const mixed = await checkBoth([randomTensor([50], 'int32'), randomTensor([50], 'float16', 'normal')], (a, b) => a.abs().pow(b), powTolerance('float16'), 'int32 ** float16');
+    const mixed = await checkBoth(
+      [randomTensor([50], 'int32'), randomTensor([50], 'float16', 'normal')],
+      (a, b) => a.abs().pow(b),
+      powTolerance('float16'),
+      'int32 ** float16',
+    );
     expect(mixed.dtype).toBe('float16');
-    const half = await checkBoth([randomTensor([50], 'float16', 'positive'), randomTensor([50], 'float32')], (a, b) => a.pow(b), powTolerance('float32'), 'f16 ** f32');
+    const half = await checkBoth(
+      [randomTensor([50], 'float16', 'positive'), randomTensor([50], 'float32')],
+      (a, b) => a.pow(b),
+      powTolerance('float32'),
+      'f16 ** f32',
+    );
     expect(half.dtype).toBe('float32');
   });
 
@@ -163,7 +229,12 @@ describe.skipIf(!gpu.available)(`pow and where, WebGPU vs CPU ${gpu.skipReason}`
         return tg.where(xs[0], pick(a), pick(b));
       };
       await bothKernels(async () => {
-        const r = await checkBoth(tensors, fn, dtype.startsWith('float8') || typeof a === 'number' || typeof b === 'number' || a.dtype === b.dtype ? BITS : tolerance(dtype), `where ${label}`);
+        const r = await checkBoth(
+          tensors,
+          fn,
+          dtype.startsWith('float8') || typeof a === 'number' || typeof b === 'number' || a.dtype === b.dtype ? BITS : tolerance(dtype),
+          `where ${label}`,
+        );
         expect(r.dtype, label).toBe(dtype);
       });
       expect(await dispatchesOf(tensors, fn), `where ${label}: dispatches`).toBe(1);

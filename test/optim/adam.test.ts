@@ -85,7 +85,15 @@ describe('Adam / AdamW on the CPU backend against the float64 reference', () => 
     expect(() => new Adam([])).toThrow(/empty parameter list/);
     expect(() => new Adam([p, p])).toThrow(/twice/);
     expect(() => new Adam([tensor([1, 2], { dtype: 'int32' })])).toThrow(DTypeError);
-    expect(() => new Adam([tensor([[1, 2], [3, 4]]).T])).toThrow(ShapeError);
+    expect(
+      () =>
+        new Adam([
+          tensor([
+            [1, 2],
+            [3, 4],
+          ]).T,
+        ]),
+    ).toThrow(ShapeError);
     const opt = new Adam([p]);
     p.grad = tensor([1, 2]);
     expect(() => opt.step()).toThrow(ShapeError);
@@ -200,16 +208,17 @@ describe.skipIf(!gpu.available)(`Adam / AdamW on WebGPU ${gpu.skipReason}`, () =
       p.dispose();
     }
     // The reference: the same gradients in row-major order of the permuted view, the max kept from step 4.
-    const want = runReference(
-      { ...problem, grads: problem.grads.map(([g]) => [permutedValues(g!, shape)]) },
-      (n) => adamRef({ ...base, lr: 0.1, decoupled: false, amsgrad: true, amsgradFrom: 4 }, n),
+    const want = runReference({ ...problem, grads: problem.grads.map(([g]) => [permutedValues(g!, shape)]) }, (n) =>
+      adamRef({ ...base, lr: 0.1, decoupled: false, amsgrad: true, amsgradFrom: 4 }, n),
     );
     expectClose(results[0], want[0], F32, 'CPU');
     expectClose(results[1], results[0], F32, 'WebGPU vs CPU');
   });
 
   it('one dispatch per parameter per step, the first step included (strided gradients read in place)', async () => {
-    const params = [tg.randn([64, 3], { device: 'webgpu' }), tg.randn([5], { device: 'webgpu' }), tg.randn([2, 2, 2], { device: 'webgpu' })].map((p) => p.requiresGrad_());
+    const params = [tg.randn([64, 3], { device: 'webgpu' }), tg.randn([5], { device: 'webgpu' }), tg.randn([2, 2, 2], { device: 'webgpu' })].map((p) =>
+      p.requiresGrad_(),
+    );
     for (const amsgrad of [false, true]) {
       const opt = new AdamW(params, { amsgrad });
       for (let step = 0; step < 3; step++) {

@@ -66,7 +66,12 @@ async function checkClip(device: DeviceName, normType: number, maxNorm: number, 
   expect(Math.abs((await got.item()) - norm) / norm).toBeLessThan(1e-5);
   for (const [i, p] of params.entries()) {
     const dtype = SPECS[i].dtype;
-    expectClose(await p.grad!.toArray(), grads[i].map((g) => roundTo(dtype, g * coef)), toleranceOf(dtype), `grad ${i} (${dtype}), norm type ${normType}`);
+    expectClose(
+      await p.grad!.toArray(),
+      grads[i].map((g) => roundTo(dtype, g * coef)),
+      toleranceOf(dtype),
+      `grad ${i} (${dtype}), norm type ${normType}`,
+    );
   }
   got.dispose();
   release(params);
@@ -145,7 +150,8 @@ describe('clipGradNorm', () => {
     expect(gpuCounters().reads).toBe(reads);
     const nc = clipGradNorm(onCpu.params, 3);
     expect(Math.abs((await ng.item()) - (await nc.item())) / (await nc.item())).toBeLessThan(1e-5);
-    for (const [i, p] of onGpu.params.entries()) expectClose(await p.grad!.toArray(), await onCpu.params[i].grad!.toArray(), { atol: 1e-7, rtol: 2e-6 }, `grad ${i}`);
+    for (const [i, p] of onGpu.params.entries())
+      expectClose(await p.grad!.toArray(), await onCpu.params[i].grad!.toArray(), { atol: 1e-7, rtol: 2e-6 }, `grad ${i}`);
     release(onGpu.params);
     release(onCpu.params);
   });

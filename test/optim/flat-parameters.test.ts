@@ -2,7 +2,20 @@
 // tensors, with exactly the values the per-tensor path gives; gradients accumulate in their arena slots; a step
 // where a parameter has no gradient, and a loaded state dict, take the per-tensor path and stay exact.
 import { describe, expect, it } from 'vitest';
-import { AdamW, Generator, SGD, clipGradNorm, copyInto, flatParameters, gpuCounters, memoryStats, randn, synchronize, tidy, type Tensor } from '../../src/index.js';
+import {
+  AdamW,
+  Generator,
+  SGD,
+  clipGradNorm,
+  copyInto,
+  flatParameters,
+  gpuCounters,
+  memoryStats,
+  randn,
+  synchronize,
+  tidy,
+  type Tensor,
+} from '../../src/index.js';
 import { setupWebGpu } from '../helpers/webgpu.js';
 import { expectClose } from '../helpers/compare.js';
 
@@ -17,7 +30,20 @@ function values(device: 'cpu' | 'webgpu'): Tensor[] {
 
 /** sum_i (p_i * c_i + p_i^2 / 2): a gradient c_i + p_i that differs per element and per step. */
 function backward(params: readonly Tensor[], skip = -1): void {
-  const loss = tidy(() => params.map((p, i) => (i === skip ? undefined : p.mul(p).mul(0.5).add(p.mul(0.3 * (i + 1))).sum())).filter((t): t is Tensor => t !== undefined).reduce((a, b) => a.add(b)));
+  const loss = tidy(() =>
+    params
+      .map((p, i) =>
+        i === skip
+          ? undefined
+          : p
+              .mul(p)
+              .mul(0.5)
+              .add(p.mul(0.3 * (i + 1)))
+              .sum(),
+      )
+      .filter((t): t is Tensor => t !== undefined)
+      .reduce((a, b) => a.add(b)),
+  );
   loss.backward();
   loss.dispose();
 }
@@ -34,7 +60,10 @@ describe('flat parameters: one optimizer dispatch for many tensors', () => {
       expect(fo.fused).toBe(true);
       expect(ao.fused).toBe(false);
       for (let step = 0; step < 12; step++) {
-        for (const [params, opt] of [[flat, fo], [apart, ao]] as const) {
+        for (const [params, opt] of [
+          [flat, fo],
+          [apart, ao],
+        ] as const) {
           backward(params);
           await synchronize();
           const d0 = gpuCounters().dispatches;
@@ -55,47 +84,56 @@ describe('flat parameters: one optimizer dispatch for many tensors', () => {
     });
   }
 
-  it.skipIf(!gpu.available)('gradients accumulate in the arena and clip as one span; a missing gradient or a loaded state falls back, exactly; memory returns', async () => {
-    await synchronize();
-    const live = memoryStats().liveBytes;
-    const init = values('webgpu');
-    const flat = flatParameters(init);
-    const apart = init.map((v) => v.clone().requiresGrad_());
-    backward(flat);
-    backward(flat);
-    backward(apart);
-    backward(apart);
-    expect(await arrays(flat.map((p) => p.grad!))).toEqual(await arrays(apart.map((p) => p.grad!)));
-    expect(flat[0].grad!.storage).toBe(flat[4].grad!.storage);
-    // Clipping the arena's span in one pass gives the per-tensor clip's norm and gradients.
-    const [nf, na] = [clipGradNorm(flat, 0.5), clipGradNorm(apart, 0.5)];
-    expect(await nf.item()).toBeCloseTo(await na.item(), 4);
-    expectClose((await arrays(flat.map((p) => p.grad!))).flat(), (await arrays(apart.map((p) => p.grad!))).flat(), { atol: 1e-6, rtol: 1e-5 }, 'clipped');
-    expect(flat[0].grad!.storage).toBe(flat[4].grad!.storage);
-    nf.dispose();
-    na.dispose();
-    for (const [i, p] of flat.entries()) copyInto(p.grad!, apart[i].grad!);
-    const [fo, ao] = [new SGD(flat, { lr: 0.1, momentum: 0.9 }), new SGD(apart, { lr: 0.1, momentum: 0.9 })];
-    for (let step = 0; step < 4; step++) {
-      for (const [params, opt] of [[flat, fo], [apart, ao]] as const) {
-        if (step > 0) backward(params, step === 2 ? 3 : -1); // step 2: parameter 3 gets no gradient
+  it.skipIf(!gpu.available)(
+    'gradients accumulate in the arena and clip as one span; a missing gradient or a loaded state falls back, exactly; memory returns',
+    async () => {
+      await synchronize();
+      const live = memoryStats().liveBytes;
+      const init = values('webgpu');
+      const flat = flatParameters(init);
+      const apart = init.map((v) => v.clone().requiresGrad_());
+      backward(flat);
+      backward(flat);
+      backward(apart);
+      backward(apart);
+      expect(await arrays(flat.map((p) => p.grad!))).toEqual(await arrays(apart.map((p) => p.grad!)));
+      expect(flat[0].grad!.storage).toBe(flat[4].grad!.storage);
+      // Clipping the arena's span in one pass gives the per-tensor clip's norm and gradients.
+      const [nf, na] = [clipGradNorm(flat, 0.5), clipGradNorm(apart, 0.5)];
+      expect(await nf.item()).toBeCloseTo(await na.item(), 4);
+      expectClose((await arrays(flat.map((p) => p.grad!))).flat(), (await arrays(apart.map((p) => p.grad!))).flat(), { atol: 1e-6, rtol: 1e-5 }, 'clipped');
+      expect(flat[0].grad!.storage).toBe(flat[4].grad!.storage);
+      nf.dispose();
+      na.dispose();
+      for (const [i, p] of flat.entries()) copyInto(p.grad!, apart[i].grad!);
+      const [fo, ao] = [new SGD(flat, { lr: 0.1, momentum: 0.9 }), new SGD(apart, { lr: 0.1, momentum: 0.9 })];
+      for (let step = 0; step < 4; step++) {
+        for (const [params, opt] of [
+          [flat, fo],
+          [apart, ao],
+        ] as const) {
+          if (step > 0) backward(params, step === 2 ? 3 : -1); // step 2: parameter 3 gets no gradient
+          opt.step();
+          opt.zeroGrad();
+        }
+      }
+      expect(await arrays(flat)).toEqual(await arrays(apart));
+      fo.loadStateDict(fo.stateDict());
+      ao.loadStateDict(ao.stateDict());
+      for (const [params, opt] of [
+        [flat, fo],
+        [apart, ao],
+      ] as const) {
+        backward(params);
         opt.step();
         opt.zeroGrad();
       }
-    }
-    expect(await arrays(flat)).toEqual(await arrays(apart));
-    fo.loadStateDict(fo.stateDict());
-    ao.loadStateDict(ao.stateDict());
-    for (const [params, opt] of [[flat, fo], [apart, ao]] as const) {
-      backward(params);
-      opt.step();
-      opt.zeroGrad();
-    }
-    expect(await arrays(flat)).toEqual(await arrays(apart));
-    for (const t of [...flat, ...apart, ...init]) t.dispose();
-    fo.dispose();
-    ao.dispose();
-    await synchronize();
-    expect(memoryStats().liveBytes).toBe(live);
-  });
+      expect(await arrays(flat)).toEqual(await arrays(apart));
+      for (const t of [...flat, ...apart, ...init]) t.dispose();
+      fo.dispose();
+      ao.dispose();
+      await synchronize();
+      expect(memoryStats().liveBytes).toBe(live);
+    },
+  );
 });

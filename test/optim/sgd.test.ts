@@ -95,7 +95,7 @@ describe.skipIf(!gpu.available)(`SGD on WebGPU ${gpu.skipReason}`, () => {
     const onGpu = await runOptimizer(problem, 'webgpu', make(o));
     const onCpu = await runOptimizer(problem, 'cpu', make(o));
     const tol: Tolerance = { atol: 2e-2, rtol: 2e-2 };
-    specs.forEach((s, i) => {
+    specs.forEach((_s, i) => {
       expectClose(onGpu[i], onCpu[i], tol, `param ${i} WebGPU vs CPU`);
       expectClose(onGpu[i], want[i], tol, `param ${i} WebGPU vs reference`);
     });
@@ -103,7 +103,7 @@ describe.skipIf(!gpu.available)(`SGD on WebGPU ${gpu.skipReason}`, () => {
     expect(Math.max(...onGpu[0].map((x, j) => Math.abs(x - problem.init[0][j])))).toBeGreaterThan(0.5);
   });
 
-  it('a gradient in the parameter\'s own storage, and a bad gradient that leaves the whole step undone', async () => {
+  it("a gradient in the parameter's own storage, and a bad gradient that leaves the whole step undone", async () => {
     for (const device of ['cpu', 'webgpu'] as const) {
       const p = tensor([2, -4, 6], { device }).requiresGrad_();
       const q = tensor([1, 1], { device }).requiresGrad_();

@@ -29,7 +29,11 @@ const models: LoadedModel[] = [];
 // lm_head and sampling are then small enough for SwiftShader.
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'tensorgpu-batching-'));
-  await writeRandomQwen3Checkpoint(dir, { ...TINY_CHAT_MOE, vocabSize: 512, bosTokenId: 1, eosTokenIds: [2] }, { seed: 11, extraFiles: await qwen3TokenizerFiles() });
+  await writeRandomQwen3Checkpoint(
+    dir,
+    { ...TINY_CHAT_MOE, vocabSize: 512, bosTokenId: 1, eosTokenIds: [2] },
+    { seed: 11, extraFiles: await qwen3TokenizerFiles() },
+  );
 }, 60_000);
 
 afterAll(() => {
@@ -167,7 +171,9 @@ describe('serve: concurrent streams through the openai client', () => {
       expect((await metric(server, 'tensorgpu_decode_batch_size_sum')) - before).toBeGreaterThan(0);
       expect(await metric(server, 'tensorgpu_decode_batch_size_bucket{le="1"}')).toBeLessThan(steps);
       expect(await metric(server, 'tensorgpu_kv_pages{kind="used"}')).toBe(0);
-      const bad = await client.completions.create({ model: MODEL, prompt: [5, 512], max_tokens: 2 }).catch((e: unknown) => e as { status: number; message: string });
+      const bad = await client.completions
+        .create({ model: MODEL, prompt: [5, 512], max_tokens: 2 })
+        .catch((e: unknown) => e as { status: number; message: string });
       expect(bad).toMatchObject({ status: 400 });
       expect((bad as { message: string }).message).toMatch(/token id 512 at index 1 is outside the model's vocabulary of 512/);
     } finally {
@@ -177,7 +183,7 @@ describe('serve: concurrent streams through the openai client', () => {
 });
 
 describe('serve: log-probabilities', () => {
-  it('reports each token\'s logprob and top alternatives, batched and one at a time alike, streamed and not', async () => {
+  it("reports each token's logprob and top alternatives, batched and one at a time alike, streamed and not", async () => {
     const m = await load('cpu');
     const results: { tokens: string[]; token_logprobs: number[]; top_logprobs: Record<string, number>[] }[] = [];
     for (const maxBatch of [16, 1]) {

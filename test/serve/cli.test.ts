@@ -8,7 +8,11 @@ import { writeTinyChatModel } from '../helpers/qwen3.js';
 describe('tensorgpu serve', () => {
   it('listens on a free port, serves the model under --served-model-name, and exits 0 on SIGTERM', async () => {
     const dir = await writeTinyChatModel(5);
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'serve', '--model', dir, '--device', 'cpu', '--port', '0', '--served-model-name', 'served-tiny'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(
+      process.execPath,
+      ['--import', 'tsx', 'src/cli/main.ts', 'serve', '--model', dir, '--device', 'cpu', '--port', '0', '--served-model-name', 'served-tiny'],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));

@@ -36,7 +36,11 @@ describe('serve: OpenAI routes', () => {
     expect(whole.object).toBe('chat.completion');
     expect(text.length).toBeGreaterThan(0);
     const promptTokens = loaded.tokenizer!.encode(loaded.tokenizer!.applyChatTemplate(messages)).length;
-    expect(whole.usage).toEqual({ prompt_tokens: promptTokens, completion_tokens: whole.usage!.completion_tokens, total_tokens: promptTokens + whole.usage!.completion_tokens });
+    expect(whole.usage).toEqual({
+      prompt_tokens: promptTokens,
+      completion_tokens: whole.usage!.completion_tokens,
+      total_tokens: promptTokens + whole.usage!.completion_tokens,
+    });
     expect(whole.usage!.completion_tokens).toBeGreaterThan(0);
     expect(whole.usage!.completion_tokens).toBeLessThanOrEqual(12);
     if (whole.usage!.completion_tokens === 12) expect(whole.choices[0]!.finish_reason).toBe('length');
@@ -66,7 +70,12 @@ describe('serve: OpenAI routes', () => {
     expect(res.headers.get('content-type')).toMatch(/^text\/event-stream/);
     const body = await res.text();
     expect(body.endsWith('data: [DONE]\n\n')).toBe(true);
-    expect(body.split('\n\n').filter(Boolean).every((e) => e.startsWith('data: '))).toBe(true);
+    expect(
+      body
+        .split('\n\n')
+        .filter(Boolean)
+        .every((e) => e.startsWith('data: ')),
+    ).toBe(true);
   });
 
   it('completes a text prompt, streamed and not, to the same text', async () => {
@@ -90,13 +99,26 @@ describe('serve: OpenAI routes', () => {
   });
 
   it('accepts the sampling fields and is reproducible with a seed', async () => {
-    const request = { model: MODEL, messages, max_tokens: 6, temperature: 0.9, top_p: 0.95, top_k: 40, min_p: 0.01, presence_penalty: 0.5, frequency_penalty: 0.2, repetition_penalty: 1.1, seed: 11, stop_token_ids: [151645] };
+    const request = {
+      model: MODEL,
+      messages,
+      max_tokens: 6,
+      temperature: 0.9,
+      top_p: 0.95,
+      top_k: 40,
+      min_p: 0.01,
+      presence_penalty: 0.5,
+      frequency_penalty: 0.2,
+      repetition_penalty: 1.1,
+      seed: 11,
+      stop_token_ids: [151645],
+    };
     const a = await client.chat.completions.create(request);
     const b = await client.chat.completions.create(request);
     expect(a.choices[0]!.message.content).toBe(b.choices[0]!.message.content);
   });
 
-  it('answers chat logprobs: true with top_logprobs in OpenAI\'s shape', async () => {
+  it("answers chat logprobs: true with top_logprobs in OpenAI's shape", async () => {
     const r = await client.chat.completions.create({ model: MODEL, messages, max_tokens: 3, temperature: 0, logprobs: true, top_logprobs: 2 });
     const content = r.choices[0]!.logprobs!.content!;
     expect(content.length).toBeGreaterThan(0);

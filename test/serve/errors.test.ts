@@ -24,7 +24,11 @@ const messages = [{ role: 'user' as const, content: 'Hi' }];
 
 async function post(url: string, body: string, headers: Record<string, string> = {}) {
   const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body });
-  return { status: res.status, headers: res.headers, json: (await res.json()) as { error: { message: string; type: string; param: string | null; code: string | null } } };
+  return {
+    status: res.status,
+    headers: res.headers,
+    json: (await res.json()) as { error: { message: string; type: string; param: string | null; code: string | null } },
+  };
 }
 
 async function refusal(promise: Promise<unknown>): Promise<InstanceType<typeof OpenAI.APIError>> {
@@ -125,7 +129,11 @@ describe('serve: --max-queue', () => {
     const aborts = [new AbortController(), new AbortController(), new AbortController()];
     try {
       const body = JSON.stringify({ model: MODEL, messages, max_tokens: 200, temperature: 0, stream: true });
-      const opened = aborts.map((a) => fetch(`${small.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body, signal: a.signal }).catch(() => undefined));
+      const opened = aborts.map((a) =>
+        fetch(`${small.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body, signal: a.signal }).catch(
+          () => undefined,
+        ),
+      );
       await until(async () => (await metric(small, 'tensorgpu_running_sequences')) === 2 && (await metric(small, 'tensorgpu_queue_depth')) === 1);
       const err = await refusal(c.chat.completions.create({ model: MODEL, messages, max_tokens: 2 }));
       expect(err.status).toBe(429);

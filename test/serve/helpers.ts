@@ -13,7 +13,10 @@ export async function loadTinyModel(): Promise<LoadedModel> {
   return loadModel(await writeTinyChatModel(7), { device: 'cpu' });
 }
 
-export async function serve(model: LoadedModel | Promise<LoadedModel>, options: Partial<ServeOptions> = {}): Promise<{ server: RunningServer; client: OpenAI }> {
+export async function serve(
+  model: LoadedModel | Promise<LoadedModel>,
+  options: Partial<ServeOptions> = {},
+): Promise<{ server: RunningServer; client: OpenAI }> {
   const server = await startServer({ model, servedModelName: MODEL, port: 0, ...options });
   await server.ready;
   const client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: options.apiKey ?? 'unused', maxRetries: 0 });

@@ -60,7 +60,14 @@ describe('serve: startup and shutdown', () => {
 
   it('close() lets an in-flight request finish, answers 503 meanwhile, then refuses connections', async () => {
     const { server, client } = await serve(loaded);
-    const stream = await client.chat.completions.create({ model: MODEL, messages, max_tokens: 6, temperature: 0, stream: true, stream_options: { include_usage: true } });
+    const stream = await client.chat.completions.create({
+      model: MODEL,
+      messages,
+      max_tokens: 6,
+      temperature: 0,
+      stream: true,
+      stream_options: { include_usage: true },
+    });
     const iterator = stream[Symbol.asyncIterator]();
     await iterator.next();
     const closed = server.close(30_000);

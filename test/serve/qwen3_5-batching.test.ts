@@ -25,11 +25,24 @@ const gpu = await setupWebGpu();
 setDefaultDevice('cpu');
 
 const CONFIG: Qwen35Config = {
-  modelType: 'qwen3_5_moe', vocabSize: 512, hiddenSize: 64, intermediateSize: 1, numHiddenLayers: 4, numAttentionHeads: 4, numKeyValueHeads: 2,
-  headDim: 32, rotaryDim: 8, ropeTheta: 10_000_000, rmsNormEps: 1e-6, maxPositionEmbeddings: 512, tieWordEmbeddings: false,
+  modelType: 'qwen3_5_moe',
+  vocabSize: 512,
+  hiddenSize: 64,
+  intermediateSize: 1,
+  numHiddenLayers: 4,
+  numAttentionHeads: 4,
+  numKeyValueHeads: 2,
+  headDim: 32,
+  rotaryDim: 8,
+  ropeTheta: 10_000_000,
+  rmsNormEps: 1e-6,
+  maxPositionEmbeddings: 512,
+  tieWordEmbeddings: false,
   layerTypes: ['linear_attention', 'linear_attention', 'full_attention', 'linear_attention'],
   linear: { numKeyHeads: 2, numValueHeads: 4, keyHeadDim: 16, valueHeadDim: 16, convKernel: 4 },
-  eosTokenIds: [2], mtpLayers: 0, hasVision: false,
+  eosTokenIds: [2],
+  mtpLayers: 0,
+  hasVision: false,
   moe: { numExperts: 8, numExpertsPerTok: 2, moeIntermediateSize: 32, sharedExpertIntermediateSize: 32 },
 };
 
@@ -67,7 +80,8 @@ async function tokensOf(seq: Sequence): Promise<number[]> {
 
 /** Prompts of 2, 11, 1, 13 and 5 tokens. */
 const PROMPTS = [2, 11, 1, 13, 5].map((n, i) => Array.from({ length: n }, (_, j) => (37 * i + 11 * j + 3) % 512));
-const requests = (maxNewTokens: number) => PROMPTS.map((promptIds, i) => ({ promptIds, options: { maxNewTokens: maxNewTokens + i, temperature: 0, stopTokenIds: [-1] } }));
+const requests = (maxNewTokens: number) =>
+  PROMPTS.map((promptIds, i) => ({ promptIds, options: { maxNewTokens: maxNewTokens + i, temperature: 0, stopTokenIds: [-1] } }));
 
 async function aloneAndTogether(m: LoadedModel, reqs: ReturnType<typeof requests>, setup: Parameters<typeof scheduler>[1] = {}) {
   const { sched, batches, states } = scheduler(m, setup);
@@ -126,7 +140,11 @@ describe('BatchScheduler with a Qwen3.6-shaped model on the CPU', () => {
     // Two state slots for three sequences: at most two run at once, the third waits for a slot, then runs.
     const few = scheduler(m, { sequences: 2 });
     const running: number[] = [];
-    const observed = new BatchScheduler(m.model as PagedCausalLM, m.tokenizer!, few.sched.pool, { maxQueue: 16, maxSequence: 256, observer: { onStep: () => running.push(observed.running) } });
+    const observed = new BatchScheduler(m.model as PagedCausalLM, m.tokenizer!, few.sched.pool, {
+      maxQueue: 16,
+      maxSequence: 256,
+      observer: { onStep: () => running.push(observed.running) },
+    });
     expect(await Promise.all(reqs.map((r) => tokensOf(observed.submit(r))))).toEqual(want);
     expect(Math.max(...running)).toBe(2);
     expect(few.states.free).toBe(2);
@@ -146,7 +164,13 @@ describe.skipIf(!gpu.available)(`BatchScheduler with a Qwen3.6-shaped model on W
     const pool = model.newKvPool({ pageSize: 8, pages: 8, sequences: 4 });
     const seqs = [0, 1, 2].map(() => new PagedSequence(pool));
     for (const q of seqs) q.reserve(1);
-    model.forwardPaged(tensor([5, 6, 7], { dtype: 'int32', device: 'webgpu' }), seqs.map((sequence) => ({ sequence, start: 0, rows: 1 })), pool).dispose();
+    model
+      .forwardPaged(
+        tensor([5, 6, 7], { dtype: 'int32', device: 'webgpu' }),
+        seqs.map((sequence) => ({ sequence, start: 0, rows: 1 })),
+        pool,
+      )
+      .dispose();
     expect(model.lastForward.byKind).toEqual({ linear_attention: 8, full_attention: 10 });
     pool.dispose();
   }, 120_000);

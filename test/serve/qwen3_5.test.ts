@@ -23,7 +23,13 @@ describe('serve a Qwen3.6-shaped model', () => {
     setDefaultDevice('cpu');
     // The preset's layout at hidden 32 and 4 layers: the 248320-row lm_head is most of a token on the CPU.
     const preset = QWEN3_5_PRESETS['qwen3.6-moe-tiny'];
-    const config = { ...preset, hiddenSize: 32, numHiddenLayers: 4, layerTypes: preset.layerTypes.slice(0, 4), moe: { ...preset.moe!, numExperts: 8, moeIntermediateSize: 32, sharedExpertIntermediateSize: 32 } };
+    const config = {
+      ...preset,
+      hiddenSize: 32,
+      numHiddenLayers: 4,
+      layerTypes: preset.layerTypes.slice(0, 4),
+      moe: { ...preset.moe!, numExperts: 8, moeIntermediateSize: 32, sharedExpertIntermediateSize: 32 },
+    };
     const dir = mkdtempSync(join(tmpdir(), 'tensorgpu-serve-qwen3_5-'));
     await writeRandomQwen35Checkpoint(dir, config, { seed: 3, extraFiles: await qwen3_5TokenizerFiles() });
     loaded = await loadModel(dir, { device: 'cpu', maxSequence: 128 });
@@ -48,14 +54,22 @@ describe('serve a Qwen3.6-shaped model', () => {
     expect(b.choices[0]!.message.content).toBe(other.choices[0]!.message.content);
   });
 
-  it("passes chat_template_kwargs.enable_thinking to the template, and names a bad kwarg", async () => {
+  it('passes chat_template_kwargs.enable_thinking to the template, and names a bad kwarg', async () => {
     const request = { model: MODEL, messages: [{ role: 'user' as const, content: 'Hi' }], max_tokens: 1, temperature: 0 };
     const usage = async (extra: object) => (await client.chat.completions.create({ ...request, ...extra } as never as typeof request)).usage!.prompt_tokens;
     // Qwen3.6's template: thinking on opens the turn with <think>\n, off with an empty <think>\n\n</think>\n\n.
-    const [off, on, unset] = [await usage({ chat_template_kwargs: { enable_thinking: false } }), await usage({ chat_template_kwargs: { enable_thinking: true } }), await usage({})];
+    const [off, on, unset] = [
+      await usage({ chat_template_kwargs: { enable_thinking: false } }),
+      await usage({ chat_template_kwargs: { enable_thinking: true } }),
+      await usage({}),
+    ];
     expect(off).toBeGreaterThan(on);
     expect(unset).toBe(off);
-    const bad = await fetch(`${server.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ ...request, chat_template_kwargs: { reasoning_effort: 'high' } }) });
+    const bad = await fetch(`${server.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ ...request, chat_template_kwargs: { reasoning_effort: 'high' } }),
+    });
     expect(bad.status).toBe(400);
     expect(JSON.stringify(await bad.json())).toContain('chat_template_kwargs.reasoning_effort');
   });

@@ -22,10 +22,24 @@ const gpu = await setupWebGpu();
 setDefaultDevice('cpu');
 const devices = ['cpu', ...(gpu.available ? ['webgpu' as const] : [])] as const;
 
-const small = (c: Qwen3Config): Qwen3Config => ({ ...c, vocabSize: 96, hiddenSize: 32, intermediateSize: 48, numHiddenLayers: 2, numAttentionHeads: 4, numKeyValueHeads: 2, headDim: 8, bosTokenId: 1, eosTokenIds: [2] });
+const small = (c: Qwen3Config): Qwen3Config => ({
+  ...c,
+  vocabSize: 96,
+  hiddenSize: 32,
+  intermediateSize: 48,
+  numHiddenLayers: 2,
+  numAttentionHeads: 4,
+  numKeyValueHeads: 2,
+  headDim: 8,
+  bosTokenId: 1,
+  eosTokenIds: [2],
+});
 const CONFIGS = {
   qwen3: small(QWEN3_PRESETS['qwen3-tiny']),
-  qwen3moe: { ...small(QWEN3_PRESETS['qwen3-moe-tiny']), moe: { numExperts: 4, numExpertsPerTok: 2, moeIntermediateSize: 16, normTopkProb: true, decoderSparseStep: 1, mlpOnlyLayers: [] } },
+  qwen3moe: {
+    ...small(QWEN3_PRESETS['qwen3-moe-tiny']),
+    moe: { numExperts: 4, numExpertsPerTok: 2, moeIntermediateSize: 16, normTopkProb: true, decoderSparseStep: 1, mlpOnlyLayers: [] },
+  },
 };
 const LFM2 = { lfm2: LFM2_REFERENCE_CASES['lfm2-ref'].config, lfm2moe: LFM2_REFERENCE_CASES['lfm2-moe-ref'].config };
 const IDS = [3, 17, 42, 5, 88, 1, 60, 20, 9, 33, 71];
@@ -123,7 +137,11 @@ describe.skipIf(!gpu.available)(`training forward of the model classes ${gpu.ski
         const live = memoryStats().liveBytes;
         const view = trainingView(model);
         const family = view.family;
-        const adapter = LoraAdapter.create(view.sites, { rank: 4, alpha: 8, targetModules: DEFAULT_LORA_TARGETS[family] }, { device, generator: new Generator(11) });
+        const adapter = LoraAdapter.create(
+          view.sites,
+          { rank: 4, alpha: 8, targetModules: DEFAULT_LORA_TARGETS[family] },
+          { device, generator: new Generator(11) },
+        );
         // B starts at zero (so A's gradient would too): give B values so both halves are checked.
         for (const { b } of adapter.modules.values()) tidy(() => copyInto(b, randn(b.shape, { device, generator: new Generator(5) }).mul(0.1)));
         const ids = IDS.slice(0, 9);

@@ -22,7 +22,18 @@ const gpu = await setupWebGpu();
 // Hundreds of steps: a guard against hangs only, generous for a busy 2-core machine under SwiftShader.
 const HANG_GUARD_MS = 600_000;
 
-const CONFIG: Qwen3Config = { ...QWEN3_PRESETS['qwen3-tiny'], vocabSize: 64, hiddenSize: 32, intermediateSize: 64, numHiddenLayers: 2, numAttentionHeads: 4, numKeyValueHeads: 2, headDim: 8, bosTokenId: 1, eosTokenIds: [2] };
+const CONFIG: Qwen3Config = {
+  ...QWEN3_PRESETS['qwen3-tiny'],
+  vocabSize: 64,
+  hiddenSize: 32,
+  intermediateSize: 64,
+  numHiddenLayers: 2,
+  numAttentionHeads: 4,
+  numKeyValueHeads: 2,
+  headDim: 8,
+  bosTokenId: 1,
+  eosTokenIds: [2],
+};
 const SEQUENCE = Array.from({ length: 13 }, (_, i) => (i * 7 + 3) % 64);
 
 const dirs: Record<string, string> = {};
@@ -50,7 +61,10 @@ const snapshot = (tensors: { toArray(): Promise<ArrayLike<number>> }[]) => Promi
 
 describe('packSequences', () => {
   it('cuts windows of S + 1 tokens overlapping by one; repeats a short text; rejects what cannot train', () => {
-    expect(packSequences([1, 2, 3, 4, 5, 6, 7], 3)).toEqual([[1, 2, 3, 4], [4, 5, 6, 7]]);
+    expect(packSequences([1, 2, 3, 4, 5, 6, 7], 3)).toEqual([
+      [1, 2, 3, 4],
+      [4, 5, 6, 7],
+    ]);
     expect(packSequences([1, 2, 3], 4)).toEqual([[1, 2, 3, 1, 2]]);
     expect(() => packSequences([1], 4)).toThrow(/at least 2/);
     expect(() => packSequences([1, 2], 0)).toThrow(RangeError);
@@ -58,50 +72,66 @@ describe('packSequences', () => {
 });
 
 describe.skipIf(!gpu.available)(`fine-tuning the model classes ${gpu.skipReason}`, () => {
-  it('full fine-tuning: near-zero loss on a repeated sequence, GPU memory flat from step to step', async () => {
-    const model = await open('f32');
-    const run = new FineTune(model, { kind: 'full' }, { steps: 150, lr: 1e-2, warmupSteps: 5, maxGradNorm: 1 });
-    const losses: number[] = [];
-    let live = -1;
-    for (let i = 0; i < 150; i++) {
-      const r = await run.step(SEQUENCE);
-      losses.push(r.loss);
-      await synchronize();
-      if (i === 1) live = memoryStats().liveBytes;
-      if (i > 1) expect(memoryStats().liveBytes, `live GPU bytes after step ${i}`).toBe(live);
-      if (i === 2) expect(r.optimizerDispatches).toBe(run.params.length);
-    }
-    expect(losses[0]).toBeGreaterThan(3);
-    expect(losses.at(-1)).toBeLessThan(0.05);
-    run.dispose();
-  }, HANG_GUARD_MS);
+  it(
+    'full fine-tuning: near-zero loss on a repeated sequence, GPU memory flat from step to step',
+    async () => {
+      const model = await open('f32');
+      const run = new FineTune(model, { kind: 'full' }, { steps: 150, lr: 1e-2, warmupSteps: 5, maxGradNorm: 1 });
+      const losses: number[] = [];
+      let live = -1;
+      for (let i = 0; i < 150; i++) {
+        const r = await run.step(SEQUENCE);
+        losses.push(r.loss);
+        await synchronize();
+        if (i === 1) live = memoryStats().liveBytes;
+        if (i > 1) expect(memoryStats().liveBytes, `live GPU bytes after step ${i}`).toBe(live);
+        if (i === 2) expect(r.optimizerDispatches).toBe(run.params.length);
+      }
+      expect(losses[0]).toBeGreaterThan(3);
+      expect(losses.at(-1)).toBeLessThan(0.05);
+      run.dispose();
+    },
+    HANG_GUARD_MS,
+  );
 
-  it('LoRA on a frozen base: the loss falls, one optimizer dispatch per step, every base weight stays bit-identical', async () => {
-    const model = await open('f32');
-    const base = await snapshot(model.weightTensors());
-    const view = trainingView(model);
-    const adapter = LoraAdapter.create(view.sites, { rank: 8, alpha: 16, targetModules: DEFAULT_LORA_TARGETS.qwen3 }, { device: 'webgpu', generator: new Generator(1) });
-    expect(adapter.modules.size).toBe(CONFIG.numHiddenLayers * 7);
-    const run = new FineTune(model, { kind: 'lora', adapter }, { steps: 80, lr: 2e-2, warmupSteps: 4 });
-    const losses: number[] = [];
-    for (let i = 0; i < 80; i++) {
-      const r = await run.step(SEQUENCE);
-      losses.push(r.loss);
-      // Every A and B in one arena: one fused AdamW dispatch for all 28 tensors.
-      if (i === 1) expect(r.optimizerDispatches).toBe(1);
-    }
-    expect(losses.at(-1)!).toBeLessThan(losses[0] * 0.2);
-    expect(await snapshot(model.weightTensors())).toEqual(base);
-    for (const w of model.weightTensors()) expect(w.grad).toBeUndefined();
-    run.dispose();
-    adapter.dispose();
-  }, HANG_GUARD_MS);
+  it(
+    'LoRA on a frozen base: the loss falls, one optimizer dispatch per step, every base weight stays bit-identical',
+    async () => {
+      const model = await open('f32');
+      const base = await snapshot(model.weightTensors());
+      const view = trainingView(model);
+      const adapter = LoraAdapter.create(
+        view.sites,
+        { rank: 8, alpha: 16, targetModules: DEFAULT_LORA_TARGETS.qwen3 },
+        { device: 'webgpu', generator: new Generator(1) },
+      );
+      expect(adapter.modules.size).toBe(CONFIG.numHiddenLayers * 7);
+      const run = new FineTune(model, { kind: 'lora', adapter }, { steps: 80, lr: 2e-2, warmupSteps: 4 });
+      const losses: number[] = [];
+      for (let i = 0; i < 80; i++) {
+        const r = await run.step(SEQUENCE);
+        losses.push(r.loss);
+        // Every A and B in one arena: one fused AdamW dispatch for all 28 tensors.
+        if (i === 1) expect(r.optimizerDispatches).toBe(1);
+      }
+      expect(losses.at(-1)!).toBeLessThan(losses[0] * 0.2);
+      expect(await snapshot(model.weightTensors())).toEqual(base);
+      for (const w of model.weightTensors()) expect(w.grad).toBeUndefined();
+      run.dispose();
+      adapter.dispose();
+    },
+    HANG_GUARD_MS,
+  );
 
   for (const name of ['f32', 'fp8']) {
     it(`${name}: PEFT files round-trip, and the merged weights give the unmerged adapter's logits`, async () => {
       const model = await open(name);
       const view = trainingView(model);
-      const adapter = LoraAdapter.create(view.sites, { rank: 4, alpha: 8, targetModules: ['q_proj', 'v_proj', 'o_proj', 'up_proj', 'down_proj'] }, { device: 'webgpu', generator: new Generator(2) });
+      const adapter = LoraAdapter.create(
+        view.sites,
+        { rank: 4, alpha: 8, targetModules: ['q_proj', 'v_proj', 'o_proj', 'up_proj', 'down_proj'] },
+        { device: 'webgpu', generator: new Generator(2) },
+      );
       for (const { b } of adapter.modules.values()) copyInto(b, randn(b.shape, { device: 'webgpu', generator: new Generator(3) }).mul(0.05));
       const dir = join(dirs.adapter, name);
       await saveAdapter(dir, adapter, { baseModel: 'test/qwen3' });

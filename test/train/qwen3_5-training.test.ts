@@ -41,7 +41,20 @@ const CASES = {
 };
 const IDS = [3, 17, 42, 5, 88, 1, 60, 200, 9, 31, 4];
 const LONG = Array.from({ length: 70 }, (_, i) => (i * 37 + 3) % 256);
-const EVERY_PROJECTION = ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'in_proj_qkv', 'in_proj_z', 'in_proj_b', 'in_proj_a', 'out_proj', 'gate_proj', 'up_proj', 'down_proj'];
+const EVERY_PROJECTION = [
+  'q_proj',
+  'k_proj',
+  'v_proj',
+  'o_proj',
+  'in_proj_qkv',
+  'in_proj_z',
+  'in_proj_b',
+  'in_proj_a',
+  'out_proj',
+  'gate_proj',
+  'up_proj',
+  'down_proj',
+];
 
 const dirs: Record<string, string> = {};
 const loaded: LoadedModel[] = [];
@@ -88,7 +101,11 @@ beforeAll(async () => {
   }
   // Experts 2 x 64 rows wide, so FP8 at load quantizes their gate|up in 128-row blocks.
   dirs.fp8 = mkdtempSync(join(tmpdir(), 'tensorgpu-train-qwen3_5-fp8-'));
-  await writeRandomQwen35Checkpoint(dirs.fp8, { ...CASES.moe, moe: { ...CASES.moe.moe!, moeIntermediateSize: 64, sharedExpertIntermediateSize: 64 } }, { dtype: 'float32', seed: 5 });
+  await writeRandomQwen35Checkpoint(
+    dirs.fp8,
+    { ...CASES.moe, moe: { ...CASES.moe.moe!, moeIntermediateSize: 64, sharedExpertIntermediateSize: 64 } },
+    { dtype: 'float32', seed: 5 },
+  );
 });
 
 afterAll(() => {
@@ -102,7 +119,11 @@ describe('the chunked gated delta rule', () => {
     const gen = new Generator(seed);
     const unit = (t: Tensor) => t.div(t.mul(t).sum(-1, { keepdim: true }).sqrt());
     return tidy(() => {
-      const k = sameKey ? unit(randn([1, h, dk], { generator: gen })).expand([s, h, dk]).contiguous() : unit(randn([s, h, dk], { generator: gen }));
+      const k = sameKey
+        ? unit(randn([1, h, dk], { generator: gen }))
+            .expand([s, h, dk])
+            .contiguous()
+        : unit(randn([s, h, dk], { generator: gen }));
       return {
         q: unit(randn([s, h, dk], { generator: gen })).mul(1 / Math.sqrt(dk)),
         k,
@@ -114,7 +135,14 @@ describe('the chunked gated delta rule', () => {
   }
 
   it('equals the recurrent rule, forward and backward, at any chunk; one key repeated (no decay, beta ~ 1) stays exact', async () => {
-    for (const [s, h, dk, dv, chunk, same] of [[37, 3, 8, 6, 64, false], [37, 3, 8, 6, 4, false], [70, 2, 16, 16, 64, false], [5, 3, 4, 4, 2, false], [1, 2, 4, 4, 64, false], [64, 2, 8, 4, 64, true]] as const) {
+    for (const [s, h, dk, dv, chunk, same] of [
+      [37, 3, 8, 6, 64, false],
+      [37, 3, 8, 6, 4, false],
+      [70, 2, 16, 16, 64, false],
+      [5, 3, 4, 4, 2, false],
+      [1, 2, 4, 4, 64, false],
+      [64, 2, 8, 4, 64, true],
+    ] as const) {
       const x = inputs(s, h, dk, dv, s + chunk, same);
       const all = Object.values(x);
       for (const t of all) t.requiresGrad_();
@@ -167,7 +195,9 @@ describe(`training forward of Qwen3.5 / Qwen3.6 ${gpu.skipReason}`, () => {
     const view = trainingView(await open('moe', 'cpu'));
     const c = CASES.moe;
     const names = view.sites.map((s) => s.name);
-    expect(names.slice(0, 5)).toEqual(['in_proj_qkv', 'in_proj_z', 'in_proj_b', 'in_proj_a', 'out_proj'].map((m) => `model.language_model.layers.0.linear_attn.${m}`));
+    expect(names.slice(0, 5)).toEqual(
+      ['in_proj_qkv', 'in_proj_z', 'in_proj_b', 'in_proj_a', 'out_proj'].map((m) => `model.language_model.layers.0.linear_attn.${m}`),
+    );
     expect(names).toContain('model.language_model.layers.2.self_attn.q_proj');
     expect(names).toContain('model.language_model.layers.4.mlp.experts.7.down_proj');
     expect(names).toContain('model.language_model.layers.4.mlp.shared_expert.up_proj');
@@ -232,7 +262,9 @@ describe(`LoRA and full training of Qwen3.5 / Qwen3.6 ${gpu.skipReason}`, () => 
       const eps = FD[name].eps;
       const numeric = ((await shifted(eps)) - (await shifted(-eps))) / (2 * eps);
       expect(Math.abs(analytic)).toBeGreaterThan(1e-2);
-      expect(Math.abs(numeric - analytic), `directional derivative ${analytic} vs finite differences ${numeric}`).toBeLessThan(1e-2 * Math.abs(analytic) + 2e-4);
+      expect(Math.abs(numeric - analytic), `directional derivative ${analytic} vs finite differences ${numeric}`).toBeLessThan(
+        1e-2 * Math.abs(analytic) + 2e-4,
+      );
       for (const d of direction) d.dispose();
       adapter.dispose();
     });
@@ -300,7 +332,10 @@ describe(`LoRA and full training of Qwen3.5 / Qwen3.6 ${gpu.skipReason}`, () => 
     const out = mkdtempSync(join(tmpdir(), 'tensorgpu-qwen3_5-qmerged-'));
     dirs.qmerged = out;
     for (const f of readdirSync(dirs.dense)) if (!f.endsWith('.safetensors')) copyFileSync(join(dirs.dense, f), join(out, f));
-    await writeCheckpoint(out, tensors.map(([n, t]) => [n, tensorSource(t)] as const));
+    await writeCheckpoint(
+      out,
+      tensors.map(([n, t]) => [n, tensorSource(t)] as const),
+    );
     for (const [, t] of tensors) t.dispose();
     const merged = await open('qmerged', 'cpu');
     expectClose(await inferenceLogits(merged, IDS), want, { atol: 1e-4, rtol: 1e-4 }, 'q_proj + delta in the checkpoint');
@@ -310,7 +345,12 @@ describe(`LoRA and full training of Qwen3.5 / Qwen3.6 ${gpu.skipReason}`, () => 
   it('FP8 at load: LoRA gradients reach the adapters through the FP8 stacks and experts; the merge writes base + delta, re-quantized', async () => {
     const model = await open('fp8', 'cpu', 16, 'fp8');
     const view = trainingView(model);
-    const checked = ['layers.0.linear_attn.in_proj_z', 'layers.2.self_attn.q_proj', 'layers.0.mlp.experts.1.up_proj', 'layers.0.mlp.shared_expert.gate_proj'].map((n) => view.sites.find((s) => s.name.endsWith(n))!);
+    const checked = [
+      'layers.0.linear_attn.in_proj_z',
+      'layers.2.self_attn.q_proj',
+      'layers.0.mlp.experts.1.up_proj',
+      'layers.0.mlp.shared_expert.gate_proj',
+    ].map((n) => view.sites.find((s) => s.name.endsWith(n))!);
     for (const s of checked) expect(s.weight.data.dtype, s.name).toBe('float8_e4m3fn');
     const adapter = randomAdapter(view, [...EVERY_PROJECTION, 'shared_expert.gate_proj'], 'cpu', 51, 0.4);
     const [inputs, targets] = [tensor(IDS.slice(0, 10), { dtype: 'int32' }), tensor(IDS.slice(1), { dtype: 'int32' })];
@@ -322,7 +362,11 @@ describe(`LoRA and full training of Qwen3.5 / Qwen3.6 ${gpu.skipReason}`, () => 
     for (const [name, { a, b }] of adapter.modules) {
       if (name.includes('.experts.') && !a.grad) continue;
       experts += name.includes('.experts.') ? 1 : 0;
-      for (const p of [a, b]) expect(Array.from(await p.grad!.toArray()).some((v) => v !== 0), name).toBe(true);
+      for (const p of [a, b])
+        expect(
+          Array.from(await p.grad!.toArray()).some((v) => v !== 0),
+          name,
+        ).toBe(true);
     }
     expect(experts).toBeGreaterThan(0);
     // Each part's rows after the merge are its rows before plus its rows of scaling * B A (in the checkpoint's

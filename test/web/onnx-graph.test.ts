@@ -28,7 +28,11 @@ describe('onnxModel', () => {
   it('writes a MatMul that ONNX Runtime computes as the definition does ([3,200] x [200,130])', async () => {
     const [m, k, n] = [3, 200, 130];
     const [a, b] = [random(m * k, 1), random(k * n, 2)];
-    const y = await run(onnxModel({ inputs: { a: [m, k], b: [k, n] }, outputs: { y: [m, n] }, nodes: [{ op: 'MatMul', inputs: ['a', 'b'], outputs: ['y'] }] }), { a: [a, [m, k]], b: [b, [k, n]] }, 'y');
+    const y = await run(
+      onnxModel({ inputs: { a: [m, k], b: [k, n] }, outputs: { y: [m, n] }, nodes: [{ op: 'MatMul', inputs: ['a', 'b'], outputs: ['y'] }] }),
+      { a: [a, [m, k]], b: [b, [k, n]] },
+      'y',
+    );
     for (let i = 0; i < m; i++) {
       for (let j = 0; j < n; j++) {
         let s = 0;
@@ -40,7 +44,11 @@ describe('onnxModel', () => {
 
   it('writes integer attributes: Softmax over axis 0 of [2, 300] (the default is the last axis)', async () => {
     const x = random(600, 3);
-    const y = await run(onnxModel({ inputs: { x: [2, 300] }, outputs: { y: [2, 300] }, nodes: [{ op: 'Softmax', inputs: ['x'], outputs: ['y'], ints: { axis: 0 } }] }), { x: [x, [2, 300]] }, 'y');
+    const y = await run(
+      onnxModel({ inputs: { x: [2, 300] }, outputs: { y: [2, 300] }, nodes: [{ op: 'Softmax', inputs: ['x'], outputs: ['y'], ints: { axis: 0 } }] }),
+      { x: [x, [2, 300]] },
+      'y',
+    );
     // axis 0: each column of two sums to one.
     for (let j = 0; j < 300; j++) {
       const [p, q] = [Math.exp(x[j]), Math.exp(x[300 + j])];

@@ -64,9 +64,16 @@ for (const [preset, shapes] of Object.entries(INPUTS)) {
   tensors.push(['tiled_latents', randn(shapes.tiledLatents, { device: 'cpu', generator })]);
   tensors.push(['video', rand(shapes.video, { device: 'cpu', generator }).mul(2).sub(1)]);
   tensors.push(['tiled_video', rand(shapes.tiledVideo, { device: 'cpu', generator }).mul(2).sub(1)]);
-  for (const [name, t] of [['tiling_decode', shapes.tilingDecode], ['tiling_decode_hw', shapes.tilingDecodeHw], ['tiling_encode', shapes.tilingEncode]] as const) {
+  for (const [name, t] of [
+    ['tiling_decode', shapes.tilingDecode],
+    ['tiling_decode_hw', shapes.tilingDecodeHw],
+    ['tiling_encode', shapes.tilingEncode],
+  ] as const) {
     tensors.push([name, tensor(new Float32Array(t), { device: 'cpu' })]);
   }
-  await writeSafetensors(join(dir, 'inputs.safetensors'), tensors.map(([n, t]) => [n, tensorSource(t)] as const));
+  await writeSafetensors(
+    join(dir, 'inputs.safetensors'),
+    tensors.map(([n, t]) => [n, tensorSource(t)] as const),
+  );
   console.log(preset, dir);
 }

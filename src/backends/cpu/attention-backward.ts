@@ -15,7 +15,13 @@ type Handle = StorageArray;
  * sums its group's query heads). A row that sees no key contributes nothing; NaN and Inf follow the arithmetic
  * (a NaN or +Inf score, or all visible scores -Inf, makes the row's P NaN, as the forward's output).
  */
-export function attentionBackwardReference(q: Operand<Handle>, k: Operand<Handle>, v: Operand<Handle>, dOut: Operand<Handle>, options: AttentionOptions): [Handle, Handle, Handle] {
+export function attentionBackwardReference(
+  q: Operand<Handle>,
+  k: Operand<Handle>,
+  v: Operand<Handle>,
+  dOut: Operand<Handle>,
+  options: AttentionOptions,
+): [Handle, Handle, Handle] {
   const [sq, hq, d] = q.view.shape;
   const [skv, hkv] = k.view.shape;
   const group = hkv === 0 ? 1 : hq / hkv;

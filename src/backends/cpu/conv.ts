@@ -10,7 +10,14 @@ type Handle = StorageArray;
  * F.conv3d on [N, C, T, H, W] with zero padding read through bounds checks (see Backend.conv); time positions in
  * [-P, 0) read the P frames of previous.
  */
-export function convReference(x: Operand<Handle>, weight: Operand<Handle>, bias: Operand<Handle> | undefined, g: ConvGeometry, outShape: Shape, previous?: Operand<Handle>): Handle {
+export function convReference(
+  x: Operand<Handle>,
+  weight: Operand<Handle>,
+  bias: Operand<Handle> | undefined,
+  g: ConvGeometry,
+  outShape: Shape,
+  previous?: Operand<Handle>,
+): Handle {
   const [n, c, t, h, w] = x.view.shape;
   const np = previous ? previous.view.shape[2] : 0;
   const [o, cg, kt, kh, kw] = weight.view.shape;
@@ -61,7 +68,13 @@ export function convReference(x: Operand<Handle>, weight: Operand<Handle>, bias:
  * F.conv_transpose1d on [N, C, L] (see Backend.convTranspose1d): the gather over taps j whose input position
  * q = (t + padding - j*dilation) / stride is whole and inside x, summed in float64.
  */
-export function convTranspose1dReference(x: Operand<Handle>, weight: Operand<Handle>, bias: Operand<Handle> | undefined, g: ConvTranspose1dGeometry, outShape: Shape): Handle {
+export function convTranspose1dReference(
+  x: Operand<Handle>,
+  weight: Operand<Handle>,
+  bias: Operand<Handle> | undefined,
+  g: ConvTranspose1dGeometry,
+  outShape: Shape,
+): Handle {
   const [n, c, l] = x.view.shape;
   const [, og, k] = weight.view.shape;
   const [, o, lout] = outShape;

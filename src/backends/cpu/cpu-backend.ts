@@ -8,7 +8,29 @@ import { pagedAttentionReference } from './paged-attention.js';
 import { attentionBackwardReference } from './attention-backward.js';
 import { shortConvReference } from './short-conv.js';
 import { gatedDeltaNetReference } from './gated-delta-net.js';
-import { isScalarOperand, type AttentionInputsArgs, type AttentionOptions, type PagedKv, type Backend, type BinaryOp, type ConvGeometry, type ExpertLinearOptions, type MatmulDims, type MatmulScaling, type Operand, type PadMode, type ScalarOperand, type QuantizeBlocks, type ReduceOp, type RouteOptions, type SamplingParams, type ShortConvArgs, type GatedDeltaNetArgs, type UnaryOp, type UpsampleMode } from '../backend.js';
+import {
+  isScalarOperand,
+  type AttentionInputsArgs,
+  type AttentionOptions,
+  type PagedKv,
+  type Backend,
+  type BinaryOp,
+  type ConvGeometry,
+  type ExpertLinearOptions,
+  type MatmulDims,
+  type MatmulScaling,
+  type Operand,
+  type PadMode,
+  type ScalarOperand,
+  type QuantizeBlocks,
+  type ReduceOp,
+  type RouteOptions,
+  type SamplingParams,
+  type ShortConvArgs,
+  type GatedDeltaNetArgs,
+  type UnaryOp,
+  type UpsampleMode,
+} from '../backend.js';
 import { convReference, convTranspose1dReference, padReference } from './conv.js';
 import type { ConvTranspose1dGeometry } from '../backend.js';
 import { crossEntropyBackwardReference, crossEntropyForwardReference, indexAddReference } from './cross-entropy.js';
@@ -206,13 +228,20 @@ export class CpuBackend implements Backend<Handle> {
     return crossEntropyForwardReference(logits, targets, ignoreIndex);
   }
 
-  crossEntropyBackward(logits: Operand<Handle>, targets: Operand<Handle>, lse: Operand<Handle>, rowScale: Operand<Handle>, ignoreIndex: number, outDtype: DType): Handle {
+  crossEntropyBackward(
+    logits: Operand<Handle>,
+    targets: Operand<Handle>,
+    lse: Operand<Handle>,
+    rowScale: Operand<Handle>,
+    ignoreIndex: number,
+    outDtype: DType,
+  ): Handle {
     return crossEntropyBackwardReference(logits, targets, lse, rowScale, ignoreIndex, outDtype);
   }
 
   unary(op: UnaryOp, x: Operand<Handle>, outDtype: DType): Handle {
     const v = values(x);
-    const f = isInt(x.dtype) && isInt(outDtype) ? UNARY_I32[op] ?? UNARY_F64[op] : UNARY_F64[op];
+    const f = isInt(x.dtype) && isInt(outDtype) ? (UNARY_I32[op] ?? UNARY_F64[op]) : UNARY_F64[op];
     for (let i = 0; i < v.length; i++) v[i] = f(v[i]);
     return store(v, outDtype);
   }
@@ -271,7 +300,13 @@ export class CpuBackend implements Backend<Handle> {
     return Int32Array.of(sampleReference(values(logits), prev, params));
   }
 
-  sampleRows(logits: Operand<Handle>, params: readonly SamplingParams[], previous: Operand<Handle> | undefined, spans: readonly (readonly [number, number])[], draws?: Operand<Handle>): Handle {
+  sampleRows(
+    logits: Operand<Handle>,
+    params: readonly SamplingParams[],
+    previous: Operand<Handle> | undefined,
+    spans: readonly (readonly [number, number])[],
+    draws?: Operand<Handle>,
+  ): Handle {
     const v = values(logits);
     const cols = logits.view.shape[1] ?? 0;
     const prev = previous ? Array.from(viewIndices(previous.view), (i) => previous.handle[i]) : [];
@@ -309,7 +344,15 @@ export class CpuBackend implements Backend<Handle> {
     return ropeReference(x, cos, sin, positionOffset);
   }
 
-  attention(q: Operand<Handle>, k: Operand<Handle>, v: Operand<Handle>, options: AttentionOptions, queryOffsetFrom?: Operand<Handle>, pages?: PagedKv<Handle>, gate?: Operand<Handle>): Handle {
+  attention(
+    q: Operand<Handle>,
+    k: Operand<Handle>,
+    v: Operand<Handle>,
+    options: AttentionOptions,
+    queryOffsetFrom?: Operand<Handle>,
+    pages?: PagedKv<Handle>,
+    gate?: Operand<Handle>,
+  ): Handle {
     const offset = options.queryOffset + (queryOffsetFrom ? values(queryOffsetFrom)[0] : 0);
     if (pages) return pagedAttentionReference(q, k, v, options, pages, gate);
     return attentionReference(q, k, v, { ...options, queryOffset: offset }, gate);
@@ -352,13 +395,24 @@ export class CpuBackend implements Backend<Handle> {
     const [t, slots] = ids.view.shape;
     const rows = options.combine ? t : t * slots;
     const n = weight.view.shape[1];
-    const asOperand = (h: Handle, cols: number): Operand<Handle> => ({ handle: h, dtype: options.outDtype, view: { shape: [rows, cols], strides: [cols, 1], offset: 0 } });
+    const asOperand = (h: Handle, cols: number): Operand<Handle> => ({
+      handle: h,
+      dtype: options.outDtype,
+      view: { shape: [rows, cols], strides: [cols, 1], offset: 0 },
+    });
     if (options.activation === 'swiglu') return swigluReference(asOperand(plain, n));
     if (options.residual) return this.binary('add', asOperand(plain, n), options.residual, [rows, n], options.outDtype);
     return plain;
   }
 
-  conv(x: Operand<Handle>, weight: Operand<Handle>, bias: Operand<Handle> | undefined, geometry: ConvGeometry, outShape: Shape, previous?: Operand<Handle>): Handle {
+  conv(
+    x: Operand<Handle>,
+    weight: Operand<Handle>,
+    bias: Operand<Handle> | undefined,
+    geometry: ConvGeometry,
+    outShape: Shape,
+    previous?: Operand<Handle>,
+  ): Handle {
     return convReference(x, weight, bias, geometry, outShape, previous);
   }
 
@@ -408,7 +462,13 @@ export class CpuBackend implements Backend<Handle> {
       const full = this.matmul(a, b, dims, outDtype, rest);
       const act = swigluReference({ handle: full, dtype: outDtype, view: { shape: [dims.m, dims.n], strides: [dims.n, 1], offset: 0 } });
       if (!residual) return act;
-      return this.binary('add', { handle: act, dtype: outDtype, view: { shape: [dims.m, half], strides: [half, 1], offset: 0 } }, residual, [dims.m, half], outDtype);
+      return this.binary(
+        'add',
+        { handle: act, dtype: outDtype, view: { shape: [dims.m, half], strides: [half, 1], offset: 0 } },
+        residual,
+        [dims.m, half],
+        outDtype,
+      );
     }
     const { m, n, k } = dims;
     const batch = numel(dims.batch);
@@ -481,7 +541,6 @@ export class CpuBackend implements Backend<Handle> {
   resample(x: Operand<Handle>, kernel: Operand<Handle>, stride: number, padLeft: number, length: number): Handle {
     return resampleReference(x, kernel, stride, padLeft, length);
   }
-
 }
 
 /** Multiplies 1x128 / 128x128 block scales into the operand values (2-D a [m, k], b [k, n]). */

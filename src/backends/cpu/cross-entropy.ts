@@ -43,7 +43,14 @@ export function crossEntropyForwardReference(logits: Operand<Handle>, targets: O
 }
 
 /** d logits [rows, classes] in outDtype = (exp(x - lse[row]) - onehot(target)) * scale[row] (0 where ignored). */
-export function crossEntropyBackwardReference(logits: Operand<Handle>, targets: Operand<Handle>, lse: Operand<Handle>, scale: Operand<Handle>, ignore: number, outDtype: DType): Handle {
+export function crossEntropyBackwardReference(
+  logits: Operand<Handle>,
+  targets: Operand<Handle>,
+  lse: Operand<Handle>,
+  scale: Operand<Handle>,
+  ignore: number,
+  outDtype: DType,
+): Handle {
   const [rows, classes] = logits.view.shape;
   const x = values(logits);
   const t = ints(targets);

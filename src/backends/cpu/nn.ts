@@ -59,7 +59,17 @@ export function ropeReference(x: Operand<Handle>, cos: Operand<Handle>, sin: Ope
  * Row (query qBase, kv head kh) of softmax(scale q.k) over the first `visible` keys, into p: float64, a NaN score
  * reaching every weight of its row (the forward's output, and the backward's recomputed probabilities).
  */
-export function attentionWeights(qs: Float64Array, ks: Float64Array, qBase: number, kh: number, hkv: number, d: number, visible: number, scale: number, p: Float64Array): void {
+export function attentionWeights(
+  qs: Float64Array,
+  ks: Float64Array,
+  qBase: number,
+  kh: number,
+  hkv: number,
+  d: number,
+  visible: number,
+  scale: number,
+  p: Float64Array,
+): void {
   let max = -Infinity;
   for (let j = 0; j < visible; j++) {
     const kBase = (j * hkv + kh) * d;

@@ -20,7 +20,14 @@ function lerp(self: number, end: number, w: number): number {
   return Math.abs(w) < 0.5 ? self + w * (end - self) : end - (end - self) * (1 - w);
 }
 
-export function adamStepReference(param: Operand<Handle>, grad: Operand<Handle>, m: Float32Array, v: Float32Array, vmax: Float32Array | undefined, h: AdamStepHyper): void {
+export function adamStepReference(
+  param: Operand<Handle>,
+  grad: Operand<Handle>,
+  m: Float32Array,
+  v: Float32Array,
+  vmax: Float32Array | undefined,
+  h: AdamStepHyper,
+): void {
   const x = values(param);
   const g = values(grad);
   const omb1 = 1 - h.beta1;

@@ -7,7 +7,13 @@ import { store, values } from './cpu-backend.js';
 
 type Handle = StorageArray;
 
-export function groupNormReference(x: Operand<Handle>, numGroups: number, weight: Operand<Handle> | undefined, bias: Operand<Handle> | undefined, eps: number): Handle {
+export function groupNormReference(
+  x: Operand<Handle>,
+  numGroups: number,
+  weight: Operand<Handle> | undefined,
+  bias: Operand<Handle> | undefined,
+  eps: number,
+): Handle {
   const [n, c, t, h, w] = x.view.shape;
   const s = t * h * w;
   const cg = c / numGroups;

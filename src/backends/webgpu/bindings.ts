@@ -58,7 +58,8 @@ export class UniformArena {
 
   /** Copies a block in and returns its offset. */
   push(params: ArrayBuffer): number {
-    if (params.byteLength > UniformArena.BINDING_SIZE) throw new RangeError(`a uniform block of ${params.byteLength} bytes exceeds ${UniformArena.BINDING_SIZE}`);
+    if (params.byteLength > UniformArena.BINDING_SIZE)
+      throw new RangeError(`a uniform block of ${params.byteLength} bytes exceeds ${UniformArena.BINDING_SIZE}`);
     const offset = this.cursor;
     this.host.set(new Uint8Array(params), offset);
     this.cursor = offset + Math.ceil(params.byteLength / this.alignment) * this.alignment;

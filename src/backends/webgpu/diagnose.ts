@@ -314,9 +314,7 @@ export function classifyProbe(r: ProbeResult): Diagnosis {
     return fail(
       'no-adapter',
       `requesting a GPU adapter failed: ${firstLine(out.error)}`,
-      r.dawnOptions.length
-        ? `Check TENSORGPU_DAWN_OPTIONS (${r.dawnOptions.join(';')}).${detail ? ` Dawn says: ${detail}` : ''}`
-        : noAdapterHint(r),
+      r.dawnOptions.length ? `Check TENSORGPU_DAWN_OPTIONS (${r.dawnOptions.join(';')}).${detail ? ` Dawn says: ${detail}` : ''}` : noAdapterHint(r),
     );
   }
 
@@ -365,11 +363,7 @@ function noRuntimeHere(r: ProbeResult, fail: Fail): Diagnosis {
     return fail('no-webgpu-runtime', 'this Deno exposes no navigator.gpu', 'Use a Deno release with WebGPU enabled (navigator.gpu), or the CPU device.');
   }
   if (r.browser?.hasNavigator && r.browser.secureContext === false) {
-    return fail(
-      'no-webgpu-runtime',
-      'WebGPU is hidden because this page is not a secure context',
-      'Serve the page over https:// or from http://localhost.',
-    );
+    return fail('no-webgpu-runtime', 'WebGPU is hidden because this page is not a secure context', 'Serve the page over https:// or from http://localhost.');
   }
   return fail(
     'no-webgpu-runtime',
@@ -519,7 +513,12 @@ function platformName(r: ProbeResult): string {
 }
 
 function firstLine(text: string): string {
-  return text.split('\n').find((l) => l.trim())?.trim() ?? '';
+  return (
+    text
+      .split('\n')
+      .find((l) => l.trim())
+      ?.trim() ?? ''
+  );
 }
 
 function errorText(e: unknown): string {

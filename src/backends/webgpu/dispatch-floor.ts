@@ -31,11 +31,25 @@ export async function measureDispatchFloor(device: GPUDevice, dispatches = 2000)
   const uniforms = Array.from({ length: dispatches }, () => device.createBuffer({ size: 256, usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST }));
   const params = new Uint32Array([256]);
   const group = (u: GPUBuffer, i: number) =>
-    device.createBindGroup({ layout, entries: [{ binding: 0, resource: { buffer: u } }, { binding: 1, resource: { buffer: buffers[i & 1] } }, { binding: 2, resource: { buffer: buffers[1 - (i & 1)] } }] });
+    device.createBindGroup({
+      layout,
+      entries: [
+        { binding: 0, resource: { buffer: u } },
+        { binding: 1, resource: { buffer: buffers[i & 1] } },
+        { binding: 2, resource: { buffer: buffers[1 - (i & 1)] } },
+      ],
+    });
   device.queue.writeBuffer(uniforms[0], 0, params);
   const prebuilt = [group(uniforms[0], 0), group(uniforms[0], 1)];
   const distinct = Array.from({ length: dispatches }, (_, i) =>
-    device.createBindGroup({ layout, entries: [{ binding: 0, resource: { buffer: uniforms[0] } }, { binding: 1, resource: { buffer: chain[i + 1] } }, { binding: 2, resource: { buffer: chain[i] } }] }),
+    device.createBindGroup({
+      layout,
+      entries: [
+        { binding: 0, resource: { buffer: uniforms[0] } },
+        { binding: 1, resource: { buffer: chain[i + 1] } },
+        { binding: 2, resource: { buffer: chain[i] } },
+      ],
+    }),
   );
   const round = (mode: 'same' | 'distinct' | 'fresh'): number => {
     const fresh = mode === 'fresh';

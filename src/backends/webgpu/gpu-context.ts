@@ -18,7 +18,13 @@ export interface GpuContext {
    * Work is batched into one command buffer until something is read back. `bytes`: what it reads and writes, where
    * known (for the profiler's GB/s).
    */
-  dispatch(pipeline: GPUComputePipeline, params: ArrayBuffer | null, buffers: readonly GpuBuffer[], grid: readonly [number, number, number], bytes?: number): void;
+  dispatch(
+    pipeline: GPUComputePipeline,
+    params: ArrayBuffer | null,
+    buffers: readonly GpuBuffer[],
+    grid: readonly [number, number, number],
+    bytes?: number,
+  ): void;
   /**
    * Whether kernels may reduce with subgroup operations in groups of `groupSize` consecutive invocations: the
    * device has the 'subgroups' feature, every subgroup size divides groupSize, and subgroups were checked to hold

@@ -7,7 +7,27 @@ import { DTYPE_INFO, isFp8, lanesPerWord, type DType } from '../../core/dtype.js
 import { DeviceUnavailableError, ShapeError } from '../../core/errors.js';
 import { contiguousView, isContiguous, numel, transposed2d, type Shape } from '../../core/shape.js';
 import { isScalarOperand, type ScalarOperand } from '../backend.js';
-import type { AttentionInputsArgs, AttentionOptions, PagedKv, Backend, BinaryOp, ConvGeometry, ExpertLinearOptions, MatmulDims, MatmulScaling, Operand, PadMode, QuantizeBlocks, ReduceOp, RouteOptions, SamplingParams, ShortConvArgs, GatedDeltaNetArgs, UnaryOp, UpsampleMode } from '../backend.js';
+import type {
+  AttentionInputsArgs,
+  AttentionOptions,
+  PagedKv,
+  Backend,
+  BinaryOp,
+  ConvGeometry,
+  ExpertLinearOptions,
+  MatmulDims,
+  MatmulScaling,
+  Operand,
+  PadMode,
+  QuantizeBlocks,
+  ReduceOp,
+  RouteOptions,
+  SamplingParams,
+  ShortConvArgs,
+  GatedDeltaNetArgs,
+  UnaryOp,
+  UpsampleMode,
+} from '../backend.js';
 import { castCode } from '../cpu/cpu-backend.js';
 import { BufferPool, type MemoryStats } from './buffer-pool.js';
 import { bindingSignature, layoutEntries, UniformArena } from './bindings.js';
@@ -167,7 +187,14 @@ export class WebGpuBackend implements Backend<GpuBuffer>, GpuContext {
     const features = OPTIONAL_FEATURES.filter((f) => adapter.features.has(f)) as GPUFeatureName[];
     // Ask for the adapter's full limits: defaults cap bindings at 128 MiB, too small for large weights.
     const requiredLimits: Record<string, number> = {};
-    for (const name of ['maxStorageBufferBindingSize', 'maxBufferSize', 'maxComputeWorkgroupStorageSize', 'maxComputeInvocationsPerWorkgroup', 'maxComputeWorkgroupSizeX', 'maxStorageBuffersPerShaderStage']) {
+    for (const name of [
+      'maxStorageBufferBindingSize',
+      'maxBufferSize',
+      'maxComputeWorkgroupStorageSize',
+      'maxComputeInvocationsPerWorkgroup',
+      'maxComputeWorkgroupSizeX',
+      'maxStorageBuffersPerShaderStage',
+    ]) {
       requiredLimits[name] = (adapter.limits as unknown as Record<string, number>)[name];
     }
     const device = await adapter.requestDevice({ requiredFeatures: features, requiredLimits });
@@ -240,7 +267,13 @@ export class WebGpuBackend implements Backend<GpuBuffer>, GpuContext {
       p = this.gpuDevice.createComputePipeline({ layout: layout.pipelineLayout, compute: { module, entryPoint }, label: cacheKey });
       this.pipelines.set(cacheKey, p);
       const uniform = signature.startsWith('u');
-      this.info.set(p, { layout: layout.layout, layoutId: layout.id, uniform, storageBindings: signature.length - (uniform ? 1 : 0), kernel: key.split('|')[0] });
+      this.info.set(p, {
+        layout: layout.layout,
+        layoutId: layout.id,
+        uniform,
+        storageBindings: signature.length - (uniform ? 1 : 0),
+        kernel: key.split('|')[0],
+      });
       this.counters.pipelinesCompiled++;
     }
     return p;
@@ -283,12 +316,22 @@ export class WebGpuBackend implements Backend<GpuBuffer>, GpuContext {
     return group;
   }
 
-  dispatch(pipeline: GPUComputePipeline, params: ArrayBuffer | null, buffers: readonly GpuBuffer[], grid: readonly [number, number, number], bytes?: number): void {
+  dispatch(
+    pipeline: GPUComputePipeline,
+    params: ArrayBuffer | null,
+    buffers: readonly GpuBuffer[],
+    grid: readonly [number, number, number],
+    bytes?: number,
+  ): void {
     this.checkAlive();
     const info = this.info.get(pipeline);
     if (!info) throw new Error(`dispatch: pipeline ${pipeline.label} was not made by this backend's pipeline()`);
-    if (info.uniform !== (params !== null)) throw new Error(`dispatch: ${pipeline.label} ${info.uniform ? 'declares a uniform block but got no params' : 'declares no uniform block but got params'}`);
-    if (buffers.length !== info.storageBindings) throw new Error(`dispatch: ${pipeline.label} declares ${info.storageBindings} storage bindings but got ${buffers.length} buffers`);
+    if (info.uniform !== (params !== null))
+      throw new Error(
+        `dispatch: ${pipeline.label} ${info.uniform ? 'declares a uniform block but got no params' : 'declares no uniform block but got params'}`,
+      );
+    if (buffers.length !== info.storageBindings)
+      throw new Error(`dispatch: ${pipeline.label} declares ${info.storageBindings} storage bindings but got ${buffers.length} buffers`);
     const recording = this.recording;
     let offsets: number[] | undefined;
     let arena: UniformArena | undefined;
@@ -312,7 +355,14 @@ export class WebGpuBackend implements Backend<GpuBuffer>, GpuContext {
   }
 
   /** Encodes one dispatch into the open pass (or, while profiling, into a timestamped pass of its own). */
-  private encode(pipeline: GPUComputePipeline, bindGroup: GPUBindGroup, offsets: number[] | undefined, grid: readonly [number, number, number], kernel: string, bytes: number | undefined): void {
+  private encode(
+    pipeline: GPUComputePipeline,
+    bindGroup: GPUBindGroup,
+    offsets: number[] | undefined,
+    grid: readonly [number, number, number],
+    kernel: string,
+    bytes: number | undefined,
+  ): void {
     this.encoder ??= this.gpuDevice.createCommandEncoder();
     const profiler = this.profiler;
     if (profiler) {
@@ -342,7 +392,8 @@ export class WebGpuBackend implements Backend<GpuBuffer>, GpuContext {
 
   /** Starts timing every dispatch (each in its own pass); throws when the device has no timestamp queries. */
   startProfiling(): void {
-    if (!this.canProfile) throw new DeviceUnavailableError("this adapter has no 'timestamp-query' feature", 'profiling needs GPU timestamps; run without --profile');
+    if (!this.canProfile)
+      throw new DeviceUnavailableError("this adapter has no 'timestamp-query' feature", 'profiling needs GPU timestamps; run without --profile');
     this.flush();
     this.profiler ??= new GpuProfiler(this.gpuDevice);
   }
@@ -376,7 +427,9 @@ export class WebGpuBackend implements Backend<GpuBuffer>, GpuContext {
   beginCapture(label: string): void {
     this.checkAlive();
     if (this.recording) throw new CaptureError(`already recording step '${this.recording.label}'`);
-    this.recording = new CapturedStep(label, new UniformArena(this.gpuDevice, CAPTURE_UNIFORM_BYTES, this.uniformAlignment, `captured step ${label}`), (step) => this.unpinStep(step));
+    this.recording = new CapturedStep(label, new UniformArena(this.gpuDevice, CAPTURE_UNIFORM_BYTES, this.uniformAlignment, `captured step ${label}`), (step) =>
+      this.unpinStep(step),
+    );
   }
 
   /** Ends recording and returns the step (an empty one when nothing was dispatched). */
@@ -550,8 +603,23 @@ export class WebGpuBackend implements Backend<GpuBuffer>, GpuContext {
   }
 
   /** One dispatch, an invocation per output word, in outDtype. */
-  crossEntropyBackward(logits: Operand<GpuBuffer>, targets: Operand<GpuBuffer>, lse: Operand<GpuBuffer>, rowScale: Operand<GpuBuffer>, ignoreIndex: number, outDtype: DType): GpuBuffer {
-    return crossEntropyBackwardKernel(this, this.gpuOperand(logits), this.gpuOperand(targets), this.gpuOperand(lse), this.gpuOperand(rowScale), ignoreIndex, outDtype);
+  crossEntropyBackward(
+    logits: Operand<GpuBuffer>,
+    targets: Operand<GpuBuffer>,
+    lse: Operand<GpuBuffer>,
+    rowScale: Operand<GpuBuffer>,
+    ignoreIndex: number,
+    outDtype: DType,
+  ): GpuBuffer {
+    return crossEntropyBackwardKernel(
+      this,
+      this.gpuOperand(logits),
+      this.gpuOperand(targets),
+      this.gpuOperand(lse),
+      this.gpuOperand(rowScale),
+      ignoreIndex,
+      outDtype,
+    );
   }
 
   unary(op: UnaryOp, x: Operand<GpuBuffer>, outDtype: DType): GpuBuffer {
@@ -577,10 +645,19 @@ export class WebGpuBackend implements Backend<GpuBuffer>, GpuContext {
     return this.withContiguous(logits, (row) => sampleKernel(this, row, prev, params, drawFrom && this.gpuOperand(drawFrom)));
   }
 
-  sampleRows(logits: Operand<GpuBuffer>, params: readonly SamplingParams[], previous: Operand<GpuBuffer> | undefined, spans: readonly (readonly [number, number])[], draws?: Operand<GpuBuffer>): GpuBuffer {
+  sampleRows(
+    logits: Operand<GpuBuffer>,
+    params: readonly SamplingParams[],
+    previous: Operand<GpuBuffer> | undefined,
+    spans: readonly (readonly [number, number])[],
+    draws?: Operand<GpuBuffer>,
+  ): GpuBuffer {
     const prev = previous && this.gpuOperand(previous);
     const base = prev?.view.offset ?? 0;
-    const words = this.upload('int32', new Int32Array(rowWords(params.map((p, r) => ({ params: p, prevAt: base + spans[r]![0], prevCount: spans[r]![1] }))).buffer));
+    const words = this.upload(
+      'int32',
+      new Int32Array(rowWords(params.map((p, r) => ({ params: p, prevAt: base + spans[r]![0], prevCount: spans[r]![1] }))).buffer),
+    );
     try {
       return this.withContiguous(logits, (rows) => sampleRowsKernel(this, rows, params.length, words, prev, draws && this.gpuOperand(draws)));
     } finally {
@@ -600,12 +677,36 @@ export class WebGpuBackend implements Backend<GpuBuffer>, GpuContext {
     return ropeKernel(this, this.gpuOperand(x), this.gpuOperand(cos), this.gpuOperand(sin), positionOffset);
   }
 
-  attention(q: Operand<GpuBuffer>, k: Operand<GpuBuffer>, v: Operand<GpuBuffer>, options: AttentionOptions, queryOffsetFrom?: Operand<GpuBuffer>, pages?: PagedKv<GpuBuffer>, gate?: Operand<GpuBuffer>): GpuBuffer {
-    return attentionKernel(this, this.gpuOperand(q), this.gpuOperand(k), this.gpuOperand(v), options, q.dtype, queryOffsetFrom && this.gpuOperand(queryOffsetFrom), pages, gate && this.gpuOperand(gate));
+  attention(
+    q: Operand<GpuBuffer>,
+    k: Operand<GpuBuffer>,
+    v: Operand<GpuBuffer>,
+    options: AttentionOptions,
+    queryOffsetFrom?: Operand<GpuBuffer>,
+    pages?: PagedKv<GpuBuffer>,
+    gate?: Operand<GpuBuffer>,
+  ): GpuBuffer {
+    return attentionKernel(
+      this,
+      this.gpuOperand(q),
+      this.gpuOperand(k),
+      this.gpuOperand(v),
+      options,
+      q.dtype,
+      queryOffsetFrom && this.gpuOperand(queryOffsetFrom),
+      pages,
+      gate && this.gpuOperand(gate),
+    );
   }
 
   /** One dispatch: q/k norm, RoPE and both cache writes. */
-  attentionBackward(q: Operand<GpuBuffer>, k: Operand<GpuBuffer>, v: Operand<GpuBuffer>, dOut: Operand<GpuBuffer>, options: AttentionOptions): [GpuBuffer, GpuBuffer, GpuBuffer] {
+  attentionBackward(
+    q: Operand<GpuBuffer>,
+    k: Operand<GpuBuffer>,
+    v: Operand<GpuBuffer>,
+    dOut: Operand<GpuBuffer>,
+    options: AttentionOptions,
+  ): [GpuBuffer, GpuBuffer, GpuBuffer] {
     return attentionBackwardKernel(this, this.gpuOperand(q), this.gpuOperand(k), this.gpuOperand(v), this.gpuOperand(dOut), options);
   }
 
@@ -638,7 +739,8 @@ export class WebGpuBackend implements Backend<GpuBuffer>, GpuContext {
   moeRouter(x: Operand<GpuBuffer>, weight: Operand<GpuBuffer>, topK: number, options: RouteOptions<GpuBuffer>): [GpuBuffer, GpuBuffer] {
     const [t, h] = x.view.shape;
     const e = weight.view.shape[0];
-    if (e <= FUSED_ROUTER_MAX_EXPERTS && !isFp8(weight.dtype)) return moeRouteKernel(this, this.gpuOperand(x), topK, this.routeOptions(options), this.gpuOperand(weight));
+    if (e <= FUSED_ROUTER_MAX_EXPERTS && !isFp8(weight.dtype))
+      return moeRouteKernel(this, this.gpuOperand(x), topK, this.routeOptions(options), this.gpuOperand(weight));
     const logits = this.matmul(x, { ...weight, view: transposed2d(weight.view) }, { batch: [], m: t, n: e, k: h }, 'float32');
     try {
       return moeRouteKernel(this, { buffer: logits, dtype: 'float32', view: contiguousView([t, e]) }, topK, this.routeOptions(options));
@@ -658,12 +760,33 @@ export class WebGpuBackend implements Backend<GpuBuffer>, GpuContext {
   }
 
   /** One dispatch: padding and previous frames are bounds checks in the kernel, strided views are read in place. */
-  conv(x: Operand<GpuBuffer>, weight: Operand<GpuBuffer>, bias: Operand<GpuBuffer> | undefined, geometry: ConvGeometry, outShape: Shape, previous?: Operand<GpuBuffer>): GpuBuffer {
-    return convKernel(this, this.gpuOperand(x), this.gpuOperand(weight), bias && this.gpuOperand(bias), geometry, outShape, previous && this.gpuOperand(previous));
+  conv(
+    x: Operand<GpuBuffer>,
+    weight: Operand<GpuBuffer>,
+    bias: Operand<GpuBuffer> | undefined,
+    geometry: ConvGeometry,
+    outShape: Shape,
+    previous?: Operand<GpuBuffer>,
+  ): GpuBuffer {
+    return convKernel(
+      this,
+      this.gpuOperand(x),
+      this.gpuOperand(weight),
+      bias && this.gpuOperand(bias),
+      geometry,
+      outShape,
+      previous && this.gpuOperand(previous),
+    );
   }
 
   /** One dispatch (a gather, no atomics); strided views are read in place. */
-  convTranspose1d(x: Operand<GpuBuffer>, weight: Operand<GpuBuffer>, bias: Operand<GpuBuffer> | undefined, geometry: ConvTranspose1dGeometry, outShape: Shape): GpuBuffer {
+  convTranspose1d(
+    x: Operand<GpuBuffer>,
+    weight: Operand<GpuBuffer>,
+    bias: Operand<GpuBuffer> | undefined,
+    geometry: ConvTranspose1dGeometry,
+    outShape: Shape,
+  ): GpuBuffer {
     return convTranspose1dKernel(this, this.gpuOperand(x), this.gpuOperand(weight), bias && this.gpuOperand(bias), geometry, outShape);
   }
 
@@ -736,7 +859,12 @@ export class WebGpuBackend implements Backend<GpuBuffer>, GpuContext {
   /** 2 * grads + 1 dispatches, nothing read back: partial norms, their total and clip coefficient, in-place scales. */
   clipGradNorm(grads: readonly Operand<GpuBuffer>[], maxNorm: number, normType: GradNormType): GpuBuffer {
     const kind = normType === 1 ? 'l1' : normType === 2 ? 'l2' : 'inf';
-    return clipGradNormKernel(this, grads.map((g) => this.gpuOperand(g)), maxNorm, kind);
+    return clipGradNormKernel(
+      this,
+      grads.map((g) => this.gpuOperand(g)),
+      maxNorm,
+      kind,
+    );
   }
 
   /** The plan of length n with its float32 tables uploaded for the launch in fn (released after it is queued). */
@@ -756,7 +884,9 @@ export class WebGpuBackend implements Backend<GpuBuffer>, GpuContext {
     const bins = args.output === 'half' ? Math.floor(args.n / 2) + 1 : args.n;
     const width = args.output === 'real' ? 1 : 2;
     const dst = { output: storeOf(args.output), bins, strides: [r1 * bins, bins, 1] as const, elements: r0 * r1 * bins * width };
-    return this.withFftPlan(args.n, (plan, tables) => fftKernel(this, plan, tables, { kind: 'rows', x: this.gpuOperand(x), input: args.input }, dst, args.inverse, args.scale));
+    return this.withFftPlan(args.n, (plan, tables) =>
+      fftKernel(this, plan, tables, { kind: 'rows', x: this.gpuOperand(x), input: args.input }, dst, args.inverse, args.scale),
+    );
   }
 
   /** Framing, padding, window, DFT and the power/magnitude epilogue in one dispatch. */
@@ -764,7 +894,15 @@ export class WebGpuBackend implements Backend<GpuBuffer>, GpuContext {
     const [batch] = x.view.shape;
     const bins = args.onesided ? Math.floor(args.nFft / 2) + 1 : args.nFft;
     const width = args.output === 'complex' ? 2 : 1;
-    const src = { kind: 'frames', x: this.gpuOperand(x), window: this.gpuOperand(window), frames: args.frames, hop: args.hop, padLeft: args.padLeft, reflect: args.padMode === 'reflect' } as const;
+    const src = {
+      kind: 'frames',
+      x: this.gpuOperand(x),
+      window: this.gpuOperand(window),
+      frames: args.frames,
+      hop: args.hop,
+      padLeft: args.padLeft,
+      reflect: args.padMode === 'reflect',
+    } as const;
     const dst = { output: args.output, bins, strides: [bins * args.frames, 1, args.frames] as const, elements: batch * bins * args.frames * width };
     return this.withFftPlan(args.nFft, (plan, tables) => fftKernel(this, plan, tables, src, dst, false, args.scale));
   }
@@ -778,7 +916,7 @@ export class WebGpuBackend implements Backend<GpuBuffer>, GpuContext {
     const [mels, bins] = filters.view.shape;
     const ranges = new Uint32Array(2 * mels);
     for (let m = 0; m < mels; m++) [ranges[2 * m], ranges[2 * m + 1]] = args.bands?.[m] ?? [0, bins];
-    const bands = this.upload("int32", new Int32Array(ranges.buffer));
+    const bands = this.upload('int32', new Int32Array(ranges.buffer));
     try {
       return logMelKernel(this, this.gpuOperand(power), this.gpuOperand(filters), bands, args);
     } finally {

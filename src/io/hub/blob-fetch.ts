@@ -35,13 +35,7 @@ async function sizeOf(path: string): Promise<number> {
 }
 
 /** One request: continues `incomplete` from its current size; returns when the body ended (or throws). */
-async function transferOnce(
-  client: HubClient,
-  url: string,
-  incomplete: string,
-  want: BlobExpectation,
-  onBytes: (fileBytes: number) => void,
-): Promise<void> {
+async function transferOnce(client: HubClient, url: string, incomplete: string, want: BlobExpectation, onBytes: (fileBytes: number) => void): Promise<void> {
   let start = await sizeOf(incomplete);
   if (start > want.size) {
     await rm(incomplete, { force: true });
@@ -101,13 +95,7 @@ async function digestOf(path: string, want: BlobExpectation): Promise<string | u
  * Fetches `url` into `blob` (through `blob`.incomplete), resuming and verifying; returns once `blob` exists with
  * the expected bytes. Throws a HubError when the bytes stay wrong or the transfer keeps breaking off.
  */
-export async function fetchBlob(
-  client: HubClient,
-  url: string,
-  blob: string,
-  want: BlobExpectation,
-  onBytes: (fileBytes: number) => void,
-): Promise<void> {
+export async function fetchBlob(client: HubClient, url: string, blob: string, want: BlobExpectation, onBytes: (fileBytes: number) => void): Promise<void> {
   const incomplete = `${blob}.incomplete`;
   const expectedDigest = want.sha256 ?? want.gitSha1;
   for (let verify = 1; ; verify++) {

@@ -251,7 +251,8 @@ export async function removeCachedModel(cacheDir: string, repo: string, options:
 
   const rev = options.revision;
   const byRef = scan.refMap.get(rev);
-  const matches = byRef !== undefined ? scan.revisions.filter((r) => r.commit === byRef) : rev.length >= 7 ? scan.revisions.filter((r) => r.commit.startsWith(rev)) : [];
+  const matches =
+    byRef !== undefined ? scan.revisions.filter((r) => r.commit === byRef) : rev.length >= 7 ? scan.revisions.filter((r) => r.commit.startsWith(rev)) : [];
   const available = scan.revisions.map((r) => [...r.refs, r.commit.slice(0, 7)].join('/')).join(', ') || 'none';
   if (matches.length !== 1) {
     const why = matches.length > 1 ? `'${rev}' matches ${matches.length} snapshots` : `no revision '${rev}'`;

@@ -62,11 +62,9 @@ export async function resolveModelPath(spec: string, options: HubOptions = {}): 
   const missing = await checkedMissing(client, folder);
   if (missing.length === 0) return folder;
   if (offline) {
-    throw new HubError(
-      `${label}: '${missing[0]}' is not in the cache (${folder}) and HF_HUB_OFFLINE=1 is set; ` +
-        `unset HF_HUB_OFFLINE to download it`,
-      { repo: parsed.repo },
-    );
+    throw new HubError(`${label}: '${missing[0]}' is not in the cache (${folder}) and HF_HUB_OFFLINE=1 is set; ` + `unset HF_HUB_OFFLINE to download it`, {
+      repo: parsed.repo,
+    });
   }
   await fetchModelFiles(client, storage, commit, parsed, options.onProgress);
   const stillMissing = await checkedMissing(client, folder);
@@ -137,13 +135,7 @@ class ProgressTally {
 }
 
 /** Fetches metadata files and indexes first (the index decides the shards), then the weights. */
-async function fetchModelFiles(
-  client: HubClient,
-  storage: string,
-  commit: string,
-  spec: RepoSpec,
-  onProgress: HubOptions['onProgress'],
-): Promise<void> {
+async function fetchModelFiles(client: HubClient, storage: string, commit: string, spec: RepoSpec, onProgress: HubOptions['onProgress']): Promise<void> {
   const entries = await listRepoFiles(client, commit, spec.subfolder);
   const byPath = new Map(entries.map((e) => [e.path, e]));
   const paths = [...byPath.keys()];
@@ -191,13 +183,7 @@ async function fetchModelFiles(
 }
 
 /** Links snapshots/<commit>/<path> to its blob, transferring the blob only when no snapshot has it yet. */
-async function ensureFile(
-  client: HubClient,
-  storage: string,
-  commit: string,
-  entry: ListFileEntry,
-  progress: ProgressTally,
-): Promise<void> {
+async function ensureFile(client: HubClient, storage: string, commit: string, entry: ListFileEntry, progress: ProgressTally): Promise<void> {
   const etag = entry.lfs?.oid ?? entry.oid;
   if (!etag || !/^[0-9a-f]{40,64}$/.test(etag)) {
     throw new HubError(`${client.repo}@${commit}: the Hub listing gives no usable oid for ${entry.path} (${JSON.stringify(etag)})`, { repo: client.repo });
@@ -205,12 +191,16 @@ async function ensureFile(
   const size = sizeOfEntry(entry);
   const blob = blobPath(storage, etag);
   const lock = join(dirname(storage), '.locks', basename(storage), `${etag}.tensorgpu-lock`);
-  await withBlobLock(lock, () => pathExists(blob), async () => {
-    await mkdir(join(storage, 'blobs'), { recursive: true });
-    const url = `${client.endpoint}/${client.repo}/resolve/${commit}/${entry.path.split('/').map(encodeURIComponent).join('/')}`;
-    const report = (fileBytes: number): void => progress.report(entry.path, fileBytes, size);
-    await fetchBlob(client, url, blob, { file: entry.path, size, ...(entry.lfs ? { sha256: entry.lfs.oid } : { gitSha1: entry.oid }) }, report);
-  });
+  await withBlobLock(
+    lock,
+    () => pathExists(blob),
+    async () => {
+      await mkdir(join(storage, 'blobs'), { recursive: true });
+      const url = `${client.endpoint}/${client.repo}/resolve/${commit}/${entry.path.split('/').map(encodeURIComponent).join('/')}`;
+      const report = (fileBytes: number): void => progress.report(entry.path, fileBytes, size);
+      await fetchBlob(client, url, blob, { file: entry.path, size, ...(entry.lfs ? { sha256: entry.lfs.oid } : { gitSha1: entry.oid }) }, report);
+    },
+  );
   progress.finish(entry.path, size);
   await linkSnapshotFile(storage, commit, entry.path, etag);
 }

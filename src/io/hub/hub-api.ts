@@ -72,8 +72,7 @@ export function networkError(client: HubClient, e: unknown): HubError {
   if (e instanceof HubError) return e;
   const cause = e instanceof Error ? ((e.cause as Error | undefined)?.message ?? e.message) : String(e);
   return new HubError(
-    `cannot reach the Hub at ${client.endpoint} for ${client.repo} (${cause}); ` +
-      `set HF_HUB_OFFLINE=1 to use only what is already in the cache`,
+    `cannot reach the Hub at ${client.endpoint} for ${client.repo} (${cause}); ` + `set HF_HUB_OFFLINE=1 to use only what is already in the cache`,
     { repo: client.repo },
   );
 }
@@ -95,7 +94,15 @@ export async function resolveCommit(client: HubClient, revision: string): Promis
 export async function listRepoFiles(client: HubClient, commit: string, subfolder?: string): Promise<ListFileEntry[]> {
   return call(client, commit, async (f) => {
     const files: ListFileEntry[] = [];
-    const iter = listFiles({ repo: { type: 'model', name: client.repo }, revision: commit, path: subfolder, recursive: true, hubUrl: client.endpoint, accessToken: client.token, fetch: f });
+    const iter = listFiles({
+      repo: { type: 'model', name: client.repo },
+      revision: commit,
+      path: subfolder,
+      recursive: true,
+      hubUrl: client.endpoint,
+      accessToken: client.token,
+      fetch: f,
+    });
     for await (const entry of iter) if (entry.type === 'file') files.push(entry);
     return files;
   });

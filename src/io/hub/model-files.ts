@@ -79,11 +79,7 @@ export function shardsOfIndex(indexJson: unknown, indexPath: string, repo = ''):
  * The weight files: every shard the indexes name, or without an index the canonical single file, or failing
  * that every *.safetensors at the folder's root. `shardsByIndex` maps each index path to its shard names.
  */
-export function weightFiles(
-  paths: readonly string[],
-  subfolder: string | undefined,
-  shardsByIndex: ReadonlyMap<string, readonly string[]>,
-): string[] {
+export function weightFiles(paths: readonly string[], subfolder: string | undefined, shardsByIndex: ReadonlyMap<string, readonly string[]>): string[] {
   const prefix = prefixOf(subfolder);
   if (shardsByIndex.size > 0) {
     const all = new Set<string>();

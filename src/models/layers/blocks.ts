@@ -62,7 +62,14 @@ function inputOptions(a: AttentionWeights, g: AttentionGeometry, rope: { cos: Te
 }
 
 /** h + o(attention(q, k, v)) of the normed x, with q/k norm, RoPE and the cache write fused into one kernel. */
-export function attentionBlock(x: Tensor, h: Tensor, a: AttentionWeights, g: AttentionGeometry, rope: { cos: Tensor; sin: Tensor }, slot: AttentionCacheSlot): Tensor {
+export function attentionBlock(
+  x: Tensor,
+  h: Tensor,
+  a: AttentionWeights,
+  g: AttentionGeometry,
+  rope: { cos: Tensor; sin: Tensor },
+  slot: AttentionCacheSlot,
+): Tensor {
   return tidy(() => {
     const s = x.shape[0];
     const qkv = projectQkv(x, a);
@@ -80,7 +87,15 @@ export function attentionBlock(x: Tensor, h: Tensor, a: AttentionWeights, g: Att
  * position and pages in the batch index): every step of it, projections, the cache writes and attention, is one
  * dispatch for the whole batch.
  */
-export function pagedAttentionBlock(x: Tensor, h: Tensor, a: AttentionWeights, g: AttentionGeometry, rope: { cos: Tensor; sin: Tensor }, pool: { keys: Tensor; values: Tensor }, pages: PagedIndex): Tensor {
+export function pagedAttentionBlock(
+  x: Tensor,
+  h: Tensor,
+  a: AttentionWeights,
+  g: AttentionGeometry,
+  rope: { cos: Tensor; sin: Tensor },
+  pool: { keys: Tensor; values: Tensor },
+  pages: PagedIndex,
+): Tensor {
   return tidy(() => {
     const { keys, values } = pool;
     const q = attentionInputs(projectQkv(x, a), { ...inputOptions(a, g, rope), keys, values, position: 0, pages });
@@ -189,7 +204,12 @@ export interface DecoderRun {
 
 /** Embedding, every layer (mixer, then feed-forward with its residual in the last kernel), the head: no reads. */
 export function decoderForward(stack: DecoderStack, tokens: Tensor, start: number, position: Tensor | undefined, lastOnly: boolean): DecoderRun {
-  return decoderLayers(stack, tokens, (h, i) => stack.mix(h, i, start, position), (h) => lmHead(h, stack.norm, stack.eps, stack.lmHead, lastOnly));
+  return decoderLayers(
+    stack,
+    tokens,
+    (h, i) => stack.mix(h, i, start, position),
+    (h) => lmHead(h, stack.norm, stack.eps, stack.lmHead, lastOnly),
+  );
 }
 
 /**
@@ -199,14 +219,23 @@ export function decoderForward(stack: DecoderStack, tokens: Tensor, start: numbe
 export function decoderForwardPaged(stack: DecoderStack, tokens: Tensor, slots: readonly PagedSlot[], pageSize: number): DecoderRun {
   const mixPaged = stack.mixPaged;
   if (!mixPaged) throw new TypeError('decoderForwardPaged: this model family has no paged KV cache');
-  const pages = pagedIndex(slots.map((s) => ({ pages: s.sequence.pages, start: s.start, rows: s.rows })), pageSize, tokens.device);
-  return decoderLayers(stack, tokens, (h, i) => mixPaged(h, i, pages), (h) => {
-    const everyRow = slots.every((s) => s.rows === 1);
-    if (everyRow) return lmHead(h, stack.norm, stack.eps, stack.lmHead, false);
-    let end = 0;
-    const last = slots.map((s) => (end += s.rows) - 1);
-    return lmHead(indexSelect(h, 0, tensor(last, { dtype: 'int32', device: h.device })), stack.norm, stack.eps, stack.lmHead, false);
-  });
+  const pages = pagedIndex(
+    slots.map((s) => ({ pages: s.sequence.pages, start: s.start, rows: s.rows })),
+    pageSize,
+    tokens.device,
+  );
+  return decoderLayers(
+    stack,
+    tokens,
+    (h, i) => mixPaged(h, i, pages),
+    (h) => {
+      const everyRow = slots.every((s) => s.rows === 1);
+      if (everyRow) return lmHead(h, stack.norm, stack.eps, stack.lmHead, false);
+      let end = 0;
+      const last = slots.map((s) => (end += s.rows) - 1);
+      return lmHead(indexSelect(h, 0, tensor(last, { dtype: 'int32', device: h.device })), stack.norm, stack.eps, stack.lmHead, false);
+    },
+  );
 }
 
 function decoderLayers(stack: DecoderStack, tokens: Tensor, mix: (h: Tensor, i: number) => Tensor, head: (h: Tensor) => Tensor): DecoderRun {

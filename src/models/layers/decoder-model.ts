@@ -9,7 +9,16 @@ import type { Weight } from '../../io/checkpoint.js';
 import type { RopeScaling } from '../../io/hf-config.js';
 import { tensor, zeros } from '../../ops/creation.js';
 import { reshape } from '../../ops/shape-ops.js';
-import { activeBytes, reserve, type CausalLM, type LastForward, type CausalLMConfig, type ForwardOptions, type ModelCache, type MoeMode } from '../causal-lm.js';
+import {
+  activeBytes,
+  reserve,
+  type CausalLM,
+  type LastForward,
+  type CausalLMConfig,
+  type ForwardOptions,
+  type ModelCache,
+  type MoeMode,
+} from '../causal-lm.js';
 import { ropeTables } from '../qwen3/rope.js';
 import { decoderForward, decoderForwardPerExpert, type DecoderRun, type DecoderStack } from './blocks.js';
 import { weightParts, type DenseMlpWeights, type MoeWeights } from './weights.js';
@@ -73,7 +82,13 @@ export abstract class DecoderModel<Cache extends ModelCache> implements CausalLM
     const { embedTokens, lmHead } = this.embedding();
     const experts = this.feedForwards().flatMap((f) => (f.kind === 'moe' ? [...weightParts(f.gateUp), ...weightParts(f.down)] : []));
     const moe = this.config.moe;
-    return activeBytes({ all: this.weightTensors(), embedding: embedTokens, tiedHead: lmHead.data === embedTokens, experts, activeFraction: moe ? moe.numExpertsPerTok / moe.numExperts : 1 });
+    return activeBytes({
+      all: this.weightTensors(),
+      embedding: embedTokens,
+      tiedHead: lmHead.data === embedTokens,
+      experts,
+      activeFraction: moe ? moe.numExpertsPerTok / moe.numExperts : 1,
+    });
   }
 
   /** Frees the RoPE tables and the weights. */
@@ -98,7 +113,12 @@ export function byLayerKind(layers: readonly number[], kind: (i: number) => stri
  * The KV rows of a hybrid model's attention layers, [capacity, kvHeads, headDim] each, undefined for its other
  * layers (LFM2's conv layers, Qwen3.5's DeltaNet layers), indexed by layer.
  */
-export function attentionKvRows(isAttention: readonly boolean[], shape: readonly number[], dtype: DType, device: DeviceName): { keys: (Tensor | undefined)[]; values: (Tensor | undefined)[] } {
+export function attentionKvRows(
+  isAttention: readonly boolean[],
+  shape: readonly number[],
+  dtype: DType,
+  device: DeviceName,
+): { keys: (Tensor | undefined)[]; values: (Tensor | undefined)[] } {
   const rows = () => isAttention.map((a) => (a ? keep(zeros(shape, { dtype, device })) : undefined));
   return { keys: rows(), values: rows() };
 }

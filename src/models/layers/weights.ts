@@ -75,8 +75,16 @@ export function mlpTensors(m: DenseMlpWeights | MoeWeights): Tensor[] {
 
 /** Concatenates weights along dim (their data, and their scales along the same dim), disposing the parts. */
 export function concatWeights(parts: Weight[], dim: number): Weight {
-  const data = cat(parts.map((p) => p.data), dim);
-  const scale = parts[0].scale ? cat(parts.map((p) => p.scale!), dim) : undefined;
+  const data = cat(
+    parts.map((p) => p.data),
+    dim,
+  );
+  const scale = parts[0].scale
+    ? cat(
+        parts.map((p) => p.scale!),
+        dim,
+      )
+    : undefined;
   for (const p of parts) {
     p.data.dispose();
     p.scale?.dispose();
@@ -109,7 +117,10 @@ export function checkLayout(ck: Checkpoint, specs: readonly WeightSpec[]): void 
     if (!ck.has(spec.name)) throw new CheckpointError(`checkpoint has no tensor '${spec.name}'`, { file: ck.dir, tensor: spec.name });
     const e = ck.entry(spec.name);
     if (e.shape.join() !== spec.shape.join()) {
-      throw new CheckpointError(`tensor '${spec.name}' is [${e.shape.join(', ')}], the config implies [${spec.shape.join(', ')}]`, { file: e.file, tensor: spec.name });
+      throw new CheckpointError(`tensor '${spec.name}' is [${e.shape.join(', ')}], the config implies [${spec.shape.join(', ')}]`, {
+        file: e.file,
+        tensor: spec.name,
+      });
     }
   }
 }
@@ -180,7 +191,8 @@ export class WeightLoader {
   /** gate and up stacked into one [2I, H] weight. */
   private async gateUp(gate: string, up: string, what: string): Promise<Weight> {
     const stack = await this.rowStack([gate, up]);
-    if (!('stacked' in stack)) throw new RangeError(`FP8 block-scaled ${what} need their intermediate size (${stack.parts[0].data.shape[0]}) to be a multiple of 128`);
+    if (!('stacked' in stack))
+      throw new RangeError(`FP8 block-scaled ${what} need their intermediate size (${stack.parts[0].data.shape[0]}) to be a multiple of 128`);
     return stack.stacked;
   }
 

@@ -59,7 +59,12 @@ export class Lfm2Model extends DecoderModel<Lfm2Cache> {
     readonly weights: Lfm2Weights,
     readonly options: Lfm2ModelOptions,
   ) {
-    super(weights.embedTokens, { headDim: config.headDim, theta: config.ropeTheta, scaling: config.ropeScaling, maxPositionEmbeddings: config.maxPositionEmbeddings }, options.maxSequence, options.moeMode);
+    super(
+      weights.embedTokens,
+      { headDim: config.headDim, theta: config.ropeTheta, scaling: config.ropeScaling, maxPositionEmbeddings: config.maxPositionEmbeddings },
+      options.maxSequence,
+      options.moeMode,
+    );
     const moe = config.moe;
     this.routing = moe && { topK: moe.numExpertsPerTok, scoring: 'sigmoid', normalize: moe.normTopkProb, normalizeEps: 1e-6, scale: moe.routedScalingFactor };
   }

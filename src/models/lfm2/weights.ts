@@ -6,7 +6,17 @@ import type { Checkpoint, Weight } from '../../io/checkpoint.js';
 import { isLfm2MoeLayer, type Lfm2Config } from '../../io/lfm2-config.js';
 import { reshape } from '../../ops/shape-ops.js';
 import { lfm2WeightSpecs } from './layout.js';
-import { attentionTensors, checkLayout, mlpTensors, weightParts, WeightLoader, type AttentionWeights, type DenseMlpWeights, type MoeWeights, type WeightLoadingOptions } from '../layers/weights.js';
+import {
+  attentionTensors,
+  checkLayout,
+  mlpTensors,
+  weightParts,
+  WeightLoader,
+  type AttentionWeights,
+  type DenseMlpWeights,
+  type MoeWeights,
+  type WeightLoadingOptions,
+} from '../layers/weights.js';
 
 export interface ShortConvWeights {
   /** [3H, H]: the B, C and x projections stacked, as stored. */
@@ -69,7 +79,14 @@ export async function loadLfm2Weights(ck: Checkpoint, config: Lfm2Config, option
         op = { kind: 'conv', conv: { inProj, inBias, taps, tapsBias, outProj, outBias } };
       } else {
         const a = `${p}.self_attn`;
-        const attention = await load.attention({ q: `${a}.q_proj`, k: `${a}.k_proj`, v: `${a}.v_proj`, o: `${a}.out_proj`, qNorm: `${a}.q_layernorm.weight`, kNorm: `${a}.k_layernorm.weight` });
+        const attention = await load.attention({
+          q: `${a}.q_proj`,
+          k: `${a}.k_proj`,
+          v: `${a}.v_proj`,
+          o: `${a}.out_proj`,
+          qNorm: `${a}.q_layernorm.weight`,
+          kNorm: `${a}.k_layernorm.weight`,
+        });
         op = { kind: 'attention', attention };
       }
       const ff = `${p}.feed_forward`;
@@ -79,7 +96,11 @@ export async function loadLfm2Weights(ck: Checkpoint, config: Lfm2Config, option
         // Router and selection bias stay in high precision (the bias in float32: it only ranks, but finely).
         const router = await load.linear(`${ff}.gate`, false);
         const selectionBias = moe.useExpertBias ? await load.plain(`${ff}.expert_bias`, 'float32') : undefined;
-        const experts = await load.experts(moe.numExperts, (e) => ({ gate: `${ff}.experts.${e}.w1`, up: `${ff}.experts.${e}.w3`, down: `${ff}.experts.${e}.w2` }));
+        const experts = await load.experts(moe.numExperts, (e) => ({
+          gate: `${ff}.experts.${e}.w1`,
+          up: `${ff}.experts.${e}.w3`,
+          down: `${ff}.experts.${e}.w2`,
+        }));
         feedForward = { kind: 'moe', router, selectionBias, ...experts };
       } else {
         feedForward = await load.denseMlp(`${ff}.w1`, `${ff}.w3`, `${ff}.w2`);

@@ -18,7 +18,11 @@ export function qwen3WeightSpecs(c: Qwen3Config): WeightSpec[] {
   for (let i = 0; i < c.numHiddenLayers; i++) {
     const p = `model.layers.${i}`;
     specs.push({ name: `${p}.input_layernorm.weight`, shape: [h], role: 'norm' });
-    for (const [proj, out] of [['q_proj', q], ['k_proj', kv], ['v_proj', kv]] as const) {
+    for (const [proj, out] of [
+      ['q_proj', q],
+      ['k_proj', kv],
+      ['v_proj', kv],
+    ] as const) {
       linear(`${p}.self_attn.${proj}`, out, h);
       if (c.attentionBias) specs.push({ name: `${p}.self_attn.${proj}.bias`, shape: [out], role: 'bias' });
     }

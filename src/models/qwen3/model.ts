@@ -56,7 +56,12 @@ export class Qwen3Model extends DecoderModel<KvCache> implements PagedCausalLM {
     readonly weights: Qwen3Weights,
     readonly options: Qwen3ModelOptions,
   ) {
-    super(weights.embedTokens, { headDim: config.headDim, theta: config.ropeTheta, scaling: config.ropeScaling, maxPositionEmbeddings: config.maxPositionEmbeddings }, options.maxSequence, options.moeMode);
+    super(
+      weights.embedTokens,
+      { headDim: config.headDim, theta: config.ropeTheta, scaling: config.ropeScaling, maxPositionEmbeddings: config.maxPositionEmbeddings },
+      options.maxSequence,
+      options.moeMode,
+    );
     this.routing = config.moe && { topK: config.moe.numExpertsPerTok, scoring: 'softmax', normalize: config.moe.normTopkProb };
   }
 
@@ -97,7 +102,17 @@ export class Qwen3Model extends DecoderModel<KvCache> implements PagedCausalLM {
         throw new TypeError('Qwen3Model: this stack runs over a paged pool (mixPaged)');
       },
       mixPaged: (h, i, pages) =>
-        tidy(() => pagedAttentionBlock(rmsNorm(h, w.layers[i].inputNorm, c.rmsNormEps), h, w.layers[i].attention, this.geometry, this.rope, { keys: pool.keys[i], values: pool.values[i] }, pages)),
+        tidy(() =>
+          pagedAttentionBlock(
+            rmsNorm(h, w.layers[i].inputNorm, c.rmsNormEps),
+            h,
+            w.layers[i].attention,
+            this.geometry,
+            this.rope,
+            { keys: pool.keys[i], values: pool.values[i] },
+            pages,
+          ),
+        ),
     };
   }
 
@@ -114,7 +129,14 @@ export class Qwen3Model extends DecoderModel<KvCache> implements PagedCausalLM {
       lmHead: w.lmHead,
       routing: this.routing,
       mix: (h, i, start, position) =>
-        tidy(() => attentionBlock(rmsNorm(h, w.layers[i].inputNorm, c.rmsNormEps), h, w.layers[i].attention, geometry, this.rope, { keys: kv!.keys[i], values: kv!.values[i], start, position })),
+        tidy(() =>
+          attentionBlock(rmsNorm(h, w.layers[i].inputNorm, c.rmsNormEps), h, w.layers[i].attention, geometry, this.rope, {
+            keys: kv!.keys[i],
+            values: kv!.values[i],
+            start,
+            position,
+          }),
+        ),
       feedForward: (i) => ({ norm: w.layers[i].postAttentionNorm, weights: w.layers[i].mlp }),
     };
   }

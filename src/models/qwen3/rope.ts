@@ -13,7 +13,12 @@ export interface RopeTables {
 }
 
 /** Inverse frequencies and the attention factor that multiplies cos/sin (YaRN), per rope_scaling. */
-export function ropeFrequencies(headDim: number, theta: number, scaling: RopeScaling | undefined, maxPositionEmbeddings: number): { invFreq: Float64Array; attentionFactor: number } {
+export function ropeFrequencies(
+  headDim: number,
+  theta: number,
+  scaling: RopeScaling | undefined,
+  maxPositionEmbeddings: number,
+): { invFreq: Float64Array; attentionFactor: number } {
   const half = headDim / 2;
   const base = Float64Array.from({ length: half }, (_, i) => theta ** ((2 * i) / headDim));
   const type = scaling?.type ?? 'default';
@@ -55,7 +60,14 @@ export function rotaryDimOf(headDim: number, partialRotaryFactor = 1): number {
  * built as transformers builds them: every frequency, YaRN's correction range included, over rotaryDim
  * (inv_freq = 1 / theta^(arange(0, R, 2) / R) for the default rope).
  */
-export function ropeTables(headDim: number, theta: number, scaling: RopeScaling | undefined, maxPositionEmbeddings: number, positions: number, rotaryDim = headDim): RopeTables {
+export function ropeTables(
+  headDim: number,
+  theta: number,
+  scaling: RopeScaling | undefined,
+  maxPositionEmbeddings: number,
+  positions: number,
+  rotaryDim = headDim,
+): RopeTables {
   if (!Number.isInteger(rotaryDim) || rotaryDim < 2 || rotaryDim > headDim || rotaryDim % 2 !== 0) {
     throw new ShapeError(`ropeTables: rotaryDim must be an even integer in [2, ${headDim}] (headDim), got ${rotaryDim}`);
   }

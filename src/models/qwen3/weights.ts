@@ -4,7 +4,16 @@
 import type { Tensor } from '../../core/tensor.js';
 import type { Checkpoint, Weight } from '../../io/checkpoint.js';
 import { isMoeLayer, type Qwen3Config } from '../../io/hf-config.js';
-import { attentionTensors, mlpTensors, weightParts, WeightLoader, type AttentionWeights, type DenseMlpWeights, type MoeWeights, type WeightLoadingOptions } from '../layers/weights.js';
+import {
+  attentionTensors,
+  mlpTensors,
+  weightParts,
+  WeightLoader,
+  type AttentionWeights,
+  type DenseMlpWeights,
+  type MoeWeights,
+  type WeightLoadingOptions,
+} from '../layers/weights.js';
 
 export type { AttentionWeights, DenseMlpWeights, MoeWeights, WeightLoadingOptions };
 
@@ -42,7 +51,14 @@ export async function loadQwen3Weights(ck: Checkpoint, config: Qwen3Config, opti
     for (let i = 0; i < config.numHiddenLayers; i++) {
       const p = `model.layers.${i}`;
       const a = `${p}.self_attn`;
-      const attention = await load.attention({ q: `${a}.q_proj`, k: `${a}.k_proj`, v: `${a}.v_proj`, o: `${a}.o_proj`, qNorm: `${a}.q_norm.weight`, kNorm: `${a}.k_norm.weight` });
+      const attention = await load.attention({
+        q: `${a}.q_proj`,
+        k: `${a}.k_proj`,
+        v: `${a}.v_proj`,
+        o: `${a}.o_proj`,
+        qNorm: `${a}.q_norm.weight`,
+        kNorm: `${a}.k_norm.weight`,
+      });
       let mlp: DenseMlpWeights | MoeWeights;
       if (config.moe && isMoeLayer(config, i)) {
         // The router stays in high precision, as in the official FP8 checkpoints.

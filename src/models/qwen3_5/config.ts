@@ -79,7 +79,8 @@ function dtypeOf(f: Fields): DType | undefined {
 export function parseQwen35Config(json: unknown, file = 'config.json'): Qwen35Config {
   const top = new Fields(asObject(json, file), file);
   const modelType = top.string('model_type');
-  if (modelType !== 'qwen3_5' && modelType !== 'qwen3_5_moe') throw new CheckpointError(`model_type '${modelType}' is not a Qwen3.5 config (expected ${QWEN3_5_MODEL_TYPES.join(' or ')})`, { file });
+  if (modelType !== 'qwen3_5' && modelType !== 'qwen3_5_moe')
+    throw new CheckpointError(`model_type '${modelType}' is not a Qwen3.5 config (expected ${QWEN3_5_MODEL_TYPES.join(' or ')})`, { file });
   // The release nests the text model's fields; a text-only config has them at the top.
   if (!top.has('text_config') && !top.has('hidden_size') && top.has('vision_config')) {
     throw new CheckpointError('config.json has a vision_config but no text_config: tensorgpu runs the text model of Qwen3.5 / Qwen3.6', { file });
@@ -99,7 +100,11 @@ export function parseQwen35Config(json: unknown, file = 'config.json'): Qwen35Co
     const raw = f.raw().layer_types;
     if (Array.isArray(raw)) {
       const unknown = raw.findIndex((t) => t !== 'linear_attention' && t !== 'full_attention');
-      if (unknown >= 0) throw new CheckpointError(`${f === top ? '' : 'text_config.'}layer_types[${unknown}] is ${JSON.stringify(raw[unknown])}; this family runs 'linear_attention' and 'full_attention' layers`, { file });
+      if (unknown >= 0)
+        throw new CheckpointError(
+          `${f === top ? '' : 'text_config.'}layer_types[${unknown}] is ${JSON.stringify(raw[unknown])}; this family runs 'linear_attention' and 'full_attention' layers`,
+          { file },
+        );
     }
     layerTypes = f.strings('layer_types', ['linear_attention', 'full_attention'] as const);
     if (layerTypes.length !== numHiddenLayers) f.fail('layer_types', `a list of num_hidden_layers (${numHiddenLayers}) entries (it has ${layerTypes.length})`);
@@ -116,7 +121,8 @@ export function parseQwen35Config(json: unknown, file = 'config.json'): Qwen35Co
   const ropeTheta = rope?.has('rope_theta') ? rope.positive('rope_theta') : f.positive('rope_theta', 10_000);
   const partial = rope?.has('partial_rotary_factor') ? rope.positive('partial_rotary_factor') : f.positive('partial_rotary_factor', 0.25);
   const rotaryDim = Math.floor(headDim * partial);
-  if (rotaryDim < 2 || rotaryDim % 2 !== 0 || rotaryDim > headDim) (rope ?? f).fail('partial_rotary_factor', `a fraction of head_dim (${headDim}) giving an even rotary dim (got ${rotaryDim})`);
+  if (rotaryDim < 2 || rotaryDim % 2 !== 0 || rotaryDim > headDim)
+    (rope ?? f).fail('partial_rotary_factor', `a fraction of head_dim (${headDim}) giving an even rotary dim (got ${rotaryDim})`);
   const mropeSection = rope?.has('mrope_section') ? rope.ints('mrope_section') : undefined;
 
   const linear: GatedDeltaNetConfig = {
@@ -172,7 +178,6 @@ export function parseQwen35Config(json: unknown, file = 'config.json'): Qwen35Co
     hasVision: top.has('vision_config'),
   };
 }
-
 
 /** The config.json of the release layout: the composite model's keys, the text model's under text_config. */
 export function qwen35ToHfConfig(c: Qwen35Config): Record<string, unknown> {

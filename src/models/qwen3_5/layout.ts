@@ -19,7 +19,8 @@ export function qwen35WeightSpecs(c: Qwen35Config): WeightSpec[] {
   const h = c.hiddenSize;
   const p = TEXT_PREFIX;
   const specs: WeightSpec[] = [{ name: `${p}embed_tokens.weight`, shape: [c.vocabSize, h], role: 'embedding' }];
-  const linear = (name: string, out: number, inp: number, role: WeightSpec['role'] = 'linear') => specs.push({ name: `${name}.weight`, shape: [out, inp], role });
+  const linear = (name: string, out: number, inp: number, role: WeightSpec['role'] = 'linear') =>
+    specs.push({ name: `${name}.weight`, shape: [out, inp], role });
   const { valueDim, convDim } = deltaNetWidths(c);
   for (let i = 0; i < c.numHiddenLayers; i++) {
     const l = `${p}layers.${i}`;
@@ -82,7 +83,10 @@ export function qwen35CheckpointSpecs(c: Qwen35Config, expertsOneByOne: boolean)
     const h = c.hiddenSize;
     return Array.from({ length: numExperts }, (_, e) =>
       s.name.endsWith('gate_up_proj')
-        ? [{ name: `${base}.${e}.gate_proj.weight`, shape: [im, h], role: 'linear' as const }, { name: `${base}.${e}.up_proj.weight`, shape: [im, h], role: 'linear' as const }]
+        ? [
+            { name: `${base}.${e}.gate_proj.weight`, shape: [im, h], role: 'linear' as const },
+            { name: `${base}.${e}.up_proj.weight`, shape: [im, h], role: 'linear' as const },
+          ]
         : [{ name: `${base}.${e}.down_proj.weight`, shape: [h, im], role: 'linear' as const }],
     ).flat();
   });

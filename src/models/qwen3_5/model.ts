@@ -12,7 +12,14 @@ import { keep, tidy } from '../../core/scope.js';
 import type { Tensor } from '../../core/tensor.js';
 import type { Weight } from '../../io/checkpoint.js';
 import { attentionInputs } from '../../ops/attention-inputs.js';
-import { gatedDeltaNet, gatedDeltaNetStateBytes, newGatedDeltaNetState, type GatedDeltaNetBatch, type GatedDeltaNetGeometry, type GatedDeltaNetState } from '../../ops/gated-delta-net.js';
+import {
+  gatedDeltaNet,
+  gatedDeltaNetStateBytes,
+  newGatedDeltaNetState,
+  type GatedDeltaNetBatch,
+  type GatedDeltaNetGeometry,
+  type GatedDeltaNetState,
+} from '../../ops/gated-delta-net.js';
 import { attention, rmsNorm } from '../../ops/nn.js';
 import { cat, narrow, reshape } from '../../ops/shape-ops.js';
 import type { ModelCache, MoeMode, PagedCausalLM } from '../causal-lm.js';
@@ -77,7 +84,12 @@ export class Qwen35Cache implements ModelCache {
 
 /** x . W^T for a weight stacked by rows, or its parts concatenated along the output (stored FP8 blocks that straddle). */
 function projectStacked(x: Tensor, w: Weight | readonly Weight[]): Tensor {
-  return 'data' in w ? project(x, w as Weight) : cat((w as readonly Weight[]).map((p) => project(x, p)), 1);
+  return 'data' in w
+    ? project(x, w as Weight)
+    : cat(
+        (w as readonly Weight[]).map((p) => project(x, p)),
+        1,
+      );
 }
 
 export class Qwen35Model extends DecoderModel<Qwen35Cache> implements PagedCausalLM {
@@ -91,7 +103,12 @@ export class Qwen35Model extends DecoderModel<Qwen35Cache> implements PagedCausa
     readonly options: Qwen35ModelOptions,
   ) {
     // Partial rotary: tables of width rotaryDim / 2 rotate the first rotaryDim dims of each head.
-    super(weights.embedTokens, { headDim: config.rotaryDim, theta: config.ropeTheta, maxPositionEmbeddings: config.maxPositionEmbeddings }, options.maxSequence, options.moeMode);
+    super(
+      weights.embedTokens,
+      { headDim: config.rotaryDim, theta: config.ropeTheta, maxPositionEmbeddings: config.maxPositionEmbeddings },
+      options.maxSequence,
+      options.moeMode,
+    );
     const moe = config.moe;
     const inStack = weights.layers.some((l) => l.mlp.kind === 'moe' && l.mlp.sharedInStack);
     this.routing = moe && { topK: moe.numExpertsPerTok, scoring: 'softmax', normalize: true, sharedExpert: inStack };
@@ -197,8 +214,19 @@ export class Qwen35Model extends DecoderModel<Qwen35Cache> implements PagedCausa
     const { convDim, valueDim } = deltaNetWidths(c);
     const hv = c.linear.numValueHeads;
     const proj = projectStacked(x, m.inProj);
-    const inputs = { qkv: narrow(proj, 1, 0, convDim), z: narrow(proj, 1, convDim, valueDim), b: narrow(proj, 1, convDim + valueDim, hv), a: narrow(proj, 1, convDim + valueDim + hv, hv) };
-    const y = gatedDeltaNet(inputs, { conv: m.conv, aLog: m.aLog, dtBias: m.dtBias, norm: m.norm }, state, { ...deltaNetGeometry(c), eps: c.rmsNormEps }, batch);
+    const inputs = {
+      qkv: narrow(proj, 1, 0, convDim),
+      z: narrow(proj, 1, convDim, valueDim),
+      b: narrow(proj, 1, convDim + valueDim, hv),
+      a: narrow(proj, 1, convDim + valueDim + hv, hv),
+    };
+    const y = gatedDeltaNet(
+      inputs,
+      { conv: m.conv, aLog: m.aLog, dtBias: m.dtBias, norm: m.norm },
+      state,
+      { ...deltaNetGeometry(c), eps: c.rmsNormEps },
+      batch,
+    );
     return project(y, m.outProj, h);
   }
 
@@ -207,7 +235,14 @@ export class Qwen35Model extends DecoderModel<Qwen35Cache> implements PagedCausa
    * the cache rows from `start` (or the device position), or over a paged pool with every row's position and page
    * table from the batch index.
    */
-  private gatedAttention(x: Tensor, h: Tensor, m: GatedAttentionWeights, keys: Tensor, values: Tensor, at: { start: number; position?: Tensor } | { pages: PagedIndex }): Tensor {
+  private gatedAttention(
+    x: Tensor,
+    h: Tensor,
+    m: GatedAttentionWeights,
+    keys: Tensor,
+    values: Tensor,
+    at: { start: number; position?: Tensor } | { pages: PagedIndex },
+  ): Tensor {
     const c = this.config;
     const s = x.shape[0];
     const d = c.headDim;
@@ -216,8 +251,18 @@ export class Qwen35Model extends DecoderModel<Qwen35Cache> implements PagedCausa
     const gate = narrow(proj, 1, qkvWidth, c.numAttentionHeads * d);
     const { pages, start = 0, position } = 'pages' in at ? { pages: at.pages } : { ...at, pages: undefined };
     const q = attentionInputs(narrow(proj, 1, 0, qkvWidth), {
-      heads: c.numAttentionHeads, kvHeads: c.numKeyValueHeads, headDim: d, qNorm: m.qNorm, kNorm: m.kNorm, eps: c.rmsNormEps,
-      cos: this.rope.cos, sin: this.rope.sin, keys, values, position: position ?? start, pages,
+      heads: c.numAttentionHeads,
+      kvHeads: c.numKeyValueHeads,
+      headDim: d,
+      qNorm: m.qNorm,
+      kNorm: m.kNorm,
+      eps: c.rmsNormEps,
+      cos: this.rope.cos,
+      sin: this.rope.sin,
+      keys,
+      values,
+      position: position ?? start,
+      pages,
     });
     const attn = pages
       ? attention(q, keys, values, { pages, gate })
@@ -239,4 +284,3 @@ export class Qwen35Model extends DecoderModel<Qwen35Cache> implements PagedCausa
     return this.weights;
   }
 }
-

@@ -51,7 +51,11 @@ export const QWEN3_5_PRESETS: Readonly<Record<string, Qwen35Config>> = {
 };
 
 /** expertsOneByOne: the layout FP8 checkpoints use (the default for dtype 'fp8'), for any dtype. */
-export async function writeRandomQwen35Checkpoint(dir: string, config: Qwen35Config, options: RandomCheckpointOptions & { expertsOneByOne?: boolean } = {}): Promise<string[]> {
+export async function writeRandomQwen35Checkpoint(
+  dir: string,
+  config: Qwen35Config,
+  options: RandomCheckpointOptions & { expertsOneByOne?: boolean } = {},
+): Promise<string[]> {
   const dtype = options.dtype ?? 'bfloat16';
   const specs = qwen35CheckpointSpecs(config, options.expertsOneByOne ?? dtype === 'fp8');
   return writeRandomCheckpoint(dir, specs, qwen35ToHfConfig(savedConfig(config, dtype)), { ...options, dtype });

@@ -14,7 +14,16 @@ import { add } from '../../ops/elementwise.js';
 import { quantize as quantizeTensor } from '../../ops/quantize.js';
 import { cat, contiguous, narrow, permute, reshape, unsqueeze } from '../../ops/shape-ops.js';
 import { tidy } from '../../core/scope.js';
-import { canFuseRows, checkLayout, concatWeights, weightParts, WeightLoader, type DenseMlpWeights, type MoeWeights, type WeightLoadingOptions } from '../layers/weights.js';
+import {
+  canFuseRows,
+  checkLayout,
+  concatWeights,
+  weightParts,
+  WeightLoader,
+  type DenseMlpWeights,
+  type MoeWeights,
+  type WeightLoadingOptions,
+} from '../layers/weights.js';
 import { qwen35CheckpointLayout, TEXT_PREFIX } from './layout.js';
 import type { Qwen35Config } from './config.js';
 
@@ -110,7 +119,8 @@ function stackRows(ws: Weight[], quantize?: WeightLoadingOptions['quantize']): W
 }
 
 /** Whether weights can share one tensor: one dtype, and scales (or none) of one recipe. */
-const oneKind = (ws: readonly Weight[]): boolean => ws.every((w) => w.data.dtype === ws[0].data.dtype && !!w.scale === !!ws[0].scale && w.recipe === ws[0].recipe);
+const oneKind = (ws: readonly Weight[]): boolean =>
+  ws.every((w) => w.data.dtype === ws[0].data.dtype && !!w.scale === !!ws[0].scale && w.recipe === ws[0].recipe);
 
 /**
  * q_proj [Hq * 2D, H], per head [query | gate] -> [all queries; all gates] (its block scales likewise when whole
@@ -118,11 +128,17 @@ const oneKind = (ws: readonly Weight[]): boolean => ws.every((w) => w.data.dtype
  */
 function regroupQueryGate(w: Weight, heads: number, d: number): Weight {
   const h = w.data.shape[1];
-  const regroup = (t: Tensor, rows: number, cols: number) => tidy(() => reshape(contiguous(permute(reshape(t, [heads, 2, rows, cols]), [1, 0, 2, 3])), [2 * heads * rows, cols]));
-  if (w.scale && w.recipe === 'block' && d % 128 !== 0) throw new CheckpointError(`q_proj: FP8 128-row blocks need head_dim (${d}) to be a multiple of 128 to regroup queries and gates`, {});
+  const regroup = (t: Tensor, rows: number, cols: number) =>
+    tidy(() => reshape(contiguous(permute(reshape(t, [heads, 2, rows, cols]), [1, 0, 2, 3])), [2 * heads * rows, cols]));
+  if (w.scale && w.recipe === 'block' && d % 128 !== 0)
+    throw new CheckpointError(`q_proj: FP8 128-row blocks need head_dim (${d}) to be a multiple of 128 to regroup queries and gates`, {});
   const data = regroup(w.data, d, h);
   if (w.scale && w.recipe !== 'block' && w.recipe !== 'row') throw new CheckpointError('q_proj: a per-tensor FP8 scale cannot be regrouped per head', {});
-  const scale = w.scale && tidy(() => (w.recipe === 'block' ? regroup(w.scale!, d / 128, w.scale!.shape[1]) : reshape(regroup(reshape(w.scale!, [w.scale!.numel, 1]), d, 1), [w.scale!.numel])));
+  const scale =
+    w.scale &&
+    tidy(() =>
+      w.recipe === 'block' ? regroup(w.scale!, d / 128, w.scale!.shape[1]) : reshape(regroup(reshape(w.scale!, [w.scale!.numel, 1]), d, 1), [w.scale!.numel]),
+    );
   const out: Weight = { data, scale, recipe: w.recipe };
   w.data.dispose();
   w.scale?.dispose();
@@ -203,7 +219,11 @@ function splitRows(w: Weight, n: number): [Weight, Weight] {
   const rows = w.data.shape[0];
   const piece = (t: Tensor, from: number, len: number) => tidy(() => contiguous(narrow(t, 0, from, len)));
   const scaleAt = w.recipe === 'block' ? n / 128 : n;
-  const part = (from: number, len: number, scaleFrom: number, scaleLen: number): Weight => ({ data: piece(w.data, from, len), scale: w.scale && piece(w.scale, scaleFrom, scaleLen), recipe: w.recipe });
+  const part = (from: number, len: number, scaleFrom: number, scaleLen: number): Weight => ({
+    data: piece(w.data, from, len),
+    scale: w.scale && piece(w.scale, scaleFrom, scaleLen),
+    recipe: w.recipe,
+  });
   const out: [Weight, Weight] = [part(0, n, 0, scaleAt), part(n, rows - n, scaleAt, (w.scale?.shape[0] ?? 0) - scaleAt)];
   w.data.dispose();
   w.scale?.dispose();
@@ -228,9 +248,16 @@ async function loadMoe(load: WeightLoader, ck: Checkpoint, c: Qwen35Config, m: s
   const router = await load.linear(`${m}.gate`, false);
   let experts: Pick<MoeWeights, 'gateUp' | 'down'>;
   if (ck.has(`${m}.experts.gate_up_proj`)) {
-    experts = { gateUp: await loadFusedExperts(load, `${m}.experts.gate_up_proj`, quantize), down: await loadFusedExperts(load, `${m}.experts.down_proj`, quantize) };
+    experts = {
+      gateUp: await loadFusedExperts(load, `${m}.experts.gate_up_proj`, quantize),
+      down: await loadFusedExperts(load, `${m}.experts.down_proj`, quantize),
+    };
   } else {
-    experts = await load.experts(moe.numExperts, (e) => ({ gate: `${m}.experts.${e}.gate_proj`, up: `${m}.experts.${e}.up_proj`, down: `${m}.experts.${e}.down_proj` }));
+    experts = await load.experts(moe.numExperts, (e) => ({
+      gate: `${m}.experts.${e}.gate_proj`,
+      up: `${m}.experts.${e}.up_proj`,
+      down: `${m}.experts.${e}.down_proj`,
+    }));
   }
   const shared = await load.denseMlp(`${m}.shared_expert.gate_proj`, `${m}.shared_expert.up_proj`, `${m}.shared_expert.down_proj`);
   const gate = await load.linear(`${m}.shared_expert_gate`, false);
@@ -238,9 +265,12 @@ async function loadMoe(load: WeightLoader, ck: Checkpoint, c: Qwen35Config, m: s
     moe.sharedExpertIntermediateSize === moe.moeIntermediateSize &&
     oneKind([shared.gateUp, experts.gateUp]) &&
     oneKind([shared.down, experts.down]) &&
-    router.data.dtype === gate.data.dtype && !router.scale && !gate.scale;
+    router.data.dtype === gate.data.dtype &&
+    !router.scale &&
+    !gate.scale;
   if (!joins) return { kind: 'moe', router, ...experts, sharedInStack: false, shared: { mlp: shared, gate } };
-  const stack = (stacked: Weight, one: Weight): Weight => track(load, concatWeights([stacked, { data: unsqueeze(one.data, 0), scale: one.scale && unsqueeze(one.scale, 0), recipe: one.recipe }], 0));
+  const stack = (stacked: Weight, one: Weight): Weight =>
+    track(load, concatWeights([stacked, { data: unsqueeze(one.data, 0), scale: one.scale && unsqueeze(one.scale, 0), recipe: one.recipe }], 0));
   const gateUp = stack(experts.gateUp, shared.gateUp);
   const down = stack(experts.down, shared.down);
   for (const t of [...weightParts(shared.gateUp), ...weightParts(shared.down)]) t.dispose();

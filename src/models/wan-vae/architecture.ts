@@ -127,7 +127,14 @@ function resBlock(name: string, cin: number, cout: number): ResBlockSpec {
 }
 
 function attention(name: string, dim: number): AttentionSpec {
-  return { kind: 'attn', name, dim, norm: `${name}.norm.gamma`, toQkv: conv(`${name}.to_qkv`, dim, 3 * dim, [1, 1]), proj: conv(`${name}.proj`, dim, dim, [1, 1]) };
+  return {
+    kind: 'attn',
+    name,
+    dim,
+    norm: `${name}.norm.gamma`,
+    toQkv: conv(`${name}.to_qkv`, dim, 3 * dim, [1, 1]),
+    proj: conv(`${name}.proj`, dim, dim, [1, 1]),
+  };
 }
 
 function resample(name: string, dim: number, mode: ResampleMode, upsampleOut = Math.floor(dim / 2)): ResampleSpec {
@@ -137,7 +144,12 @@ function resample(name: string, dim: number, mode: ResampleMode, upsampleOut = M
     name,
     mode,
     conv: conv(`${name}.resample.1`, dim, up ? upsampleOut : dim, [3, 3]),
-    timeConv: mode === 'upsample3d' ? conv(`${name}.time_conv`, dim, 2 * dim, [3, 1, 1]) : mode === 'downsample3d' ? conv(`${name}.time_conv`, dim, dim, [3, 1, 1]) : undefined,
+    timeConv:
+      mode === 'upsample3d'
+        ? conv(`${name}.time_conv`, dim, 2 * dim, [3, 1, 1])
+        : mode === 'downsample3d'
+          ? conv(`${name}.time_conv`, dim, dim, [3, 1, 1])
+          : undefined,
   };
 }
 
@@ -258,7 +270,13 @@ function convWeights(s: ConvSpec): VaeWeightSpec[] {
 const gamma = (name: string, dim: number, images: boolean): VaeWeightSpec => ({ name, shape: images ? [dim, 1, 1] : [dim, 1, 1, 1], role: 'gamma' });
 
 function resWeights(r: ResBlockSpec): VaeWeightSpec[] {
-  return [gamma(r.norm1, r.cin, false), ...convWeights(r.conv1), gamma(r.norm2, r.cout, false), ...convWeights(r.conv2), ...(r.shortcut ? convWeights(r.shortcut) : [])];
+  return [
+    gamma(r.norm1, r.cin, false),
+    ...convWeights(r.conv1),
+    gamma(r.norm2, r.cout, false),
+    ...convWeights(r.conv2),
+    ...(r.shortcut ? convWeights(r.shortcut) : []),
+  ];
 }
 
 function layerWeights(l: EncoderLayer | DecoderStage | AttentionSpec): VaeWeightSpec[] {

@@ -8,7 +8,18 @@ import { pad } from '../../ops/pad.js';
 import { cat } from '../../ops/shape-ops.js';
 import { keep, tidy } from '../../core/scope.js';
 import { channelRmsNorm, upsample } from '../../ops/vae-ops.js';
-import type { AttentionSpec, ConvSpec, DecoderSpec, EncoderSpec, MidBlockSpec, ResampleSpec, ResBlockSpec, ResidualStageSpec, ShuffleSpec, UpStageSpec } from './architecture.js';
+import type {
+  AttentionSpec,
+  ConvSpec,
+  DecoderSpec,
+  EncoderSpec,
+  MidBlockSpec,
+  ResampleSpec,
+  ResBlockSpec,
+  ResidualStageSpec,
+  ShuffleSpec,
+  UpStageSpec,
+} from './architecture.js';
 
 /** Named weights of a loaded model. */
 export type WeightLookup = (name: string) => Tensor;
@@ -88,7 +99,11 @@ export class WanVaeLayers {
    */
   causalConv(x: Tensor, s: ConvSpec, cache: FeatureCache): Tensor {
     const [kt, kh, kw] = s.kernel;
-    const padding: [number, number][] = [[kt - 1, 0], [(kh - 1) / 2, (kh - 1) / 2], [(kw - 1) / 2, (kw - 1) / 2]];
+    const padding: [number, number][] = [
+      [kt - 1, 0],
+      [(kh - 1) / 2, (kh - 1) / 2],
+      [(kw - 1) / 2, (kw - 1) / 2],
+    ];
     if (kt === 1) return this.conv(x, s, { padding });
     const prev = cache.get(s.name);
     const y = this.conv(x, s, { padding, previous: prev });
@@ -119,10 +134,22 @@ export class WanVaeLayers {
       for (let b = 0; b < n; b++) {
         for (let f = 0; f < t; f++) {
           // [3C, H*W] -> q, k, v as [H*W, 1, C] views.
-          const flat = qkv.select(0, b).select(1, f).reshape([3 * c, h * wd]);
-          const part = (i: number) => flat.narrow(0, i * c, c).transpose(0, 1).unsqueeze(1);
+          const flat = qkv
+            .select(0, b)
+            .select(1, f)
+            .reshape([3 * c, h * wd]);
+          const part = (i: number) =>
+            flat
+              .narrow(0, i * c, c)
+              .transpose(0, 1)
+              .unsqueeze(1);
           const o = attention(part(0), part(1), part(2));
-          frames.push(o.reshape([h * wd, c]).transpose(0, 1).reshape([1, c, 1, h, wd]));
+          frames.push(
+            o
+              .reshape([h * wd, c])
+              .transpose(0, 1)
+              .reshape([1, c, 1, h, wd]),
+          );
         }
       }
       const joined = frames.length === 1 ? frames[0] : cat(frames, 0);
@@ -142,19 +169,45 @@ export class WanVaeLayers {
         // The time conv doubles the channels into (2, C); the two halves become consecutive frames.
         const [n, c, t, h, wd] = x.shape;
         const doubled = this.causalConv(x, r.timeConv, cache);
-        y = doubled.reshape([n, 2, c, t, h, wd]).permute([0, 2, 3, 1, 4, 5]).reshape([n, c, 2 * t, h, wd]);
+        y = doubled
+          .reshape([n, 2, c, t, h, wd])
+          .permute([0, 2, 3, 1, 4, 5])
+          .reshape([n, c, 2 * t, h, wd]);
       }
       if (r.mode.startsWith('up')) {
-        return this.conv(upsample(y, { scale: 2, mode: 'nearest' }), r.conv, { padding: [[0, 0], [1, 1], [1, 1]] });
+        return this.conv(upsample(y, { scale: 2, mode: 'nearest' }), r.conv, {
+          padding: [
+            [0, 0],
+            [1, 1],
+            [1, 1],
+          ],
+        });
       }
       // ZeroPad2d((0, 1, 0, 1)) then a stride-2 3x3 conv: the pad is the conv's own [0, 1] padding.
-      const down = this.conv(y, r.conv, { stride: [1, 2, 2], padding: [[0, 0], [0, 1], [0, 1]] });
+      const down = this.conv(y, r.conv, {
+        stride: [1, 2, 2],
+        padding: [
+          [0, 0],
+          [0, 1],
+          [0, 1],
+        ],
+      });
       if (r.mode !== 'downsample3d' || !r.timeConv) return down;
       const name = r.timeConv.name;
       const prev = cache.get(name);
       const t = down.shape[2];
       // The first chunk passes through; later ones convolve with stride 2 over (previous chunk's last frame, chunk).
-      const out = prev ? this.conv(down, r.timeConv, { stride: [2, 1, 1], padding: [[1, 0], [0, 0], [0, 0]], previous: prev }) : down;
+      const out = prev
+        ? this.conv(down, r.timeConv, {
+            stride: [2, 1, 1],
+            padding: [
+              [1, 0],
+              [0, 0],
+              [0, 0],
+            ],
+            previous: prev,
+          })
+        : down;
       cache.set(name, t > 1 ? narrowCopy(down, 2, t - 1, 1) : down.narrow(2, 0, 1));
       return out;
     });
@@ -169,7 +222,10 @@ export class WanVaeLayers {
       const [n, c, t, h, wd] = xp.shape;
       const factor = ft * fs * fs;
       const group = (c * factor) / s.cout;
-      const folded = xp.reshape([n, c, t / ft, ft, h / fs, fs, wd / fs, fs]).permute([0, 1, 3, 5, 7, 2, 4, 6]).reshape([n, s.cout, group, t / ft, h / fs, wd / fs]);
+      const folded = xp
+        .reshape([n, c, t / ft, ft, h / fs, fs, wd / fs, fs])
+        .permute([0, 1, 3, 5, 7, 2, 4, 6])
+        .reshape([n, s.cout, group, t / ft, h / fs, wd / fs]);
       return folded.mean(2);
     });
   }

@@ -90,7 +90,15 @@ function familyOf(j: Json, file: string): VaeFamily {
 /** latents_mean / latents_std: absent is fine (no normalization known); null or a wrong length is not. */
 function latentList(j: Json, file: string, key: 'latents_mean' | 'latents_std', zDim: number): number[] | undefined {
   if (j[key] === undefined) return undefined;
-  const list = field(j, file, key, isNumberList, `a list of ${zDim} numbers (one per latent channel, z_dim ${zDim}), or no '${key}' field at all`, undefined, false);
+  const list = field(
+    j,
+    file,
+    key,
+    isNumberList,
+    `a list of ${zDim} numbers (one per latent channel, z_dim ${zDim}), or no '${key}' field at all`,
+    undefined,
+    false,
+  );
   if (list.length !== zDim) throw new CheckpointError(`config field '${key}' has ${list.length} entries, z_dim is ${zDim}`, { file });
   return list;
 }
@@ -114,11 +122,15 @@ export function parseWanVaeConfig(raw: unknown, file = 'config.json'): WanVaeCon
   const dimMult = field(j, file, 'dim_mult', isPositiveIntList, 'a non-empty list of positive integers', [1, 2, 4, 4]);
   const temperalDownsample = field(j, file, 'temperal_downsample', isBoolList, 'a list of booleans', [false, true, true]);
   if (temperalDownsample.length !== dimMult.length - 1) {
-    throw new CheckpointError(`config field 'temperal_downsample' needs ${dimMult.length - 1} entries (one per down stage of dim_mult ${JSON.stringify(dimMult)}), got ${temperalDownsample.length}`, { file });
+    throw new CheckpointError(
+      `config field 'temperal_downsample' needs ${dimMult.length - 1} entries (one per down stage of dim_mult ${JSON.stringify(dimMult)}), got ${temperalDownsample.length}`,
+      { file },
+    );
   }
   const zDim = field(j, file, 'z_dim', isPositiveInt, 'a positive integer', 16);
   const dropout = j.dropout;
-  if (dropout !== undefined && typeof dropout !== 'number') throw new CheckpointError(`config field 'dropout' must be a number, got ${JSON.stringify(dropout)}`, { file });
+  if (dropout !== undefined && typeof dropout !== 'number')
+    throw new CheckpointError(`config field 'dropout' must be a number, got ${JSON.stringify(dropout)}`, { file });
   const latentsMean = latentList(j, file, 'latents_mean', zDim);
   const latentsStd = latentList(j, file, 'latents_std', zDim);
   if (latentsStd?.some((s) => s === 0)) throw new CheckpointError(`config field 'latents_std' has a zero entry`, { file });

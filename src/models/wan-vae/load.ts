@@ -79,10 +79,18 @@ export async function loadWanVae(path: string, options: LoadWanVaeOptions = {}):
   const part = options.parts ?? 'both';
   const wanted = wanVaeWeightSpecs(spec).filter((s) => partNeeds(part, s.name));
   for (const s of wanted) {
-    if (!ck.has(s.name)) throw new CheckpointError(`missing tensor for this ${classOf(config)} config (base_dim ${config.baseDim}, dim_mult ${JSON.stringify(config.dimMult)})`, { file: dir, tensor: s.name });
+    if (!ck.has(s.name))
+      throw new CheckpointError(`missing tensor for this ${classOf(config)} config (base_dim ${config.baseDim}, dim_mult ${JSON.stringify(config.dimMult)})`, {
+        file: dir,
+        tensor: s.name,
+      });
     const e = ck.entry(s.name);
     if (e.shape.join() !== s.shape.join()) {
-      throw new CheckpointError(`shape [${e.shape.join(', ')}] does not match the config, which needs [${s.shape.join(', ')}]`, { file: e.file, tensor: s.name, offset: e.begin });
+      throw new CheckpointError(`shape [${e.shape.join(', ')}] does not match the config, which needs [${s.shape.join(', ')}]`, {
+        file: e.file,
+        tensor: s.name,
+        offset: e.begin,
+      });
     }
   }
   const total = wanted.reduce((sum, s) => sum + (ck.entry(s.name).end - ck.entry(s.name).begin), 0);
@@ -90,7 +98,10 @@ export async function loadWanVae(path: string, options: LoadWanVaeOptions = {}):
   const weights = new Map<string, Tensor>();
   try {
     for (const s of wanted) {
-      weights.set(s.name, await ck.load(s.name, { device: options.device ?? getDefaultDevice(), dtype: options.dtype, onBytes: (n) => options.onProgress?.((done += n), total) }));
+      weights.set(
+        s.name,
+        await ck.load(s.name, { device: options.device ?? getDefaultDevice(), dtype: options.dtype, onBytes: (n) => options.onProgress?.((done += n), total) }),
+      );
     }
   } catch (e) {
     for (const t of weights.values()) t.dispose();

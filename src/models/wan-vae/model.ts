@@ -58,7 +58,12 @@ export function patchify(x: Tensor, p: number): Tensor {
   if (p === 1) return x.narrow(0, 0, x.shape[0]);
   const [n, c, f, h, w] = x.shape;
   if (h % p !== 0 || w % p !== 0) throw new ShapeError(`patchify: height ${h} and width ${w} must be multiples of the patch size ${p}`);
-  return tidy(() => x.reshape([n, c, f, h / p, p, w / p, p]).permute([0, 1, 6, 4, 2, 3, 5]).reshape([n, c * p * p, f, h / p, w / p]));
+  return tidy(() =>
+    x
+      .reshape([n, c, f, h / p, p, w / p, p])
+      .permute([0, 1, 6, 4, 2, 3, 5])
+      .reshape([n, c * p * p, f, h / p, w / p]),
+  );
 }
 
 const tilingOf = (t: CodecOptions['tiling']) => (t === true ? {} : t || undefined);
@@ -131,7 +136,12 @@ export class WanVae {
         // diffusers clamps the blended video in AutoencoderKLWan.tiled_decode, but AutoencoderKLQwenImage.tiled_decode
         // returns it unclamped (only its untiled _decode clamps); follow each.
         const clamp = this.config.family !== 'qwen-image';
-        yield* this.blendTiles(plan, counter, (i, j) => this.decodeTile(z, i, j, plan, counter), (crop, y, x) => this.writeImage(out, crop, 0, y, x, clamp));
+        yield* this.blendTiles(
+          plan,
+          counter,
+          (i, j) => this.decodeTile(z, i, j, plan, counter),
+          (crop, y, x) => this.writeImage(out, crop, 0, y, x, clamp),
+        );
       } else {
         yield* this.decodeChunks(z, (chunk, frame) => this.writeImage(out, chunk, frame, 0, 0, true), counter);
         counter.tiles++;
@@ -169,7 +179,10 @@ export class WanVae {
     const c = cd / (p * p);
     tidy(() => {
       const values = clamp ? src.maximum(-1).minimum(1) : src;
-      const region = out.narrow(2, frame, tc).narrow(3, y * p, hd * p).narrow(4, x * p, wd * p);
+      const region = out
+        .narrow(2, frame, tc)
+        .narrow(3, y * p, hd * p)
+        .narrow(4, x * p, wd * p);
       // diffusers' unpatchify: out[c, f, h p + b, w p + a] = x[c p^2 + a p + b, f, h, w].
       const dst = region.view([n, c, tc, hd, p, wd, p]).permute([0, 1, 6, 4, 2, 3, 5]);
       copyInto(dst, values.view([n, c, p, p, tc, hd, wd]));
@@ -212,7 +225,8 @@ export class WanVae {
     const ts = this.temporalScale;
     if (x.ndim !== 5 || c !== this.imageChannels) throw new ShapeError(`WanVae.encode: video must be [B, ${this.imageChannels}, F, H, W], got ${x.describe()}`);
     if (f < 1 || (f - 1) % ts !== 0) throw new ShapeError(`WanVae.encode: frame count ${f} must be 1 + ${ts}k`);
-    if (h % s !== 0 || w % s !== 0 || h === 0 || w === 0 || n === 0) throw new ShapeError(`WanVae.encode: height ${h} and width ${w} must be positive multiples of ${s}`);
+    if (h % s !== 0 || w % s !== 0 || h === 0 || w === 0 || n === 0)
+      throw new ShapeError(`WanVae.encode: height ${h} and width ${w} must be positive multiples of ${s}`);
     const tiling = tilingOf(options.tiling);
     const plan = tiling ? encodeTilePlan(this.config, h, w, tiling) : undefined;
     return this.encodeGen(x, plan);
@@ -229,7 +243,12 @@ export class WanVae {
     let done = false;
     try {
       if (plan) {
-        yield* this.blendTiles(plan, counter, (i, j) => this.encodeTile(xp, i, j, plan, counter), (crop, y, xo) => copyInto(out.narrow(3, y, crop.shape[3]).narrow(4, xo, crop.shape[4]), crop));
+        yield* this.blendTiles(
+          plan,
+          counter,
+          (i, j) => this.encodeTile(xp, i, j, plan, counter),
+          (crop, y, xo) => copyInto(out.narrow(3, y, crop.shape[3]).narrow(4, xo, crop.shape[4]), crop),
+        );
       } else {
         yield* this.encodeChunks(xp, (mean, frame) => copyInto(out.narrow(2, frame, mean.shape[2]), mean), counter);
         counter.tiles++;

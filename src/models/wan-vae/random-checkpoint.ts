@@ -17,7 +17,17 @@ const WAN21_LATENTS = {
   latentsStd: [2.8184, 1.4541, 2.3275, 2.6558, 1.2196, 1.7708, 2.6052, 2.0743, 3.2687, 2.1526, 2.8652, 1.5579, 1.6382, 1.1253, 2.8251, 1.916],
 };
 
-const WAN21_SHAPE = { family: 'wan' as const, dimMult: [1, 2, 4, 4], numResBlocks: 2, attnScales: [], temperalDownsample: [false, true, true], isResidual: false, patchSize: 1, inChannels: 3, outChannels: 3 };
+const WAN21_SHAPE = {
+  family: 'wan' as const,
+  dimMult: [1, 2, 4, 4],
+  numResBlocks: 2,
+  attnScales: [],
+  temperalDownsample: [false, true, true],
+  isResidual: false,
+  patchSize: 1,
+  inChannels: 3,
+  outChannels: 3,
+};
 
 /**
  * The released architectures at full width and narrow versions of them for tests and benchmarks on any machine. In

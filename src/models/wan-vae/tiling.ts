@@ -20,7 +20,12 @@ export interface TilingOptions {
 }
 
 /** diffusers' AutoencoderKLWan defaults (__init__), the same for every patch size. */
-export const DEFAULT_TILING: Readonly<Required<TilingOptions>> = { tileSampleMinHeight: 256, tileSampleMinWidth: 256, tileSampleStrideHeight: 192, tileSampleStrideWidth: 192 };
+export const DEFAULT_TILING: Readonly<Required<TilingOptions>> = {
+  tileSampleMinHeight: 256,
+  tileSampleMinWidth: 256,
+  tileSampleStrideHeight: 192,
+  tileSampleStrideWidth: 192,
+};
 
 /** One axis of a tile grid. */
 export interface TileAxis {
@@ -47,11 +52,16 @@ export interface TilePlan {
 export function resolveTiling(config: WanVaeConfig, options: TilingOptions = {}): Required<TilingOptions> {
   const o = { ...DEFAULT_TILING, ...definedOnly(options) };
   const s = spatialScale(config);
-  for (const [tileKey, strideKey] of [['tileSampleMinHeight', 'tileSampleStrideHeight'], ['tileSampleMinWidth', 'tileSampleStrideWidth']] as const) {
+  for (const [tileKey, strideKey] of [
+    ['tileSampleMinHeight', 'tileSampleStrideHeight'],
+    ['tileSampleMinWidth', 'tileSampleStrideWidth'],
+  ] as const) {
     const [tile, stride] = [o[tileKey], o[strideKey]];
     const bad = (v: number) => !Number.isInteger(v) || v <= 0 || v % s !== 0;
     if (bad(tile) || bad(stride) || stride > tile) {
-      throw new RangeError(`tiling: ${tileKey} ${tile} and ${strideKey} ${stride} must be positive multiples of ${s} (image pixels per latent) with stride <= tile`);
+      throw new RangeError(
+        `tiling: ${tileKey} ${tile} and ${strideKey} ${stride} must be positive multiples of ${s} (image pixels per latent) with stride <= tile`,
+      );
     }
   }
   return o;
@@ -73,7 +83,12 @@ export function decodeTilePlan(config: WanVaeConfig, h: number, w: number, tilin
   const o = resolveTiling(config, tiling);
   const r = spatialScale(config);
   const p = config.patchSize;
-  const axis = (n: number, tile: number, stride: number): TileAxis => ({ origins: origins(n, stride / r), tile: tile / r, crop: stride / p, blend: (tile - stride) / p });
+  const axis = (n: number, tile: number, stride: number): TileAxis => ({
+    origins: origins(n, stride / r),
+    tile: tile / r,
+    crop: stride / p,
+    blend: (tile - stride) / p,
+  });
   if (h <= o.tileSampleMinHeight / r && w <= o.tileSampleMinWidth / r) return undefined;
   return { rows: axis(h, o.tileSampleMinHeight, o.tileSampleStrideHeight), cols: axis(w, o.tileSampleMinWidth, o.tileSampleStrideWidth), options: o };
 }
@@ -105,7 +120,10 @@ export function blendInto(b: Tensor, strip: Tensor, extent: number, dim: 3 | 4):
     shape[dim] = e;
     const ramp = new Float32Array(e).map((_, y) => y / e);
     const r = tensor(ramp, { device: b.device }).reshape(shape);
-    const rest = tensor(ramp.map((v) => 1 - v), { device: b.device }).reshape(shape);
+    const rest = tensor(
+      ramp.map((v) => 1 - v),
+      { device: b.device },
+    ).reshape(shape);
     const a = strip.narrow(dim, strip.shape[dim] - e, e);
     const head = b.narrow(dim, 0, e);
     copyInto(head, a.mul(rest).add(head.mul(r)));

@@ -129,7 +129,18 @@ describe('CPU reductions and matmul', () => {
 
   it('matmul: batched with broadcast and transposed operands', async () => {
     const a = tg.arange(6, undefined, 1, { dtype: 'float32' }).reshape(1, 2, 3);
-    const b = tg.tensor([[[1, 0], [0, 1], [1, 1]], [[2, 0], [0, 2], [0, 0]]]); // [2, 3, 2]
+    const b = tg.tensor([
+      [
+        [1, 0],
+        [0, 1],
+        [1, 1],
+      ],
+      [
+        [2, 0],
+        [0, 2],
+        [0, 0],
+      ],
+    ]); // [2, 3, 2]
     expect(await a.matmul(b).tolist()).toEqual([
       [
         [2, 3],

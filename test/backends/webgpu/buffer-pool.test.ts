@@ -152,6 +152,14 @@ describe.skipIf(!gpu.available)(`WebGPU memory accounting ${gpu.skipReason}`, ()
 describe('memoryStats without a WebGPU device', () => {
   it('reads as all zeros on the CPU (no throw)', () => {
     if (gpu.available) return; // covered by the suites above
-    expect(tg.memoryStats()).toEqual({ liveBytes: 0, peakLiveBytes: 0, pooledBytes: 0, allocatedBytes: 0, peakAllocatedBytes: 0, liveBuffers: 0, createdBuffers: 0 });
+    expect(tg.memoryStats()).toEqual({
+      liveBytes: 0,
+      peakLiveBytes: 0,
+      pooledBytes: 0,
+      allocatedBytes: 0,
+      peakAllocatedBytes: 0,
+      liveBuffers: 0,
+      createdBuffers: 0,
+    });
   });
 });

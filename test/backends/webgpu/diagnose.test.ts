@@ -5,13 +5,7 @@ import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import {
-  classifyProbe,
-  diagnose,
-  fallbackNotice,
-  nativeMessagesOf,
-  type ProbeResult,
-} from '../../../src/backends/webgpu/diagnose.js';
+import { classifyProbe, diagnose, fallbackNotice, nativeMessagesOf, type ProbeResult } from '../../../src/backends/webgpu/diagnose.js';
 import type { ProbedAdapter } from '../../../src/backends/webgpu/probe-adapter.js';
 import { parseProbeStdout } from '../../../src/backends/webgpu/probe-adapter.js';
 import { checkAdapter, REQUIRED_LIMITS } from '../../../src/backends/webgpu/requirements.js';
@@ -79,17 +73,12 @@ describe('checkAdapter', () => {
   it('names each short limit with required vs actual', () => {
     const r = checkAdapter({ ...REQUIRED_LIMITS, maxComputeWorkgroupSizeX: 128, maxStorageBufferBindingSize: 64 << 20 }, []);
     expect(r.ok).toBe(false);
-    expect(r.missing).toEqual([
-      'maxComputeWorkgroupSizeX: needs >= 256, adapter has 128',
-      'maxStorageBufferBindingSize: needs >= 128 MiB, adapter has 64 MiB',
-    ]);
+    expect(r.missing).toEqual(['maxComputeWorkgroupSizeX: needs >= 256, adapter has 128', 'maxStorageBufferBindingSize: needs >= 128 MiB, adapter has 64 MiB']);
   });
 
   it('reports a limit the adapter does not report', () => {
     const { maxComputeWorkgroupStorageSize: _dropped, ...rest } = REQUIRED_LIMITS;
-    expect(checkAdapter(rest, []).missing).toEqual([
-      'maxComputeWorkgroupStorageSize: needs >= 16 KiB, adapter does not report it',
-    ]);
+    expect(checkAdapter(rest, []).missing).toEqual(['maxComputeWorkgroupStorageSize: needs >= 16 KiB, adapter does not report it']);
   });
 });
 
@@ -109,9 +98,7 @@ describe('nativeMessagesOf', () => {
 
 describe('parseProbeStdout', () => {
   it('merges progress lines and ignores stray output', () => {
-    const out = parseProbeStdout(
-      '{"stage":"import","finished":false}\nhello\n{"stage":"adapter","finished":false}\n{"stage":"adapter","finished":true}\n',
-    );
+    const out = parseProbeStdout('{"stage":"import","finished":false}\nhello\n{"stage":"adapter","finished":false}\n{"stage":"adapter","finished":true}\n');
     expect(out).toEqual({ stage: 'adapter', finished: true });
   });
 
@@ -250,9 +237,7 @@ describe('classifyProbe', () => {
     });
     expect(d).toMatchObject({ available: false, code: 'vulkan-loader-missing' });
     expect(d.hint).toMatch(/apt-get install libvulkan1/);
-    expect(d.nativeMessages).toEqual([
-      "Warning: Couldn't load Vulkan: libvulkan.so.1: cannot open shared object file: No such file or directory",
-    ]);
+    expect(d.nativeMessages).toEqual(["Warning: Couldn't load Vulkan: libvulkan.so.1: cannot open shared object file: No such file or directory"]);
   });
 
   it('vulkan-loader-missing: libvulkan.so.1 damaged', () => {
@@ -289,8 +274,7 @@ describe('classifyProbe', () => {
     const d = classifyProbe({
       ...linux,
       dawnOptions: ['backend=opengles'],
-      stderr:
-        'Warning: eglInitialize failed with EGL_NOT_INITIALIZED\n - While trying to discover a BackendType::OpenGLES adapter.\n',
+      stderr: 'Warning: eglInitialize failed with EGL_NOT_INITIALIZED\n - While trying to discover a BackendType::OpenGLES adapter.\n',
       output: nullAdapter,
     });
     expect(d.code).toBe('no-adapter');
@@ -304,8 +288,7 @@ describe('classifyProbe', () => {
       output: {
         stage: 'adapter',
         finished: true,
-        error:
-          "unrecognised backend 'bogus'\nPossible backends : 'null', 'webgpu', 'd3d11', 'd3d12', 'metal', 'vulkan', 'opengl', 'opengles'",
+        error: "unrecognised backend 'bogus'\nPossible backends : 'null', 'webgpu', 'd3d11', 'd3d12', 'metal', 'vulkan', 'opengl', 'opengles'",
       },
     });
     expect(d.code).toBe('no-adapter');
@@ -408,9 +391,7 @@ describe('diagnose (real probe in a child process)', () => {
   const haveSwiftShader = existsSync(SWIFTSHADER_ICD);
   const swiftShaderTest = haveSwiftShader || REQUIRE_GPU ? it : it.skip;
   swiftShaderTest(
-    haveSwiftShader
-      ? 'SwiftShader ICD: available, adapter named'
-      : `SwiftShader ICD: ${SWIFTSHADER_ICD} missing (apt-get install chromium-common)`,
+    haveSwiftShader ? 'SwiftShader ICD: available, adapter named' : `SwiftShader ICD: ${SWIFTSHADER_ICD} missing (apt-get install chromium-common)`,
     async () => {
       expect(existsSync(SWIFTSHADER_ICD), `${SWIFTSHADER_ICD} is required when TENSORGPU_REQUIRE_GPU=1`).toBe(true);
       const d = await diagnose({ env: { ...process.env, VK_ICD_FILENAMES: SWIFTSHADER_ICD } });

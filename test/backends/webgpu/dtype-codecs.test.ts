@@ -6,14 +6,7 @@
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { create, globals } from 'webgpu';
-import {
-  bf16BitsToF32,
-  f16BitsToF32,
-  f32ToBf16Bits,
-  f32ToF16Bits,
-  f32ToFp8Bits,
-  fp8BitsToF32,
-} from '../../../src/core/codecs.js';
+import { bf16BitsToF32, f16BitsToF32, f32ToBf16Bits, f32ToF16Bits, f32ToFp8Bits, fp8BitsToF32 } from '../../../src/core/codecs.js';
 import { mulberry32 } from '../../helpers/reference.js';
 
 const WGSL_PATH = new URL('../../../src/backends/webgpu/kernels/dtype-codecs.wgsl', import.meta.url);
@@ -56,7 +49,6 @@ const fromBits = (b: number): number => {
   return f32[0];
 };
 
-
 /** Every decoded value of every format, their midpoints and midpoints +-1 ulp (both signs), specials, random bits. */
 function encodeInputs(): Uint32Array {
   const out = new Set<number>();
@@ -95,9 +87,8 @@ function encodeInputs(): Uint32Array {
     }
   }
   for (const b of [
-    0x00000000, 0x80000000, 0x7f800000, 0xff800000, 0x7fc00000, 0xffc00000, 0x7f800001, 0xff800001, 0x7fffffff,
-    0xffffffff, 0x7fa00000, 0x00000001, 0x80000001, 0x007fffff, 0x807fffff, 0x00400000, 0x00008000, 0x00008001,
-    0x00018000, 0x00800000, 0x7f7fffff, 0xff7fffff, 0x7f7f8000, 0x7f7f7fff,
+    0x00000000, 0x80000000, 0x7f800000, 0xff800000, 0x7fc00000, 0xffc00000, 0x7f800001, 0xff800001, 0x7fffffff, 0xffffffff, 0x7fa00000, 0x00000001, 0x80000001,
+    0x007fffff, 0x807fffff, 0x00400000, 0x00008000, 0x00008001, 0x00018000, 0x00800000, 0x7f7fffff, 0xff7fffff, 0x7f7f8000, 0x7f7f7fff,
   ]) {
     out.add(b >>> 0);
   }
@@ -144,9 +135,17 @@ describe('dtype-codecs.wgsl source', () => {
     expect(code).not.toMatch(/@(group|binding|compute|vertex|fragment)/);
     expect(code).not.toMatch(/pack2x16float|unpack2x16float|\benable\b|\bf16\b/);
     const fns = [...code.matchAll(/\bfn\s+(\w+)/g)].map((m) => m[1]).sort();
-    expect(fns).toEqual(
-      ['bf16_to_f32', 'e4m3_to_f32', 'e5m2_to_f32', 'f16_to_f32', 'f32_to_bf16', 'f32_to_e4m3', 'f32_to_e5m2', 'f32_to_f16', 'small_int_scaled_bits'],
-    );
+    expect(fns).toEqual([
+      'bf16_to_f32',
+      'e4m3_to_f32',
+      'e5m2_to_f32',
+      'f16_to_f32',
+      'f32_to_bf16',
+      'f32_to_e4m3',
+      'f32_to_e5m2',
+      'f32_to_f16',
+      'small_int_scaled_bits',
+    ]);
   });
 });
 
@@ -214,9 +213,7 @@ describe.skipIf(!adapter)(`WGSL dtype codecs on WebGPU${adapter ? '' : ` (skippe
     const bad: string[] = [];
     let count = 0;
     for (let i = 0; i < input.length; i++) {
-      const ok = isNaNBits(want[i])
-        ? isNaNBits(got[i]) && got[i] >>> 31 === want[i] >>> 31
-        : got[i] === want[i];
+      const ok = isNaNBits(want[i]) ? isNaNBits(got[i]) && got[i] >>> 31 === want[i] >>> 31 : got[i] === want[i];
       if (!ok) {
         count++;
         if (bad.length < 10) bad.push(`${what}(${hex(input[i])}) = ${hex(got[i])}, want ${hex(want[i])}`);

@@ -45,7 +45,9 @@ const PARAMS = { words: 1, word: 0xdeadbeef, scale: -1.5, shape: [3, 1, 4, 1, 5,
 describe('kernel descriptions', () => {
   it('lays Params out by WGSL uniform rules: no hand-written padding', () => {
     const wgsl = dump.wgsl({ flag: false });
-    expect(wgsl).toContain('struct Params {\n  words: u32,\n  word: u32,\n  scale: f32,\n  shape: array<vec4<u32>, 2>,\n  offset: i32,\n  weights: array<vec4<f32>, 1>,\n  last: u32,\n}');
+    expect(wgsl).toContain(
+      'struct Params {\n  words: u32,\n  word: u32,\n  scale: f32,\n  shape: array<vec4<u32>, 2>,\n  offset: i32,\n  weights: array<vec4<f32>, 1>,\n  last: u32,\n}',
+    );
     const dv = new DataView(dump.pack(PARAMS)!);
     // shape aligns to 16 and takes 32 bytes; weights aligns to 16 again after offset.
     expect([dv.getUint32(0, true), dv.getUint32(4, true), dv.getFloat32(8, true)]).toEqual([1, 0xdeadbeef, -1.5]);
@@ -57,7 +59,9 @@ describe('kernel descriptions', () => {
   });
 
   it('numbers bindings in declaration order: uniform, outputs, inputs; optional ones renumber', () => {
-    expect(dump.wgsl({ flag: true })).toContain('@group(0) @binding(0) var<uniform> p: Params;\n@group(0) @binding(1) var<storage, read_write> out: array<u32>;\n@group(0) @binding(2) var<storage, read> extra: array<f32>;');
+    expect(dump.wgsl({ flag: true })).toContain(
+      '@group(0) @binding(0) var<uniform> p: Params;\n@group(0) @binding(1) var<storage, read_write> out: array<u32>;\n@group(0) @binding(2) var<storage, read> extra: array<f32>;',
+    );
     expect(dump.wgsl({ flag: false })).not.toContain('extra');
     expect(dump.wgsl({ flag: false })).toContain('const WG = 256u;');
   });
@@ -78,8 +82,12 @@ describe('kernel descriptions', () => {
     expect(() => unfilled.wgsl({})).toThrow(/\{\{STORE\}\} has no value/);
     const extra = defineKernel({ name: 't', source: 'fill.wgsl', outputs: { out: 'u32' }, grid: 'custom', code: () => ({ NOPE: '' }) });
     expect(() => extra.wgsl({})).toThrow(/fill.wgsl has no \{\{NOPE\}\} placeholder/);
-    expect(() => defineKernel({ name: 't', source: 'fill.wgsl', params: { n: 'f32' }, outputs: { out: 'u32' }, grid: { threads: 'n', invoke: 'f' } })).toThrow(/p.n, which must be a u32 param/);
-    expect(() => defineKernel({ name: 't', source: 'fill.wgsl', params: { n: 'u32' }, outputs: { o: 'u32' }, grid: { words: 'n', element: 'f' } })).toThrow(/writes the output named out/);
+    expect(() => defineKernel({ name: 't', source: 'fill.wgsl', params: { n: 'f32' }, outputs: { out: 'u32' }, grid: { threads: 'n', invoke: 'f' } })).toThrow(
+      /p.n, which must be a u32 param/,
+    );
+    expect(() => defineKernel({ name: 't', source: 'fill.wgsl', params: { n: 'u32' }, outputs: { o: 'u32' }, grid: { words: 'n', element: 'f' } })).toThrow(
+      /writes the output named out/,
+    );
   });
 
   it('every embedded kernel body is only its own math: no Params struct, bindings or numeric placeholders', () => {
@@ -96,10 +104,16 @@ describe('kernel descriptions', () => {
       const out = backend.alloc(14 * 4);
       try {
         dump.run(backend, { flag: false }, PARAMS, { out }, { workgroups: [1, 1, 1], entry: 'dump' });
-        const words = new Uint32Array(await backend.read({ handle: out, dtype: 'int32', view: { shape: [14], strides: [1], offset: 0 } }).then((a) => new Uint32Array((a as Int32Array).buffer)));
+        const words = new Uint32Array(
+          await backend
+            .read({ handle: out, dtype: 'int32', view: { shape: [14], strides: [1], offset: 0 } })
+            .then((a) => new Uint32Array((a as Int32Array).buffer)),
+        );
         const f = (x: number) => new Uint32Array(new Float32Array([x]).buffer)[0];
         expect(Array.from(words)).toEqual([1, 0xdeadbeef, f(-1.5), ...PARAMS.shape, -7 >>> 0, ...PARAMS.weights.map(f), 42]);
-        expect(() => dump.run(backend, { flag: false }, PARAMS, { out, extra: out } as { out: typeof out }, { workgroups: [1, 1, 1] })).toThrow(/buffer extra is not bound/);
+        expect(() => dump.run(backend, { flag: false }, PARAMS, { out, extra: out } as { out: typeof out }, { workgroups: [1, 1, 1] })).toThrow(
+          /buffer extra is not bound/,
+        );
         expect(() => dump.run(backend, { flag: true }, PARAMS, { out }, { workgroups: [1, 1, 1] })).toThrow(/no buffer for binding extra/);
         expect(() => dump.run(backend, { flag: false }, PARAMS, { out })).toThrow(/custom grid needs workgroups or threads/);
       } finally {

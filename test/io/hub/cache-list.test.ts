@@ -50,7 +50,11 @@ describe('Hugging Face cache listing', () => {
       c.cache,
       'Wan-AI/Wan2.1-T2V',
       vae,
-      { 'model_index.json': '{}', 'vae/config.json': JSON.stringify({ _class_name: 'AutoencoderKLWan' }), 'vae/diffusion_pytorch_model.safetensors': Buffer.alloc(100) },
+      {
+        'model_index.json': '{}',
+        'vae/config.json': JSON.stringify({ _class_name: 'AutoencoderKLWan' }),
+        'vae/diffusion_pytorch_model.safetensors': Buffer.alloc(100),
+      },
       'pr/1',
     );
     await addSnapshot(c.cache, 'x/no-config', commitOf('nc'), { 'README.md': 'hi' }, 'main');
@@ -65,7 +69,10 @@ describe('Hugging Face cache listing', () => {
     expect(by.get('x/no-config')?.runnable).toEqual({ ok: false, detail: 'no config.json' });
     expect(by.get('x/no-weights')?.runnable).toEqual({ ok: false, detail: 'qwen3, but no .safetensors weights' });
     const snap = wan?.revisions[0];
-    expect(await judgeSnapshot(snap?.path ?? '', ['model_index.json'])).toEqual({ ok: false, detail: 'diffusers pipeline without an AutoencoderKLWan / AutoencoderKLQwenImage vae/' });
+    expect(await judgeSnapshot(snap?.path ?? '', ['model_index.json'])).toEqual({
+      ok: false,
+      detail: 'diffusers pipeline without an AutoencoderKLWan / AutoencoderKLQwenImage vae/',
+    });
   });
 
   it('rm of a revision removes its snapshot and ref and keeps the blob another snapshot links to', async () => {
@@ -105,7 +112,9 @@ describe('Hugging Face cache listing', () => {
     const missing = removeCachedModel(c.cache, 'no/such');
     await expect(missing).rejects.toBeInstanceOf(HubError);
     await expect(removeCachedModel(c.cache, 'no/such')).rejects.toThrow(`no/such is not in the Hugging Face cache ${c.cache}`);
-    await expect(removeCachedModel(c.cache, 'tiny/qwen3', { revision: 'v9' })).rejects.toThrow(`tiny/qwen3 in ${c.cache}: no revision 'v9' (revisions: main/${c.main.slice(0, 7)}, ${c.old.slice(0, 7)})`);
+    await expect(removeCachedModel(c.cache, 'tiny/qwen3', { revision: 'v9' })).rejects.toThrow(
+      `tiny/qwen3 in ${c.cache}: no revision 'v9' (revisions: main/${c.main.slice(0, 7)}, ${c.old.slice(0, 7)})`,
+    );
     expect(existsSync(join(c.cache, 'models--tiny--qwen3', 'snapshots', c.main))).toBe(true);
   });
 });

@@ -123,7 +123,9 @@ describe('resolveModelPath: downloads by repo id into the huggingface_hub cache 
     expect(a).toBe(snapshot());
     expect(b).toBe(snapshot());
     for (const name of NEEDED) expect(readFileSync(join(a, name)).equals(hub.file(name).bytes)).toBe(true);
-    const contents = hub.requests.filter((r) => r.path.startsWith('/cdn/') || (r.path.includes('/resolve/') && !hub.file(r.path.split('/resolve/')[1].split('/').slice(1).join('/')).lfs));
+    const contents = hub.requests.filter(
+      (r) => r.path.startsWith('/cdn/') || (r.path.includes('/resolve/') && !hub.file(r.path.split('/resolve/')[1].split('/').slice(1).join('/')).lfs),
+    );
     expect(contents.map((r) => r.path).sort()).toHaveLength(NEEDED.length);
     expect(readdirSync(join(cache, '.locks', STORAGE))).toEqual([]);
   });
@@ -188,7 +190,9 @@ describe('resolveModelPath: downloads by repo id into the huggingface_hub cache 
     expect(e.message).toContain('hf auth login');
     const dir = await resolveModelPath(MOCK_REPO, { ...opts, env: { ...opts.env, HF_TOKEN: 'hf_secret' } });
     expect(readdirSync(dir).sort()).toEqual(NEEDED);
-    expect(hub.requests.filter((r) => !r.path.startsWith('/cdn/')).every((r) => r.authorization === 'Bearer hf_secret' || r.authorization === undefined)).toBe(true);
+    expect(hub.requests.filter((r) => !r.path.startsWith('/cdn/')).every((r) => r.authorization === 'Bearer hf_secret' || r.authorization === undefined)).toBe(
+      true,
+    );
   });
 
   it('reads the token file `hf auth login` writes', async () => {

@@ -56,7 +56,11 @@ describe('a model by Hugging Face repo id, through the mock Hub', () => {
     try {
       const run = async () => {
         let text = '';
-        const code = await runGenerate({ model: REPO, prompt: 'Hi', maxTokens: 3, seed: 1, device: 'cpu' }, (t) => (text += t), () => {});
+        const code = await runGenerate(
+          { model: REPO, prompt: 'Hi', maxTokens: 3, seed: 1, device: 'cpu' },
+          (t) => (text += t),
+          () => {},
+        );
         return { code, text };
       };
       hub.requests.length = 0;
@@ -70,7 +74,10 @@ describe('a model by Hugging Face repo id, through the mock Hub', () => {
       expect(hub.requests.filter((r) => r.path.includes('/resolve/') || r.path.includes('/cdn/'))).toEqual([]);
       expect(readdirSync(join(cache, 'cli'))).toContain('models--tiny-org--tiny-chat');
     } finally {
-      for (const [key, value] of [['HF_ENDPOINT', saved.endpoint], ['HF_HUB_CACHE', saved.cache]] as const) {
+      for (const [key, value] of [
+        ['HF_ENDPOINT', saved.endpoint],
+        ['HF_HUB_CACHE', saved.cache],
+      ] as const) {
         if (value === undefined) delete process.env[key];
         else process.env[key] = value;
       }

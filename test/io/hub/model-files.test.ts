@@ -2,18 +2,41 @@ import { describe, expect, it } from 'vitest';
 import { metadataFiles, shardsOfIndex, weightFiles, weightIndexFiles } from '../../../src/io/hub/index.js';
 
 const REPO = [
-  'config.json', 'generation_config.json', 'tokenizer.json', 'tokenizer_config.json', 'special_tokens_map.json',
-  'chat_template.jinja', 'vocab.json', 'merges.txt', 'README.md', '.gitattributes',
-  'model.safetensors.index.json', 'model-00001-of-00002.safetensors', 'model-00002-of-00002.safetensors',
-  'pytorch_model.bin', 'model.pt', 'model.gguf', 'onnx/model.onnx', 'onnx/config.json', 'original/consolidated.safetensors',
-  'flax_model.msgpack', 'tf_model.h5',
+  'config.json',
+  'generation_config.json',
+  'tokenizer.json',
+  'tokenizer_config.json',
+  'special_tokens_map.json',
+  'chat_template.jinja',
+  'vocab.json',
+  'merges.txt',
+  'README.md',
+  '.gitattributes',
+  'model.safetensors.index.json',
+  'model-00001-of-00002.safetensors',
+  'model-00002-of-00002.safetensors',
+  'pytorch_model.bin',
+  'model.pt',
+  'model.gguf',
+  'onnx/model.onnx',
+  'onnx/config.json',
+  'original/consolidated.safetensors',
+  'flax_model.msgpack',
+  'tf_model.h5',
 ];
 
 describe('which files a model needs', () => {
   it('metadata and index first, then exactly the shards the index names', () => {
     expect(metadataFiles(REPO)).toEqual([
-      'config.json', 'generation_config.json', 'tokenizer.json', 'tokenizer_config.json', 'special_tokens_map.json',
-      'chat_template.jinja', 'vocab.json', 'merges.txt', 'model.safetensors.index.json',
+      'config.json',
+      'generation_config.json',
+      'tokenizer.json',
+      'tokenizer_config.json',
+      'special_tokens_map.json',
+      'chat_template.jinja',
+      'vocab.json',
+      'merges.txt',
+      'model.safetensors.index.json',
     ]);
     const index = { weight_map: { a: 'model-00001-of-00002.safetensors', b: 'model-00002-of-00002.safetensors', c: 'model-00001-of-00002.safetensors' } };
     const shards = new Map([['model.safetensors.index.json', shardsOfIndex(index, 'model.safetensors.index.json')]]);

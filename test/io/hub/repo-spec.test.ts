@@ -21,7 +21,19 @@ describe('parseRepoSpec', () => {
   });
 
   it('rejects malformed ids with a HubError naming the spec', () => {
-    for (const s of ['org//name', 'name/', 'org/na me', 'org/name@', 'org/a--b', 'org/a..b', 'org/-name', 'org/name.git', 'org/name/../x', `org/${'x'.repeat(100)}`, 'org/name@bad rev']) {
+    for (const s of [
+      'org//name',
+      'name/',
+      'org/na me',
+      'org/name@',
+      'org/a--b',
+      'org/a..b',
+      'org/-name',
+      'org/name.git',
+      'org/name/../x',
+      `org/${'x'.repeat(100)}`,
+      'org/name@bad rev',
+    ]) {
       let caught: unknown;
       try {
         parseRepoSpec(s);

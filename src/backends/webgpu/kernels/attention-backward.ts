@@ -16,12 +16,32 @@ const WG = 64;
 const MAX_D = 1024;
 
 const PARAMS = {
-  sq: 'u32', hq: 'u32', skv: 'u32', hkv: 'u32', d: 'u32', group: 'u32',
-  causal: 'u32', query_offset: 'i32', scale: 'f32', total_wg: 'u32',
-  q_off: 'u32', qs0: 'u32', qs1: 'u32', qs2: 'u32',
-  k_off: 'u32', ks0: 'u32', ks1: 'u32', ks2: 'u32',
-  v_off: 'u32', vs0: 'u32', vs1: 'u32', vs2: 'u32',
-  g_off: 'u32', gs0: 'u32', gs1: 'u32', gs2: 'u32',
+  sq: 'u32',
+  hq: 'u32',
+  skv: 'u32',
+  hkv: 'u32',
+  d: 'u32',
+  group: 'u32',
+  causal: 'u32',
+  query_offset: 'i32',
+  scale: 'f32',
+  total_wg: 'u32',
+  q_off: 'u32',
+  qs0: 'u32',
+  qs1: 'u32',
+  qs2: 'u32',
+  k_off: 'u32',
+  ks0: 'u32',
+  ks1: 'u32',
+  ks2: 'u32',
+  v_off: 'u32',
+  vs0: 'u32',
+  vs1: 'u32',
+  vs2: 'u32',
+  g_off: 'u32',
+  gs0: 'u32',
+  gs1: 'u32',
+  gs2: 'u32',
 } as const;
 
 const VARIANT = { q: 'dtype', k: 'dtype', v: 'dtype', g: 'dtype', rounds: 'number' } as const;
@@ -54,7 +74,14 @@ const attentionBackwardDkv = defineKernel({
 });
 
 /** Two dispatches: float32 [dq, dk, dv] (contiguous, shaped like q, k, v) of attention(q, k, v) given dOut. */
-export function attentionBackwardKernel(ctx: GpuContext, q: GpuOperand, k: GpuOperand, v: GpuOperand, dOut: GpuOperand, options: AttentionOptions): [GpuBuffer, GpuBuffer, GpuBuffer] {
+export function attentionBackwardKernel(
+  ctx: GpuContext,
+  q: GpuOperand,
+  k: GpuOperand,
+  v: GpuOperand,
+  dOut: GpuOperand,
+  options: AttentionOptions,
+): [GpuBuffer, GpuBuffer, GpuBuffer] {
   const [sq, hq, d] = q.view.shape;
   const [skv, hkv] = k.view.shape;
   if (d > MAX_D) throw new ShapeError(`attentionBackward: the WebGPU kernel supports head dims up to ${MAX_D}, got ${d}`);
@@ -67,15 +94,32 @@ export function attentionBackwardKernel(ctx: GpuContext, q: GpuOperand, k: GpuOp
   const delta = ctx.alloc(wordBytes(rows, 1));
   try {
     const params = {
-      sq, hq, skv, hkv, d, group: hkv === 0 ? 1 : hq / hkv,
+      sq,
+      hq,
+      skv,
+      hkv,
+      d,
+      group: hkv === 0 ? 1 : hq / hkv,
       causal: options.causal ? 1 : 0,
       // Offsets past either end of the keys all mean "every key" or "no key": clamping keeps i + offset in i32.
       query_offset: Math.max(-sq - 1, Math.min(skv, options.queryOffset)),
       scale: options.scale,
-      q_off: q.view.offset, qs0: q.view.strides[0], qs1: q.view.strides[1], qs2: q.view.strides[2],
-      k_off: k.view.offset, ks0: k.view.strides[0], ks1: k.view.strides[1], ks2: k.view.strides[2],
-      v_off: v.view.offset, vs0: v.view.strides[0], vs1: v.view.strides[1], vs2: v.view.strides[2],
-      g_off: dOut.view.offset, gs0: dOut.view.strides[0], gs1: dOut.view.strides[1], gs2: dOut.view.strides[2],
+      q_off: q.view.offset,
+      qs0: q.view.strides[0],
+      qs1: q.view.strides[1],
+      qs2: q.view.strides[2],
+      k_off: k.view.offset,
+      ks0: k.view.strides[0],
+      ks1: k.view.strides[1],
+      ks2: k.view.strides[2],
+      v_off: v.view.offset,
+      vs0: v.view.strides[0],
+      vs1: v.view.strides[1],
+      vs2: v.view.strides[2],
+      g_off: dOut.view.offset,
+      gs0: dOut.view.strides[0],
+      gs1: dOut.view.strides[1],
+      gs2: dOut.view.strides[2],
     };
     const variant = { q: q.dtype, k: k.dtype, v: v.dtype, g: dOut.dtype, rounds: pow2AtLeast(Math.ceil(d / WG)) };
     const inputs = { q: q.buffer, k: k.buffer, v: v.buffer, g: dOut.buffer };

@@ -37,15 +37,33 @@ const attentionInputs = defineKernel({
   // qn, kn: the q/k norm weights' dtypes, or NO_NORM; maxD: the row's workgroup array (a power of two >= D).
   variant: { q: 'dtype', k: 'dtype', v: 'dtype', qn: 'string', kn: 'string', posBuffer: 'boolean', maxD: 'number', paged: 'boolean' },
   params: {
-    s: 'u32', heads: 'u32', kv_heads: 'u32', d: 'u32', rot_half: 'u32',
-    qkv_off: 'u32', qkv_s0: 'u32',
-    qn_off: 'u32', kn_off: 'u32',
-    cos_off: 'u32', cs0: 'u32', sin_off: 'u32', ss0: 'u32',
-    k_off: 'u32', ks0: 'u32', ks1: 'u32',
-    v_off: 'u32', vs0: 'u32', vs1: 'u32',
-    pos0: 'u32', pos_at: 'u32',
-    capacity: 'u32', table_len: 'u32',
-    eps: 'f32', total: 'u32', page_size: 'u32', pages_at: 'u32',
+    s: 'u32',
+    heads: 'u32',
+    kv_heads: 'u32',
+    d: 'u32',
+    rot_half: 'u32',
+    qkv_off: 'u32',
+    qkv_s0: 'u32',
+    qn_off: 'u32',
+    kn_off: 'u32',
+    cos_off: 'u32',
+    cs0: 'u32',
+    sin_off: 'u32',
+    ss0: 'u32',
+    k_off: 'u32',
+    ks0: 'u32',
+    ks1: 'u32',
+    v_off: 'u32',
+    vs0: 'u32',
+    vs1: 'u32',
+    pos0: 'u32',
+    pos_at: 'u32',
+    capacity: 'u32',
+    table_len: 'u32',
+    eps: 'f32',
+    total: 'u32',
+    page_size: 'u32',
+    pages_at: 'u32',
   },
   // q, and the k / v rows written in place into the caches.
   outputs: { out: { packed: 'q' }, k_cache: { packed: 'k' }, v_cache: { packed: 'v' } },
@@ -62,7 +80,11 @@ const attentionInputs = defineKernel({
   workgroupSize: 64,
   constants: (v) => {
     const c: Record<string, number> = { MAX_D: v.maxD };
-    for (const [n, dt] of [['Q', v.q], ['K', v.k], ['V', v.v]] as const) {
+    for (const [n, dt] of [
+      ['Q', v.q],
+      ['K', v.k],
+      ['V', v.v],
+    ] as const) {
       c[`${n}_LANES`] = lanesPerWord(dt);
       c[`${n}_BITS`] = 32 / lanesPerWord(dt);
     }
@@ -92,31 +114,67 @@ export function attentionInputsKernel(ctx: GpuContext, a: AttentionInputsArgs<Gp
   attentionInputs.run(
     ctx,
     {
-      q: qDtype, k: a.keys.dtype, v: a.values.dtype,
-      qn: norm ? a.qNorm!.dtype : NO_NORM, kn: norm ? a.kNorm!.dtype : NO_NORM,
-      posBuffer: a.positionFrom !== undefined, maxD: Math.max(64, pow2AtLeast(d)), paged: a.pages !== undefined,
+      q: qDtype,
+      k: a.keys.dtype,
+      v: a.values.dtype,
+      qn: norm ? a.qNorm!.dtype : NO_NORM,
+      kn: norm ? a.kNorm!.dtype : NO_NORM,
+      posBuffer: a.positionFrom !== undefined,
+      maxD: Math.max(64, pow2AtLeast(d)),
+      paged: a.pages !== undefined,
     },
     {
-      s, heads, kv_heads: kvHeads, d, rot_half: (a.rotaryDim ?? d) / 2,
-      qkv_off: qkv.view.offset, qkv_s0: qkv.view.strides[0],
-      qn_off: a.qNorm?.view.offset ?? 0, kn_off: a.kNorm?.view.offset ?? 0,
-      cos_off: a.cos.view.offset, cs0: a.cos.view.strides[0], sin_off: a.sin.view.offset, ss0: a.sin.view.strides[0],
-      k_off: k.offset, ks0: k.strides[0], ks1: k.strides[1],
-      v_off: v.offset, vs0: v.strides[0], vs1: v.strides[1],
-      pos0: a.position, pos_at: a.positionFrom?.view.offset ?? 0,
+      s,
+      heads,
+      kv_heads: kvHeads,
+      d,
+      rot_half: (a.rotaryDim ?? d) / 2,
+      qkv_off: qkv.view.offset,
+      qkv_s0: qkv.view.strides[0],
+      qn_off: a.qNorm?.view.offset ?? 0,
+      kn_off: a.kNorm?.view.offset ?? 0,
+      cos_off: a.cos.view.offset,
+      cs0: a.cos.view.strides[0],
+      sin_off: a.sin.view.offset,
+      ss0: a.sin.view.strides[0],
+      k_off: k.offset,
+      ks0: k.strides[0],
+      ks1: k.strides[1],
+      v_off: v.offset,
+      vs0: v.strides[0],
+      vs1: v.strides[1],
+      pos0: a.position,
+      pos_at: a.positionFrom?.view.offset ?? 0,
       // Paged: the host built each row's pages to hold it.
-      capacity: a.pages ? 0xffffffff : k.shape[0], table_len: a.cos.view.shape[0],
-      eps: a.eps, total, page_size: a.pages?.pageSize ?? 1, pages_at: a.pages?.index.view.offset ?? 0,
+      capacity: a.pages ? 0xffffffff : k.shape[0],
+      table_len: a.cos.view.shape[0],
+      eps: a.eps,
+      total,
+      page_size: a.pages?.pageSize ?? 1,
+      pages_at: a.pages?.index.view.offset ?? 0,
     },
     {
-      out, k_cache: a.keys.handle, v_cache: a.values.handle,
-      qkv: qkv.handle, cos_t: a.cos.handle, sin_t: a.sin.handle,
-      qn: a.qNorm?.handle, kn: a.kNorm?.handle, pos_buf: a.positionFrom?.handle, pages: a.pages?.index.handle,
+      out,
+      k_cache: a.keys.handle,
+      v_cache: a.values.handle,
+      qkv: qkv.handle,
+      cos_t: a.cos.handle,
+      sin_t: a.sin.handle,
+      qn: a.qNorm?.handle,
+      kn: a.kNorm?.handle,
+      pos_buf: a.positionFrom?.handle,
+      pages: a.pages?.index.handle,
     },
     {
       workgroups: grid1d(total, 1),
       // q|k|v read once, q written, one k and v row per kv head written into the cache, cos and sin rows read.
-      bytes: bytesOf(qDtype, s * (heads + 2 * kvHeads) * d) + bytesOf(qDtype, s * heads * d) + bytesOf(a.keys.dtype, s * kvHeads * d) + bytesOf(a.values.dtype, s * kvHeads * d) + bytesOf(a.cos.dtype, s * d) + bytesOf(a.sin.dtype, s * d),
+      bytes:
+        bytesOf(qDtype, s * (heads + 2 * kvHeads) * d) +
+        bytesOf(qDtype, s * heads * d) +
+        bytesOf(a.keys.dtype, s * kvHeads * d) +
+        bytesOf(a.values.dtype, s * kvHeads * d) +
+        bytesOf(a.cos.dtype, s * d) +
+        bytesOf(a.sin.dtype, s * d),
     },
   );
   return out;

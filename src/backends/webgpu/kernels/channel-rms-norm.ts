@@ -15,9 +15,16 @@ const channelRmsNorm = defineKernel({
     columns: 'u32', // N * S / LANES
     c: 'u32',
     s: 'u32', // T * H * W
-    h: 'u32', w: 'u32',
-    x_off: 'u32', xs_n: 'u32', xs_c: 'u32', xs_t: 'u32', xs_h: 'u32', xs_w: 'u32',
-    w_off: 'u32', ws: 'u32',
+    h: 'u32',
+    w: 'u32',
+    x_off: 'u32',
+    xs_n: 'u32',
+    xs_c: 'u32',
+    xs_t: 'u32',
+    xs_h: 'u32',
+    xs_w: 'u32',
+    w_off: 'u32',
+    ws: 'u32',
     eps: 'f32',
   },
   outputs: { out: { packed: 'outDtype' } },
@@ -31,7 +38,14 @@ const channelRmsNorm = defineKernel({
   }),
 });
 
-export function channelRmsNormKernel(ctx: GpuContext, x: GpuOperand, weight: GpuOperand | undefined, eps: number, silu: boolean, outDtype: DType = x.dtype): GpuBuffer {
+export function channelRmsNormKernel(
+  ctx: GpuContext,
+  x: GpuOperand,
+  weight: GpuOperand | undefined,
+  eps: number,
+  silu: boolean,
+  outDtype: DType = x.dtype,
+): GpuBuffer {
   const shape = x.view.shape;
   const [n, c, t, h, w] = shape;
   const s = t * h * w;

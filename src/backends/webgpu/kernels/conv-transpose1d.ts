@@ -40,7 +40,10 @@ function blockedWgsl(blk: Block, hasBias: boolean) {
   const quads = ocb / 4;
   const range = (k: number) => [...Array(k).keys()];
   const field = (i: number, qi: number) => `a${i * quads + qi}`;
-  const quad = (f: (c: number) => string, qi: number) => `vec4<f32>(${range(4).map((l) => f(4 * qi + l)).join(', ')})`;
+  const quad = (f: (c: number) => string, qi: number) =>
+    `vec4<f32>(${range(4)
+      .map((l) => f(4 * qi + l))
+      .join(', ')})`;
   const bias = (c: number) => (hasBias ? `load_bias(p.b_off + (oc0 + ${c}u) * p.bs)` : '0.0');
   const weight = (c: number) => `load_weight(wo + ${c}u * p.ws_o)`;
   // TB 1: q0 is inside x (the loop's two tests); more: each position clamps and selects.
@@ -61,8 +64,12 @@ function blockedWgsl(blk: Block, hasBias: boolean) {
     return i === 0 ? lines : [`if (m0 + ${i}u < count) {`, ...lines.map((s) => `  ${s}`), '}'];
   });
   return {
-    type: `struct Acc {\n${range(tb * quads).map((f) => `  a${f}: vec4<f32>,`).join('\n')}\n}\n`,
-    ACC_INIT: `Acc(${range(tb).flatMap(() => range(quads).map((qi) => quad(bias, qi))).join(', ')})`,
+    type: `struct Acc {\n${range(tb * quads)
+      .map((f) => `  a${f}: vec4<f32>,`)
+      .join('\n')}\n}\n`,
+    ACC_INIT: `Acc(${range(tb)
+      .flatMap(() => range(quads).map((qi) => quad(bias, qi)))
+      .join(', ')})`,
     COLUMNS: columns.join('\n      '),
     LOADS: loads.join('\n        '),
     ACC_FMA: fma.join('\n        '),
@@ -73,13 +80,26 @@ function blockedWgsl(blk: Block, hasBias: boolean) {
 const params = {
   n: 'u32', // output elements (packed: the grid's words)
   work: 'u32', // invocations doing work (blocked): batch x groups x channel blocks x phases x position blocks
-  o: 'u32', og: 'u32', cg: 'u32', // output channels, per group; input channels per group
-  lout: 'u32', l: 'u32', k: 'u32',
-  stride: 'u32', dil: 'u32', pad: 'i32',
+  o: 'u32',
+  og: 'u32',
+  cg: 'u32', // output channels, per group; input channels per group
+  lout: 'u32',
+  l: 'u32',
+  k: 'u32',
+  stride: 'u32',
+  dil: 'u32',
+  pad: 'i32',
   jstep: 'u32', // stride / gcd(stride, dilation): taps between two whole input positions
-  x_off: 'u32', xs_n: 'u32', xs_c: 'u32', xs_l: 'u32',
-  w_off: 'u32', ws_c: 'u32', ws_o: 'u32', ws_k: 'u32',
-  b_off: 'u32', bs: 'u32',
+  x_off: 'u32',
+  xs_n: 'u32',
+  xs_c: 'u32',
+  xs_l: 'u32',
+  w_off: 'u32',
+  ws_c: 'u32',
+  ws_o: 'u32',
+  ws_k: 'u32',
+  b_off: 'u32',
+  bs: 'u32',
   groups: 'u32',
   nb: 'u32', // channel blocks per group (blocked)
   nph: 'u32', // phases: min(stride, lout) (blocked)
@@ -132,7 +152,14 @@ const gcd = (a: number, b: number): number => (b === 0 ? a : gcd(b, a % b));
  * F.conv_transpose1d of strided views x [N, C, L], weight [C, O/groups, k] and bias [O] (see
  * Backend.convTranspose1d): contiguous output of outShape [N, O, Lout] in x's dtype; no dispatch when it is empty.
  */
-export function convTranspose1dKernel(ctx: GpuContext, x: GpuOperand, weight: GpuOperand, bias: GpuOperand | undefined, g: ConvTranspose1dGeometry, outShape: Shape): GpuBuffer {
+export function convTranspose1dKernel(
+  ctx: GpuContext,
+  x: GpuOperand,
+  weight: GpuOperand,
+  bias: GpuOperand | undefined,
+  g: ConvTranspose1dGeometry,
+  outShape: Shape,
+): GpuBuffer {
   const n = numel(outShape);
   const lanes = lanesPerWord(x.dtype);
   const out = ctx.alloc(wordBytes(n, lanes));
@@ -149,12 +176,32 @@ export function convTranspose1dKernel(ctx: GpuContext, x: GpuOperand, weight: Gp
   const [xs_n, xs_c, xs_l] = x.view.strides;
   const [ws_c, ws_o, ws_k] = weight.view.strides;
   const p = {
-    n, work, o, og, cg: c / g.groups, lout, l, k,
-    stride, dil: g.dilation, pad: g.padding, jstep: stride / gcd(stride, g.dilation),
-    x_off: x.view.offset, xs_n, xs_c, xs_l,
-    w_off: weight.view.offset, ws_c, ws_o, ws_k,
-    b_off: bias ? bias.view.offset : 0, bs: bias ? bias.view.strides[0] : 0,
-    groups: g.groups, nb, nph, nmb,
+    n,
+    work,
+    o,
+    og,
+    cg: c / g.groups,
+    lout,
+    l,
+    k,
+    stride,
+    dil: g.dilation,
+    pad: g.padding,
+    jstep: stride / gcd(stride, g.dilation),
+    x_off: x.view.offset,
+    xs_n,
+    xs_c,
+    xs_l,
+    w_off: weight.view.offset,
+    ws_c,
+    ws_o,
+    ws_k,
+    b_off: bias ? bias.view.offset : 0,
+    bs: bias ? bias.view.strides[0] : 0,
+    groups: g.groups,
+    nb,
+    nph,
+    nmb,
   };
   const variant = { dtype: x.dtype, weight: weight.dtype, bias: bias ? bias.dtype : 'none' };
   const buffers = { out, x: x.buffer, weight: weight.buffer, bias: bias?.buffer };

@@ -41,7 +41,10 @@ function blockedWgsl(blk: Block, hasBias: boolean, src: Source) {
   const quads = ocb / 4;
   const range = (k: number) => [...Array(k).keys()];
   const field = (j: number, qi: number) => `a${j * quads + qi}`;
-  const quad = (f: (c: number) => string, qi: number) => `vec4<f32>(${range(4).map((l) => f(4 * qi + l)).join(', ')})`;
+  const quad = (f: (c: number) => string, qi: number) =>
+    `vec4<f32>(${range(4)
+      .map((l) => f(4 * qi + l))
+      .join(', ')})`;
   const bias = (c: number) => (hasBias ? `load_bias(p.b_off + (oc0 + ${c}u) * p.bs)` : '0.0');
   const weight = (c: number) => `load_weight(q + ${c}u * p.ws_o)`;
   const columns =
@@ -49,7 +52,9 @@ function blockedWgsl(blk: Block, hasBias: boolean, src: Source) {
       ? singleColumn(src)
       : [
           ...range(wb).map((j) => `let in${j} = wx + ${j} * i32(p.sw) >= 0 && wx + ${j} * i32(p.sw) < i32(p.w);`),
-          `if (!(${range(wb).map((j) => `in${j}`).join(' || ')})) {\n          continue;\n        }`,
+          `if (!(${range(wb)
+            .map((j) => `in${j}`)
+            .join(' || ')})) {\n          continue;\n        }`,
           ...range(wb).map((j) => `let so${j} = row + u32(clamp(wx + ${j} * i32(p.sw), 0, i32(p.w) - 1)) * p.${src}s_w;`),
         ].join('\n        ');
   const loads = range(wb)
@@ -60,8 +65,12 @@ function blockedWgsl(blk: Block, hasBias: boolean, src: Source) {
     ...range(wb).flatMap((j) => range(quads).map((qi) => `acc.${field(j, qi)} = fma(vec4<f32>(v${j}), wq${qi}, acc.${field(j, qi)});`)),
   ].join('\n          ');
   return {
-    type: `struct Acc {\n${range(wb * quads).map((f) => `  a${f}: vec4<f32>,`).join('\n')}\n}\n`,
-    init: `Acc(${range(wb).flatMap(() => range(quads).map((qi) => quad(bias, qi))).join(', ')})`,
+    type: `struct Acc {\n${range(wb * quads)
+      .map((f) => `  a${f}: vec4<f32>,`)
+      .join('\n')}\n}\n`,
+    init: `Acc(${range(wb)
+      .flatMap(() => range(quads).map((qi) => quad(bias, qi)))
+      .join(', ')})`,
     columns,
     loads,
     fma,
@@ -91,26 +100,55 @@ function windows(v: ConvVariant, blk: Block | undefined): string {
     });
   };
   const acc = blk ? blockedWgsl(blk, v.bias !== 'none', 'x').type : 'alias Acc = f32;\n';
-  const none = '// No previous: nothing before x.\nfn window_p(base: u32, wbase: u32, t0: i32, frames: u32, h0: i32, w0: i32, acc: Acc) -> Acc {\n  return acc;\n}\n';
+  const none =
+    '// No previous: nothing before x.\nfn window_p(base: u32, wbase: u32, t0: i32, frames: u32, h0: i32, w0: i32, acc: Acc) -> Acc {\n  return acc;\n}\n';
   return acc + window('x') + (v.previous !== 'none' ? window('p') : none);
 }
 
 const params = {
   work: 'u32', // invocations doing work: output words (packed) or output positions x channel blocks (blocked)
   o: 'u32', // output channels
-  to: 'u32', ho: 'u32', wo: 'u32',
+  to: 'u32',
+  ho: 'u32',
+  wo: 'u32',
   cg: 'u32', // input channels per group
   og: 'u32', // output channels per group
-  t: 'u32', h: 'u32', w: 'u32',
-  kt: 'u32', kh: 'u32', kw: 'u32',
-  st: 'u32', sh: 'u32', sw: 'u32',
-  dt: 'u32', dh: 'u32', dw: 'u32',
-  pt: 'i32', ph: 'i32', pw: 'i32', // zeros before each spatial dim (previous frames included)
-  x_off: 'u32', xs_n: 'u32', xs_c: 'u32', xs_t: 'u32', xs_h: 'u32', xs_w: 'u32',
-  w_off: 'u32', ws_o: 'u32', ws_c: 'u32', ws_t: 'u32', ws_h: 'u32', ws_w: 'u32',
-  b_off: 'u32', bs: 'u32',
+  t: 'u32',
+  h: 'u32',
+  w: 'u32',
+  kt: 'u32',
+  kh: 'u32',
+  kw: 'u32',
+  st: 'u32',
+  sh: 'u32',
+  sw: 'u32',
+  dt: 'u32',
+  dh: 'u32',
+  dw: 'u32',
+  pt: 'i32',
+  ph: 'i32',
+  pw: 'i32', // zeros before each spatial dim (previous frames included)
+  x_off: 'u32',
+  xs_n: 'u32',
+  xs_c: 'u32',
+  xs_t: 'u32',
+  xs_h: 'u32',
+  xs_w: 'u32',
+  w_off: 'u32',
+  ws_o: 'u32',
+  ws_c: 'u32',
+  ws_t: 'u32',
+  ws_h: 'u32',
+  ws_w: 'u32',
+  b_off: 'u32',
+  bs: 'u32',
   np: 'u32', // previous frames P (0: none)
-  p_off: 'u32', ps_n: 'u32', ps_c: 'u32', ps_t: 'u32', ps_h: 'u32', ps_w: 'u32',
+  p_off: 'u32',
+  ps_n: 'u32',
+  ps_c: 'u32',
+  ps_t: 'u32',
+  ps_h: 'u32',
+  ps_w: 'u32',
   groups: 'u32',
   nb: 'u32', // channel blocks per group (blocked)
   nwb: 'u32', // column blocks per output row (blocked)
@@ -156,7 +194,15 @@ const convBlocked = defineKernel({
  * zero padding done by bounds checks (see conv.wgsl); previous [N, C, P, H, W] supplies the time positions [-P, 0).
  * Contiguous output of outShape in x's dtype.
  */
-export function convKernel(ctx: GpuContext, x: GpuOperand, weight: GpuOperand, bias: GpuOperand | undefined, g: ConvGeometry, outShape: Shape, previous?: GpuOperand): GpuBuffer {
+export function convKernel(
+  ctx: GpuContext,
+  x: GpuOperand,
+  weight: GpuOperand,
+  bias: GpuOperand | undefined,
+  g: ConvGeometry,
+  outShape: Shape,
+  previous?: GpuOperand,
+): GpuBuffer {
   const n = numel(outShape);
   const lanes = lanesPerWord(x.dtype);
   const out = ctx.alloc(wordBytes(n, lanes));
@@ -177,12 +223,52 @@ export function convKernel(ctx: GpuContext, x: GpuOperand, weight: GpuOperand, b
   const [ws_o, ws_c, ws_t, ws_h, ws_w] = weight.view.strides;
   const [ps_n, ps_c, ps_t, ps_h, ps_w] = pv ? pv.strides : [0, 0, 0, 0, 0];
   const p = {
-    work, o, to, ho, wo, cg, og, t, h, w, kt, kh, kw, st, sh, sw, dt, dh, dw, pt, ph, pw,
-    x_off: x.view.offset, xs_n, xs_c, xs_t, xs_h, xs_w,
-    w_off: weight.view.offset, ws_o, ws_c, ws_t, ws_h, ws_w,
-    b_off: bias ? bias.view.offset : 0, bs: bias ? bias.view.strides[0] : 0,
-    np: pv ? pv.shape[2] : 0, p_off: pv ? pv.offset : 0, ps_n, ps_c, ps_t, ps_h, ps_w,
-    groups: g.groups, nb: blocksPerGroup, nwb: blocksPerRow,
+    work,
+    o,
+    to,
+    ho,
+    wo,
+    cg,
+    og,
+    t,
+    h,
+    w,
+    kt,
+    kh,
+    kw,
+    st,
+    sh,
+    sw,
+    dt,
+    dh,
+    dw,
+    pt,
+    ph,
+    pw,
+    x_off: x.view.offset,
+    xs_n,
+    xs_c,
+    xs_t,
+    xs_h,
+    xs_w,
+    w_off: weight.view.offset,
+    ws_o,
+    ws_c,
+    ws_t,
+    ws_h,
+    ws_w,
+    b_off: bias ? bias.view.offset : 0,
+    bs: bias ? bias.view.strides[0] : 0,
+    np: pv ? pv.shape[2] : 0,
+    p_off: pv ? pv.offset : 0,
+    ps_n,
+    ps_c,
+    ps_t,
+    ps_h,
+    ps_w,
+    groups: g.groups,
+    nb: blocksPerGroup,
+    nwb: blocksPerRow,
   };
   const variant = { dtype: x.dtype, weight: weight.dtype, bias: bias ? bias.dtype : 'none', previous: previous ? previous.dtype : 'none' };
   const buffers = { out, x: x.buffer, weight: weight.buffer, bias: bias?.buffer, previous: previous?.buffer };

@@ -56,12 +56,26 @@ export function crossEntropyForwardKernel(ctx: GpuContext, x: GpuOperand, target
   if (rows === 0) return [lse, nll];
   // Long rows want every invocation of a big workgroup; short ones waste fewer idle invocations in a small one.
   const wg = d >= 2048 ? 256 : d >= 256 ? 128 : 64;
-  crossEntropyForward.run(ctx, { dtype: x.dtype, wg }, { rows, ...logitsParams(x, targets, ignore) }, { lse, nll, x: x.buffer, targets: targets.buffer }, { workgroups: grid1d(rows, 1) });
+  crossEntropyForward.run(
+    ctx,
+    { dtype: x.dtype, wg },
+    { rows, ...logitsParams(x, targets, ignore) },
+    { lse, nll, x: x.buffer, targets: targets.buffer },
+    { workgroups: grid1d(rows, 1) },
+  );
   return [lse, nll];
 }
 
 /** One dispatch: d logits [rows, d] in outDtype = (softmax(x) - onehot(target)) * scale[row]. */
-export function crossEntropyBackwardKernel(ctx: GpuContext, x: GpuOperand, targets: GpuOperand, lse: GpuOperand, scale: GpuOperand, ignore: number, outDtype: DType): GpuBuffer {
+export function crossEntropyBackwardKernel(
+  ctx: GpuContext,
+  x: GpuOperand,
+  targets: GpuOperand,
+  lse: GpuOperand,
+  scale: GpuOperand,
+  ignore: number,
+  outDtype: DType,
+): GpuBuffer {
   const [rows, d] = x.view.shape;
   const n = rows * d;
   const out = ctx.alloc(wordBytes(n, lanesPerWord(outDtype)));

@@ -114,24 +114,38 @@ const stridedMap = defineKernel({
   params: {
     n: 'u32', // output elements
     rank: 'u32', // dims of the (coalesced) iteration shape, <= 8
-    off0: 'u32', off1: 'u32', off2: 'u32', // first element of each tensor argument, by binding slot
+    off0: 'u32',
+    off1: 'u32',
+    off2: 'u32', // first element of each tensor argument, by binding slot
     shape: 'u32[8]',
-    strides0: 'u32[8]', strides1: 'u32[8]', strides2: 'u32[8]',
-    scalar0: 'u32', scalar1: 'u32', scalar2: 'u32', // storage code of a number argument, by argument
+    strides0: 'u32[8]',
+    strides1: 'u32[8]',
+    strides2: 'u32[8]',
+    scalar0: 'u32',
+    scalar1: 'u32',
+    scalar2: 'u32', // storage code of a number argument, by argument
   },
   outputs: { out: { packed: 'out', compute: (v) => helperCompute(v.outC), saturate: (v) => v.saturate, helpers: (v) => v.outC !== 'raw' } },
   inputs: { in0: stridedInput(0), in1: stridedInput(1), in2: stridedInput(2) },
   grid: { words: 'n', element: 'map_element' },
   functions: (v) => {
     const numbers = argsOf(v)
-      .map((a, k) => (a.slot >= 0 ? '' : `fn number${k}() -> ${valueType(v.inC)} {\n  return ${v.inC === 'raw' ? `p.scalar${k}` : decodeExpr(a.dtype, `p.scalar${k}`, v.inC)};\n}\n`))
+      .map((a, k) =>
+        a.slot >= 0
+          ? ''
+          : `fn number${k}() -> ${valueType(v.inC)} {\n  return ${v.inC === 'raw' ? `p.scalar${k}` : decodeExpr(a.dtype, `p.scalar${k}`, v.inC)};\n}\n`,
+      )
       .join('');
     return opFunctions(v) + numbers + (v.outC === 'raw' ? 'fn encode_out(v: u32) -> u32 {\n  return v;\n}\n' : '');
   },
   code: (v) => {
     const args = argsOf(v);
     const offset = (a: Arg) =>
-      a.access === 'linear' ? `p.off${a.slot} + e` : a.access === 'scalar' ? `p.off${a.slot}` : `strided_offset(e, p.off${a.slot}, p.rank, p.shape, p.strides${a.slot})`;
+      a.access === 'linear'
+        ? `p.off${a.slot} + e`
+        : a.access === 'scalar'
+          ? `p.off${a.slot}`
+          : `strided_offset(e, p.off${a.slot}, p.rank, p.shape, p.strides${a.slot})`;
     const load = (a: Arg, k: number) => (a.slot < 0 ? `number${k}()` : `${v.inC === 'raw' ? 'code' : 'load'}_in${a.slot}(${offset(a)})`);
     return {
       LOADS: args.map((a, k) => `  let ${NAMES[k]} = ${load(a, k)};`).join('\n'),
@@ -187,8 +201,12 @@ const linearMap = defineKernel({
   variant: { op: 'string', out: 'dtype', inC: COMPUTE, outC: COMPUTE, saturate: 'boolean', outWord: ['vec4', 'word'], x: 'string', y: 'string', z: 'string' },
   params: {
     n: 'u32', // output words (= elements)
-    off0: 'u32', off1: 'u32', off2: 'u32', // a tensor argument's first word, in vec4s when bound as array<vec4<u32>>
-    scalar0: 'u32', scalar1: 'u32', scalar2: 'u32',
+    off0: 'u32',
+    off1: 'u32',
+    off2: 'u32', // a tensor argument's first word, in vec4s when bound as array<vec4<u32>>
+    scalar0: 'u32',
+    scalar1: 'u32',
+    scalar2: 'u32',
   },
   outputs: { out: { type: (v) => (v.outWord === 'vec4' ? 'vec4<u32>' : 'u32') } },
   inputs: { in0: linearInput(0), in1: linearInput(1), in2: linearInput(2) },
@@ -282,9 +300,18 @@ function runMap(ctx: GpuContext, spec: MapSpec, outShape: Shape): GpuBuffer {
     ctx,
     { ...common, x: field(0), y: field(1), z: field(2) },
     {
-      n, rank, off0: off(0), off1: off(1), off2: off(2),
-      shape: views[0]?.shape ?? [], strides0: strides(0), strides1: strides(1), strides2: strides(2),
-      scalar0: scalar(0), scalar1: scalar(1), scalar2: scalar(2),
+      n,
+      rank,
+      off0: off(0),
+      off1: off(1),
+      off2: off(2),
+      shape: views[0]?.shape ?? [],
+      strides0: strides(0),
+      strides1: strides(1),
+      strides2: strides(2),
+      scalar0: scalar(0),
+      scalar1: scalar(1),
+      scalar2: scalar(2),
     },
     { out, in0: tensors[0]?.buffer, in1: tensors[1]?.buffer, in2: tensors[2]?.buffer },
   );

@@ -43,10 +43,18 @@ const expertGemm = defineKernel({
   source: 'expert-gemm.wgsl',
   variant: { x: 'dtype', w: 'dtype', out: 'dtype', scaled: 'boolean' },
   params: {
-    n: 'u32', k: 'u32', experts: 'u32', slots: 'u32',
-    x_off: 'u32', x_s0: 'u32', x_s1: 'u32',
+    n: 'u32',
+    k: 'u32',
+    experts: 'u32',
+    slots: 'u32',
+    x_off: 'u32',
+    x_s0: 'u32',
+    x_s1: 'u32',
     x_per_slot: 'u32', // x has a row per slot (1) or per token (0)
-    w_off: 'u32', w_se: 'u32', w_sn: 'u32', w_sk: 'u32', // weight offset and strides, in elements
+    w_off: 'u32',
+    w_se: 'u32',
+    w_sn: 'u32',
+    w_sk: 'u32', // weight offset and strides, in elements
     k_blocks: 'u32', // ceil(k / 128)
     n_blocks: 'u32', // ceil(n / 128)
     max_tiles: 'u32',
@@ -65,7 +73,16 @@ const expertGemm = defineKernel({
 });
 
 /** The GEMM over a plan's tiles -> contiguous [T*k, N] in outDtype (n a multiple of outDtype's lanes). */
-function groupedGemm(ctx: GpuContext, x: GpuOperand, weight: GpuOperand, ids: GpuOperand, scale: GpuBuffer | undefined, plan: GpuBuffer, maxTiles: number, outDtype: DType): GpuBuffer {
+function groupedGemm(
+  ctx: GpuContext,
+  x: GpuOperand,
+  weight: GpuOperand,
+  ids: GpuOperand,
+  scale: GpuBuffer | undefined,
+  plan: GpuBuffer,
+  maxTiles: number,
+  outDtype: DType,
+): GpuBuffer {
   const [experts, n, k] = weight.view.shape;
   const [t, slots] = ids.view.shape;
   const out = ctx.alloc(wordBytes(t * slots * n, lanesPerWord(outDtype)));
@@ -75,10 +92,21 @@ function groupedGemm(ctx: GpuContext, x: GpuOperand, weight: GpuOperand, ids: Gp
     ctx,
     { x: x.dtype, w: weight.dtype, out: outDtype, scaled: scale !== undefined },
     {
-      n, k, experts, slots,
-      x_off: x.view.offset, x_s0: x.view.strides[0], x_s1: x.view.strides[1], x_per_slot: x.view.shape[0] === t * slots ? 1 : 0,
-      w_off: weight.view.offset, w_se: se, w_sn: sn, w_sk: sk,
-      k_blocks: Math.ceil(k / 128), n_blocks: Math.ceil(n / 128), max_tiles: maxTiles,
+      n,
+      k,
+      experts,
+      slots,
+      x_off: x.view.offset,
+      x_s0: x.view.strides[0],
+      x_s1: x.view.strides[1],
+      x_per_slot: x.view.shape[0] === t * slots ? 1 : 0,
+      w_off: weight.view.offset,
+      w_se: se,
+      w_sn: sn,
+      w_sk: sk,
+      k_blocks: Math.ceil(k / 128),
+      n_blocks: Math.ceil(n / 128),
+      max_tiles: maxTiles,
     },
     { out, x: x.buffer, w: weight.buffer, plan, scale },
     { workgroups: [maxTiles, Math.ceil(n / BN), 1] },
@@ -92,9 +120,15 @@ const expertCombine = defineKernel({
   variant: { out: 'dtype' },
   params: {
     total: 'u32', // T * N output elements
-    n: 'u32', slots: 'u32', experts: 'u32',
-    ids_off: 'u32', ids_s0: 'u32', ids_s1: 'u32',
-    c_off: 'u32', c_s0: 'u32', c_s1: 'u32',
+    n: 'u32',
+    slots: 'u32',
+    experts: 'u32',
+    ids_off: 'u32',
+    ids_s0: 'u32',
+    ids_s1: 'u32',
+    c_off: 'u32',
+    c_s0: 'u32',
+    c_s1: 'u32',
   },
   outputs: { out: { packed: 'out' } },
   inputs: { slot_out: 'f32', ids: 'u32', comb: 'u32' },
@@ -109,9 +143,16 @@ function combineSlots(ctx: GpuContext, slotOut: GpuBuffer, ids: GpuOperand, comb
     ctx,
     { out: outDtype },
     {
-      total: t * n, n, slots, experts,
-      ids_off: ids.view.offset, ids_s0: ids.view.strides[0], ids_s1: ids.view.strides[1],
-      c_off: combine.view.offset, c_s0: combine.view.strides[0], c_s1: combine.view.strides[1],
+      total: t * n,
+      n,
+      slots,
+      experts,
+      ids_off: ids.view.offset,
+      ids_s0: ids.view.strides[0],
+      ids_s1: ids.view.strides[1],
+      c_off: combine.view.offset,
+      c_s0: combine.view.strides[0],
+      c_s1: combine.view.strides[1],
     },
     { out, slot_out: slotOut, ids: ids.buffer, comb: combine.buffer },
   );

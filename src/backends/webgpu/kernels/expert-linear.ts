@@ -178,20 +178,30 @@ const expertLinear = defineKernel({
   source: 'expert-linear.wgsl',
   variant: EXPERT_LINEAR_VARIANT,
   params: {
-    n: 'u32', k: 'u32', experts: 'u32',
+    n: 'u32',
+    k: 'u32',
+    experts: 'u32',
     slots: 'u32', // k of the top-k: ids is [T, slots]
     rows_out: 'u32', // T * slots (gather) or T (combine)
     col_blocks: 'u32', // ceil(n / OPW)
-    x_off: 'u32', x_s0: 'u32', x_s1: 'u32',
+    x_off: 'u32',
+    x_s0: 'u32',
+    x_s1: 'u32',
     x_per_slot: 'u32', // x has a row per slot (1) or per token (0)
     // Weight offset, expert and row strides, in load units (16-byte chunks, words or elements).
-    w_off: 'u32', w_se: 'u32', w_sn: 'u32',
+    w_off: 'u32',
+    w_se: 'u32',
+    w_sn: 'u32',
     w_sk: 'u32', // element stride along K (element loads only)
     chunks: 'u32', // whole load units per row
     k_blocks: 'u32', // ceil(k / 128)
     n_blocks: 'u32', // ceil(n / 128)
-    ids_off: 'u32', ids_s0: 'u32', ids_s1: 'u32',
-    c_off: 'u32', c_s0: 'u32', c_s1: 'u32',
+    ids_off: 'u32',
+    ids_s0: 'u32',
+    ids_s1: 'u32',
+    c_off: 'u32',
+    c_s0: 'u32',
+    c_s1: 'u32',
   },
   outputs: { out: { packed: 'out' } },
   inputs: {
@@ -259,22 +269,50 @@ export function expertLinearKernel(ctx: GpuContext, x: GpuOperand, weight: GpuOp
   expertLinear.run(
     ctx,
     {
-      access, x: x.dtype, w: weight.dtype, out: outDtype, combine: !!combine, scaled: scale !== undefined,
-      subgroups: ctx.subgroupReduce(TPO), activation: activation ?? 'linear', residual: residual?.dtype ?? 'no-residual',
+      access,
+      x: x.dtype,
+      w: weight.dtype,
+      out: outDtype,
+      combine: !!combine,
+      scaled: scale !== undefined,
+      subgroups: ctx.subgroupReduce(TPO),
+      activation: activation ?? 'linear',
+      residual: residual?.dtype ?? 'no-residual',
     },
     {
-      n, k, experts: numExperts, slots, rows_out: rowsOut, col_blocks: colBlocks,
-      x_off: x.view.offset, x_s0: x.view.strides[0], x_s1: x.view.strides[1], x_per_slot: x.view.shape[0] === t * slots ? 1 : 0,
-      w_off: inUnits(weight.view.offset), w_se: inUnits(se), w_sn: inUnits(sn), w_sk: sk,
-      chunks: Math.floor(k / perUnit), k_blocks: Math.ceil(k / 128), n_blocks: Math.ceil(wRows / 128),
-      ids_off: ids.view.offset, ids_s0: ids.view.strides[0], ids_s1: ids.view.strides[1],
-      c_off: combine?.view.offset ?? 0, c_s0: combine?.view.strides[0] ?? 0, c_s1: combine?.view.strides[1] ?? 0,
+      n,
+      k,
+      experts: numExperts,
+      slots,
+      rows_out: rowsOut,
+      col_blocks: colBlocks,
+      x_off: x.view.offset,
+      x_s0: x.view.strides[0],
+      x_s1: x.view.strides[1],
+      x_per_slot: x.view.shape[0] === t * slots ? 1 : 0,
+      w_off: inUnits(weight.view.offset),
+      w_se: inUnits(se),
+      w_sn: inUnits(sn),
+      w_sk: sk,
+      chunks: Math.floor(k / perUnit),
+      k_blocks: Math.ceil(k / 128),
+      n_blocks: Math.ceil(wRows / 128),
+      ids_off: ids.view.offset,
+      ids_s0: ids.view.strides[0],
+      ids_s1: ids.view.strides[1],
+      c_off: combine?.view.offset ?? 0,
+      c_s0: combine?.view.strides[0] ?? 0,
+      c_s1: combine?.view.strides[1] ?? 0,
     },
     { out, x: x.buffer, w: weight.buffer, ids: ids.buffer, scale, comb: combine?.buffer, res: residual?.buffer },
     {
       workgroups: grid1d(colBlocks * rowsOut, 1),
       // Every slot reads its expert's rows (slots sharing an expert are counted twice; at decode they cannot).
-      bytes: bytesOf(weight.dtype, t * slots * wRows * k) + bytesOf(x.dtype, x.view.shape[0] * k) + bytesOf(outDtype, rowsOut * n) + (residual ? bytesOf(residual.dtype, rowsOut * n) : 0),
+      bytes:
+        bytesOf(weight.dtype, t * slots * wRows * k) +
+        bytesOf(x.dtype, x.view.shape[0] * k) +
+        bytesOf(outDtype, rowsOut * n) +
+        (residual ? bytesOf(residual.dtype, rowsOut * n) : 0),
     },
   );
   return out;

@@ -43,7 +43,19 @@ const IO_PARAMS = {
   scale: 'f32',
 } as const;
 
-const VARIANT = { dtype: 'dtype', wdtype: 'dtype', input: INPUTS, output: OUTPUTS, reflect: 'boolean', size: 'number', rpw: 'number', regs: 'number', wg: 'number', bluestein: 'boolean', inverse: 'boolean' } as const;
+const VARIANT = {
+  dtype: 'dtype',
+  wdtype: 'dtype',
+  input: INPUTS,
+  output: OUTPUTS,
+  reflect: 'boolean',
+  size: 'number',
+  rpw: 'number',
+  regs: 'number',
+  wg: 'number',
+  bluestein: 'boolean',
+  inverse: 'boolean',
+} as const;
 
 const fftRows = defineKernel({
   name: 'fft_rows',
@@ -70,9 +82,24 @@ const fftRows = defineKernel({
     wgslSource('fft-workgroup-passes.wgsl'),
 });
 
-const mathFunctions = (v: { bluestein: boolean; inverse: boolean }) => `const BLUESTEIN = ${v.bluestein};\nconst INVERSE = ${v.inverse};\n` + wgslSource('fft-math.wgsl');
-const ioConstants = (v: { size: number; input: FftLoad; output: FftStore; reflect: boolean }) => ({ SIZE: v.size, INPUT: INPUTS.indexOf(v.input), OUTPUT: OUTPUTS.indexOf(v.output), PAD: v.reflect ? 1 : 0 });
-const GLOBAL_VARIANT = { dtype: 'dtype', wdtype: 'dtype', input: INPUTS, output: OUTPUTS, reflect: 'boolean', size: 'number', bluestein: 'boolean', inverse: 'boolean' } as const;
+const mathFunctions = (v: { bluestein: boolean; inverse: boolean }) =>
+  `const BLUESTEIN = ${v.bluestein};\nconst INVERSE = ${v.inverse};\n` + wgslSource('fft-math.wgsl');
+const ioConstants = (v: { size: number; input: FftLoad; output: FftStore; reflect: boolean }) => ({
+  SIZE: v.size,
+  INPUT: INPUTS.indexOf(v.input),
+  OUTPUT: OUTPUTS.indexOf(v.output),
+  PAD: v.reflect ? 1 : 0,
+});
+const GLOBAL_VARIANT = {
+  dtype: 'dtype',
+  wdtype: 'dtype',
+  input: INPUTS,
+  output: OUTPUTS,
+  reflect: 'boolean',
+  size: 'number',
+  bluestein: 'boolean',
+  inverse: 'boolean',
+} as const;
 
 // The global-memory path: load, one dispatch per pass (ping-pong), Bluestein's pointwise product, store.
 const fftGlobalLoad = defineKernel({
@@ -148,7 +175,15 @@ export function fitsWorkgroup(plan: FftPlan): boolean {
 /** How a launch reads its rows: an fft view ([R0, R1, L(, 2)]) or STFT frames of signals [B, T]. */
 export type FftSource =
   | { readonly kind: 'rows'; readonly x: GpuOperand; readonly input: 'complex' | 'real' | 'hermitian' }
-  | { readonly kind: 'frames'; readonly x: GpuOperand; readonly window: GpuOperand; readonly frames: number; readonly hop: number; readonly padLeft: number; readonly reflect: boolean };
+  | {
+      readonly kind: 'frames';
+      readonly x: GpuOperand;
+      readonly window: GpuOperand;
+      readonly frames: number;
+      readonly hop: number;
+      readonly padLeft: number;
+      readonly reflect: boolean;
+    };
 
 /** Where the bins go: rows R0 x R1, bins kept, element strides of the output per row dim and per bin. */
 export interface FftDestination {
@@ -239,7 +274,12 @@ export function fftKernel(ctx: GpuContext, plan: FftPlan, tables: GpuBuffer, src
   const reflect = src.kind === 'frames' && src.reflect;
   const window = src.kind === 'frames' ? { window: src.window.buffer } : {};
   if (!fitsWorkgroup(plan)) {
-    globalFft(ctx, plan, tables, { dtype: src.x.dtype, wdtype, input, output: dst.output, reflect, size, bluestein: plan.bluestein, inverse }, io, { out, x: src.x.buffer, tables, ...window });
+    globalFft(ctx, plan, tables, { dtype: src.x.dtype, wdtype, input, output: dst.output, reflect, size, bluestein: plan.bluestein, inverse }, io, {
+      out,
+      x: src.x.buffer,
+      tables,
+      ...window,
+    });
     return out;
   }
   const { rpw, wg, regs } = workgroupShape(size, radices, io.rows);
@@ -269,7 +309,14 @@ type GlobalVariant = Parameters<typeof fftGlobalLoad.run>[1];
 type IoParams = ReturnType<typeof ioParams>;
 
 /** Rows too long for workgroup memory: 2 + passes (Bluestein: 3 + 2 passes) dispatches through two work buffers. */
-function globalFft(ctx: GpuContext, plan: FftPlan, tables: GpuBuffer, v: GlobalVariant, io: IoParams, buffers: { out: GpuBuffer; x: GpuBuffer; tables: GpuBuffer; window?: GpuBuffer }): void {
+function globalFft(
+  ctx: GpuContext,
+  plan: FftPlan,
+  tables: GpuBuffer,
+  v: GlobalVariant,
+  io: IoParams,
+  buffers: { out: GpuBuffer; x: GpuBuffer; tables: GpuBuffer; window?: GpuBuffer },
+): void {
   const { size, radices } = plan.stockham;
   const total = io.rows * size;
   let a = ctx.alloc(wordBytes(2 * total, 1));

@@ -135,7 +135,10 @@ function blockStoreCode(lanes: number, { rm, rn }: Blocking): string {
   for (let i = 0; i < rm; i++) {
     lines.push('  {', `    let r = row0 + ty * ${rm}u + ${i}u;`, '    if (r < p.m) {', '      let row = out_base + r * p.n;');
     for (let h = 0; h < rn / 4; h++) {
-      lines.push(`      let c${h} = c0 + ${4 * h}u;`, tileStoreCode(lanes, (col, acc) => `epilogue(r, ${col}, ${acc})`, `c${h}`, `acc[${(i * rn) / 4 + h}]`));
+      lines.push(
+        `      let c${h} = c0 + ${4 * h}u;`,
+        tileStoreCode(lanes, (col, acc) => `epilogue(r, ${col}, ${acc})`, `c${h}`, `acc[${(i * rn) / 4 + h}]`),
+      );
     }
     lines.push('    }', '  }');
   }
@@ -239,10 +242,20 @@ const gemm = defineKernel({
   source: 'gemm.wgsl',
   variant: GEMM_VARIANT,
   params: {
-    m: 'u32', n: 'u32', k: 'u32', batch_rank: 'u32',
-    a_off: 'u32', a_sm: 'u32', a_sk: 'u32', b_off: 'u32', b_sk: 'u32', b_sn: 'u32',
+    m: 'u32',
+    n: 'u32',
+    k: 'u32',
+    batch_rank: 'u32',
+    a_off: 'u32',
+    a_sm: 'u32',
+    a_sk: 'u32',
+    b_off: 'u32',
+    b_sk: 'u32',
+    b_sn: 'u32',
     k_blocks: 'u32', // ceil(k / 128): row length of block-scale tables
-    batch_shape: 'u32[4]', a_sbatch: 'u32[4]', b_sbatch: 'u32[4]',
+    batch_shape: 'u32[4]',
+    a_sbatch: 'u32[4]',
+    b_sbatch: 'u32[4]',
   },
   outputs: { out: { packed: 'out', saturate: true } },
   inputs: { a: { packed: 'a' }, b: { packed: 'b' }, ...SCALING_INPUTS },
@@ -314,14 +327,27 @@ export function gemmKernel(ctx: GpuContext, a: GpuOperand, b: GpuOperand, dims: 
     ctx,
     { a: a.dtype, b: b.dtype, out: outDtype, ...scalingVariant(scaling), rm, rn, sharing },
     {
-      m, n, k, batch_rank: ba.shape.length,
-      a_off: a.view.offset, a_sm: as[r], a_sk: as[r + 1], b_off: b.view.offset, b_sk: bs[r], b_sn: bs[r + 1],
+      m,
+      n,
+      k,
+      batch_rank: ba.shape.length,
+      a_off: a.view.offset,
+      a_sm: as[r],
+      a_sk: as[r + 1],
+      b_off: b.view.offset,
+      b_sk: bs[r],
+      b_sn: bs[r + 1],
       k_blocks: Math.ceil(k / 128),
-      batch_shape: ba.shape, a_sbatch: ba.strides, b_sbatch: bb.strides,
+      batch_shape: ba.shape,
+      a_sbatch: ba.strides,
+      b_sbatch: bb.strides,
     },
     { out, a: a.buffer, b: b.buffer, ...scalingBuffers(scaling) },
     // Each operand once (the compulsory traffic; tiles re-read from caches are not counted).
-    { workgroups: [Math.ceil(n / TILE), Math.ceil(m / TILE), batchCount], bytes: batchCount * (bytesOf(a.dtype, m * k) + bytesOf(b.dtype, k * n) + bytesOf(outDtype, m * n)) },
+    {
+      workgroups: [Math.ceil(n / TILE), Math.ceil(m / TILE), batchCount],
+      bytes: batchCount * (bytesOf(a.dtype, m * k) + bytesOf(b.dtype, k * n) + bytesOf(outDtype, m * n)),
+    },
   );
   return out;
 }

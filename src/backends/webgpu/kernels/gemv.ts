@@ -147,7 +147,15 @@ function storeCode(lanes: number, m: number, opw: number, grouped: boolean): str
 }
 
 const GEMV_VARIANT = {
-  tpo: 'number', m: 'number', grouped: 'boolean', a: 'dtype', b: 'dtype', out: 'dtype', ...SCALING_VARIANT, subgroups: 'boolean', swiglu: 'boolean',
+  tpo: 'number',
+  m: 'number',
+  grouped: 'boolean',
+  a: 'dtype',
+  b: 'dtype',
+  out: 'dtype',
+  ...SCALING_VARIANT,
+  subgroups: 'boolean',
+  swiglu: 'boolean',
 } as const;
 type GemvVariant = VariantOf<typeof GEMV_VARIANT>;
 
@@ -185,7 +193,11 @@ const gemv = defineKernel({
   source: 'gemv.wgsl',
   variant: GEMV_VARIANT,
   params: {
-    n: 'u32', k: 'u32', a_off: 'u32', a_sm: 'u32', a_sk: 'u32',
+    n: 'u32',
+    k: 'u32',
+    a_off: 'u32',
+    a_sm: 'u32',
+    a_sk: 'u32',
     b_off_chunks: 'u32', // weight offset in 16-byte chunks
     b_row_chunks: 'u32', // weight row stride in 16-byte chunks
     chunks: 'u32', // whole chunks per row: floor(k / ELEMS_PER_CHUNK)
@@ -243,9 +255,17 @@ export function gemvKernel(ctx: GpuContext, a: GpuOperand, b: GpuOperand, dims: 
     ctx,
     { tpo, m: grouped ? GEMV_MAX_M : m, grouped, a: a.dtype, b: b.dtype, out: outDtype, ...scalingVariant(s), subgroups, swiglu },
     {
-      n, k, a_off: a.view.offset, a_sm: a.view.strides[0], a_sk: a.view.strides[1],
-      b_off_chunks: (b.view.offset * item) / 16, b_row_chunks: (sn * item) / 16, chunks: Math.floor(k / chunk),
-      k_blocks: Math.ceil(k / 128), up_rows: swiglu ? n : 0, m,
+      n,
+      k,
+      a_off: a.view.offset,
+      a_sm: a.view.strides[0],
+      a_sk: a.view.strides[1],
+      b_off_chunks: (b.view.offset * item) / 16,
+      b_row_chunks: (sn * item) / 16,
+      chunks: Math.floor(k / chunk),
+      k_blocks: Math.ceil(k / 128),
+      up_rows: swiglu ? n : 0,
+      m,
     },
     { out, x: a.buffer, w: b.buffer, ...scalingBuffers(s) },
     { workgroups: [gx, gy, grouped ? Math.ceil(m / GEMV_MAX_M) : 1], bytes: bytesOf(b.dtype, dims.n * k) + bytesOf(a.dtype, m * k) + bytesOf(outDtype, m * n) },

@@ -20,9 +20,18 @@ const groupNorm = defineKernel({
     num_groups: 'u32',
     cg: 'u32', // channels per group
     s: 'u32', // T * H * W
-    h: 'u32', w: 'u32',
-    x_off: 'u32', xs_n: 'u32', xs_c: 'u32', xs_t: 'u32', xs_h: 'u32', xs_w: 'u32',
-    w_off: 'u32', ws: 'u32', b_off: 'u32', bs: 'u32',
+    h: 'u32',
+    w: 'u32',
+    x_off: 'u32',
+    xs_n: 'u32',
+    xs_c: 'u32',
+    xs_t: 'u32',
+    xs_h: 'u32',
+    xs_w: 'u32',
+    w_off: 'u32',
+    ws: 'u32',
+    b_off: 'u32',
+    bs: 'u32',
     eps: 'f32',
   },
   outputs: { out: { packed: 'outDtype' } },
@@ -42,7 +51,15 @@ const groupNorm = defineKernel({
   },
 });
 
-export function groupNormKernel(ctx: GpuContext, x: GpuOperand, numGroups: number, weight: GpuOperand | undefined, bias: GpuOperand | undefined, eps: number, outDtype: DType = x.dtype): GpuBuffer {
+export function groupNormKernel(
+  ctx: GpuContext,
+  x: GpuOperand,
+  numGroups: number,
+  weight: GpuOperand | undefined,
+  bias: GpuOperand | undefined,
+  eps: number,
+  outDtype: DType = x.dtype,
+): GpuBuffer {
   const shape = x.view.shape;
   const [n, c, t, h, w] = shape;
   const total = numel(shape);
@@ -61,10 +78,22 @@ export function groupNormKernel(ctx: GpuContext, x: GpuOperand, numGroups: numbe
     ctx,
     { dtype: x.dtype, weight: weight?.dtype ?? 'none', bias: bias?.dtype ?? 'none', outDtype, wg: count >= LARGE_GROUP ? 256 : 64 },
     {
-      groups, num_groups: numGroups, cg, s: t * h * w, h, w,
-      x_off: x.view.offset, xs_n, xs_c, xs_t, xs_h, xs_w,
-      w_off: weight?.view.offset ?? 0, ws: weight?.view.strides[0] ?? 0,
-      b_off: bias?.view.offset ?? 0, bs: bias?.view.strides[0] ?? 0,
+      groups,
+      num_groups: numGroups,
+      cg,
+      s: t * h * w,
+      h,
+      w,
+      x_off: x.view.offset,
+      xs_n,
+      xs_c,
+      xs_t,
+      xs_h,
+      xs_w,
+      w_off: weight?.view.offset ?? 0,
+      ws: weight?.view.strides[0] ?? 0,
+      b_off: bias?.view.offset ?? 0,
+      bs: bias?.view.strides[0] ?? 0,
       eps,
     },
     { out, x: x.buffer, weight: weight?.buffer, bias: bias?.buffer },

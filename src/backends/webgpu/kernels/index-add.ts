@@ -58,7 +58,16 @@ export function indexAddKernel(ctx: GpuContext, source: GpuOperand, dim: number,
       indexAdd.run(
         ctx,
         { dtype: src.dtype, strided },
-        { n, t, size, inner, src_off: src.view.offset, rank: strided ? shape.length : 0, shape: strided ? [...shape] : [], strides: strided ? [...src.view.strides] : [] },
+        {
+          n,
+          t,
+          size,
+          inner,
+          src_off: src.view.offset,
+          rank: strided ? shape.length : 0,
+          shape: strided ? [...shape] : [],
+          strides: strided ? [...src.view.strides] : [],
+        },
         { out, src: src.buffer, head, next },
       );
     if (isContiguous(source.view)) run(source, false);

@@ -27,6 +27,11 @@ export function indexSelectKernel(ctx: GpuContext, x: GpuOperand, dim: number, i
   const lanes = lanesPerWord(x.dtype);
   const out = ctx.alloc(wordBytes(n, lanes));
   if (n === 0) return out;
-  indexSelect.run(ctx, { lanes }, { n, d: shape[dim], inner, n_idx: nIdx, x_off: x.view.offset, idx_off: index.view.offset }, { out, x: x.buffer, idx: index.buffer });
+  indexSelect.run(
+    ctx,
+    { lanes },
+    { n, d: shape[dim], inner, n_idx: nIdx, x_off: x.view.offset, idx_off: index.view.offset },
+    { out, x: x.buffer, idx: index.buffer },
+  );
   return out;
 }

@@ -19,7 +19,15 @@ export function bytesOf(dtype: DType, elements: number): number {
 export type VariantKind = 'dtype' | 'number' | 'boolean' | 'string' | readonly string[];
 export type VariantSchema = Readonly<Record<string, VariantKind>>;
 export type VariantOf<S extends VariantSchema> = {
-  readonly [K in keyof S]: S[K] extends 'dtype' ? DType : S[K] extends 'number' ? number : S[K] extends 'boolean' ? boolean : S[K] extends readonly (infer U)[] ? U : string;
+  readonly [K in keyof S]: S[K] extends 'dtype'
+    ? DType
+    : S[K] extends 'number'
+      ? number
+      : S[K] extends 'boolean'
+        ? boolean
+        : S[K] extends readonly (infer U)[]
+          ? U
+          : string;
 };
 
 /** A uniform field: a 4-byte scalar, or `T[N]` laid out as array<vec4<T>, ceil(N/4)> (16-byte stride in uniforms). */
@@ -186,16 +194,20 @@ export interface Kernel<S extends VariantSchema, P extends ParamSchema, O extend
 
 const DEFAULT_WG = 256;
 
-export function defineKernel<const S extends VariantSchema = Record<never, never>, const P extends ParamSchema = Record<never, never>, const O extends Bindings<VariantOf<S>> = Bindings<VariantOf<S>>, const I extends Bindings<VariantOf<S>> = Bindings<VariantOf<S>>>(
-  desc: KernelDescription<S, P, O, I>,
-): Kernel<S, P, O, I> {
+export function defineKernel<
+  const S extends VariantSchema = Record<never, never>,
+  const P extends ParamSchema = Record<never, never>,
+  const O extends Bindings<VariantOf<S>> = Bindings<VariantOf<S>>,
+  const I extends Bindings<VariantOf<S>> = Bindings<VariantOf<S>>,
+>(desc: KernelDescription<S, P, O, I>): Kernel<S, P, O, I> {
   const schema: VariantSchema = desc.variant ?? {};
   const fieldNames = Object.keys(schema);
   const layout = layoutParams(desc.params ?? {});
   const grid = desc.grid;
   if (grid !== 'custom') {
     const count = 'words' in grid ? grid.words : grid.threads;
-    if (!layout.fields.some((f) => f.name === count && f.length === 0 && f.scalar === 'u32')) throw new Error(`kernel ${desc.name}: its grid counts p.${count}, which must be a u32 param`);
+    if (!layout.fields.some((f) => f.name === count && f.length === 0 && f.scalar === 'u32'))
+      throw new Error(`kernel ${desc.name}: its grid counts p.${count}, which must be a u32 param`);
     if ('words' in grid && !('out' in desc.outputs)) throw new Error(`kernel ${desc.name}: a words grid writes the output named out`);
   }
   type V = VariantOf<S>;
@@ -206,7 +218,15 @@ export function defineKernel<const S extends VariantSchema = Record<never, never
       const kind = schema[f];
       const value = (v as Record<string, unknown>)[f];
       const ok =
-        kind === 'dtype' ? typeof value === 'string' && value in DTYPE_INFO : kind === 'number' ? typeof value === 'number' : kind === 'boolean' ? typeof value === 'boolean' : kind === 'string' ? typeof value === 'string' : (kind as readonly string[]).includes(value as string);
+        kind === 'dtype'
+          ? typeof value === 'string' && value in DTYPE_INFO
+          : kind === 'number'
+            ? typeof value === 'number'
+            : kind === 'boolean'
+              ? typeof value === 'boolean'
+              : kind === 'string'
+                ? typeof value === 'string'
+                : (kind as readonly string[]).includes(value as string);
       if (!ok) throw new Error(`kernel ${desc.name}: variant field ${f} = ${String(value)} is not a ${Array.isArray(kind) ? kind.join('|') : kind}`);
     }
     for (const f of Object.keys(v)) if (!(f in schema)) throw new Error(`kernel ${desc.name}: unknown variant field ${f}`);
@@ -223,7 +243,8 @@ export function defineKernel<const S extends VariantSchema = Record<never, never
         const spec: BindingSpec<V> = typeof b === 'string' ? { type: b } : b;
         if (spec.when && !spec.when(v)) continue;
         const type = typeof spec.type === 'function' ? spec.type(v) : (spec.type ?? 'u32');
-        const dtype = spec.packed === undefined ? undefined : typeof spec.packed === 'function' ? spec.packed(v) : ((v as Record<string, unknown>)[spec.packed] as DType);
+        const dtype =
+          spec.packed === undefined ? undefined : typeof spec.packed === 'function' ? spec.packed(v) : ((v as Record<string, unknown>)[spec.packed] as DType);
         if (spec.packed !== undefined && !(dtype && dtype in DTYPE_INFO)) throw new Error(`kernel ${desc.name}: binding ${name} packs no known dtype`);
         const compute = typeof spec.compute === 'function' ? spec.compute(v) : (spec.compute ?? 'f32');
         const saturate = typeof spec.saturate === 'function' ? spec.saturate(v) : (spec.saturate ?? false);
@@ -267,7 +288,8 @@ export function defineKernel<const S extends VariantSchema = Record<never, never
     parts.push('\n');
     for (const b of bindings) {
       if (!b.dtype || !b.helpers) continue;
-      if (b.type !== 'u32' && b.type !== 'vec4<u32>' && !(b.output && b.type === 'atomic<u32>')) throw new Error(`kernel ${desc.name}: packed binding ${b.name} must hold u32 words`);
+      if (b.type !== 'u32' && b.type !== 'vec4<u32>' && !(b.output && b.type === 'atomic<u32>'))
+        throw new Error(`kernel ${desc.name}: packed binding ${b.name} must hold u32 words`);
       if (b.output) parts.push(encodeFn(`encode_${b.name}`, b.dtype, b.compute, b.saturate));
       else if (b.type === 'u32' || b.type === 'vec4<u32>') {
         parts.push(loadFn(`load_${b.name}`, b.name, b.dtype, b.compute, b.type === 'vec4<u32>'));
@@ -280,7 +302,8 @@ export function defineKernel<const S extends VariantSchema = Record<never, never
     const code = desc.code?.(v) ?? {};
     const inComment = /\/\/[^\n]*\{\{\w+\}\}/.exec(body);
     if (inComment) throw new Error(`kernel ${desc.name}: ${desc.source} has a placeholder in a comment (${inComment[0].trim()}): it would be filled there too`);
-    for (const name of Object.keys(code)) if (!body.includes(`{{${name}}}`)) throw new Error(`kernel ${desc.name}: ${desc.source} has no {{${name}}} placeholder`);
+    for (const name of Object.keys(code))
+      if (!body.includes(`{{${name}}}`)) throw new Error(`kernel ${desc.name}: ${desc.source} has no {{${name}}} placeholder`);
     parts.push(fillTemplate(body, code));
     if (grid !== 'custom') parts.push('\n' + mainLoop(grid));
     return parts.join('');

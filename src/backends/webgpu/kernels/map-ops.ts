@@ -53,9 +53,13 @@ function binaryExpr(op: BinaryOp, c: ComputeType): string {
     // WGSL leaves max(0, -0) to the driver (SwiftShader returns y); the CPU backend orders -0 below +0, which for
     // equal operands is the AND (maximum) or OR (minimum) of their bits.
     case 'maximum':
-      return c === 'f32' ? 'select(select(max(x, y), f32_bits(bitcast<u32>(x) & bitcast<u32>(y)), x == y), f32_bits(0x7fc00000u), is_nan(x) || is_nan(y))' : 'max(x, y)';
+      return c === 'f32'
+        ? 'select(select(max(x, y), f32_bits(bitcast<u32>(x) & bitcast<u32>(y)), x == y), f32_bits(0x7fc00000u), is_nan(x) || is_nan(y))'
+        : 'max(x, y)';
     case 'minimum':
-      return c === 'f32' ? 'select(select(min(x, y), f32_bits(bitcast<u32>(x) | bitcast<u32>(y)), x == y), f32_bits(0x7fc00000u), is_nan(x) || is_nan(y))' : 'min(x, y)';
+      return c === 'f32'
+        ? 'select(select(min(x, y), f32_bits(bitcast<u32>(x) | bitcast<u32>(y)), x == y), f32_bits(0x7fc00000u), is_nan(x) || is_nan(y))'
+        : 'min(x, y)';
     case 'eq':
       return cmp(`${ordered}x == y`);
     case 'ne':

@@ -30,7 +30,9 @@ const moePlan = defineKernel({
     slots: 'u32', // k: ids is [T, k]
     experts: 'u32', // E; buckets = E + 1
     max_tiles: 'u32',
-    ids_off: 'u32', ids_s0: 'u32', ids_s1: 'u32',
+    ids_off: 'u32',
+    ids_s0: 'u32',
+    ids_s1: 'u32',
   },
   outputs: { plan: 'u32' },
   inputs: { ids: 'u32' },

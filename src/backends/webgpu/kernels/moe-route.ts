@@ -41,14 +41,25 @@ const moeRoute = defineKernel({
   // router: the fused router weight's dtype or NO_ROUTER; slots: its logits' workgroup array (0 without it).
   variant: { dtype: 'dtype', router: 'string', slots: 'number', bias: 'boolean' },
   params: {
-    rows: 'u32', e: 'u32', top_k: 'u32', normalize: 'u32',
-    off: 'u32', s_row: 'u32', s_e: 'u32',
+    rows: 'u32',
+    e: 'u32',
+    top_k: 'u32',
+    normalize: 'u32',
+    off: 'u32',
+    s_row: 'u32',
+    s_e: 'u32',
     h: 'u32', // with the router fused: x [T, h] . W [E, h]^T gives the logits (x_* and w_* are their views)
-    x_off: 'u32', x_s0: 'u32', x_s1: 'u32',
-    w_off: 'u32', w_s0: 'u32', w_s1: 'u32',
+    x_off: 'u32',
+    x_s0: 'u32',
+    x_s1: 'u32',
+    w_off: 'u32',
+    w_s0: 'u32',
+    w_s1: 'u32',
     sigmoid: 'u32', // score = sigmoid(logit) instead of the row's softmax
     shared_gate: 'u32', // 1: logit e is a shared expert's gate, written as slot top_k (id e, weight sigmoid(logit))
-    eps: 'f32', scale: 'f32', bias_off: 'u32',
+    eps: 'f32',
+    scale: 'f32',
+    bias_off: 'u32',
   },
   outputs: { ids: 'u32', weights: 'f32' },
   // x: the logits, or with the router fused the hidden state.
@@ -83,18 +94,39 @@ export function moeRouteKernel(ctx: GpuContext, logits: GpuOperand, topK: number
   const bias = options.selectionBias;
   const [s0, s1] = logits.view.strides;
   const views = router
-    ? { off: 0, s_row: 0, s_e: 0, h: logits.view.shape[1], x_off: logits.view.offset, x_s0: s0, x_s1: s1, w_off: router.view.offset, w_s0: router.view.strides[0], w_s1: router.view.strides[1] }
+    ? {
+        off: 0,
+        s_row: 0,
+        s_e: 0,
+        h: logits.view.shape[1],
+        x_off: logits.view.offset,
+        x_s0: s0,
+        x_s1: s1,
+        w_off: router.view.offset,
+        w_s0: router.view.strides[0],
+        w_s1: router.view.strides[1],
+      }
     : { off: logits.view.offset, s_row: s0, s_e: s1, h: 0, x_off: 0, x_s0: 0, x_s1: 0, w_off: 0, w_s0: 0, w_s1: 0 };
   moeRoute.run(
     ctx,
     { dtype: logits.dtype, router: router?.dtype ?? NO_ROUTER, slots: router ? Math.max(64, pow2AtLeast(columns)) : 0, bias: bias !== undefined },
     {
-      rows: t, e, top_k: topK, normalize: options.normalize ? 1 : 0,
+      rows: t,
+      e,
+      top_k: topK,
+      normalize: options.normalize ? 1 : 0,
       ...views,
-      sigmoid: options.scoring === 'sigmoid' ? 1 : 0, shared_gate: shared, eps: options.normalizeEps, scale: options.scale, bias_off: bias?.view.offset ?? 0,
+      sigmoid: options.scoring === 'sigmoid' ? 1 : 0,
+      shared_gate: shared,
+      eps: options.normalizeEps,
+      scale: options.scale,
+      bias_off: bias?.view.offset ?? 0,
     },
     { ids, weights, x: logits.buffer, router_w: router?.buffer, selection_bias: bias?.buffer },
-    { workgroups: grid1d(t, 1), bytes: bytesOf(logits.dtype, numel(logits.view.shape)) + (router ? bytesOf(router.dtype, numel(router.view.shape)) : 0) + 8 * t * slots },
+    {
+      workgroups: grid1d(t, 1),
+      bytes: bytesOf(logits.dtype, numel(logits.view.shape)) + (router ? bytesOf(router.dtype, numel(router.view.shape)) : 0) + 8 * t * slots,
+    },
   );
   return [ids, weights];
 }

@@ -79,8 +79,16 @@ const adam = defineKernel({
   params: {
     ...RANGE_PARAMS,
     ...GRAD_PARAMS,
-    decay: 'f32', wd: 'f32', omb1: 'f32', b2: 'f32', omb2: 'f32', neg_step: 'f32', bc2_sqrt: 'f32', eps: 'f32',
-    maximize: 'u32', first: 'u32',
+    decay: 'f32',
+    wd: 'f32',
+    omb1: 'f32',
+    b2: 'f32',
+    omb2: 'f32',
+    neg_step: 'f32',
+    bc2_sqrt: 'f32',
+    eps: 'f32',
+    maximize: 'u32',
+    first: 'u32',
   },
   outputs: {
     param: { packed: 'dtype' },
@@ -122,7 +130,15 @@ function withGrad<R>(ctx: GpuContext, g: GpuOperand, fn: (g: GpuOperand, strided
 }
 
 /** One dispatch: param (contiguous, any offset) and its float32 state m, v (and vmax) updated in place. */
-export function adamStepKernel(ctx: GpuContext, param: GpuOperand, grad: GpuOperand, m: GpuBuffer, v: GpuBuffer, vmax: GpuBuffer | undefined, h: AdamStepHyper): void {
+export function adamStepKernel(
+  ctx: GpuContext,
+  param: GpuOperand,
+  grad: GpuOperand,
+  m: GpuBuffer,
+  v: GpuBuffer,
+  vmax: GpuBuffer | undefined,
+  h: AdamStepHyper,
+): void {
   const range = wordRange(param.view, param.dtype);
   if (range.n === 0) return;
   withGrad(ctx, grad, (g, strided) =>
@@ -245,7 +261,13 @@ export function clipGradNormKernel(ctx: GpuContext, grads: readonly GpuOperand[]
     let slot0 = 0;
     grads.forEach((g, i) => {
       if (groups[i] === 0) return;
-      gradNormPartial.run(ctx, { dtype: g.dtype, norm }, { n: numel(g.view.shape), g_off: g.view.offset, slot0, groups: groups[i] }, { partial, g: g.buffer }, { workgroups: [groups[i], 1, 1] });
+      gradNormPartial.run(
+        ctx,
+        { dtype: g.dtype, norm },
+        { n: numel(g.view.shape), g_off: g.view.offset, slot0, groups: groups[i] },
+        { partial, g: g.buffer },
+        { workgroups: [groups[i], 1, 1] },
+      );
       slot0 += groups[i];
     });
     gradNormTotal.run(ctx, { norm }, { slots, max_norm: maxNorm }, { norm_out: normOut, coef, partial }, { workgroups: [1, 1, 1] });

@@ -32,9 +32,13 @@ const pad = defineKernel({
   // Codes are copied unconverted: the kernel depends on the mode and the lanes a word alone.
   variant: { mode: ['constant', 'replicate', 'reflect'], lanes: 'number' },
   params: {
-    n: 'u32', rank: 'u32', x_off: 'u32',
+    n: 'u32',
+    rank: 'u32',
+    x_off: 'u32',
     fill: 'u32', // the constant's storage code
-    out_shape: 'u32[8]', in_shape: 'u32[8]', strides: 'u32[8]',
+    out_shape: 'u32[8]',
+    in_shape: 'u32[8]',
+    strides: 'u32[8]',
     before: 'i32[8]', // negative = crop
   },
   outputs: { out: { packed: (v) => RAW_CODES[v.lanes], helpers: false } },

@@ -13,9 +13,14 @@ const quantizeBlocks = defineKernel({
   source: 'quantize-blocks.wgsl',
   variant: { x: 'dtype', q: 'dtype' },
   params: {
-    rows: 'u32', cols: 'u32', bh: 'u32', bw: 'u32',
+    rows: 'u32',
+    cols: 'u32',
+    bh: 'u32',
+    bw: 'u32',
     kb: 'u32', // blocks per block row: ceil(cols / bw)
-    n_blocks: 'u32', x_off: 'u32', fmax: 'f32',
+    n_blocks: 'u32',
+    x_off: 'u32',
+    fmax: 'f32',
   },
   // Both entry points share one layout, so amax binds `out` too (it does not touch it).
   outputs: { scale: 'f32', out: { packed: 'q', saturate: true } },

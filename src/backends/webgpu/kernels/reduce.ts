@@ -54,7 +54,14 @@ function typeAliases(v: ReduceVariant): string {
 /** The bodies' code: the combine step, the start value and the result from the winner (acc_v, acc_i). */
 function reduceCode(v: ReduceVariant, acc: { v: string; i: string }): Record<string, string> {
   const c = computeTypeOf(v.dtype);
-  const result = v.op === 'argmax' || v.op === 'argmin' ? `i32(${acc.i})` : v.op === 'mean' ? `${acc.v} / f32(p.size)` : resultType(v) === c ? acc.v : `${resultType(v)}(${acc.v})`;
+  const result =
+    v.op === 'argmax' || v.op === 'argmin'
+      ? `i32(${acc.i})`
+      : v.op === 'mean'
+        ? `${acc.v} / f32(p.size)`
+        : resultType(v) === c
+          ? acc.v
+          : `${resultType(v)}(${acc.v})`;
   return { COMBINE: combineBody(v.op, c), INIT: initValue(v.op, c), RESULT: result };
 }
 

@@ -59,8 +59,17 @@ export function rowWords(rows: readonly { params: SamplingParams; prevAt: number
   const floats = new Float32Array(words.buffer);
   rows.forEach(({ params: s, prevAt, prevCount }, r) => {
     const values: Record<(typeof ROW_FIELDS)[number], number> = {
-      n_prev: prevCount, prev_at: prevAt, top_k: s.topK, inv_temperature: s.invTemperature, top_p: s.topP, min_p: s.minP, u: s.u,
-      inv_repetition: s.invRepetition, repetition: s.repetition, presence: s.presence, frequency: s.frequency,
+      n_prev: prevCount,
+      prev_at: prevAt,
+      top_k: s.topK,
+      inv_temperature: s.invTemperature,
+      top_p: s.topP,
+      min_p: s.minP,
+      u: s.u,
+      inv_repetition: s.invRepetition,
+      repetition: s.repetition,
+      presence: s.presence,
+      frequency: s.frequency,
     };
     ROW_FIELDS.forEach((name, k) => {
       const at = r * ROW_FIELDS.length + k;
@@ -83,9 +92,18 @@ export function sampleKernel(ctx: GpuContext, logits: GpuOperand, prev: GpuOpera
       ctx,
       { dtype: logits.dtype, drawBuffer: drawFrom !== undefined, rows: false },
       {
-        v, offset: logits.view.offset, n_prev: prev ? numel(prev.view.shape) : 0, top_k: s.topK,
-        inv_temperature: s.invTemperature, top_p: s.topP, min_p: s.minP, u: s.u,
-        inv_repetition: s.invRepetition, repetition: s.repetition, presence: s.presence, frequency: s.frequency,
+        v,
+        offset: logits.view.offset,
+        n_prev: prev ? numel(prev.view.shape) : 0,
+        top_k: s.topK,
+        inv_temperature: s.invTemperature,
+        top_p: s.topP,
+        min_p: s.minP,
+        u: s.u,
+        inv_repetition: s.invRepetition,
+        repetition: s.repetition,
+        presence: s.presence,
+        frequency: s.frequency,
         u_at: drawFrom?.view.offset ?? 0,
       },
       { token: out, work, logits: logits.buffer, prev: prev?.buffer ?? placeholder!, draw_buf: drawFrom?.buffer },
@@ -103,7 +121,14 @@ export function sampleKernel(ctx: GpuContext, logits: GpuOperand, prev: GpuOpera
  * row. `words` (rowWords) holds each row's parameters and its span of `prev`; draws, when given, hold row r's
  * uniform at element offset + r.
  */
-export function sampleRowsKernel(ctx: GpuContext, logits: GpuOperand, rows: number, words: GpuBuffer, prev: GpuOperand | undefined, drawFrom?: GpuOperand): GpuBuffer {
+export function sampleRowsKernel(
+  ctx: GpuContext,
+  logits: GpuOperand,
+  rows: number,
+  words: GpuBuffer,
+  prev: GpuOperand | undefined,
+  drawFrom?: GpuOperand,
+): GpuBuffer {
   const v = rows > 0 ? numel(logits.view.shape) / rows : 0;
   const out = ctx.alloc(Math.max(4, rows * 4));
   if (rows === 0) return out;
@@ -114,8 +139,19 @@ export function sampleRowsKernel(ctx: GpuContext, logits: GpuOperand, rows: numb
       ctx,
       { dtype: logits.dtype, drawBuffer: drawFrom !== undefined, rows: true },
       {
-        v, offset: logits.view.offset, n_prev: 0, top_k: 0, inv_temperature: 0, top_p: 1, min_p: 0, u: 0,
-        inv_repetition: 1, repetition: 1, presence: 0, frequency: 0, u_at: drawFrom?.view.offset ?? 0,
+        v,
+        offset: logits.view.offset,
+        n_prev: 0,
+        top_k: 0,
+        inv_temperature: 0,
+        top_p: 1,
+        min_p: 0,
+        u: 0,
+        inv_repetition: 1,
+        repetition: 1,
+        presence: 0,
+        frequency: 0,
+        u_at: drawFrom?.view.offset ?? 0,
       },
       { token: out, work, logits: logits.buffer, prev: prev?.buffer ?? placeholder!, draw_buf: drawFrom?.buffer, row_words: words },
       { workgroups: [rows, 1, 1] },

@@ -37,7 +37,17 @@ export function shortConvKernel(ctx: GpuContext, a: ShortConvArgs<GpuBuffer>): G
   shortConv.run(
     ctx,
     { dtype: a.bcx.dtype, weight: a.weight.dtype, bias: a.bias?.dtype ?? 'none' },
-    { s, h, taps, in_off: a.bcx.view.offset, w_off: w.offset, w_s0: w.strides[0], w_s1: w.strides[1], st_off: a.state.view.offset, b_off: a.bias?.view.offset ?? 0 },
+    {
+      s,
+      h,
+      taps,
+      in_off: a.bcx.view.offset,
+      w_off: w.offset,
+      w_s0: w.strides[0],
+      w_s1: w.strides[1],
+      st_off: a.state.view.offset,
+      b_off: a.bias?.view.offset ?? 0,
+    },
     { out, state: a.state.handle, bcx: a.bcx.handle, conv_w: a.weight.handle, conv_b: a.bias?.handle },
   );
   return out;

@@ -11,7 +11,20 @@ const overlapAdd = defineKernel({
   name: 'overlap_add',
   source: 'overlap-add.wgsl',
   variant: { fdtype: 'dtype', wdtype: 'dtype' },
-  params: { total: 'u32', length: 'u32', pad_left: 'u32', n_fft: 'u32', hop: 'u32', frames: 'u32', f_off: 'u32', f_s0: 'u32', f_s1: 'u32', f_s2: 'u32', w_off: 'u32', w_s: 'u32' },
+  params: {
+    total: 'u32',
+    length: 'u32',
+    pad_left: 'u32',
+    n_fft: 'u32',
+    hop: 'u32',
+    frames: 'u32',
+    f_off: 'u32',
+    f_s0: 'u32',
+    f_s1: 'u32',
+    f_s2: 'u32',
+    w_off: 'u32',
+    w_s: 'u32',
+  },
   outputs: { out: 'f32' },
   inputs: { frames: { packed: 'fdtype' }, window: { packed: 'wdtype' } },
   grid: { threads: 'total', invoke: 'overlap_add_at' },
@@ -63,7 +76,20 @@ export function overlapAddKernel(ctx: GpuContext, frames: GpuOperand, window: Gp
   overlapAdd.run(
     ctx,
     { fdtype: frames.dtype, wdtype: window.dtype },
-    { total, length, pad_left: padLeft, n_fft: nFft, hop, frames: count, f_off: frames.view.offset, f_s0: s[0], f_s1: s[1], f_s2: s[2], w_off: window.view.offset, w_s: window.view.strides[0] ?? 0 },
+    {
+      total,
+      length,
+      pad_left: padLeft,
+      n_fft: nFft,
+      hop,
+      frames: count,
+      f_off: frames.view.offset,
+      f_s0: s[0],
+      f_s1: s[1],
+      f_s2: s[2],
+      w_off: window.view.offset,
+      w_s: window.view.strides[0] ?? 0,
+    },
     { out, frames: frames.buffer, window: window.buffer },
   );
   return out;
@@ -79,7 +105,9 @@ export function logMelKernel(ctx: GpuContext, power: GpuOperand, filters: GpuOpe
   const wg = 256;
   const chunks = Math.ceil(per / wg);
   if (chunks > ctx.limits.maxComputeWorkgroupsPerDimension || batch > ctx.limits.maxComputeWorkgroupsPerDimension) {
-    throw new RangeError(`logMel: ${mels} x ${frames} values per example need ${chunks} workgroups, over the device's ${ctx.limits.maxComputeWorkgroupsPerDimension}`);
+    throw new RangeError(
+      `logMel: ${mels} x ${frames} values per example need ${chunks} workgroups, over the device's ${ctx.limits.maxComputeWorkgroupsPerDimension}`,
+    );
   }
   const partial = ctx.alloc(wordBytes(batch * chunks, 1));
   const ps = power.view.strides;
@@ -87,11 +115,30 @@ export function logMelKernel(ctx: GpuContext, power: GpuOperand, filters: GpuOpe
   logMelProject.run(
     ctx,
     {},
-    { mels, frames, chunks, bins, floor: args.floor, fb_off: filters.view.offset, fb_s0: fs[0], fb_s1: fs[1], p_off: power.view.offset, p_s0: ps[0], p_s1: ps[1], p_s2: ps[2] },
+    {
+      mels,
+      frames,
+      chunks,
+      bins,
+      floor: args.floor,
+      fb_off: filters.view.offset,
+      fb_s0: fs[0],
+      fb_s1: fs[1],
+      p_off: power.view.offset,
+      p_s0: ps[0],
+      p_s1: ps[1],
+      p_s2: ps[2],
+    },
     { out, partial_max: partial, filters: filters.buffer, power: power.buffer, bands },
     { workgroups: [chunks, batch, 1] },
   );
-  logMelNormalize.run(ctx, {}, { mels, frames, chunks, dynamic_range: args.dynamicRange, offset: args.offset, divisor: args.divisor }, { out, partial_max: partial }, { workgroups: [Math.ceil(per / (wg * NORMALIZE_ITEMS)), batch, 1] });
+  logMelNormalize.run(
+    ctx,
+    {},
+    { mels, frames, chunks, dynamic_range: args.dynamicRange, offset: args.offset, divisor: args.divisor },
+    { out, partial_max: partial },
+    { workgroups: [Math.ceil(per / (wg * NORMALIZE_ITEMS)), batch, 1] },
+  );
   ctx.release(partial);
   return out;
 }

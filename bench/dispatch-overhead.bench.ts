@@ -3,8 +3,8 @@
 // dispatch with prebuilt bind groups (the floor) and with a new bind group + uniform write per dispatch. Rows give
 // host µs per dispatch (the median column is ms); the ratio is against the raw-Dawn floor of the same run.
 import { add, capture, randn, synchronize, type Tensor } from '../src/index.js';
-import { webgpuBackend } from '../src/backends/registry.js';
-import { measureDispatchFloor } from '../src/backends/webgpu/dispatch-floor.js';
+import { webgpuBackend } from '../src/runtime/registry.js';
+import { measureDispatchFloor } from '../src/runtime/webgpu/dispatch-floor.js';
 import { median, type BenchCase, type BenchContext, type RowInput } from './harness.js';
 
 const FLOOR = 'host/dispatch raw dawn prebuilt';

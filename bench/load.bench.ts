@@ -9,9 +9,9 @@ import { join } from 'node:path';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { emptyCache, Generator, synchronize } from '../src/index.js';
-import type { DeviceName } from '../src/backends/backend.js';
-import { DEFAULT_CHUNK_BYTES, SafetensorsFile } from '../src/io/safetensors-reader.js';
-import { sourceBytes, writeSafetensors, type TensorSource } from '../src/io/safetensors-writer.js';
+import type { DeviceName } from '../src/runtime/backend.js';
+import { DEFAULT_CHUNK_BYTES, SafetensorsFile } from '../src/formats/safetensors-reader.js';
+import { sourceBytes, writeSafetensors, type TensorSource } from '../src/formats/safetensors-writer.js';
 import { timeIt, type BenchCase, type BenchContext, type RowInput } from './harness.js';
 
 const MiB = 2 ** 20;

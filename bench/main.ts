@@ -1,7 +1,7 @@
 // `npm run bench`: every benchmark, WebGPU against the CPU backend in the same run, as one table.
 import { cpus } from 'node:os';
 import { diagnose, initDevice, memoryStats, releaseDevice } from '../src/index.js';
-import { webgpuBackend } from '../src/backends/registry.js';
+import { webgpuBackend } from '../src/runtime/registry.js';
 import { dispatchOverheadCases } from './dispatch-overhead.bench.js';
 import { elementwiseCases } from './elementwise.bench.js';
 import { loadCases } from './load.bench.js';

@@ -2,8 +2,8 @@
 // activation row through a weight matrix), with the weight in both layouts; and the tiled GEMM with its subgroup
 // variant (A shared by subgroupShuffle) against the workgroup-memory tile on the same adapter.
 import { matmul, randn, synchronize, Generator, type Tensor } from '../src/index.js';
-import { webgpuBackend } from '../src/backends/registry.js';
-import { gemmShareWidth, gemmTuning } from '../src/backends/webgpu/kernels/gemm.js';
+import { webgpuBackend } from '../src/runtime/registry.js';
+import { gemmShareWidth, gemmTuning } from '../src/runtime/webgpu/kernels/gemm.js';
 import { primeGpu, timeIt, type BenchCase, type BenchContext, type RowInput, type TimeOptions } from './harness.js';
 
 /** A CPU run predicted to take longer than this is skipped (the CPU backend is a plain-JS oracle, not a BLAS). */

@@ -8,11 +8,11 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { qwen3TokenizerFiles } from '../src/generate/tokenizer.js';
-import type { Qwen3Config } from '../src/io/hf-config.js';
+import { qwen3TokenizerFiles } from '../src/tokenizer/tokenizer.js';
+import type { Qwen3Config } from '../src/models/qwen3/config.js';
 import { loadModel, type LoadedModel } from '../src/models/load.js';
 import { writeRandomQwen3Checkpoint } from '../src/models/qwen3/random-checkpoint.js';
-import { gpuCounters } from '../src/runtime-stats.js';
+import { gpuCounters } from '../src/runtime/stats.js';
 import { startServer, type RunningServer } from '../src/serve/server.js';
 import type { BenchCase, BenchContext, RowInput } from './harness.js';
 import { benchConfig } from './moe-decode.bench.js';

@@ -9,7 +9,7 @@ import { FineTune, packSequences } from '../src/train/fine-tune.js';
 import { defaultLoraTargets, LoraAdapter } from '../src/train/lora.js';
 import { trainingLogits, trainingView } from '../src/train/decoder-training.js';
 import { SAMPLE_TRAINING_TEXT } from '../src/train/sample-text.js';
-import { TextTokenizer } from '../src/generate/tokenizer.js';
+import { TextTokenizer } from '../src/tokenizer/tokenizer.js';
 import { AdamW, copyInto, crossEntropy, Generator, memoryStats, noGrad, resetPeakMemory, synchronize, tensor, tidy, zeros, type Tensor } from '../src/index.js';
 import { timeIt, type BenchCase, type BenchContext, type RowInput } from './harness.js';
 

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Generator } from '../src/core/random.js';
 import { tensor } from '../src/ops/creation.js';
-import { gpuCounters, memoryStats, resetPeakMemory, synchronize } from '../src/runtime-stats.js';
+import { gpuCounters, memoryStats, resetPeakMemory, synchronize } from '../src/runtime/stats.js';
 import { loadWanVae } from '../src/models/wan-vae/load.js';
 import type { DecodeOptions, WanVae } from '../src/models/wan-vae/model.js';
 import { WAN_VAE_PRESETS, writeRandomWanVae } from '../src/models/wan-vae/random-checkpoint.js';

@@ -1,12 +1,12 @@
 // Embeds every .wgsl file under src/ into one generated TypeScript module, so that no kernel source is read from
 // disk at run time (Node or a browser bundle). `npm run wgsl` writes it; `npm run build` and `npm test` run it
-// first; test/backends/webgpu/wgsl-embed.test.ts fails when the committed module is stale.
+// first; test/runtime/webgpu/wgsl-embed.test.ts fails when the committed module is stale.
 import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { basename, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = join(fileURLToPath(new URL('.', import.meta.url)), '..');
-export const GENERATED_PATH = join(root, 'src/backends/webgpu/kernels/wgsl-sources.generated.ts');
+export const GENERATED_PATH = join(root, 'src/runtime/webgpu/kernels/wgsl-sources.generated.ts');
 
 function wgslFiles(dir) {
   const out = [];

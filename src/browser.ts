@@ -18,12 +18,12 @@ export { keep, tidy } from './core/scope.js';
 export { withBatchInvariance, batchInvariant } from './core/batch-invariance.js';
 export { noGrad, enableGrad, isGradEnabled } from './autograd/grad-mode.js';
 export type { Shape } from './core/shape.js';
-export type { DeviceName } from './backends/backend.js';
-export { initDevice, releaseDevice, getDefaultDevice, setDefaultDevice, type DeviceRequest } from './backends/registry.js';
-export { diagnose, isAvailable, type Diagnosis, type DiagnosisCode } from './backends/webgpu/diagnose.js';
-export { memoryStats, resetPeakMemory, emptyCache, synchronize, gpuCounters, startProfiling, resetProfile, stopProfiling } from './runtime-stats.js';
-export type { KernelTime } from './backends/webgpu/profiler.js';
-export type { MemoryStats } from './backends/webgpu/buffer-pool.js';
+export type { DeviceName } from './runtime/backend.js';
+export { initDevice, releaseDevice, getDefaultDevice, setDefaultDevice, type DeviceRequest } from './runtime/registry.js';
+export { diagnose, isAvailable, type Diagnosis, type DiagnosisCode } from './runtime/webgpu/diagnose.js';
+export { memoryStats, resetPeakMemory, emptyCache, synchronize, gpuCounters, startProfiling, resetProfile, stopProfiling } from './runtime/stats.js';
+export type { KernelTime } from './runtime/webgpu/profiler.js';
+export type { MemoryStats } from './runtime/webgpu/buffer-pool.js';
 export * from './ops/index.js';
 export * from './audio/index.js';
 export { Optimizer } from './optim/optimizer.js';
@@ -31,16 +31,16 @@ export { SGD } from './optim/sgd.js';
 export { Adam, AdamW } from './optim/adam.js';
 export { clipGradNorm } from './optim/clip.js';
 export { constantLr, linearWithWarmup, cosineWithWarmup, LrScheduler } from './optim/schedule.js';
-export { parseQwen3Config, type Qwen3Config } from './io/hf-config.js';
+export { parseQwen3Config, type Qwen3Config } from './models/qwen3/config.js';
 export { qwen3WeightSpecs } from './models/qwen3/layout.js';
 export { Qwen3Model, KvCache } from './models/qwen3/model.js';
 export { generate, type GenerateOptions, type GeneratedToken, type GenerationStats } from './generate/generate.js';
-export { TextTokenizer, type ChatMessage } from './generate/text-tokenizer.js';
-export { SafetensorsFile, type TensorLoadOptions } from './io/safetensors-reader.js';
-export { encodeSafetensors, tensorSource, type TensorSource } from './io/safetensors-writer.js';
-export { memorySource, blobSource, urlSource, type ByteSource, type UrlSourceOptions } from './io/byte-source.js';
-export { Checkpoint, type Weight } from './io/checkpoint.js';
-export type { PickedFile } from './io/checkpoint-folders.js';
+export { TextTokenizer, type ChatMessage } from './tokenizer/text-tokenizer.js';
+export { SafetensorsFile, type TensorLoadOptions } from './formats/safetensors-reader.js';
+export { encodeSafetensors, tensorSource, type TensorSource } from './formats/safetensors-writer.js';
+export { memorySource, blobSource, urlSource, type ByteSource, type UrlSourceOptions } from './formats/byte-source.js';
+export { Checkpoint, type Weight } from './formats/checkpoint.js';
+export type { PickedFile } from './formats/checkpoint-folders.js';
 export {
   clearWeightCache,
   weightCacheUsage,
@@ -51,18 +51,18 @@ export {
   type WeightCacheStoreKind,
   type WeightCacheUsage,
   type WeightCacheEntry,
-} from './io/weight-cache.js';
+} from './formats/weight-cache.js';
 export { QWEN3_PRESETS, randomQwen3Checkpoint } from './models/qwen3/random-checkpoint.js';
 export { qwen3FromCheckpoint, type Qwen3FromCheckpointOptions } from './models/qwen3/from-checkpoint.js';
 export { modelFromCheckpoint, type ModelFromCheckpointOptions } from './models/from-checkpoint.js';
 export type { CausalLM, ModelCache, ForwardOptions, MoeMode } from './models/causal-lm.js';
 export { SUPPORTED_MODEL_TYPES } from './models/families.js';
-export { parseLfm2Config, type Lfm2Config } from './io/lfm2-config.js';
+export { parseLfm2Config, type Lfm2Config } from './models/lfm2/config.js';
 export { Lfm2Model, Lfm2Cache } from './models/lfm2/model.js';
 export { parseQwen35Config, qwen35ToHfConfig, type Qwen35Config } from './models/qwen3_5/config.js';
 export { Qwen35Model, Qwen35Cache } from './models/qwen3_5/model.js';
 export { gatedDeltaNetStateBytes } from './ops/gated-delta-net.js';
 export { QWEN3_5_PRESETS } from './models/qwen3_5/presets.js';
 export { qwen35WeightSpecs } from './models/qwen3_5/layout.js';
-export { qwen3_5TokenizerFilesFrom } from './generate/qwen3_5-tokenizer.js';
+export { qwen3_5TokenizerFilesFrom } from './models/qwen3_5/tokenizer.js';
 export { randomCheckpointInMemory } from './models/random-weights.js';

@@ -2,13 +2,13 @@
 // Everything that also runs in a browser (src/browser.ts), then what needs Node (files, the Hub cache, the CLI's
 // helpers). A name exported below replaces the browser entry's (TextTokenizer adds fromDirectory).
 export * from './browser.js';
-export { AudioFormatError } from './io/audio-errors.js';
-export { decodeWav, encodeWav, readWav, writeWav, toMono, type WavAudio, type WavBitDepth, type EncodeWavOptions } from './io/wav.js';
-export { spectrogramPng, writeSpectrogramPng, SPECTROGRAM_COLORMAPS, type SpectrogramColormap, type SpectrogramPngOptions } from './io/spectrogram-image.js';
-export { writeSafetensors } from './io/safetensors-writer.js';
-export { fileSource } from './io/byte-source.js';
-export type { WeightLoadOptions } from './io/checkpoint.js';
-export { writeCheckpoint } from './io/checkpoint-writer.js';
+export { AudioFormatError } from './media/audio-errors.js';
+export { decodeWav, encodeWav, readWav, writeWav, toMono, type WavAudio, type WavBitDepth, type EncodeWavOptions } from './media/wav.js';
+export { spectrogramPng, writeSpectrogramPng, SPECTROGRAM_COLORMAPS, type SpectrogramColormap, type SpectrogramPngOptions } from './media/spectrogram-image.js';
+export { writeSafetensors } from './formats/safetensors-writer.js';
+export { fileSource } from './formats/byte-source.js';
+export type { WeightLoadOptions } from './formats/checkpoint.js';
+export { writeCheckpoint } from './formats/checkpoint-writer.js';
 export { loadModel, type LoadedModel, type LoadModelOptions } from './models/load.js';
 export { loadQwen3 } from './models/qwen3/load.js';
 export { writeRandomQwen3Checkpoint } from './models/qwen3/random-checkpoint.js';
@@ -20,13 +20,13 @@ export { WanVae, type CodecProgress, type CodecSteps, type DecodeOptions, type E
 export { DEFAULT_TILING, decodeTilePlan, encodeTilePlan, type TilePlan, type TilingOptions } from './models/wan-vae/tiling.js';
 export { parseWanVaeConfig, VAE_CLASSES, type WanVaeConfig } from './models/wan-vae/config.js';
 export { WAN_VAE_PRESETS, writeRandomWanVae, writeRandomVaePipeline } from './models/wan-vae/random-checkpoint.js';
-export { readLatents, writeLatents } from './io/latents-file.js';
-export { writeVideoPng } from './io/png-writer.js';
-export { expandFramePattern, readVideoPng } from './io/png-frames.js';
+export { readLatents, writeLatents } from './formats/latents-file.js';
+export { writeVideoPng } from './media/png-writer.js';
+export { expandFramePattern, readVideoPng } from './media/png-frames.js';
 export { withGenerationConfig } from './generate/generation-defaults.js';
-export { parseGenerationConfig, readGenerationConfig, type GenerationConfig } from './io/generation-config.js';
-export { listCachedModels, removeCachedModel, type CachedModel, type CachedRevision, type CacheListing } from './io/hub/cache-list.js';
-export { resolveModelPath, parseRepoSpec, hubCacheDir, HubError, type HubOptions, type DownloadProgress, type RepoSpec } from './io/hub/index.js';
-export { TextTokenizer, type ChatMessage } from './generate/tokenizer.js';
+export { parseGenerationConfig, readGenerationConfig, type GenerationConfig } from './generate/generation-config.js';
+export { listCachedModels, removeCachedModel, type CachedModel, type CachedRevision, type CacheListing } from './hub/cache-list.js';
+export { resolveModelPath, parseRepoSpec, hubCacheDir, HubError, type HubOptions, type DownloadProgress, type RepoSpec } from './hub/index.js';
+export { TextTokenizer, type ChatMessage } from './tokenizer/tokenizer.js';
 export * from './optim/index.js';
 export * from './train/index.js';

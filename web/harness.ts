@@ -1,7 +1,7 @@
 // The page side of the browser tests (test/browser/): the library's browser entry, driven from Playwright through
 // window.tensorgpuHarness. Each function returns plain JSON so the Node side can compare it with its own results.
 import * as tg from '../src/browser.js';
-import { openCacheStore } from '../src/io/weight-cache-store.js';
+import { openCacheStore } from '../src/formats/weight-cache-store.js';
 import { parity } from './parity.js';
 
 /** The Qwen3 tokenizer the tests serve at `url`. */

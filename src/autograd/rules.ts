@@ -1,7 +1,7 @@
 // Backward rules of the differentiable ops, written with the forward ops themselves (recording is off while they
 // run). Each returns one gradient per op input, already summed over broadcast dims; the sweep casts it to the
 // input's dtype. PyTorch's formulas (tools/autograd/derivatives.yaml) are the reference.
-import type { BinaryOp, UnaryOp } from '../backends/backend.js';
+import type { BinaryOp, UnaryOp } from '../runtime/backend.js';
 import type { Shape } from '../core/shape.js';
 import type { Tensor } from '../core/tensor.js';
 import * as ops from '../ops/index.js';

@@ -3,17 +3,17 @@
 // mel: Whisper's log-mel front end (16 kHz; other rates are resampled first on the device). spectrogram: the
 // STFT's power in dB (80 dB range) at the file's own rate.
 import { basename } from 'node:path';
-import { initDevice, releaseDevice, type DeviceRequest } from '../backends/registry.js';
+import { initDevice, releaseDevice, type DeviceRequest } from '../runtime/registry.js';
 import type { Tensor } from '../core/tensor.js';
 import { resample } from '../audio/resample.js';
 import { amplitudeToDb, spectrogram } from '../audio/spectrogram.js';
 import { syntheticSignal } from '../audio/synthetic.js';
 import { logMelSpectrogram, WHISPER_HOP_LENGTH, WHISPER_SAMPLE_RATE } from '../audio/whisper.js';
-import { writeSpectrogramPng } from '../io/spectrogram-image.js';
-import { writeSafetensors, tensorSource } from '../io/safetensors-writer.js';
-import { readWav, toMono } from '../io/wav.js';
+import { writeSpectrogramPng } from '../media/spectrogram-image.js';
+import { writeSafetensors, tensorSource } from '../formats/safetensors-writer.js';
+import { readWav, toMono } from '../media/wav.js';
 import { tensor } from '../ops/creation.js';
-import { gpuCounters, synchronize } from '../runtime-stats.js';
+import { gpuCounters, synchronize } from '../runtime/stats.js';
 
 export type AudioFeature = 'mel' | 'spectrogram';
 

@@ -1,8 +1,8 @@
 // `tensorgpu bench`: prefill and decode throughput of a Qwen3 / Qwen3-MoE checkpoint (default: the built-in
 // model), dispatches and reads per token, the weight bytes a token must read and the bandwidth that implies, peak
 // GPU memory; for MoE models, the fused MoE block against a per-expert loop on the same weights.
-import { releaseDevice, webgpuBackend, type DeviceRequest } from '../backends/registry.js';
-import { measureDispatchFloor } from '../backends/webgpu/dispatch-floor.js';
+import { releaseDevice, webgpuBackend, type DeviceRequest } from '../runtime/registry.js';
+import { measureDispatchFloor } from '../runtime/webgpu/dispatch-floor.js';
 import { formatProfile, gbs, profileDecode } from '../generate/profile.js';
 import { layerDispatchesText, measureDecode, type DecodeMeasurement } from '../generate/measure.js';
 import type { MoeMode } from '../models/causal-lm.js';

@@ -2,13 +2,13 @@
 // checkpoint's tensors, and stream a whole checkpoint onto a device with a progress bar and the figures that
 // matter (GB/s, device and host memory).
 import { basename } from 'node:path';
-import { initDevice, releaseDevice, type DeviceRequest } from '../backends/registry.js';
+import { initDevice, releaseDevice, type DeviceRequest } from '../runtime/registry.js';
 import { DTYPE_INFO } from '../core/dtype.js';
 import type { Tensor } from '../core/tensor.js';
-import { Checkpoint } from '../io/checkpoint.js';
+import { Checkpoint } from '../formats/checkpoint.js';
 import { familyOf, isSupportedModelType, presetNamed } from '../models/families.js';
 import type { RandomWeightDType } from '../models/random-weights.js';
-import { memoryStats, synchronize } from '../runtime-stats.js';
+import { memoryStats, synchronize } from '../runtime/stats.js';
 import { byteProgress, formatBytes } from './progress.js';
 import { localModelPath } from './model-source.js';
 

@@ -1,14 +1,14 @@
 // `tensorgpu demo`: the built-in default job until text generation lands: picks a device ('auto' falls back to CPU
 // with the reason), runs a matmul, an elementwise chain and an FP8 decode step (GEMV + sampling), checks them
 // against the CPU backend, and prints time, throughput, dispatches and peak GPU memory.
-import { initDevice, releaseDevice, webgpuBackend, type DeviceRequest } from '../backends/registry.js';
+import { initDevice, releaseDevice, webgpuBackend, type DeviceRequest } from '../runtime/registry.js';
 import { manualSeed } from '../core/random.js';
 import type { Tensor } from '../core/tensor.js';
 import { randn } from '../ops/creation.js';
 import { quantize } from '../ops/quantize.js';
 import { sample } from '../ops/sample.js';
 import { scaledMm } from '../ops/scaled-mm.js';
-import { gpuCounters, memoryStats, synchronize } from '../runtime-stats.js';
+import { gpuCounters, memoryStats, synchronize } from '../runtime/stats.js';
 
 export interface DemoOptions {
   device?: DeviceRequest;

@@ -5,8 +5,8 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { release } from 'node:os';
-import { adapterName, diagnose, type Diagnosis } from '../backends/webgpu/diagnose.js';
-import { checkAdapter, formatLimit, OPTIONAL_FEATURES, REPORTED_LIMITS, REQUIRED_LIMITS, WITHOUT_FEATURE } from '../backends/webgpu/requirements.js';
+import { adapterName, diagnose, type Diagnosis } from '../runtime/webgpu/diagnose.js';
+import { checkAdapter, formatLimit, OPTIONAL_FEATURES, REPORTED_LIMITS, REQUIRED_LIMITS, WITHOUT_FEATURE } from '../runtime/webgpu/requirements.js';
 
 export interface DoctorOptions {
   /** Print one JSON document instead of the readable report. */

@@ -1,5 +1,5 @@
 // `tensorgpu generate`: stream text from a Qwen3 / Qwen3-MoE checkpoint (or the built-in default model).
-import { releaseDevice, type DeviceRequest } from '../backends/registry.js';
+import { releaseDevice, type DeviceRequest } from '../runtime/registry.js';
 import { generate } from '../generate/generate.js';
 import { withGenerationConfig, type SamplingFallback } from '../generate/generation-defaults.js';
 import { openModel } from './model-source.js';

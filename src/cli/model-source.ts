@@ -1,11 +1,11 @@
 // Resolves `--model` for the model commands: a checkpoint directory of any supported family, a Hugging Face repo
 // id (org/name[@revision][/subfolder], fetched into the shared cache with a progress bar), `builtin:<preset>`, or
 // the built-in default, generated on demand.
-import { initDevice, type DeviceRequest } from '../backends/registry.js';
-import type { DeviceName } from '../backends/backend.js';
+import { initDevice, type DeviceRequest } from '../runtime/registry.js';
+import type { DeviceName } from '../runtime/backend.js';
 import { resolveModelDir } from '../models/builtin.js';
 import { loadModel, type LoadedModel } from '../models/load.js';
-import { resolveModelPath } from '../io/hub/download.js';
+import { resolveModelPath } from '../hub/download.js';
 import { byteProgress, downloadProgress } from './progress.js';
 
 export interface ModelSourceOptions {

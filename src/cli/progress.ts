@@ -47,7 +47,7 @@ export function byteProgress(label: string, totalBytes: number, options: { force
   };
 }
 
-/** What a Hub download reports (src/io/hub/download.ts's DownloadProgress). */
+/** What a Hub download reports (src/hub/download.ts's DownloadProgress). */
 export interface TransferProgress {
   readonly file: string;
   readonly fileBytes: number;

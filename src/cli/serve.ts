@@ -1,7 +1,7 @@
 // `tensorgpu serve`: the OpenAI-compatible HTTP server (src/serve/) over one model. Listens first (so /health says
 // 503 while the model loads), prints the URL, and on SIGTERM / SIGINT drains, releases the device and exits 0.
 import { basename } from 'node:path';
-import { releaseDevice, type DeviceRequest } from '../backends/registry.js';
+import { releaseDevice, type DeviceRequest } from '../runtime/registry.js';
 import type { LoadedModel } from '../models/load.js';
 import { startServer } from '../serve/server.js';
 import { openModel } from './model-source.js';

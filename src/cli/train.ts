@@ -5,10 +5,10 @@
 import { readFile, writeFile, mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import cliProgress from 'cli-progress';
-import { releaseDevice, type DeviceRequest } from '../backends/registry.js';
+import { releaseDevice, type DeviceRequest } from '../runtime/registry.js';
 import { Generator } from '../core/random.js';
-import type { TextTokenizer } from '../generate/tokenizer.js';
-import { writeLossPlot } from '../io/loss-plot.js';
+import type { TextTokenizer } from '../tokenizer/tokenizer.js';
+import { writeLossPlot } from '../media/loss-plot.js';
 import { saveOptimizerState } from '../optim/state-file.js';
 import { saveWeights } from '../train/export.js';
 import { FineTune, packSequences, type StepResult } from '../train/fine-tune.js';

@@ -3,7 +3,7 @@
 // progress line that counts finished work.
 import { localModelPath } from './model-source.js';
 import { SingleBar } from 'cli-progress';
-import type { DeviceName } from '../backends/backend.js';
+import type { DeviceName } from '../runtime/backend.js';
 import { tidy } from '../core/scope.js';
 import type { Tensor } from '../core/tensor.js';
 import { DEFAULT_VAE_PRESET, ensureDefaultVae } from '../models/wan-vae/default-model.js';
@@ -11,7 +11,7 @@ import { loadWanVae, type VaePart } from '../models/wan-vae/load.js';
 import type { CodecProgress, CodecSteps, WanVae } from '../models/wan-vae/model.js';
 import { DEFAULT_TILING, type TilePlan, type TilingOptions } from '../models/wan-vae/tiling.js';
 import { tensor } from '../ops/creation.js';
-import { synchronize } from '../runtime-stats.js';
+import { synchronize } from '../runtime/stats.js';
 import { byteProgress } from './progress.js';
 
 /** Tiling flags: --tile / --tile-stride set both sides; --tile-height etc. set one and win over them. */

@@ -2,15 +2,15 @@
 // decoder (default: a built-in random-weight wan2.1-tiny) to PNG frames plus, for several frames, an animated
 // preview; with the decode time and, on WebGPU, the dispatch count and peak GPU memory.
 import { extname, basename, dirname, join } from 'node:path';
-import { initDevice, releaseDevice, type DeviceRequest } from '../backends/registry.js';
+import { initDevice, releaseDevice, type DeviceRequest } from '../runtime/registry.js';
 import { Generator } from '../core/random.js';
 import type { Tensor } from '../core/tensor.js';
-import { readLatents } from '../io/latents-file.js';
-import { writeVideoPng } from '../io/png-writer.js';
-import { hasFfmpeg, openPreview, previewFormat, type PreviewWriter } from '../io/video-preview.js';
+import { readLatents } from '../formats/latents-file.js';
+import { writeVideoPng } from '../media/png-writer.js';
+import { hasFfmpeg, openPreview, previewFormat, type PreviewWriter } from '../media/video-preview.js';
 import { randn } from '../ops/creation.js';
 import { decodeTilePlan, type WanVae } from '../models/wan-vae/model.js';
-import { gpuCounters, memoryStats, resetPeakMemory, synchronize } from '../runtime-stats.js';
+import { gpuCounters, memoryStats, resetPeakMemory, synchronize } from '../runtime/stats.js';
 import { formatBytes } from './progress.js';
 import { applyLatentStats, describeTiling, loadVaePart, runStepsWaiting, stepProgress, tilingFromFlags, vaeClassName, type TilingFlags } from './vae-common.js';
 

@@ -3,13 +3,13 @@
 // video VAE's encoder (default: the built-in random-weight wan2.1-tiny) to the latent posterior's mean in a
 // .safetensors file that vae-decode reads back: the inverse of vae-decode.
 import { extname } from 'node:path';
-import { initDevice, releaseDevice, type DeviceRequest } from '../backends/registry.js';
+import { initDevice, releaseDevice, type DeviceRequest } from '../runtime/registry.js';
 import type { Tensor } from '../core/tensor.js';
-import { writeLatents } from '../io/latents-file.js';
-import { expandFramePattern, readVideoPng } from '../io/png-frames.js';
-import { extractVideoFrames, isVideoFile } from '../io/video-frames.js';
+import { writeLatents } from '../formats/latents-file.js';
+import { expandFramePattern, readVideoPng } from '../media/png-frames.js';
+import { extractVideoFrames, isVideoFile } from '../media/video-frames.js';
 import { encodeTilePlan, type WanVae } from '../models/wan-vae/model.js';
-import { gpuCounters, memoryStats, resetPeakMemory, synchronize } from '../runtime-stats.js';
+import { gpuCounters, memoryStats, resetPeakMemory, synchronize } from '../runtime/stats.js';
 import { formatBytes } from './progress.js';
 import { applyLatentStats, describeTiling, loadVaePart, runStepsWaiting, stepProgress, tilingFromFlags, vaeClassName, type TilingFlags } from './vae-common.js';
 

@@ -1,7 +1,7 @@
 // Exact conversions between float32 and the narrow float formats (float16, bfloat16, float8_e4m3fn, float8_e5m2),
 // matching PyTorch's c10 casts bit for bit: round-to-nearest-even, correctly rounded subnormals, signed zeros,
 // NaN -> the format's quiet NaN of the same sign. Encoders work on the float32 bit pattern with integer arithmetic
-// only, so the same algorithm runs unchanged in WGSL (src/backends/webgpu/kernels/dtype-codecs.wgsl), where float
+// only, so the same algorithm runs unchanged in WGSL (src/runtime/webgpu/kernels/dtype-codecs.wgsl), where float
 // arithmetic may flush subnormals or drop NaNs.
 
 import type { DType } from './dtype.js';

@@ -25,7 +25,7 @@ export class DisposedError extends TensorGpuError {}
 /** The requested device cannot be used; `reason` and `hint` say why and what to do. */
 export class DeviceUnavailableError extends TensorGpuError {
   /** The full diagnosis when one was made (see `diagnose()`). */
-  diagnosed?: import('../backends/webgpu/diagnose.js').Diagnosis;
+  diagnosed?: import('../runtime/webgpu/diagnose.js').Diagnosis;
 
   constructor(
     readonly reason: string,

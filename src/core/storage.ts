@@ -1,4 +1,4 @@
-import type { Backend, DeviceName } from '../backends/backend.js';
+import type { Backend, DeviceName } from '../runtime/backend.js';
 import type { DType } from './dtype.js';
 
 /**

@@ -1,4 +1,4 @@
-import type { Backend, DeviceName, Operand } from '../backends/backend.js';
+import type { Backend, DeviceName, Operand } from '../runtime/backend.js';
 import type { DType } from './dtype.js';
 import { DisposedError, DTypeError } from './errors.js';
 import { isFloating } from './dtype.js';

@@ -8,7 +8,7 @@
 // needs the token history on the host (repetition / presence / frequency penalties: the history is uploaded each
 // step), in the per-expert MoE baseline (it reads the routing back), on the CPU, or with TENSORGPU_CAPTURE=0.
 import { envVar } from '../core/env.js';
-import type { DeviceName } from '../backends/backend.js';
+import type { DeviceName } from '../runtime/backend.js';
 import { keep, tidy } from '../core/scope.js';
 import type { Tensor } from '../core/tensor.js';
 import { capture, writeTensor, type CapturedGraph } from '../ops/capture.js';

@@ -4,11 +4,11 @@
 import { samplingDraw, type SampleOptions } from '../ops/sample.js';
 import { DecodeSession, type DecodeSessionStats, type SessionSampling } from './decode-session.js';
 import type { CausalLM } from '../models/causal-lm.js';
-import { gpuCounters } from '../runtime-stats.js';
-import type { ChatMessage, TextTokenizer } from './tokenizer.js';
+import { gpuCounters } from '../runtime/stats.js';
+import type { ChatMessage, TextTokenizer } from '../tokenizer/tokenizer.js';
 import { SequenceOutput } from './sequence-output.js';
 import { tokenLogprobs, type TokenLogprobs } from './logprobs.js';
-import type { GenerationConfig } from '../io/generation-config.js';
+import type { GenerationConfig } from './generation-config.js';
 import { defaultStopIds, withGenerationConfig } from './generation-defaults.js';
 
 export interface GenerateOptions extends Omit<SampleOptions, 'previousTokens' | 'draw'> {

@@ -3,7 +3,7 @@
 // token), captured and replayed or eager, with the host time spent enqueueing each step.
 import { Generator } from '../core/random.js';
 import type { CausalLM } from '../models/causal-lm.js';
-import { gpuCounters, memoryStats, resetPeakMemory, synchronize } from '../runtime-stats.js';
+import { gpuCounters, memoryStats, resetPeakMemory, synchronize } from '../runtime/stats.js';
 import { DecodeSession, type DecodeSessionStats } from './decode-session.js';
 
 export interface DecodeMeasurement {

@@ -2,11 +2,11 @@
 // table (kernel, dispatches per token, µs per token, share, MB moved per token and GB/s where the launcher counts its
 // bytes, and the share of the adapter's datasheet bandwidth where the GPU is one we know), plus the bandwidth of the
 // kernels that read weights.
-import { webgpuBackend } from '../backends/registry.js';
-import { peakBandwidth, type PeakBandwidth } from '../backends/webgpu/peak-bandwidth.js';
-import type { KernelTime } from '../backends/webgpu/profiler.js';
+import { webgpuBackend } from '../runtime/registry.js';
+import { peakBandwidth, type PeakBandwidth } from '../runtime/webgpu/peak-bandwidth.js';
+import type { KernelTime } from '../runtime/webgpu/profiler.js';
 import type { CausalLM } from '../models/causal-lm.js';
-import { resetProfile, startProfiling, stopProfiling } from '../runtime-stats.js';
+import { resetProfile, startProfiling, stopProfiling } from '../runtime/stats.js';
 import { DecodeSession } from './decode-session.js';
 
 export interface DecodeProfile {

@@ -1,7 +1,7 @@
 // What happens to each sampled id of a sequence, shared by generate() and the batching server: a stop id ends it
 // (emitting nothing), otherwise the id's text is decoded incrementally, and a stop string in the text so far ends it
 // with the text cut before the stop string.
-import { StreamingDecoder, type TextTokenizer } from './text-tokenizer.js';
+import { StreamingDecoder, type TextTokenizer } from '../tokenizer/text-tokenizer.js';
 
 export interface TokenOutcome {
   /** Text this token adds (empty while a multi-byte character is incomplete, or when it is cut). */

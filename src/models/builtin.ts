@@ -3,9 +3,9 @@
 // The default is qwen3-moe-tiny (the real Qwen3 tokenizer); `--model builtin:lfm2-moe-tiny` picks another preset.
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { lfm2TokenizerFiles } from '../generate/lfm2-tokenizer.js';
-import { qwen3_5TokenizerFiles, qwen3TokenizerFiles } from '../generate/tokenizer.js';
-import { ensureGeneratedDir } from '../io/generated-dir.js';
+import { lfm2TokenizerFiles } from './lfm2/tokenizer.js';
+import { qwen3_5TokenizerFiles, qwen3TokenizerFiles } from '../tokenizer/tokenizer.js';
+import { ensureGeneratedDir } from '../formats/generated-dir.js';
 import { presetNamed } from './families.js';
 import type { RandomWeightDType } from './random-weights.js';
 

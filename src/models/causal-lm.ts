@@ -1,7 +1,7 @@
 // What generation, decode sessions, the bench and the CLI need of a decoder-only model, whatever its family
 // (Qwen3 / Qwen3-MoE, LFM2 / LFM2-MoE): a cache per sequence, a forward that queues its ops without reading back
 // (so a decode step can be captured), and the figures the bench reports.
-import type { DeviceName } from '../backends/backend.js';
+import type { DeviceName } from '../runtime/backend.js';
 import { DTYPE_INFO, type DType } from '../core/dtype.js';
 import type { KvGeometry, PagedKvPool, PagedKvPoolOptions, PagedSlot } from './layers/paged-kv.js';
 import type { Tensor } from '../core/tensor.js';

@@ -3,10 +3,10 @@
 // loadModel, the CLI's checkpoint commands and the built-in models all go through this one table. It runs in a
 // browser page too (modelFromCheckpoint), so the tokenizer files the presets ship with (read from disk) are
 // builtin.ts's business, not the table's.
-import type { Checkpoint } from '../io/checkpoint.js';
+import type { Checkpoint } from '../formats/checkpoint.js';
 import { CheckpointError } from '../core/errors.js';
-import { parseQwen3Config, type Qwen3Config } from '../io/hf-config.js';
-import { parseLfm2Config, type Lfm2Config } from '../io/lfm2-config.js';
+import { parseQwen3Config, type Qwen3Config } from './qwen3/config.js';
+import { parseLfm2Config, type Lfm2Config } from './lfm2/config.js';
 import type { CausalLM, CausalLMConfig, MoeMode } from './causal-lm.js';
 import type { DType } from '../core/dtype.js';
 import type { RandomCheckpointOptions, WeightSpec } from './random-weights.js';

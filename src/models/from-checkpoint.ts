@@ -1,11 +1,11 @@
 // A model of any supported family (families.ts, by config.json's model_type) from an open Checkpoint, wherever its
 // bytes come from: a folder on disk (loadModel), a URL or files picked in a browser page. Weights stream onto the
 // device chunk by chunk; nothing here touches a file system.
-import { getDefaultDevice } from '../backends/registry.js';
-import type { DeviceName } from '../backends/backend.js';
+import { getDefaultDevice } from '../runtime/registry.js';
+import type { DeviceName } from '../runtime/backend.js';
 import type { DType } from '../core/dtype.js';
 import { CheckpointError } from '../core/errors.js';
-import type { Checkpoint } from '../io/checkpoint.js';
+import type { Checkpoint } from '../formats/checkpoint.js';
 import type { CausalLM, MoeMode } from './causal-lm.js';
 import { familyOf, type ModelFamily } from './families.js';
 

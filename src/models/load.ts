@@ -1,9 +1,9 @@
 // Opens a Hugging Face checkpoint directory of any supported family (models/families.ts, by config.json's
 // model_type): typed config, weights streamed onto the device, tokenizer from the folder.
-import { resolveModelPath, type HubOptions } from '../io/hub/download.js';
-import { Checkpoint } from '../io/checkpoint.js';
-import { TextTokenizer } from '../generate/tokenizer.js';
-import { readGenerationConfig, type GenerationConfig } from '../io/generation-config.js';
+import { resolveModelPath, type HubOptions } from '../hub/download.js';
+import { Checkpoint } from '../formats/checkpoint.js';
+import { TextTokenizer } from '../tokenizer/tokenizer.js';
+import { readGenerationConfig, type GenerationConfig } from '../generate/generation-config.js';
 import type { CausalLM } from './causal-lm.js';
 import type { ModelFamily } from './families.js';
 import { modelFromCheckpoint, type ModelFromCheckpointOptions } from './from-checkpoint.js';

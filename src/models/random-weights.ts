@@ -8,11 +8,11 @@ import { generatorFor } from '../core/random.js';
 import { toBytes } from '../ops/convert.js';
 import { tensor } from '../ops/creation.js';
 import { quantize } from '../ops/quantize.js';
-import { writeCheckpoint } from '../io/checkpoint-writer.js';
-import type { Fp8QuantizationConfig } from '../io/hf-config.js';
-import { encodeSafetensors, type TensorSource } from '../io/safetensors-writer.js';
-import { Checkpoint } from '../io/checkpoint.js';
-import { SafetensorsFile } from '../io/safetensors-reader.js';
+import { writeCheckpoint } from '../formats/checkpoint-writer.js';
+import type { Fp8QuantizationConfig } from './qwen3/config.js';
+import { encodeSafetensors, type TensorSource } from '../formats/safetensors-writer.js';
+import { Checkpoint } from '../formats/checkpoint.js';
+import { SafetensorsFile } from '../formats/safetensors-reader.js';
 
 /** fp8: linear layers in float8_e4m3fn with 128x128 block scales (the *-FP8 layout); the rest bf16. */
 export type RandomWeightDType = 'float32' | 'float16' | 'bfloat16' | 'fp8';

@@ -1,8 +1,8 @@
 // Captured steps as an op-level API: record the dispatches a function queues, then replay them with no host work
 // beyond encoding (WebGPU only). Inputs that change between replays must be tensors whose contents the caller
 // rewrites with writeTensor (a position, a draw, a token id), never numbers baked into the recorded kernels.
-import { webgpuBackend } from '../backends/registry.js';
-import type { CapturedStep } from '../backends/webgpu/capture.js';
+import { webgpuBackend } from '../runtime/registry.js';
+import type { CapturedStep } from '../runtime/webgpu/capture.js';
 import { DTYPE_INFO } from '../core/dtype.js';
 import { CaptureError, DTypeError, ShapeError } from '../core/errors.js';
 import type { Tensor } from '../core/tensor.js';

@@ -2,7 +2,7 @@
 // nothing: the kernel reads positions outside the input as zeros by bounds checks, so no padded copy and no extra
 // dispatch exist. Asymmetric padding ([before, after] per dim) covers causal temporal convolutions (all of kt - 1 in
 // front, none behind). conv1d and conv2d are lifted to the 5-D backend conv with size-1 leading spatial dims.
-import type { Backend, ConvGeometry } from '../backends/backend.js';
+import type { Backend, ConvGeometry } from '../runtime/backend.js';
 import { ShapeError } from '../core/errors.js';
 import { formatShape, type View } from '../core/shape.js';
 import type { Tensor } from '../core/tensor.js';

@@ -1,5 +1,5 @@
-import type { DeviceName } from '../backends/backend.js';
-import { backendFor } from '../backends/registry.js';
+import type { DeviceName } from '../runtime/backend.js';
+import { backendFor } from '../runtime/registry.js';
 import { decodeStorage } from '../core/codecs.js';
 import { isFloating, parseDType, type DType } from '../core/dtype.js';
 import { ShapeError } from '../core/errors.js';

@@ -1,5 +1,5 @@
-import { getDefaultDevice, backendFor } from '../backends/registry.js';
-import type { DeviceName } from '../backends/backend.js';
+import { getDefaultDevice, backendFor } from '../runtime/registry.js';
+import type { DeviceName } from '../runtime/backend.js';
 import { encodeValues } from '../core/codecs.js';
 import { isFloating, parseDType, type DType } from '../core/dtype.js';
 import { DTypeError, ShapeError } from '../core/errors.js';

@@ -8,7 +8,7 @@ import {
   type BinaryOp,
   type ComparisonOp,
   type UnaryOp,
-} from '../backends/backend.js';
+} from '../runtime/backend.js';
 import { DTYPE_INFO, isFloating, isFp8, promoteTypes, type DType } from '../core/dtype.js';
 import { DTypeError } from '../core/errors.js';
 import { broadcastShapes, broadcastView } from '../core/shape.js';

@@ -1,7 +1,7 @@
 // torch.fft's one-dimensional transforms: fft, ifft, rfft, irfft for any length. Complex values travel as a
 // trailing dim of 2 (torch.view_as_real's layout) in float32; inputs may be float32, float16 or bfloat16 views.
-// Every transform is one dispatch on WebGPU (see backends/fft-plan.ts for the algorithm).
-import type { FftArgs, FftInput, FftOutput } from '../backends/backend.js';
+// Every transform is one dispatch on WebGPU (see runtime/fft-plan.ts for the algorithm).
+import type { FftArgs, FftInput, FftOutput } from '../runtime/backend.js';
 import { ShapeError } from '../core/errors.js';
 import { normalizeDim } from '../core/shape.js';
 import type { Tensor } from '../core/tensor.js';

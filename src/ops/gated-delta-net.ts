@@ -12,7 +12,7 @@ import { cast } from './convert.js';
 import { tidy } from '../core/scope.js';
 import { cat, narrow, reshape } from './shape-ops.js';
 import { commonBackend, requireDTypes, wrap } from './util.js';
-import type { DeviceName } from '../backends/backend.js';
+import type { DeviceName } from '../runtime/backend.js';
 
 const FLOAT = ['float32', 'float16', 'bfloat16'] as const;
 

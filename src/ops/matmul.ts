@@ -1,4 +1,4 @@
-import type { ScaleRecipe } from '../backends/backend.js';
+import type { ScaleRecipe } from '../runtime/backend.js';
 import { isFp8 } from '../core/dtype.js';
 import { DTypeError, ShapeError } from '../core/errors.js';
 import { broadcastShapes, broadcastView, formatShape, transposed2d } from '../core/shape.js';

@@ -1,7 +1,7 @@
 // Mixture-of-experts ops whose expert choice stays on the device: the router's top-k, and a linear layer that reads
 // each slot's expert id on the GPU (gather), optionally summing a token's slots with its routing weights
 // (combine). An MoE block is then a handful of dispatches with no read back, whatever the number of experts.
-import type { RouteOptions } from '../backends/backend.js';
+import type { RouteOptions } from '../runtime/backend.js';
 import { DTypeError, ShapeError } from '../core/errors.js';
 import { isFp8 } from '../core/dtype.js';
 import { formatShape } from '../core/shape.js';

@@ -3,7 +3,7 @@
 import { ShapeError } from '../core/errors.js';
 import { formatShape } from '../core/shape.js';
 import type { Tensor } from '../core/tensor.js';
-import type { AttentionOptions, Backend, Operand } from '../backends/backend.js';
+import type { AttentionOptions, Backend, Operand } from '../runtime/backend.js';
 import { commonBackend, requireDeviceScalar, requireDTypes, wrap } from './util.js';
 import { differentiable, notDifferentiable } from '../autograd/function.js';
 import { needsGrad } from '../autograd/node.js';

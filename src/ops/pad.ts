@@ -1,11 +1,11 @@
 // torch F.pad as one op: constant, replicate and reflect padding of any rank in a single kernel, never a chain of
 // per-dim copies (the PyTorch MPS VAE decode issued thousands of separate pad calls).
-import type { PadMode } from '../backends/backend.js';
+import type { PadMode } from '../runtime/backend.js';
 import { ShapeError } from '../core/errors.js';
 import type { Tensor } from '../core/tensor.js';
 import { commonBackend, wrap } from './util.js';
 
-export type { PadMode } from '../backends/backend.js';
+export type { PadMode } from '../runtime/backend.js';
 
 export interface PadOptions {
   /** Default 'constant'. */

@@ -2,8 +2,8 @@
 // index per step, built here on the host from each sequence's pages (backend.ts PagedKv has the layout), uploaded
 // once and shared by every layer.
 import { DTypeError, ShapeError } from '../core/errors.js';
-import type { DeviceName } from '../backends/backend.js';
-import type { PagedKv } from '../backends/backend.js';
+import type { DeviceName } from '../runtime/backend.js';
+import type { PagedKv } from '../runtime/backend.js';
 import type { Tensor } from '../core/tensor.js';
 import { tensor } from './creation.js';
 

@@ -1,4 +1,4 @@
-import type { ReduceOp } from '../backends/backend.js';
+import type { ReduceOp } from '../runtime/backend.js';
 import { isFloating, isFp8, type DType } from '../core/dtype.js';
 import { DTypeError, ShapeError } from '../core/errors.js';
 import { normalizeDim } from '../core/shape.js';

@@ -1,5 +1,5 @@
 // Token sampling with the logits kept on the device: one dispatch, one 4-byte read (sample) or none (sampleToken).
-import type { SamplingParams } from '../backends/backend.js';
+import type { SamplingParams } from '../runtime/backend.js';
 import { DTypeError, ShapeError, TensorGpuError } from '../core/errors.js';
 import { defaultGenerator, Generator } from '../core/random.js';
 import { formatShape } from '../core/shape.js';

@@ -1,5 +1,5 @@
 // scaledMm: torch._scaled_mm / F.scaled_mm for FP8 operands, plus the 128x128 block scales of HF FP8 checkpoints.
-import type { MatmulScaling, ScaleRecipe } from '../backends/backend.js';
+import type { MatmulScaling, ScaleRecipe } from '../runtime/backend.js';
 import { isFp8, type DType } from '../core/dtype.js';
 import { DTypeError, ShapeError } from '../core/errors.js';
 import { formatShape } from '../core/shape.js';

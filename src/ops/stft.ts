@@ -3,7 +3,7 @@
 // into torch's [..., freq, frames] layout (complex pairs, or power / magnitude for spectrograms). istft is two: an
 // inverse DFT per frame read in place from the spectrum, then a gathered overlap-add with torch's window-envelope
 // normalization, so that istft(stft(x)) returns x.
-import type { StftArgs } from '../backends/backend.js';
+import type { StftArgs } from '../runtime/backend.js';
 import { ShapeError } from '../core/errors.js';
 import type { Tensor } from '../core/tensor.js';
 import { ones } from './creation.js';

@@ -1,4 +1,4 @@
-import type { Backend } from '../backends/backend.js';
+import type { Backend } from '../runtime/backend.js';
 import type { DType } from '../core/dtype.js';
 import { DeviceMismatchError, DTypeError } from '../core/errors.js';
 import type { Shape, View } from '../core/shape.js';

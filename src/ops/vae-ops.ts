@@ -1,13 +1,13 @@
 // Normalization and upsampling blocks of convolutional VAEs (Wan2.1 / Wan2.2, Qwen-Image): torch F.group_norm, Wan's
 // RMS_norm over channels, and F.interpolate 2x over H and W. Each is one kernel on the GPU (two when a 16-bit
 // output's rows would share packed words); inputs are read through their strides, never copied first.
-import type { UpsampleMode } from '../backends/backend.js';
+import type { UpsampleMode } from '../runtime/backend.js';
 import { ShapeError } from '../core/errors.js';
 import { formatShape, type View } from '../core/shape.js';
 import type { Tensor } from '../core/tensor.js';
 import { commonBackend, requireDTypes, wrap } from './util.js';
 
-export type { UpsampleMode } from '../backends/backend.js';
+export type { UpsampleMode } from '../runtime/backend.js';
 
 const FLOAT_DTYPES = ['float32', 'float16', 'bfloat16'] as const;
 

@@ -1,7 +1,7 @@
 // Adam and AdamW (torch.optim.Adam / AdamW, single-tensor path): per parameter a float32 exp_avg and exp_avg_sq
 // (and max_exp_avg_sq with amsgrad) and a step count; the bias corrections are computed here in float64 from the
 // step count, as PyTorch does with Python floats, and the whole update is one fused backend call.
-import type { Backend } from '../backends/backend.js';
+import type { Backend } from '../runtime/backend.js';
 import type { Tensor } from '../core/tensor.js';
 import { Optimizer, type CommonOptimizerOptions, type ParamStateAccess } from './optimizer.js';
 

@@ -1,7 +1,7 @@
 // torch.nn.utils.clip_grad_norm_: the norm of every gradient together, then each gradient scaled in place by
 // min(1, maxNorm / (norm + 1e-6)). On the GPU the norm and the coefficient never leave the device (nothing is read
 // back, so a training step stays one submit); the norm comes back as a 0-d float32 tensor to read when wanted.
-import { backendFor, getDefaultDevice } from '../backends/registry.js';
+import { backendFor, getDefaultDevice } from '../runtime/registry.js';
 import { DeviceMismatchError, DTypeError } from '../core/errors.js';
 import { keep } from '../core/scope.js';
 import { Tensor } from '../core/tensor.js';

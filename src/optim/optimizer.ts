@@ -2,7 +2,7 @@
 // parameter, created on the parameter's first step), step() over the parameters that have a gradient, and the
 // state dict. Each update is one fused backend call (Backend.adamStep / sgdStep): on the GPU, one dispatch per
 // parameter per step, the state written in place and never filled first.
-import type { Backend } from '../backends/backend.js';
+import type { Backend } from '../runtime/backend.js';
 import { DeviceMismatchError, DTypeError, ShapeError, TensorGpuError } from '../core/errors.js';
 import { keep } from '../core/scope.js';
 import { contiguousStrides, formatShape } from '../core/shape.js';

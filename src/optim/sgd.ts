@@ -1,7 +1,7 @@
 // SGD (torch.optim.SGD, single-tensor path): momentum, dampening, Nesterov, weight decay and maximize; with
 // momentum, a float32 momentum_buffer per parameter that starts as the first gradient. One fused backend call per
 // parameter per step.
-import type { Backend } from '../backends/backend.js';
+import type { Backend } from '../runtime/backend.js';
 import type { Tensor } from '../core/tensor.js';
 import { Optimizer, type CommonOptimizerOptions, type ParamStateAccess } from './optimizer.js';
 

@@ -1,11 +1,11 @@
 // An optimizer's state dict as a safetensors file: each state tensor as `state.<param index>.<name>` (float32),
 // and in the header's metadata the optimizer's name, its hyperparameters and the step counts as JSON (plus a
 // scheduler's step, when given), so a run resumed from the file continues exactly where the saved one stopped.
-import type { DeviceName } from '../backends/backend.js';
+import type { DeviceName } from '../runtime/backend.js';
 import { CheckpointError } from '../core/errors.js';
 import type { Tensor } from '../core/tensor.js';
-import { SafetensorsFile } from '../io/safetensors-reader.js';
-import { tensorSource, writeSafetensors, type TensorSource } from '../io/safetensors-writer.js';
+import { SafetensorsFile } from '../formats/safetensors-reader.js';
+import { tensorSource, writeSafetensors, type TensorSource } from '../formats/safetensors-writer.js';
 import type { HyperValue, OptimizerStateDict, ParamState } from './optimizer.js';
 
 const FORMAT = 'tensorgpu-optimizer-state/1';

@@ -18,14 +18,14 @@ import type { Tensor } from '../core/tensor.js';
 import { resolveGeneration, tokenDraw, type GenerationStats, type ResolvedGeneration } from '../generate/generate.js';
 import { SequenceOutput } from '../generate/sequence-output.js';
 import { tokenLogprobs } from '../generate/logprobs.js';
-import type { TextTokenizer } from '../generate/tokenizer.js';
+import type { TextTokenizer } from '../tokenizer/tokenizer.js';
 import type { PagedCausalLM } from '../models/causal-lm.js';
 import { PagedSequence, type PagedKvPool, type PagedSlot } from '../models/layers/paged-kv.js';
 import { tensor } from '../ops/creation.js';
 import { indexSelect } from '../ops/index-select.js';
 import { sampleRows } from '../ops/sample.js';
 import { cat, narrow } from '../ops/shape-ops.js';
-import { gpuCounters } from '../runtime-stats.js';
+import { gpuCounters } from '../runtime/stats.js';
 import { ContextLengthError, QueueFullError, UnavailableError } from './errors.js';
 import {
   cancelQueued,

@@ -4,7 +4,7 @@
 import type { GenerateOptions } from '../generate/generate.js';
 import { promptIds } from '../generate/generate.js';
 import { defaultStopIds } from '../generate/generation-defaults.js';
-import type { TextTokenizer } from '../generate/tokenizer.js';
+import type { TextTokenizer } from '../tokenizer/tokenizer.js';
 import type { LoadedModel } from '../models/load.js';
 import { ContextLengthError, InvalidFieldError } from './errors.js';
 import type { CompletionRequest } from './request.js';

@@ -1,8 +1,8 @@
 // The server's Prometheus metrics (prom-client), in a registry of its own so several servers in one process (tests)
 // do not share counters: requests by route and status, tokens, queue depth, running sequences, latency histograms
-// and the device's memory (runtime-stats' memoryStats(), read at scrape time).
+// and the device's memory (runtime/stats' memoryStats(), read at scrape time).
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
-import { memoryStats } from '../runtime-stats.js';
+import { memoryStats } from '../runtime/stats.js';
 import type { BatchObserver } from './batch-scheduler.js';
 
 const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];

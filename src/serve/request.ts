@@ -1,6 +1,6 @@
 // Validates OpenAI request bodies (/v1/chat/completions, /v1/completions) into one typed request, naming the first
 // field that is wrong. Only what generate() can do is accepted; the rest is refused with a 400 rather than ignored.
-import type { ChatMessage } from '../generate/tokenizer.js';
+import type { ChatMessage } from '../tokenizer/tokenizer.js';
 import { InvalidFieldError, UnsupportedFieldError } from './errors.js';
 
 export interface SamplingRequest {

@@ -4,7 +4,7 @@
 // continuous-batching scheduler (batch-scheduler.ts, several sequences per decode step) implements the same interface.
 import { generate, type GeneratedToken, type GenerateOptions, type GenerationStats } from '../generate/generate.js';
 import type { CausalLM } from '../models/causal-lm.js';
-import type { TextTokenizer } from '../generate/tokenizer.js';
+import type { TextTokenizer } from '../tokenizer/tokenizer.js';
 import { QueueFullError, UnavailableError } from './errors.js';
 
 export interface SequenceRequest {

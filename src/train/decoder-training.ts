@@ -4,7 +4,7 @@
 // MoE expert kernels). Every projection is a ProjectionSite (its Hugging Face module path and the rows it holds in a
 // stacked weight), so an adapter can add its delta to any of them and a merge can write into them.
 import type { Tensor } from '../core/tensor.js';
-import type { Weight } from '../io/checkpoint.js';
+import type { Weight } from '../formats/checkpoint.js';
 import type { CausalLM } from '../models/causal-lm.js';
 import { Qwen3Model } from '../models/qwen3/model.js';
 import { Lfm2Model } from '../models/lfm2/model.js';

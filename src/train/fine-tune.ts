@@ -11,7 +11,7 @@ import { crossEntropy } from '../ops/loss.js';
 import { AdamW } from '../optim/adam.js';
 import { clipGradNorm } from '../optim/clip.js';
 import { constantLr, cosineWithWarmup, LrScheduler } from '../optim/schedule.js';
-import { gpuCounters } from '../runtime-stats.js';
+import { gpuCounters } from '../runtime/stats.js';
 import { trainingLogits, trainingView, type TrainingView } from './decoder-training.js';
 import type { LoraAdapter } from './lora.js';
 

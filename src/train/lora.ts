@@ -2,7 +2,7 @@
 // A [r, in] and B [out, r] with y = x W^T + (alpha / r) (x A^T) B^T. A starts as PEFT's kaiming-uniform
 // (bound 1 / sqrt(in)) and B at zero, so training starts from the base model exactly. The base weights are never
 // written during training; merge() folds the adapter into them for inference.
-import type { DeviceName } from '../backends/backend.js';
+import type { DeviceName } from '../runtime/backend.js';
 import type { Generator } from '../core/random.js';
 import type { Tensor } from '../core/tensor.js';
 import { tidy } from '../core/scope.js';
@@ -12,7 +12,7 @@ import { linear, dequantizeWeight } from '../ops/matmul.js';
 import { quantize } from '../ops/quantize.js';
 import { flatParameters } from '../optim/flat-parameters.js';
 import { copyInto } from '../ops/shape-ops.js';
-import type { Weight } from '../io/checkpoint.js';
+import type { Weight } from '../formats/checkpoint.js';
 import type { TrainingFamily } from './decoder-training.js';
 import { siteParts, sitePlacements, type ProjectionDelta, type ProjectionSite } from './projection.js';
 

@@ -3,11 +3,11 @@
 // `base_model.model.<module path>.lora_A.weight` [r, in] / `.lora_B.weight` [out, r], and adapter_config.json.
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { DeviceName } from '../backends/backend.js';
+import type { DeviceName } from '../runtime/backend.js';
 import { CheckpointError } from '../core/errors.js';
 import { keep } from '../core/scope.js';
-import { SafetensorsFile } from '../io/safetensors-reader.js';
-import { tensorSource, writeSafetensors } from '../io/safetensors-writer.js';
+import { SafetensorsFile } from '../formats/safetensors-reader.js';
+import { tensorSource, writeSafetensors } from '../formats/safetensors-writer.js';
 import type { ProjectionSite } from './decoder-training.js';
 import { LoraAdapter, type LoraConfig, type LoraPair } from './lora.js';
 

@@ -2,7 +2,7 @@
 // the weights the loader arranged (q|k|v and gate|up stacked by rows, experts stacked, Qwen3.5's q_proj split into
 // its queries and gates), and the training forward's linear with the adapter's delta added at each site.
 import type { Tensor } from '../core/tensor.js';
-import type { Weight } from '../io/checkpoint.js';
+import type { Weight } from '../formats/checkpoint.js';
 import { weightScaleOptions } from '../models/layers/blocks.js';
 import { zeros } from '../ops/creation.js';
 import { linear } from '../ops/matmul.js';

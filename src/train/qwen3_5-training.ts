@@ -14,7 +14,7 @@
 // gate_proj is rows [0, I) of gate_up_proj[e], up_proj rows [I, 2I), down_proj down_proj[e]. The shared expert's
 // sites are `mlp.shared_expert.*` whether the loader stacked it as expert E or kept it beside.
 import type { Tensor } from '../core/tensor.js';
-import type { Weight } from '../io/checkpoint.js';
+import type { Weight } from '../formats/checkpoint.js';
 import { weightScaleOptions, type AttentionGeometry } from '../models/layers/blocks.js';
 import type { DenseMlpWeights } from '../models/layers/weights.js';
 import { deltaNetWidths, TEXT_PREFIX } from '../models/qwen3_5/layout.js';

@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import type { Diagnosis } from '../../src/backends/webgpu/diagnose.js';
+import type { Diagnosis } from '../../src/runtime/webgpu/diagnose.js';
 import { describeEnvironment, formatReport, runDoctor } from '../../src/cli/doctor.js';
 
 const SWIFTSHADER_ICD = '/usr/lib/chromium/vk_swiftshader_icd.json';

@@ -13,9 +13,9 @@ import { GifReader } from 'omggif';
 import { PNG } from 'pngjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runVaeDecode } from '../../src/cli/vae-decode.js';
-import { hasFfmpeg } from '../../src/io/video-preview.js';
+import { hasFfmpeg } from '../../src/media/video-preview.js';
 import { Generator, randn } from '../../src/index.js';
-import { writeLatents } from '../../src/io/latents-file.js';
+import { writeLatents } from '../../src/formats/latents-file.js';
 import { ensureDefaultVae } from '../../src/models/wan-vae/default-model.js';
 import { WAN_VAE_PRESETS, writeRandomWanVae } from '../../src/models/wan-vae/random-checkpoint.js';
 

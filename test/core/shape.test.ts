@@ -15,7 +15,7 @@ import {
   viewStrides,
   type View,
 } from '../../src/core/shape.js';
-import { viewIndices } from '../../src/backends/cpu/cpu-backend.js';
+import { viewIndices } from '../../src/runtime/cpu/cpu-backend.js';
 import { ShapeError } from '../../src/core/errors.js';
 
 describe('numel, contiguous strides, contiguity', () => {

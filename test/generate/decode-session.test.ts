@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as tg from '../../src/index.js';
 import { Generator, setDefaultDevice } from '../../src/index.js';
 import { DecodeSession, type SessionSampling } from '../../src/generate/decode-session.js';
-import type { Qwen3Config } from '../../src/io/hf-config.js';
+import type { Qwen3Config } from '../../src/models/qwen3/config.js';
 import { loadQwen3, type LoadedModel } from '../../src/models/qwen3/load.js';
 import { writeRandomQwen3Checkpoint } from '../../src/models/qwen3/random-checkpoint.js';
 import { setupWebGpu } from '../helpers/webgpu.js';

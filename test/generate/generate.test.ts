@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { setDefaultDevice } from '../../src/index.js';
 import { generate, type GenerateOptions, type GenerationStats } from '../../src/generate/generate.js';
-import { StreamingDecoder, TextTokenizer, qwen3TokenizerDir, qwen3TokenizerFiles } from '../../src/generate/tokenizer.js';
+import { StreamingDecoder, TextTokenizer, qwen3TokenizerDir, qwen3TokenizerFiles } from '../../src/tokenizer/tokenizer.js';
 import { loadQwen3, type LoadedModel } from '../../src/models/qwen3/load.js';
 import { writeRandomQwen3Checkpoint } from '../../src/models/qwen3/random-checkpoint.js';
 import { TINY_CHAT_MOE, writeTinyChatModel } from '../helpers/qwen3.js';

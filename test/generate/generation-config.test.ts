@@ -3,12 +3,12 @@
 import { rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { setDefaultDevice } from '../../src/backends/registry.js';
+import { setDefaultDevice } from '../../src/runtime/registry.js';
 import { runGenerate } from '../../src/cli/generate.js';
 import { CheckpointError } from '../../src/core/errors.js';
 import { generate } from '../../src/generate/generate.js';
 import { defaultStopIds, withGenerationConfig } from '../../src/generate/generation-defaults.js';
-import { parseGenerationConfig, readGenerationConfig, type GenerationConfig } from '../../src/io/generation-config.js';
+import { parseGenerationConfig, readGenerationConfig, type GenerationConfig } from '../../src/generate/generation-config.js';
 import { loadModel } from '../../src/models/load.js';
 import { writeTinyChatModel } from '../helpers/qwen3.js';
 

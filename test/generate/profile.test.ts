@@ -1,7 +1,7 @@
 // --profile's bandwidth columns: the bytes launchers count reach the profiler's totals, become GB/s, and are set
 // against the adapter's datasheet bandwidth where the GPU is one we know.
 import { describe, expect, it } from 'vitest';
-import { peakBandwidth } from '../../src/backends/webgpu/peak-bandwidth.js';
+import { peakBandwidth } from '../../src/runtime/webgpu/peak-bandwidth.js';
 import { formatProfile, kernelGBs } from '../../src/generate/profile.js';
 import { linear, randn, rmsNorm, startProfiling, stopProfiling, synchronize } from '../../src/index.js';
 import { setupWebGpu } from '../helpers/webgpu.js';

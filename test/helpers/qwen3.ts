@@ -3,8 +3,8 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { qwen3TokenizerFiles } from '../../src/generate/tokenizer.js';
-import type { Qwen3Config } from '../../src/io/hf-config.js';
+import { qwen3TokenizerFiles } from '../../src/tokenizer/tokenizer.js';
+import type { Qwen3Config } from '../../src/models/qwen3/config.js';
 import { writeRandomQwen3Checkpoint } from '../../src/models/qwen3/random-checkpoint.js';
 
 export const TINY_CHAT_MOE: Qwen3Config = {

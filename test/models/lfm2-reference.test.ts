@@ -10,7 +10,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SafetensorsFile } from '../../src/io/safetensors-reader.js';
+import { SafetensorsFile } from '../../src/formats/safetensors-reader.js';
 import { loadModel, type LoadedModel } from '../../src/models/load.js';
 import { writeRandomLfm2Checkpoint } from '../../src/models/lfm2/random-checkpoint.js';
 import { tensor } from '../../src/ops/creation.js';

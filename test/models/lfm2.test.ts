@@ -10,8 +10,8 @@ import { memoryStats, setDefaultDevice, synchronize, type Tensor } from '../../s
 import { CheckpointError } from '../../src/core/errors.js';
 import { DecodeSession } from '../../src/generate/decode-session.js';
 import { measureDecode } from '../../src/generate/measure.js';
-import { writeCheckpoint } from '../../src/io/checkpoint-writer.js';
-import { lfm2ToHfConfig, type Lfm2Config } from '../../src/io/lfm2-config.js';
+import { writeCheckpoint } from '../../src/formats/checkpoint-writer.js';
+import { lfm2ToHfConfig, type Lfm2Config } from '../../src/models/lfm2/config.js';
 import { lfm2WeightSpecs } from '../../src/models/lfm2/layout.js';
 import { Lfm2Model } from '../../src/models/lfm2/model.js';
 import { writeRandomLfm2Checkpoint } from '../../src/models/lfm2/random-checkpoint.js';

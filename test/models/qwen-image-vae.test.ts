@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { Generator } from '../../src/core/random.js';
 import type { Tensor } from '../../src/core/tensor.js';
-import { SafetensorsFile } from '../../src/io/safetensors-reader.js';
+import { SafetensorsFile } from '../../src/formats/safetensors-reader.js';
 import { tensor } from '../../src/ops/creation.js';
 import { loadWanVae } from '../../src/models/wan-vae/load.js';
 import { WAN_VAE_PRESETS, writeRandomVaePipeline, writeRandomWanVae } from '../../src/models/wan-vae/random-checkpoint.js';

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { setDefaultDevice, tensor, type Tensor } from '../../src/index.js';
-import type { Qwen3Config } from '../../src/io/hf-config.js';
+import type { Qwen3Config } from '../../src/models/qwen3/config.js';
 import { loadQwen3, type LoadedModel } from '../../src/models/qwen3/load.js';
 import { writeRandomQwen3Checkpoint, type RandomWeightDType } from '../../src/models/qwen3/random-checkpoint.js';
 import { setupWebGpu } from '../helpers/webgpu.js';

@@ -12,7 +12,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SafetensorsFile } from '../../src/io/safetensors-reader.js';
+import { SafetensorsFile } from '../../src/formats/safetensors-reader.js';
 import { loadModel, type LoadedModel } from '../../src/models/load.js';
 import { writeRandomQwen35Checkpoint } from '../../src/models/qwen3_5/presets.js';
 import { tensor } from '../../src/ops/creation.js';

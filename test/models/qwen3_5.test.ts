@@ -17,7 +17,7 @@ import { Qwen35Model } from '../../src/models/qwen3_5/model.js';
 import { QWEN3_5_PRESETS, writeRandomQwen35Checkpoint } from '../../src/models/qwen3_5/presets.js';
 import { tensor } from '../../src/ops/creation.js';
 import { runInspectCheckpoint } from '../../src/cli/checkpoint.js';
-import { writeCheckpoint } from '../../src/io/checkpoint-writer.js';
+import { writeCheckpoint } from '../../src/formats/checkpoint-writer.js';
 import { qwen35WeightSpecs } from '../../src/models/qwen3_5/layout.js';
 import { randomSources } from '../../src/models/random-weights.js';
 import { QWEN3_5_REFERENCE_CASES } from '../../tools/qwen3_5-reference/presets.js';

@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Tensor } from '../../src/core/tensor.js';
 import { Generator } from '../../src/core/random.js';
-import { SafetensorsFile } from '../../src/io/safetensors-reader.js';
+import { SafetensorsFile } from '../../src/formats/safetensors-reader.js';
 import { randn } from '../../src/ops/creation.js';
 import { loadWanVae } from '../../src/models/wan-vae/load.js';
 import { decodeTilePlan, encodeTilePlan, type TilingOptions, type WanVae } from '../../src/models/wan-vae/model.js';

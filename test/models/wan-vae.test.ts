@@ -10,7 +10,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { Generator } from '../../src/core/random.js';
 import type { Tensor } from '../../src/core/tensor.js';
 import { tensor } from '../../src/ops/creation.js';
-import { gpuCounters, memoryStats, resetPeakMemory, synchronize } from '../../src/runtime-stats.js';
+import { gpuCounters, memoryStats, resetPeakMemory, synchronize } from '../../src/runtime/stats.js';
 import { parseWanVaeConfig } from '../../src/models/wan-vae/config.js';
 import { loadWanVae } from '../../src/models/wan-vae/load.js';
 import type { WanVae } from '../../src/models/wan-vae/model.js';

@@ -19,7 +19,7 @@ import {
   type DType,
   type Tensor,
 } from '../../src/index.js';
-import { sizeClass } from '../../src/backends/webgpu/buffer-pool.js';
+import { sizeClass } from '../../src/runtime/webgpu/buffer-pool.js';
 import { expectClose, randomTensor, tolerance, type Tolerance } from '../helpers/compare.js';
 import { setupWebGpu } from '../helpers/webgpu.js';
 

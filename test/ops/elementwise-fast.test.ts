@@ -6,7 +6,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import * as tg from '../../src/index.js';
 import { gpuCounters, setDefaultDevice, synchronize, tensor, type DType, type Tensor } from '../../src/index.js';
-import { elementwiseTuning } from '../../src/backends/webgpu/kernels/elementwise.js';
+import { elementwiseTuning } from '../../src/runtime/webgpu/kernels/elementwise.js';
 import { BITS, checkBoth, expectClose, randomTensor, tolerance } from '../helpers/compare.js';
 import { setupWebGpu } from '../helpers/webgpu.js';
 import { UNARY, type UnaryName } from './elementwise-ops.js';

@@ -22,7 +22,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import * as tg from '../../src/index.js';
 import { DTypeError, setDefaultDevice, ShapeError, type Tensor } from '../../src/index.js';
-import { nextSmooth, stockhamRadices } from '../../src/backends/fft-plan.js';
+import { nextSmooth, stockhamRadices } from '../../src/runtime/fft-plan.js';
 import { expectClose, randomTensor, type Tolerance } from '../helpers/compare.js';
 import { dispatchesOf, setupWebGpu } from '../helpers/webgpu.js';
 import { dft, runOn, type Dev } from '../helpers/dft.js';

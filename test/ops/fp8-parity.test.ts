@@ -3,7 +3,7 @@
 // checked here on known values from the OFP8 tables), copies, views that start mid-word (4 codes share a GPU word),
 // cat, comparisons, read-back; arithmetic is refused as in PyTorch.
 import { describe, expect, it } from 'vitest';
-import { backendFor } from '../../src/backends/registry.js';
+import { backendFor } from '../../src/runtime/registry.js';
 import { f16BitsToF32, f32ToBf16Bits, f32ToF16Bits, f32ToFp8Bits, fp8BitsToF32, bf16BitsToF32 } from '../../src/core/codecs.js';
 import * as tg from '../../src/index.js';
 import { cat, DTypeError, full, Generator, ones, setDefaultDevice, Tensor, tensor, zeros, type DeviceName, type DType } from '../../src/index.js';
@@ -26,7 +26,7 @@ async function codesOf(t: Tensor): Promise<number[]> {
 /**
  * float32 bit patterns compared exactly, except that a NaN only has to be a NaN of the same sign: payload bits are
  * not part of any cast's contract (the codec keeps an FP8 NaN's mantissa, the GPU decoder need not; see
- * test/backends/webgpu/dtype-codecs.test.ts for the same rule).
+ * test/runtime/webgpu/dtype-codecs.test.ts for the same rule).
  */
 function expectF32Bits(label: string, got: number[], want: number[]): void {
   const isNaNBits = (b: number) => (b & 0x7fffffff) > 0x7f800000;

@@ -3,8 +3,8 @@
 // FP8 scaledMm with block scales and NaN propagation. Every run checks which GEMM pipeline ran, so a device or
 // a selection bug that silently falls back to the plain tile cannot pass for the subgroup path.
 import { describe, expect, it } from 'vitest';
-import { webgpuBackend } from '../../src/backends/registry.js';
-import { gemmShareWidth, gemmTuning } from '../../src/backends/webgpu/kernels/gemm.js';
+import { webgpuBackend } from '../../src/runtime/registry.js';
+import { gemmShareWidth, gemmTuning } from '../../src/runtime/webgpu/kernels/gemm.js';
 import { scaledMm, setDefaultDevice, tensor, type DType, type Tensor } from '../../src/index.js';
 import { checkBoth, randomTensor, randomValues, tolerance, type Tolerance } from '../helpers/compare.js';
 import { setupWebGpu } from '../helpers/webgpu.js';

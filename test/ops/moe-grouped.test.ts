@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { expertLinear, Generator, gpuCounters, memoryStats, setDefaultDevice, synchronize, tensor, type DType, type Tensor } from '../../src/index.js';
-import type { Qwen3Config } from '../../src/io/hf-config.js';
+import type { Qwen3Config } from '../../src/models/qwen3/config.js';
 import { loadQwen3 } from '../../src/models/qwen3/load.js';
 import { writeRandomQwen3Checkpoint } from '../../src/models/qwen3/random-checkpoint.js';
 import { randomTensor } from '../helpers/compare.js';

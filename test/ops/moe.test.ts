@@ -8,7 +8,7 @@
 // reduction): its error is bounded by ~(K/64 + 8) f32 ulps of sum|x * w * scale * combine| (`mag`), and its result
 // may then round to the neighbouring output code (one output ulp).
 import { describe, expect, it } from 'vitest';
-import { webgpuBackend } from '../../src/backends/registry.js';
+import { webgpuBackend } from '../../src/runtime/registry.js';
 import { expertLinear, gpuCounters, linear, moeRoute, setDefaultDevice, ShapeError, synchronize, tensor, type DType, type Tensor } from '../../src/index.js';
 import { Generator } from '../../src/index.js';
 import { randomTensor } from '../helpers/compare.js';

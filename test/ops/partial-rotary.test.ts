@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import * as tg from '../../src/index.js';
 import { ShapeError, setDefaultDevice, type DType, type Tensor } from '../../src/index.js';
 import { decodeOne, encodeOne } from '../../src/core/codecs.js';
-import { ropeTables, rotaryDimOf } from '../../src/models/qwen3/rope.js';
+import { ropeTables, rotaryDimOf } from '../../src/models/layers/rope.js';
 import { BITS, expectClose, randomTensor, randomValues } from '../helpers/compare.js';
 import { setupWebGpu } from '../helpers/webgpu.js';
 

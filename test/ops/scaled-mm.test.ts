@@ -9,8 +9,8 @@
 // output dtype; for f16/bf16/fp8 outputs that admits the neighbouring code only when the exact value sits within
 // err of a rounding boundary (one output ulp at most).
 import { describe, expect, it } from 'vitest';
-import { backendFor, webgpuBackend } from '../../src/backends/registry.js';
-import type { ScaleRecipe } from '../../src/backends/backend.js';
+import { backendFor, webgpuBackend } from '../../src/runtime/registry.js';
+import type { ScaleRecipe } from '../../src/runtime/backend.js';
 import {
   DeviceMismatchError,
   DTypeError,

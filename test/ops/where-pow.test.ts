@@ -6,7 +6,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import * as tg from '../../src/index.js';
 import { DTypeError, setDefaultDevice, tensor, type DType, type Tensor } from '../../src/index.js';
-import { elementwiseTuning } from '../../src/backends/webgpu/kernels/elementwise.js';
+import { elementwiseTuning } from '../../src/runtime/webgpu/kernels/elementwise.js';
 import { BITS, checkBoth, EXACT, expectClose, randomTensor, tolerance, type Tolerance } from '../helpers/compare.js';
 import { dispatchesOf, setupWebGpu } from '../helpers/webgpu.js';
 

@@ -13,7 +13,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { writeRandomQwen3Checkpoint } from '../../src/models/qwen3/random-checkpoint.js';
-import { qwen3TokenizerFiles } from '../../src/generate/tokenizer.js';
+import { qwen3TokenizerFiles } from '../../src/tokenizer/tokenizer.js';
 import { TINY_CHAT_MOE } from '../helpers/qwen3.js';
 import { setupWebGpu } from '../helpers/webgpu.js';
 import { setDefaultDevice } from '../../src/index.js';

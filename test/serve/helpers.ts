@@ -1,7 +1,7 @@
 // A served tiny Qwen3-MoE (the real Qwen3 tokenizer, random weights) on the CPU backend, and an official OpenAI
 // client pointed at it.
 import OpenAI from 'openai';
-import { setDefaultDevice } from '../../src/backends/registry.js';
+import { setDefaultDevice } from '../../src/runtime/registry.js';
 import { loadModel, type LoadedModel } from '../../src/models/load.js';
 import { startServer, type RunningServer, type ServeOptions } from '../../src/serve/server.js';
 import { writeTinyChatModel } from '../helpers/qwen3.js';

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { setDefaultDevice } from '../../src/index.js';
-import { qwen3TokenizerFiles } from '../../src/generate/tokenizer.js';
+import { qwen3TokenizerFiles } from '../../src/tokenizer/tokenizer.js';
 import type { PagedCausalLM } from '../../src/models/causal-lm.js';
 import { loadModel, type LoadedModel } from '../../src/models/load.js';
 import type { Qwen35Config } from '../../src/models/qwen3_5/config.js';

@@ -4,11 +4,11 @@
 // concurrent requests both finish with the text each gets alone.
 import type OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { setDefaultDevice } from '../../src/backends/registry.js';
+import { setDefaultDevice } from '../../src/runtime/registry.js';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { qwen3_5TokenizerFiles } from '../../src/generate/tokenizer.js';
+import { qwen3_5TokenizerFiles } from '../../src/tokenizer/tokenizer.js';
 import { QWEN3_5_PRESETS, writeRandomQwen35Checkpoint } from '../../src/models/qwen3_5/presets.js';
 import { loadModel, type LoadedModel } from '../../src/models/load.js';
 import type { RunningServer } from '../../src/serve/server.js';

@@ -6,7 +6,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { copyInto, crossEntropy, Generator, memoryStats, randn, setDefaultDevice, synchronize, tensor, tidy } from '../../src/index.js';
-import type { Qwen3Config } from '../../src/io/hf-config.js';
+import type { Qwen3Config } from '../../src/models/qwen3/config.js';
 import { loadModel, type LoadedModel } from '../../src/models/load.js';
 import { writeRandomQwen3Checkpoint } from '../../src/models/qwen3/random-checkpoint.js';
 import { writeRandomLfm2Checkpoint } from '../../src/models/lfm2/random-checkpoint.js';

@@ -1,6 +1,6 @@
 // The tiny LFM2 checkpoints of the float64 reference fixtures (test/fixtures/lfm2), shared by make-inputs.ts and
 // test/models/lfm2-reference.test.ts: float32 weights, seed 1, regenerated identically by writeRandomLfm2Checkpoint.
-import type { Lfm2Config } from '../../src/io/lfm2-config.js';
+import type { Lfm2Config } from '../../src/models/lfm2/config.js';
 
 const COMMON = {
   vocabSize: 256,

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Generator } from '../../src/core/random.js';
 import type { Tensor } from '../../src/core/tensor.js';
-import { writeSafetensors, tensorSource } from '../../src/io/safetensors-writer.js';
+import { writeSafetensors, tensorSource } from '../../src/formats/safetensors-writer.js';
 import { WAN_VAE_PRESETS, writeRandomWanVae } from '../../src/models/wan-vae/random-checkpoint.js';
 import { rand, randn, tensor } from '../../src/ops/creation.js';
 

@@ -5,8 +5,8 @@
 import type { Tensor } from '../../core/tensor.js';
 import { cast } from '../../ops/convert.js';
 import { indexSelect } from '../../ops/index-select.js';
-import { dispatchCount } from '../../runtime-stats.js';
-import type { Weight } from '../../io/checkpoint.js';
+import { dispatchCount } from '../../runtime/stats.js';
+import type { Weight } from '../../formats/checkpoint.js';
 import { attentionInputs } from '../../ops/attention-inputs.js';
 import { add, mul, sigmoid } from '../../ops/elementwise.js';
 import { linear } from '../../ops/matmul.js';

@@ -1,12 +1,12 @@
 // What every decoder family's model class shares: RoPE tables on the device, the fused and per-expert forwards over
 // the family's DecoderStack, dispatch accounting, the active-bytes figure and disposal. A family supplies its
 // cache, its stack (how a layer mixes tokens, which feed-forward follows) and its weight list.
-import type { DeviceName } from '../../backends/backend.js';
+import type { DeviceName } from '../../runtime/backend.js';
 import type { DType } from '../../core/dtype.js';
 import { keep, tidy } from '../../core/scope.js';
 import type { Tensor } from '../../core/tensor.js';
-import type { Weight } from '../../io/checkpoint.js';
-import type { RopeScaling } from '../../io/hf-config.js';
+import type { Weight } from '../../formats/checkpoint.js';
+import type { RopeScaling } from '../qwen3/config.js';
 import { tensor, zeros } from '../../ops/creation.js';
 import { reshape } from '../../ops/shape-ops.js';
 import {
@@ -19,7 +19,7 @@ import {
   type ModelCache,
   type MoeMode,
 } from '../causal-lm.js';
-import { ropeTables } from '../qwen3/rope.js';
+import { ropeTables } from './rope.js';
 import { decoderForward, decoderForwardPerExpert, type DecoderRun, type DecoderStack } from './blocks.js';
 import { weightParts, type DenseMlpWeights, type MoeWeights } from './weights.js';
 

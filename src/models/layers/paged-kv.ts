@@ -3,7 +3,7 @@
 // page numbers (on the host too). A sequence takes pages as it grows and gives them all back when it ends, so memory
 // follows the tokens actually held, not a worst case per slot. A batched forward uploads every row's position and
 // its sequence's page table as one int32 index (ops/paged-cache.ts), shared by all layers.
-import type { DeviceName } from '../../backends/backend.js';
+import type { DeviceName } from '../../runtime/backend.js';
 import { DTYPE_INFO, type DType } from '../../core/dtype.js';
 import { keep } from '../../core/scope.js';
 import type { Tensor } from '../../core/tensor.js';

@@ -1,10 +1,10 @@
 // Weight sets shared by the decoder families (Qwen3, LFM2): attention with q|k|v stacked, a SwiGLU MLP with
 // gate|up fused, MoE experts stacked into [E, 2I, H] and [E, H, I] so one dispatch serves every chosen expert, and
 // the loader that streams them from a checkpoint, quantizing on request and releasing what it loaded on failure.
-import type { DeviceName } from '../../backends/backend.js';
+import type { DeviceName } from '../../runtime/backend.js';
 import type { DType } from '../../core/dtype.js';
 import type { Tensor } from '../../core/tensor.js';
-import type { Checkpoint, Weight } from '../../io/checkpoint.js';
+import type { Checkpoint, Weight } from '../../formats/checkpoint.js';
 import { isFp8 } from '../../core/dtype.js';
 import { CheckpointError } from '../../core/errors.js';
 import { quantize as quantizeTensor } from '../../ops/quantize.js';

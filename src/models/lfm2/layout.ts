@@ -1,6 +1,6 @@
 // The tensors of an LFM2 / LFM2-MoE checkpoint in Hugging Face's naming (Lfm2ForCausalLM / Lfm2MoeForCausalLM
 // state dicts as saved, experts one by one): the single source for the loader and the random-checkpoint generator.
-import { isLfm2MoeLayer, type Lfm2Config } from '../../io/lfm2-config.js';
+import { isLfm2MoeLayer, type Lfm2Config } from './config.js';
 import type { WeightSpec } from '../random-weights.js';
 
 export function lfm2WeightSpecs(c: Lfm2Config): WeightSpec[] {

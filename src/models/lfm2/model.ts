@@ -3,10 +3,10 @@
 // h + feed_forward(ffn_norm(h)), dense SwiGLU (w2(silu(w1 x) * w3 x)) or MoE with LFM2's sigmoid router (top-k of
 // sigmoid + expert_bias, weights / (sum + 1e-6) * routed_scaling_factor). The conv state lives on the device and
 // its kernel updates it, so a decode step is the same dispatches at every position and is captured like Qwen3's.
-import type { DeviceName } from '../../backends/backend.js';
+import type { DeviceName } from '../../runtime/backend.js';
 import type { DType } from '../../core/dtype.js';
 import type { Tensor } from '../../core/tensor.js';
-import type { Lfm2Config } from '../../io/lfm2-config.js';
+import type { Lfm2Config } from './config.js';
 import { zeros } from '../../ops/creation.js';
 import { linear } from '../../ops/matmul.js';
 import { rmsNorm } from '../../ops/nn.js';

@@ -1,7 +1,7 @@
 // Random-weight LFM2 / LFM2-MoE checkpoints in the exact Hugging Face layout (models/random-weights.ts), and the
 // built-in presets: small widths with LFM2-8B-A1B's shape (conv and attention layers, dense then MoE layers,
 // 32 experts top 4, tied embeddings, a 65536-token vocabulary).
-import { lfm2ToHfConfig, type Lfm2Config } from '../../io/lfm2-config.js';
+import { lfm2ToHfConfig, type Lfm2Config } from './config.js';
 import { savedConfig, writeRandomCheckpoint, type RandomCheckpointOptions } from '../random-weights.js';
 import { lfm2WeightSpecs } from './layout.js';
 

@@ -2,8 +2,8 @@
 // taps [H, L] and out_proj; attention with q|k|v stacked; w1|w3 fused into one gate|up weight; each MoE layer's
 // experts stacked, its router and expert_bias kept in high precision. A tied lm_head is the embedding's own buffer.
 import type { Tensor } from '../../core/tensor.js';
-import type { Checkpoint, Weight } from '../../io/checkpoint.js';
-import { isLfm2MoeLayer, type Lfm2Config } from '../../io/lfm2-config.js';
+import type { Checkpoint, Weight } from '../../formats/checkpoint.js';
+import { isLfm2MoeLayer, type Lfm2Config } from './config.js';
 import { reshape } from '../../ops/shape-ops.js';
 import { lfm2WeightSpecs } from './layout.js';
 import {

@@ -1,8 +1,8 @@
 // A Qwen3 / Qwen3-MoE model from an open Checkpoint (a folder, a URL, picked files): modelFromCheckpoint typed as
 // Qwen3Model, with other families refused before their weights are read.
 import { CheckpointError } from '../../core/errors.js';
-import { QWEN3_MODEL_TYPES } from '../../io/hf-config.js';
-import type { Checkpoint } from '../../io/checkpoint.js';
+import { QWEN3_MODEL_TYPES } from './config.js';
+import type { Checkpoint } from '../../formats/checkpoint.js';
 import type { ModelFamily } from '../families.js';
 import { modelFromCheckpoint, type ModelFromCheckpointOptions } from '../from-checkpoint.js';
 import type { Qwen3Model } from './model.js';

@@ -1,6 +1,6 @@
 // The tensors of a Qwen3 / Qwen3-MoE checkpoint in Hugging Face's naming (Qwen3ForCausalLM /
 // Qwen3MoeForCausalLM state dicts): the single source for the loader and the random-checkpoint generator.
-import { isMoeLayer, type Qwen3Config } from '../../io/hf-config.js';
+import { isMoeLayer, type Qwen3Config } from './config.js';
 
 import type { WeightSpec } from '../random-weights.js';
 

@@ -2,10 +2,10 @@
 // attention with Qwen3's per-head q/k norm and RoPE over a preallocated KV cache, a SwiGLU MLP or a routed MoE block
 // (softmax router), lm_head. Activations are float32 whatever the weight dtype (the kernels read bf16/FP8 weights in
 // place). A decode step queues its whole forward with no read back; the caller reads only the sampled token id.
-import type { DeviceName } from '../../backends/backend.js';
+import type { DeviceName } from '../../runtime/backend.js';
 import type { DType } from '../../core/dtype.js';
 import type { Tensor } from '../../core/tensor.js';
-import type { Qwen3Config } from '../../io/hf-config.js';
+import type { Qwen3Config } from './config.js';
 import { zeros } from '../../ops/creation.js';
 import { rmsNorm } from '../../ops/nn.js';
 import { keep, tidy } from '../../core/scope.js';

@@ -1,8 +1,8 @@
 // Random-weight Qwen3 / Qwen3-MoE checkpoints in the exact Hugging Face layout (models/random-weights.ts), for
 // tests, benchmarks and the CLI's built-in default model, so nothing has to be downloaded.
 import type { DType } from '../../core/dtype.js';
-import { toHfConfig, type Qwen3Config } from '../../io/hf-config.js';
-import type { Checkpoint } from '../../io/checkpoint.js';
+import { toHfConfig, type Qwen3Config } from './config.js';
+import type { Checkpoint } from '../../formats/checkpoint.js';
 import { randomCheckpointInMemory, savedConfig, writeRandomCheckpoint, type RandomCheckpointOptions, type RandomWeightDType } from '../random-weights.js';
 import { qwen3WeightSpecs } from './layout.js';
 

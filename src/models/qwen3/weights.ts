@@ -2,8 +2,8 @@
 // stored ([out, in], FP8 with their scales), q|k|v stacked, each MoE layer's experts stacked into [E, 2I, H] gate|up
 // and [E, H, I] down tensors so one dispatch serves every selected expert, the dense MLP's gate and up fused.
 import type { Tensor } from '../../core/tensor.js';
-import type { Checkpoint, Weight } from '../../io/checkpoint.js';
-import { isMoeLayer, type Qwen3Config } from '../../io/hf-config.js';
+import type { Checkpoint, Weight } from '../../formats/checkpoint.js';
+import { isMoeLayer, type Qwen3Config } from './config.js';
 import {
   attentionTensors,
   mlpTensors,

@@ -6,11 +6,11 @@
 // rule and gated norm, both states updated on the device) and out_proj with the residual; an attention layer is the
 // stacked [q|k|v|gate] projection, attentionInputs (q/k norm, partial RoPE, the cache write), attention with the
 // sigmoid gate in its epilogue, and o_proj with the residual. Only the attention layers keep a KV cache.
-import type { DeviceName } from '../../backends/backend.js';
+import type { DeviceName } from '../../runtime/backend.js';
 import type { DType } from '../../core/dtype.js';
 import { keep, tidy } from '../../core/scope.js';
 import type { Tensor } from '../../core/tensor.js';
-import type { Weight } from '../../io/checkpoint.js';
+import type { Weight } from '../../formats/checkpoint.js';
 import { attentionInputs } from '../../ops/attention-inputs.js';
 import {
   gatedDeltaNet,

@@ -2,7 +2,7 @@
 // pool [slots, Hv, K-1, 2 dk + dv] and one recurrent-state pool [slots, Hv, dk, dv] (float32), and a free list of
 // slots on the host. A sequence takes a slot when it is admitted (zeroed: a new sequence's state) and gives it back
 // when it ends or is preempted (a preempted sequence recomputes its state from its tokens, as it does its KV rows).
-import type { DeviceName } from '../../backends/backend.js';
+import type { DeviceName } from '../../runtime/backend.js';
 import { keep, tidy } from '../../core/scope.js';
 import type { Tensor } from '../../core/tensor.js';
 import { zeros } from '../../ops/creation.js';

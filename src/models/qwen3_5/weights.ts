@@ -6,7 +6,7 @@
 // the shared expert has the routed experts' width it becomes expert E of those stacks and its gate row E of the
 // router, so the fused MoE block serves it in the same dispatches.
 import type { Tensor } from '../../core/tensor.js';
-import type { Checkpoint, Weight } from '../../io/checkpoint.js';
+import type { Checkpoint, Weight } from '../../formats/checkpoint.js';
 import { isFp8 } from '../../core/dtype.js';
 import { CheckpointError } from '../../core/errors.js';
 import { cast } from '../../ops/convert.js';

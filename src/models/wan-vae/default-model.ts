@@ -3,7 +3,7 @@
 // runs on a fresh machine with nothing to download.
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ensureGeneratedDir } from '../../io/generated-dir.js';
+import { ensureGeneratedDir } from '../../formats/generated-dir.js';
 import { WAN_VAE_PRESETS, writeRandomWanVae, type RandomVaeOptions } from './random-checkpoint.js';
 
 export const DEFAULT_VAE_PRESET = 'wan2.1-tiny';

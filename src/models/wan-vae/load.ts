@@ -1,15 +1,15 @@
 // Opens a diffusers AutoencoderKLWan or AutoencoderKLQwenImage directory (config.json +
 // diffusion_pytorch_model.safetensors), or a pipeline folder holding one in `vae/`: typed config, every expected
 // tensor checked for presence and shape before anything is uploaded, weights streamed to the device.
-import { resolveModelPath, type HubOptions } from '../../io/hub/download.js';
+import { resolveModelPath, type HubOptions } from '../../hub/download.js';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { getDefaultDevice } from '../../backends/registry.js';
-import type { DeviceName } from '../../backends/backend.js';
+import { getDefaultDevice } from '../../runtime/registry.js';
+import type { DeviceName } from '../../runtime/backend.js';
 import type { DType } from '../../core/dtype.js';
 import { CheckpointError } from '../../core/errors.js';
 import type { Tensor } from '../../core/tensor.js';
-import { Checkpoint } from '../../io/checkpoint.js';
+import { Checkpoint } from '../../formats/checkpoint.js';
 import { wanVaeSpec, wanVaeWeightSpecs, type Channels } from './architecture.js';
 import { parseWanVaeConfig, VAE_CLASSES, type WanVaeConfig } from './config.js';
 import { WanVae } from './model.js';

@@ -7,8 +7,8 @@ import { join } from 'node:path';
 import { encodeValues } from '../../core/codecs.js';
 import type { DType } from '../../core/dtype.js';
 import { generatorFor } from '../../core/random.js';
-import { writeCheckpoint } from '../../io/checkpoint-writer.js';
-import type { TensorSource } from '../../io/safetensors-writer.js';
+import { writeCheckpoint } from '../../formats/checkpoint-writer.js';
+import type { TensorSource } from '../../formats/safetensors-writer.js';
 import { wanVaeSpec, wanVaeWeightSpecs, type VaeWeightSpec } from './architecture.js';
 import { toDiffusersConfig, type WanVaeConfig } from './config.js';
 

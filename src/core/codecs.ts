@@ -358,3 +358,22 @@ export function decodeStorage(dtype: DType, storage: StorageArray): Float32Array
     }
   }
 }
+
+/** A value stored as `dtype`: int32 and uint8 truncate and wrap as torch's integer casts do (NaN -> 0), bool is x != 0, floats round. */
+export function castCode(x: number, dtype: DType, saturate = false): number {
+  switch (dtype) {
+    case 'int32':
+      return Number.isNaN(x) ? 0 : Math.max(-2147483648, Math.min(2147483647, Math.trunc(x)));
+    case 'uint8':
+      return Number.isNaN(x) ? 0 : Math.max(-2147483648, Math.min(2147483647, Math.trunc(x))) & 255;
+    case 'bool':
+      return x !== 0 ? 1 : 0;
+    default:
+      return encodeOne(dtype, x, saturate);
+  }
+}
+
+/** A number operand's value once rounded to its own dtype (float32 or int32), as kernels receive it. */
+export function scalarValue(x: { readonly scalar: number; readonly dtype: DType }): number {
+  return decodeOne(x.dtype, castCode(x.scalar, x.dtype));
+}

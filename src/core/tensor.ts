@@ -3,13 +3,32 @@ import type { DType } from './dtype.js';
 import { DisposedError, DTypeError } from './errors.js';
 import { isFloating } from './dtype.js';
 import type { GradNode } from '../autograd/node.js';
-import { backward as runBackward } from '../autograd/backward.js';
 import { contiguousStrides, formatShape, isContiguous, numel, type Shape, type View } from './shape.js';
 import { trackTensor } from './scope.js';
 import { Storage } from './storage.js';
-import * as ops from '../ops/index.js';
 import type { ReduceOptions } from '../ops/reduce.js';
 import type { CastOptions } from '../ops/convert.js';
+
+/**
+ * The op functions and the backward pass Tensor's methods call. core imports nothing above it (data flows one way:
+ * ops -> runtime -> core), so ops/tensor-methods.ts installs them when the ops are loaded; every tensor is made by
+ * an op, so they are always there by the time a method runs.
+ */
+export interface TensorMethods {
+  readonly ops: typeof import('../ops/index.js');
+  backward(root: Tensor, grad?: Tensor): void;
+}
+type Ops = TensorMethods['ops'];
+const notLoaded = (): never => {
+  throw new Error('tensorgpu: a tensor method ran before the ops were loaded (import tensorgpu, not core/tensor alone)');
+};
+// Until the ops install themselves, any use says why; afterwards `ops` is the ops module itself (no indirection).
+let ops: Ops = new Proxy({} as Ops, { get: notLoaded });
+let runBackward: TensorMethods['backward'] = notLoaded;
+export function installTensorMethods(m: TensorMethods): void {
+  ops = m.ops;
+  runBackward = m.backward;
+}
 
 export type Scalar = number;
 export type TensorOrScalar = Tensor | Scalar;

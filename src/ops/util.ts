@@ -3,6 +3,7 @@ import type { DType } from '../core/dtype.js';
 import { DeviceMismatchError, DTypeError } from '../core/errors.js';
 import type { Shape, View } from '../core/shape.js';
 import { Tensor } from '../core/tensor.js';
+import './tensor-methods.js';
 
 /** The one backend all inputs live on; mixing devices is an error (as in PyTorch), never an implicit copy. */
 export function commonBackend(op: string, ...tensors: Tensor[]): Backend {
@@ -39,10 +40,11 @@ export function requireDTypes(op: string, t: Tensor, allowed: readonly DType[]):
 }
 
 /**
- * For async code, where a tidy scope cannot follow the awaits: `keep` collects intermediates, disposed once fn's
- * promise settles (its result is kept).
+ * For async code, where a tidy scope cannot follow the awaits: `disposeLater` collects intermediates, disposed once
+ * fn's promise settles (fn's result survives unless passed to it). The opposite of core/scope.ts' `keep`, which
+ * exempts a tensor from disposal.
  */
-export async function withTempsAsync<T>(fn: (keep: (t: Tensor) => Tensor) => Promise<T>): Promise<T> {
+export async function withTempsAsync<T>(fn: (disposeLater: (t: Tensor) => Tensor) => Promise<T>): Promise<T> {
   const temps: Tensor[] = [];
   try {
     return await fn((t) => (temps.push(t), t));

@@ -5,7 +5,8 @@ import type { StorageArray } from '../../core/codecs.js';
 import { decodeOne, encodeOne } from '../../core/codecs.js';
 import type { DType } from '../../core/dtype.js';
 import type { AttentionInputsArgs } from '../backend.js';
-import { castCode, store, values } from './cpu-backend.js';
+import { castCode } from '../../core/codecs.js';
+import { store, values } from './cpu-backend.js';
 import { pagedRowViews } from './paged-rows.js';
 
 type Handle = StorageArray;

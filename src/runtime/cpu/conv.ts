@@ -2,7 +2,8 @@
 import { allocStorage, type StorageArray } from '../../core/codecs.js';
 import { numel, type Shape } from '../../core/shape.js';
 import type { ConvGeometry, ConvTranspose1dGeometry, Operand, PadMode } from '../backend.js';
-import { castCode, store, values } from './cpu-backend.js';
+import { castCode } from '../../core/codecs.js';
+import { store, values } from './cpu-backend.js';
 
 type Handle = StorageArray;
 

@@ -1,5 +1,6 @@
 // The reference backend: plain loops over float64 values, exact enough to judge every GPU kernel.
-import { allocStorage, decodeOne, encodeOne, type StorageArray } from '../../core/codecs.js';
+import { allocStorage, castCode, decodeOne, scalarValue, type StorageArray } from '../../core/codecs.js';
+
 import { DTYPE_INFO, type DType } from '../../core/dtype.js';
 import { ShapeError } from '../../core/errors.js';
 import { coalesceViews, numel, transposed2d, type Shape, type View } from '../../core/shape.js';
@@ -121,18 +122,6 @@ export function values(src: Operand<Handle>): Float64Array {
  * Converts one value to dtype's storage code. Float -> int truncates toward zero and saturates to int32 (NaN -> 0),
  * uint8 then wraps mod 256, bool is x != 0: the same rules as the GPU cast kernel.
  */
-export function castCode(x: number, dtype: DType, saturate = false): number {
-  switch (dtype) {
-    case 'int32':
-      return Number.isNaN(x) ? 0 : Math.max(-2147483648, Math.min(2147483647, Math.trunc(x)));
-    case 'uint8':
-      return Number.isNaN(x) ? 0 : Math.max(-2147483648, Math.min(2147483647, Math.trunc(x))) & 255;
-    case 'bool':
-      return x !== 0 ? 1 : 0;
-    default:
-      return encodeOne(dtype, x, saturate);
-  }
-}
 
 export function store(values: Float64Array, dtype: DType, saturate = false): Handle {
   const out = allocStorage(dtype, values.length);
@@ -142,10 +131,6 @@ export function store(values: Float64Array, dtype: DType, saturate = false): Han
 
 const isInt = (dtype: DType) => !DTYPE_INFO[dtype].isFloating;
 
-/** A number operand's value once rounded to its own dtype (float32 or int32), as kernels receive it. */
-export function scalarValue(x: ScalarOperand): number {
-  return decodeOne(x.dtype, castCode(x.scalar, x.dtype));
-}
 
 export class CpuBackend implements Backend<Handle> {
   readonly device = 'cpu' as const;

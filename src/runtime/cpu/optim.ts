@@ -3,7 +3,8 @@
 import type { StorageArray } from '../../core/codecs.js';
 import { numel } from '../../core/shape.js';
 import type { AdamStepHyper, GradNormType, Operand, SgdStepHyper } from '../backend.js';
-import { castCode, values } from './cpu-backend.js';
+import { castCode } from '../../core/codecs.js';
+import { values } from './cpu-backend.js';
 
 type Handle = StorageArray;
 

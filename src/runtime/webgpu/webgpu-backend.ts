@@ -28,7 +28,7 @@ import type {
   UnaryOp,
   UpsampleMode,
 } from '../backend.js';
-import { castCode } from '../cpu/cpu-backend.js';
+import { castCode } from '../../core/codecs.js';
 import { BufferPool, type MemoryStats } from './buffer-pool.js';
 import { bindingSignature, layoutEntries, UniformArena } from './bindings.js';
 import { CaptureError, CapturedStep } from './capture.js';

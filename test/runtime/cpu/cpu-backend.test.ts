@@ -2,7 +2,8 @@
 // by hand (or from closed forms) for each op family: elementwise, promotion, casts, reductions, matmul, views.
 import { describe, expect, it } from 'vitest';
 import * as tg from '../../../src/index.js';
-import { castCode, viewIndices } from '../../../src/runtime/cpu/cpu-backend.js';
+import { castCode } from '../../../src/core/codecs.js';
+import { viewIndices } from '../../../src/runtime/cpu/cpu-backend.js';
 import { erfc } from '../../../src/runtime/cpu/scalar-ops.js';
 import { expectClose } from '../../helpers/compare.js';
 

@@ -6,7 +6,7 @@ import { lanesPerWord, type DType } from '../../../core/dtype.js';
 import { ShapeError } from '../../../core/errors.js';
 import { coalesceViews, contiguousView, formatShape, numel, type Shape, type View } from '../../../core/shape.js';
 import { isScalarOperand, type BinaryOp, type ScalarOperand, type UnaryOp } from '../../backend.js';
-import { castCode, scalarValue } from '../../cpu/cpu-backend.js';
+import { castCode, scalarValue } from '../../../core/codecs.js';
 import { wordBytes, type GpuBuffer, type GpuContext } from '../gpu-context.js';
 import { defineKernel } from './kernel.js';
 import { MAP_OPS, mapExpression } from './map-ops.js';

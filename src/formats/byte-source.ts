@@ -2,6 +2,7 @@
 // requests (browsers, or Node's fetch). The reader asks for byte ranges only, so a header is validated before any
 // tensor is read and a tensor streams to the device chunk by chunk whatever the source.
 import { CheckpointError } from '../core/errors.js';
+import { nodeHost, type HostFile } from '../runtime/host.js';
 
 export interface ByteSource {
   /** Total size in bytes. */
@@ -127,20 +128,20 @@ export async function urlSource(url: string, options: UrlSourceOptions = {}): Pr
   };
 }
 
-/** A file on disk (Node only: node:fs is imported when first used, so browser bundles never load it). */
+/** A file on disk (Node only: through the Node host, so browser bundles reach no file system; NodeOnlyError there). */
 export async function fileSource(path: string): Promise<ByteSource> {
-  const { open } = await import('node:fs/promises');
-  let fh: Awaited<ReturnType<typeof open>>;
+  const host = nodeHost('fileSource');
+  let fh: HostFile;
   try {
-    fh = await open(path, 'r');
+    fh = await host.openFile(path);
   } catch (e) {
     throw new CheckpointError(`cannot open: ${(e as Error).message}`, { file: path });
   }
   try {
-    const { size } = await fh.stat();
+    const size = await fh.size();
     return {
       size,
-      read: async (into, position) => (await fh.read(into, 0, into.length, position)).bytesRead,
+      read: (into, position) => fh.read(into, position),
       close: () => fh.close(),
     };
   } catch (e) {

@@ -2,6 +2,7 @@
 // requests, optionally kept in the browser's weight cache), or files the user picked in a page. Checkpoint opens
 // any of them the same way: config.json, then the shard index or the single weight file.
 import { CheckpointError } from '../core/errors.js';
+import { nodeHost } from '../runtime/host.js';
 import { blobSource } from './byte-source.js';
 import { SafetensorsFile } from './safetensors-reader.js';
 import { fetchText, urlExists, type CachedUrlOptions } from './weight-cache.js';
@@ -18,22 +19,23 @@ export interface CheckpointFolder {
   open(name: string): Promise<SafetensorsFile>;
 }
 
-/** A directory on disk (Node: node:fs and node:path are imported when used, so browser bundles never load them). */
+/** A directory on disk (Node only: through the Node host, so browser bundles reach no file system). */
 export async function directoryFolder(dir: string): Promise<CheckpointFolder> {
-  const [{ existsSync }, { readFile }, { join }] = await Promise.all([import('node:fs'), import('node:fs/promises'), import('node:path')]);
+  const host = nodeHost('directoryFolder');
+  const inDir = (name: string) => host.joinPath(dir, name);
   return {
     label: dir,
-    path: (name) => join(dir, name),
-    exists: async (name) => existsSync(join(dir, name)),
+    path: inDir,
+    exists: async (name) => (await host.pathKind(inDir(name))) !== undefined,
     readText: async (name) => {
       try {
-        return await readFile(join(dir, name), 'utf8');
+        return await host.readText(inDir(name));
       } catch (e) {
         if ((e as { code?: string }).code === 'ENOENT') return undefined;
-        throw new CheckpointError(`cannot read: ${(e as Error).message}`, { file: join(dir, name) });
+        throw new CheckpointError(`cannot read: ${(e as Error).message}`, { file: inDir(name) });
       }
     },
-    open: (name) => SafetensorsFile.open(join(dir, name)),
+    open: (name) => SafetensorsFile.open(inDir(name)),
   };
 }
 

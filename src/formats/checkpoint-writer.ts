@@ -1,7 +1,7 @@
 // Writes a checkpoint directory in Hugging Face's layout: config.json, then model.safetensors or, past the shard
 // size, model-0000i-of-0000n.safetensors shards with model.safetensors.index.json.
-// node:fs and node:path are imported when used: browser bundles reach this module (random checkpoints) but never
-// call it.
+// Node only, through the Node host: browser bundles reach this module (random checkpoints) but never call it.
+import { nodeHost } from '../runtime/host.js';
 import { sourceBytes, writeSafetensors, type TensorSource } from './safetensors-writer.js';
 
 export interface CheckpointWriteOptions {
@@ -21,10 +21,11 @@ export async function writeCheckpoint(
   tensors: readonly (readonly [string, TensorSource])[],
   options: CheckpointWriteOptions = {},
 ): Promise<string[]> {
-  const [{ mkdir, writeFile }, { join }] = await Promise.all([import('node:fs/promises'), import('node:path')]);
-  await mkdir(dir, { recursive: true });
-  if (options.config) await writeFile(join(dir, 'config.json'), JSON.stringify(options.config, null, 2) + '\n');
-  for (const [file, text] of Object.entries(options.extraFiles ?? {})) await writeFile(join(dir, file), text);
+  const host = nodeHost('writeCheckpoint');
+  const inDir = (name: string) => host.joinPath(dir, name);
+  await host.makeDirectory(dir);
+  if (options.config) await host.writeText(inDir('config.json'), JSON.stringify(options.config, null, 2) + '\n');
+  for (const [file, text] of Object.entries(options.extraFiles ?? {})) await host.writeText(inDir(file), text);
   const limit = options.shardBytes ?? Infinity;
   const shards: (readonly [string, TensorSource])[][] = [[]];
   let size = 0;
@@ -42,7 +43,7 @@ export async function writeCheckpoint(
   const metadata = { format: 'pt' };
   const stem = options.stem ?? 'model';
   if (shards.length === 1) {
-    await writeSafetensors(join(dir, `${stem}.safetensors`), shards[0], metadata);
+    await writeSafetensors(inDir(`${stem}.safetensors`), shards[0], metadata);
     return [`${stem}.safetensors`];
   }
   const pad = (i: number) => String(i).padStart(5, '0');
@@ -50,8 +51,8 @@ export async function writeCheckpoint(
   const weightMap: Record<string, string> = {};
   for (let i = 0; i < shards.length; i++) {
     for (const [name] of shards[i]) weightMap[name] = names[i];
-    await writeSafetensors(join(dir, names[i]), shards[i], metadata);
+    await writeSafetensors(inDir(names[i]), shards[i], metadata);
   }
-  await writeFile(join(dir, `${stem}.safetensors.index.json`), JSON.stringify({ metadata: { total_size: total }, weight_map: weightMap }, null, 2) + '\n');
+  await host.writeText(inDir(`${stem}.safetensors.index.json`), JSON.stringify({ metadata: { total_size: total }, weight_map: weightMap }, null, 2) + '\n');
   return names;
 }

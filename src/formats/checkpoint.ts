@@ -4,6 +4,7 @@
 import type { ScaleRecipe } from '../runtime/backend.js';
 import { isFp8, type DType } from '../core/dtype.js';
 import { CheckpointError } from '../core/errors.js';
+import { nodeHost } from '../runtime/host.js';
 import type { Tensor } from '../core/tensor.js';
 import { cast } from '../ops/convert.js';
 import { quantize } from '../ops/quantize.js';
@@ -41,10 +42,10 @@ export class Checkpoint implements AsyncDisposable {
 
   /** Opens a checkpoint directory (or one .safetensors file), validating every header and the shard index. */
   static async open(path: string): Promise<Checkpoint> {
-    const [{ existsSync, statSync }, { dirname }] = await Promise.all([import('node:fs'), import('node:path')]);
-    const isFile = existsSync(path) && statSync(path).isFile();
-    if (isFile) return Checkpoint.fromFiles(dirname(path), undefined, [await SafetensorsFile.open(path)]);
-    if (!existsSync(path) || !statSync(path).isDirectory()) throw new CheckpointError('not a checkpoint directory or file', { file: path });
+    const host = nodeHost('Checkpoint.open');
+    const kind = await host.pathKind(path);
+    if (kind === 'file') return Checkpoint.fromFiles(host.dirname(path), undefined, [await SafetensorsFile.open(path)]);
+    if (kind !== 'directory') throw new CheckpointError('not a checkpoint directory or file', { file: path });
     return Checkpoint.openFolder(await directoryFolder(path));
   }
 

@@ -1,9 +1,9 @@
 // Writes safetensors files tensor by tensor: the header is computed from shapes and dtypes first, then each tensor's
 // bytes are produced and written in turn, so a checkpoint larger than memory can be generated.
-// The file variant imports node:fs/promises when called, so browser bundles can encode in memory without it.
-import type { FileHandle } from 'node:fs/promises';
+// The file variant writes through the Node host, so browser bundles can encode in memory with no file system.
 import type { DType } from '../core/dtype.js';
 import { CheckpointError } from '../core/errors.js';
+import { nodeHost } from '../runtime/host.js';
 import type { Tensor } from '../core/tensor.js';
 import { toBytes } from '../ops/convert.js';
 import { SAFETENSORS_DTYPES, safetensorsDTypeName } from './safetensors-header.js';
@@ -74,12 +74,11 @@ async function checkedBytes(name: string, source: TensorSource, file: string): P
 export async function writeSafetensors(path: string, tensors: Iterable<readonly [string, TensorSource]>, metadata?: Record<string, string>): Promise<void> {
   const list = [...tensors];
   const { prefix, json } = encodeHeader(list, path, metadata);
-  const { open } = await import('node:fs/promises');
-  const fh = await open(path, 'w');
+  const fh = await nodeHost('writeSafetensors').createFile(path);
   try {
-    await writeAll(fh, prefix);
-    await writeAll(fh, json);
-    for (const [name, source] of list) await writeAll(fh, await checkedBytes(name, source, path));
+    await fh.write(prefix);
+    await fh.write(json);
+    for (const [name, source] of list) await fh.write(await checkedBytes(name, source, path));
   } finally {
     await fh.close();
   }
@@ -103,8 +102,4 @@ export async function encodeSafetensors(
     at += bytes.length;
   }
   return out;
-}
-
-async function writeAll(fh: FileHandle, bytes: Uint8Array): Promise<void> {
-  for (let done = 0; done < bytes.length; ) done += (await fh.write(bytes, done, bytes.length - done)).bytesWritten;
 }

@@ -4,6 +4,7 @@
 // with silu(z). Both states stay on the device and are rewritten by the same dispatch (as LFM2's shortConv keeps
 // its state), so a decode step is one dispatch at any position and is captured like attention. On WebGPU a prompt
 // of 64 tokens or more takes the chunked (WY / UT) form instead: four dispatches at any length, the same results.
+import { runKernel } from '../kernels/registry.js';
 import { ShapeError } from '../core/errors.js';
 import { formatShape } from '../core/shape.js';
 import type { Tensor } from '../core/tensor.js';
@@ -166,7 +167,7 @@ export function gatedDeltaNet(
       owned.push(index);
       segments = { index: index.operand(), count: batch.rows.length };
     }
-    const handle = backend.gatedDeltaNet({
+    const handle = runKernel('gatedDeltaNet', backend, {
       segments,
       qkv: pqkv.operand(),
       z: pz.operand(),

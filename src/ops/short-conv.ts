@@ -2,6 +2,7 @@
 // causal conv of Bx over time (L taps, the last one on the current token) continued from a per-layer state of the
 // previous L-1 Bx rows, then C * conv. The state is read and rewritten by the same dispatch, so a decode step's
 // conv needs no roll, concatenation or copy, and a captured step replays it as is.
+import { runKernel } from '../kernels/registry.js';
 import { ShapeError } from '../core/errors.js';
 import { formatShape } from '../core/shape.js';
 import type { Tensor } from '../core/tensor.js';
@@ -38,7 +39,7 @@ export function shortConv(bcx: Tensor, weight: Tensor, state: Tensor, bias?: Ten
     }
     const packed = compact(bcx);
     try {
-      const handle = backend.shortConv({ bcx: packed.operand(), weight: w.operand(), state: state.operand(), bias: bias?.operand() });
+      const handle = runKernel('shortConv', backend, { bcx: packed.operand(), weight: w.operand(), state: state.operand(), bias: bias?.operand() });
       return wrap(backend, handle, 'float32', [bcx.shape[0], h]);
     } finally {
       packed.dispose();

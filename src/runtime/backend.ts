@@ -149,60 +149,6 @@ export interface AttentionInputsArgs<H> {
   readonly rotaryDim?: number;
 }
 
-/** LFM2's gated short convolution (Backend.shortConv). */
-export interface ShortConvArgs<H> {
-  /** Contiguous [S, 3H]: the B, C and x thirds of in_proj's output. */
-  readonly bcx: Operand<H>;
-  /** [H, L]: each channel's L taps, the last one multiplying the current token. */
-  readonly weight: Operand<H>;
-  /** Contiguous float32 [L-1, H]: Bx of the L-1 tokens before these, read, then overwritten with the last L-1. */
-  readonly state: Operand<H>;
-  /** [H]: the conv's bias (conv_bias), added before the C gate. */
-  readonly bias?: Operand<H>;
-}
-
-/**
- * One Gated DeltaNet layer's token mixing after its projections (Backend.gatedDeltaNet): the causal depthwise conv
- * with SiLU over q|k|v continued from the conv state, l2-normalised q and k, the gated delta rule continued from the
- * recurrent state, and the gated RMSNorm of each value head's output with silu(z). Both states are read and
- * rewritten in place.
- */
-export interface GatedDeltaNetArgs<H> {
-  // qkv, z, b and a are views of one buffer in one dtype, and so are aLog, dtBias and normWeight (the op packs them
-  // when they are apart), so a kernel binds each group once.
-  /** [S, 2 Hk dk + Hv dv] rows (unit column stride, any row stride): q | k | v before the conv. */
-  readonly qkv: Operand<H>;
-  /** [S, Hv dv]: the output gate of the norm. */
-  readonly z: Operand<H>;
-  /** [S, Hv]: beta = sigmoid(b). */
-  readonly b: Operand<H>;
-  /** [S, Hv]: g = -exp(A_log) softplus(a + dt_bias). */
-  readonly a: Operand<H>;
-  /** [C, K] conv taps (C = 2 Hk dk + Hv dv), the last one on the current token. */
-  readonly convWeight: Operand<H>;
-  readonly aLog: Operand<H>;
-  readonly dtBias: Operand<H>;
-  /** [dv]: the gated norm's weight (used as is, not 1 + w). */
-  readonly normWeight: Operand<H>;
-  /**
-   * Contiguous float32 [Hv, K-1, 2 dk + dv]: each value head's own copy of its conv inputs (q, k of its key head,
-   * then its v); with segments, a pool [slots, Hv, K-1, 2 dk + dv].
-   */
-  readonly convState: Operand<H>;
-  /** Contiguous float32 [Hv, dk, dv]; with segments, a pool [slots, Hv, dk, dv]. */
-  readonly state: Operand<H>;
-  /**
-   * Several sequences in one call (continuous batching): int32 [3 * count], per segment its first row, its rows and
-   * its slot in the state pools; the rows of a segment are consecutive and continue that slot's states.
-   */
-  readonly segments?: { readonly index: Operand<H>; readonly count: number };
-  readonly keyHeads: number;
-  readonly valueHeads: number;
-  readonly keyDim: number;
-  readonly valueDim: number;
-  readonly eps: number;
-}
-
 /** How a router turns logits into top-k expert weights (see Backend.moeRoute). */
 export interface RouteOptions<H> {
   /** 'softmax' over experts (Qwen3-MoE) or an elementwise 'sigmoid' (LFM2-MoE, DeepSeek-V3). */
@@ -466,13 +412,6 @@ export interface Backend<H = unknown> {
    * in qkv's dtype.
    */
   attentionInputs(args: AttentionInputsArgs<H>): H;
-  /**
-   * LFM2's short conv: Bx = B * x, y[t, c] = sum_k weight[c, k] * Bx[t - (L-1) + k, c] (rows before t = 0 from the
-   * state), returns C * y as float32 [S, H] and leaves the last L-1 Bx rows in the state.
-   */
-  shortConv(args: ShortConvArgs<H>): H;
-  /** Returns float32 [S, Hv dv]: the gated-normed delta-rule output; updates both states. */
-  gatedDeltaNet(args: GatedDeltaNetArgs<H>): H;
   /** SwiGLU on halves of the last dim: x [..., 2I] -> silu(x[..., :I]) * x[..., I:], contiguous, in x's dtype. */
   swiglu(x: Operand<H>): H;
   /**

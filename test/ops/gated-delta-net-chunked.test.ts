@@ -6,8 +6,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import * as tg from '../../src/index.js';
 import { setDefaultDevice } from '../../src/index.js';
-import { gatedDeltaNetTuning } from '../../src/runtime/webgpu/kernels/gated-delta-net.js';
-import { gatedDeltaNetChunkedTuning } from '../../src/runtime/webgpu/kernels/gated-delta-net-chunked.js';
+import { gatedDeltaNetTuning } from '../../src/kernels/gated-delta-net/webgpu.js';
+import { gatedDeltaNetChunkedTuning } from '../../src/kernels/gated-delta-net/webgpu-chunked.js';
 import { expectClose } from '../helpers/compare.js';
 import { EPS, makeInputs, packedHead, run, split, type Result } from '../helpers/gated-delta-net.js';
 import { dispatchesOf, setupWebGpu } from '../helpers/webgpu.js';

@@ -5,6 +5,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import '../../src/runtime/node-host.js'; // writing checkpoints needs the Node host (files)
 import { writeRandomLfm2Checkpoint } from '../../src/models/lfm2/random-checkpoint.js';
 import { LFM2_REFERENCE_CASES } from './presets.js';
 

@@ -6,6 +6,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import '../../src/runtime/node-host.js'; // writing checkpoints needs the Node host (files)
 import { writeRandomQwen35Checkpoint } from '../../src/models/qwen3_5/presets.js';
 import { QWEN3_5_REFERENCE_CASES } from './presets.js';
 

@@ -4,6 +4,7 @@
 import { mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import '../../src/runtime/node-host.js'; // writing checkpoints needs the Node host (files)
 import { Generator } from '../../src/core/random.js';
 import type { Tensor } from '../../src/core/tensor.js';
 import { writeSafetensors, tensorSource } from '../../src/formats/safetensors-writer.js';

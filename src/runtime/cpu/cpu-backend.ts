@@ -7,8 +7,6 @@ import { coalesceViews, numel, transposed2d, type Shape, type View } from '../..
 import { attentionInputsReference } from './attention-inputs.js';
 import { pagedAttentionReference } from './paged-attention.js';
 import { attentionBackwardReference } from './attention-backward.js';
-import { shortConvReference } from './short-conv.js';
-import { gatedDeltaNetReference } from './gated-delta-net.js';
 import {
   isScalarOperand,
   type AttentionInputsArgs,
@@ -27,8 +25,6 @@ import {
   type ReduceOp,
   type RouteOptions,
   type SamplingParams,
-  type ShortConvArgs,
-  type GatedDeltaNetArgs,
   type UnaryOp,
   type UpsampleMode,
 } from '../backend.js';
@@ -130,7 +126,6 @@ export function store(values: Float64Array, dtype: DType, saturate = false): Han
 }
 
 const isInt = (dtype: DType) => !DTYPE_INFO[dtype].isFloating;
-
 
 export class CpuBackend implements Backend<Handle> {
   readonly device = 'cpu' as const;
@@ -349,14 +344,6 @@ export class CpuBackend implements Backend<Handle> {
 
   attentionInputs(args: AttentionInputsArgs<Handle>): Handle {
     return attentionInputsReference(args);
-  }
-
-  shortConv(args: ShortConvArgs<Handle>): Handle {
-    return shortConvReference(args);
-  }
-
-  gatedDeltaNet(args: GatedDeltaNetArgs<Handle>): Handle {
-    return gatedDeltaNetReference(args);
   }
 
   swiglu(x: Operand<Handle>): Handle {

@@ -2,10 +2,12 @@
 // In Node the probe runs in a child process: Dawn explains failures (no Vulkan loader, no driver) only on the
 // native stderr, which JavaScript cannot read in-process. The classification is a pure function of what the probe
 // saw (classifyProbe), so every outcome is testable from recorded output without the hardware that produces it.
-// Node built-ins are imported dynamically so this module stays loadable in browser bundles.
+// The child process is the Node host's (node.ts); this module imports nothing from Node, so browser bundles take it.
 
+import { NodeOnlyError } from '../../core/errors.js';
+import { nodeHost } from '../host.js';
 import { detectRuntime, loadGpu } from './runtime.js';
-import { NODE_PROBE_SCRIPT, parseProbeStdout, probeInProcess, type ProbeOutput, type ProbeStage } from './probe-adapter.js';
+import { probeInProcess, type ProbeOutput, type ProbeStage } from './probe-adapter.js';
 import { checkAdapter } from './requirements.js';
 
 export type DiagnosisCode =
@@ -90,13 +92,6 @@ export interface DiagnoseOptions {
 
 const DEFAULT_TIMEOUT_MS = 15_000;
 const MAX_NATIVE_MESSAGES = 20;
-const MAX_STREAM_BYTES = 64 * 1024;
-/** CPU Vulkan drivers worth suggesting when the machine has no GPU driver. */
-const SOFTWARE_ICDS = [
-  '/usr/lib/chromium/vk_swiftshader_icd.json',
-  '/usr/share/vulkan/icd.d/lvp_icd.x86_64.json',
-  '/usr/share/vulkan/icd.d/lvp_icd.aarch64.json',
-];
 
 let memo: Promise<Diagnosis> | undefined;
 
@@ -108,6 +103,17 @@ export function diagnose(options: DiagnoseOptions = {}): Promise<Diagnosis> {
     try {
       return classifyProbe(await probe(options));
     } catch (e) {
+      if (e instanceof NodeOnlyError) {
+        return {
+          available: false,
+          backend: 'webgpu',
+          runtime: detectRuntime(),
+          code: 'no-webgpu-runtime',
+          reason: 'the browser entry loaded in Node has no Node host to probe Dawn with',
+          hint: "Import 'tensorgpu' (the Node entry) in Node, or use the CPU device.",
+          nativeMessages: [],
+        };
+      }
       return {
         available: false,
         backend: 'webgpu',
@@ -148,7 +154,10 @@ export function adapterName(a: AdapterSummary): string {
 async function probe(options: DiagnoseOptions): Promise<ProbeResult> {
   const runtime = detectRuntime();
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-  if (runtime === 'node') return probeNodeChild(options.env ?? process.env, timeoutMs, options.webgpuModule);
+  if (runtime === 'node') {
+    const host = nodeHost('diagnose() in Node (the adapter probe)');
+    return host.probeAdapter({ env: options.env ?? process.env, timeoutMs, webgpuModule: options.webgpuModule });
+  }
   return probeHere(runtime, timeoutMs);
 }
 
@@ -160,66 +169,6 @@ async function probeHere(runtime: string, timeoutMs: number): Promise<ProbeResul
   if (!browser.hasGpu) return result;
   const { gpu } = await loadGpu();
   return { ...result, output: await probeInProcess(gpu, timeoutMs) };
-}
-
-async function probeNodeChild(env: NodeJS.ProcessEnv, timeoutMs: number, webgpuModule?: string): Promise<ProbeResult> {
-  const [{ spawn }, { createRequire }, { pathToFileURL }, os, fs] = await Promise.all([
-    import('node:child_process'),
-    import('node:module'),
-    import('node:url'),
-    import('node:os'),
-    import('node:fs'),
-  ]);
-  const result: ProbeResult = {
-    runtime: 'node',
-    platform: process.platform,
-    arch: process.arch,
-    osRelease: os.release(),
-    // Same parsing as runtime.ts, so the probe sees exactly the options the real device will get.
-    dawnOptions: (env.TENSORGPU_DAWN_OPTIONS ?? '').split(';').filter(Boolean),
-    stderr: '',
-    softwareIcds: SOFTWARE_ICDS.filter((p) => fs.existsSync(p)),
-    timeoutMs,
-  };
-
-  let moduleUrl: string;
-  try {
-    // Resolved here, not in the child, so the child finds the package regardless of its cwd.
-    const entry = webgpuModule ?? createRequire(import.meta.url).resolve('webgpu');
-    moduleUrl = entry.startsWith('file:') ? entry : pathToFileURL(entry).href;
-  } catch (e) {
-    return { ...result, webgpuResolveError: errorText(e) };
-  }
-
-  return new Promise<ProbeResult>((resolve) => {
-    let stdout = '';
-    let stderr = '';
-    let timedOut = false;
-    let settled = false;
-    const finish = (extra: Partial<ProbeResult>) => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      resolve({ ...result, stderr, output: parseProbeStdout(stdout), timedOut, ...extra });
-    };
-    const child = spawn(process.execPath, ['--no-warnings', '--input-type=module', '-e', NODE_PROBE_SCRIPT], {
-      env: { ...env, TENSORGPU_PROBE_MODULE: moduleUrl, TENSORGPU_PROBE_OPTIONS: JSON.stringify(result.dawnOptions) },
-      stdio: ['ignore', 'pipe', 'pipe'],
-      windowsHide: true,
-    });
-    const timer = setTimeout(() => {
-      timedOut = true;
-      child.kill('SIGKILL');
-    }, timeoutMs);
-    child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
-      if (stdout.length < MAX_STREAM_BYTES) stdout += chunk;
-    });
-    child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
-      if (stderr.length < MAX_STREAM_BYTES) stderr += chunk;
-    });
-    child.on('error', (e) => finish({ spawnError: errorText(e) }));
-    child.on('close', (exitCode, signal) => finish({ exitCode, signal }));
-  });
 }
 
 // ---------------------------------------------------------------------------------------------------------------

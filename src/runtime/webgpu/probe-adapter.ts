@@ -1,9 +1,8 @@
 // The adapter probe: request an adapter, then a device, and report how far it got. Two copies of the same steps:
-// - NODE_PROBE_SCRIPT runs in a child process, because Dawn writes its reasons (Vulkan loader, drivers) to the
-//   native stderr, which only a parent process can capture. It is a self-contained JS string so it runs the same
-//   whether tensorgpu runs from TS sources (vitest) or compiled dist/ (the CLI).
+// - NODE_PROBE_SCRIPT (node.ts, Node-only) runs in a child process, because Dawn writes its reasons (Vulkan loader,
+//   drivers) to the native stderr, which only a parent process can capture.
 // - probeInProcess runs where there is no child process (browsers, Deno) against navigator.gpu.
-// This module imports nothing from node: so browser bundles can include it.
+// Both report ProbeOutput lines, merged by parseProbeStdout. This module is browser-safe.
 
 import { REPORTED_LIMITS } from './requirements.js';
 
@@ -33,49 +32,6 @@ export interface ProbeOutput {
   adapter?: ProbedAdapter;
 }
 
-// Kept as plain ES2022 with no imports but node:fs so it runs under any Node >= 20 with no transpiling. Each line it
-// prints is a JSON object; the parent merges them, so a crash mid-way still tells which stage it died in.
-// Inputs come through env: TENSORGPU_PROBE_MODULE (file URL of the webgpu package) and TENSORGPU_PROBE_OPTIONS
-// (JSON array of Dawn options).
-export const NODE_PROBE_SCRIPT = `
-import { writeSync } from 'node:fs';
-const LIMITS = ${JSON.stringify(REPORTED_LIMITS)};
-const emit = (o) => writeSync(1, JSON.stringify(o) + '\\n');
-const stop = (stage, e) => {
-  emit({ stage, finished: true, error: String((e && e.message) || e), errorCode: e && typeof e.code === 'string' ? e.code : undefined });
-  process.exit(0);
-};
-emit({ stage: 'import', finished: false });
-let mod;
-try { mod = await import(process.env.TENSORGPU_PROBE_MODULE); } catch (e) { stop('import', e); }
-emit({ stage: 'create', finished: false });
-let gpu;
-try { gpu = mod.create(JSON.parse(process.env.TENSORGPU_PROBE_OPTIONS || '[]')); } catch (e) { stop('create', e); }
-emit({ stage: 'adapter', finished: false });
-let adapter;
-let featureLevel = 'core';
-try {
-  adapter = await gpu.requestAdapter({ powerPreference: 'high-performance' });
-  if (!adapter) {
-    featureLevel = 'compatibility';
-    adapter = await gpu.requestAdapter({ powerPreference: 'high-performance', featureLevel: 'compatibility' });
-  }
-} catch (e) { stop('adapter', e); }
-if (!adapter) { emit({ stage: 'adapter', finished: true }); process.exit(0); }
-const info = adapter.info || {};
-const limits = {};
-for (const name of LIMITS) if (typeof adapter.limits[name] === 'number') limits[name] = adapter.limits[name];
-emit({ stage: 'device', finished: false, adapter: {
-  vendor: info.vendor || '', architecture: info.architecture || '', device: info.device || '',
-  description: info.description || '', features: [...adapter.features].sort(), limits,
-  isFallbackAdapter: info.isFallbackAdapter ?? adapter.isFallbackAdapter, featureLevel,
-} });
-try { const device = await adapter.requestDevice(); device.destroy(); } catch (e) { stop('device', e); }
-emit({ stage: 'done', finished: true });
-// Dawn keeps background threads alive; exit explicitly rather than wait for the loop to drain.
-process.exit(0);
-`;
-
 /** Merges the probe's JSON lines; lines that are not JSON (stray prints) are ignored. */
 export function parseProbeStdout(stdout: string): ProbeOutput | undefined {
   let merged: ProbeOutput | undefined;
@@ -93,7 +49,7 @@ export function parseProbeStdout(stdout: string): ProbeOutput | undefined {
   return merged;
 }
 
-/** The same steps as NODE_PROBE_SCRIPT, in-process against a GPU object (browsers, Deno). Never rejects. */
+/** The same steps as node.ts's NODE_PROBE_SCRIPT, in-process against a GPU object (browsers, Deno). Never rejects. */
 export async function probeInProcess(gpu: GPU, timeoutMs: number): Promise<ProbeOutput> {
   let stage: ProbeStage = 'adapter';
   let adapterSummary: ProbedAdapter | undefined;

@@ -1,5 +1,6 @@
 // Finds the WebGPU entry point of this runtime: `navigator.gpu` in browsers (and Deno), the `webgpu` npm package
 // (Dawn) in Node. Kept apart from device setup so diagnosis can report *which* step failed.
+import { nodeHost } from '../host.js';
 
 export type GpuRuntime = 'browser' | 'node' | 'deno' | 'bun' | 'unknown';
 
@@ -18,12 +19,6 @@ export interface GpuEntry {
   source: string;
 }
 
-/** Dawn options for Node: env TENSORGPU_DAWN_OPTIONS="backend=opengles;..." passes extra toggles through. */
-function dawnOptions(): string[] {
-  const extra = process.env.TENSORGPU_DAWN_OPTIONS;
-  return extra ? extra.split(';').filter(Boolean) : [];
-}
-
 let cached: Promise<GpuEntry> | undefined;
 
 /**
@@ -35,17 +30,8 @@ export function loadGpu(): Promise<GpuEntry> {
     const nav = (globalThis as { navigator?: { gpu?: GPU } }).navigator;
     if (nav?.gpu) return { gpu: nav.gpu, source: 'navigator.gpu' };
     if (detectRuntime() !== 'node') throw new Error('this runtime exposes no navigator.gpu');
-    // A specifier in a variable: browser bundlers (which never reach this line) must not try to bundle Dawn.
-    const dawn = 'webgpu';
-    const mod = (await import(/* @vite-ignore */ /* webpackIgnore: true */ dawn)) as unknown as {
-      create: (options: string[]) => GPU;
-      globals: Record<string, unknown>;
-    };
-    // Dawn's Node binding exposes GPUBufferUsage & co. as exports, not globals; kernels use the global names.
-    for (const [name, value] of Object.entries(mod.globals)) {
-      if (!(name in globalThis)) (globalThis as Record<string, unknown>)[name] = value;
-    }
-    return { gpu: mod.create(dawnOptions()), source: 'npm:webgpu' };
+    // Dawn is the Node host's (node.ts): nothing here names it, so browser bundlers never see it.
+    return { gpu: await nodeHost('the WebGPU device in Node (Dawn)').dawnGpu(), source: 'npm:webgpu' };
   })();
   cached.catch(() => {
     cached = undefined;

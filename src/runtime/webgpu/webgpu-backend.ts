@@ -23,8 +23,6 @@ import type {
   ReduceOp,
   RouteOptions,
   SamplingParams,
-  ShortConvArgs,
-  GatedDeltaNetArgs,
   UnaryOp,
   UpsampleMode,
 } from '../backend.js';
@@ -53,8 +51,6 @@ import { groupNormKernel } from './kernels/group-norm.js';
 import { upsample2xKernel } from './kernels/upsample.js';
 import { withContiguous } from './kernels/nn-util.js';
 import { expertLinearKernel } from './kernels/expert-linear.js';
-import { shortConvKernel } from './kernels/short-conv.js';
-import { gatedDeltaNetKernel } from './kernels/gated-delta-net.js';
 import { FUSED_ROUTER_MAX_EXPERTS, moeRouteKernel, type GpuRouteOptions } from './kernels/moe-route.js';
 import { quantizeBlocksKernel } from './kernels/quantize-blocks.js';
 import { rmsNormKernel } from './kernels/rms-norm.js';
@@ -712,15 +708,6 @@ export class WebGpuBackend implements Backend<GpuBuffer>, GpuContext {
 
   attentionInputs(args: AttentionInputsArgs<GpuBuffer>): GpuBuffer {
     return attentionInputsKernel(this, args);
-  }
-
-  /** One dispatch: conv, gates and the state update. */
-  shortConv(args: ShortConvArgs<GpuBuffer>): GpuBuffer {
-    return shortConvKernel(this, args);
-  }
-
-  gatedDeltaNet(args: GatedDeltaNetArgs<GpuBuffer>): GpuBuffer {
-    return gatedDeltaNetKernel(this, args);
   }
 
   swiglu(x: Operand<GpuBuffer>): GpuBuffer {

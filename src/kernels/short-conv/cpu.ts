@@ -1,8 +1,8 @@
 // CPU reference of shortConv: the unfused chain it replaces (Bx = B * x, a depthwise causal conv1d over the state
 // and the new tokens, C * conv), in float64 with each step's result rounded to float32 as separate ops would store it.
 import type { StorageArray } from '../../core/codecs.js';
-import type { ShortConvArgs } from '../backend.js';
-import { values } from './cpu-backend.js';
+import type { ShortConvArgs } from './index.js';
+import { values } from '../../runtime/cpu/cpu-backend.js';
 
 type Handle = StorageArray;
 

@@ -5,8 +5,8 @@
 // every token, as the stored state is between decode steps, so a prefill equals the same tokens one at a time.
 // With segments, each sequence's rows continue its own slot of the state pools.
 import type { StorageArray } from '../../core/codecs.js';
-import type { GatedDeltaNetArgs } from '../backend.js';
-import { values } from './cpu-backend.js';
+import type { GatedDeltaNetArgs } from './index.js';
+import { values } from '../../runtime/cpu/cpu-backend.js';
 
 type Handle = StorageArray;
 

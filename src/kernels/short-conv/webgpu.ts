@@ -1,8 +1,8 @@
 // Launcher of short-conv.wgsl: LFM2's gated causal conv of one layer, its state read and updated in the same dispatch.
-import type { DType } from '../../../core/dtype.js';
-import type { ShortConvArgs } from '../../backend.js';
-import type { GpuBuffer, GpuContext } from '../gpu-context.js';
-import { defineKernel } from './kernel.js';
+import type { DType } from '../../core/dtype.js';
+import type { ShortConvArgs } from './index.js';
+import type { GpuBuffer, GpuContext } from '../../runtime/webgpu/gpu-context.js';
+import { defineKernel } from '../../runtime/webgpu/kernels/kernel.js';
 
 /** Taps - 1 the kernel's register window holds (LFM2 uses 3 taps). */
 export const SHORT_CONV_MAX_WINDOW = 8; // ops/short-conv.ts allows at most 9 taps

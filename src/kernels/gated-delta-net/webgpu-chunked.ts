@@ -12,10 +12,10 @@
 // qk_base), vu Hv dv, wp Hv (dk + 1 + 64) (W, G, and P's 64x64 per chunk). A prompt whose scratch would pass
 // gatedDeltaNetChunkedTuning.scratchBytes (or the binding limit) runs in segments of whole chunks, four
 // dispatches each, every segment continuing from the states the previous one left.
-import type { GatedDeltaNetArgs } from '../../backend.js';
-import type { GpuBuffer, GpuContext } from '../gpu-context.js';
-import { defineKernel } from './kernel.js';
-import { wgslSource } from './wgsl.js';
+import type { GatedDeltaNetArgs } from './index.js';
+import type { GpuBuffer, GpuContext } from '../../runtime/webgpu/gpu-context.js';
+import { defineKernel } from '../../runtime/webgpu/kernels/kernel.js';
+import { wgslSource } from '../../runtime/webgpu/kernels/wgsl.js';
 
 /** Tokens per chunk: the lower-triangular solve is sequential over its rows, the scan over chunks. */
 export const GDN_CHUNK = 64;

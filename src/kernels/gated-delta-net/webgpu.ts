@@ -1,11 +1,11 @@
 // Launcher of gated-delta-net.wgsl: one Gated DeltaNet layer's conv, delta rule and gated norm in one dispatch, its
 // conv and recurrent states read and rewritten in place. Prompts of chunkedFrom tokens or more take the chunked
 // form instead (gated-delta-net-chunked.ts): four dispatches, the state carried across 64-token chunks.
-import type { GatedDeltaNetArgs } from '../../backend.js';
-import type { GpuBuffer, GpuContext } from '../gpu-context.js';
-import { gatedDeltaNetChunked } from './gated-delta-net-chunked.js';
-import { defineKernel } from './kernel.js';
-import { pow2AtLeast } from './nn-util.js';
+import type { GatedDeltaNetArgs } from './index.js';
+import type { GpuBuffer, GpuContext } from '../../runtime/webgpu/gpu-context.js';
+import { gatedDeltaNetChunked } from './webgpu-chunked.js';
+import { defineKernel } from '../../runtime/webgpu/kernels/kernel.js';
+import { pow2AtLeast } from '../../runtime/webgpu/kernels/nn-util.js';
 
 /** One invocation per state column (dv = 128 in the released models), up to the 256 every adapter allows. */
 const WG = 128;

@@ -5,7 +5,7 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { CheckpointError } from '../core/errors.js';
-import { Fields, type Json } from '../models/config-fields.js';
+import { Fields, type Json } from './config-fields.js';
 
 export interface GenerationConfig {
   /** false: greedy unless the caller asks for sampling. */

@@ -101,7 +101,7 @@ async function load(): Promise<void> {
     status('generating random weights…');
     const ck = await tg.randomQwen3Checkpoint(BUILTIN, { seed: 0, dtype: params.get('dtype') === 'float32' ? 'float32' : 'bfloat16' });
     status('uploading weights…');
-    const model = await tg.qwen3FromCheckpoint(ck, { device: 'webgpu', maxSequence: 512, onProgress });
+    const { model } = await tg.loadModel(ck, { device: 'webgpu', maxSequence: 512, onProgress });
     loaded = {
       model,
       tokenizer: await tokenizerAt('./tokenizer'),
@@ -113,7 +113,7 @@ async function load(): Promise<void> {
     const c = { ...BUILTIN_QWEN36, torchDtype: dtype } as const;
     const ck = await tg.randomCheckpointInMemory(tg.qwen35WeightSpecs(c), tg.qwen35ToHfConfig(c), { seed: 0, dtype });
     status('uploading weights…');
-    const model = await tg.modelFromCheckpoint(ck, { device: 'webgpu', maxSequence: 512, onProgress });
+    const { model } = await tg.loadModel(ck, { device: 'webgpu', maxSequence: 512, onProgress });
     const qwen3 = await tg.fetchText('./tokenizer/tokenizer.json');
     if (qwen3 === undefined) throw new Error('./tokenizer/tokenizer.json: HTTP 404');
     const files = tg.qwen3_5TokenizerFilesFrom(qwen3);
@@ -136,7 +136,7 @@ async function load(): Promise<void> {
     };
     status(`opening ${url}…`);
     const ck = await tg.Checkpoint.fromUrl(url, options);
-    const model = await tg.modelFromCheckpoint(ck, { device: 'webgpu', maxSequence: 2048, onProgress });
+    const { model } = await tg.loadModel(ck, { device: 'webgpu', maxSequence: 2048, onProgress });
     loaded = { model, tokenizer: await tokenizerAt(url, options), name: url, origin: cacheOrigin(keep, events) };
     if (keep) await showCacheUsage();
   } else {
@@ -144,7 +144,7 @@ async function load(): Promise<void> {
     if (files.length === 0) throw new Error('pick a model folder (or its files) first');
     status(`opening ${files.length} picked files…`);
     const ck = await tg.Checkpoint.fromFileList(files);
-    const model = await tg.modelFromCheckpoint(ck, { device: 'webgpu', maxSequence: 2048, onProgress });
+    const { model } = await tg.loadModel(ck, { device: 'webgpu', maxSequence: 2048, onProgress });
     loaded = { model, tokenizer: await tokenizerIn(files), name: `${ck.dir} (on this computer)` };
   }
   progress.hidden = true;

@@ -33,17 +33,17 @@ async function generateIds(config: tg.Qwen3Config, seed: number, prompt: number[
   await tg.initDevice('webgpu');
   const tokenizer = await tokenizerAt(tokenizerUrl);
   const ck = await tg.randomQwen3Checkpoint(config, { seed, dtype: 'float32' });
-  const model = await tg.qwen3FromCheckpoint(ck, { device: 'webgpu', maxSequence: 64 });
+  const { model } = await tg.loadModel(ck, { device: 'webgpu', maxSequence: 64 });
   return greedyIds(model, tokenizer, prompt, maxNewTokens);
 }
 
-/** Greedy generation from a checkpoint folder by URL, whatever its model_type (modelFromCheckpoint), token ids from prompt ids. */
+/** Greedy generation from a checkpoint folder by URL, whatever its model_type (loadModel), token ids from prompt ids. */
 async function generateFromUrl(url: string, prompt: number[], maxNewTokens: number, tokenizerUrl: string) {
   await tg.initDevice('webgpu');
   const tokenizer = await tokenizerAt(tokenizerUrl);
   const ck = await tg.Checkpoint.fromUrl(url);
   try {
-    const model = await tg.modelFromCheckpoint(ck, { device: 'webgpu', maxSequence: 64 });
+    const { model } = await tg.loadModel(ck, { device: 'webgpu', maxSequence: 64 });
     const modelType = model.config.modelType;
     return { modelType, ids: (await greedyIds(model, tokenizer, prompt, maxNewTokens)).ids };
   } finally {

@@ -1,10 +1,14 @@
 // Built-in random-weight models in the exact Hugging Face layout with a real-shaped tokenizer, generated once into
 // the temp directory: `tensorgpu generate` and `tensorgpu bench` run on a fresh machine with nothing to download.
-// The default is qwen3-moe-tiny (the real Qwen3 tokenizer); `--model builtin:lfm2-moe-tiny` picks another preset.
+// The default is qwen3-moe-tiny (the real Qwen3 tokenizer); `--model builtin:lfm2-moe-tiny` (or
+// `loadModel('builtin:lfm2-moe-tiny')`) picks another preset. The presets are their families' (<family>/presets.ts,
+// collected by families.ts); what is Node's here is writing them to disk with the tokenizer files each family's
+// presets ship with.
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { lfm2TokenizerFiles } from './lfm2/tokenizer.js';
-import { qwen3_5TokenizerFiles, qwen3TokenizerFiles } from '../tokenizer/tokenizer.js';
+import { qwen3TokenizerFiles } from '../tokenizer/tokenizer.js';
+import { qwen3_5TokenizerFiles } from './qwen3_5/tokenizer-files.js';
 import { ensureGeneratedDir } from '../formats/generated-dir.js';
 import { presetNamed } from './families.js';
 import type { RandomWeightDType } from './random-weights.js';

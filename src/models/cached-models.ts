@@ -9,9 +9,9 @@
 import type { Dirent } from 'node:fs';
 import { lstat, readdir, readFile, realpath, rm, stat } from 'node:fs/promises';
 import { join, relative, sep } from 'node:path';
-import { HubError } from './hub-errors.js';
-import { SUPPORTED_MODEL_TYPES } from '../models/families.js';
-import { VAE_CLASSES } from '../models/wan-vae/config.js';
+import { HubError } from '../hub/hub-errors.js';
+import { SUPPORTED_MODEL_TYPES } from './families.js';
+import { VAE_CLASSES } from './wan-vae/config.js';
 
 export interface CachedRevision {
   /** The snapshot folder's name: a 40-hex commit. */

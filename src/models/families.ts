@@ -1,8 +1,8 @@
 // The decoder families tensorgpu runs, by config.json's model_type: how to parse the config, the tensor layout,
-// how to build the model from a checkpoint, the built-in random-weight presets and the tokenizer they ship with.
-// loadModel, the CLI's checkpoint commands and the built-in models all go through this one table. It runs in a
-// browser page too (modelFromCheckpoint), so the tokenizer files the presets ship with (read from disk) are
-// builtin.ts's business, not the table's.
+// how to build the model from a checkpoint, and the built-in random-weight presets each family folder declares
+// (<family>/presets.ts). loadModel, the CLI's checkpoint commands and the built-in models all go through this one
+// table. It runs in a browser page too (loadModel of a Checkpoint), so the tokenizer files the presets ship with
+// (read from disk) are builtin.ts's business, not the table's.
 import type { Checkpoint } from '../formats/checkpoint.js';
 import { CheckpointError } from '../core/errors.js';
 import { parseQwen3Config, type Qwen3Config } from './qwen3/config.js';
@@ -13,11 +13,13 @@ import type { RandomCheckpointOptions, WeightSpec } from './random-weights.js';
 import type { WeightLoadingOptions } from './layers/weights.js';
 import { qwen3WeightSpecs } from './qwen3/layout.js';
 import { Qwen3Model } from './qwen3/model.js';
-import { QWEN3_PRESETS, writeRandomQwen3Checkpoint } from './qwen3/random-checkpoint.js';
+import { QWEN3_PRESETS } from './qwen3/presets.js';
+import { writeRandomQwen3Checkpoint } from './qwen3/random-checkpoint.js';
 import { loadQwen3Weights } from './qwen3/weights.js';
 import { lfm2WeightSpecs } from './lfm2/layout.js';
 import { Lfm2Model } from './lfm2/model.js';
-import { LFM2_PRESETS, writeRandomLfm2Checkpoint } from './lfm2/random-checkpoint.js';
+import { LFM2_PRESETS } from './lfm2/presets.js';
+import { writeRandomLfm2Checkpoint } from './lfm2/random-checkpoint.js';
 import { loadLfm2Weights } from './lfm2/weights.js';
 import { parseQwen35Config, type Qwen35Config } from './qwen3_5/config.js';
 import { qwen35CheckpointLayout, qwen35WeightSpecs } from './qwen3_5/layout.js';

@@ -1,14 +1,19 @@
-// A model of any supported family (families.ts, by config.json's model_type) from an open Checkpoint, wherever its
-// bytes come from: a folder on disk (loadModel), a URL or files picked in a browser page. Weights stream onto the
-// device chunk by chunk; nothing here touches a file system.
+// loadModel of an open Checkpoint: the one path every way of loading a model ends in. A model of any supported
+// family (families.ts, by config.json's model_type), wherever the checkpoint's bytes come from: a folder on disk,
+// a Hub repo or a built-in preset (load.ts, Node, opens those and comes here), a URL or files picked in a browser
+// page. Weights stream onto the device chunk by chunk; nothing here touches a file system, so the browser entry
+// exports this loadModel and the Node entry its superset (load.ts).
 import { getDefaultDevice } from '../runtime/registry.js';
 import type { DeviceName } from '../runtime/backend.js';
 import type { DType } from '../core/dtype.js';
 import { CheckpointError } from '../core/errors.js';
 import type { Checkpoint } from '../formats/checkpoint.js';
+import type { TextTokenizer } from '../tokenizer/text-tokenizer.js';
+import type { GenerationConfig } from '../formats/generation-config.js';
 import type { CausalLM, MoeMode } from './causal-lm.js';
 import { familyOf, type ModelFamily } from './families.js';
 
+/** loadModel's options that hold wherever the checkpoint comes from. */
 export interface ModelFromCheckpointOptions {
   device?: DeviceName;
   /** 'fp8' quantizes float linear weights to FP8 (128x128 blocks) at load; a float dtype converts them. */
@@ -23,8 +28,23 @@ export interface ModelFromCheckpointOptions {
   accept?: (family: ModelFamily, file: string) => void;
 }
 
-/** The model the checkpoint holds (qwen3, qwen3_moe, lfm2, lfm2_moe), its weights on `options.device`. */
-export async function modelFromCheckpoint(ck: Checkpoint, options: ModelFromCheckpointOptions = {}): Promise<CausalLM> {
+export interface LoadedModel<M extends CausalLM = CausalLM> {
+  readonly model: M;
+  readonly config: M['config'];
+  /** undefined when the directory has no tokenizer.json, and for a Checkpoint source (its files are the caller's). */
+  readonly tokenizer?: TextTokenizer;
+  /** generation_config.json, when the directory has one: pass it as generate()'s `generationConfig`. */
+  readonly generationConfig?: GenerationConfig;
+  /** Bytes of tensor data read. */
+  readonly checkpointBytes: number;
+}
+
+/**
+ * The model an open Checkpoint holds (any model_type of SUPPORTED_MODEL_TYPES), its weights on `options.device`.
+ * The checkpoint stays open (the caller's to close). In Node, loadModel also takes a directory, a Hub repo id or
+ * `builtin:<preset>`.
+ */
+export async function loadModel(ck: Checkpoint, options: ModelFromCheckpointOptions = {}): Promise<LoadedModel> {
   if (ck.config === undefined) throw new CheckpointError('the checkpoint has no config.json', { file: ck.dir });
   const file = `${ck.dir}/config.json`;
   const family = familyOf(ck.config, file);
@@ -39,5 +59,14 @@ export async function modelFromCheckpoint(ck: Checkpoint, options: ModelFromChec
     onBytes: (n: number) => options.onProgress?.((done += n), total),
   };
   const maxSequence = options.maxSequence ?? Math.min(family.maxPositions(config), 4096);
-  return family.load(ck, config, weights, { maxSequence, kvDtype: options.kvDtype, moeMode: options.moeMode });
+  const model = await family.load(ck, config, weights, { maxSequence, kvDtype: options.kvDtype, moeMode: options.moeMode });
+  return { model, config: model.config, checkpointBytes: total };
+}
+
+/**
+ * The model the checkpoint holds, its weights on `options.device`.
+ * @deprecated Use `loadModel(ck, options)`, whose `model` this is.
+ */
+export async function modelFromCheckpoint(ck: Checkpoint, options: ModelFromCheckpointOptions = {}): Promise<CausalLM> {
+  return (await loadModel(ck, options)).model;
 }

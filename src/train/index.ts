@@ -1,5 +1,6 @@
-// Fine-tuning: the training forward of the model classes (the Gated DeltaNet's composed from differentiable ops),
-// LoRA adapters (PEFT files), the training loop, export.
+// Fine-tuning: the training forward of the model classes (the shared decoder forward with each family's training
+// blocks; Qwen3.5's Gated DeltaNet composed from differentiable ops), LoRA adapters (PEFT files), the training loop,
+// export.
 export {
   trainingView,
   trainingLogits,
@@ -10,7 +11,7 @@ export {
   type ProjectionSite,
   type ProjectionDelta,
 } from './decoder-training.js';
-export { chunkedGatedDeltaRule, recurrentGatedDeltaRule, gatedDeltaNetMixing } from './gated-delta-rule.js';
+export { chunkedGatedDeltaRule, recurrentGatedDeltaRule, gatedDeltaNetMixing } from '../models/qwen3_5/gated-delta-rule.js';
 export { LoraAdapter, DEFAULT_LORA_TARGETS, defaultLoraTargets, type LoraConfig, type LoraPair } from './lora.js';
 export { saveAdapter, loadAdapter, readAdapterConfig, ADAPTER_CONFIG, ADAPTER_WEIGHTS } from './peft.js';
 export { FineTune, packSequences, type FineTuneOptions, type StepResult, type Trainable } from './fine-tune.js';

@@ -13,8 +13,11 @@ import { quantize } from '../ops/quantize.js';
 import { flatParameters } from '../optim/flat-parameters.js';
 import { copyInto } from '../ops/shape-ops.js';
 import type { Weight } from '../formats/checkpoint.js';
-import type { TrainingFamily } from './decoder-training.js';
-import { siteParts, sitePlacements, type ProjectionDelta, type ProjectionSite } from './projection.js';
+import type { TrainingFamily, TrainingView } from './decoder-training.js';
+import { siteParts, sitePlacements, type ProjectionDelta, type ProjectionSite } from '../models/layers/projection-site.js';
+import { QWEN3_LORA_TARGETS } from '../models/qwen3/training.js';
+import { LFM2_LORA_TARGETS } from '../models/lfm2/training.js';
+import { QWEN3_5_LORA_TARGETS } from '../models/qwen3_5/training.js';
 
 export interface LoraConfig {
   readonly rank: number;
@@ -29,31 +32,13 @@ export interface LoraConfig {
 }
 
 /**
- * PEFT's defaults for the families: every attention and MLP projection (Qwen3.5: and the DeltaNet's qkv, z and
- * out projections; its b and a, one row per value head, only when named).
+ * PEFT's defaults of each family (every attention and MLP projection, and the DeltaNet's, the conv's), by family:
+ * the public record of what each family's training blocks carry as loraTargets.all.
  */
 export const DEFAULT_LORA_TARGETS: Readonly<Record<TrainingFamily, readonly string[]>> = {
-  qwen3: ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj'],
-  lfm2: ['q_proj', 'k_proj', 'v_proj', 'out_proj', 'in_proj', 'w1', 'w2', 'w3'],
-  qwen3_5: ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'in_proj_qkv', 'in_proj_z', 'out_proj', 'gate_proj', 'up_proj', 'down_proj'],
-};
-
-/** The attention (and LFM2 conv, Qwen3.5 DeltaNet) projections alone; Qwen3.5-MoE's shared expert beside them. */
-const MIXER_TARGETS: Readonly<Record<TrainingFamily, readonly string[]>> = {
-  qwen3: ['q_proj', 'k_proj', 'v_proj', 'o_proj'],
-  lfm2: ['q_proj', 'k_proj', 'v_proj', 'out_proj', 'in_proj'],
-  qwen3_5: [
-    'q_proj',
-    'k_proj',
-    'v_proj',
-    'o_proj',
-    'in_proj_qkv',
-    'in_proj_z',
-    'out_proj',
-    'shared_expert.gate_proj',
-    'shared_expert.up_proj',
-    'shared_expert.down_proj',
-  ],
+  qwen3: QWEN3_LORA_TARGETS.all,
+  lfm2: LFM2_LORA_TARGETS.all,
+  qwen3_5: QWEN3_5_LORA_TARGETS.all,
 };
 
 /** Whether a site is one of PEFT's target_modules (its whole path, or a suffix of it after a dot). */
@@ -65,11 +50,8 @@ export function targets(site: ProjectionSite, modules: readonly string[]): boole
  * What `tensorgpu train` adapts by default: every projection of a dense model; for an MoE model the attention
  * (and conv) projections only, since gate/up/down would put an adapter on every expert (name them to get that).
  */
-export function defaultLoraTargets(view: {
-  readonly family: TrainingFamily;
-  readonly layers: readonly { readonly ff: { readonly kind: string } }[];
-}): readonly string[] {
-  return view.layers.some((l) => l.ff.kind === 'moe') ? MIXER_TARGETS[view.family] : DEFAULT_LORA_TARGETS[view.family];
+export function defaultLoraTargets(view: Pick<TrainingView, 'layers' | 'loraTargets'>): readonly string[] {
+  return view.layers.some((l) => l.ff.kind === 'moe') ? view.loraTargets.mixers : view.loraTargets.all;
 }
 
 export interface LoraPair {

@@ -3,7 +3,7 @@ import { existsSync } from 'node:fs';
 import { readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { judgeSnapshot, listCachedModels, removeCachedModel } from '../../src/hub/cache-list.js';
+import { judgeSnapshot, listCachedModels, removeCachedModel } from '../../src/models/cached-models.js';
 import { HubError } from '../../src/hub/hub-errors.js';
 import { addSnapshot, commitOf, makeHubCache, QWEN_CONFIG, QWEN_CONFIG_OLD, SHARED_WEIGHTS } from '../helpers/hub-cache.js';
 

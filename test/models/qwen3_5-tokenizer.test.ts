@@ -13,7 +13,8 @@ import {
   QWEN3_5_TOKENIZER_SIZE,
   QWEN3_5_VOCAB_SIZE,
 } from '../../src/models/qwen3_5/tokenizer.js';
-import { qwen3_5TokenizerFiles, StreamingDecoder, TextTokenizer } from '../../src/tokenizer/tokenizer.js';
+import { qwen3_5TokenizerFiles } from '../../src/models/qwen3_5/tokenizer-files.js';
+import { StreamingDecoder, TextTokenizer } from '../../src/tokenizer/tokenizer.js';
 import { QWEN3_5_PRESETS } from '../../src/models/qwen3_5/presets.js';
 
 const dirs: string[] = [];

@@ -1,11 +1,8 @@
 // Decoder blocks shared by the model families, built from ops only: a projection with its residual in the kernel's
 // epilogue, attention with q/k norm + RoPE + the cache write fused, a SwiGLU MLP, and the MoE block in its fused
 // form (router + top-k, the chosen experts' gate|up with SwiGLU, down + weighted combine + residual: no read back)
-// and as the per-expert loop it is measured against.
+// and as the per-expert loop it is measured against. The loop that runs them is decoder-forward.ts.
 import type { Tensor } from '../../core/tensor.js';
-import { cast } from '../../ops/convert.js';
-import { indexSelect } from '../../ops/index-select.js';
-import { dispatchCount } from '../../runtime/stats.js';
 import type { Weight } from '../../formats/checkpoint.js';
 import { attentionInputs } from '../../ops/attention-inputs.js';
 import { add, mul, sigmoid } from '../../ops/elementwise.js';
@@ -15,9 +12,7 @@ import { attention, rmsNorm, swiglu } from '../../ops/nn.js';
 import { cat, clone, narrow, reshape, select } from '../../ops/shape-ops.js';
 import { withTempsAsync } from '../../ops/util.js';
 import { tidy } from '../../core/scope.js';
-import { tensor } from '../../ops/creation.js';
-import type { PagedSlot } from './paged-kv.js';
-import { pagedIndex, type PagedIndex } from '../../ops/paged-cache.js';
+import type { PagedIndex } from '../../ops/paged-cache.js';
 import type { AttentionWeights, DenseMlpWeights, MoeWeights } from './weights.js';
 
 /** linear's options for a weight: its FP8 dequantization scale and recipe, when it has them. */
@@ -174,120 +169,4 @@ export function lmHead(h: Tensor, norm: Tensor, eps: number, head: Weight, lastO
   const s = h.shape[0];
   const last = lastOnly && s > 1 ? narrow(h, 0, s - 1, 1) : h;
   return project(rmsNorm(last, norm, eps), head);
-}
-
-/** What the shared decoder loop needs of a family: embedding and head, and per layer its token mixer and feed-forward. */
-export interface DecoderStack {
-  readonly embedTokens: Tensor;
-  readonly numLayers: number;
-  /** The final norm and its eps (also the feed-forward norms' eps). */
-  readonly norm: Tensor;
-  readonly eps: number;
-  readonly lmHead: Weight;
-  readonly routing?: Routing;
-  /** h + layer i's token mixer (attention, or LFM2's short conv) over its normed input. */
-  mix(h: Tensor, i: number, start: number, position?: Tensor): Tensor;
-  /** The mixer over a paged KV pool for a batch of sequences (families that support continuous batching). */
-  mixPaged?(h: Tensor, i: number, pages: PagedIndex): Tensor;
-  /** The norm in front of layer i's feed-forward, and its weights. */
-  feedForward(i: number): { readonly norm: Tensor; readonly weights: DenseMlpWeights | MoeWeights };
-}
-
-export interface DecoderRun {
-  readonly logits: Tensor;
-  /** Dispatches in all, and per decoder layer. */
-  readonly dispatches: number;
-  readonly perLayer: number;
-  /** Dispatches of each layer, by index. */
-  readonly layers: readonly number[];
-}
-
-/** Embedding, every layer (mixer, then feed-forward with its residual in the last kernel), the head: no reads. */
-export function decoderForward(stack: DecoderStack, tokens: Tensor, start: number, position: Tensor | undefined, lastOnly: boolean): DecoderRun {
-  return decoderLayers(
-    stack,
-    tokens,
-    (h, i) => stack.mix(h, i, start, position),
-    (h) => lmHead(h, stack.norm, stack.eps, stack.lmHead, lastOnly),
-  );
-}
-
-/**
- * decoderForward for a batch of sequences over a paged KV pool, their tokens consecutive: logits [slots, vocab],
- * one row per sequence (its last token's).
- */
-export function decoderForwardPaged(stack: DecoderStack, tokens: Tensor, slots: readonly PagedSlot[], pageSize: number): DecoderRun {
-  const mixPaged = stack.mixPaged;
-  if (!mixPaged) throw new TypeError('decoderForwardPaged: this model family has no paged KV cache');
-  const pages = pagedIndex(
-    slots.map((s) => ({ pages: s.sequence.pages, start: s.start, rows: s.rows })),
-    pageSize,
-    tokens.device,
-  );
-  return decoderLayers(
-    stack,
-    tokens,
-    (h, i) => mixPaged(h, i, pages),
-    (h) => {
-      const everyRow = slots.every((s) => s.rows === 1);
-      if (everyRow) return lmHead(h, stack.norm, stack.eps, stack.lmHead, false);
-      let end = 0;
-      const last = slots.map((s) => (end += s.rows) - 1);
-      return lmHead(indexSelect(h, 0, tensor(last, { dtype: 'int32', device: h.device })), stack.norm, stack.eps, stack.lmHead, false);
-    },
-  );
-}
-
-function decoderLayers(stack: DecoderStack, tokens: Tensor, mix: (h: Tensor, i: number) => Tensor, head: (h: Tensor) => Tensor): DecoderRun {
-  const d0 = dispatchCount();
-  let layerDispatches = 0;
-  const layers: number[] = [];
-  const logits = tidy(() => {
-    let h = cast(indexSelect(stack.embedTokens, 0, tokens), 'float32');
-    const l0 = dispatchCount();
-    for (let i = 0; i < stack.numLayers; i++) {
-      const before = dispatchCount();
-      const next = tidy(() => {
-        const x = mix(h, i);
-        const ff = stack.feedForward(i);
-        const normed = rmsNorm(x, ff.norm, stack.eps);
-        return ff.weights.kind === 'dense' ? denseMlp(normed, ff.weights, x) : fusedMoe(normed, ff.weights, stack.routing!, x);
-      });
-      h.dispose(); // layer by layer, so a long prefill holds one hidden state at a time
-      h = next;
-      layers.push(dispatchCount() - before);
-    }
-    layerDispatches = dispatchCount() - l0;
-    return head(h);
-  });
-  return { logits, dispatches: dispatchCount() - d0, perLayer: layerDispatches / Math.max(1, stack.numLayers), layers };
-}
-
-/** The eager baseline: the same mixers, then the per-expert MoE loop that reads the routing back every layer. */
-export async function decoderForwardPerExpert(stack: DecoderStack, tokens: Tensor, start: number, lastOnly: boolean): Promise<DecoderRun> {
-  const d0 = dispatchCount();
-  let h = tidy(() => cast(indexSelect(stack.embedTokens, 0, tokens), 'float32'));
-  const l0 = dispatchCount();
-  const layers: number[] = [];
-  for (let i = 0; i < stack.numLayers; i++) {
-    const before = dispatchCount();
-    const x = stack.mix(h, i, start);
-    h.dispose();
-    const ff = stack.feedForward(i);
-    const normed = rmsNorm(x, ff.norm, stack.eps);
-    const w = ff.weights;
-    if (w.kind === 'dense') h = tidy(() => denseMlp(normed, w, x));
-    else {
-      const mlp = await perExpertMoe(normed, w, stack.routing!);
-      h = tidy(() => add(x, mlp));
-      mlp.dispose();
-    }
-    normed.dispose();
-    x.dispose();
-    layers.push(dispatchCount() - before);
-  }
-  const perLayer = (dispatchCount() - l0) / Math.max(1, stack.numLayers);
-  const logits = tidy(() => lmHead(h, stack.norm, stack.eps, stack.lmHead, lastOnly));
-  h.dispose();
-  return { logits, dispatches: dispatchCount() - d0, perLayer, layers };
 }

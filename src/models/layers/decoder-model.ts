@@ -1,6 +1,6 @@
 // What every decoder family's model class shares: RoPE tables on the device, the fused and per-expert forwards over
-// the family's DecoderStack, dispatch accounting, the active-bytes figure and disposal. A family supplies its
-// cache, its stack (how a layer mixes tokens, which feed-forward follows) and its weight list.
+// the family's DecoderBlocks, dispatch accounting, the active-bytes figure and disposal. A family supplies its
+// cache, its blocks (how a layer mixes tokens, which feed-forward follows) and its weight list.
 import type { DeviceName } from '../../runtime/backend.js';
 import type { DType } from '../../core/dtype.js';
 import { keep, tidy } from '../../core/scope.js';
@@ -20,7 +20,8 @@ import {
   type MoeMode,
 } from '../causal-lm.js';
 import { ropeTables } from './rope.js';
-import { decoderForward, decoderForwardPerExpert, type DecoderRun, type DecoderStack } from './blocks.js';
+import { decoderForward, decoderForwardPerExpert, type DecoderBlocks } from './decoder-blocks.js';
+import type { DecoderRun } from './decoder-forward.js';
 import { weightParts, type DenseMlpWeights, type MoeWeights } from './weights.js';
 
 export interface RopeGeometry {
@@ -51,8 +52,8 @@ export abstract class DecoderModel<Cache extends ModelCache> implements CausalLM
   protected layerKind(_i: number): string {
     return 'decoder';
   }
-  /** The layers over this cache. */
-  protected abstract stack(cache: Cache): DecoderStack;
+  /** The family's layers: every form of the forward runs them through the shared loop. */
+  abstract readonly blocks: DecoderBlocks<Cache>;
   abstract weightTensors(): Tensor[];
   /** Every layer's feed-forward (for the active-bytes figure). */
   protected abstract feedForwards(): readonly (DenseMlpWeights | MoeWeights)[];
@@ -63,13 +64,13 @@ export abstract class DecoderModel<Cache extends ModelCache> implements CausalLM
     if (this.moeMode !== 'per-expert' || !this.config.moe) return this.forwardSync(tokens, cache, o);
     const c = cache as Cache;
     const start = reserve(c, tokens.shape[0]);
-    return this.finish(c, start + tokens.shape[0], await decoderForwardPerExpert(this.stack(c), tokens, start, o.lastOnly ?? true));
+    return this.finish(c, start + tokens.shape[0], await decoderForwardPerExpert(this.blocks, tokens, c, start, o.lastOnly ?? true));
   }
 
   forwardSync(tokens: Tensor, cache: ModelCache, options: ForwardOptions = {}): Tensor {
     const c = cache as Cache;
     const start = reserve(c, tokens.shape[0]);
-    return this.finish(c, start + tokens.shape[0], decoderForward(this.stack(c), tokens, start, options.position, options.lastOnly ?? true));
+    return this.finish(c, start + tokens.shape[0], decoderForward(this.blocks, tokens, c, { start, position: options.position }, options.lastOnly ?? true));
   }
 
   private finish(cache: Cache, length: number, run: DecoderRun): Tensor {

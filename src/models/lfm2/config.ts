@@ -4,7 +4,7 @@
 // full_attn_idxs, rope_parameters); every field is checked and an error names the file and the field.
 import { parseDType, type DType } from '../../core/dtype.js';
 import { CheckpointError } from '../../core/errors.js';
-import { Fields, type Json } from '../config-fields.js';
+import { Fields, type Json } from '../../formats/config-fields.js';
 import { parseQuantization, parseRopeScaling, quantizationToHf, type Fp8QuantizationConfig, type RopeScaling } from '../qwen3/config.js';
 
 export type Lfm2LayerType = 'conv' | 'full_attention';

@@ -1,54 +1,10 @@
-// Random-weight LFM2 / LFM2-MoE checkpoints in the exact Hugging Face layout (models/random-weights.ts), and the
-// built-in presets: small widths with LFM2-8B-A1B's shape (conv and attention layers, dense then MoE layers,
-// 32 experts top 4, tied embeddings, a 65536-token vocabulary).
+// Random-weight LFM2 / LFM2-MoE checkpoints in the exact Hugging Face layout (models/random-weights.ts). The presets
+// are presets.ts's, re-exported here for the callers that write them.
 import { lfm2ToHfConfig, type Lfm2Config } from './config.js';
 import { savedConfig, writeRandomCheckpoint, type RandomCheckpointOptions } from '../random-weights.js';
 import { lfm2WeightSpecs } from './layout.js';
 
-const COMMON = {
-  vocabSize: 65536,
-  normEps: 1e-5,
-  ropeTheta: 1_000_000,
-  maxPositionEmbeddings: 128000,
-  tieWordEmbeddings: true,
-  convBias: false,
-  convLCache: 3,
-  torchDtype: 'bfloat16' as const,
-  bosTokenId: 1,
-  padTokenId: 0,
-  eosTokenIds: [7],
-};
-
-/**
- * Hidden 128 keeps the 65536-row tied embedding cheap; the MoE intermediate size stays 128 and the dense one 384 so
- * every linear quantizes to 128x128 FP8 blocks (`--dtype fp8`).
- */
-export const LFM2_PRESETS: Readonly<Record<string, Lfm2Config>> = {
-  'lfm2-moe-tiny': {
-    ...COMMON,
-    modelType: 'lfm2_moe',
-    hiddenSize: 128,
-    intermediateSize: 384,
-    numHiddenLayers: 6,
-    numAttentionHeads: 4,
-    numKeyValueHeads: 2,
-    headDim: 32,
-    // LFM2-8B-A1B's pattern at a quarter of its depth: mostly conv, attention every few layers.
-    layerTypes: ['conv', 'conv', 'full_attention', 'conv', 'conv', 'full_attention'],
-    moe: { numExperts: 32, numExpertsPerTok: 4, moeIntermediateSize: 128, numDenseLayers: 2, normTopkProb: true, useExpertBias: true, routedScalingFactor: 1 },
-  },
-  'lfm2-tiny': {
-    ...COMMON,
-    modelType: 'lfm2',
-    hiddenSize: 128,
-    intermediateSize: 384,
-    numHiddenLayers: 4,
-    numAttentionHeads: 4,
-    numKeyValueHeads: 2,
-    headDim: 32,
-    layerTypes: ['conv', 'full_attention', 'conv', 'full_attention'],
-  },
-};
+export { LFM2_PRESETS } from './presets.js';
 
 export async function writeRandomLfm2Checkpoint(dir: string, config: Lfm2Config, options: RandomCheckpointOptions = {}): Promise<string[]> {
   const dtype = options.dtype ?? 'bfloat16';

@@ -2,7 +2,7 @@
 // checkpoint generator). Every field is checked, and an error names the file and the field.
 import { parseDType, type DType } from '../../core/dtype.js';
 import { CheckpointError } from '../../core/errors.js';
-import { Fields, type Json } from '../config-fields.js';
+import { Fields, type Json } from '../../formats/config-fields.js';
 
 export interface RopeScaling {
   /** 'default' | 'linear' | 'dynamic' | 'yarn' | 'llama3' ...: HF's rope_type (or the older `type`). */

@@ -1,4 +1,4 @@
-// The Qwen3 / Qwen3-MoE forward from the shared decoder blocks (models/layers/blocks.ts): embeddings, RMSNorm,
+// The Qwen3 / Qwen3-MoE model over the shared decoder forward (its layers in blocks.ts): embeddings, RMSNorm,
 // attention with Qwen3's per-head q/k norm and RoPE over a preallocated KV cache, a SwiGLU MLP or a routed MoE block
 // (softmax router), lm_head. Activations are float32 whatever the weight dtype (the kernels read bf16/FP8 weights in
 // place). A decode step queues its whole forward with no read back; the caller reads only the sampled token id.
@@ -7,13 +7,14 @@ import type { DType } from '../../core/dtype.js';
 import type { Tensor } from '../../core/tensor.js';
 import type { Qwen3Config } from './config.js';
 import { zeros } from '../../ops/creation.js';
-import { rmsNorm } from '../../ops/nn.js';
-import { keep, tidy } from '../../core/scope.js';
+import { keep } from '../../core/scope.js';
 import type { ForwardOptions, ModelCache, MoeMode, PagedCausalLM } from '../causal-lm.js';
-import { attentionBlock, decoderForwardPaged, pagedAttentionBlock, type DecoderStack, type Routing } from '../layers/blocks.js';
+import type { Routing } from '../layers/blocks.js';
+import { decoderForwardPaged } from '../layers/decoder-blocks.js';
 import { kvBytesPerPosition, PagedKvPool, type KvGeometry, type PagedKvPoolOptions, type PagedSlot } from '../layers/paged-kv.js';
 import { DecoderModel } from '../layers/decoder-model.js';
 import { weightTensors, type Qwen3Weights } from './weights.js';
+import { Qwen3Blocks } from './blocks.js';
 
 export type { ForwardOptions, MoeMode };
 
@@ -50,6 +51,7 @@ export class KvCache implements ModelCache {
 export class Qwen3Model extends DecoderModel<KvCache> implements PagedCausalLM {
   /** The MoE router (undefined for dense models). */
   readonly routing: Routing | undefined;
+  readonly blocks: Qwen3Blocks;
 
   constructor(
     readonly config: Qwen3Config,
@@ -63,6 +65,7 @@ export class Qwen3Model extends DecoderModel<KvCache> implements PagedCausalLM {
       options.moeMode,
     );
     this.routing = config.moe && { topK: config.moe.numExpertsPerTok, scoring: 'softmax', normalize: config.moe.normTopkProb };
+    this.blocks = new Qwen3Blocks(config, weights, this.rope, this.routing);
   }
 
   newCache(): KvCache {
@@ -82,63 +85,9 @@ export class Qwen3Model extends DecoderModel<KvCache> implements PagedCausalLM {
   }
 
   forwardPaged(tokens: Tensor, slots: readonly PagedSlot[], pool: PagedKvPool): Tensor {
-    const run = decoderForwardPaged(this.pagedStack(pool), tokens, slots, pool.pageSize);
+    const run = decoderForwardPaged(this.blocks, tokens, slots, pool);
     this.lastForward = { dispatches: run.dispatches, perLayer: run.perLayer };
     return run.logits;
-  }
-
-  private get geometry() {
-    const c = this.config;
-    return { heads: c.numAttentionHeads, kvHeads: c.numKeyValueHeads, headDim: c.headDim, eps: c.rmsNormEps };
-  }
-
-  /** The layers over a paged pool: only mixPaged is defined (a contiguous cache takes stack()). */
-  private pagedStack(pool: PagedKvPool): DecoderStack {
-    const c = this.config;
-    const w = this.weights;
-    return {
-      ...this.stack(undefined),
-      mix: () => {
-        throw new TypeError('Qwen3Model: this stack runs over a paged pool (mixPaged)');
-      },
-      mixPaged: (h, i, pages) =>
-        tidy(() =>
-          pagedAttentionBlock(
-            rmsNorm(h, w.layers[i].inputNorm, c.rmsNormEps),
-            h,
-            w.layers[i].attention,
-            this.geometry,
-            this.rope,
-            { keys: pool.keys[i], values: pool.values[i] },
-            pages,
-          ),
-        ),
-    };
-  }
-
-  /** h + o_proj(attention(input_layernorm(h))), then the MLP or MoE block after post_attention_layernorm. */
-  protected stack(kv: KvCache | undefined): DecoderStack {
-    const c = this.config;
-    const w = this.weights;
-    const geometry = this.geometry;
-    return {
-      embedTokens: w.embedTokens,
-      numLayers: c.numHiddenLayers,
-      norm: w.norm,
-      eps: c.rmsNormEps,
-      lmHead: w.lmHead,
-      routing: this.routing,
-      mix: (h, i, start, position) =>
-        tidy(() =>
-          attentionBlock(rmsNorm(h, w.layers[i].inputNorm, c.rmsNormEps), h, w.layers[i].attention, geometry, this.rope, {
-            keys: kv!.keys[i],
-            values: kv!.values[i],
-            start,
-            position,
-          }),
-        ),
-      feedForward: (i) => ({ norm: w.layers[i].postAttentionNorm, weights: w.layers[i].mlp }),
-    };
   }
 
   weightTensors(): Tensor[] {

@@ -5,7 +5,7 @@
 // error names the file and the field; the defaults are transformers' Qwen3_5(Moe)TextConfig's.
 import { parseDType, type DType } from '../../core/dtype.js';
 import { CheckpointError } from '../../core/errors.js';
-import { Fields, type Json } from '../config-fields.js';
+import { Fields, type Json } from '../../formats/config-fields.js';
 import { parseQuantization, quantizationToHf, type Fp8QuantizationConfig } from '../qwen3/config.js';
 import { GATED_DELTA_NET_MAX_CONV_KERNEL, GATED_DELTA_NET_MAX_KEY_DIM } from '../../ops/gated-delta-net.js';
 

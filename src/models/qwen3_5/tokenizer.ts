@@ -264,7 +264,7 @@ export const QWEN3_5_CHAT_TEMPLATE = String.raw`{%- set image_count = namespace(
 
 /**
  * tokenizer.json and tokenizer_config.json of the stand-in Qwen3.5 / Qwen3.6 tokenizer, by file name, built from
- * Qwen3's tokenizer.json (read from disk in Node by tokenizer.ts' qwen3_5TokenizerFiles, fetched in a page).
+ * Qwen3's tokenizer.json (read from disk in Node by tokenizer-files.ts' qwen3_5TokenizerFiles, fetched in a page).
  */
 export function qwen3_5TokenizerFilesFrom(qwen3TokenizerJson: string): Record<string, string> {
   const qwen3 = JSON.parse(qwen3TokenizerJson) as {

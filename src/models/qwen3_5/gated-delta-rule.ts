@@ -11,11 +11,11 @@
 // forward substitution: every intermediate is a block of T itself, unlike a Neumann series whose powers can grow
 // like binomials when keys repeat), then the state carried from chunk to chunk (a few matmuls per chunk). The
 // dispatches grow with S / C, not with S.
-import type { Tensor } from '../core/tensor.js';
-import { float32 } from '../autograd/rules.js';
-import { tensor, zeros } from '../ops/creation.js';
-import { rmsNorm } from '../ops/nn.js';
-import { cat } from '../ops/shape-ops.js';
+import type { Tensor } from '../../core/tensor.js';
+import { float32 } from '../../ops/grad-rules.js';
+import { tensor, zeros } from '../../ops/creation.js';
+import { rmsNorm } from '../../ops/nn.js';
+import { cat } from '../../ops/shape-ops.js';
 
 /** The chunk the rule uses at most (transformers' and the WebGPU prefill's). */
 export const DELTA_RULE_CHUNK = 64;

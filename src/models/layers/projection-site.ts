@@ -1,12 +1,13 @@
-// A projection as an adapter, a merge and an export see it: its Hugging Face module path and where its rows sit in
-// the weights the loader arranged (q|k|v and gate|up stacked by rows, experts stacked, Qwen3.5's q_proj split into
-// its queries and gates), and the training forward's linear with the adapter's delta added at each site.
-import type { Tensor } from '../core/tensor.js';
-import type { Weight } from '../formats/checkpoint.js';
-import { weightScaleOptions } from '../models/layers/blocks.js';
-import { zeros } from '../ops/creation.js';
-import { linear } from '../ops/matmul.js';
-import { cat } from '../ops/shape-ops.js';
+// A projection as an adapter, a merge and an export see it (a LoRA site): its Hugging Face module path and where its
+// rows sit in the weights the loader arranged (q|k|v and gate|up stacked by rows, experts stacked, Qwen3.5's q_proj
+// split into its queries and gates), and the training forward's linear with the adapter's delta added at each site.
+// Each family names its sites (models/<family>/training.ts); train/ only reads them.
+import type { Tensor } from '../../core/tensor.js';
+import type { Weight } from '../../formats/checkpoint.js';
+import { weightScaleOptions } from './blocks.js';
+import { zeros } from '../../ops/creation.js';
+import { linear } from '../../ops/matmul.js';
+import { cat } from '../../ops/shape-ops.js';
 
 /** One linear layer as an adapter sees it: where it lives in the checkpoint and in the (stacked) loaded weight. */
 export interface ProjectionSite {
@@ -61,6 +62,12 @@ export function joinSiteParts(s: ProjectionSite, parts: readonly Tensor[]): Tens
   ).reshape([s.outFeatures, ...rest]);
 }
 
+/** A site's rows of its (stacked) weight, in the checkpoint's order; an expert site's of its expert. */
+export function siteRows(s: ProjectionSite): Tensor {
+  const pieces = sitePlacements(s).map((p) => (s.expert === undefined ? p.weight.data : p.weight.data.select(0, s.expert)).narrow(0, p.rowOffset, p.rows));
+  return joinSiteParts(s, pieces);
+}
+
 /** Where each part of a site lives: the weight, its first row and row count (one entry unless interleaved). */
 export function sitePlacements(s: ProjectionSite): { weight: Weight; rowOffset: number; rows: number }[] {
   const il = s.interleaved;
@@ -70,18 +77,18 @@ export function sitePlacements(s: ProjectionSite): { weight: Weight; rowOffset: 
 }
 
 /** x W^T (+ bias, + residual) plus the adapter's delta at this site. */
-export function project(x: Tensor, s: ProjectionSite, delta: ProjectionDelta | undefined, residual?: Tensor, bias?: Tensor): Tensor {
+export function projectSite(x: Tensor, s: ProjectionSite, delta: ProjectionDelta | undefined, residual?: Tensor, bias?: Tensor): Tensor {
   const y = linear(x, s.weight.data, bias, { ...weightScaleOptions(s.weight), residual });
   const d = delta?.(s, x);
   return d ? y.add(d) : y;
 }
 
 /** Sites stacked in one weight: one linear, the deltas (zeros where a site has none) added side by side. */
-export function projectStacked(x: Tensor, sites: readonly ProjectionSite[], delta: ProjectionDelta | undefined): Tensor {
+export function projectSites(x: Tensor, sites: readonly ProjectionSite[], delta: ProjectionDelta | undefined): Tensor {
   const w = sites[0].weight;
   if (!sites.every((s) => s.weight === w))
     return cat(
-      sites.map((s) => project(x, s, delta)),
+      sites.map((s) => projectSite(x, s, delta)),
       1,
     );
   return withDeltas(linear(x, w.data, undefined, weightScaleOptions(w)), x, sites, delta);

@@ -1,6 +1,9 @@
 // The browser entry (package.json's `browser` condition): everything that runs without Node, from the same modules
 // as the Node entry. What needs a file system, child processes or the CLI (checkpoint directories, the Hub cache,
-// the adapter probe's subprocess, PNG/WAV files on disk) is Node-only and not exported here.
+// the adapter probe's subprocess, PNG/WAV files on disk) is Node-only and not exported here. Nothing reachable from
+// this module imports a Node built-in or Dawn, not even with import(): the few exports with a Node-only path
+// (Checkpoint.open, SafetensorsFile.open, the probe in diagnose) reach it through runtime/host.ts, which the Node
+// entry fills; here they throw NodeOnlyError.
 export { Tensor, type Scalar, type TensorOrScalar } from './core/tensor.js';
 export { DTYPES, parseDType, promoteTypes, type DType } from './core/dtype.js';
 export {
@@ -12,6 +15,7 @@ export {
   CaptureError,
   DeviceUnavailableError,
   CheckpointError,
+  NodeOnlyError,
 } from './core/errors.js';
 export { Generator, manualSeed } from './core/random.js';
 export { keep, tidy } from './core/scope.js';
@@ -54,7 +58,7 @@ export {
 } from './formats/weight-cache.js';
 export { QWEN3_PRESETS, randomQwen3Checkpoint } from './models/qwen3/random-checkpoint.js';
 export { qwen3FromCheckpoint, type Qwen3FromCheckpointOptions } from './models/qwen3/from-checkpoint.js';
-export { modelFromCheckpoint, type ModelFromCheckpointOptions } from './models/from-checkpoint.js';
+export { loadModel, modelFromCheckpoint, type LoadedModel, type ModelFromCheckpointOptions } from './models/from-checkpoint.js';
 export type { CausalLM, ModelCache, ForwardOptions, MoeMode } from './models/causal-lm.js';
 export { SUPPORTED_MODEL_TYPES } from './models/families.js';
 export { parseLfm2Config, type Lfm2Config } from './models/lfm2/config.js';

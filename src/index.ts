@@ -1,6 +1,9 @@
 // Public API (Node): re-exports only.
 // Everything that also runs in a browser (src/browser.ts), then what needs Node (files, the Hub cache, the CLI's
 // helpers). A name exported below replaces the browser entry's (TextTokenizer adds fromDirectory).
+// The one import that is not a re-export: it installs the Node host (files, Dawn, the adapter probe) that the
+// browser-safe modules call for their Node-only paths (Checkpoint.open, SafetensorsFile.open, diagnose, ...).
+import './runtime/node-host.js';
 export * from './browser.js';
 export { AudioFormatError } from './media/audio-errors.js';
 export { decodeWav, encodeWav, readWav, writeWav, toMono, type WavAudio, type WavBitDepth, type EncodeWavOptions } from './media/wav.js';
@@ -24,8 +27,8 @@ export { readLatents, writeLatents } from './formats/latents-file.js';
 export { writeVideoPng } from './media/png-writer.js';
 export { expandFramePattern, readVideoPng } from './media/png-frames.js';
 export { withGenerationConfig } from './generate/generation-defaults.js';
-export { parseGenerationConfig, readGenerationConfig, type GenerationConfig } from './generate/generation-config.js';
-export { listCachedModels, removeCachedModel, type CachedModel, type CachedRevision, type CacheListing } from './hub/cache-list.js';
+export { parseGenerationConfig, readGenerationConfig, type GenerationConfig } from './formats/generation-config.js';
+export { listCachedModels, removeCachedModel, type CachedModel, type CachedRevision, type CacheListing } from './models/cached-models.js';
 export { resolveModelPath, parseRepoSpec, hubCacheDir, HubError, type HubOptions, type DownloadProgress, type RepoSpec } from './hub/index.js';
 export { TextTokenizer, type ChatMessage } from './tokenizer/tokenizer.js';
 export * from './optim/index.js';

@@ -3,6 +3,7 @@
 // 2 width + orig taps (width = ceil(6 orig / base), base = 0.99 min(orig, new)), built on the host in float64, then
 // one polyphase dispatch: output i is phase i mod new of the filter bank correlated with the signal at
 // (i div new) orig - width. The signal's zero padding costs nothing (bounds checks). 44.1 / 48 kHz -> 16 kHz.
+import { runKernel } from '../kernels/registry.js';
 import { ShapeError } from '../core/errors.js';
 import type { Tensor } from '../core/tensor.js';
 import { tensor } from '../ops/creation.js';
@@ -80,7 +81,7 @@ export function resample(x: Tensor, fromRate: number, toRate: number, options: R
   const length = Math.ceil((k.new * t) / k.orig);
   const signals = x.reshape([batch, t]);
   const bank = tensor(Float32Array.from(k.values), { shape: [k.new, 2 * k.width + k.orig], device: x.device });
-  const handle = backend.resample(signals.operand(), bank.operand(), k.orig, k.width, length);
+  const handle = runKernel('resample', backend, { x: signals.operand(), kernel: bank.operand(), stride: k.orig, padLeft: k.width, length });
   bank.dispose();
   if (signals !== x) signals.dispose();
   return wrap(backend, handle, 'float32', [...lead, length]);

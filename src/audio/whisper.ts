@@ -3,6 +3,7 @@
 // samples give 3000 frames), librosa's slaney mel filters (fmax 8000), log10(max(mel, 1e-10)), max(x, max - 8),
 // (x + 4) / 4. Three dispatches on WebGPU: the STFT's power (framing, window and DFT in one kernel), the mel
 // projection with the log and per-workgroup maxima, and the normalization that reduces those maxima on the device.
+import { runKernel } from '../kernels/registry.js';
 import { ShapeError } from '../core/errors.js';
 import type { Tensor } from '../core/tensor.js';
 import { tensor } from '../ops/creation.js';
@@ -92,7 +93,11 @@ export function logMelSpectrogram(audio: Tensor, options: LogMelOptions = {}): T
     output: 'power',
   });
   const powerTensor = wrap(backend, power, 'float32', [batch, WHISPER_N_FFT / 2 + 1, frames]);
-  const out = backend.logMel(powerTensor.operand(), filters.operand(), { floor: 1e-10, dynamicRange: 8, offset: 4, divisor: 4, bands });
+  const out = runKernel('logMel', backend, {
+    power: powerTensor.operand(),
+    filters: filters.operand(),
+    args: { floor: 1e-10, dynamicRange: 8, offset: 4, divisor: 4, bands },
+  });
   powerTensor.dispose();
   window.dispose();
   filters.dispose();

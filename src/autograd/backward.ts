@@ -6,8 +6,6 @@ import { DTypeError, ShapeError } from '../core/errors.js';
 import { formatShape } from '../core/shape.js';
 import { keep, tidy } from '../core/scope.js';
 import type { Tensor } from '../core/tensor.js';
-import { ones } from '../ops/creation.js';
-import { copyInto } from '../ops/shape-ops.js';
 import { noGrad } from './grad-mode.js';
 import type { Edge, GradNode } from './node.js';
 
@@ -57,7 +55,7 @@ function accumulate(into: Map<GradNode, Tensor>, node: GradNode, g: Tensor): voi
   }
 }
 
-function accumulateLeaf(leaf: Tensor, g: Tensor): void {
+function accumulateLeaf(leaf: Tensor, g: Tensor, copyInto: SweepOps['copyInto']): void {
   const prev = leaf.grad;
   const slot = leaf.gradBuffer;
   if (slot) {
@@ -81,7 +79,16 @@ function accumulateLeaf(leaf: Tensor, g: Tensor): void {
 }
 
 /** root.backward(grad): grad defaults to 1 for a one-element root. */
-export function backward(root: Tensor, grad?: Tensor): void {
+/**
+ * The two ops the sweep itself needs, handed in by ops/tensor-methods.ts: autograd (the tape) sits below the ops,
+ * which record onto it, so it does not import them.
+ */
+export interface SweepOps {
+  ones(shape: readonly number[], options: { dtype: Tensor['dtype']; device: Tensor['device'] }): Tensor;
+  copyInto(dst: Tensor, src: Tensor): void;
+}
+
+export function backward(root: Tensor, grad: Tensor | undefined, { ones, copyInto }: SweepOps): void {
   if (!root.requiresGrad) throw new DTypeError(`backward() of ${root.describe()}: it does not require grad (no input of the ops that made it does)`);
   if (!grad && root.numel !== 1)
     throw new ShapeError(`backward() of ${root.describe()} needs a gradient argument: only a one-element tensor has an implicit one`);
@@ -93,7 +100,7 @@ export function backward(root: Tensor, grad?: Tensor): void {
     const seed = grad ? grad.to(root.dtype) : ones(root.shape, { dtype: root.dtype, device: root.device });
     const node = root.gradFn;
     if (!node) {
-      accumulateLeaf(root, seed);
+      accumulateLeaf(root, seed, copyInto);
       return;
     }
     const grads = new Map<GradNode, Tensor>([[node, seed]]);
@@ -119,7 +126,7 @@ export function backward(root: Tensor, grad?: Tensor): void {
         }
         const c = conform(gi, edge, n.name);
         if (edge.node) accumulate(grads, edge.node, c);
-        else accumulateLeaf(edge.leaf!, c);
+        else accumulateLeaf(edge.leaf!, c, copyInto);
       });
     }
   });

@@ -1,7 +1,7 @@
 // `tensorgpu models [list]` and `tensorgpu models rm org/name [--revision REV]`: the models in the shared Hugging
 // Face cache (the one Python's huggingface_hub fills), with sizes and whether tensorgpu runs them.
 import { hubCacheDir } from '../hub/cache-dir.js';
-import { listCachedModels, removeCachedModel, type CachedModel, type CachedRevision } from '../hub/cache-list.js';
+import { listCachedModels, removeCachedModel, type CachedModel, type CachedRevision } from '../models/cached-models.js';
 import { formatBytes } from './progress.js';
 
 type Env = Readonly<Record<string, string | undefined>>;

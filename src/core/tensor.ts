@@ -19,15 +19,20 @@ export interface TensorMethods {
   backward(root: Tensor, grad?: Tensor): void;
 }
 type Ops = TensorMethods['ops'];
-const notLoaded = (): never => {
-  throw new Error('tensorgpu: a tensor method ran before the ops were loaded (import tensorgpu, not core/tensor alone)');
-};
-// Until the ops install themselves, any use says why; afterwards `ops` is the ops module itself (no indirection).
-let ops: Ops = new Proxy({} as Ops, { get: notLoaded });
-let runBackward: TensorMethods['backward'] = notLoaded;
-export function installTensorMethods(m: TensorMethods): void {
+let pending: (() => TensorMethods) | undefined;
+/** The methods, fetched on first use: a bundler may order a cycle's modules so the ops namespace is not yet filled when installTensorMethods runs. */
+function resolveMethods(): TensorMethods {
+  if (!pending) throw new Error('tensorgpu: a tensor method ran before the ops were loaded (import tensorgpu, not core/tensor alone)');
+  const m = pending();
   ops = m.ops;
   runBackward = m.backward;
+  return m;
+}
+// Until first use, any access resolves the methods; afterwards `ops` is the ops module itself (no indirection).
+let ops: Ops = new Proxy({} as Ops, { get: (_target, name) => resolveMethods().ops[name as keyof Ops] });
+let runBackward: TensorMethods['backward'] = (root, grad) => resolveMethods().backward(root, grad);
+export function installTensorMethods(methods: () => TensorMethods): void {
+  pending = methods;
 }
 
 export type Scalar = number;

@@ -8,7 +8,7 @@ import { gpuCounters } from '../runtime/stats.js';
 import type { ChatMessage, TextTokenizer } from '../tokenizer/tokenizer.js';
 import { SequenceOutput } from './sequence-output.js';
 import { tokenLogprobs, type TokenLogprobs } from './logprobs.js';
-import type { GenerationConfig } from './generation-config.js';
+import type { GenerationConfig } from '../formats/generation-config.js';
 import { defaultStopIds, withGenerationConfig } from './generation-defaults.js';
 
 export interface GenerateOptions extends Omit<SampleOptions, 'previousTokens' | 'draw'> {

@@ -1,6 +1,6 @@
 // How a checkpoint's generation_config.json fills the sampling options a caller left unset: the caller's value,
 // else the file's, else the caller's fallback (the CLI's own defaults; none in the API, where sample.ts's apply).
-import type { GenerationConfig } from './generation-config.js';
+import type { GenerationConfig } from '../formats/generation-config.js';
 import type { GenerateOptions } from './generate.js';
 
 export type SamplingFields = 'maxNewTokens' | 'temperature' | 'topK' | 'topP' | 'minP' | 'repetitionPenalty';

@@ -4,18 +4,48 @@
 // (docs/architecture.md). Adding an op: its folder, one row here, and its public function in ops/ (docs/kernels.md).
 import type { Backend } from '../runtime/backend.js';
 import { gatedDeltaNetKernels } from './gated-delta-net/index.js';
+import { attentionInputsKernels } from './attention-inputs/index.js';
+import { channelRmsNormKernels } from './channel-rms-norm/index.js';
+import { logMelKernels } from './log-mel/index.js';
+import { ropeKernels } from './rope/index.js';
+import { upsample2xKernels } from './upsample2x/index.js';
+import { indexAddKernels } from './index-add/index.js';
+import { padKernels } from './pad/index.js';
+import { overlapAddKernels } from './overlap-add/index.js';
+import { resampleKernels } from './resample/index.js';
+import { convTranspose1dKernels } from './conv-transpose1d/index.js';
+import { convKernels } from './conv/index.js';
+import { crossEntropyBackwardKernels, crossEntropyForwardKernels } from './cross-entropy/index.js';
+import { rmsNormKernels } from './rms-norm/index.js';
+import { groupNormKernels } from './group-norm/index.js';
 import { type OpKernels, runOpKernels } from './op-kernels.js';
 import { shortConvKernels } from './short-conv/index.js';
 
 export const OP_KERNELS = {
   shortConv: shortConvKernels,
   gatedDeltaNet: gatedDeltaNetKernels,
+  attentionInputs: attentionInputsKernels,
+  channelRmsNorm: channelRmsNormKernels,
+  logMel: logMelKernels,
+  rope: ropeKernels,
+  upsample2x: upsample2xKernels,
+  indexAdd: indexAddKernels,
+  pad: padKernels,
+  overlapAdd: overlapAddKernels,
+  resample: resampleKernels,
+  convTranspose1d: convTranspose1dKernels,
+  conv: convKernels,
+  crossEntropyForward: crossEntropyForwardKernels,
+  crossEntropyBackward: crossEntropyBackwardKernels,
+  rmsNorm: rmsNormKernels,
+  groupNorm: groupNormKernels,
 } as const;
 
 export type OpName = keyof typeof OP_KERNELS;
 export type OpArgs<K extends OpName> = Parameters<(typeof OP_KERNELS)[K]['cpu']>[1];
+export type OpOutput<K extends OpName> = ReturnType<(typeof OP_KERNELS)[K]['cpu']>;
 
-/** Runs op `name` on `backend`'s device; returns the output's handle (wrap it with ops/util's wrap). */
-export function runKernel<K extends OpName>(name: K, backend: Backend, args: OpArgs<K>): unknown {
-  return runOpKernels(OP_KERNELS[name] as OpKernels<OpArgs<K>>, backend, args);
+/** Runs op `name` on `backend`'s device; returns the output's handle(s) (wrap them with ops/util's wrap). */
+export function runKernel<K extends OpName>(name: K, backend: Backend, args: OpArgs<K>): OpOutput<K> {
+  return runOpKernels(OP_KERNELS[name] as OpKernels<OpArgs<K>, OpOutput<K>>, backend, args);
 }

@@ -3,6 +3,7 @@
 // KV caches at the current position, q returned. It replaces six dispatches (two norms, two ropes, two cache
 // copies) per layer and token. The position may be a device scalar, so a captured decode step can advance it
 // without recording new work.
+import { runKernel } from '../kernels/registry.js';
 import { lanesPerWord } from '../core/dtype.js';
 import { ShapeError } from '../core/errors.js';
 import { formatShape } from '../core/shape.js';
@@ -115,7 +116,7 @@ export function attentionInputs(qkv: Tensor, o: AttentionInputsOptions): Tensor 
   const unit = (t: Tensor) => (t.ndim === 0 || t.strides[t.ndim - 1] === 1 ? undefined : compact(t));
   const copies = { qkv: unit(qkv), qNorm: o.qNorm && unit(o.qNorm), kNorm: o.kNorm && unit(o.kNorm), cos: unit(o.cos), sin: unit(o.sin) };
   try {
-    const handle = backend.attentionInputs({
+    const handle = runKernel('attentionInputs', backend, {
       qkv: (copies.qkv ?? qkv).operand(),
       qNorm: o.qNorm && (copies.qNorm ?? o.qNorm).operand(),
       kNorm: o.kNorm && (copies.kNorm ?? o.kNorm).operand(),

@@ -2,6 +2,7 @@
 // nothing: the kernel reads positions outside the input as zeros by bounds checks, so no padded copy and no extra
 // dispatch exist. Asymmetric padding ([before, after] per dim) covers causal temporal convolutions (all of kt - 1 in
 // front, none behind). conv1d and conv2d are lifted to the 5-D backend conv with size-1 leading spatial dims.
+import { runKernel } from '../kernels/registry.js';
 import type { Backend, ConvGeometry } from '../runtime/backend.js';
 import { ShapeError } from '../core/errors.js';
 import { formatShape, type View } from '../core/shape.js';
@@ -124,11 +125,13 @@ export function convTranspose1d(x: Tensor, weight: Tensor, bias?: Tensor, option
       `${op}: output length (${l} - 1) * ${stride} - 2 * ${padding} + ${dilation} * (${k} - 1) + ${outputPadding} + 1 = ${lout} is too small, x ${formatShape(x.shape)}, weight ${formatShape(weight.shape)}`,
     );
   }
-  const handle = backend.convTranspose1d({ ...x.operand(), view: xView }, weight.operand(), bias?.operand(), { stride, padding, dilation, groups }, [
-    n,
-    o,
-    lout,
-  ]);
+  const handle = runKernel('convTranspose1d', backend, {
+    x: { ...x.operand(), view: xView },
+    weight: weight.operand(),
+    bias: bias?.operand(),
+    geometry: { stride, padding, dilation, groups },
+    outShape: [n, o, lout],
+  });
   return wrap(backend, handle, x.dtype, unbatched ? [o, lout] : [n, o, lout]);
 }
 
@@ -275,13 +278,13 @@ function convNd(
     ),
     groups,
   };
-  const handle = backend.conv(
-    { ...x.operand(), view: as5d(xView) },
-    { ...weight.operand(), view: as5d(weight.layout) },
-    bias?.operand(),
+  const handle = runKernel('conv', backend, {
+    x: { ...x.operand(), view: as5d(xView) },
+    weight: { ...weight.operand(), view: as5d(weight.layout) },
+    bias: bias?.operand(),
     geometry,
-    [n, o, ...lift(spatial, 1)],
-    prev && prev.shape[2] > 0 ? prev.operand() : undefined,
-  );
+    outShape: [n, o, ...lift(spatial, 1)],
+    previous: prev && prev.shape[2] > 0 ? prev.operand() : undefined,
+  });
   return wrap(backend, handle, x.dtype, unbatched ? outShape.slice(1) : outShape);
 }

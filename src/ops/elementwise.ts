@@ -15,7 +15,7 @@ import { broadcastShapes, broadcastView } from '../core/shape.js';
 import type { Tensor, TensorOrScalar } from '../core/tensor.js';
 import { commonBackend, wrap } from './util.js';
 import { differentiable, type SaveSpec } from '../autograd/function.js';
-import { binaryRule, sumTo, unaryRule } from '../autograd/rules.js';
+import { binaryRule, sumTo, unaryRule } from './grad-rules.js';
 
 function unary(op: UnaryOp, x: Tensor, floatOnly: boolean): Tensor {
   const backend = commonBackend(op, x);

@@ -4,7 +4,7 @@
 import type { BinaryOp, UnaryOp } from '../runtime/backend.js';
 import type { Shape } from '../core/shape.js';
 import type { Tensor } from '../core/tensor.js';
-import * as ops from '../ops/index.js';
+import * as ops from './index.js';
 
 /** t in float32: itself when it already is (to() always copies). */
 export function float32(t: Tensor): Tensor {

@@ -1,4 +1,5 @@
 import { DTypeError, ShapeError } from '../core/errors.js';
+import { runKernel } from '../kernels/registry.js';
 import { formatShape, normalizeDim } from '../core/shape.js';
 import type { Tensor } from '../core/tensor.js';
 import { contiguous } from './shape-ops.js';
@@ -37,7 +38,7 @@ function indexSelectRule(g: Tensor, index: Tensor, shape: readonly number[], d: 
   const backend = commonBackend('indexSelect backward', g, index);
   const idx = index.reshape(-1);
   try {
-    return wrap(backend, backend.indexAdd(g.operand(), d, idx.operand(), shape[d]), 'float32', shape);
+    return wrap(backend, runKernel('indexAdd', backend, { source: g.operand(), dim: d, index: idx.operand(), size: shape[d] }), 'float32', shape);
   } finally {
     idx.dispose();
   }

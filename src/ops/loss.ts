@@ -1,6 +1,7 @@
 // Losses. crossEntropy is two backend ops: the forward reads each row of logits once and keeps only its float32
 // logsumexp [N]; the backward writes d logits = softmax - onehot straight from the logits and that lse, so no
 // [N, V] softmax, log-softmax or one-hot is ever stored, and none lives between forward and backward.
+import { runKernel } from '../kernels/registry.js';
 import { DTypeError, ShapeError } from '../core/errors.js';
 import { isFloating } from '../core/dtype.js';
 import { formatShape } from '../core/shape.js';
@@ -8,7 +9,7 @@ import type { Tensor } from '../core/tensor.js';
 import { noGrad } from '../autograd/grad-mode.js';
 import { tidy } from '../core/scope.js';
 import { needsGrad, record } from '../autograd/node.js';
-import { float32 } from '../autograd/rules.js';
+import { float32 } from './grad-rules.js';
 import { commonBackend, wrap } from './util.js';
 
 export interface CrossEntropyOptions {
@@ -40,7 +41,11 @@ export function crossEntropy(logits: Tensor, targets: Tensor, options: CrossEntr
   const parts = noGrad(() =>
     tidy(() => {
       const t = targets.reshape(rows);
-      const [lseH, nllH] = backend.crossEntropyForward(logits.reshape(rows, classes).operand(), t.operand(), ignore);
+      const [lseH, nllH] = runKernel('crossEntropyForward', backend, {
+        logits: logits.reshape(rows, classes).operand(),
+        targets: t.operand(),
+        ignoreIndex: ignore,
+      });
       const lse = wrap(backend, lseH, 'float32', [rows]);
       const nll = wrap(backend, nllH, 'float32', [rows]);
       // The counted targets, for the mean and its gradient (int32: sum of a bool).
@@ -58,7 +63,14 @@ export function crossEntropy(logits: Tensor, targets: Tensor, options: CrossEntr
         // The upstream gradient per row: g itself for 'none', broadcast (stride 0) for 'sum', g / count for 'mean'.
         const perRow = reduction === 'none' ? g.reshape(rows) : (reduction === 'sum' ? g : float32(g).div(c)).reshape(1).expand([rows]);
         const x = l.reshape(rows, classes);
-        const d = backend.crossEntropyBackward(x.operand(), tg.reshape(rows).operand(), ls.operand(), perRow.operand(), ignore, logits.dtype);
+        const d = runKernel('crossEntropyBackward', backend, {
+          logits: x.operand(),
+          targets: tg.reshape(rows).operand(),
+          lse: ls.operand(),
+          rowScale: perRow.operand(),
+          ignoreIndex: ignore,
+          outDtype: logits.dtype,
+        });
         return wrap(backend, d, logits.dtype, logits.shape);
       }),
     ]);

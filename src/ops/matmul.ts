@@ -6,7 +6,7 @@ import type { Tensor } from '../core/tensor.js';
 import { compact, reshape, unsqueeze } from './shape-ops.js';
 import { commonBackend, requireDTypes, wrap } from './util.js';
 import { differentiable } from '../autograd/function.js';
-import { sumTo } from '../autograd/rules.js';
+import { sumTo } from './grad-rules.js';
 import { swigluGrad } from './nn.js';
 
 const MATMUL_DTYPES = ['float32', 'float16', 'bfloat16'] as const;

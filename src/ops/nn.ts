@@ -1,5 +1,6 @@
 // Transformer building blocks as single fused ops: RMSNorm, rotary embedding, attention with grouped-query heads
 // and a causal mask, SwiGLU. Each is one kernel on the GPU; the CPU backend holds the reference.
+import { runKernel } from '../kernels/registry.js';
 import { ShapeError } from '../core/errors.js';
 import { formatShape } from '../core/shape.js';
 import type { Tensor } from '../core/tensor.js';
@@ -7,7 +8,7 @@ import type { AttentionOptions, Backend, Operand } from '../runtime/backend.js';
 import { commonBackend, requireDeviceScalar, requireDTypes, wrap } from './util.js';
 import { differentiable, notDifferentiable } from '../autograd/function.js';
 import { needsGrad } from '../autograd/node.js';
-import { float32 } from '../autograd/rules.js';
+import { float32 } from './grad-rules.js';
 import { gradMap } from './elementwise.js';
 import { cat } from './shape-ops.js';
 import { checkPagedIndex, pagedKv, type PagedIndex } from './paged-cache.js';
@@ -30,7 +31,7 @@ export function rmsNorm(x: Tensor, weight: Tensor | undefined, eps: number): Ten
       throw new ShapeError(`rmsNorm: weight must be [${d}] for x ${formatShape(x.shape)}, got ${formatShape(weight.shape)}`);
   }
   if (!(eps >= 0) || !Number.isFinite(eps)) throw new RangeError(`rmsNorm: eps must be a finite number >= 0, got ${eps}`);
-  const forward = () => wrap(backend, backend.rmsNorm(x.operand(), weight?.operand(), eps), x.dtype, x.shape);
+  const forward = () => wrap(backend, runKernel('rmsNorm', backend, { x: x.operand(), weight: weight?.operand(), eps }), x.dtype, x.shape);
   return differentiable('rmsNorm', [x, weight], forward, (g, s) => rmsNormRule(g, s.inputs[0] as Tensor, s.inputs[1] as Tensor | undefined, eps, s.needs[1]), {
     inputs: [0, 1],
   });
@@ -70,7 +71,7 @@ export function rope(x: Tensor, cos: Tensor, sin: Tensor, positionOffset: number
   if (!Number.isInteger(positionOffset) || positionOffset < 0 || positionOffset + s > cos.shape[0]) {
     throw new ShapeError(`rope: positions ${positionOffset}..${positionOffset + s - 1} are outside the ${cos.shape[0]}-position table`);
   }
-  const forward = () => wrap(backend, backend.rope(x.operand(), cos.operand(), sin.operand(), positionOffset), x.dtype, x.shape);
+  const forward = () => wrap(backend, runKernel('rope', backend, { x: x.operand(), cos: cos.operand(), sin: sin.operand(), positionOffset }), x.dtype, x.shape);
   // A rotation's transpose rotates back: the gradient is rope with sin negated.
   return differentiable('rope', [x, cos, sin], forward, (g, sv) => [rope(g, sv.inputs[1] as Tensor, (sv.inputs[2] as Tensor).neg(), positionOffset)], {
     inputs: [1, 2],

@@ -1,5 +1,6 @@
 // torch F.pad as one op: constant, replicate and reflect padding of any rank in a single kernel, never a chain of
 // per-dim copies (the PyTorch MPS VAE decode issued thousands of separate pad calls).
+import { runKernel } from '../kernels/registry.js';
 import type { PadMode } from '../runtime/backend.js';
 import { ShapeError } from '../core/errors.js';
 import type { Tensor } from '../core/tensor.js';
@@ -49,9 +50,15 @@ export function pad(x: Tensor, pads: readonly number[], options: PadOptions = {}
     }
     if (mode === 'replicate' && size === 0 && b + a > 0) throw new ShapeError(`pad: replicate cannot pad the empty dim ${d} of ${x.describe()}`);
   }
-  if (x.ndim === 0) return wrap(backend, backend.pad({ ...x.operand(), view: { shape: [1], strides: [1], offset: x.offset } }, [0], [1], mode, 0), x.dtype, []);
+  if (x.ndim === 0)
+    return wrap(
+      backend,
+      runKernel('pad', backend, { x: { ...x.operand(), view: { shape: [1], strides: [1], offset: x.offset } }, before: [0], outShape: [1], mode, value: 0 }),
+      x.dtype,
+      [],
+    );
   const value = options.value ?? 0;
   if (typeof value !== 'number') throw new RangeError(`pad: value must be a number, got ${String(value)}`);
-  const handle = backend.pad(x.operand(), before, outShape, mode, value);
+  const handle = runKernel('pad', backend, { x: x.operand(), before, outShape, mode, value });
   return wrap(backend, handle, x.dtype, outShape);
 }

@@ -5,7 +5,7 @@ import type { Tensor } from '../core/tensor.js';
 import { commonBackend, viewOf, wrap } from './util.js';
 import { zeros } from './creation.js';
 import { differentiable } from '../autograd/function.js';
-import { sumTo } from '../autograd/rules.js';
+import { sumTo } from './grad-rules.js';
 
 /** A contiguous copy when t is not contiguous; otherwise a new view of the same storage. */
 export function contiguous(t: Tensor): Tensor {

@@ -2,7 +2,7 @@ import { normalizeDim } from '../core/shape.js';
 import type { Tensor } from '../core/tensor.js';
 import { commonBackend, requireDTypes, wrap } from './util.js';
 import { differentiable } from '../autograd/function.js';
-import { softmaxBackward } from '../autograd/rules.js';
+import { softmaxBackward } from './grad-rules.js';
 
 const SOFTMAX_DTYPES = ['float32', 'float16', 'bfloat16'] as const;
 

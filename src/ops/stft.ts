@@ -3,6 +3,7 @@
 // into torch's [..., freq, frames] layout (complex pairs, or power / magnitude for spectrograms). istft is two: an
 // inverse DFT per frame read in place from the spectrum, then a gathered overlap-add with torch's window-envelope
 // normalization, so that istft(stft(x)) returns x.
+import { runKernel } from '../kernels/registry.js';
 import type { StftArgs } from '../runtime/backend.js';
 import { ShapeError } from '../core/errors.js';
 import type { Tensor } from '../core/tensor.js';
@@ -162,7 +163,7 @@ export function istft(spec: Tensor, options: IstftOptions): Tensor {
     const timeFrames = wrap(backend, framesHandle, 'float32', [batch, frames, f.nFft]);
     rows.dispose();
     if (specs !== spec) specs.dispose();
-    const handle = backend.overlapAdd(timeFrames.operand(), f.window.operand(), f.hop, f.padLeft, length);
+    const handle = runKernel('overlapAdd', backend, { frames: timeFrames.operand(), window: f.window.operand(), hop: f.hop, padLeft: f.padLeft, length });
     timeFrames.dispose();
     return wrap(backend, handle, 'float32', [...lead, length]);
   } finally {

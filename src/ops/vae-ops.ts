@@ -1,6 +1,7 @@
 // Normalization and upsampling blocks of convolutional VAEs (Wan2.1 / Wan2.2, Qwen-Image): torch F.group_norm, Wan's
 // RMS_norm over channels, and F.interpolate 2x over H and W. Each is one kernel on the GPU (two when a 16-bit
 // output's rows would share packed words); inputs are read through their strides, never copied first.
+import { runKernel } from '../kernels/registry.js';
 import type { UpsampleMode } from '../runtime/backend.js';
 import { ShapeError } from '../core/errors.js';
 import { formatShape, type View } from '../core/shape.js';
@@ -52,7 +53,13 @@ export function groupNorm(x: Tensor, numGroups: number, weight?: Tensor, bias?: 
   checkPerChannel(op, 'weight', weight, c, x);
   checkPerChannel(op, 'bias', bias, c, x);
   checkEps(op, eps);
-  const handle = backend.groupNorm({ ...x.operand(), view: as5d(x.layout) }, numGroups, weight?.operand(), bias?.operand(), eps);
+  const handle = runKernel('groupNorm', backend, {
+    x: { ...x.operand(), view: as5d(x.layout) },
+    numGroups,
+    weight: weight?.operand(),
+    bias: bias?.operand(),
+    eps,
+  });
   return wrap(backend, handle, x.dtype, x.shape);
 }
 
@@ -72,7 +79,7 @@ export function channelRmsNorm(x: Tensor, weight: Tensor | undefined, eps: numbe
     throw new RangeError(`${op}: activation must be 'silu' or undefined, got ${String(options.activation)}`);
   return wrap(
     backend,
-    backend.channelRmsNorm({ ...x.operand(), view: as5d(x.layout) }, weight?.operand(), eps, options.activation === 'silu'),
+    runKernel('channelRmsNorm', backend, { x: { ...x.operand(), view: as5d(x.layout) }, weight: weight?.operand(), eps, silu: options.activation === 'silu' }),
     x.dtype,
     x.shape,
   );
@@ -97,5 +104,5 @@ export function upsample(x: Tensor, options: UpsampleOptions): Tensor {
   if (options.mode !== 'nearest' && options.mode !== 'bilinear')
     throw new RangeError(`${op}: mode must be 'nearest' or 'bilinear', got ${String(options.mode)}`);
   const shape = [...x.shape.slice(0, -2), 2 * x.shape[x.ndim - 2], 2 * x.shape[x.ndim - 1]];
-  return wrap(backend, backend.upsample2x({ ...x.operand(), view: as5d(x.layout) }, options.mode), x.dtype, shape);
+  return wrap(backend, runKernel('upsample2x', backend, { x: { ...x.operand(), view: as5d(x.layout) }, mode: options.mode }), x.dtype, shape);
 }

@@ -120,35 +120,6 @@ export interface PagedKv<H> {
   readonly maxLength: number;
 }
 
-/** One layer's attention inputs from a fused q|k|v projection (see ops/attention-inputs.ts). */
-export interface AttentionInputsArgs<H> {
-  /** [S, (heads + 2 kvHeads) * headDim], rows with unit last stride. */
-  readonly qkv: Operand<H>;
-  /** [headDim] per-head RMSNorm weights of q and k (both or neither). */
-  readonly qNorm?: Operand<H>;
-  readonly kNorm?: Operand<H>;
-  readonly eps: number;
-  /** float32 RoPE tables [P, rotaryDim / 2], unit last stride. */
-  readonly cos: Operand<H>;
-  readonly sin: Operand<H>;
-  /** KV caches [capacity, kvHeads, headDim], unit last stride, written in place at rows position + s. */
-  readonly keys: Operand<H>;
-  readonly values: Operand<H>;
-  /** Row of token 0: this number plus, when given, the int32 value of positionFrom (a device scalar). */
-  readonly position: number;
-  readonly positionFrom?: Operand<H>;
-  /** Paged caches: keys / values are the pools, each token's position and page table come from the index. */
-  readonly pages?: PagedKv<H>;
-  readonly heads: number;
-  readonly kvHeads: number;
-  readonly headDim: number;
-  /**
-   * R, even, 2 <= R <= headDim: rotate-half RoPE covers dims 0..R-1 (pairs c, c + R/2) and dims R..headDim-1 pass
-   * through (after the norm). R = headDim is full rotary. Omitted: headDim.
-   */
-  readonly rotaryDim?: number;
-}
-
 /** How a router turns logits into top-k expert weights (see Backend.moeRoute). */
 export interface RouteOptions<H> {
   /** 'softmax' over experts (Qwen3-MoE) or an elementwise 'sigmoid' (LFM2-MoE, DeepSeek-V3). */
@@ -283,22 +254,6 @@ export interface StftArgs {
   readonly output: 'complex' | 'power' | 'magnitude';
 }
 
-/** Whisper's log-mel normalization (Backend.logMel). */
-export interface LogMelArgs {
-  /** log10(max(mel, floor)). */
-  readonly floor: number;
-  /** Values below each example's max - dynamicRange are raised to it. */
-  readonly dynamicRange: number;
-  /** Then (x + offset) / divisor. */
-  readonly offset: number;
-  readonly divisor: number;
-  /**
-   * Optional: each filter's nonzero bins as [first, end) (a mel filter spans a few bins), so the projection skips
-   * the rest; a promise about filters, not a change of the result.
-   */
-  readonly bands?: readonly (readonly [number, number])[];
-}
-
 /** Which norm clipGradNorm measures: 1 (sum of |g|), 2 (Euclidean) or Infinity (max |g|). */
 export type GradNormType = number;
 
@@ -330,13 +285,6 @@ export interface Backend<H = unknown> {
   indexSelect(x: Operand<H>, dim: number, index: Operand<H>): H;
   /** x.gather(dim, index): index is int32 with x's rank (sizes <= x's off dim); result has the index's shape. */
   gather(x: Operand<H>, dim: number, index: Operand<H>): H;
-  /**
-   * The scatter-add of indexSelect's backward (torch.index_add_ into zeros): float32 contiguous out of source's
-   * shape with `size` at dim, zeros, then out[.., index[i], ..] += source[.., i, ..] for i in increasing order (a
-   * fixed order on every device: no atomics). source: any float dtype; index: 1-D int32 of source.shape[dim]
-   * entries. An index outside [0, size): CPU throws, GPU adds nothing.
-   */
-  indexAdd(source: Operand<H>, dim: number, index: Operand<H>, size: number): H;
   /** a and b are already broadcast to outShape; computes in float32 when any dtype involved is floating, else int32. */
   /** Broadcast views a, b (or a JS number on either side) to outShape. */
   binary(op: BinaryOp, a: Operand<H> | ScalarOperand, b: Operand<H> | ScalarOperand, outShape: Shape, outDtype: DType): H;
@@ -347,20 +295,6 @@ export interface Backend<H = unknown> {
   where(cond: Operand<H>, a: Operand<H> | ScalarOperand, b: Operand<H> | ScalarOperand, outShape: Shape, outDtype: DType): H;
   /** Softmax (or log-softmax) along dim, numerically stable; contiguous result in x's dtype. */
   softmax(x: Operand<H>, dim: number, log: boolean): H;
-  /**
-   * Cross-entropy forward of logits [rows, classes] (any float dtype and strides) against int32 targets [rows]:
-   * float32 [rows] lse = logsumexp of each row and nll = lse - logits[row, target] (0 where target == ignoreIndex).
-   * The row is read once; nothing [rows, classes] is written. A NaN or +Inf logit, or a row of all -Inf, gives NaN.
-   * A target outside [0, classes) that is not ignoreIndex: CPU throws a ShapeError naming the row, GPU gives NaN nll.
-   */
-  crossEntropyForward(logits: Operand<H>, targets: Operand<H>, ignoreIndex: number): [lse: H, nll: H];
-  /**
-   * Cross-entropy backward: d logits [rows, classes], contiguous in outDtype, = (exp(logits - lse[row]) -
-   * onehot(target)) * rowScale[row], with rowScale taken as 0 on ignored rows. lse: the forward's float32 [rows];
-   * rowScale: the upstream gradient per row, [rows] of any float dtype (stride 0 for one value). Bad targets as in
-   * the forward (GPU: NaN row).
-   */
-  crossEntropyBackward(logits: Operand<H>, targets: Operand<H>, lse: Operand<H>, rowScale: Operand<H>, ignoreIndex: number, outDtype: DType): H;
   /** One token id sampled from a 1-D logits row (int32 storage of one element; -1 when nothing can be sampled). */
   /** `drawFrom` (float32 [1] on the device), when given, replaces params.u: a captured step's per-step draw. */
   sample(logits: Operand<H>, previous: Operand<H> | undefined, params: SamplingParams, drawFrom?: Operand<H>): H;
@@ -382,17 +316,6 @@ export interface Backend<H = unknown> {
    */
   quantizeBlocks(x: Operand<H>, q: QuantizeBlocks): [data: H, scale: H];
   /**
-   * RMSNorm over the last dim (HF Qwen3RMSNorm): weight * cast(x * rsqrt(mean(x^2) + eps), x.dtype), computed in
-   * float32, contiguous result in x's dtype. weight: [D] of any float dtype, or undefined for none.
-   */
-  rmsNorm(x: Operand<H>, weight: Operand<H> | undefined, eps: number): H;
-  /**
-   * Rotary embedding, rotate-half layout (HF Llama/Qwen): x [S, H, D], cos/sin float32 tables [P, R/2] (R <= D even;
-   * R < D is partial rotary); for i < R/2 at position p = offset + s: y[i] = x[i] cos[p, i] - x[i + R/2] sin[p, i],
-   * y[i + R/2] = x[i + R/2] cos[p, i] + x[i] sin[p, i], and y[c] = x[c] for c >= R. Contiguous result in x's dtype.
-   */
-  rope(x: Operand<H>, cos: Operand<H>, sin: Operand<H>, positionOffset: number): H;
-  /**
    * Scaled dot-product attention with grouped-query heads: q [Sq, Hq, D], k and v [Skv, Hkv, D] with Hq a multiple
    * of Hkv (query head h reads kv head floor(h / (Hq / Hkv))). With causal, query i sees keys j <= queryOffset + i.
    * Softmax in float32; contiguous result [Sq, Hq, D] in q's dtype. A query that sees no key gives zeros.
@@ -407,11 +330,6 @@ export interface Backend<H = unknown> {
    * that sees no key contributes nothing; a row whose forward output is NaN gives NaN gradients.
    */
   attentionBackward(q: Operand<H>, k: Operand<H>, v: Operand<H>, dOut: Operand<H>, options: AttentionOptions): [dq: H, dk: H, dv: H];
-  /**
-   * q/k RMSNorm + RoPE of a fused qkv projection, k and v written into the caches: returns q [S, heads, headDim]
-   * in qkv's dtype.
-   */
-  attentionInputs(args: AttentionInputsArgs<H>): H;
   /** SwiGLU on halves of the last dim: x [..., 2I] -> silu(x[..., :I]) * x[..., I:], contiguous, in x's dtype. */
   swiglu(x: Operand<H>): H;
   /**
@@ -435,53 +353,6 @@ export interface Backend<H = unknown> {
    * = sum_j combine[t, j] * (x_row(t, j) . W[ids[t, j]]^T). Accumulates in float32; result in outDtype.
    */
   expertLinear(x: Operand<H>, weight: Operand<H>, ids: Operand<H>, options: ExpertLinearOptions<H>): H;
-  /**
-   * Direct convolution (torch F.conv3d): x [N, C, T, H, W] and weight [O, C/groups, kt, kh, kw] are strided views of
-   * float dtypes (they may differ); bias [O] or undefined. out[n, o, t, h, w] = bias[o] + sum over c in o's group
-   * and the kernel window of x[n, c, t*st - pt + i*dt, ...] * weight[o, c', i, j, k], with input positions outside
-   * x reading 0 (the padding). Accumulates in float32 or better; contiguous result of outShape [N, O, To, Ho, Wo]
-   * in x's dtype. previous [N, C, P, H, W] (any float dtype, P <= padBefore[0]) holds the P frames before x: time
-   * positions tx in [-P, 0) read previous[P + tx] instead of zero (a causal conv's frame cache, read in place).
-   */
-  conv(x: Operand<H>, weight: Operand<H>, bias: Operand<H> | undefined, geometry: ConvGeometry, outShape: Shape, previous?: Operand<H>): H;
-  /**
-   * Transposed 1-D convolution (torch F.conv_transpose1d), the adjoint of conv1d: x [N, C, L] and weight
-   * [C, O/groups, k] are strided views of float dtypes (they may differ); bias [O] or undefined. With og = O/groups
-   * and cg = C/groups, out[n, o, t] = bias[o] + sum over c in [floor(o/og)*cg, floor(o/og)*cg + cg) and taps j in
-   * [0, k) with (t + padding - j*dilation) divisible by stride and q = (t + padding - j*dilation) / stride in [0, L)
-   * of x[n, c, q] * weight[c, o mod og, j]. Accumulates in float32 or better; contiguous result of outShape
-   * [N, O, Lout] in x's dtype (the op sizes Lout = (L-1)*stride - 2*padding + dilation*(k-1) + outputPadding + 1).
-   */
-  convTranspose1d(x: Operand<H>, weight: Operand<H>, bias: Operand<H> | undefined, geometry: ConvTranspose1dGeometry, outShape: Shape): H;
-  /**
-   * torch F.pad over every dim of x (any dtype, any rank; storage codes are copied, never converted): output
-   * element o of dim d reads input position o - before[d]. Outside [0, size): constant writes `value` (encoded in
-   * x's dtype), replicate clamps to the edge, reflect mirrors about the edge without repeating it (the op checks
-   * the pad is < size). A negative before[d] crops. Contiguous result of outShape.
-   */
-  pad(x: Operand<H>, before: readonly number[], outShape: Shape, mode: PadMode, value: number): H;
-  /**
-   * torch F.group_norm: x is a strided 5-D view [N, C, T, H, W] (lower ranks lifted by the op with size-1 dims);
-   * channels split into numGroups consecutive groups (C a multiple of it). Each (n, group) is normalized by the
-   * mean and biased variance over its C / numGroups channels x all T*H*W positions: y = (x - mean) / sqrt(var + eps),
-   * then y * weight[c] + bias[c] (each optional, [C] of any float dtype). Float32 or better inside; contiguous result
-   * of x's shape in x's dtype.
-   */
-  groupNorm(x: Operand<H>, numGroups: number, weight: Operand<H> | undefined, bias: Operand<H> | undefined, eps: number): H;
-  /**
-   * RMS norm over the channel dim (Wan's RMS_norm with channel_first): x a strided 5-D view [N, C, T, H, W];
-   * y[n, c, p] = x[n, c, p] / sqrt(mean over c of x[n, c, p]^2 + eps) * weight[c] (weight [C] of any float dtype, or
-   * none), then SiLU when `silu` (the VAE's norm + activation pair in one pass). Float32 or better inside;
-   * contiguous result of x's shape in x's dtype.
-   */
-  channelRmsNorm(x: Operand<H>, weight: Operand<H> | undefined, eps: number, silu: boolean): H;
-  /**
-   * 2x upsampling of the last two dims (H, W) of a strided 5-D view x [N, C, T, H, W] (torch F.interpolate with
-   * scale_factor 2): nearest copies x[.., floor(oh / 2), floor(ow / 2)]; bilinear (align_corners=false) reads source
-   * position (o + 0.5) / 2 - 0.5 clamped at 0, blending the two neighbours (the upper one clamped to size - 1) with
-   * weights 0.25 / 0.75. Float32 inside; contiguous result [N, C, T, 2H, 2W] in x's dtype.
-   */
-  upsample2x(x: Operand<H>, mode: UpsampleMode): H;
   /** Reduces dim of x; the result is contiguous with that dim removed. */
   reduce(op: ReduceOp, x: Operand<H>, dim: number, outDtype: DType): H;
   /**
@@ -520,22 +391,4 @@ export interface Backend<H = unknown> {
    * to 2048 (1024 for lengths with a prime factor above 5).
    */
   stft(x: Operand<H>, window: Operand<H>, args: StftArgs): H;
-  /**
-   * Overlap-add of istft: frames [B, F, nFft] (float32 or any float view) times window [nFft], summed into
-   * y[b, t] = sum_f frames[b, f, t + padLeft - f * hop] * window[..] / sum_f window[..]^2 over the frames that
-   * cover t + padLeft, for t < length (0 where no frame covers it). Contiguous float32 [B, length].
-   */
-  overlapAdd(frames: Operand<H>, window: Operand<H>, hop: number, padLeft: number, length: number): H;
-  /**
-   * Whisper's log-mel from a power spectrogram power [B, K, F] (float32 view) and filters [M, K]: y[b, m, f] =
-   * log10(max(sum_k filters[m, k] * power[b, k, f], floor)), then max(y, max_b - dynamicRange) with max_b the largest
-   * y of example b, then (y + offset) / divisor. Contiguous float32 [B, M, F]; on the GPU the max is never read back.
-   */
-  logMel(power: Operand<H>, filters: Operand<H>, args: LogMelArgs): H;
-  /**
-   * Polyphase resampling (torchaudio's sinc-interpolation resample): kernel [P, W] (float32, P = new rate / gcd
-   * phases) and signals x [B, T]: y[b, i] = sum_w kernel[i mod P, w] * x[b, (i div P) * stride - padLeft + w], with
-   * positions outside [0, T) reading 0, for i < length. Contiguous float32 [B, length].
-   */
-  resample(x: Operand<H>, kernel: Operand<H>, stride: number, padLeft: number, length: number): H;
 }

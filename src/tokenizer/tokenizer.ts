@@ -2,7 +2,6 @@
 // the Qwen3 tokenizer files the built-in models ship with.
 import { existsSync, readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
-import { qwen3_5TokenizerFilesFrom } from '../models/qwen3_5/tokenizer.js';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { CheckpointError } from '../core/errors.js';
@@ -23,11 +22,6 @@ export async function qwen3TokenizerFiles(): Promise<Record<string, string>> {
   const files: Record<string, string> = {};
   for (const name of ['tokenizer.json', 'tokenizer_config.json']) files[name] = await readFile(join(dir, name), 'utf8');
   return files;
-}
-
-/** The stand-in Qwen3.5 / Qwen3.6 tokenizer's files (qwen3_5-tokenizer.ts), built from Qwen3's. */
-export async function qwen3_5TokenizerFiles(): Promise<Record<string, string>> {
-  return qwen3_5TokenizerFilesFrom((await qwen3TokenizerFiles())['tokenizer.json']);
 }
 
 function readJson(path: string): Record<string, unknown> {

@@ -8,7 +8,7 @@ import { runGenerate } from '../../src/cli/generate.js';
 import { CheckpointError } from '../../src/core/errors.js';
 import { generate } from '../../src/generate/generate.js';
 import { defaultStopIds, withGenerationConfig } from '../../src/generate/generation-defaults.js';
-import { parseGenerationConfig, readGenerationConfig, type GenerationConfig } from '../../src/generate/generation-config.js';
+import { parseGenerationConfig, readGenerationConfig, type GenerationConfig } from '../../src/formats/generation-config.js';
 import { loadModel } from '../../src/models/load.js';
 import { writeTinyChatModel } from '../helpers/qwen3.js';
 

@@ -19,7 +19,7 @@ import {
   type DType,
   type Tensor,
 } from '../../src/index.js';
-import { softmaxBackward } from '../../src/autograd/rules.js';
+import { softmaxBackward } from '../../src/ops/grad-rules.js';
 import { expectClose, randomTensor, type Tolerance } from '../helpers/compare.js';
 import { setupWebGpu } from '../helpers/webgpu.js';
 

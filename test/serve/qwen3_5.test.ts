@@ -8,7 +8,7 @@ import { setDefaultDevice } from '../../src/runtime/registry.js';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { qwen3_5TokenizerFiles } from '../../src/tokenizer/tokenizer.js';
+import { qwen3_5TokenizerFiles } from '../../src/models/qwen3_5/tokenizer-files.js';
 import { QWEN3_5_PRESETS, writeRandomQwen35Checkpoint } from '../../src/models/qwen3_5/presets.js';
 import { loadModel, type LoadedModel } from '../../src/models/load.js';
 import type { RunningServer } from '../../src/serve/server.js';

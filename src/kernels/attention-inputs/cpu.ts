@@ -4,10 +4,10 @@
 import type { StorageArray } from '../../core/codecs.js';
 import { decodeOne, encodeOne } from '../../core/codecs.js';
 import type { DType } from '../../core/dtype.js';
-import type { AttentionInputsArgs } from '../backend.js';
+import type { AttentionInputsArgs } from './index.js';
 import { castCode } from '../../core/codecs.js';
-import { store, values } from './cpu-backend.js';
-import { pagedRowViews } from './paged-rows.js';
+import { store, values } from '../../runtime/cpu/cpu-backend.js';
+import { pagedRowViews } from '../../runtime/cpu/paged-rows.js';
 
 type Handle = StorageArray;
 

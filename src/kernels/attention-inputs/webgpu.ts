@@ -1,12 +1,12 @@
 // Launcher of attention-inputs.wgsl: q/k RMSNorm + RoPE + the KV-cache write of one layer in one dispatch, at a
 // position that is a number, a device buffer's value (captured decode steps), or both added.
-import { lanesPerWord, type DType } from '../../../core/dtype.js';
-import type { AttentionInputsArgs } from '../../backend.js';
-import { wordBytes, type GpuBuffer, type GpuContext } from '../gpu-context.js';
-import { bytesOf, defineKernel } from './kernel.js';
-import { pow2AtLeast } from './nn-util.js';
-import { cacheRowFn } from './attention.js';
-import { grid1d } from './wgsl.js';
+import { lanesPerWord, type DType } from '../../core/dtype.js';
+import type { AttentionInputsArgs } from './index.js';
+import { wordBytes, type GpuBuffer, type GpuContext } from '../../runtime/webgpu/gpu-context.js';
+import { bytesOf, defineKernel } from '../../runtime/webgpu/kernels/kernel.js';
+import { pow2AtLeast } from '../../runtime/webgpu/kernels/nn-util.js';
+import { cacheRowFn } from '../../runtime/webgpu/kernels/attention.js';
+import { grid1d } from '../../runtime/webgpu/kernels/wgsl.js';
 
 /** The activation dtype's rounding (HF casts the normalized value back to it). */
 function roundFn(dtype: DType): string {

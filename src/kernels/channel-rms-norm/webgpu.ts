@@ -1,10 +1,10 @@
 // Launcher of the channel RMS norm (channel-rms-norm.wgsl): one dispatch, one invocation per (n, output word's
 // positions); a packed 16-bit output with an odd T*H*W goes through float32 and a cast (two dispatches).
-import { lanesPerWord, type DType } from '../../../core/dtype.js';
-import { numel } from '../../../core/shape.js';
-import { wordBytes, type GpuBuffer, type GpuContext } from '../gpu-context.js';
-import { viaFloat32, type GpuOperand } from './elementwise.js';
-import { defineKernel } from './kernel.js';
+import { lanesPerWord, type DType } from '../../core/dtype.js';
+import { numel } from '../../core/shape.js';
+import { wordBytes, type GpuBuffer, type GpuContext } from '../../runtime/webgpu/gpu-context.js';
+import { viaFloat32, type GpuOperand } from '../../runtime/webgpu/kernels/elementwise.js';
+import { defineKernel } from '../../runtime/webgpu/kernels/kernel.js';
 
 const channelRmsNorm = defineKernel({
   name: 'channel-rms-norm',

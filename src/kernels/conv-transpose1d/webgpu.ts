@@ -2,12 +2,12 @@
 // invocation, any float dtype) or conv-transpose1d-blocked.wgsl (a block of output channels x same-phase positions
 // per invocation, float32 output). One dispatch either way; strided views of any float dtypes are read in place,
 // float32 accumulation.
-import { lanesPerWord, type DType } from '../../../core/dtype.js';
-import { numel, type Shape } from '../../../core/shape.js';
-import type { ConvTranspose1dGeometry } from '../../backend.js';
-import { wordBytes, type GpuBuffer, type GpuContext } from '../gpu-context.js';
-import type { GpuOperand } from './elementwise.js';
-import { defineKernel } from './kernel.js';
+import { lanesPerWord, type DType } from '../../core/dtype.js';
+import { numel, type Shape } from '../../core/shape.js';
+import type { ConvTranspose1dGeometry } from '../../runtime/backend.js';
+import { wordBytes, type GpuBuffer, type GpuContext } from '../../runtime/webgpu/gpu-context.js';
+import type { GpuOperand } from '../../runtime/webgpu/kernels/elementwise.js';
+import { defineKernel } from '../../runtime/webgpu/kernels/kernel.js';
 
 /** Output channels (ocb) and positions of one phase (tb) one invocation of the blocked kernel computes. */
 interface Block {

@@ -1,9 +1,8 @@
-// CPU references of convolution and padding: float64 loops over the definitions, the oracle for the WGSL kernels.
-import { allocStorage, type StorageArray } from '../../core/codecs.js';
+// The float64 reference of conv (conv1d / conv2d / conv3d as one 3-D form): the oracle its WebGPU kernels are tested against.
+import type { StorageArray } from '../../core/codecs.js';
 import { numel, type Shape } from '../../core/shape.js';
-import type { ConvGeometry, ConvTranspose1dGeometry, Operand, PadMode } from '../backend.js';
-import { castCode } from '../../core/codecs.js';
-import { store, values } from './cpu-backend.js';
+import type { ConvGeometry, Operand } from '../../runtime/backend.js';
+import { store, values } from '../../runtime/cpu/cpu-backend.js';
 
 type Handle = StorageArray;
 
@@ -63,81 +62,4 @@ export function convReference(
     }
   }
   return store(out, x.dtype);
-}
-
-/**
- * F.conv_transpose1d on [N, C, L] (see Backend.convTranspose1d): the gather over taps j whose input position
- * q = (t + padding - j*dilation) / stride is whole and inside x, summed in float64.
- */
-export function convTranspose1dReference(
-  x: Operand<Handle>,
-  weight: Operand<Handle>,
-  bias: Operand<Handle> | undefined,
-  g: ConvTranspose1dGeometry,
-  outShape: Shape,
-): Handle {
-  const [n, c, l] = x.view.shape;
-  const [, og, k] = weight.view.shape;
-  const [, o, lout] = outShape;
-  const cg = c / g.groups;
-  const xs = values(x);
-  const ws = values(weight);
-  const bs = bias ? values(bias) : undefined;
-  const out = new Float64Array(numel(outShape));
-  let at = 0;
-  for (let ni = 0; ni < n; ni++) {
-    for (let oi = 0; oi < o; oi++) {
-      const c0 = Math.floor(oi / og) * cg;
-      const oo = oi % og;
-      for (let t = 0; t < lout; t++) {
-        let acc = bs ? bs[oi] : 0;
-        for (let j = 0; j < k; j++) {
-          const s = t + g.padding - j * g.dilation;
-          if (s < 0 || s % g.stride !== 0) continue;
-          const q = s / g.stride;
-          if (q >= l) continue;
-          for (let ci = c0; ci < c0 + cg; ci++) acc += xs[(ni * c + ci) * l + q] * ws[(ci * og + oo) * k + j];
-        }
-        out[at++] = acc;
-      }
-    }
-  }
-  return store(out, x.dtype);
-}
-
-/** F.pad over every dim (see Backend.pad): storage codes copied as they are, so every dtype and NaN payload survives. */
-export function padReference(x: Operand<Handle>, before: readonly number[], outShape: Shape, mode: PadMode, value: number): Handle {
-  const { shape, strides, offset } = x.view;
-  const rank = shape.length;
-  const total = numel(outShape);
-  const out = allocStorage(x.dtype, total);
-  // float32 moves as raw bits: a JS number would quiet a signaling NaN's payload.
-  const asBits = (a: Handle) => (a instanceof Float32Array ? new Uint32Array(a.buffer, a.byteOffset, a.length) : a);
-  const from = asBits(x.handle);
-  const to = asBits(out);
-  let fillCode = castCode(value, x.dtype);
-  if (x.dtype === 'float32') fillCode = new Uint32Array(Float32Array.of(value).buffer)[0];
-  const idx = new Array<number>(rank).fill(0);
-  for (let e = 0; e < total; e++) {
-    let off = offset;
-    let inside = true;
-    for (let d = 0; d < rank; d++) {
-      let i = idx[d] - before[d];
-      const size = shape[d];
-      if (i < 0 || i >= size) {
-        if (mode === 'constant') {
-          inside = false;
-          break;
-        }
-        i = mode === 'replicate' ? Math.min(Math.max(i, 0), size - 1) : i < 0 ? -i : 2 * (size - 1) - i;
-      }
-      off += i * strides[d];
-    }
-    to[e] = inside ? from[off] : fillCode;
-    for (let d = rank - 1; d >= 0; d--) {
-      if (++idx[d] < outShape[d]) break;
-      idx[d] = 0;
-    }
-  }
-  return out;
 }

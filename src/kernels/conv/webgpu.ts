@@ -1,13 +1,13 @@
 // Launcher of the direct convolution: conv.wgsl (one output word per invocation, any dtype) or conv-blocked.wgsl
 // (a block of output channels x columns per invocation, float32 output), both summing the taps of
 // conv-window.wgsl, which is instantiated per input source (x, and previous when given).
-import { lanesPerWord, type DType } from '../../../core/dtype.js';
-import { numel, type Shape } from '../../../core/shape.js';
-import type { ConvGeometry } from '../../backend.js';
-import { wordBytes, type GpuBuffer, type GpuContext } from '../gpu-context.js';
-import type { GpuOperand } from './elementwise.js';
-import { defineKernel } from './kernel.js';
-import { fillTemplate, wgslSource } from './wgsl.js';
+import { lanesPerWord, type DType } from '../../core/dtype.js';
+import { numel, type Shape } from '../../core/shape.js';
+import type { ConvGeometry } from '../../runtime/backend.js';
+import { wordBytes, type GpuBuffer, type GpuContext } from '../../runtime/webgpu/gpu-context.js';
+import type { GpuOperand } from '../../runtime/webgpu/kernels/elementwise.js';
+import { defineKernel } from '../../runtime/webgpu/kernels/kernel.js';
+import { fillTemplate, wgslSource } from '../../runtime/webgpu/kernels/wgsl.js';
 
 /** Output channels (ocb) and columns (wb) one invocation of the blocked kernel computes; undefined: use packed. */
 interface Block {

@@ -2,11 +2,12 @@
 // once, per-row logsumexp and nll written) and the backward (cross-entropy-grad.wgsl: one invocation per output
 // word of d logits, computed from the logits and the saved logsumexp). Between the two only [rows] float32 lives:
 // no softmax or log-softmax over the classes is ever stored.
-import { lanesPerWord, type DType } from '../../../core/dtype.js';
-import { wordBytes, type GpuBuffer, type GpuContext } from '../gpu-context.js';
-import type { GpuOperand } from './elementwise.js';
-import { defineKernel } from './kernel.js';
-import { grid1d, wgslSource } from './wgsl.js';
+import { lanesPerWord, type DType } from '../../core/dtype.js';
+import { wordBytes, type GpuBuffer, type GpuContext } from '../../runtime/webgpu/gpu-context.js';
+import type { GpuOperand } from '../../runtime/webgpu/kernels/elementwise.js';
+import { defineKernel } from '../../runtime/webgpu/kernels/kernel.js';
+import { softmaxWorkgroupWgsl } from '../../runtime/webgpu/kernels/softmax.js';
+import { grid1d, wgslSource } from '../../runtime/webgpu/kernels/wgsl.js';
 
 /** Where element (row, j) of the [rows, d] logits view lives. */
 const LOGITS_PARAMS = { d: 'u32', x_off: 'u32', row_stride: 'u32', col_stride: 'u32', t_off: 'u32', t_stride: 'u32', ignore_index: 'i32' } as const;
@@ -20,7 +21,7 @@ const crossEntropyForward = defineKernel({
   inputs: { x: { packed: 'dtype' }, targets: 'i32' },
   grid: 'custom',
   workgroupSize: (v) => v.wg,
-  functions: () => wgslSource('online-softmax.wgsl') + wgslSource('softmax-workgroup.wgsl'),
+  functions: () => wgslSource('online-softmax.wgsl') + softmaxWorkgroupWgsl(),
 });
 
 const crossEntropyBackward = defineKernel({

@@ -2,10 +2,7 @@
 // conv state (read here, rewritten by pass 3), l2-normalised q (times 1/sqrt(dk)) and k into the qk scratch, v into
 // the vu scratch. One workgroup per item: the first head_rows * Hv items are (token t < head_rows, value head h),
 // reading h's own conv window; the rest are (token, key head kh), writing v for kh's Hv/Hk value heads. Same
-// arithmetic as the recurrent kernel's conv_step and norms.
-
-var<workgroup> red_a: array<f32, WG>;
-var<workgroup> red_b: array<f32, WG>;
+// arithmetic as the recurrent kernel's conv_step and norms (reduce_pair: the same tree, from workgroup-reduce.wgsl).
 
 // Token t's conv output for input channel ch; tokens before this segment come from the window at conv_state[at]
 // (rows `width` apart, oldest first). The current token's tap first, as the recurrent kernel sums.
@@ -68,18 +65,9 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
     let j = e % p.dv;
     vu[(t * p.hv + h) * p.dv + j] = conv_at(t, 2u * p.hk * p.dk + h * p.dv + j, p.cs_off + h * win * width + 2u * p.dk + j, width, win);
   }
-  red_a[tid] = sq;
-  red_b[tid] = sk;
-  workgroupBarrier();
-  for (var step = WG / 2u; step > 0u; step >>= 1u) {
-    if (tid < step) {
-      red_a[tid] += red_a[tid + step];
-      red_b[tid] += red_b[tid + step];
-    }
-    workgroupBarrier();
-  }
-  let rq = inverseSqrt(red_a[0] + 1e-6) * inverseSqrt(f32(p.dk));
-  let rk = inverseSqrt(red_b[0] + 1e-6);
+  let sums = reduce_pair(tid, vec2<f32>(sq, sk));
+  let rq = inverseSqrt(sums.x + 1e-6) * inverseSqrt(f32(p.dk));
+  let rk = inverseSqrt(sums.y + 1e-6);
   // Each invocation rescales the values it wrote itself.
   for (var c = tid; c < 2u * p.dk; c += WG) {
     qk[base + c] *= select(rk, rq, c < p.dk);

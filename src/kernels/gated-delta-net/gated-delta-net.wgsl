@@ -9,11 +9,10 @@
 // The states are read and rewritten in place, so prefill and each decode step are this one dispatch.
 // q|k|v, z, b and a are column ranges of one projection buffer (load_proj), A_log, dt_bias and the norm weight
 // ranges of one parameter buffer (load_head): six bindings in all. The header (params, bindings, loads, WG, COLS =
-// columns per invocation, MAX_QK) comes from the description in gated-delta-net.ts.
+// columns per invocation, MAX_QK, and reduce_pair: workgroup-reduce.wgsl's tree summing two values per invocation)
+// comes from the description in webgpu.ts.
 
 var<workgroup> qk: array<f32, MAX_QK>;  // q then k of the current token
-var<workgroup> red_a: array<f32, WG>;
-var<workgroup> red_b: array<f32, WG>;
 // This workgroup's sequence: its first row, its rows and its slot in the state pools (SEGMENT fills them).
 var<workgroup> sh_first: u32;
 var<workgroup> sh_rows: u32;
@@ -44,18 +43,6 @@ fn conv_step(s: u32, ch: u32, at: u32, width: u32, win: u32) -> f32 {
     conv_state[at + (win - 1u) * width] = x;
   }
   return silu(y);
-}
-
-// Sums red_a and red_b over the workgroup into element 0 of each.
-fn reduce_pair(t: u32) {
-  workgroupBarrier();
-  for (var step = WG / 2u; step > 0u; step >>= 1u) {
-    if (t < step) {
-      red_a[t] += red_a[t + step];
-      red_b[t] += red_b[t + step];
-    }
-    workgroupBarrier();
-  }
 }
 
 @compute @workgroup_size(WG)
@@ -92,11 +79,9 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
         v[r] = conv_step(s, 2u * p.hk * p.dk + h * p.dv + j, cs_head + 2u * p.dk + j, width, win);
       }
     }
-    red_a[t] = sq;
-    red_b[t] = sk;
-    reduce_pair(t);
-    let rq = inverseSqrt(red_a[0] + 1e-6) * inverseSqrt(f32(p.dk));
-    let rk = inverseSqrt(red_b[0] + 1e-6);
+    let sums = reduce_pair(t, vec2<f32>(sq, sk));
+    let rq = inverseSqrt(sums.x + 1e-6) * inverseSqrt(f32(p.dk));
+    let rk = inverseSqrt(sums.y + 1e-6);
     let decay = exp(decay_rate * softplus(load_proj(p.a_off + s * p.a_s0 + h) + dt_bias));
     let beta = 1.0 / (1.0 + exp(-load_proj(p.b_off + s * p.b_s0 + h)));
     workgroupBarrier();  // every invocation has read the sums before they are reused
@@ -122,10 +107,7 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
         ss += o[r] * o[r];
       }
     }
-    red_a[t] = ss;
-    red_b[t] = 0.0;
-    reduce_pair(t);
-    let rn = inverseSqrt(red_a[0] / f32(p.dv) + p.eps);
+    let rn = inverseSqrt(reduce_pair(t, vec2<f32>(ss, 0.0)).x / f32(p.dv) + p.eps);
     for (var r = 0u; r < COLS; r++) {
       let j = t + r * WG;
       if (j < p.dv) {

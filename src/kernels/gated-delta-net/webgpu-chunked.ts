@@ -15,7 +15,7 @@
 import type { GatedDeltaNetArgs } from './index.js';
 import type { GpuBuffer, GpuContext } from '../../runtime/webgpu/gpu-context.js';
 import { defineKernel } from '../../runtime/webgpu/kernels/kernel.js';
-import { wgslSource } from '../../runtime/webgpu/kernels/wgsl.js';
+import { wgslSource, workgroupReduce } from '../../runtime/webgpu/kernels/wgsl.js';
 
 /** Tokens per chunk: the lower-triangular solve is sequential over its rows, the scan over chunks. */
 export const GDN_CHUNK = 64;
@@ -39,7 +39,7 @@ const prep = defineKernel({
   inputs: { conv_state: 'f32', qkv: { packed: 'qkv' }, conv_w: { packed: 'conv' } },
   grid: 'custom',
   workgroupSize: 128,
-  functions: common,
+  functions: () => common() + workgroupReduce({ name: 'reduce_pair', type: 'vec2<f32>', combine: 'a + b' }),
 });
 
 const chunk = defineKernel({
@@ -103,7 +103,7 @@ const norm = defineKernel({
   inputs: { z: { packed: 'z' }, norm_w: { packed: 'norm' } },
   grid: 'custom',
   workgroupSize: 128,
-  functions: () => 'fn silu(x: f32) -> f32 {\n  return x / (1.0 + exp(-x));\n}\n',
+  functions: () => 'fn silu(x: f32) -> f32 {\n  return x / (1.0 + exp(-x));\n}\n' + workgroupReduce({ name: 'row_sum', type: 'f32', combine: 'a + b' }),
 });
 
 /** Workgroups for `n` independent items, folded past 65535 in x. */

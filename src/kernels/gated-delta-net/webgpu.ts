@@ -6,6 +6,7 @@ import type { GpuBuffer, GpuContext } from '../../runtime/webgpu/gpu-context.js'
 import { gatedDeltaNetChunked } from './webgpu-chunked.js';
 import { defineKernel } from '../../runtime/webgpu/kernels/kernel.js';
 import { pow2AtLeast } from '../../runtime/webgpu/kernels/nn-util.js';
+import { workgroupReduce } from '../../runtime/webgpu/kernels/wgsl.js';
 
 /** One invocation per state column (dv = 128 in the released models), up to the 256 every adapter allows. */
 const WG = 128;
@@ -53,6 +54,8 @@ const gatedDeltaNet = defineKernel({
   grid: 'custom',
   workgroupSize: WG,
   constants: (v) => ({ COLS: v.cols, MAX_QK: v.maxQk }),
+  // The q and k sums of squares together, then o's alone (y = 0): one scratch for both.
+  functions: () => workgroupReduce({ name: 'reduce_pair', type: 'vec2<f32>', combine: 'a + b' }),
   code: (v) => ({ SEGMENT: v.segmented ? SEGMENTED : WHOLE }),
 });
 

@@ -4,9 +4,8 @@
 // the biased variance as the mean of (x - mean)^2 (two-pass: no cancellation of sum(x^2) - n mean^2), then the
 // normalized, weighted and shifted values written a word at a time. The launcher only picks a packed output when
 // each group is whole words (cg * S a multiple of lanes), else it computes float32 and casts. The header comes from
-// the description in group-norm.ts.
-
-var<workgroup> partial: array<f32, WG>;
+// the description in group-norm.ts, with workgroup_sum(t, v): the sum over the workgroup of each invocation's v, which
+// every invocation gets (the tree of workgroup-reduce.wgsl, its scratch reusable at once).
 
 // Element e of the group whose first channel is c0 in batch n.
 fn load_at(n: u32, c0: u32, e: u32) -> f32 {
@@ -17,21 +16,6 @@ fn load_at(n: u32, c0: u32, e: u32) -> f32 {
   let ih = r % p.h;
   let it = r / p.h;
   return load_x(p.x_off + n * p.xs_n + c * p.xs_c + it * p.xs_t + ih * p.xs_h + iw * p.xs_w);
-}
-
-// Sum over the workgroup of each invocation's `v` (every invocation gets the total).
-fn workgroup_sum(t: u32, v: f32) -> f32 {
-  partial[t] = v;
-  workgroupBarrier();
-  for (var k = WG / 2u; k > 0u; k >>= 1u) {
-    if (t < k) {
-      partial[t] += partial[t + k];
-    }
-    workgroupBarrier();
-  }
-  let total = partial[0];
-  workgroupBarrier();
-  return total;
 }
 
 @compute @workgroup_size(WG)

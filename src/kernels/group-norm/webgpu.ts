@@ -1,11 +1,11 @@
 // Launcher of group norm (group-norm.wgsl): one workgroup per (n, group), one dispatch; a packed 16-bit output whose
 // groups are not whole words goes through float32 and a cast (two dispatches).
-import { lanesPerWord, type DType } from '../../../core/dtype.js';
-import { numel } from '../../../core/shape.js';
-import { wordBytes, type GpuBuffer, type GpuContext } from '../gpu-context.js';
-import { viaFloat32, type GpuOperand } from './elementwise.js';
-import { defineKernel } from './kernel.js';
-import { grid1d } from './wgsl.js';
+import { lanesPerWord, type DType } from '../../core/dtype.js';
+import { numel } from '../../core/shape.js';
+import { wordBytes, type GpuBuffer, type GpuContext } from '../../runtime/webgpu/gpu-context.js';
+import { viaFloat32, type GpuOperand } from '../../runtime/webgpu/kernels/elementwise.js';
+import { defineKernel } from '../../runtime/webgpu/kernels/kernel.js';
+import { grid1d, workgroupReduce } from '../../runtime/webgpu/kernels/wgsl.js';
 
 /** Groups this large get 256 invocations; small ones 64 (SwiftShader and real GPUs pay per idle invocation). */
 const LARGE_GROUP = 16384;
@@ -43,6 +43,7 @@ const groupNorm = defineKernel({
   grid: 'custom',
   workgroupSize: (v) => v.wg,
   constants: (v) => ({ LANES: lanesPerWord(v.outDtype), BITS: 32 / lanesPerWord(v.outDtype) }),
+  functions: () => workgroupReduce({ name: 'workgroup_sum', type: 'f32', combine: 'a + b', result: 'reusable' }),
   code: (v) => {
     let affine = 'y';
     if (v.weight !== 'none') affine = `${affine} * load_weight(p.w_off + c * p.ws)`;

@@ -2,13 +2,13 @@
 // links equal index values into ordered chains, index-add sums each output row's chain. Three dispatches (a fill
 // of the `size` chain heads, the chains, the sums), no float atomics, and the sum order is the index order whatever
 // the GPU schedules.
-import { lanesPerWord } from '../../../core/dtype.js';
-import { isContiguous, numel } from '../../../core/shape.js';
-import { wordBytes, type GpuBuffer, type GpuContext } from '../gpu-context.js';
-import { fillKernel, type GpuOperand } from './elementwise.js';
-import { defineKernel } from './kernel.js';
-import { withContiguous } from './nn-util.js';
-import { grid1d } from './wgsl.js';
+import { lanesPerWord } from '../../core/dtype.js';
+import { isContiguous, numel } from '../../core/shape.js';
+import { wordBytes, type GpuBuffer, type GpuContext } from '../../runtime/webgpu/gpu-context.js';
+import { fillKernel, type GpuOperand } from '../../runtime/webgpu/kernels/elementwise.js';
+import { defineKernel } from '../../runtime/webgpu/kernels/kernel.js';
+import { withContiguous } from '../../runtime/webgpu/kernels/nn-util.js';
+import { grid1d } from '../../runtime/webgpu/kernels/wgsl.js';
 
 const CHAIN_WG = 256;
 

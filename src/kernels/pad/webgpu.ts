@@ -1,13 +1,13 @@
-import { DTYPE_INFO, lanesPerWord } from '../../../core/dtype.js';
-import { ShapeError } from '../../../core/errors.js';
-import { allocStorage } from '../../../core/codecs.js';
-import { formatShape, numel, type Shape } from '../../../core/shape.js';
-import type { PadMode } from '../../backend.js';
-import { castCode } from '../../../core/codecs.js';
-import { wordBytes, type GpuBuffer, type GpuContext } from '../gpu-context.js';
-import type { GpuOperand } from './elementwise.js';
-import { RAW_CODES, RAW_ENCODE } from './gather.js';
-import { defineKernel } from './kernel.js';
+import { DTYPE_INFO, lanesPerWord } from '../../core/dtype.js';
+import { ShapeError } from '../../core/errors.js';
+import { allocStorage } from '../../core/codecs.js';
+import { formatShape, numel, type Shape } from '../../core/shape.js';
+import type { PadMode } from '../../runtime/backend.js';
+import { castCode } from '../../core/codecs.js';
+import { wordBytes, type GpuBuffer, type GpuContext } from '../../runtime/webgpu/gpu-context.js';
+import type { GpuOperand } from '../../runtime/webgpu/kernels/elementwise.js';
+import { RAW_CODES, RAW_ENCODE } from '../../runtime/webgpu/kernels/gather.js';
+import { defineKernel } from '../../runtime/webgpu/kernels/kernel.js';
 
 const MAX_RANK = 8;
 

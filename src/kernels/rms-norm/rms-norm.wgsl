@@ -4,8 +4,9 @@
 //   workgroup_main: one workgroup of WG per row, the sum of squares reduced in workgroup memory.
 // Packed outputs are written a word at a time; the launcher only picks a packed output when every row is whole
 // words (d a multiple of lanes), else it computes float32 and casts.
-// The header (params, bindings, load_x/load_w/encode_out, WG, ROW_WG, LANES, BITS) comes from the description in
-// rms-norm.ts; APPLY_WEIGHT is its code (the rounding, times the weight when there is one).
+// The header (params, bindings, load_x/load_w/encode_out, WG, ROW_WG, LANES, BITS, row_sum from
+// workgroup-reduce.wgsl) comes from the description in rms-norm.ts; APPLY_WEIGHT is its code (the rounding, times the
+// weight when there is one).
 
 // 1 / sqrt(mean + eps) with NaN kept (sqrt's result outside its domain is driver-defined).
 fn inv_rms(sum_sq: f32) -> f32 {
@@ -43,8 +44,6 @@ fn row_main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgrou
   store_row(base, row * p.d, inv_rms(sum_sq), 0u, 1u);
 }
 
-var<workgroup> partial: array<f32, WG>;
-
 @compute @workgroup_size(WG)
 fn workgroup_main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
   let row = wid.x + wid.y * nwg.x;
@@ -58,14 +57,6 @@ fn workgroup_main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgro
     let x = load_x(base + j);
     sum_sq += x * x;
   }
-  partial[t] = sum_sq;
-  workgroupBarrier();
-  for (var k = WG / 2u; k > 0u; k >>= 1u) {
-    if (t < k) {
-      partial[t] += partial[t + k];
-    }
-    workgroupBarrier();
-  }
-  let r = inv_rms(partial[0]);
+  let r = inv_rms(row_sum(t, sum_sq));
   store_row(base, row * p.d, r, t, WG);
 }

@@ -1,12 +1,12 @@
 // Launcher of RMSNorm (rms-norm.wgsl): one invocation per row for short rows in bulk, one workgroup per row
 // otherwise (few rows, or long ones such as a 2048+ hidden size).
-import { lanesPerWord, type DType } from '../../../core/dtype.js';
-import { numel } from '../../../core/shape.js';
-import { wordBytes, type GpuBuffer, type GpuContext } from '../gpu-context.js';
-import { viaFloat32, type GpuOperand } from './elementwise.js';
-import { bytesOf, defineKernel } from './kernel.js';
-import { withContiguous } from './nn-util.js';
-import { grid1d } from './wgsl.js';
+import { lanesPerWord, type DType } from '../../core/dtype.js';
+import { numel } from '../../core/shape.js';
+import { wordBytes, type GpuBuffer, type GpuContext } from '../../runtime/webgpu/gpu-context.js';
+import { viaFloat32, type GpuOperand } from '../../runtime/webgpu/kernels/elementwise.js';
+import { bytesOf, defineKernel } from '../../runtime/webgpu/kernels/kernel.js';
+import { withContiguous } from '../../runtime/webgpu/kernels/nn-util.js';
+import { grid1d, workgroupReduce } from '../../runtime/webgpu/kernels/wgsl.js';
 
 /** Rows this short go one per invocation when there are enough rows to fill the GPU that way. */
 const ROW_PER_INVOCATION_MAX_D = 256;
@@ -36,6 +36,7 @@ const rmsNorm = defineKernel({
   grid: 'custom',
   workgroupSize: (v) => v.wg,
   constants: (v) => ({ ROW_WG, LANES: lanesPerWord(v.out), BITS: 32 / lanesPerWord(v.out) }),
+  functions: () => workgroupReduce({ name: 'row_sum', type: 'f32', combine: 'a + b' }),
   code: (v) => ({ APPLY_WEIGHT: v.weight !== NO_WEIGHT ? `load_w(p.w_off + c) * ${roundExpr(v.dtype, 'x * r')}` : roundExpr(v.dtype, 'x * r') }),
 });
 

@@ -1,10 +1,10 @@
 // Launcher of the rotary-embedding kernel (rope.wgsl): one invocation per output word; x, cos and sin are read
 // through their strides (q/k often arrive as views of a fused projection), positions come from the uniform offset.
-import { lanesPerWord } from '../../../core/dtype.js';
-import { numel } from '../../../core/shape.js';
-import { wordBytes, type GpuBuffer, type GpuContext } from '../gpu-context.js';
-import type { GpuOperand } from './elementwise.js';
-import { defineKernel } from './kernel.js';
+import { lanesPerWord } from '../../core/dtype.js';
+import { numel } from '../../core/shape.js';
+import { wordBytes, type GpuBuffer, type GpuContext } from '../../runtime/webgpu/gpu-context.js';
+import type { GpuOperand } from '../../runtime/webgpu/kernels/elementwise.js';
+import { defineKernel } from '../../runtime/webgpu/kernels/kernel.js';
 
 const rope = defineKernel({
   name: 'rope',

@@ -1,10 +1,10 @@
 // Launcher of 2x nearest / bilinear upsampling (upsample.wgsl): one dispatch, one invocation per output word, x read
 // through its strides.
-import { lanesPerWord } from '../../../core/dtype.js';
-import type { UpsampleMode } from '../../backend.js';
-import { wordBytes, type GpuBuffer, type GpuContext } from '../gpu-context.js';
-import type { GpuOperand } from './elementwise.js';
-import { defineKernel } from './kernel.js';
+import { lanesPerWord } from '../../core/dtype.js';
+import type { UpsampleMode } from '../../runtime/backend.js';
+import { wordBytes, type GpuBuffer, type GpuContext } from '../../runtime/webgpu/gpu-context.js';
+import type { GpuOperand } from '../../runtime/webgpu/kernels/elementwise.js';
+import { defineKernel } from '../../runtime/webgpu/kernels/kernel.js';
 
 const SAMPLE: Record<UpsampleMode, string> = {
   nearest: 'return load_x(plane + (oh / 2u) * p.xs_h + (ow / 2u) * p.xs_w);',

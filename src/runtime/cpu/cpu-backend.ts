@@ -4,41 +4,32 @@ import { allocStorage, castCode, decodeOne, scalarValue, type StorageArray } fro
 import { DTYPE_INFO, type DType } from '../../core/dtype.js';
 import { ShapeError } from '../../core/errors.js';
 import { coalesceViews, numel, transposed2d, type Shape, type View } from '../../core/shape.js';
-import { attentionInputsReference } from './attention-inputs.js';
 import { pagedAttentionReference } from './paged-attention.js';
 import { attentionBackwardReference } from './attention-backward.js';
 import {
   isScalarOperand,
-  type AttentionInputsArgs,
   type AttentionOptions,
   type PagedKv,
   type Backend,
   type BinaryOp,
-  type ConvGeometry,
   type ExpertLinearOptions,
   type MatmulDims,
   type MatmulScaling,
   type Operand,
-  type PadMode,
   type ScalarOperand,
   type QuantizeBlocks,
   type ReduceOp,
   type RouteOptions,
   type SamplingParams,
   type UnaryOp,
-  type UpsampleMode,
 } from '../backend.js';
-import { convReference, convTranspose1dReference, padReference } from './conv.js';
-import type { ConvTranspose1dGeometry } from '../backend.js';
-import { crossEntropyBackwardReference, crossEntropyForwardReference, indexAddReference } from './cross-entropy.js';
 import { expertLinearReference, moeRouteReference } from './moe.js';
-import { attentionReference, rmsNormReference, ropeReference, swigluReference } from './nn.js';
+import { attentionReference, swigluReference } from './nn.js';
 import { sampleReference } from './sampling.js';
-import { fftReference, logMelReference, overlapAddReference, resampleReference, stftReference } from './spectral.js';
-import type { FftArgs, LogMelArgs, StftArgs } from '../backend.js';
+import { fftReference, stftReference } from './spectral.js';
+import type { FftArgs, StftArgs } from '../backend.js';
 import { adamStepReference, clipGradNormReference, sgdStepReference } from './optim.js';
 import type { AdamStepHyper, GradNormType, SgdStepHyper } from '../backend.js';
-import { channelRmsNormReference, groupNormReference, upsample2xReference } from './vae-ops.js';
 import { BINARY_F64, BINARY_I32, REDUCE_F64, UNARY_F64, UNARY_I32 } from './scalar-ops.js';
 
 type Handle = StorageArray;
@@ -127,6 +118,11 @@ export function store(values: Float64Array, dtype: DType, saturate = false): Han
 
 const isInt = (dtype: DType) => !DTYPE_INFO[dtype].isFloating;
 
+/** The int32 entries of a 1-D (or 0-D) view, in order. */
+export function ints(t: Operand<Handle>): number[] {
+  return Array.from(values(t));
+}
+
 export class CpuBackend implements Backend<Handle> {
   readonly device = 'cpu' as const;
 
@@ -198,25 +194,6 @@ export class CpuBackend implements Backend<Handle> {
       out[i] = x.handle[base[i] + id * x.view.strides[dim]];
     }
     return out;
-  }
-
-  indexAdd(source: Operand<Handle>, dim: number, index: Operand<Handle>, size: number): Handle {
-    return indexAddReference(source, dim, index, size);
-  }
-
-  crossEntropyForward(logits: Operand<Handle>, targets: Operand<Handle>, ignoreIndex: number): [Handle, Handle] {
-    return crossEntropyForwardReference(logits, targets, ignoreIndex);
-  }
-
-  crossEntropyBackward(
-    logits: Operand<Handle>,
-    targets: Operand<Handle>,
-    lse: Operand<Handle>,
-    rowScale: Operand<Handle>,
-    ignoreIndex: number,
-    outDtype: DType,
-  ): Handle {
-    return crossEntropyBackwardReference(logits, targets, lse, rowScale, ignoreIndex, outDtype);
   }
 
   unary(op: UnaryOp, x: Operand<Handle>, outDtype: DType): Handle {
@@ -316,14 +293,6 @@ export class CpuBackend implements Backend<Handle> {
     return [data, Float32Array.from(scale)];
   }
 
-  rmsNorm(x: Operand<Handle>, weight: Operand<Handle> | undefined, eps: number): Handle {
-    return rmsNormReference(x, weight, eps);
-  }
-
-  rope(x: Operand<Handle>, cos: Operand<Handle>, sin: Operand<Handle>, positionOffset: number): Handle {
-    return ropeReference(x, cos, sin, positionOffset);
-  }
-
   attention(
     q: Operand<Handle>,
     k: Operand<Handle>,
@@ -340,10 +309,6 @@ export class CpuBackend implements Backend<Handle> {
 
   attentionBackward(q: Operand<Handle>, k: Operand<Handle>, v: Operand<Handle>, dOut: Operand<Handle>, options: AttentionOptions): [Handle, Handle, Handle] {
     return attentionBackwardReference(q, k, v, dOut, options);
-  }
-
-  attentionInputs(args: AttentionInputsArgs<Handle>): Handle {
-    return attentionInputsReference(args);
   }
 
   swiglu(x: Operand<Handle>): Handle {
@@ -375,37 +340,6 @@ export class CpuBackend implements Backend<Handle> {
     if (options.activation === 'swiglu') return swigluReference(asOperand(plain, n));
     if (options.residual) return this.binary('add', asOperand(plain, n), options.residual, [rows, n], options.outDtype);
     return plain;
-  }
-
-  conv(
-    x: Operand<Handle>,
-    weight: Operand<Handle>,
-    bias: Operand<Handle> | undefined,
-    geometry: ConvGeometry,
-    outShape: Shape,
-    previous?: Operand<Handle>,
-  ): Handle {
-    return convReference(x, weight, bias, geometry, outShape, previous);
-  }
-
-  convTranspose1d(x: Operand<Handle>, weight: Operand<Handle>, bias: Operand<Handle> | undefined, geometry: ConvTranspose1dGeometry, outShape: Shape): Handle {
-    return convTranspose1dReference(x, weight, bias, geometry, outShape);
-  }
-
-  pad(x: Operand<Handle>, before: readonly number[], outShape: Shape, mode: PadMode, value: number): Handle {
-    return padReference(x, before, outShape, mode, value);
-  }
-
-  groupNorm(x: Operand<Handle>, numGroups: number, weight: Operand<Handle> | undefined, bias: Operand<Handle> | undefined, eps: number): Handle {
-    return groupNormReference(x, numGroups, weight, bias, eps);
-  }
-
-  channelRmsNorm(x: Operand<Handle>, weight: Operand<Handle> | undefined, eps: number, silu: boolean): Handle {
-    return channelRmsNormReference(x, weight, eps, silu);
-  }
-
-  upsample2x(x: Operand<Handle>, mode: UpsampleMode): Handle {
-    return upsample2xReference(x, mode);
   }
 
   reduce(op: ReduceOp, x: Operand<Handle>, dim: number, outDtype: DType): Handle {
@@ -500,18 +434,6 @@ export class CpuBackend implements Backend<Handle> {
 
   stft(x: Operand<Handle>, window: Operand<Handle>, args: StftArgs): Handle {
     return stftReference(x, window, args);
-  }
-
-  overlapAdd(frames: Operand<Handle>, window: Operand<Handle>, hop: number, padLeft: number, length: number): Handle {
-    return overlapAddReference(frames, window, hop, padLeft, length);
-  }
-
-  logMel(power: Operand<Handle>, filters: Operand<Handle>, args: LogMelArgs): Handle {
-    return logMelReference(power, filters, args);
-  }
-
-  resample(x: Operand<Handle>, kernel: Operand<Handle>, stride: number, padLeft: number, length: number): Handle {
-    return resampleReference(x, kernel, stride, padLeft, length);
   }
 }
 

@@ -1,59 +1,10 @@
 // CPU references of the transformer building blocks (RMSNorm, RoPE, attention, SwiGLU): float64 loops, the oracle
 // for the WGSL kernels.
 import type { AttentionOptions, Operand } from '../backend.js';
-import { decodeOne, encodeOne, type StorageArray } from '../../core/codecs.js';
-import type { DType } from '../../core/dtype.js';
+import type { StorageArray } from '../../core/codecs.js';
 import { store, values } from './cpu-backend.js';
 
 type Handle = StorageArray;
-
-/** x rounded to dtype's precision (HF casts the normalized value back to x's dtype before the weight). */
-function roundTo(dtype: DType, x: number): number {
-  return dtype === 'float32' ? Math.fround(x) : decodeOne(dtype, encodeOne(dtype, x));
-}
-
-export function rmsNormReference(x: Operand<Handle>, weight: Operand<Handle> | undefined, eps: number): Handle {
-  const shape = x.view.shape;
-  const d = shape[shape.length - 1];
-  const xs = values(x);
-  const w = weight ? values(weight) : undefined;
-  const out = new Float64Array(xs.length);
-  const rows = d === 0 ? 0 : xs.length / d;
-  for (let r = 0; r < rows; r++) {
-    const base = r * d;
-    let sumSq = 0;
-    for (let i = 0; i < d; i++) sumSq += xs[base + i] * xs[base + i];
-    const inv = 1 / Math.sqrt(sumSq / d + eps);
-    for (let i = 0; i < d; i++) {
-      const n = roundTo(x.dtype, xs[base + i] * inv);
-      out[base + i] = w ? w[i] * n : n;
-    }
-  }
-  return store(out, x.dtype);
-}
-
-export function ropeReference(x: Operand<Handle>, cos: Operand<Handle>, sin: Operand<Handle>, positionOffset: number): Handle {
-  const [s, h, d] = x.view.shape;
-  // Partial rotary: the tables cover R = 2 half <= D dims; the rest pass through.
-  const half = cos.view.shape[1];
-  const xs = values(x);
-  const c = values(cos);
-  const sn = values(sin);
-  const out = Float64Array.from(xs);
-  for (let si = 0; si < s; si++) {
-    const p = (positionOffset + si) * half;
-    for (let hi = 0; hi < h; hi++) {
-      const base = (si * h + hi) * d;
-      for (let i = 0; i < half; i++) {
-        const x1 = xs[base + i];
-        const x2 = xs[base + i + half];
-        out[base + i] = x1 * c[p + i] - x2 * sn[p + i];
-        out[base + i + half] = x2 * c[p + i] + x1 * sn[p + i];
-      }
-    }
-  }
-  return store(out, x.dtype);
-}
 
 /**
  * Row (query qBase, kv head kh) of softmax(scale q.k) over the first `visible` keys, into p: float64, a NaN score

@@ -1,7 +1,7 @@
 // CPU references of the spectral kernels (fft, stft, istft's overlap-add, Whisper's log-mel, polyphase resampling):
 // float64 throughout, the DFT by the same plan as the GPU (fft-plan.ts), results rounded once to float32.
 import type { StorageArray } from '../../core/codecs.js';
-import type { FftArgs, LogMelArgs, Operand, StftArgs } from '../backend.js';
+import type { FftArgs, Operand, StftArgs } from '../backend.js';
 import { fftPlan, fftTransform } from '../fft-plan.js';
 import { store, values } from './cpu-backend.js';
 
@@ -100,74 +100,6 @@ export function stftReference(x: Operand<Handle>, window: Operand<Handle>, args:
           out[at] = output === 'power' ? power : Math.sqrt(power);
         }
       }
-    }
-  }
-  return store(out, 'float32');
-}
-
-export function overlapAddReference(frames: Operand<Handle>, window: Operand<Handle>, hop: number, padLeft: number, length: number): Handle {
-  const [batch, count, nFft] = frames.view.shape;
-  const fs = values(frames);
-  const win = values(window);
-  const out = new Float64Array(batch * length);
-  for (let b = 0; b < batch; b++) {
-    for (let t = 0; t < length; t++) {
-      const p = t + padLeft;
-      let sum = 0;
-      let envelope = 0;
-      // Frames f with 0 <= p - f * hop < nFft.
-      const last = Math.min(count - 1, Math.floor(p / hop));
-      for (let f = Math.max(0, Math.ceil((p - nFft + 1) / hop)); f <= last; f++) {
-        const j = p - f * hop;
-        sum += fs[(b * count + f) * nFft + j] * win[j];
-        envelope += win[j] * win[j];
-      }
-      out[b * length + t] = envelope === 0 ? 0 : sum / envelope;
-    }
-  }
-  return store(out, 'float32');
-}
-
-export function logMelReference(power: Operand<Handle>, filters: Operand<Handle>, args: LogMelArgs): Handle {
-  const [batch, bins, frames] = power.view.shape;
-  const [mels] = filters.view.shape;
-  const ps = values(power);
-  const fb = values(filters);
-  const out = new Float64Array(batch * mels * frames);
-  for (let b = 0; b < batch; b++) {
-    let max = -Infinity;
-    for (let m = 0; m < mels; m++) {
-      for (let f = 0; f < frames; f++) {
-        let s = 0;
-        for (let k = 0; k < bins; k++) s += fb[m * bins + k] * ps[(b * bins + k) * frames + f];
-        // float32 like the GPU's intermediate, so the max and the clamp see the same values.
-        const y = Math.fround(Math.log10(Math.max(s, args.floor)));
-        out[(b * mels + m) * frames + f] = y;
-        max = Number.isNaN(y) || Number.isNaN(max) ? NaN : Math.max(max, y);
-      }
-    }
-    const lower = max - args.dynamicRange;
-    for (let i = b * mels * frames; i < (b + 1) * mels * frames; i++) out[i] = (Math.max(out[i], lower) + args.offset) / args.divisor;
-  }
-  return store(out, 'float32');
-}
-
-export function resampleReference(x: Operand<Handle>, kernel: Operand<Handle>, stride: number, padLeft: number, length: number): Handle {
-  const [batch, t] = x.view.shape;
-  const [phases, width] = kernel.view.shape;
-  const xs = values(x);
-  const ks = values(kernel);
-  const out = new Float64Array(batch * length);
-  for (let b = 0; b < batch; b++) {
-    for (let i = 0; i < length; i++) {
-      const phase = i % phases;
-      const start = Math.floor(i / phases) * stride - padLeft;
-      let s = 0;
-      for (let w = 0; w < width; w++) {
-        const p = start + w;
-        if (p >= 0 && p < t) s += ks[phase * width + w] * xs[b * t + p];
-      }
-      out[b * length + i] = s;
     }
   }
   return store(out, 'float32');

@@ -8,23 +8,19 @@ import { DeviceUnavailableError, ShapeError } from '../../core/errors.js';
 import { contiguousView, isContiguous, numel, transposed2d, type Shape } from '../../core/shape.js';
 import { isScalarOperand, type ScalarOperand } from '../backend.js';
 import type {
-  AttentionInputsArgs,
   AttentionOptions,
   PagedKv,
   Backend,
   BinaryOp,
-  ConvGeometry,
   ExpertLinearOptions,
   MatmulDims,
   MatmulScaling,
   Operand,
-  PadMode,
   QuantizeBlocks,
   ReduceOp,
   RouteOptions,
   SamplingParams,
   UnaryOp,
-  UpsampleMode,
 } from '../backend.js';
 import { castCode } from '../../core/codecs.js';
 import { BufferPool, type MemoryStats } from './buffer-pool.js';
@@ -37,24 +33,12 @@ import { gemmKernel, type GemmScaling } from './kernels/gemm.js';
 import { gemvApplies, gemvKernel } from './kernels/gemv.js';
 import { gatherKernel } from './kernels/gather.js';
 import { indexSelectKernel } from './kernels/index-select.js';
-import { indexAddKernel } from './kernels/index-add.js';
-import { crossEntropyBackwardKernel, crossEntropyForwardKernel } from './kernels/cross-entropy.js';
 import { attentionKernel } from './kernels/attention.js';
 import { attentionBackwardKernel } from './kernels/attention-backward.js';
-import { attentionInputsKernel } from './kernels/attention-inputs.js';
-import { convKernel } from './kernels/conv.js';
-import { convTranspose1dKernel } from './kernels/conv-transpose1d.js';
-import type { ConvTranspose1dGeometry } from '../backend.js';
-import { padKernel } from './kernels/pad.js';
-import { channelRmsNormKernel } from './kernels/channel-rms-norm.js';
-import { groupNormKernel } from './kernels/group-norm.js';
-import { upsample2xKernel } from './kernels/upsample.js';
 import { withContiguous } from './kernels/nn-util.js';
 import { expertLinearKernel } from './kernels/expert-linear.js';
 import { FUSED_ROUTER_MAX_EXPERTS, moeRouteKernel, type GpuRouteOptions } from './kernels/moe-route.js';
 import { quantizeBlocksKernel } from './kernels/quantize-blocks.js';
-import { rmsNormKernel } from './kernels/rms-norm.js';
-import { ropeKernel } from './kernels/rope.js';
 import { SUBGROUP_PROBE_INVOCATIONS, subgroupProbeKernel } from './kernels/subgroup-probe.js';
 import { swigluKernel } from './kernels/swiglu.js';
 import { reduceKernel } from './kernels/reduce.js';
@@ -65,9 +49,8 @@ import type { AdamStepHyper, GradNormType, SgdStepHyper } from '../backend.js';
 import { checkAdapter, OPTIONAL_FEATURES, REQUIRED_LIMITS } from './requirements.js';
 import { loadGpu } from './runtime.js';
 import { fftKernel, fftTables, storeOf } from './kernels/fft.js';
-import { logMelKernel, overlapAddKernel, resampleKernel } from './kernels/spectral.js';
 import { fftPlan, type FftPlan } from '../fft-plan.js';
-import type { FftArgs, LogMelArgs, StftArgs } from '../backend.js';
+import type { FftArgs, StftArgs } from '../backend.js';
 
 /** Counters for benchmarks and tests (dispatches per token, submits per read, ...). */
 export interface GpuCounters {
@@ -588,36 +571,6 @@ export class WebGpuBackend implements Backend<GpuBuffer>, GpuContext {
     return gatherKernel(this, this.gpuOperand(x), dim, this.gpuOperand(index));
   }
 
-  /** Three dispatches (chain heads filled, chains linked, sums), no float atomics: the sum order is the index's. */
-  indexAdd(source: Operand<GpuBuffer>, dim: number, index: Operand<GpuBuffer>, size: number): GpuBuffer {
-    return indexAddKernel(this, this.gpuOperand(source), dim, this.gpuOperand(index), size);
-  }
-
-  /** One dispatch, a workgroup per row; targets outside [0, classes) give NaN (no read back to check them). */
-  crossEntropyForward(logits: Operand<GpuBuffer>, targets: Operand<GpuBuffer>, ignoreIndex: number): [GpuBuffer, GpuBuffer] {
-    return crossEntropyForwardKernel(this, this.gpuOperand(logits), this.gpuOperand(targets), ignoreIndex);
-  }
-
-  /** One dispatch, an invocation per output word, in outDtype. */
-  crossEntropyBackward(
-    logits: Operand<GpuBuffer>,
-    targets: Operand<GpuBuffer>,
-    lse: Operand<GpuBuffer>,
-    rowScale: Operand<GpuBuffer>,
-    ignoreIndex: number,
-    outDtype: DType,
-  ): GpuBuffer {
-    return crossEntropyBackwardKernel(
-      this,
-      this.gpuOperand(logits),
-      this.gpuOperand(targets),
-      this.gpuOperand(lse),
-      this.gpuOperand(rowScale),
-      ignoreIndex,
-      outDtype,
-    );
-  }
-
   unary(op: UnaryOp, x: Operand<GpuBuffer>, outDtype: DType): GpuBuffer {
     return unaryKernel(this, op, this.gpuOperand(x), outDtype);
   }
@@ -665,14 +618,6 @@ export class WebGpuBackend implements Backend<GpuBuffer>, GpuContext {
     return this.withContiguous(x, (cx) => quantizeBlocksKernel(this, cx, q));
   }
 
-  rmsNorm(x: Operand<GpuBuffer>, weight: Operand<GpuBuffer> | undefined, eps: number): GpuBuffer {
-    return rmsNormKernel(this, this.gpuOperand(x), weight && this.gpuOperand(weight), eps);
-  }
-
-  rope(x: Operand<GpuBuffer>, cos: Operand<GpuBuffer>, sin: Operand<GpuBuffer>, positionOffset: number): GpuBuffer {
-    return ropeKernel(this, this.gpuOperand(x), this.gpuOperand(cos), this.gpuOperand(sin), positionOffset);
-  }
-
   attention(
     q: Operand<GpuBuffer>,
     k: Operand<GpuBuffer>,
@@ -704,10 +649,6 @@ export class WebGpuBackend implements Backend<GpuBuffer>, GpuContext {
     options: AttentionOptions,
   ): [GpuBuffer, GpuBuffer, GpuBuffer] {
     return attentionBackwardKernel(this, this.gpuOperand(q), this.gpuOperand(k), this.gpuOperand(v), this.gpuOperand(dOut), options);
-  }
-
-  attentionInputs(args: AttentionInputsArgs<GpuBuffer>): GpuBuffer {
-    return attentionInputsKernel(this, args);
   }
 
   swiglu(x: Operand<GpuBuffer>): GpuBuffer {
@@ -744,56 +685,6 @@ export class WebGpuBackend implements Backend<GpuBuffer>, GpuContext {
       activation: options.activation,
       residual: options.residual && this.gpuOperand(options.residual),
     });
-  }
-
-  /** One dispatch: padding and previous frames are bounds checks in the kernel, strided views are read in place. */
-  conv(
-    x: Operand<GpuBuffer>,
-    weight: Operand<GpuBuffer>,
-    bias: Operand<GpuBuffer> | undefined,
-    geometry: ConvGeometry,
-    outShape: Shape,
-    previous?: Operand<GpuBuffer>,
-  ): GpuBuffer {
-    return convKernel(
-      this,
-      this.gpuOperand(x),
-      this.gpuOperand(weight),
-      bias && this.gpuOperand(bias),
-      geometry,
-      outShape,
-      previous && this.gpuOperand(previous),
-    );
-  }
-
-  /** One dispatch (a gather, no atomics); strided views are read in place. */
-  convTranspose1d(
-    x: Operand<GpuBuffer>,
-    weight: Operand<GpuBuffer>,
-    bias: Operand<GpuBuffer> | undefined,
-    geometry: ConvTranspose1dGeometry,
-    outShape: Shape,
-  ): GpuBuffer {
-    return convTranspose1dKernel(this, this.gpuOperand(x), this.gpuOperand(weight), bias && this.gpuOperand(bias), geometry, outShape);
-  }
-
-  pad(x: Operand<GpuBuffer>, before: readonly number[], outShape: Shape, mode: PadMode, value: number): GpuBuffer {
-    return padKernel(this, this.gpuOperand(x), before, outShape, mode, value);
-  }
-
-  /** One dispatch (a workgroup per (n, group)); two when a packed output's groups are not whole words. */
-  groupNorm(x: Operand<GpuBuffer>, numGroups: number, weight: Operand<GpuBuffer> | undefined, bias: Operand<GpuBuffer> | undefined, eps: number): GpuBuffer {
-    return groupNormKernel(this, this.gpuOperand(x), numGroups, weight && this.gpuOperand(weight), bias && this.gpuOperand(bias), eps);
-  }
-
-  /** One dispatch; two when a packed output has an odd T*H*W. */
-  channelRmsNorm(x: Operand<GpuBuffer>, weight: Operand<GpuBuffer> | undefined, eps: number, silu: boolean): GpuBuffer {
-    return channelRmsNormKernel(this, this.gpuOperand(x), weight && this.gpuOperand(weight), eps, silu);
-  }
-
-  /** One dispatch, strided views read in place. */
-  upsample2x(x: Operand<GpuBuffer>, mode: UpsampleMode): GpuBuffer {
-    return upsample2xKernel(this, this.gpuOperand(x), mode);
   }
 
   reduce(op: ReduceOp, x: Operand<GpuBuffer>, dim: number, outDtype: DType): GpuBuffer {
@@ -892,27 +783,6 @@ export class WebGpuBackend implements Backend<GpuBuffer>, GpuContext {
     } as const;
     const dst = { output: args.output, bins, strides: [bins * args.frames, 1, args.frames] as const, elements: batch * bins * args.frames * width };
     return this.withFftPlan(args.nFft, (plan, tables) => fftKernel(this, plan, tables, src, dst, false, args.scale));
-  }
-
-  overlapAdd(frames: Operand<GpuBuffer>, window: Operand<GpuBuffer>, hop: number, padLeft: number, length: number): GpuBuffer {
-    return overlapAddKernel(this, this.gpuOperand(frames), this.gpuOperand(window), hop, padLeft, length);
-  }
-
-  /** Two dispatches: projection + log10 with partial maxima, then the normalization. */
-  logMel(power: Operand<GpuBuffer>, filters: Operand<GpuBuffer>, args: LogMelArgs): GpuBuffer {
-    const [mels, bins] = filters.view.shape;
-    const ranges = new Uint32Array(2 * mels);
-    for (let m = 0; m < mels; m++) [ranges[2 * m], ranges[2 * m + 1]] = args.bands?.[m] ?? [0, bins];
-    const bands = this.upload('int32', new Int32Array(ranges.buffer));
-    try {
-      return logMelKernel(this, this.gpuOperand(power), this.gpuOperand(filters), bands, args);
-    } finally {
-      this.release(bands);
-    }
-  }
-
-  resample(x: Operand<GpuBuffer>, kernel: Operand<GpuBuffer>, stride: number, padLeft: number, length: number): GpuBuffer {
-    return resampleKernel(this, this.gpuOperand(x), this.gpuOperand(kernel), stride, padLeft, length);
   }
 
   // ---- lifecycle and stats ----

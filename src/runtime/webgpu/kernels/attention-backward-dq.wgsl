@@ -8,15 +8,33 @@
 // L and D ([Hq, Sq] float32) go to the second pass (attention-backward-dkv.wgsl). A NaN or +Inf score, or visible
 // scores all -Inf, make L NaN (the forward's row is NaN), so the row's gradients are NaN; a row that sees no key
 // gets dq = 0 and is never read by the second pass.
-// The header (params, bindings, load_q/k/v/g, WG and the ROUNDS, DQ constants) comes from attention-backward.ts.
+// The header (params, bindings, load_q/k/v/g, WG, the ROUNDS, DQ constants and reduce_row_state, the tree of
+// workgroup-reduce.wgsl over merge_states) comes from attention-backward.ts.
 
 var<workgroup> sh_q: array<f32, DQ>;
 var<workgroup> sh_g: array<f32, DQ>;
-var<workgroup> sh_m: array<f32, WG>;
-var<workgroup> sh_l: array<f32, WG>;
-var<workgroup> sh_a: array<f32, WG>;
-var<workgroup> sh_bad: array<u32, WG>;
 var<workgroup> sh_ds: array<f32, WG>;
+
+// An invocation's online state over its keys: max m, l = sum exp(s - m), a = sum exp(s - m) dp, and bad = 1 when
+// it saw a NaN or +Inf score.
+struct RowState {
+  m: f32,
+  l: f32,
+  a: f32,
+  bad: u32,
+}
+
+// Two states as one: both rescaled to the larger max (an empty state has m = -Inf and l = a = 0).
+fn merge_states(x: RowState, y: RowState) -> RowState {
+  let mx = max(x.m, y.m);
+  var c1 = 0.0;
+  var c2 = 0.0;
+  if (mx != f32_bits(0xff800000u)) {
+    c1 = exp_nonpos(x.m - mx);
+    c2 = exp_nonpos(y.m - mx);
+  }
+  return RowState(mx, x.l * c1 + y.l * c2, x.a * c1 + y.a * c2, x.bad | y.bad);
+}
 
 // How many keys query i sees.
 fn visible(i: u32) -> u32 {
@@ -77,32 +95,10 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
       a += e * sd.y;
     }
   }
-  sh_m[t] = m;
-  sh_l[t] = l;
-  sh_a[t] = a;
-  sh_bad[t] = select(0u, 1u, bad);
-  workgroupBarrier();
-  for (var stride = WG / 2u; stride > 0u; stride /= 2u) {
-    if (t < stride) {
-      let m1 = sh_m[t];
-      let m2 = sh_m[t + stride];
-      let mx = max(m1, m2);
-      var c1 = 0.0;
-      var c2 = 0.0;
-      if (mx != neg_inf) {
-        c1 = exp_nonpos(m1 - mx);
-        c2 = exp_nonpos(m2 - mx);
-      }
-      sh_l[t] = sh_l[t] * c1 + sh_l[t + stride] * c2;
-      sh_a[t] = sh_a[t] * c1 + sh_a[t + stride] * c2;
-      sh_m[t] = mx;
-      sh_bad[t] = sh_bad[t] | sh_bad[t + stride];
-    }
-    workgroupBarrier();
-  }
-  let row_nan = sh_bad[0] != 0u || sh_m[0] == neg_inf;
-  let lse_i = select(sh_m[0] + log(sh_l[0]), f32_bits(0x7fc00000u), row_nan);
-  let delta_i = select(sh_a[0] / sh_l[0], f32_bits(0x7fc00000u), row_nan);
+  let total = reduce_row_state(t, RowState(m, l, a, select(0u, 1u, bad)));
+  let row_nan = total.bad != 0u || total.m == neg_inf;
+  let lse_i = select(total.m + log(total.l), f32_bits(0x7fc00000u), row_nan);
+  let delta_i = select(total.a / total.l, f32_bits(0x7fc00000u), row_nan);
   if (t == 0u) {
     lse[h * p.sq + i] = select(lse_i, neg_inf, n == 0u);
     delta[h * p.sq + i] = select(delta_i, 0.0, n == 0u);

@@ -9,7 +9,7 @@ import { wordBytes, type GpuBuffer, type GpuContext } from '../gpu-context.js';
 import type { GpuOperand } from './elementwise.js';
 import { defineKernel } from './kernel.js';
 import { pow2AtLeast } from './nn-util.js';
-import { grid1d } from './wgsl.js';
+import { grid1d, workgroupReduce } from './wgsl.js';
 
 const WG = 64;
 /** Head dims held in workgroup memory (two rows of DQ floats per workgroup, within WebGPU's 16 KiB default). */
@@ -59,6 +59,7 @@ const attentionBackwardDq = defineKernel({
   grid: 'custom',
   workgroupSize: WG,
   constants,
+  functions: () => workgroupReduce({ name: 'reduce_row_state', type: 'RowState', combine: 'merge_states(a, b)' }),
 });
 
 const attentionBackwardDkv = defineKernel({

@@ -5,7 +5,7 @@
 import { lanesPerWord, type DType } from '../../../core/dtype.js';
 import { ShapeError } from '../../../core/errors.js';
 import { coalesceViews, contiguousView, formatShape, numel, type Shape, type View } from '../../../core/shape.js';
-import { isScalarOperand, type BinaryOp, type ScalarOperand, type UnaryOp } from '../../backend.js';
+import { isScalarOperand, type BinaryOp, type Operand, type ScalarOperand, type UnaryOp } from '../../backend.js';
 import { castCode, scalarValue } from '../../../core/codecs.js';
 import { wordBytes, type GpuBuffer, type GpuContext } from '../gpu-context.js';
 import { defineKernel } from './kernel.js';
@@ -21,6 +21,11 @@ export interface GpuOperand {
   readonly buffer: GpuBuffer;
   readonly dtype: DType;
   readonly view: View;
+}
+
+/** A backend operand as the kernels take it. */
+export function toGpuOperand(x: Operand<GpuBuffer>): GpuOperand {
+  return { buffer: x.handle, dtype: x.dtype, view: x.view };
 }
 
 /** How a kernel input is addressed, from cheapest to most general (part of the pipeline key); 'uniform': a JS number in the params. */

@@ -6,7 +6,7 @@ import type { GpuBuffer, GpuContext } from '../gpu-context.js';
 import type { GpuOperand } from './elementwise.js';
 import { bytesOf, defineKernel } from './kernel.js';
 import { pow2AtLeast } from './nn-util.js';
-import { grid1d } from './wgsl.js';
+import { grid1d, workgroupReduce } from './wgsl.js';
 
 /** RouteOptions with the selection bias as a kernel operand. */
 export type GpuRouteOptions = Omit<RouteOptions<GpuBuffer>, 'selectionBias'> & { selectionBias?: GpuOperand };
@@ -34,6 +34,12 @@ function logitFn(router: boolean, slots: number): string {
   if (!router) return 'fn logit(base: u32, i: u32) -> f32 {\n  return load_x(base + i * p.s_e);\n}\n';
   return `var<workgroup> sh_logits: array<f32, ${slots}>;\nfn logit(base: u32, i: u32) -> f32 {\n  return sh_logits[i];\n}\n`;
 }
+
+/** The row's max (with a NaN flag), its sum of exp, and each round's best candidate (a round per top-k slot, refilling its scratch). */
+const reductions = () =>
+  workgroupReduce({ name: 'reduce_row_max', type: 'RowMax', combine: 'RowMax(max(a.m, b.m), a.nan | b.nan)', result: 'reusable' }) +
+  workgroupReduce({ name: 'reduce_sum', type: 'f32', combine: 'a + b', result: 'reusable' }) +
+  workgroupReduce({ name: 'reduce_pick', type: 'Pick', combine: 'first_pick(a, b)', result: 'reusable' });
 
 const moeRoute = defineKernel({
   name: 'moe-route',
@@ -72,7 +78,8 @@ const moeRoute = defineKernel({
   workgroupSize: 64,
   functions: (v) =>
     logitFn(v.router !== NO_ROUTER, v.slots) +
-    (v.bias ? 'fn bias(i: u32) -> f32 {\n  return selection_bias[p.bias_off + i];\n}\n' : 'fn bias(i: u32) -> f32 {\n  return 0.0;\n}\n'),
+    (v.bias ? 'fn bias(i: u32) -> f32 {\n  return selection_bias[p.bias_off + i];\n}\n' : 'fn bias(i: u32) -> f32 {\n  return 0.0;\n}\n') +
+    reductions(),
   code: (v) => ({ LOGITS_PROLOGUE: v.router !== NO_ROUTER ? ROUTER_PROLOGUE : '' }),
 });
 

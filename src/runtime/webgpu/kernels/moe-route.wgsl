@@ -13,11 +13,21 @@
 // Ranking uses this kernel's float32 probabilities (exp and division a few ulps from the CPU's correctly rounded
 // ones), so two experts whose probabilities are within an ulp or two, or that underflow to subnormals (which a GPU
 // may flush to 0), can come out in the other order than on the CPU; exactly equal logits always tie identically.
-// The header (params, bindings, load_x/load_router_w, WG = 64, logit() and bias()) comes from the description in
-// moe-route.ts; LOGITS_PROLOGUE is the fused router's GEMV.
+// The header (params, bindings, load_x/load_router_w, WG = 64, logit() and bias(), and the workgroup reductions
+// reduce_row_max / reduce_sum / reduce_pick from workgroup-reduce.wgsl) comes from the description in moe-route.ts;
+// LOGITS_PROLOGUE is the fused router's GEMV.
 
-var<workgroup> red_f: array<f32, WG>;
-var<workgroup> red_u: array<u32, WG>;
+// The max of the non-NaN logits, and whether any is NaN.
+struct RowMax {
+  m: f32,
+  nan: u32,
+}
+
+// A top-k candidate: its key (probability + bias) and expert id.
+struct Pick {
+  key: f32,
+  id: u32,
+}
 
 fn is_neg_inf(x: f32) -> bool {
   return bitcast<u32>(x) == 0xff800000u;
@@ -42,6 +52,14 @@ fn before(pa: f32, ia: u32, pb: f32, ib: u32) -> bool {
   return pa > pb || (pa == pb && ia < ib);
 }
 
+// Of two candidates, the one that comes first (a unless b comes before it).
+fn first_pick(a: Pick, b: Pick) -> Pick {
+  if (before(b.key, b.id, a.key, a.id)) {
+    return b;
+  }
+  return a;
+}
+
 @compute @workgroup_size(WG)
 fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
   let row = wid.x + wid.y * nwg.x;
@@ -62,19 +80,9 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
       }
     }
   }
-  red_f[lid.x] = m;
-  red_u[lid.x] = nan;
-  workgroupBarrier();
-  for (var s = WG / 2u; s > 0u; s >>= 1u) {
-    if (lid.x < s) {
-      red_f[lid.x] = max(red_f[lid.x], red_f[lid.x + s]);
-      red_u[lid.x] |= red_u[lid.x + s];
-    }
-    workgroupBarrier();
-  }
-  let row_max = red_f[0];
-  let bad = red_u[0] != 0u || (p.sigmoid == 0u && (bitcast<u32>(row_max) & 0x7fffffffu) == 0x7f800000u);
-  workgroupBarrier();
+  let mx = reduce_row_max(lid.x, RowMax(m, nan));
+  let row_max = mx.m;
+  let bad = mx.nan != 0u || (p.sigmoid == 0u && (bitcast<u32>(row_max) & 0x7fffffffu) == 0x7f800000u);
 
   var sum = 0.0;
   // Sigmoid scores need no row sum (the max pass above still finds NaN rows).
@@ -84,16 +92,7 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
       sum += select(exp(x - row_max), 0.0, is_neg_inf(x));
     }
   }
-  red_f[lid.x] = sum;
-  workgroupBarrier();
-  for (var s = WG / 2u; s > 0u; s >>= 1u) {
-    if (lid.x < s) {
-      red_f[lid.x] += red_f[lid.x + s];
-    }
-    workgroupBarrier();
-  }
-  let row_sum = red_f[0];
-  workgroupBarrier();
+  let row_sum = reduce_sum(lid.x, sum);
 
   let inf = f32_bits(0x7f800000u);
   var prev_p = inf;  // above every key: round 0 may take anything
@@ -113,19 +112,9 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
         }
       }
     }
-    red_f[lid.x] = best_p;
-    red_u[lid.x] = best_id;
-    workgroupBarrier();
-    for (var s = WG / 2u; s > 0u; s >>= 1u) {
-      if (lid.x < s && before(red_f[lid.x + s], red_u[lid.x + s], red_f[lid.x], red_u[lid.x])) {
-        red_f[lid.x] = red_f[lid.x + s];
-        red_u[lid.x] = red_u[lid.x + s];
-      }
-      workgroupBarrier();
-    }
-    prev_p = red_f[0];
-    prev_id = red_u[0];
-    workgroupBarrier();
+    let best = reduce_pick(lid.x, Pick(best_p, best_id));
+    prev_p = best.key;
+    prev_id = best.id;
     if (live && lid.x == 0u) {
       if (bad) {
         ids[out0 + r] = r;

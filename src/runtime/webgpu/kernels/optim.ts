@@ -13,7 +13,7 @@ import type { GpuBuffer, GpuContext } from '../gpu-context.js';
 import type { GpuOperand } from './elementwise.js';
 import { defineKernel } from './kernel.js';
 import { withContiguous } from './nn-util.js';
-import { decodeFn, wgslSource } from './wgsl.js';
+import { decodeFn, workgroupReduce } from './wgsl.js';
 
 /** Grad views of at most this rank are read through their strides in place (strided_offset's limit). */
 const MAX_STRIDED_RANK = 8;
@@ -192,7 +192,10 @@ export function sgdStepKernel(ctx: GpuContext, param: GpuOperand, grad: GpuOpera
 
 export type GradNormKind = 'l1' | 'l2' | 'inf';
 
-/** norm_term (one element's share), norm_combine (associative) and norm_finish of a norm. */
+/**
+ * norm_term (one element's share), norm_combine (associative) and norm_finish of a norm, and workgroup_norm(t, s):
+ * the workgroup reduction both gradient-norm passes end in, every invocation's s combined by norm_combine.
+ */
 function normFunctions(kind: GradNormKind): string {
   const term = kind === 'l2' ? 'x * x' : 'abs(x)';
   // max that keeps a NaN (WGSL's max may drop it), as torch's max does.
@@ -200,7 +203,7 @@ function normFunctions(kind: GradNormKind): string {
   const finish = kind === 'l2' ? 'sqrt(s)' : 's';
   return (
     `fn norm_term(x: f32) -> f32 {\n  return ${term};\n}\nfn norm_combine(a: f32, b: f32) -> f32 {\n  return ${combine};\n}\nfn norm_finish(s: f32) -> f32 {\n  return ${finish};\n}\n` +
-    wgslSource('grad-norm-reduce.wgsl')
+    workgroupReduce({ name: 'workgroup_norm', type: 'f32', combine: 'norm_combine(a, b)' })
   );
 }
 

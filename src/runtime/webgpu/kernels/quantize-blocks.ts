@@ -3,7 +3,7 @@ import type { QuantizeBlocks } from '../../backend.js';
 import { wordBytes, type GpuBuffer, type GpuContext } from '../gpu-context.js';
 import type { GpuOperand } from './elementwise.js';
 import { defineKernel } from './kernel.js';
-import { grid1d } from './wgsl.js';
+import { grid1d, workgroupReduce } from './wgsl.js';
 
 /** Invocations of an `encode` workgroup (one output word each); `amax` runs the description's WG per block. */
 const ENCODE_WG = 256;
@@ -28,6 +28,7 @@ const quantizeBlocks = defineKernel({
   grid: 'custom',
   workgroupSize: 128,
   constants: () => ({ ENCODE_WG }),
+  functions: () => workgroupReduce({ name: 'block_amax', type: 'f32', combine: 'amax_combine(a, b)' }),
 });
 
 /** x: a contiguous [rows, cols] view (any offset) of a float dtype. Returns [FP8 codes, float32 scales]. */

@@ -2,10 +2,8 @@
 // activation groups, 1xcols rows) in two dispatches instead of a chain of elementwise ops and reductions:
 // `amax` gives one workgroup per block and writes its dequantization scale max(amax, 1e-12) / fmax (NaN if the
 // block holds a NaN); `encode` gives one invocation per output word and writes round(x / scale), saturated.
-// The header (params, bindings, load_x/encode_out, WG for amax, ENCODE_WG) comes from the description in
-// quantize-blocks.ts.
-
-var<workgroup> partial: array<f32, WG>;
+// The header (params, bindings, load_x/encode_out, WG for amax, ENCODE_WG, block_amax: the tree of
+// workgroup-reduce.wgsl over amax_combine) comes from the description in quantize-blocks.ts.
 
 // NaN wins, as torch's max does.
 fn amax_combine(a: f32, b: f32) -> f32 {
@@ -28,16 +26,8 @@ fn amax(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
   for (var e = t; e < h * w; e += WG) {
     a = amax_combine(a, abs(load_x(p.x_off + (r0 + e / w) * p.cols + c0 + e % w)));
   }
-  partial[t] = a;
-  workgroupBarrier();
-  for (var s = WG / 2u; s > 0u; s >>= 1u) {
-    if (t < s) {
-      partial[t] = amax_combine(partial[t], partial[t + s]);
-    }
-    workgroupBarrier();
-  }
+  let m = block_amax(t, a);
   if (t == 0u) {
-    let m = partial[0];
     scale[b] = select(max(m, 1e-12), m, is_nan(m)) / p.fmax;
   }
 }

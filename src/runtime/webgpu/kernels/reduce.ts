@@ -4,7 +4,7 @@ import type { ReduceOp } from '../../backend.js';
 import { wordBytes, type GpuBuffer, type GpuContext } from '../gpu-context.js';
 import type { GpuOperand } from './elementwise.js';
 import { defineKernel } from './kernel.js';
-import { computeTypeOf, grid1d, type ComputeType } from './wgsl.js';
+import { computeTypeOf, grid1d, workgroupReduce, type ComputeType } from './wgsl.js';
 
 /** Reduced dims up to this length are folded serially by one invocation per output word... */
 const ROWS_MAX_SIZE = 64;
@@ -51,7 +51,7 @@ function typeAliases(v: ReduceVariant): string {
   return `alias C = ${computeTypeOf(v.dtype)};\nalias R = ${resultType(v)};\n`;
 }
 
-/** The bodies' code: the combine step, the start value and the result from the winner (acc_v, acc_i). */
+/** The bodies' code: the combine step, the start value and the result from the winner (acc: its value and index). */
 function reduceCode(v: ReduceVariant, acc: { v: string; i: string }): Record<string, string> {
   const c = computeTypeOf(v.dtype);
   const result =
@@ -92,8 +92,11 @@ const reduceWorkgroups = defineKernel({
   grid: 'custom',
   workgroupSize: (v) => v.wg,
   constants: (v) => ({ LANES: lanesPerWord(v.outDtype), BITS: 32 / lanesPerWord(v.outDtype) }),
-  functions: typeAliases,
-  code: (v) => reduceCode(v, { v: 'acc_v[0]', i: 'acc_i[0]' }),
+  // 'reusable': the next output of the word refills the scratch right after.
+  functions: (v) =>
+    typeAliases(v) +
+    workgroupReduce({ name: 'reduce_pair', type: 'vec2<u32>', combine: 'combine(bitcast<C>(a.x), a.y, bitcast<C>(b.x), b.y)', result: 'reusable' }),
+  code: (v) => reduceCode(v, { v: 'bitcast<C>(best.x)', i: 'best.y' }),
 });
 
 /** Reduces dim `dim` of an input whose view is contiguous (any offset); the output is contiguous without that dim. */

@@ -1,12 +1,10 @@
 // Reduces the middle dim of a contiguous [outer, size, inner] input. One workgroup per output word: its
 // invocations stride over the reduced dim, then combine in workgroup memory. Argmax/argmin keep the first index of
 // the extreme, and a NaN counts as the extreme (torch semantics). C is the input's compute type, R the result's;
-// the header comes from the description in reduce.ts.
+// the header comes from the description in reduce.ts, with reduce_pair (workgroup-reduce.wgsl): the tree over
+// (bits of the value, index) pairs, combined by `combine`.
 
-var<workgroup> acc_v: array<C, WG>;
-var<workgroup> acc_i: array<u32, WG>;
-
-// Combines (v, i) into the running (a, ai); returns the winner.
+// Combines (v, i) into the running (a, ai); returns the winner (the value's bits and the index).
 fn combine(a: C, ai: u32, v: C, vi: u32) -> vec2<u32> {
 {{COMBINE}}
 }
@@ -28,21 +26,10 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
         a = bitcast<C>(r.x);
         ai = r.y;
       }
-      acc_v[t] = a;
-      acc_i[t] = ai;
-      workgroupBarrier();
-      for (var s = WG / 2u; s > 0u; s >>= 1u) {
-        if (t < s) {
-          let r = combine(acc_v[t], acc_i[t], acc_v[t + s], acc_i[t + s]);
-          acc_v[t] = bitcast<C>(r.x);
-          acc_i[t] = r.y;
-        }
-        workgroupBarrier();
-      }
+      let best = reduce_pair(t, vec2<u32>(bitcast<u32>(a), ai));
       if (t == 0u) {
         word |= encode_out({{RESULT}}) << (l * BITS);
       }
-      workgroupBarrier();
     }
   }
   if (t == 0u && w * LANES < p.n_out) {

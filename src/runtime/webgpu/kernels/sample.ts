@@ -6,6 +6,12 @@ import type { SamplingParams } from '../../backend.js';
 import type { GpuBuffer, GpuContext } from '../gpu-context.js';
 import type { GpuOperand } from './elementwise.js';
 import { defineKernel } from './kernel.js';
+import { workgroupReduce } from './wgsl.js';
+
+// The row's max and 64-bit masses over the workgroup; read uniformly, since the sampler branches on them around barriers.
+const reductions = () =>
+  workgroupReduce({ name: 'reduce_max', type: 'f32', combine: 'max(a, b)', result: 'uniform' }) +
+  workgroupReduce({ name: 'reduce_sum64', type: 'vec2<u32>', combine: 'add64(a, b)', result: 'uniform' });
 
 const sample = defineKernel({
   name: 'sample',
@@ -32,7 +38,7 @@ const sample = defineKernel({
   inputs: { logits: { packed: 'dtype' }, prev: 'i32', draw_buf: { type: 'f32', when: (v) => v.drawBuffer }, row_words: { type: 'u32', when: (v) => v.rows } },
   grid: 'custom',
   workgroupSize: 256,
-  functions: (v) => (v.rows ? rowSamplingFn(v.drawBuffer) : ''),
+  functions: (v) => (v.rows ? rowSamplingFn(v.drawBuffer) : '') + reductions(),
   code: (v) => ({
     SAMPLING: v.rows
       ? 'row_sampling(row)'

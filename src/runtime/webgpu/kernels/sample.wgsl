@@ -3,9 +3,9 @@
 // sortable float keys, min-p, then inverse-CDF sampling in index order with the uniform u drawn on the host.
 // Probability masses are 64-bit fixed point (weight exp(x - max) scaled by 2^32): integer sums are exact, so the
 // result does not depend on the order invocations add in.
-// The header (params, bindings, load_logits, WG = 256) comes from the description in sample.ts; SAMPLING builds a
-// row's parameters from the uniform (one row; u from the uniform or, in captured steps, the draw buffer) or from the
-// row's words (a batch).
+// The header (params, bindings, load_logits, WG = 256, and reduce_max / reduce_sum64 from workgroup-reduce.wgsl)
+// comes from the description in sample.ts; SAMPLING builds a row's parameters from the uniform (one row; u from the
+// uniform or, in captured steps, the draw buffer) or from the row's words (a batch).
 
 const NEG_INF_KEY = 0x007fffffu; // key of -Inf: every finite logit sorts above it
 
@@ -30,8 +30,6 @@ struct Sampling {
 var<workgroup> ws: Sampling;
 var<private> wb: u32; // this row's start in the scratch rows
 
-var<workgroup> red_f: array<f32, WG>;
-var<workgroup> red_u: array<vec2<u32>, WG>;
 var<workgroup> hist_lo: array<atomic<u32>, 256>;
 var<workgroup> hist_hi: array<atomic<u32>, 256>;
 var<workgroup> shared_key: u32;
@@ -69,31 +67,6 @@ fn scale64(m: vec2<u32>, f: f32) -> vec2<u32> {
 fn weight(x: f32, row_max: f32) -> u32 {
   let w = select(exp(x - row_max), 0.0, x - row_max < -88.0 || is_nan(x));
   return u32(min(w * 4294967296.0, 4294967040.0));
-}
-
-fn reduce_max(t: u32, x: f32) -> f32 {
-  red_f[t] = x;
-  workgroupBarrier();
-  for (var s = WG / 2u; s > 0u; s >>= 1u) {
-    if (t < s) {
-      red_f[t] = max(red_f[t], red_f[t + s]);
-    }
-    workgroupBarrier();
-  }
-  // workgroupUniformLoad: callers branch on the result around barriers, so it must be uniform.
-  return workgroupUniformLoad(&red_f[0]);
-}
-
-fn reduce_sum64(t: u32, x: vec2<u32>) -> vec2<u32> {
-  red_u[t] = x;
-  workgroupBarrier();
-  for (var s = WG / 2u; s > 0u; s >>= 1u) {
-    if (t < s) {
-      red_u[t] = add64(red_u[t], red_u[t + s]);
-    }
-    workgroupBarrier();
-  }
-  return workgroupUniformLoad(&red_u[0]);
 }
 
 // Radix select over 4 bytes of the key: the largest threshold key T among keys >= floor_key such that the
@@ -239,12 +212,13 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
       part = add64(part, vec2<u32>(w, 0u));
     }
   }
-  red_u[t] = part;
+  // The parts in index order, in reduce_sum64's scratch (free again: its result was read uniformly).
+  reduce_sum64_scratch[t] = part;
   workgroupBarrier();
   if (t == 0u) {
     var total = vec2<u32>(0u, 0u);
     for (var q = 0u; q < WG; q++) {
-      total = add64(total, red_u[q]);
+      total = add64(total, reduce_sum64_scratch[q]);
     }
     var goal = scale64(total, s.u);
     if (ge64(goal, total)) {
@@ -253,7 +227,7 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
     var cum = vec2<u32>(0u, 0u);
     var owner = WG - 1u;
     for (var q = 0u; q < WG; q++) {
-      let next = add64(cum, red_u[q]);
+      let next = add64(cum, reduce_sum64_scratch[q]);
       if (!ge64(goal, next)) {
         owner = q;
         break;

@@ -5,7 +5,7 @@ import { numel } from '../../../core/shape.js';
 import { wordBytes, type GpuBuffer, type GpuContext } from '../gpu-context.js';
 import { viaFloat32, type GpuOperand } from './elementwise.js';
 import { defineKernel, type VariantOf } from './kernel.js';
-import { grid1d, wgslSource } from './wgsl.js';
+import { grid1d, wgslSource, workgroupReduce } from './wgsl.js';
 
 /** What every softmax body depends on: log or not, the input and output dtypes. */
 const VARIANT = { log: 'boolean', dtype: 'dtype', out: 'dtype' } as const;
@@ -13,8 +13,11 @@ type Variant = VariantOf<typeof VARIANT>;
 const PARAMS = { rows: 'u32', d: 'u32', inner: 'u32', offset: 'u32' } as const;
 const BINDINGS = { outputs: { out: { packed: 'out' } }, inputs: { x: { packed: 'dtype' } } } as const;
 const lanesConstants = (v: Variant) => ({ LANES: lanesPerWord(v.out), BITS: 32 / lanesPerWord(v.out) });
+/** reduce_state(t, m, s): the workgroup-wide merge of online-softmax states (needs online-softmax.wgsl's merge). */
+export const softmaxWorkgroupWgsl = (): string =>
+  wgslSource('softmax-workgroup.wgsl') + workgroupReduce({ name: 'reduce_states', type: 'vec2<f32>', combine: 'merge(a.x, a.y, b.x, b.y)', result: 'uniform' });
 /** The online-softmax state helpers, and the workgroup-wide merge for kernels with a workgroup per row. */
-const onlineSoftmax = (workgroup: boolean) => () => wgslSource('online-softmax.wgsl') + (workgroup ? wgslSource('softmax-workgroup.wgsl') : '');
+const onlineSoftmax = (workgroup: boolean) => () => wgslSource('online-softmax.wgsl') + (workgroup ? softmaxWorkgroupWgsl() : '');
 
 const softmaxRows = defineKernel({
   name: 'softmax-rows',

@@ -25,6 +25,36 @@ export function commonWgsl(): string {
   return wgslSource('dtype-codecs.wgsl') + wgslSource('common.wgsl');
 }
 
+/** A workgroup tree reduction (workgroup-reduce.wgsl), instantiated by workgroupReduce. */
+export interface WorkgroupReduce {
+  /** The function `fn name(t: u32, v: type) -> type`; its scratch is `name_scratch`. */
+  readonly name: string;
+  /** The element type: f32, a vector (pairs) or a struct the kernel declares. */
+  readonly type: string;
+  /** WGSL expression of `a` (slot t) and `b` (slot t + stride) giving the new slot t: 'a + b', 'max(a, b)', ... */
+  readonly combine: string;
+  /** How the result leaves the scratch (default 'read'; see workgroup-reduce.wgsl). */
+  readonly result?: 'read' | 'reusable' | 'uniform';
+}
+
+const REDUCE_ENDINGS = {
+  read: (s: string) => `  return ${s}[0];`,
+  reusable: (s: string) => `  let r = ${s}[0];\n  workgroupBarrier();\n  return r;`,
+  uniform: (s: string) => `  return workgroupUniformLoad(&${s}[0]);`,
+};
+
+/**
+ * The workgroup tree reduction written once in workgroup-reduce.wgsl, filled for one kernel: its scratch and
+ * `fn NAME(t, v) -> T`, for a description's `functions` (needs the kernel's WG constant).
+ */
+export function workgroupReduce(r: WorkgroupReduce): string {
+  const ending = REDUCE_ENDINGS[r.result ?? 'read'](`${r.name}_scratch`);
+  // The file's opening comment documents the template; each instance carries only a line naming it.
+  const template = wgslSource('workgroup-reduce.wgsl').replace(/^(\/\/[^\n]*\n)+\n/, '');
+  const text = fillTemplate(template, { NAME: r.name, TYPE: r.type, COMBINE: r.combine, RESULT: ending });
+  return `// ---- workgroup-reduce.wgsl as ${r.name} ----\n${text}`;
+}
+
 /** The arithmetic type a kernel computes in: f32 when any dtype involved is floating, else i32. */
 export type ComputeType = 'f32' | 'i32';
 

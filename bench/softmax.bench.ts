@@ -3,11 +3,11 @@
 //   vs a three-pass softmax built from existing ops (max, sum of exp(x - max), exp(x - max) / sum: the TF.js / ORT
 //   design). With no fused sub-exp op the baseline is 5 dispatches: max, sub, exp, sum, div.
 // - sample: sample() with the logits kept on the device (one dispatch, a 4-byte read) vs reading the logits back
-//   and sampling on the host with the reference sampler (src/runtime/cpu/sampling.ts).
+//   and sampling on the host with the reference sampler (src/kernels/sample/cpu.ts).
 // Dispatches per call, sync reads per call and bytes moved are machine-independent; times on a software adapter are not.
 import { Generator, gpuCounters, randn, sample, synchronize, type Tensor } from '../src/index.js';
 import type { SamplingParams } from '../src/runtime/backend.js';
-import { sampleReference } from '../src/runtime/cpu/sampling.js';
+import { sampleReference } from '../src/kernels/sample/cpu.js';
 import { timeIt, type BenchCase, type BenchContext, type RowInput } from './harness.js';
 
 const F32 = 4;

@@ -82,15 +82,10 @@ export function logMelSpectrogram(audio: Tensor, options: LogMelOptions = {}): T
   let source = signals;
   // whisper pads with zeros before the STFT, so its reflect padding mirrors those zeros: one pad dispatch.
   if (padding > 0) source = pad(signals, [0, padding]);
-  const power = backend.stft(source.operand(), window.operand(), {
-    nFft: WHISPER_N_FFT,
-    hop: WHISPER_HOP_LENGTH,
-    frames,
-    padLeft,
-    padMode: 'reflect',
-    onesided: true,
-    scale: 1,
-    output: 'power',
+  const power = runKernel('stft', backend, {
+    x: source.operand(),
+    window: window.operand(),
+    args: { nFft: WHISPER_N_FFT, hop: WHISPER_HOP_LENGTH, frames, padLeft, padMode: 'reflect', onesided: true, scale: 1, output: 'power' },
   });
   const powerTensor = wrap(backend, power, 'float32', [batch, WHISPER_N_FFT / 2 + 1, frames]);
   const out = runKernel('logMel', backend, {

@@ -18,6 +18,17 @@ import { convKernels } from './conv/index.js';
 import { crossEntropyBackwardKernels, crossEntropyForwardKernels } from './cross-entropy/index.js';
 import { rmsNormKernels } from './rms-norm/index.js';
 import { groupNormKernels } from './group-norm/index.js';
+import { adamStepKernels, clipGradNormKernels, sgdStepKernels } from './optim/index.js';
+import { softmaxKernels } from './softmax/index.js';
+import { sampleKernels, sampleRowsKernels } from './sample/index.js';
+import { quantizeBlocksKernels } from './quantize-blocks/index.js';
+import { swigluKernels } from './swiglu/index.js';
+import { expertLinearKernels, moeRouteKernels, moeRouterKernels } from './moe/index.js';
+import { attentionKernels } from './attention/index.js';
+import { attentionBackwardKernels } from './attention-backward/index.js';
+import { fftKernels, stftKernels } from './fft/index.js';
+import { gatherKernels } from './gather/index.js';
+import { indexSelectKernels } from './index-select/index.js';
 import { type OpKernels, runOpKernels } from './op-kernels.js';
 import { shortConvKernels } from './short-conv/index.js';
 
@@ -39,6 +50,23 @@ export const OP_KERNELS = {
   crossEntropyBackward: crossEntropyBackwardKernels,
   rmsNorm: rmsNormKernels,
   groupNorm: groupNormKernels,
+  adamStep: adamStepKernels,
+  sgdStep: sgdStepKernels,
+  clipGradNorm: clipGradNormKernels,
+  softmax: softmaxKernels,
+  sample: sampleKernels,
+  sampleRows: sampleRowsKernels,
+  quantizeBlocks: quantizeBlocksKernels,
+  swiglu: swigluKernels,
+  moeRoute: moeRouteKernels,
+  moeRouter: moeRouterKernels,
+  expertLinear: expertLinearKernels,
+  attention: attentionKernels,
+  attentionBackward: attentionBackwardKernels,
+  fft: fftKernels,
+  stft: stftKernels,
+  indexSelect: indexSelectKernels,
+  gather: gatherKernels,
 } as const;
 
 export type OpName = keyof typeof OP_KERNELS;

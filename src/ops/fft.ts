@@ -1,6 +1,7 @@
 // torch.fft's one-dimensional transforms: fft, ifft, rfft, irfft for any length. Complex values travel as a
 // trailing dim of 2 (torch.view_as_real's layout) in float32; inputs may be float32, float16 or bfloat16 views.
 // Every transform is one dispatch on WebGPU (see runtime/fft-plan.ts for the algorithm).
+import { runKernel } from '../kernels/registry.js';
 import type { FftArgs, FftInput, FftOutput } from '../runtime/backend.js';
 import { ShapeError } from '../core/errors.js';
 import { normalizeDim } from '../core/shape.js';
@@ -78,7 +79,7 @@ function transform(
   const args: FftArgs = { n, inverse, input, output, scale: fftScale(n, options.norm, inverse) };
   const bins = output === 'half' ? Math.floor(n / 2) + 1 : n;
   const outShape = output === 'real' ? [...lead, bins] : [...lead, bins, 2];
-  const result = wrap(backend, backend.fft(rowsView.operand(), args), 'float32', outShape);
+  const result = wrap(backend, runKernel('fft', backend, { x: rowsView.operand(), args }), 'float32', outShape);
   if (rowsView !== moved) rowsView.dispose();
   if (moved !== x) moved.dispose();
   if (dim === last) return result;

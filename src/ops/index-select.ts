@@ -22,7 +22,7 @@ export function indexSelect(x: Tensor, dim: number, index: Tensor): Tensor {
     try {
       const shape = [...x.shape];
       shape[d] = idx.numel;
-      return wrap(backend, backend.indexSelect(x.operand(), d, idx.operand()), x.dtype, shape);
+      return wrap(backend, runKernel('indexSelect', backend, { x: x.operand(), dim: d, index: idx.operand() }), x.dtype, shape);
     } finally {
       idx.dispose();
     }
@@ -58,5 +58,7 @@ export function gather(x: Tensor, dim: number, index: Tensor): Tensor {
   index.shape.forEach((s, i) => {
     if (i !== d && s > x.shape[i]) throw new ShapeError(`gather: index ${formatShape(index.shape)} is larger than x ${formatShape(x.shape)} in dim ${i}`);
   });
-  return notDifferentiable('gather', [x, index], () => wrap(backend, backend.gather(x.operand(), d, index.operand()), x.dtype, index.shape));
+  return notDifferentiable('gather', [x, index], () =>
+    wrap(backend, runKernel('gather', backend, { x: x.operand(), dim: d, index: index.operand() }), x.dtype, index.shape),
+  );
 }

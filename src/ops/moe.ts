@@ -1,6 +1,7 @@
 // Mixture-of-experts ops whose expert choice stays on the device: the router's top-k, and a linear layer that reads
 // each slot's expert id on the GPU (gather), optionally summing a token's slots with its routing weights
 // (combine). An MoE block is then a handful of dispatches with no read back, whatever the number of experts.
+import { runKernel } from '../kernels/registry.js';
 import type { RouteOptions } from '../runtime/backend.js';
 import { DTypeError, ShapeError } from '../core/errors.js';
 import { isFp8 } from '../core/dtype.js';
@@ -48,7 +49,7 @@ export function moeRoute(logits: Tensor, topK: number, options: RouteOpOptions =
   checkTopK('moeRoute', topK, e);
   const slots = topK + (options.sharedExpert ? 1 : 0);
   return withRouteOptions('moeRoute', options, e, (route) => {
-    const [ids, weights] = backend.moeRoute(logits.operand(), topK, route);
+    const [ids, weights] = runKernel('moeRoute', backend, { logits: logits.operand(), topK, options: route });
     return { ids: wrap(backend, ids, 'int32', [t, slots]), weights: wrap(backend, weights, 'float32', [t, slots]) };
   });
 }
@@ -71,7 +72,7 @@ export function moeRouter(x: Tensor, weight: Tensor, topK: number, options: Rout
   checkTopK('moeRouter', topK, e);
   const slots = topK + (options.sharedExpert ? 1 : 0);
   return withRouteOptions('moeRouter', options, e, (route) => {
-    const [ids, weights] = backend.moeRouter(x.operand(), weight.operand(), topK, route);
+    const [ids, weights] = runKernel('moeRouter', backend, { x: x.operand(), weight: weight.operand(), topK, options: route });
     return { ids: wrap(backend, ids, 'int32', [t, slots]), weights: wrap(backend, weights, 'float32', [t, slots]) };
   });
 }
@@ -177,12 +178,17 @@ export function expertLinear(x: Tensor, weight: Tensor, ids: Tensor, options: Ex
   const packedScale = scale && compact(scale);
   const packedResidual = residual && compact(residual);
   try {
-    const handle = backend.expertLinear(x.operand(), weight.operand(), ids.operand(), {
-      scale: packedScale?.storage.handle,
-      combine: combine?.operand(),
-      outDtype: x.dtype,
-      activation,
-      residual: packedResidual?.operand(),
+    const handle = runKernel('expertLinear', backend, {
+      x: x.operand(),
+      weight: weight.operand(),
+      ids: ids.operand(),
+      options: {
+        scale: packedScale?.storage.handle,
+        combine: combine?.operand(),
+        outDtype: x.dtype,
+        activation,
+        residual: packedResidual?.operand(),
+      },
     });
     return wrap(backend, handle, x.dtype, [combine ? t : t * slots, activation ? n / 2 : n]);
   } finally {

@@ -143,15 +143,15 @@ export function attention(q: Tensor, k: Tensor, v: Tensor, options: AttentionOpO
   const forward = () =>
     wrap(
       backend,
-      backend.attention(
-        q.operand(),
-        k.operand(),
-        v.operand(),
-        { scale, causal: causal || pages !== undefined, queryOffset },
-        dynamic?.operand(),
-        pages && pagedKv(pages),
-        gate && gateOperand(gate, sq, hq, d),
-      ),
+      runKernel('attention', backend, {
+        q: q.operand(),
+        k: k.operand(),
+        v: v.operand(),
+        options: { scale, causal: causal || pages !== undefined, queryOffset },
+        queryOffsetFrom: dynamic?.operand(),
+        pages: pages && pagedKv(pages),
+        gate: gate && gateOperand(gate, sq, hq, d),
+      }),
       q.dtype,
       q.shape,
     );
@@ -177,7 +177,7 @@ function gateOperand(gate: Tensor, sq: number, hq: number, d: number): Operand<u
  * grouped kv head summing its query heads' gradients. A query that sees no key (the forward's zeros) passes none.
  */
 function attentionRule(backend: Backend, g: Tensor, [q, k, v]: Tensor[], options: AttentionOptions): Tensor[] {
-  const [dq, dk, dv] = backend.attentionBackward(q.operand(), k.operand(), v.operand(), g.operand(), options);
+  const [dq, dk, dv] = runKernel('attentionBackward', backend, { q: q.operand(), k: k.operand(), v: v.operand(), dOut: g.operand(), options });
   return [wrap(backend, dq, 'float32', q.shape), wrap(backend, dk, 'float32', k.shape), wrap(backend, dv, 'float32', v.shape)];
 }
 
@@ -188,7 +188,7 @@ export function swiglu(x: Tensor): Tensor {
   if (x.ndim === 0 || x.shape[x.ndim - 1] % 2 !== 0)
     throw new ShapeError(`swiglu: the last dim must be even (gate and up halves), got ${formatShape(x.shape)}`);
   const shape = [...x.shape.slice(0, -1), x.shape[x.ndim - 1] / 2];
-  const forward = () => wrap(backend, backend.swiglu(x.operand()), x.dtype, shape);
+  const forward = () => wrap(backend, runKernel('swiglu', backend, { x: x.operand() }), x.dtype, shape);
   return differentiable('swiglu', [x], forward, (g, s) => [swigluGrad(s.inputs[0] as Tensor, g)], { inputs: [0] });
 }
 

@@ -1,4 +1,5 @@
 // FP8 quantization with on-device amax: the inverse of scaledMm's dequantization scales.
+import { runKernel } from '../kernels/registry.js';
 import type { DType } from '../core/dtype.js';
 import { DTypeError, ShapeError } from '../core/errors.js';
 import { formatShape } from '../core/shape.js';
@@ -36,7 +37,7 @@ const MIN_AMAX = 1e-12;
 function blockwise(x: Tensor, dtype: 'float8_e4m3fn' | 'float8_e5m2', fmax: number, [blockRows, blockCols]: [number, number]): Quantized {
   const backend = commonBackend('quantize', x);
   const [rows, cols] = x.shape;
-  const [data, scale] = backend.quantizeBlocks(x.operand(), { dtype, blockRows, blockCols, fmax });
+  const [data, scale] = runKernel('quantizeBlocks', backend, { x: x.operand(), blocks: { dtype, blockRows, blockCols, fmax } });
   const scaleShape = blockRows === 1 && blockCols === cols ? [rows, 1] : [Math.ceil(rows / blockRows), Math.ceil(cols / blockCols)];
   return { data: wrap(backend, data, dtype, x.shape), scale: wrap(backend, scale, 'float32', scaleShape) };
 }

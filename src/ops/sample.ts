@@ -1,4 +1,5 @@
 // Token sampling with the logits kept on the device: one dispatch, one 4-byte read (sample) or none (sampleToken).
+import { runKernel } from '../kernels/registry.js';
 import type { SamplingParams } from '../runtime/backend.js';
 import { DTypeError, ShapeError, TensorGpuError } from '../core/errors.js';
 import { defaultGenerator, Generator } from '../core/random.js';
@@ -92,7 +93,12 @@ export function sampleToken(logits: Tensor, options: SampleOptions = {}): Tensor
       commonBackend('sample', logits, draw);
       requireDeviceScalar('sample', 'draw', draw, 'float32');
     }
-    const handle = backend.sample(logits.operand(), prev && prev.numel > 0 ? prev.operand() : undefined, params, draw?.operand());
+    const handle = runKernel('sample', backend, {
+      logits: logits.operand(),
+      previous: prev && prev.numel > 0 ? prev.operand() : undefined,
+      params,
+      drawFrom: draw?.operand(),
+    });
     return wrap(backend, handle, 'int32', [1]);
   } finally {
     prev?.dispose();
@@ -143,7 +149,7 @@ export function sampleRows(logits: Tensor, rows: readonly RowSampling[], options
   const prev = prevIds.length > 0 ? tensor(prevIds, { dtype: 'int32', device: logits.device }) : undefined;
   const drawsView = draws && compact(draws);
   try {
-    const handle = backend.sampleRows(logits.operand(), params, prev?.operand(), spans, drawsView?.operand());
+    const handle = runKernel('sampleRows', backend, { logits: logits.operand(), params, previous: prev?.operand(), spans, draws: drawsView?.operand() });
     return wrap(backend, handle, 'int32', [b!]);
   } finally {
     prev?.dispose();

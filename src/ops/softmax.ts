@@ -1,4 +1,5 @@
 import { normalizeDim } from '../core/shape.js';
+import { runKernel } from '../kernels/registry.js';
 import type { Tensor } from '../core/tensor.js';
 import { commonBackend, requireDTypes, wrap } from './util.js';
 import { differentiable } from '../autograd/function.js';
@@ -10,8 +11,14 @@ function softmaxOp(name: string, x: Tensor, dim: number, log: boolean): Tensor {
   const backend = commonBackend(name, x);
   requireDTypes(name, x, SOFTMAX_DTYPES);
   const d = normalizeDim(dim, x.ndim); // a 0-d tensor takes dim 0 or -1, as in torch
-  if (x.ndim === 0) return wrap(backend, backend.softmax({ ...x.operand(), view: { shape: [1], strides: [1], offset: x.offset } }, 0, log), x.dtype, []);
-  return wrap(backend, backend.softmax(x.operand(), d, log), x.dtype, x.shape);
+  if (x.ndim === 0)
+    return wrap(
+      backend,
+      runKernel('softmax', backend, { x: { ...x.operand(), view: { shape: [1], strides: [1], offset: x.offset } }, dim: 0, log }),
+      x.dtype,
+      [],
+    );
+  return wrap(backend, runKernel('softmax', backend, { x: x.operand(), dim: d, log }), x.dtype, x.shape);
 }
 
 /**

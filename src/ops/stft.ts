@@ -112,7 +112,7 @@ export function spectrogramOf(op: string, x: Tensor, options: StftOptions, kind:
       scale: options.normalized ? 1 / Math.sqrt(f.nFft) : 1,
       output: kind,
     };
-    const handle = backend.stft(signals.operand(), f.window.operand(), args);
+    const handle = runKernel('stft', backend, { x: signals.operand(), window: f.window.operand(), args });
     if (signals !== x) signals.dispose();
     return wrap(backend, handle, 'float32', kind === 'complex' ? [...lead, bins, frames, 2] : [...lead, bins, frames]);
   } finally {
@@ -159,7 +159,10 @@ export function istft(spec: Tensor, options: IstftOptions): Tensor {
     const specs = spec.reshape([batch, bins, frames, 2]);
     const rows = specs.permute([0, 2, 1, 3]);
     const scale = (1 / f.nFft) * (options.normalized ? Math.sqrt(f.nFft) : 1);
-    const framesHandle = backend.fft(rows.operand(), { n: f.nFft, inverse: true, input: onesided ? 'hermitian' : 'complex', output: 'real', scale });
+    const framesHandle = runKernel('fft', backend, {
+      x: rows.operand(),
+      args: { n: f.nFft, inverse: true, input: onesided ? 'hermitian' : 'complex', output: 'real', scale },
+    });
     const timeFrames = wrap(backend, framesHandle, 'float32', [batch, frames, f.nFft]);
     rows.dispose();
     if (specs !== spec) specs.dispose();

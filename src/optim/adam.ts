@@ -1,6 +1,7 @@
 // Adam and AdamW (torch.optim.Adam / AdamW, single-tensor path): per parameter a float32 exp_avg and exp_avg_sq
 // (and max_exp_avg_sq with amsgrad) and a step count; the bias corrections are computed here in float64 from the
 // step count, as PyTorch does with Python floats, and the whole update is one fused backend call.
+import { runKernel } from '../kernels/registry.js';
 import type { Backend } from '../runtime/backend.js';
 import type { Tensor } from '../core/tensor.js';
 import { Optimizer, type CommonOptimizerOptions, type ParamStateAccess } from './optimizer.js';
@@ -94,7 +95,14 @@ class AdamBase extends Optimizer<AdamHyper> {
       // The fused kernel reads every state as zeros or none: a fresh max beside older moments needs zeros in it.
       zeroState(backend, vmax);
     }
-    backend.adamStep(param.operand(), grad.operand(), m.storage.handle, v.storage.handle, vmax?.storage.handle, hyper);
+    runKernel('adamStep', backend, {
+      param: param.operand(),
+      grad: grad.operand(),
+      m: m.storage.handle,
+      v: v.storage.handle,
+      vmax: vmax?.storage.handle,
+      hyper,
+    });
   }
 }
 

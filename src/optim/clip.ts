@@ -1,6 +1,7 @@
 // torch.nn.utils.clip_grad_norm_: the norm of every gradient together, then each gradient scaled in place by
 // min(1, maxNorm / (norm + 1e-6)). On the GPU the norm and the coefficient never leave the device (nothing is read
 // back, so a training step stays one submit); the norm comes back as a 0-d float32 tensor to read when wanted.
+import { runKernel } from '../kernels/registry.js';
 import { backendFor, getDefaultDevice } from '../runtime/registry.js';
 import { DeviceMismatchError, DTypeError } from '../core/errors.js';
 import { keep } from '../core/scope.js';
@@ -36,7 +37,7 @@ export function clipGradNorm(params: Tensor | readonly Tensor[], maxNorm: number
   if (span) {
     try {
       if (gradsInSpan(list, span)) {
-        const norm = backend.clipGradNorm([span.grads.operand()], maxNorm, normType);
+        const norm = runKernel('clipGradNorm', backend, { grads: [span.grads.operand()], maxNorm, normType });
         span.grads.storage.version++;
         return Tensor.fromHandle(backend, norm, 'float32', []);
       }
@@ -60,11 +61,7 @@ export function clipGradNorm(params: Tensor | readonly Tensor[], maxNorm: number
     });
   });
   const grads = withGrad.map((p) => p.grad!);
-  const norm = backend.clipGradNorm(
-    grads.map((g) => g.operand()),
-    maxNorm,
-    normType,
-  );
+  const norm = runKernel('clipGradNorm', backend, { grads: grads.map((g) => g.operand()), maxNorm, normType });
   for (const g of grads) g.storage.version++;
   return Tensor.fromHandle(backend, norm, 'float32', []);
 }

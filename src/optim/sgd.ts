@@ -1,6 +1,7 @@
 // SGD (torch.optim.SGD, single-tensor path): momentum, dampening, Nesterov, weight decay and maximize; with
 // momentum, a float32 momentum_buffer per parameter that starts as the first gradient. One fused backend call per
 // parameter per step.
+import { runKernel } from '../kernels/registry.js';
 import type { Backend } from '../runtime/backend.js';
 import type { Tensor } from '../core/tensor.js';
 import { Optimizer, type CommonOptimizerOptions, type ParamStateAccess } from './optimizer.js';
@@ -65,14 +66,19 @@ export class SGD extends Optimizer<SgdHyper> {
         first = true;
       }
     }
-    backend.sgdStep(param.operand(), grad.operand(), buf?.storage.handle, {
-      lr: h.lr,
-      momentum: h.momentum,
-      dampening: h.dampening,
-      nesterov: h.nesterov,
-      weightDecay: h.weightDecay,
-      maximize: h.maximize,
-      first,
+    runKernel('sgdStep', backend, {
+      param: param.operand(),
+      grad: grad.operand(),
+      momentumBuffer: buf?.storage.handle,
+      hyper: {
+        lr: h.lr,
+        momentum: h.momentum,
+        dampening: h.dampening,
+        nesterov: h.nesterov,
+        weightDecay: h.weightDecay,
+        maximize: h.maximize,
+        first,
+      },
     });
   }
 }

@@ -281,78 +281,16 @@ export interface Backend<H = unknown> {
   /** Writes src (same shape) into the view dst of existing storage, converting to dst's dtype. */
   copyInto(src: Operand<H>, dst: Operand<H>): void;
   unary(op: UnaryOp, x: Operand<H>, outDtype: DType): H;
-  /** x.index_select(dim, index) with a 1-D int32 index; contiguous result. Out-of-range: CPU throws, GPU gives 0. */
-  indexSelect(x: Operand<H>, dim: number, index: Operand<H>): H;
-  /** x.gather(dim, index): index is int32 with x's rank (sizes <= x's off dim); result has the index's shape. */
-  gather(x: Operand<H>, dim: number, index: Operand<H>): H;
-  /** a and b are already broadcast to outShape; computes in float32 when any dtype involved is floating, else int32. */
-  /** Broadcast views a, b (or a JS number on either side) to outShape. */
+  /**
+   * Broadcast views a, b (or a JS number on either side) to outShape; computes in float32 when any dtype involved is
+   * floating, else int32.
+   */
   binary(op: BinaryOp, a: Operand<H> | ScalarOperand, b: Operand<H> | ScalarOperand, outShape: Shape, outDtype: DType): H;
   /**
    * where(cond, a, b) over views broadcast to outShape; cond is bool. When a and b (numbers included) are of
    * outDtype, codes are selected as they are.
    */
   where(cond: Operand<H>, a: Operand<H> | ScalarOperand, b: Operand<H> | ScalarOperand, outShape: Shape, outDtype: DType): H;
-  /** Softmax (or log-softmax) along dim, numerically stable; contiguous result in x's dtype. */
-  softmax(x: Operand<H>, dim: number, log: boolean): H;
-  /** One token id sampled from a 1-D logits row (int32 storage of one element; -1 when nothing can be sampled). */
-  /** `drawFrom` (float32 [1] on the device), when given, replaces params.u: a captured step's per-step draw. */
-  sample(logits: Operand<H>, previous: Operand<H> | undefined, params: SamplingParams, drawFrom?: Operand<H>): H;
-  /**
-   * One token id per row of a [B, V] logits operand, each row with its own parameters (int32 storage of B
-   * elements). Row r's previous tokens are previous[spans[r][0], spans[r][0] + spans[r][1]); `draws` (float32 [B]
-   * on the device), when given, replaces each params.u. The same ids as `sample` row by row, in one dispatch.
-   */
-  sampleRows(
-    logits: Operand<H>,
-    params: readonly SamplingParams[],
-    previous: Operand<H> | undefined,
-    spans: readonly (readonly [number, number])[],
-    draws?: Operand<H>,
-  ): H;
-  /**
-   * x: a contiguous [rows, cols] float tensor view. Returns FP8 codes round(x / scale) (saturated) and the float32
-   * scales [ceil(rows/blockRows), ceil(cols/blockCols)], row-major; a block holding a NaN gets a NaN scale.
-   */
-  quantizeBlocks(x: Operand<H>, q: QuantizeBlocks): [data: H, scale: H];
-  /**
-   * Scaled dot-product attention with grouped-query heads: q [Sq, Hq, D], k and v [Skv, Hkv, D] with Hq a multiple
-   * of Hkv (query head h reads kv head floor(h / (Hq / Hkv))). With causal, query i sees keys j <= queryOffset + i.
-   * Softmax in float32; contiguous result [Sq, Hq, D] in q's dtype. A query that sees no key gives zeros.
-   * `gate` [Sq, Hq, D] (any float dtype, any strides: usually a column view of a wider projection) multiplies the
-   * result by sigmoid(gate) elementwise where it is written (Qwen3.5's gated attention); NaN in it propagates.
-   */
-  attention(q: Operand<H>, k: Operand<H>, v: Operand<H>, options: AttentionOptions, queryOffsetFrom?: Operand<H>, pages?: PagedKv<H>, gate?: Operand<H>): H;
-  /**
-   * Gradients of attention(q, k, v, options) given dOut [Sq, Hq, D] (any float dtypes and strides): float32 dq, dk,
-   * dv, contiguous and shaped like q, k, v. The probabilities are recomputed (FlashAttention-2's backward): only
-   * [Hq, Sq] float32 lives beyond the results, and the sums run in a fixed order (the same bits every run). A query
-   * that sees no key contributes nothing; a row whose forward output is NaN gives NaN gradients.
-   */
-  attentionBackward(q: Operand<H>, k: Operand<H>, v: Operand<H>, dOut: Operand<H>, options: AttentionOptions): [dq: H, dk: H, dv: H];
-  /** SwiGLU on halves of the last dim: x [..., 2I] -> silu(x[..., :I]) * x[..., I:], contiguous, in x's dtype. */
-  swiglu(x: Operand<H>): H;
-  /**
-   * MoE router: per row of logits [T, E], a score per expert (softmax over experts or an elementwise sigmoid, in
-   * float32), the topK experts by score + selectionBias in descending order (ties: the lower expert id first),
-   * weighted by their unbiased scores, divided by (their sum + normalizeEps) when normalize, times scale. Returns
-   * [ids int32 [T, topK], weights float32 [T, topK]]; with options.sharedExpert logits are [T, E+1] and the outputs
-   * [T, topK+1], the last slot (id E, weight sigmoid(logits[:, E])) the shared expert's.
-   */
-  moeRoute(logits: Operand<H>, topK: number, options: RouteOptions<H>): [ids: H, weights: H];
-  /**
-   * The router projection and moeRoute in one: logits = x [T, H] . weight [E, H]^T in float32 (as linear would
-   * store them), then scoring + top-k.
-   */
-  moeRouter(x: Operand<H>, weight: Operand<H>, topK: number, options: RouteOptions<H>): [ids: H, weights: H];
-  /**
-   * Expert-indexed linear layer for MoE, with expert ids read on the device. weight [E, N, K] (expert e's
-   * [N, K] linear weight, any float dtype, FP8 with block scales [E, ceil(N/128), ceil(K/128)] in options.scale);
-   * ids int32 [T, k]; x [T, K] (a token's row serves all its experts) or [T*k, K] (one row per slot).
-   * Without combine: out [T*k, N], out[t*k + j] = x_row . W[ids[t, j]]^T. With combine (float32 [T, k]): out [T, N]
-   * = sum_j combine[t, j] * (x_row(t, j) . W[ids[t, j]]^T). Accumulates in float32; result in outDtype.
-   */
-  expertLinear(x: Operand<H>, weight: Operand<H>, ids: Operand<H>, options: ExpertLinearOptions<H>): H;
   /** Reduces dim of x; the result is contiguous with that dim removed. */
   reduce(op: ReduceOp, x: Operand<H>, dim: number, outDtype: DType): H;
   /**
@@ -361,34 +299,4 @@ export interface Backend<H = unknown> {
    * output then saturates.
    */
   matmul(a: Operand<H>, b: Operand<H>, dims: MatmulDims, outDtype: DType, scaling?: MatmulScaling<H>): H;
-  /**
-   * One fused Adam / AdamW step (torch.optim.adam's single-tensor formulas, in its order), in place: param is a
-   * contiguous view (any offset) of float32, float16 or bfloat16, rounded once when written; grad any view of its
-   * shape and of any float dtype; m, v and vmax (amsgrad; undefined otherwise) float32 storage of param's numel
-   * elements from element 0. One dispatch on the GPU.
-   */
-  adamStep(param: Operand<H>, grad: Operand<H>, m: H, v: H, vmax: H | undefined, hyper: AdamStepHyper): void;
-  /** One fused SGD step in place (torch.optim.sgd's formulas), operands as for adamStep; momentumBuffer with momentum. */
-  sgdStep(param: Operand<H>, grad: Operand<H>, momentumBuffer: H | undefined, hyper: SgdStepHyper): void;
-  /**
-   * torch.nn.utils.clip_grad_norm_: the norm of all grads together (contiguous views, any offset, float dtypes),
-   * then each grad multiplied in place by min(1, maxNorm / (norm + 1e-6)), with nothing read back. Returns the norm
-   * as float32 storage of one element.
-   */
-  clipGradNorm(grads: readonly Operand<H>[], maxNorm: number, normType: GradNormType): H;
-  /**
-   * A DFT of length args.n along the last dim of every row: x is a view [R0, R1, L] (real) or [R0, R1, L, 2]
-   * (complex pairs, torch.view_as_real's layout), any float dtype and strides. Contiguous float32 result:
-   * complex [R0, R1, n, 2], half [R0, R1, floor(n/2) + 1, 2] or real [R0, R1, n]. Computed as in fft-plan.ts
-   * (Stockham passes, Bluestein for lengths with a prime factor above 5): float64 on the CPU, float32 on the GPU.
-   */
-  fft(x: Operand<H>, args: FftArgs): H;
-  /**
-   * torch.stft of real signals x [B, T] (any float dtype and strides): frame f of signal b holds z_j =
-   * x[b, f * hop - padLeft + j] * window[j] (positions outside [0, T) as padMode says; the op checks that a
-   * reflection stays inside), X = scale * DFT_nFft(z). Contiguous float32 result [B, bins, frames, 2] (complex) or
-   * [B, bins, frames] (power, magnitude). window: [nFft] of any float dtype. One dispatch on the GPU for nFft up
-   * to 2048 (1024 for lengths with a prime factor above 5).
-   */
-  stft(x: Operand<H>, window: Operand<H>, args: StftArgs): H;
 }

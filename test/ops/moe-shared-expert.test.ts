@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import * as tg from '../../src/index.js';
 import { setDefaultDevice, ShapeError, type DType, type Tensor } from '../../src/index.js';
-import { FUSED_ROUTER_MAX_EXPERTS } from '../../src/runtime/webgpu/kernels/moe-route.js';
+import { FUSED_ROUTER_MAX_EXPERTS } from '../../src/kernels/moe/moe-route.js';
 import { randomTensor, randomValues } from '../helpers/compare.js';
 import { dispatchesOf, setupWebGpu } from '../helpers/webgpu.js';
 

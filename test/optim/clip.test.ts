@@ -4,7 +4,7 @@
 // (each scaled once), a large maxNorm leaving gradients as they are, NaN, no gradients at all.
 import { describe, expect, it } from 'vitest';
 import { clipGradNorm, gpuCounters, synchronize, tensor, type DeviceName, type DType, type Tensor } from '../../src/index.js';
-import { gradNorm } from '../../src/runtime/cpu/optim.js';
+import { gradNorm } from '../../src/kernels/optim/cpu.js';
 import { expectClose, type Tolerance } from '../helpers/compare.js';
 import { setupWebGpu } from '../helpers/webgpu.js';
 import { makeProblem, roundTo, type ParamSpec } from './reference.js';

@@ -5,7 +5,7 @@ import type { AttentionInputsArgs } from './index.js';
 import { wordBytes, type GpuBuffer, type GpuContext } from '../../runtime/webgpu/gpu-context.js';
 import { bytesOf, defineKernel } from '../../runtime/webgpu/kernels/kernel.js';
 import { pow2AtLeast } from '../../runtime/webgpu/kernels/nn-util.js';
-import { cacheRowFn } from '../../runtime/webgpu/kernels/attention.js';
+import { cacheRowFn } from '../attention/webgpu.js';
 import { grid1d } from '../../runtime/webgpu/kernels/wgsl.js';
 
 /** The activation dtype's rounding (HF casts the normalized value back to it). */

@@ -6,7 +6,7 @@ import { lanesPerWord, type DType } from '../../core/dtype.js';
 import { wordBytes, type GpuBuffer, type GpuContext } from '../../runtime/webgpu/gpu-context.js';
 import type { GpuOperand } from '../../runtime/webgpu/kernels/elementwise.js';
 import { defineKernel } from '../../runtime/webgpu/kernels/kernel.js';
-import { softmaxWorkgroupWgsl } from '../../runtime/webgpu/kernels/softmax.js';
+import { softmaxWorkgroupWgsl } from '../softmax/webgpu.js';
 import { grid1d, wgslSource } from '../../runtime/webgpu/kernels/wgsl.js';
 
 /** Where element (row, j) of the [rows, d] logits view lives. */

@@ -6,7 +6,7 @@ import type { PadMode } from '../../runtime/backend.js';
 import { castCode } from '../../core/codecs.js';
 import { wordBytes, type GpuBuffer, type GpuContext } from '../../runtime/webgpu/gpu-context.js';
 import type { GpuOperand } from '../../runtime/webgpu/kernels/elementwise.js';
-import { RAW_CODES, RAW_ENCODE } from '../../runtime/webgpu/kernels/gather.js';
+import { RAW_CODES, RAW_ENCODE } from '../gather/webgpu.js';
 import { defineKernel } from '../../runtime/webgpu/kernels/kernel.js';
 
 const MAX_RANK = 8;

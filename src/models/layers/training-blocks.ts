@@ -12,6 +12,7 @@ import { indexSelect } from '../../ops/index-select.js';
 import { linear } from '../../ops/matmul.js';
 import { attention, rmsNorm, rope, swiglu } from '../../ops/nn.js';
 import { weightScaleOptions, type AttentionGeometry, type Routing } from './blocks.js';
+import type { DecoderTrunk } from './decoder-blocks.js';
 import type { DecoderSteps } from './decoder-forward.js';
 import { projectSite, projectSites, site, type ProjectionDelta, type ProjectionSite } from './projection-site.js';
 import { trainingMoe } from './training-moe.js';
@@ -95,6 +96,33 @@ export interface DecoderTrainingBlocks {
   readonly loraTargets: { readonly all: readonly string[]; readonly mixers: readonly string[] };
   /** Hands each weight to `add` under its Hugging Face name, in checkpoint order (a full fine-tune's export). */
   exportWeights(add: (name: string, t: Tensor) => void): void;
+}
+
+/**
+ * A family's training view, built the same way for every family: the trunk (embedding, norm, head, routing, RoPE
+ * tables) from its inference blocks, its own training layers, LoRA targets and checkpoint export.
+ */
+export function familyTrainingBlocks<L extends TrainingLayer>(
+  family: string,
+  trunk: DecoderTrunk & { readonly rope: DecoderTrainingBlocks['rope'] },
+  layers: readonly L[],
+  loraTargets: DecoderTrainingBlocks['loraTargets'],
+  exportWeights: (add: (name: string, t: Tensor) => void, layers: readonly L[]) => void,
+): DecoderTrainingBlocks {
+  const { embedTokens, norm, eps, lmHead, routing, rope } = trunk;
+  return {
+    family,
+    embedTokens,
+    layers,
+    norm,
+    eps,
+    lmHead,
+    routing,
+    rope,
+    sites: layerSites(layers),
+    loraTargets,
+    exportWeights: (add) => exportWeights(add, layers),
+  };
 }
 
 /** A family whose layers can be trained. */

@@ -12,7 +12,7 @@ import {
   denseFeedForward,
   expertSites,
   exportExperts,
-  layerSites,
+  familyTrainingBlocks,
   type AttentionTrainingMixer,
   type DecoderTrainingBlocks,
   type TrainingFeedForward,
@@ -75,19 +75,7 @@ export function lfm2TrainingBlocks(blocks: Lfm2Blocks): DecoderTrainingBlocks {
         : denseFeedForward(`${p}.feed_forward`, f, FF_NAMES);
     return { mixerNorm: l.operatorNorm, mixer, ffNorm: l.ffnNorm, ff };
   });
-  return {
-    family: 'lfm2',
-    embedTokens: w.embedTokens,
-    layers,
-    norm: w.norm,
-    eps: blocks.eps,
-    lmHead: w.lmHead,
-    routing: blocks.routing,
-    rope: blocks.rope,
-    sites: layerSites(layers),
-    loraTargets: LFM2_LORA_TARGETS,
-    exportWeights: (add) => exportLfm2(add, blocks, layers),
-  };
+  return familyTrainingBlocks('lfm2', blocks, layers, LFM2_LORA_TARGETS, (add, ls) => exportLfm2(add, blocks, ls));
 }
 
 function exportLfm2(add: (name: string, t: Tensor) => void, blocks: Lfm2Blocks, layers: readonly Lfm2TrainingLayer[]): void {

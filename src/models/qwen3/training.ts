@@ -7,7 +7,7 @@ import {
   denseFeedForward,
   expertSites,
   exportExperts,
-  layerSites,
+  familyTrainingBlocks,
   type AttentionTrainingMixer,
   type DecoderTrainingBlocks,
   type TrainingFeedForward,
@@ -38,19 +38,7 @@ export function qwen3TrainingBlocks(blocks: Qwen3Blocks): DecoderTrainingBlocks 
         : denseFeedForward(`${p}.mlp`, l.mlp, MLP_NAMES);
     return { mixerNorm: l.inputNorm, mixer: attentionMixer(`${p}.self_attn`, l.attention, blocks.geometry, 'o_proj'), ffNorm: l.postAttentionNorm, ff };
   });
-  return {
-    family: 'qwen3',
-    embedTokens: w.embedTokens,
-    layers,
-    norm: w.norm,
-    eps: blocks.eps,
-    lmHead: w.lmHead,
-    routing: blocks.routing,
-    rope: blocks.rope,
-    sites: layerSites(layers),
-    loraTargets: QWEN3_LORA_TARGETS,
-    exportWeights: (add) => exportQwen3(add, blocks, layers),
-  };
+  return familyTrainingBlocks('qwen3', blocks, layers, QWEN3_LORA_TARGETS, (add, ls) => exportQwen3(add, blocks, ls));
 }
 
 function exportQwen3(add: (name: string, t: Tensor) => void, blocks: Qwen3Blocks, layers: readonly Qwen3TrainingLayer[]): void {

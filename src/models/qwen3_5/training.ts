@@ -28,7 +28,7 @@ import {
   denseSites,
   expertAt,
   expertSites,
-  layerSites,
+  familyTrainingBlocks,
   type DecoderTrainingBlocks,
   type MoeTrainingFeedForward,
   type TrainingContext,
@@ -217,19 +217,7 @@ export function qwen35TrainingBlocks(blocks: Qwen35Blocks): DecoderTrainingBlock
       l.mlp.kind === 'moe' ? moeFeedForward(`${p}.mlp`, l.mlp as Qwen35MoeWeights, c.moe!.numExperts) : denseFeedForward(`${p}.mlp`, l.mlp, MLP_NAMES);
     return { mixerNorm: l.inputNorm, mixer, ffNorm: l.postNorm, ff };
   });
-  return {
-    family: 'qwen3_5',
-    embedTokens: w.embedTokens,
-    layers,
-    norm: w.norm,
-    eps: blocks.eps,
-    lmHead: w.lmHead,
-    routing: blocks.routing,
-    rope: blocks.rope,
-    sites: layerSites(layers),
-    loraTargets: QWEN3_5_LORA_TARGETS,
-    exportWeights: (add) => exportQwen35(add, blocks, layers),
-  };
+  return familyTrainingBlocks('qwen3_5', blocks, layers, QWEN3_5_LORA_TARGETS, (add, ls) => exportQwen35(add, blocks, ls));
 }
 
 /** Qwen3.5 / Qwen3.5-MoE in the release layout (model.language_model., fused 3-D experts). */

@@ -1,35 +1,20 @@
 // The reference backend: plain loops over float64 values, exact enough to judge every GPU kernel.
+import { swigluReference } from './swiglu.js';
 import { allocStorage, castCode, decodeOne, scalarValue, type StorageArray } from '../../core/codecs.js';
 
 import { DTYPE_INFO, type DType } from '../../core/dtype.js';
-import { ShapeError } from '../../core/errors.js';
-import { coalesceViews, numel, transposed2d, type Shape, type View } from '../../core/shape.js';
-import { pagedAttentionReference } from './paged-attention.js';
-import { attentionBackwardReference } from './attention-backward.js';
+import { coalesceViews, numel, type Shape, type View } from '../../core/shape.js';
 import {
   isScalarOperand,
-  type AttentionOptions,
-  type PagedKv,
   type Backend,
   type BinaryOp,
-  type ExpertLinearOptions,
   type MatmulDims,
   type MatmulScaling,
   type Operand,
   type ScalarOperand,
-  type QuantizeBlocks,
   type ReduceOp,
-  type RouteOptions,
-  type SamplingParams,
   type UnaryOp,
 } from '../backend.js';
-import { expertLinearReference, moeRouteReference } from './moe.js';
-import { attentionReference, swigluReference } from './nn.js';
-import { sampleReference } from './sampling.js';
-import { fftReference, stftReference } from './spectral.js';
-import type { FftArgs, StftArgs } from '../backend.js';
-import { adamStepReference, clipGradNormReference, sgdStepReference } from './optim.js';
-import type { AdamStepHyper, GradNormType, SgdStepHyper } from '../backend.js';
 import { BINARY_F64, BINARY_I32, REDUCE_F64, UNARY_F64, UNARY_I32 } from './scalar-ops.js';
 
 type Handle = StorageArray;
@@ -164,38 +149,6 @@ export class CpuBackend implements Backend<Handle> {
     for (let i = 0; i < idx.length; i++) dst.handle[idx[i]] = castCode(v[i], dst.dtype);
   }
 
-  indexSelect(x: Operand<Handle>, dim: number, index: Operand<Handle>): Handle {
-    const shape = x.view.shape;
-    const ids = Array.from(viewIndices(index.view), (i) => index.handle[i]);
-    const bad = ids.find((i) => i < 0 || i >= shape[dim]);
-    if (bad !== undefined) throw new ShapeError(`indexSelect: index ${bad} is out of range for dim ${dim} of size ${shape[dim]}`);
-    const outer = numel(shape.slice(0, dim));
-    const inner = numel(shape.slice(dim + 1));
-    const src = viewIndices(x.view);
-    const out = allocStorage(x.dtype, outer * ids.length * inner);
-    let at = 0;
-    for (let o = 0; o < outer; o++) {
-      for (const id of ids) {
-        for (let j = 0; j < inner; j++) out[at++] = x.handle[src[(o * shape[dim] + id) * inner + j]];
-      }
-    }
-    return out;
-  }
-
-  gather(x: Operand<Handle>, dim: number, index: Operand<Handle>): Handle {
-    const shape = index.view.shape;
-    const out = allocStorage(x.dtype, numel(shape));
-    const ids = viewIndices(index.view);
-    // The x view with index's shape and dim's stride zeroed: every coordinate but dim's.
-    const base = viewIndices({ shape, strides: x.view.strides.map((s, d) => (d === dim ? 0 : s)), offset: x.view.offset });
-    for (let i = 0; i < out.length; i++) {
-      const id = index.handle[ids[i]];
-      if (id < 0 || id >= x.view.shape[dim]) throw new ShapeError(`gather: index ${id} is out of range for dim ${dim} of size ${x.view.shape[dim]}`);
-      out[i] = x.handle[base[i] + id * x.view.strides[dim]];
-    }
-    return out;
-  }
-
   unary(op: UnaryOp, x: Operand<Handle>, outDtype: DType): Handle {
     const v = values(x);
     const f = isInt(x.dtype) && isInt(outDtype) ? (UNARY_I32[op] ?? UNARY_F64[op]) : UNARY_F64[op];
@@ -229,117 +182,6 @@ export class CpuBackend implements Backend<Handle> {
     const [stepA, stepB] = [isScalarOperand(a) ? 0 : 1, isScalarOperand(b) ? 0 : 1];
     for (let i = 0; i < n; i++) bo[i] = c[i] ? ba[i * stepA] : bb[i * stepB];
     return out;
-  }
-
-  softmax(x: Operand<Handle>, dim: number, log: boolean): Handle {
-    const shape = x.view.shape;
-    const d = shape[dim];
-    const inner = numel(shape.slice(dim + 1));
-    const v = values(x);
-    const rows = v.length / Math.max(d, 1);
-    for (let r = 0; r < rows; r++) {
-      const base = Math.floor(r / inner) * d * inner + (r % inner);
-      let m = -Infinity;
-      for (let j = 0; j < d; j++) m = Number.isNaN(m) ? m : Number.isNaN(v[base + j * inner]) ? NaN : Math.max(m, v[base + j * inner]);
-      let s = 0;
-      for (let j = 0; j < d; j++) s += m === -Infinity ? NaN : Math.exp(v[base + j * inner] - m);
-      for (let j = 0; j < d; j++) {
-        const i = base + j * inner;
-        v[i] = log ? v[i] - m - Math.log(s) : Math.exp(v[i] - m) / s;
-      }
-    }
-    return store(v, x.dtype);
-  }
-
-  sample(logits: Operand<Handle>, previous: Operand<Handle> | undefined, params: SamplingParams, drawFrom?: Operand<Handle>): Handle {
-    if (drawFrom) params = { ...params, u: values(drawFrom)[0] };
-    const prev = previous ? Array.from(viewIndices(previous.view), (i) => previous.handle[i]) : [];
-    return Int32Array.of(sampleReference(values(logits), prev, params));
-  }
-
-  sampleRows(
-    logits: Operand<Handle>,
-    params: readonly SamplingParams[],
-    previous: Operand<Handle> | undefined,
-    spans: readonly (readonly [number, number])[],
-    draws?: Operand<Handle>,
-  ): Handle {
-    const v = values(logits);
-    const cols = logits.view.shape[1] ?? 0;
-    const prev = previous ? Array.from(viewIndices(previous.view), (i) => previous.handle[i]) : [];
-    const u = draws ? values(draws) : undefined;
-    return Int32Array.from(params, (p, r) =>
-      sampleReference(v.subarray(r * cols, (r + 1) * cols), prev.slice(spans[r]![0], spans[r]![0] + spans[r]![1]), u ? { ...p, u: u[r]! } : p),
-    );
-  }
-
-  quantizeBlocks(x: Operand<Handle>, q: QuantizeBlocks): [Handle, Handle] {
-    const [rows, cols] = x.view.shape;
-    const kb = Math.ceil(cols / q.blockCols);
-    const v = values(x);
-    const amax = new Float64Array(Math.ceil(rows / q.blockRows) * kb);
-    for (let i = 0; i < v.length; i++) {
-      const b = Math.floor(Math.floor(i / cols) / q.blockRows) * kb + Math.floor((i % cols) / q.blockCols);
-      const a = Math.abs(v[i]);
-      amax[b] = Number.isNaN(a) || Number.isNaN(amax[b]) ? NaN : Math.max(amax[b], a);
-    }
-    // Rounded to float32 at each step, as the op chain max -> maximum -> div stores it.
-    const scale = amax.map((a) => Math.fround(Math.fround(Number.isNaN(a) ? a : Math.max(a, Math.fround(1e-12))) / q.fmax));
-    const data = allocStorage(q.dtype, v.length);
-    for (let i = 0; i < v.length; i++) {
-      const b = Math.floor(Math.floor(i / cols) / q.blockRows) * kb + Math.floor((i % cols) / q.blockCols);
-      data[i] = castCode(Math.fround(v[i] / scale[b]), q.dtype, true);
-    }
-    return [data, Float32Array.from(scale)];
-  }
-
-  attention(
-    q: Operand<Handle>,
-    k: Operand<Handle>,
-    v: Operand<Handle>,
-    options: AttentionOptions,
-    queryOffsetFrom?: Operand<Handle>,
-    pages?: PagedKv<Handle>,
-    gate?: Operand<Handle>,
-  ): Handle {
-    const offset = options.queryOffset + (queryOffsetFrom ? values(queryOffsetFrom)[0] : 0);
-    if (pages) return pagedAttentionReference(q, k, v, options, pages, gate);
-    return attentionReference(q, k, v, { ...options, queryOffset: offset }, gate);
-  }
-
-  attentionBackward(q: Operand<Handle>, k: Operand<Handle>, v: Operand<Handle>, dOut: Operand<Handle>, options: AttentionOptions): [Handle, Handle, Handle] {
-    return attentionBackwardReference(q, k, v, dOut, options);
-  }
-
-  swiglu(x: Operand<Handle>): Handle {
-    return swigluReference(x);
-  }
-
-  moeRoute(logits: Operand<Handle>, topK: number, options: RouteOptions<Handle>): [Handle, Handle] {
-    return moeRouteReference(logits, topK, options);
-  }
-
-  moeRouter(x: Operand<Handle>, weight: Operand<Handle>, topK: number, options: RouteOptions<Handle>): [Handle, Handle] {
-    const [t, h] = x.view.shape;
-    const e = weight.view.shape[0];
-    const logits = this.matmul(x, { ...weight, view: transposed2d(weight.view) }, { batch: [], m: t, n: e, k: h }, 'float32');
-    return moeRouteReference({ handle: logits, dtype: 'float32', view: { shape: [t, e], strides: [e, 1], offset: 0 } }, topK, options);
-  }
-
-  /** The plain product stored in outDtype, then SwiGLU or the residual add: the unfused ops' roundings. */
-  expertLinear(x: Operand<Handle>, weight: Operand<Handle>, ids: Operand<Handle>, options: ExpertLinearOptions<Handle>): Handle {
-    const plain = expertLinearReference(x, weight, ids, options);
-    const [t, slots] = ids.view.shape;
-    const rows = options.combine ? t : t * slots;
-    const n = weight.view.shape[1];
-    const asOperand = (h: Handle, cols: number): Operand<Handle> => ({
-      handle: h,
-      dtype: options.outDtype,
-      view: { shape: [rows, cols], strides: [cols, 1], offset: 0 },
-    });
-    if (options.activation === 'swiglu') return swigluReference(asOperand(plain, n));
-    if (options.residual) return this.binary('add', asOperand(plain, n), options.residual, [rows, n], options.outDtype);
-    return plain;
   }
 
   reduce(op: ReduceOp, x: Operand<Handle>, dim: number, outDtype: DType): Handle {
@@ -414,26 +256,6 @@ export class CpuBackend implements Backend<Handle> {
     }
     // Scaled FP8 outputs saturate, as the GPU epilogue does.
     return store(out, outDtype, true);
-  }
-
-  adamStep(param: Operand<Handle>, grad: Operand<Handle>, m: Handle, v: Handle, vmax: Handle | undefined, hyper: AdamStepHyper): void {
-    adamStepReference(param, grad, m as Float32Array, v as Float32Array, vmax as Float32Array | undefined, hyper);
-  }
-
-  sgdStep(param: Operand<Handle>, grad: Operand<Handle>, momentumBuffer: Handle | undefined, hyper: SgdStepHyper): void {
-    sgdStepReference(param, grad, momentumBuffer as Float32Array | undefined, hyper);
-  }
-
-  clipGradNorm(grads: readonly Operand<Handle>[], maxNorm: number, normType: GradNormType): Handle {
-    return clipGradNormReference(grads, maxNorm, normType);
-  }
-
-  fft(x: Operand<Handle>, args: FftArgs): Handle {
-    return fftReference(x, args);
-  }
-
-  stft(x: Operand<Handle>, window: Operand<Handle>, args: StftArgs): Handle {
-    return stftReference(x, window, args);
   }
 }
 

@@ -1,27 +1,14 @@
 // The WebGPU device: buffer pools with accounting, a pipeline cache, and one command encoder that batches every
 // dispatch until something is read back.
+import { swigluKernel } from './kernels/swiglu.js';
 import { envVar } from '../../core/env.js';
 import type { StorageArray } from '../../core/codecs.js';
 import { allocStorage } from '../../core/codecs.js';
-import { DTYPE_INFO, isFp8, lanesPerWord, type DType } from '../../core/dtype.js';
+import { DTYPE_INFO, lanesPerWord, type DType } from '../../core/dtype.js';
 import { DeviceUnavailableError, ShapeError } from '../../core/errors.js';
-import { contiguousView, isContiguous, numel, transposed2d, type Shape } from '../../core/shape.js';
+import { contiguousView, isContiguous, numel, type Shape } from '../../core/shape.js';
 import { isScalarOperand, type ScalarOperand } from '../backend.js';
-import type {
-  AttentionOptions,
-  PagedKv,
-  Backend,
-  BinaryOp,
-  ExpertLinearOptions,
-  MatmulDims,
-  MatmulScaling,
-  Operand,
-  QuantizeBlocks,
-  ReduceOp,
-  RouteOptions,
-  SamplingParams,
-  UnaryOp,
-} from '../backend.js';
+import type { Backend, BinaryOp, MatmulDims, MatmulScaling, Operand, ReduceOp, UnaryOp } from '../backend.js';
 import { castCode } from '../../core/codecs.js';
 import { BufferPool, type MemoryStats } from './buffer-pool.js';
 import { bindingSignature, layoutEntries, UniformArena } from './bindings.js';
@@ -31,26 +18,11 @@ import { wordBytes, type GpuBuffer, type GpuContext } from './gpu-context.js';
 import { binaryKernel, castKernel, fillKernel, scatterKernel, unaryKernel, whereKernel, type GpuOperand } from './kernels/elementwise.js';
 import { gemmKernel, type GemmScaling } from './kernels/gemm.js';
 import { gemvApplies, gemvKernel } from './kernels/gemv.js';
-import { gatherKernel } from './kernels/gather.js';
-import { indexSelectKernel } from './kernels/index-select.js';
-import { attentionKernel } from './kernels/attention.js';
-import { attentionBackwardKernel } from './kernels/attention-backward.js';
 import { withContiguous } from './kernels/nn-util.js';
-import { expertLinearKernel } from './kernels/expert-linear.js';
-import { FUSED_ROUTER_MAX_EXPERTS, moeRouteKernel, type GpuRouteOptions } from './kernels/moe-route.js';
-import { quantizeBlocksKernel } from './kernels/quantize-blocks.js';
 import { SUBGROUP_PROBE_INVOCATIONS, subgroupProbeKernel } from './kernels/subgroup-probe.js';
-import { swigluKernel } from './kernels/swiglu.js';
 import { reduceKernel } from './kernels/reduce.js';
-import { rowWords, sampleKernel, sampleRowsKernel } from './kernels/sample.js';
-import { softmaxKernel } from './kernels/softmax.js';
-import { adamStepKernel, clipGradNormKernel, sgdStepKernel } from './kernels/optim.js';
-import type { AdamStepHyper, GradNormType, SgdStepHyper } from '../backend.js';
 import { checkAdapter, OPTIONAL_FEATURES, REQUIRED_LIMITS } from './requirements.js';
 import { loadGpu } from './runtime.js';
-import { fftKernel, fftTables, storeOf } from './kernels/fft.js';
-import { fftPlan, type FftPlan } from '../fft-plan.js';
-import type { FftArgs, StftArgs } from '../backend.js';
 
 /** Counters for benchmarks and tests (dispatches per token, submits per read, ...). */
 export interface GpuCounters {
@@ -563,14 +535,6 @@ export class WebGpuBackend implements Backend<GpuBuffer>, GpuContext {
     scatterKernel(this, this.gpuOperand(src), this.gpuOperand(dst));
   }
 
-  indexSelect(x: Operand<GpuBuffer>, dim: number, index: Operand<GpuBuffer>): GpuBuffer {
-    return this.withContiguous(x, (cx) => indexSelectKernel(this, cx, dim, this.gpuOperand(index)));
-  }
-
-  gather(x: Operand<GpuBuffer>, dim: number, index: Operand<GpuBuffer>): GpuBuffer {
-    return gatherKernel(this, this.gpuOperand(x), dim, this.gpuOperand(index));
-  }
-
   unary(op: UnaryOp, x: Operand<GpuBuffer>, outDtype: DType): GpuBuffer {
     return unaryKernel(this, op, this.gpuOperand(x), outDtype);
   }
@@ -583,108 +547,6 @@ export class WebGpuBackend implements Backend<GpuBuffer>, GpuContext {
   where(cond: Operand<GpuBuffer>, a: Operand<GpuBuffer> | ScalarOperand, b: Operand<GpuBuffer> | ScalarOperand, outShape: Shape, outDtype: DType): GpuBuffer {
     const input = (x: Operand<GpuBuffer> | ScalarOperand) => (isScalarOperand(x) ? x : this.gpuOperand(x));
     return whereKernel(this, this.gpuOperand(cond), input(a), input(b), outShape, outDtype);
-  }
-
-  softmax(x: Operand<GpuBuffer>, dim: number, log: boolean): GpuBuffer {
-    return this.withContiguous(x, (cx) => softmaxKernel(this, cx, dim, log));
-  }
-
-  sample(logits: Operand<GpuBuffer>, previous: Operand<GpuBuffer> | undefined, params: SamplingParams, drawFrom?: Operand<GpuBuffer>): GpuBuffer {
-    const prev = previous && this.gpuOperand(previous);
-    return this.withContiguous(logits, (row) => sampleKernel(this, row, prev, params, drawFrom && this.gpuOperand(drawFrom)));
-  }
-
-  sampleRows(
-    logits: Operand<GpuBuffer>,
-    params: readonly SamplingParams[],
-    previous: Operand<GpuBuffer> | undefined,
-    spans: readonly (readonly [number, number])[],
-    draws?: Operand<GpuBuffer>,
-  ): GpuBuffer {
-    const prev = previous && this.gpuOperand(previous);
-    const base = prev?.view.offset ?? 0;
-    const words = this.upload(
-      'int32',
-      new Int32Array(rowWords(params.map((p, r) => ({ params: p, prevAt: base + spans[r]![0], prevCount: spans[r]![1] }))).buffer),
-    );
-    try {
-      return this.withContiguous(logits, (rows) => sampleRowsKernel(this, rows, params.length, words, prev, draws && this.gpuOperand(draws)));
-    } finally {
-      this.release(words);
-    }
-  }
-
-  quantizeBlocks(x: Operand<GpuBuffer>, q: QuantizeBlocks): [GpuBuffer, GpuBuffer] {
-    return this.withContiguous(x, (cx) => quantizeBlocksKernel(this, cx, q));
-  }
-
-  attention(
-    q: Operand<GpuBuffer>,
-    k: Operand<GpuBuffer>,
-    v: Operand<GpuBuffer>,
-    options: AttentionOptions,
-    queryOffsetFrom?: Operand<GpuBuffer>,
-    pages?: PagedKv<GpuBuffer>,
-    gate?: Operand<GpuBuffer>,
-  ): GpuBuffer {
-    return attentionKernel(
-      this,
-      this.gpuOperand(q),
-      this.gpuOperand(k),
-      this.gpuOperand(v),
-      options,
-      q.dtype,
-      queryOffsetFrom && this.gpuOperand(queryOffsetFrom),
-      pages,
-      gate && this.gpuOperand(gate),
-    );
-  }
-
-  /** One dispatch: q/k norm, RoPE and both cache writes. */
-  attentionBackward(
-    q: Operand<GpuBuffer>,
-    k: Operand<GpuBuffer>,
-    v: Operand<GpuBuffer>,
-    dOut: Operand<GpuBuffer>,
-    options: AttentionOptions,
-  ): [GpuBuffer, GpuBuffer, GpuBuffer] {
-    return attentionBackwardKernel(this, this.gpuOperand(q), this.gpuOperand(k), this.gpuOperand(v), this.gpuOperand(dOut), options);
-  }
-
-  swiglu(x: Operand<GpuBuffer>): GpuBuffer {
-    return swigluKernel(this, this.gpuOperand(x));
-  }
-
-  moeRoute(logits: Operand<GpuBuffer>, topK: number, options: RouteOptions<GpuBuffer>): [GpuBuffer, GpuBuffer] {
-    return moeRouteKernel(this, this.gpuOperand(logits), topK, this.routeOptions(options));
-  }
-
-  private routeOptions(o: RouteOptions<GpuBuffer>): GpuRouteOptions {
-    return { ...o, selectionBias: o.selectionBias && this.gpuOperand(o.selectionBias) };
-  }
-
-  /** One dispatch (the logits live in workgroup memory) up to FUSED_ROUTER_MAX_EXPERTS experts, else two. */
-  moeRouter(x: Operand<GpuBuffer>, weight: Operand<GpuBuffer>, topK: number, options: RouteOptions<GpuBuffer>): [GpuBuffer, GpuBuffer] {
-    const [t, h] = x.view.shape;
-    const e = weight.view.shape[0];
-    if (e <= FUSED_ROUTER_MAX_EXPERTS && !isFp8(weight.dtype))
-      return moeRouteKernel(this, this.gpuOperand(x), topK, this.routeOptions(options), this.gpuOperand(weight));
-    const logits = this.matmul(x, { ...weight, view: transposed2d(weight.view) }, { batch: [], m: t, n: e, k: h }, 'float32');
-    try {
-      return moeRouteKernel(this, { buffer: logits, dtype: 'float32', view: contiguousView([t, e]) }, topK, this.routeOptions(options));
-    } finally {
-      this.release(logits);
-    }
-  }
-
-  expertLinear(x: Operand<GpuBuffer>, weight: Operand<GpuBuffer>, ids: Operand<GpuBuffer>, options: ExpertLinearOptions<GpuBuffer>): GpuBuffer {
-    return expertLinearKernel(this, this.gpuOperand(x), this.gpuOperand(weight), this.gpuOperand(ids), {
-      scale: options.scale,
-      combine: options.combine && this.gpuOperand(options.combine),
-      outDtype: options.outDtype,
-      activation: options.activation,
-      residual: options.residual && this.gpuOperand(options.residual),
-    });
   }
 
   reduce(op: ReduceOp, x: Operand<GpuBuffer>, dim: number, outDtype: DType): GpuBuffer {
@@ -722,67 +584,6 @@ export class WebGpuBackend implements Backend<GpuBuffer>, GpuContext {
     const out = binaryKernel(this, 'add', { buffer: act, dtype: outDtype, view: contiguousView([dims.m, half]) }, residual, [dims.m, half], outDtype);
     this.release(act);
     return out;
-  }
-
-  /** One dispatch per parameter: param, m, v (and vmax) updated in place. */
-  adamStep(param: Operand<GpuBuffer>, grad: Operand<GpuBuffer>, m: GpuBuffer, v: GpuBuffer, vmax: GpuBuffer | undefined, hyper: AdamStepHyper): void {
-    adamStepKernel(this, this.gpuOperand(param), this.gpuOperand(grad), m, v, vmax, hyper);
-  }
-
-  /** One dispatch per parameter: param and its momentum buffer updated in place. */
-  sgdStep(param: Operand<GpuBuffer>, grad: Operand<GpuBuffer>, momentumBuffer: GpuBuffer | undefined, hyper: SgdStepHyper): void {
-    sgdStepKernel(this, this.gpuOperand(param), this.gpuOperand(grad), momentumBuffer, hyper);
-  }
-
-  /** 2 * grads + 1 dispatches, nothing read back: partial norms, their total and clip coefficient, in-place scales. */
-  clipGradNorm(grads: readonly Operand<GpuBuffer>[], maxNorm: number, normType: GradNormType): GpuBuffer {
-    const kind = normType === 1 ? 'l1' : normType === 2 ? 'l2' : 'inf';
-    return clipGradNormKernel(
-      this,
-      grads.map((g) => this.gpuOperand(g)),
-      maxNorm,
-      kind,
-    );
-  }
-
-  /** The plan of length n with its float32 tables uploaded for the launch in fn (released after it is queued). */
-  private withFftPlan(n: number, fn: (plan: FftPlan, tables: GpuBuffer) => GpuBuffer): GpuBuffer {
-    const plan = fftPlan(n);
-    const tables = this.upload('float32', fftTables(plan));
-    try {
-      return fn(plan, tables);
-    } finally {
-      this.release(tables);
-    }
-  }
-
-  /** One dispatch per batch up to 2048 points (rows in workgroup memory), else one per pass. */
-  fft(x: Operand<GpuBuffer>, args: FftArgs): GpuBuffer {
-    const [r0, r1] = x.view.shape;
-    const bins = args.output === 'half' ? Math.floor(args.n / 2) + 1 : args.n;
-    const width = args.output === 'real' ? 1 : 2;
-    const dst = { output: storeOf(args.output), bins, strides: [r1 * bins, bins, 1] as const, elements: r0 * r1 * bins * width };
-    return this.withFftPlan(args.n, (plan, tables) =>
-      fftKernel(this, plan, tables, { kind: 'rows', x: this.gpuOperand(x), input: args.input }, dst, args.inverse, args.scale),
-    );
-  }
-
-  /** Framing, padding, window, DFT and the power/magnitude epilogue in one dispatch. */
-  stft(x: Operand<GpuBuffer>, window: Operand<GpuBuffer>, args: StftArgs): GpuBuffer {
-    const [batch] = x.view.shape;
-    const bins = args.onesided ? Math.floor(args.nFft / 2) + 1 : args.nFft;
-    const width = args.output === 'complex' ? 2 : 1;
-    const src = {
-      kind: 'frames',
-      x: this.gpuOperand(x),
-      window: this.gpuOperand(window),
-      frames: args.frames,
-      hop: args.hop,
-      padLeft: args.padLeft,
-      reflect: args.padMode === 'reflect',
-    } as const;
-    const dst = { output: args.output, bins, strides: [bins * args.frames, 1, args.frames] as const, elements: batch * bins * args.frames * width };
-    return this.withFftPlan(args.nFft, (plan, tables) => fftKernel(this, plan, tables, src, dst, false, args.scale));
   }
 
   // ---- lifecycle and stats ----

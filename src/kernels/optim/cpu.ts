@@ -2,9 +2,9 @@
 // in its float32 storage and the parameter rounded once to its dtype when written back (as the GPU kernels do).
 import type { StorageArray } from '../../core/codecs.js';
 import { numel } from '../../core/shape.js';
-import type { AdamStepHyper, GradNormType, Operand, SgdStepHyper } from '../backend.js';
+import type { AdamStepHyper, GradNormType, Operand, SgdStepHyper } from '../../runtime/backend.js';
 import { castCode } from '../../core/codecs.js';
-import { values } from './cpu-backend.js';
+import { values } from '../../runtime/cpu/cpu-backend.js';
 
 type Handle = StorageArray;
 

@@ -2,9 +2,9 @@
 // gathered through its page table, by the contiguous reference.
 import type { StorageArray } from '../../core/codecs.js';
 import { allocStorage } from '../../core/codecs.js';
-import type { AttentionOptions, Operand, PagedKv } from '../backend.js';
-import { gatherPagedRows, pagedRowViews } from './paged-rows.js';
-import { attentionReference } from './nn.js';
+import type { AttentionOptions, Operand, PagedKv } from '../../runtime/backend.js';
+import { gatherPagedRows, pagedRowViews } from '../../runtime/cpu/paged-rows.js';
+import { attentionReference } from './cpu.js';
 
 export function pagedAttentionReference(
   q: Operand<StorageArray>,

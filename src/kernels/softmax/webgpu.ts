@@ -1,11 +1,11 @@
 // Launcher of softmax / log-softmax (softmax-rows.wgsl, softmax.wgsl, softmax-split.wgsl): one invocation per row
 // for short rows, one workgroup per row otherwise, and for a few very long rows two dispatches over row pieces.
-import { lanesPerWord, type DType } from '../../../core/dtype.js';
-import { numel } from '../../../core/shape.js';
-import { wordBytes, type GpuBuffer, type GpuContext } from '../gpu-context.js';
-import { viaFloat32, type GpuOperand } from './elementwise.js';
-import { defineKernel, type VariantOf } from './kernel.js';
-import { grid1d, wgslSource, workgroupReduce } from './wgsl.js';
+import { lanesPerWord, type DType } from '../../core/dtype.js';
+import { numel } from '../../core/shape.js';
+import { wordBytes, type GpuBuffer, type GpuContext } from '../../runtime/webgpu/gpu-context.js';
+import { viaFloat32, type GpuOperand } from '../../runtime/webgpu/kernels/elementwise.js';
+import { defineKernel, type VariantOf } from '../../runtime/webgpu/kernels/kernel.js';
+import { grid1d, wgslSource, workgroupReduce } from '../../runtime/webgpu/kernels/wgsl.js';
 
 /** What every softmax body depends on: log or not, the input and output dtypes. */
 const VARIANT = { log: 'boolean', dtype: 'dtype', out: 'dtype' } as const;

@@ -1,7 +1,7 @@
 // Launcher of the MoE routing plan (moe-plan.wgsl): the slots sorted by expert into BM-row tiles, on the GPU.
-import type { GpuBuffer, GpuContext } from '../gpu-context.js';
-import type { GpuOperand } from './elementwise.js';
-import { defineKernel } from './kernel.js';
+import type { GpuBuffer, GpuContext } from '../../runtime/webgpu/gpu-context.js';
+import type { GpuOperand } from '../../runtime/webgpu/kernels/elementwise.js';
+import { defineKernel } from '../../runtime/webgpu/kernels/kernel.js';
 
 /** Experts a plan can sort (one workgroup counter per expert, plus the bucket of out-of-range ids). */
 export const PLAN_MAX_EXPERTS = 1024;

@@ -2,14 +2,14 @@
 // workgroup per query row and head: logsumexp L, D = dO.O and dq) then attention-backward-dkv.wgsl (one workgroup
 // per key row and kv head: dk, dv), both recomputing the probabilities from q and k. Between and inside the two only
 // [Hq, Sq] float32 (L and D) lives beyond the gradients: nothing [heads, Sq, Skv] is ever stored.
-import { ShapeError } from '../../../core/errors.js';
-import { numel } from '../../../core/shape.js';
-import type { AttentionOptions } from '../../backend.js';
-import { wordBytes, type GpuBuffer, type GpuContext } from '../gpu-context.js';
-import type { GpuOperand } from './elementwise.js';
-import { defineKernel } from './kernel.js';
-import { pow2AtLeast } from './nn-util.js';
-import { grid1d, workgroupReduce } from './wgsl.js';
+import { ShapeError } from '../../core/errors.js';
+import { numel } from '../../core/shape.js';
+import type { AttentionOptions } from '../../runtime/backend.js';
+import { wordBytes, type GpuBuffer, type GpuContext } from '../../runtime/webgpu/gpu-context.js';
+import type { GpuOperand } from '../../runtime/webgpu/kernels/elementwise.js';
+import { defineKernel } from '../../runtime/webgpu/kernels/kernel.js';
+import { pow2AtLeast } from '../../runtime/webgpu/kernels/nn-util.js';
+import { grid1d, workgroupReduce } from '../../runtime/webgpu/kernels/wgsl.js';
 
 const WG = 64;
 /** Head dims held in workgroup memory (two rows of DQ floats per workgroup, within WebGPU's 16 KiB default). */

@@ -1,8 +1,8 @@
-// CPU references of the transformer building blocks (RMSNorm, RoPE, attention, SwiGLU): float64 loops, the oracle
-// for the WGSL kernels.
-import type { AttentionOptions, Operand } from '../backend.js';
+// The float64 reference of attention (attentionWeights is shared with the backward's): the oracle its WebGPU
+// kernels are tested against.
+import type { AttentionOptions, Operand } from '../../runtime/backend.js';
 import type { StorageArray } from '../../core/codecs.js';
-import { store, values } from './cpu-backend.js';
+import { store, values } from '../../runtime/cpu/cpu-backend.js';
 
 type Handle = StorageArray;
 
@@ -67,21 +67,4 @@ export function attentionReference(q: Operand<Handle>, k: Operand<Handle>, v: Op
     for (let e = 0; e < out.length; e++) out[e] *= 1 / (1 + Math.exp(-g[e]));
   }
   return store(out, q.dtype);
-}
-
-export function swigluReference(x: Operand<Handle>): Handle {
-  const shape = x.view.shape;
-  const two = shape[shape.length - 1];
-  const half = two / 2;
-  const xs = values(x);
-  const rows = two === 0 ? 0 : xs.length / two;
-  const out = new Float64Array(rows * half);
-  for (let r = 0; r < rows; r++) {
-    for (let i = 0; i < half; i++) {
-      const a = xs[r * two + i];
-      const b = xs[r * two + half + i];
-      out[r * half + i] = (a / (1 + Math.exp(-a))) * b;
-    }
-  }
-  return store(out, x.dtype);
 }

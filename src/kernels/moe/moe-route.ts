@@ -1,12 +1,12 @@
 // Launcher of the MoE router top-k (moe-route.wgsl): one dispatch, one workgroup per token row.
-import type { DType } from '../../../core/dtype.js';
-import { numel } from '../../../core/shape.js';
-import type { RouteOptions } from '../../backend.js';
-import type { GpuBuffer, GpuContext } from '../gpu-context.js';
-import type { GpuOperand } from './elementwise.js';
-import { bytesOf, defineKernel } from './kernel.js';
-import { pow2AtLeast } from './nn-util.js';
-import { grid1d, workgroupReduce } from './wgsl.js';
+import type { DType } from '../../core/dtype.js';
+import { numel } from '../../core/shape.js';
+import type { RouteOptions } from '../../runtime/backend.js';
+import type { GpuBuffer, GpuContext } from '../../runtime/webgpu/gpu-context.js';
+import type { GpuOperand } from '../../runtime/webgpu/kernels/elementwise.js';
+import { bytesOf, defineKernel } from '../../runtime/webgpu/kernels/kernel.js';
+import { pow2AtLeast } from '../../runtime/webgpu/kernels/nn-util.js';
+import { grid1d, workgroupReduce } from '../../runtime/webgpu/kernels/wgsl.js';
 
 /** RouteOptions with the selection bias as a kernel operand. */
 export type GpuRouteOptions = Omit<RouteOptions<GpuBuffer>, 'selectionBias'> & { selectionBias?: GpuOperand };

@@ -1,9 +1,9 @@
 // Launcher of quantize-blocks.wgsl: blockwise FP8 quantization in two dispatches.
-import type { QuantizeBlocks } from '../../backend.js';
-import { wordBytes, type GpuBuffer, type GpuContext } from '../gpu-context.js';
-import type { GpuOperand } from './elementwise.js';
-import { defineKernel } from './kernel.js';
-import { grid1d, workgroupReduce } from './wgsl.js';
+import type { QuantizeBlocks } from '../../runtime/backend.js';
+import { wordBytes, type GpuBuffer, type GpuContext } from '../../runtime/webgpu/gpu-context.js';
+import type { GpuOperand } from '../../runtime/webgpu/kernels/elementwise.js';
+import { defineKernel } from '../../runtime/webgpu/kernels/kernel.js';
+import { grid1d, workgroupReduce } from '../../runtime/webgpu/kernels/wgsl.js';
 
 /** Invocations of an `encode` workgroup (one output word each); `amax` runs the description's WG per block. */
 const ENCODE_WG = 256;

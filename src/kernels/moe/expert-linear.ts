@@ -1,14 +1,14 @@
 // Launcher of the MoE expert-indexed linear layer (expert-linear.wgsl): gate/up of every chosen expert in one
 // dispatch (gather), down projection and the weighted sum over a token's experts in one more (combine). The expert
 // ids stay on the GPU, so an MoE block costs the same few dispatches whatever the number of experts.
-import { DTYPE_INFO, isFp8, lanesPerWord, type DType } from '../../../core/dtype.js';
-import { wordBytes, type GpuBuffer, type GpuContext } from '../gpu-context.js';
-import { binaryKernel, viaFloat32, type GpuOperand } from './elementwise.js';
-import { swigluKernel } from './swiglu.js';
+import { DTYPE_INFO, isFp8, lanesPerWord, type DType } from '../../core/dtype.js';
+import { wordBytes, type GpuBuffer, type GpuContext } from '../../runtime/webgpu/gpu-context.js';
+import { binaryKernel, viaFloat32, type GpuOperand } from '../../runtime/webgpu/kernels/elementwise.js';
+import { swigluKernel } from '../../runtime/webgpu/kernels/swiglu.js';
 import { expertGemmKernel, useGroupedExpertGemm } from './expert-gemm.js';
-import { columnReduceWgsl } from './gemv.js';
-import { bytesOf, defineKernel, type VariantOf } from './kernel.js';
-import { decodeFn, grid1d } from './wgsl.js';
+import { columnReduceWgsl } from '../../runtime/webgpu/kernels/gemv.js';
+import { bytesOf, defineKernel, type VariantOf } from '../../runtime/webgpu/kernels/kernel.js';
+import { decodeFn, grid1d } from '../../runtime/webgpu/kernels/wgsl.js';
 
 export interface ExpertLinearKernelOptions {
   scale?: GpuBuffer;

@@ -2,14 +2,14 @@
 // prefill-sized batches, where the per-slot GEMV (expert-linear.ts) would read an expert's weight once per slot.
 // Three dispatches and no read back: the plan sorts the slots by expert into 64-row tiles, the GEMM computes each
 // tile against its expert's weight once, and (with combine) a last pass sums each token's slots.
-import { batchInvariant } from '../../../core/batch-invariance.js';
-import { lanesPerWord, type DType } from '../../../core/dtype.js';
-import { wordBytes, type GpuBuffer, type GpuContext } from '../gpu-context.js';
-import { viaFloat32, type GpuOperand } from './elementwise.js';
+import { batchInvariant } from '../../core/batch-invariance.js';
+import { lanesPerWord, type DType } from '../../core/dtype.js';
+import { wordBytes, type GpuBuffer, type GpuContext } from '../../runtime/webgpu/gpu-context.js';
+import { viaFloat32, type GpuOperand } from '../../runtime/webgpu/kernels/elementwise.js';
 import type { ExpertLinearKernelOptions } from './expert-linear.js';
-import { tileStoreCode } from './gemm.js';
+import { tileStoreCode } from '../../runtime/webgpu/kernels/gemm.js';
 import { moePlanKernel, moePlanLayout, PLAN_MAX_EXPERTS } from './moe-plan.js';
-import { defineKernel } from './kernel.js';
+import { defineKernel } from '../../runtime/webgpu/kernels/kernel.js';
 
 /** Output tile: BM sorted slots x BN columns (BM is also the plan's row tile). */
 const BM = 64;

@@ -1,11 +1,11 @@
 // Launcher of gather.wgsl: one invocation per output word, storage codes copied raw; x and index read through their
 // strides.
-import { lanesPerWord, type DType } from '../../../core/dtype.js';
-import { ShapeError } from '../../../core/errors.js';
-import { numel } from '../../../core/shape.js';
-import { wordBytes, type GpuBuffer, type GpuContext } from '../gpu-context.js';
-import type { GpuOperand } from './elementwise.js';
-import { defineKernel } from './kernel.js';
+import { lanesPerWord, type DType } from '../../core/dtype.js';
+import { ShapeError } from '../../core/errors.js';
+import { numel } from '../../core/shape.js';
+import { wordBytes, type GpuBuffer, type GpuContext } from '../../runtime/webgpu/gpu-context.js';
+import type { GpuOperand } from '../../runtime/webgpu/kernels/elementwise.js';
+import { defineKernel } from '../../runtime/webgpu/kernels/kernel.js';
 
 /**
  * A dtype of each code width, for kernels that copy storage codes unconverted (gather, index_select, pad): they

@@ -1,9 +1,9 @@
 // CPU references of the MoE routing and expert-indexed linear layer: the oracle for the fused WGSL kernels.
-import type { ExpertLinearOptions, Operand, RouteOptions } from '../backend.js';
+import type { ExpertLinearOptions, Operand, RouteOptions } from '../../runtime/backend.js';
 import { decodeOne, type StorageArray } from '../../core/codecs.js';
 import type { DType } from '../../core/dtype.js';
 import { ShapeError } from '../../core/errors.js';
-import { store, values } from './cpu-backend.js';
+import { store, values } from '../../runtime/cpu/cpu-backend.js';
 
 type Handle = StorageArray;
 

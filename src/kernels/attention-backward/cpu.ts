@@ -2,9 +2,9 @@
 // float64 loops, the oracle for attention-backward.wgsl. Nothing [heads, Sq, Skv] is built: one row of P at a time,
 // recomputed by the forward's own attentionWeights.
 import type { StorageArray } from '../../core/codecs.js';
-import type { AttentionOptions, Operand } from '../backend.js';
-import { store, values } from './cpu-backend.js';
-import { attentionWeights } from './nn.js';
+import type { AttentionOptions, Operand } from '../../runtime/backend.js';
+import { store, values } from '../../runtime/cpu/cpu-backend.js';
+import { attentionWeights } from '../attention/cpu.js';
 
 type Handle = StorageArray;
 

@@ -3,13 +3,13 @@
 // 512, 1024, 2048; Bluestein lengths up to 1024). Longer rows run as one dispatch per pass over global memory
 // (fft-global-*.wgsl). Both read their input and write their output through the same load/store functions, so the
 // STFT's framing, padding and window and the power/magnitude epilogues cost no pass of their own.
-import type { DType } from '../../../core/dtype.js';
-import type { FftOutput } from '../../backend.js';
-import type { FftPlan } from '../../fft-plan.js';
-import { wordBytes, type GpuBuffer, type GpuContext } from '../gpu-context.js';
-import type { GpuOperand } from './elementwise.js';
-import { defineKernel } from './kernel.js';
-import { grid1d, wgslSource } from './wgsl.js';
+import type { DType } from '../../core/dtype.js';
+import type { FftOutput } from '../../runtime/backend.js';
+import type { FftPlan } from '../../runtime/fft-plan.js';
+import { wordBytes, type GpuBuffer, type GpuContext } from '../../runtime/webgpu/gpu-context.js';
+import type { GpuOperand } from '../../runtime/webgpu/kernels/elementwise.js';
+import { defineKernel } from '../../runtime/webgpu/kernels/kernel.js';
+import { grid1d, wgslSource } from '../../runtime/webgpu/kernels/wgsl.js';
 
 /** Complex values a workgroup holds: 16 KiB of workgroup memory, WebGPU's guaranteed minimum. */
 export const MAX_SHARED = 2048;

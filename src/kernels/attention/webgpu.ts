@@ -2,15 +2,15 @@
 // block) streams the keys with an online softmax; when that gives too few workgroups to fill a GPU (decode over a
 // long cache: one per kv head), the keys are split into chunks across workgroups and a second dispatch merges the
 // chunks' states (flash-decoding).
-import { lanesPerWord, type DType } from '../../../core/dtype.js';
-import { ShapeError } from '../../../core/errors.js';
-import { numel } from '../../../core/shape.js';
-import type { AttentionOptions, PagedKv } from '../../backend.js';
-import { wordBytes, type GpuBuffer, type GpuContext } from '../gpu-context.js';
-import { viaFloat32, type GpuOperand } from './elementwise.js';
-import { defineKernel } from './kernel.js';
-import { pow2AtLeast } from './nn-util.js';
-import { grid1d } from './wgsl.js';
+import { lanesPerWord, type DType } from '../../core/dtype.js';
+import { ShapeError } from '../../core/errors.js';
+import { numel } from '../../core/shape.js';
+import type { AttentionOptions, PagedKv } from '../../runtime/backend.js';
+import { wordBytes, type GpuBuffer, type GpuContext } from '../../runtime/webgpu/gpu-context.js';
+import { viaFloat32, type GpuOperand } from '../../runtime/webgpu/kernels/elementwise.js';
+import { defineKernel } from '../../runtime/webgpu/kernels/kernel.js';
+import { pow2AtLeast } from '../../runtime/webgpu/kernels/nn-util.js';
+import { grid1d } from '../../runtime/webgpu/kernels/wgsl.js';
 
 const WG = 64;
 /** Rows (query x head pairs) one workgroup serves, at most; their q rows sit in workgroup memory. */

@@ -1,10 +1,10 @@
 // Launcher of index-select.wgsl: one invocation per output word, storage codes copied raw.
-import { lanesPerWord } from '../../../core/dtype.js';
-import { numel } from '../../../core/shape.js';
-import { wordBytes, type GpuBuffer, type GpuContext } from '../gpu-context.js';
-import type { GpuOperand } from './elementwise.js';
-import { RAW_CODES, RAW_ENCODE } from './gather.js';
-import { defineKernel } from './kernel.js';
+import { lanesPerWord } from '../../core/dtype.js';
+import { numel } from '../../core/shape.js';
+import { wordBytes, type GpuBuffer, type GpuContext } from '../../runtime/webgpu/gpu-context.js';
+import type { GpuOperand } from '../../runtime/webgpu/kernels/elementwise.js';
+import { RAW_CODES, RAW_ENCODE } from '../gather/webgpu.js';
+import { defineKernel } from '../../runtime/webgpu/kernels/kernel.js';
 
 const indexSelect = defineKernel({
   name: 'index_select',

@@ -2,7 +2,7 @@
 // Ties at the top-k / top-p threshold are all kept; NaN logits count as -Inf; the draw is inverse-CDF in index
 // order with the caller's uniform u, so CPU and GPU pick the same token except where float rounding moves a
 // boundary.
-import type { SamplingParams } from '../backend.js';
+import type { SamplingParams } from '../../runtime/backend.js';
 
 const f32 = Math.fround;
 

@@ -1,9 +1,9 @@
-// CPU references of the spectral kernels (fft, stft, istft's overlap-add, Whisper's log-mel, polyphase resampling):
-// float64 throughout, the DFT by the same plan as the GPU (fft-plan.ts), results rounded once to float32.
+// The float64 references of fft and stft, the oracles of their WebGPU kernel: float64 throughout, the DFT by the
+// same plan as the GPU (fft-plan.ts), results rounded once to float32.
 import type { StorageArray } from '../../core/codecs.js';
-import type { FftArgs, Operand, StftArgs } from '../backend.js';
-import { fftPlan, fftTransform } from '../fft-plan.js';
-import { store, values } from './cpu-backend.js';
+import type { FftArgs, Operand, StftArgs } from '../../runtime/backend.js';
+import { fftPlan, fftTransform } from '../../runtime/fft-plan.js';
+import { store, values } from '../../runtime/cpu/cpu-backend.js';
 
 type Handle = StorageArray;
 

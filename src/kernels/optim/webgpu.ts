@@ -6,14 +6,14 @@
 // storage word word0 + w, decodes each lane of the tensor's element range, updates it and writes the word back
 // (lanes outside the range keep their codes), so no two invocations ever write one word and a view that starts
 // mid-word needs no atomics. The body supplies `fn param_update(i, x) -> f32` for element i of the tensor.
-import { lanesPerWord, type DType } from '../../../core/dtype.js';
-import { isContiguous, numel, type View } from '../../../core/shape.js';
-import type { AdamStepHyper, SgdStepHyper } from '../../backend.js';
-import type { GpuBuffer, GpuContext } from '../gpu-context.js';
-import type { GpuOperand } from './elementwise.js';
-import { defineKernel } from './kernel.js';
-import { withContiguous } from './nn-util.js';
-import { decodeFn, workgroupReduce } from './wgsl.js';
+import { lanesPerWord, type DType } from '../../core/dtype.js';
+import { isContiguous, numel, type View } from '../../core/shape.js';
+import type { AdamStepHyper, SgdStepHyper } from '../../runtime/backend.js';
+import type { GpuBuffer, GpuContext } from '../../runtime/webgpu/gpu-context.js';
+import type { GpuOperand } from '../../runtime/webgpu/kernels/elementwise.js';
+import { defineKernel } from '../../runtime/webgpu/kernels/kernel.js';
+import { withContiguous } from '../../runtime/webgpu/kernels/nn-util.js';
+import { decodeFn, workgroupReduce } from '../../runtime/webgpu/kernels/wgsl.js';
 
 /** Grad views of at most this rank are read through their strides in place (strided_offset's limit). */
 const MAX_STRIDED_RANK = 8;

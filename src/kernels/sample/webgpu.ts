@@ -1,12 +1,12 @@
 // Launcher of the sampler (sample.wgsl): one workgroup per logits row, one dispatch, from rows to token ids. One row
 // takes its parameters from the uniform; a batch (one row per sequence of a batched decode step) from a words
 // buffer with each row's parameters, so B sequences with B different settings cost one dispatch.
-import { numel } from '../../../core/shape.js';
-import type { SamplingParams } from '../../backend.js';
-import type { GpuBuffer, GpuContext } from '../gpu-context.js';
-import type { GpuOperand } from './elementwise.js';
-import { defineKernel } from './kernel.js';
-import { workgroupReduce } from './wgsl.js';
+import { numel } from '../../core/shape.js';
+import type { SamplingParams } from '../../runtime/backend.js';
+import type { GpuBuffer, GpuContext } from '../../runtime/webgpu/gpu-context.js';
+import type { GpuOperand } from '../../runtime/webgpu/kernels/elementwise.js';
+import { defineKernel } from '../../runtime/webgpu/kernels/kernel.js';
+import { workgroupReduce } from '../../runtime/webgpu/kernels/wgsl.js';
 
 // The row's max and 64-bit masses over the workgroup; read uniformly, since the sampler branches on them around barriers.
 const reductions = () =>

@@ -1,0 +1,26 @@
+// The reference of indexSelect (storage codes copied as they are): the oracle its WebGPU kernel is tested against.
+import { allocStorage, type StorageArray } from '../../core/codecs.js';
+import { ShapeError } from '../../core/errors.js';
+import { numel } from '../../core/shape.js';
+import type { Operand } from '../../runtime/backend.js';
+import { viewIndices } from '../../runtime/cpu/cpu-backend.js';
+
+type Handle = StorageArray;
+
+export function indexSelectReference(x: Operand<Handle>, dim: number, index: Operand<Handle>): Handle {
+  const shape = x.view.shape;
+  const ids = Array.from(viewIndices(index.view), (i) => index.handle[i]);
+  const bad = ids.find((i) => i < 0 || i >= shape[dim]);
+  if (bad !== undefined) throw new ShapeError(`indexSelect: index ${bad} is out of range for dim ${dim} of size ${shape[dim]}`);
+  const outer = numel(shape.slice(0, dim));
+  const inner = numel(shape.slice(dim + 1));
+  const src = viewIndices(x.view);
+  const out = allocStorage(x.dtype, outer * ids.length * inner);
+  let at = 0;
+  for (let o = 0; o < outer; o++) {
+    for (const id of ids) {
+      for (let j = 0; j < inner; j++) out[at++] = x.handle[src[(o * shape[dim] + id) * inner + j]];
+    }
+  }
+  return out;
+}

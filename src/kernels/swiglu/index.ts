@@ -1,0 +1,23 @@
+// swiglu's row (ops/nn.ts validates and calls it). Its two implementations stay in the runtimes
+// (runtime/cpu/swiglu.ts, runtime/webgpu/kernels/swiglu.ts): matmul's unfused SwiGLU epilogue runs them too.
+import type { Operand } from '../../runtime/backend.js';
+import { toGpuOperand } from '../../runtime/webgpu/kernels/elementwise.js';
+import { defineOpKernels } from '../op-kernels.js';
+import { swigluReference } from '../../runtime/cpu/swiglu.js';
+import { swigluKernel } from '../../runtime/webgpu/kernels/swiglu.js';
+
+/** SwiGLU on halves of the last dim: x [..., 2I] -> silu(x[..., :I]) * x[..., I:], contiguous, in x's dtype. */
+export interface SwigluArgs<H> {
+  readonly x: Operand<H>;
+}
+
+export const swigluKernels = defineOpKernels<SwigluArgs<unknown>, unknown>({
+  cpu: (_backend, args) => {
+    const a = args as SwigluArgs<never>;
+    return swigluReference(a.x);
+  },
+  webgpu: (backend, args) => {
+    const a = args as SwigluArgs<never>;
+    return swigluKernel(backend, toGpuOperand(a.x));
+  },
+});

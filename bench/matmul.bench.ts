@@ -3,7 +3,7 @@
 // variant (A shared by subgroupShuffle) against the workgroup-memory tile on the same adapter.
 import { matmul, randn, synchronize, Generator, type Tensor } from '../src/index.js';
 import { webgpuBackend } from '../src/runtime/registry.js';
-import { gemmShareWidth, gemmTuning } from '../src/runtime/webgpu/kernels/gemm.js';
+import { gemmShareWidth, gemmTuning } from '../src/kernels/matmul/gemm.js';
 import { primeGpu, timeIt, type BenchCase, type BenchContext, type RowInput, type TimeOptions } from './harness.js';
 
 /** A CPU run predicted to take longer than this is skipped (the CPU backend is a plain-JS oracle, not a BLAS). */

@@ -29,6 +29,8 @@ import { attentionBackwardKernels } from './attention-backward/index.js';
 import { fftKernels, stftKernels } from './fft/index.js';
 import { gatherKernels } from './gather/index.js';
 import { indexSelectKernels } from './index-select/index.js';
+import { matmulKernels } from './matmul/index.js';
+import { reduceKernels } from './reduce/index.js';
 import { type OpKernels, runOpKernels } from './op-kernels.js';
 import { shortConvKernels } from './short-conv/index.js';
 
@@ -67,6 +69,8 @@ export const OP_KERNELS = {
   stft: stftKernels,
   indexSelect: indexSelectKernels,
   gather: gatherKernels,
+  matmul: matmulKernels,
+  reduce: reduceKernels,
 } as const;
 
 export type OpName = keyof typeof OP_KERNELS;

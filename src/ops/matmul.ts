@@ -1,4 +1,5 @@
 import type { ScaleRecipe } from '../runtime/backend.js';
+import { runKernel } from '../kernels/registry.js';
 import { isFp8 } from '../core/dtype.js';
 import { DTypeError, ShapeError } from '../core/errors.js';
 import { broadcastShapes, broadcastView, formatShape, transposed2d } from '../core/shape.js';
@@ -52,7 +53,7 @@ function matmulForward(x: Tensor, y: Tensor): Tensor {
     const batch = broadcastShapes(a.shape.slice(0, -2), b.shape.slice(0, -2));
     const opA = { ...a.operand(), view: broadcastView(a.layout, [...batch, m, k]) };
     const opB = { ...b.operand(), view: broadcastView(b.layout, [...batch, k, n]) };
-    const out = wrap(backend, backend.matmul(opA, opB, { batch, m, n, k }, x.dtype), x.dtype, [...batch, m, n]);
+    const out = wrap(backend, runKernel('matmul', backend, { a: opA, b: opB, dims: { batch, m, n, k }, outDtype: x.dtype }), x.dtype, [...batch, m, n]);
     if (x.ndim > 1 && y.ndim > 1) return out;
     // Drop the dim each 1-D operand gained (both for vector @ vector, giving a 0-d result as torch.matmul does).
     const squeezed = reshape(out, [...batch, ...(x.ndim > 1 ? [m] : []), ...(y.ndim > 1 ? [n] : [])]);
@@ -209,7 +210,7 @@ function linearForward(x: Tensor, weight: Tensor, bias?: Tensor, options: Linear
       ...(r ? { residual: { ...r.operand(), view: { shape: [m, outCols], strides: [outCols, 1], offset: 0 } } } : {}),
       ...(swiglu ? { activation: 'swiglu' as const } : {}),
     };
-    const handle = backend.matmul(rows.operand(), wT, { batch: [], m, n, k }, x.dtype, scaling);
+    const handle = runKernel('matmul', backend, { a: rows.operand(), b: wT, dims: { batch: [], m, n, k }, outDtype: x.dtype, scaling });
     const out = wrap(backend, handle, x.dtype, [m, outCols]);
     if (lead.length === 1) return out;
     const shaped = reshape(out, [...lead, outCols]);

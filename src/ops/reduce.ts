@@ -1,4 +1,5 @@
 import type { ReduceOp } from '../runtime/backend.js';
+import { runKernel } from '../kernels/registry.js';
 import { isFloating, isFp8, type DType } from '../core/dtype.js';
 import { DTypeError, ShapeError } from '../core/errors.js';
 import { normalizeDim } from '../core/shape.js';
@@ -49,7 +50,7 @@ function reduce(op: ReduceOp, x: Tensor, dim: number | undefined, options: Reduc
     throw new ShapeError(`${op} over dim ${d} of size 0 (tensor ${x.describe()}) has no identity`);
   }
   const outShape = x.shape.filter((_, i) => i !== d);
-  const out = wrap(backend, backend.reduce(op, x.operand(), d, outDtype), outDtype, outShape);
+  const out = wrap(backend, runKernel('reduce', backend, { op, x: x.operand(), dim: d, outDtype }), outDtype, outShape);
   if (!options.keepdim) return out;
   return reshapeOwned(
     out,

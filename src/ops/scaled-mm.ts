@@ -1,4 +1,5 @@
 // scaledMm: torch._scaled_mm / F.scaled_mm for FP8 operands, plus the 128x128 block scales of HF FP8 checkpoints.
+import { runKernel } from '../kernels/registry.js';
 import type { MatmulScaling, ScaleRecipe } from '../runtime/backend.js';
 import { isFp8, type DType } from '../core/dtype.js';
 import { DTypeError, ShapeError } from '../core/errors.js';
@@ -124,7 +125,7 @@ export function scaledMm(a: Tensor, b: Tensor, options: ScaledMmOptions): Tensor
       bias: bias ? owned[2].operand() : undefined,
       scaleResult: scaleResult ? owned[owned.length - 1].operand().handle : undefined,
     };
-    const handle = backend.matmul(a.operand(), b.operand(), { batch: [], m, n, k }, outDtype, scaling);
+    const handle = runKernel('matmul', backend, { a: a.operand(), b: b.operand(), dims: { batch: [], m, n, k }, outDtype, scaling });
     return wrap(backend, handle, outDtype, [m, n]);
   } finally {
     for (const t of owned) t.dispose();

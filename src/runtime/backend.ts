@@ -291,12 +291,4 @@ export interface Backend<H = unknown> {
    * outDtype, codes are selected as they are.
    */
   where(cond: Operand<H>, a: Operand<H> | ScalarOperand, b: Operand<H> | ScalarOperand, outShape: Shape, outDtype: DType): H;
-  /** Reduces dim of x; the result is contiguous with that dim removed. */
-  reduce(op: ReduceOp, x: Operand<H>, dim: number, outDtype: DType): H;
-  /**
-   * a: [...batch, m, k], b: [...batch, k, n] (views already broadcast over batch); result contiguous [...batch, m, n],
-   * accumulated in float32 or better. With scaling (2-D only): dequantization scales, bias and result scale; an FP8
-   * output then saturates.
-   */
-  matmul(a: Operand<H>, b: Operand<H>, dims: MatmulDims, outDtype: DType, scaling?: MatmulScaling<H>): H;
 }

@@ -4,7 +4,7 @@
 // a selection bug that silently falls back to the plain tile cannot pass for the subgroup path.
 import { describe, expect, it } from 'vitest';
 import { webgpuBackend } from '../../src/runtime/registry.js';
-import { gemmShareWidth, gemmTuning } from '../../src/runtime/webgpu/kernels/gemm.js';
+import { gemmShareWidth, gemmTuning } from '../../src/kernels/matmul/gemm.js';
 import { scaledMm, setDefaultDevice, tensor, type DType, type Tensor } from '../../src/index.js';
 import { checkBoth, randomTensor, randomValues, tolerance, type Tolerance } from '../helpers/compare.js';
 import { setupWebGpu } from '../helpers/webgpu.js';

@@ -7,7 +7,7 @@ import { lanesPerWord, type DType } from '../../core/dtype.js';
 import { wordBytes, type GpuBuffer, type GpuContext } from '../../runtime/webgpu/gpu-context.js';
 import { viaFloat32, type GpuOperand } from '../../runtime/webgpu/kernels/elementwise.js';
 import type { ExpertLinearKernelOptions } from './expert-linear.js';
-import { tileStoreCode } from '../../runtime/webgpu/kernels/gemm.js';
+import { tileStoreCode } from '../matmul/gemm.js';
 import { moePlanKernel, moePlanLayout, PLAN_MAX_EXPERTS } from './moe-plan.js';
 import { defineKernel } from '../../runtime/webgpu/kernels/kernel.js';
 

@@ -4,9 +4,9 @@
 import { DTYPE_INFO, isFp8, lanesPerWord, type DType } from '../../core/dtype.js';
 import { wordBytes, type GpuBuffer, type GpuContext } from '../../runtime/webgpu/gpu-context.js';
 import { binaryKernel, viaFloat32, type GpuOperand } from '../../runtime/webgpu/kernels/elementwise.js';
-import { swigluKernel } from '../../runtime/webgpu/kernels/swiglu.js';
+import { swigluKernel } from '../swiglu/webgpu.js';
 import { expertGemmKernel, useGroupedExpertGemm } from './expert-gemm.js';
-import { columnReduceWgsl } from '../../runtime/webgpu/kernels/gemv.js';
+import { columnReduceWgsl } from '../matmul/gemv.js';
 import { bytesOf, defineKernel, type VariantOf } from '../../runtime/webgpu/kernels/kernel.js';
 import { decodeFn, grid1d } from '../../runtime/webgpu/kernels/wgsl.js';
 

@@ -3,9 +3,10 @@
 import { isFp8 } from '../../core/dtype.js';
 import { contiguousView, transposed2d } from '../../core/shape.js';
 import type { ExpertLinearOptions, Operand, RouteOptions } from '../../runtime/backend.js';
-import { swigluReference } from '../../runtime/cpu/swiglu.js';
+import { swigluReference } from '../swiglu/cpu.js';
 import { toGpuOperand } from '../../runtime/webgpu/kernels/elementwise.js';
-import { defineOpKernels } from '../op-kernels.js';
+import { matmulKernels } from '../matmul/index.js';
+import { defineOpKernels, runOpKernels } from '../op-kernels.js';
 import { expertLinearReference, moeRouteReference } from './cpu.js';
 import { expertLinearKernel } from './expert-linear.js';
 import { FUSED_ROUTER_MAX_EXPERTS, type GpuRouteOptions, moeRouteKernel } from './moe-route.js';
@@ -68,7 +69,12 @@ export const moeRouterKernels = defineOpKernels<MoeRouterArgs<unknown>, [unknown
     const { x, weight, topK, options } = args as MoeRouterArgs<never>;
     const [t, h] = x.view.shape;
     const e = weight.view.shape[0];
-    const logits = backend.matmul(x, { ...weight, view: transposed2d(weight.view) }, { batch: [], m: t, n: e, k: h }, 'float32');
+    const logits = runOpKernels(matmulKernels, backend, {
+      a: x,
+      b: { ...weight, view: transposed2d(weight.view) },
+      dims: { batch: [], m: t, n: e, k: h },
+      outDtype: 'float32',
+    }) as never;
     return moeRouteReference({ handle: logits, dtype: 'float32', view: { shape: [t, e], strides: [e, 1], offset: 0 } }, topK, options);
   },
   webgpu: (backend, args) => {
@@ -76,7 +82,12 @@ export const moeRouterKernels = defineOpKernels<MoeRouterArgs<unknown>, [unknown
     const [t, h] = x.view.shape;
     const e = weight.view.shape[0];
     if (e <= FUSED_ROUTER_MAX_EXPERTS && !isFp8(weight.dtype)) return moeRouteKernel(backend, toGpuOperand(x), topK, gpuRoute(options), toGpuOperand(weight));
-    const logits = backend.matmul(x, { ...weight, view: transposed2d(weight.view) }, { batch: [], m: t, n: e, k: h }, 'float32');
+    const logits = runOpKernels(matmulKernels, backend, {
+      a: x,
+      b: { ...weight, view: transposed2d(weight.view) },
+      dims: { batch: [], m: t, n: e, k: h },
+      outDtype: 'float32',
+    }) as never;
     try {
       return moeRouteKernel(backend, { buffer: logits, dtype: 'float32', view: contiguousView([t, e]) }, topK, gpuRoute(options));
     } finally {

@@ -1,10 +1,10 @@
-// swiglu's row (ops/nn.ts validates and calls it). Its two implementations stay in the runtimes
-// (runtime/cpu/swiglu.ts, runtime/webgpu/kernels/swiglu.ts): matmul's unfused SwiGLU epilogue runs them too.
+// swiglu's kernels on each backend (ops/nn.ts validates and calls them; matmul's unfused SwiGLU epilogue and the MoE
+// expert kernels run them too).
 import type { Operand } from '../../runtime/backend.js';
 import { toGpuOperand } from '../../runtime/webgpu/kernels/elementwise.js';
 import { defineOpKernels } from '../op-kernels.js';
-import { swigluReference } from '../../runtime/cpu/swiglu.js';
-import { swigluKernel } from '../../runtime/webgpu/kernels/swiglu.js';
+import { swigluReference } from './cpu.js';
+import { swigluKernel } from './webgpu.js';
 
 /** SwiGLU on halves of the last dim: x [..., 2I] -> silu(x[..., :I]) * x[..., I:], contiguous, in x's dtype. */
 export interface SwigluArgs<H> {

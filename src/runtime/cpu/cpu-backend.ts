@@ -1,21 +1,9 @@
-// The reference backend: plain loops over float64 values, exact enough to judge every GPU kernel.
-import { swigluReference } from './swiglu.js';
 import { allocStorage, castCode, decodeOne, scalarValue, type StorageArray } from '../../core/codecs.js';
 
 import { DTYPE_INFO, type DType } from '../../core/dtype.js';
 import { coalesceViews, numel, type Shape, type View } from '../../core/shape.js';
-import {
-  isScalarOperand,
-  type Backend,
-  type BinaryOp,
-  type MatmulDims,
-  type MatmulScaling,
-  type Operand,
-  type ScalarOperand,
-  type ReduceOp,
-  type UnaryOp,
-} from '../backend.js';
-import { BINARY_F64, BINARY_I32, REDUCE_F64, UNARY_F64, UNARY_I32 } from './scalar-ops.js';
+import { isScalarOperand, type Backend, type BinaryOp, type Operand, type ScalarOperand, type UnaryOp } from '../backend.js';
+import { BINARY_F64, BINARY_I32, UNARY_F64, UNARY_I32 } from './scalar-ops.js';
 
 type Handle = StorageArray;
 
@@ -101,7 +89,7 @@ export function store(values: Float64Array, dtype: DType, saturate = false): Han
   return out;
 }
 
-const isInt = (dtype: DType) => !DTYPE_INFO[dtype].isFloating;
+export const isInt = (dtype: DType) => !DTYPE_INFO[dtype].isFloating;
 
 /** The int32 entries of a 1-D (or 0-D) view, in order. */
 export function ints(t: Operand<Handle>): number[] {
@@ -183,114 +171,4 @@ export class CpuBackend implements Backend<Handle> {
     for (let i = 0; i < n; i++) bo[i] = c[i] ? ba[i * stepA] : bb[i * stepB];
     return out;
   }
-
-  reduce(op: ReduceOp, x: Operand<Handle>, dim: number, outDtype: DType): Handle {
-    const shape = x.view.shape;
-    const outer = numel(shape.slice(0, dim));
-    const size = shape[dim];
-    const inner = numel(shape.slice(dim + 1));
-    const v = values(x);
-    const out = new Float64Array(outer * inner);
-    for (let o = 0; o < outer; o++) {
-      for (let i = 0; i < inner; i++) {
-        const base = o * size * inner + i;
-        const r = op === 'argmax' || op === 'argmin' ? argExtreme(v, base, size, inner, op === 'argmax') : fold(op, v, base, size, inner);
-        // Integer sums wrap like int32 arithmetic (as binary add does and the GPU accumulates), not saturate.
-        out[o * inner + i] = op === 'sum' && isInt(outDtype) ? r | 0 : r;
-      }
-    }
-    return store(out, outDtype);
-  }
-
-  matmul(a: Operand<Handle>, b: Operand<Handle>, dims: MatmulDims, outDtype: DType, scaling: MatmulScaling<Handle> = {}): Handle {
-    if (scaling.activation === 'swiglu') {
-      // The unfused chain's roundings: the product in outDtype, SwiGLU, then the residual add.
-      const { activation: _, residual, ...rest } = scaling;
-      const half = dims.n / 2;
-      const full = this.matmul(a, b, dims, outDtype, rest);
-      const act = swigluReference({ handle: full, dtype: outDtype, view: { shape: [dims.m, dims.n], strides: [dims.n, 1], offset: 0 } });
-      if (!residual) return act;
-      return this.binary(
-        'add',
-        { handle: act, dtype: outDtype, view: { shape: [dims.m, half], strides: [half, 1], offset: 0 } },
-        residual,
-        [dims.m, half],
-        outDtype,
-      );
-    }
-    const { m, n, k } = dims;
-    const batch = numel(dims.batch);
-    const va = values(a);
-    const vb = values(b);
-    applyBlockScales(va, vb, dims, scaling);
-    const out = new Float64Array(batch * m * n);
-    const row = new Float64Array(n);
-    for (let bi = 0; bi < batch; bi++) {
-      const ao = bi * m * k;
-      const bo = bi * k * n;
-      for (let i = 0; i < m; i++) {
-        row.fill(0);
-        for (let p = 0; p < k; p++) {
-          const av = va[ao + i * k + p];
-          const bRow = bo + p * n;
-          for (let j = 0; j < n; j++) row[j] += av * vb[bRow + j];
-        }
-        out.set(row, (bi * m + i) * n);
-      }
-    }
-    if (!scaling.scaleA && !scaling.scaleB && !scaling.bias && !scaling.scaleResult && !scaling.residual) return store(out, outDtype);
-    const sa = scaling.scaleA;
-    const sb = scaling.scaleB;
-    const bias = scaling.bias ? values(scaling.bias) : undefined;
-    const residual = scaling.residual ? values(scaling.residual) : undefined;
-    const result = scaling.scaleResult ? scaling.scaleResult[0] : 1;
-    for (let i = 0; i < m; i++) {
-      for (let j = 0; j < n; j++) {
-        let v = out[i * n + j];
-        if (sa && sa.recipe !== 'block') v *= sa.handle[sa.recipe === 'row' ? i : 0];
-        if (sb && sb.recipe !== 'block') v *= sb.handle[sb.recipe === 'row' ? j : 0];
-        if (bias) v += bias[j];
-        // The GPU epilogue rounds the product to float32 before adding the residual, as matmul then add would.
-        out[i * n + j] = residual ? Math.fround(v * result) + residual[i * n + j] : v * result;
-      }
-    }
-    // Scaled FP8 outputs saturate, as the GPU epilogue does.
-    return store(out, outDtype, true);
-  }
-}
-
-/** Multiplies 1x128 / 128x128 block scales into the operand values (2-D a [m, k], b [k, n]). */
-function applyBlockScales(va: Float64Array, vb: Float64Array, dims: MatmulDims, s: MatmulScaling<Handle>): void {
-  const { m, n, k } = dims;
-  const kb = Math.ceil(k / 128);
-  if (s.scaleA?.recipe === 'block') {
-    const t = s.scaleA.handle;
-    for (let i = 0; i < m; i++) for (let p = 0; p < k; p++) va[i * k + p] *= t[i * kb + Math.floor(p / 128)];
-  }
-  if (s.scaleB?.recipe === 'block') {
-    const t = s.scaleB.handle;
-    for (let p = 0; p < k; p++) for (let j = 0; j < n; j++) vb[p * n + j] *= t[Math.floor(j / 128) * kb + Math.floor(p / 128)];
-  }
-}
-
-function fold(op: Exclude<ReduceOp, 'argmax' | 'argmin'>, v: Float64Array, base: number, size: number, stride: number): number {
-  const r = REDUCE_F64[op];
-  let acc = r.init;
-  for (let j = 0; j < size; j++) acc = r.step(acc, v[base + j * stride]);
-  return op === 'mean' ? acc / size : acc;
-}
-
-/** Index of the first extreme value; a NaN counts as the extreme (torch.argmax). */
-function argExtreme(v: Float64Array, base: number, size: number, stride: number, max: boolean): number {
-  let best = 0;
-  let bestV = v[base];
-  for (let j = 1; j < size; j++) {
-    if (Number.isNaN(bestV)) break;
-    const x = v[base + j * stride];
-    if (Number.isNaN(x) || (max ? x > bestV : x < bestV)) {
-      best = j;
-      bestV = x;
-    }
-  }
-  return best;
 }

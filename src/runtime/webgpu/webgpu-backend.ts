@@ -1,26 +1,18 @@
 // The WebGPU device: buffer pools with accounting, a pipeline cache, and one command encoder that batches every
 // dispatch until something is read back.
-import { swigluKernel } from './kernels/swiglu.js';
 import { envVar } from '../../core/env.js';
-import type { StorageArray } from '../../core/codecs.js';
-import { allocStorage } from '../../core/codecs.js';
+import { allocStorage, castCode, type StorageArray } from '../../core/codecs.js';
 import { DTYPE_INFO, lanesPerWord, type DType } from '../../core/dtype.js';
 import { DeviceUnavailableError, ShapeError } from '../../core/errors.js';
 import { contiguousView, isContiguous, numel, type Shape } from '../../core/shape.js';
-import { isScalarOperand, type ScalarOperand } from '../backend.js';
-import type { Backend, BinaryOp, MatmulDims, MatmulScaling, Operand, ReduceOp, UnaryOp } from '../backend.js';
-import { castCode } from '../../core/codecs.js';
+import { type Backend, type BinaryOp, isScalarOperand, type Operand, type ScalarOperand, type UnaryOp } from '../backend.js';
 import { BufferPool, type MemoryStats } from './buffer-pool.js';
 import { bindingSignature, layoutEntries, UniformArena } from './bindings.js';
 import { CaptureError, CapturedStep } from './capture.js';
 import { GpuProfiler, type KernelTime } from './profiler.js';
 import { wordBytes, type GpuBuffer, type GpuContext } from './gpu-context.js';
 import { binaryKernel, castKernel, fillKernel, scatterKernel, unaryKernel, whereKernel, type GpuOperand } from './kernels/elementwise.js';
-import { gemmKernel, type GemmScaling } from './kernels/gemm.js';
-import { gemvApplies, gemvKernel } from './kernels/gemv.js';
-import { withContiguous } from './kernels/nn-util.js';
 import { SUBGROUP_PROBE_INVOCATIONS, subgroupProbeKernel } from './kernels/subgroup-probe.js';
-import { reduceKernel } from './kernels/reduce.js';
 import { checkAdapter, OPTIONAL_FEATURES, REQUIRED_LIMITS } from './requirements.js';
 import { loadGpu } from './runtime.js';
 
@@ -549,43 +541,7 @@ export class WebGpuBackend implements Backend<GpuBuffer>, GpuContext {
     return whereKernel(this, this.gpuOperand(cond), input(a), input(b), outShape, outDtype);
   }
 
-  reduce(op: ReduceOp, x: Operand<GpuBuffer>, dim: number, outDtype: DType): GpuBuffer {
-    return this.withContiguous(x, (cx) => reduceKernel(this, op, cx, dim, outDtype));
-  }
-
   /** GEMV for decode shapes (M <= 4, [N, K] weights), else the tiled GEMM; both dequantize FP8 on load. */
-  matmul(a: Operand<GpuBuffer>, b: Operand<GpuBuffer>, dims: MatmulDims, outDtype: DType, scaling: MatmulScaling<GpuBuffer> = {}): GpuBuffer {
-    const ga = this.gpuOperand(a);
-    const gb = this.gpuOperand(b);
-    const s: GemmScaling = {
-      scaleA: scaling.scaleA && { buffer: scaling.scaleA.handle, recipe: scaling.scaleA.recipe },
-      scaleB: scaling.scaleB && { buffer: scaling.scaleB.handle, recipe: scaling.scaleB.recipe },
-      bias: scaling.bias && this.gpuOperand(scaling.bias),
-      scaleResult: scaling.scaleResult,
-      residual: scaling.residual && this.gpuOperand(scaling.residual),
-    };
-    if (scaling.activation === 'swiglu') return this.matmulSwiglu(ga, gb, dims, outDtype, s);
-    return gemvApplies(gb, dims) ? gemvKernel(this, ga, gb, dims, outDtype, s) : gemmKernel(this, ga, gb, dims, outDtype, s);
-  }
-
-  /**
-   * silu(gate) * up of a stacked gate|up product: in the decode GEMV's epilogue (one dispatch) when the scales
-   * allow it (none, or block scales applied along K); otherwise the product, SwiGLU and the residual apart.
-   */
-  private matmulSwiglu(a: GpuOperand, b: GpuOperand, dims: MatmulDims, outDtype: DType, s: GemmScaling): GpuBuffer {
-    const fusable = !s.scaleA && !s.bias && !s.scaleResult && (!s.scaleB || s.scaleB.recipe === 'block');
-    if (fusable && gemvApplies(b, dims)) return gemvKernel(this, a, b, dims, outDtype, { ...s, activation: 'swiglu' });
-    const half = dims.n / 2;
-    const { residual, ...rest } = s;
-    const full = gemvApplies(b, dims) ? gemvKernel(this, a, b, dims, outDtype, rest) : gemmKernel(this, a, b, dims, outDtype, rest);
-    const act = swigluKernel(this, { buffer: full, dtype: outDtype, view: contiguousView([dims.m, dims.n]) });
-    this.release(full);
-    if (!residual) return act;
-    const out = binaryKernel(this, 'add', { buffer: act, dtype: outDtype, view: contiguousView([dims.m, half]) }, residual, [dims.m, half], outDtype);
-    this.release(act);
-    return out;
-  }
-
   // ---- lifecycle and stats ----
   memoryStats(): MemoryStats {
     return this.storage.stats();
@@ -614,11 +570,6 @@ export class WebGpuBackend implements Backend<GpuBuffer>, GpuContext {
     this.encoder = undefined;
     this.pass = undefined;
     this.gpuDevice.destroy();
-  }
-
-  /** Runs a kernel that needs a contiguous view, compacting x into a temporary first when it is not. */
-  private withContiguous<R>(x: Operand<GpuBuffer>, kernel: (x: GpuOperand) => R): R {
-    return withContiguous(this, this.gpuOperand(x), kernel);
   }
 
   private gpuOperand(x: Operand<GpuBuffer>): GpuOperand {

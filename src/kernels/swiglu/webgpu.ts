@@ -1,10 +1,10 @@
 // Launcher of the SwiGLU kernel (swiglu.wgsl): one invocation per output word of x [..., 2I] -> [..., I].
-import { numel } from '../../../core/shape.js';
-import { wordBytes, type GpuBuffer, type GpuContext } from '../gpu-context.js';
-import { lanesPerWord } from '../../../core/dtype.js';
-import type { GpuOperand } from './elementwise.js';
-import { defineKernel } from './kernel.js';
-import { withContiguous } from './nn-util.js';
+import { numel } from '../../core/shape.js';
+import { wordBytes, type GpuBuffer, type GpuContext } from '../../runtime/webgpu/gpu-context.js';
+import { lanesPerWord } from '../../core/dtype.js';
+import type { GpuOperand } from '../../runtime/webgpu/kernels/elementwise.js';
+import { defineKernel } from '../../runtime/webgpu/kernels/kernel.js';
+import { withContiguous } from '../../runtime/webgpu/kernels/nn-util.js';
 
 const swiglu = defineKernel({
   name: 'swiglu',

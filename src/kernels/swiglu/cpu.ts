@@ -1,7 +1,7 @@
 // The float64 reference of SwiGLU: the oracle of its WebGPU kernel, and the unfused epilogue of the CPU matmul.
-import type { Operand } from '../backend.js';
+import type { Operand } from '../../runtime/backend.js';
 import type { StorageArray } from '../../core/codecs.js';
-import { store, values } from './cpu-backend.js';
+import { store, values } from '../../runtime/cpu/cpu-backend.js';
 
 type Handle = StorageArray;
 

@@ -1,10 +1,10 @@
-import { lanesPerWord, type DType } from '../../../core/dtype.js';
-import { numel } from '../../../core/shape.js';
-import type { ReduceOp } from '../../backend.js';
-import { wordBytes, type GpuBuffer, type GpuContext } from '../gpu-context.js';
-import type { GpuOperand } from './elementwise.js';
-import { defineKernel } from './kernel.js';
-import { computeTypeOf, grid1d, workgroupReduce, type ComputeType } from './wgsl.js';
+import { lanesPerWord, type DType } from '../../core/dtype.js';
+import { numel } from '../../core/shape.js';
+import type { ReduceOp } from '../../runtime/backend.js';
+import { wordBytes, type GpuBuffer, type GpuContext } from '../../runtime/webgpu/gpu-context.js';
+import type { GpuOperand } from '../../runtime/webgpu/kernels/elementwise.js';
+import { defineKernel } from '../../runtime/webgpu/kernels/kernel.js';
+import { computeTypeOf, grid1d, workgroupReduce, type ComputeType } from '../../runtime/webgpu/kernels/wgsl.js';
 
 /** Reduced dims up to this length are folded serially by one invocation per output word... */
 const ROWS_MAX_SIZE = 64;

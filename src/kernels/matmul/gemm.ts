@@ -1,12 +1,12 @@
 // Launcher of the tiled GEMM (gemm.wgsl): plain matmul and FP8 scaledMm share it; they differ only in the
 // generated load/epilogue functions. The scaling variant, bindings and epilogue are shared with the decode GEMV.
-import { lanesPerWord, type DType } from '../../../core/dtype.js';
-import { ShapeError } from '../../../core/errors.js';
-import { coalesceViews, formatShape, numel } from '../../../core/shape.js';
-import type { MatmulDims } from '../../backend.js';
-import { wordBytes, type GpuBuffer, type GpuContext } from '../gpu-context.js';
-import { viaFloat32, type GpuOperand } from './elementwise.js';
-import { bytesOf, defineKernel, type VariantOf } from './kernel.js';
+import { lanesPerWord, type DType } from '../../core/dtype.js';
+import { ShapeError } from '../../core/errors.js';
+import { coalesceViews, formatShape, numel } from '../../core/shape.js';
+import type { MatmulDims } from '../../runtime/backend.js';
+import { wordBytes, type GpuBuffer, type GpuContext } from '../../runtime/webgpu/gpu-context.js';
+import { viaFloat32, type GpuOperand } from '../../runtime/webgpu/kernels/elementwise.js';
+import { bytesOf, defineKernel, type VariantOf } from '../../runtime/webgpu/kernels/kernel.js';
 
 const TILE = 64;
 

@@ -1,13 +1,13 @@
 // Launcher of the decode GEMV (gemv.wgsl), used by matmul and scaledMm when M <= 4 and the weight is a [N, K]
 // matrix with K contiguous and 16-byte aligned rows; other shapes take the tiled GEMM.
-import { DTYPE_INFO, isFp8, lanesPerWord, type DType } from '../../../core/dtype.js';
-import type { MatmulDims } from '../../backend.js';
-import { wordBytes, type GpuBuffer, type GpuContext } from '../gpu-context.js';
-import { viaFloat32, type GpuOperand } from './elementwise.js';
+import { DTYPE_INFO, isFp8, lanesPerWord, type DType } from '../../core/dtype.js';
+import type { MatmulDims } from '../../runtime/backend.js';
+import { wordBytes, type GpuBuffer, type GpuContext } from '../../runtime/webgpu/gpu-context.js';
+import { viaFloat32, type GpuOperand } from '../../runtime/webgpu/kernels/elementwise.js';
 import { epilogueWgsl, SCALING_INPUTS, SCALING_VARIANT, scalingBuffers, scalingVariant, type GemmScaling } from './gemm.js';
-import { bytesOf, defineKernel, type VariantOf } from './kernel.js';
-import { decodeFn, fillTemplate, grid1d } from './wgsl.js';
-import { batchInvariant } from '../../../core/batch-invariance.js';
+import { bytesOf, defineKernel, type VariantOf } from '../../runtime/webgpu/kernels/kernel.js';
+import { decodeFn, fillTemplate, grid1d } from '../../runtime/webgpu/kernels/wgsl.js';
+import { batchInvariant } from '../../core/batch-invariance.js';
 
 export const GEMV_MAX_M = 4;
 /**

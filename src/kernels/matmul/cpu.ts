@@ -1,0 +1,87 @@
+// The float64 reference of matmul with its FP8 scalings and fused epilogues (bias, scales, SwiGLU, residual): the
+// oracle of its WebGPU GEMV and GEMM.
+import { numel } from '../../core/shape.js';
+import type { DType } from '../../core/dtype.js';
+import type { StorageArray } from '../../core/codecs.js';
+import type { MatmulDims, MatmulScaling, Operand } from '../../runtime/backend.js';
+import { type CpuBackend, store, values } from '../../runtime/cpu/cpu-backend.js';
+import { swigluReference } from '../swiglu/cpu.js';
+
+type Handle = StorageArray;
+
+export function matmulReference(
+  backend: CpuBackend,
+  a: Operand<Handle>,
+  b: Operand<Handle>,
+  dims: MatmulDims,
+  outDtype: DType,
+  scaling: MatmulScaling<Handle> = {},
+): Handle {
+  if (scaling.activation === 'swiglu') {
+    // The unfused chain's roundings: the product in outDtype, SwiGLU, then the residual add.
+    const { activation: _, residual, ...rest } = scaling;
+    const half = dims.n / 2;
+    const full = matmulReference(backend, a, b, dims, outDtype, rest);
+    const act = swigluReference({ handle: full, dtype: outDtype, view: { shape: [dims.m, dims.n], strides: [dims.n, 1], offset: 0 } });
+    if (!residual) return act;
+    return backend.binary(
+      'add',
+      { handle: act, dtype: outDtype, view: { shape: [dims.m, half], strides: [half, 1], offset: 0 } },
+      residual,
+      [dims.m, half],
+      outDtype,
+    );
+  }
+  const { m, n, k } = dims;
+  const batch = numel(dims.batch);
+  const va = values(a);
+  const vb = values(b);
+  applyBlockScales(va, vb, dims, scaling);
+  const out = new Float64Array(batch * m * n);
+  const row = new Float64Array(n);
+  for (let bi = 0; bi < batch; bi++) {
+    const ao = bi * m * k;
+    const bo = bi * k * n;
+    for (let i = 0; i < m; i++) {
+      row.fill(0);
+      for (let p = 0; p < k; p++) {
+        const av = va[ao + i * k + p];
+        const bRow = bo + p * n;
+        for (let j = 0; j < n; j++) row[j] += av * vb[bRow + j];
+      }
+      out.set(row, (bi * m + i) * n);
+    }
+  }
+  if (!scaling.scaleA && !scaling.scaleB && !scaling.bias && !scaling.scaleResult && !scaling.residual) return store(out, outDtype);
+  const sa = scaling.scaleA;
+  const sb = scaling.scaleB;
+  const bias = scaling.bias ? values(scaling.bias) : undefined;
+  const residual = scaling.residual ? values(scaling.residual) : undefined;
+  const result = scaling.scaleResult ? scaling.scaleResult[0] : 1;
+  for (let i = 0; i < m; i++) {
+    for (let j = 0; j < n; j++) {
+      let v = out[i * n + j];
+      if (sa && sa.recipe !== 'block') v *= sa.handle[sa.recipe === 'row' ? i : 0];
+      if (sb && sb.recipe !== 'block') v *= sb.handle[sb.recipe === 'row' ? j : 0];
+      if (bias) v += bias[j];
+      // The GPU epilogue rounds the product to float32 before adding the residual, as matmul then add would.
+      out[i * n + j] = residual ? Math.fround(v * result) + residual[i * n + j] : v * result;
+    }
+  }
+  // Scaled FP8 outputs saturate, as the GPU epilogue does.
+  return store(out, outDtype, true);
+}
+
+/** Multiplies 1x128 / 128x128 block scales into the operand values (2-D a [m, k], b [k, n]). */
+function applyBlockScales(va: Float64Array, vb: Float64Array, dims: MatmulDims, s: MatmulScaling<Handle>): void {
+  const { m, n, k } = dims;
+  const kb = Math.ceil(k / 128);
+  if (s.scaleA?.recipe === 'block') {
+    const t = s.scaleA.handle;
+    for (let i = 0; i < m; i++) for (let p = 0; p < k; p++) va[i * k + p] *= t[i * kb + Math.floor(p / 128)];
+  }
+  if (s.scaleB?.recipe === 'block') {
+    const t = s.scaleB.handle;
+    for (let p = 0; p < k; p++) for (let j = 0; j < n; j++) vb[p * n + j] *= t[Math.floor(j / 128) * kb + Math.floor(p / 128)];
+  }
+}

@@ -1,0 +1,50 @@
+// matmul on WebGPU: the decode GEMV for M <= 4 over [N, K] weights, else the tiled GEMM; both dequantize FP8 on load
+// and apply the scalings and the bias / residual / SwiGLU epilogues.
+import type { DType } from '../../core/dtype.js';
+import { contiguousView } from '../../core/shape.js';
+import type { MatmulDims, MatmulScaling, Operand } from '../../runtime/backend.js';
+import type { GpuBuffer } from '../../runtime/webgpu/gpu-context.js';
+import { binaryKernel, type GpuOperand, toGpuOperand } from '../../runtime/webgpu/kernels/elementwise.js';
+import type { WebGpuBackend } from '../../runtime/webgpu/webgpu-backend.js';
+import { swigluKernel } from '../swiglu/webgpu.js';
+import { gemmKernel, type GemmScaling } from './gemm.js';
+import { gemvApplies, gemvKernel } from './gemv.js';
+
+export function matmulWebGpu(
+  backend: WebGpuBackend,
+  a: Operand<GpuBuffer>,
+  b: Operand<GpuBuffer>,
+  dims: MatmulDims,
+  outDtype: DType,
+  scaling: MatmulScaling<GpuBuffer> = {},
+): GpuBuffer {
+  const ga = toGpuOperand(a);
+  const gb = toGpuOperand(b);
+  const s: GemmScaling = {
+    scaleA: scaling.scaleA && { buffer: scaling.scaleA.handle, recipe: scaling.scaleA.recipe },
+    scaleB: scaling.scaleB && { buffer: scaling.scaleB.handle, recipe: scaling.scaleB.recipe },
+    bias: scaling.bias && toGpuOperand(scaling.bias),
+    scaleResult: scaling.scaleResult,
+    residual: scaling.residual && toGpuOperand(scaling.residual),
+  };
+  if (scaling.activation === 'swiglu') return matmulSwiglu(backend, ga, gb, dims, outDtype, s);
+  return gemvApplies(gb, dims) ? gemvKernel(backend, ga, gb, dims, outDtype, s) : gemmKernel(backend, ga, gb, dims, outDtype, s);
+}
+
+/**
+ * silu(gate) * up of a stacked gate|up product: in the decode GEMV's epilogue (one dispatch) when the scales
+ * allow it (none, or block scales applied along K); otherwise the product, SwiGLU and the residual apart.
+ */
+function matmulSwiglu(backend: WebGpuBackend, a: GpuOperand, b: GpuOperand, dims: MatmulDims, outDtype: DType, s: GemmScaling): GpuBuffer {
+  const fusable = !s.scaleA && !s.bias && !s.scaleResult && (!s.scaleB || s.scaleB.recipe === 'block');
+  if (fusable && gemvApplies(b, dims)) return gemvKernel(backend, a, b, dims, outDtype, { ...s, activation: 'swiglu' });
+  const half = dims.n / 2;
+  const { residual, ...rest } = s;
+  const full = gemvApplies(b, dims) ? gemvKernel(backend, a, b, dims, outDtype, rest) : gemmKernel(backend, a, b, dims, outDtype, rest);
+  const act = swigluKernel(backend, { buffer: full, dtype: outDtype, view: contiguousView([dims.m, dims.n]) });
+  backend.release(full);
+  if (!residual) return act;
+  const out = binaryKernel(backend, 'add', { buffer: act, dtype: outDtype, view: contiguousView([dims.m, half]) }, residual, [dims.m, half], outDtype);
+  backend.release(act);
+  return out;
+}

@@ -1,0 +1,50 @@
+// The float64 reference of reduce along one dim (sum, mean, max, min, prod, argmax, argmin): the oracle of its WebGPU
+// kernels.
+import type { StorageArray } from '../../core/codecs.js';
+import type { DType } from '../../core/dtype.js';
+import { numel } from '../../core/shape.js';
+import type { Operand, ReduceOp } from '../../runtime/backend.js';
+import { isInt, store, values } from '../../runtime/cpu/cpu-backend.js';
+import { REDUCE_F64 } from '../../runtime/cpu/scalar-ops.js';
+
+type Handle = StorageArray;
+
+export function reduceReference(op: ReduceOp, x: Operand<Handle>, dim: number, outDtype: DType): Handle {
+  const shape = x.view.shape;
+  const outer = numel(shape.slice(0, dim));
+  const size = shape[dim];
+  const inner = numel(shape.slice(dim + 1));
+  const v = values(x);
+  const out = new Float64Array(outer * inner);
+  for (let o = 0; o < outer; o++) {
+    for (let i = 0; i < inner; i++) {
+      const base = o * size * inner + i;
+      const r = op === 'argmax' || op === 'argmin' ? argExtreme(v, base, size, inner, op === 'argmax') : fold(op, v, base, size, inner);
+      // Integer sums wrap like int32 arithmetic (as binary add does and the GPU accumulates), not saturate.
+      out[o * inner + i] = op === 'sum' && isInt(outDtype) ? r | 0 : r;
+    }
+  }
+  return store(out, outDtype);
+}
+
+function fold(op: Exclude<ReduceOp, 'argmax' | 'argmin'>, v: Float64Array, base: number, size: number, stride: number): number {
+  const r = REDUCE_F64[op];
+  let acc = r.init;
+  for (let j = 0; j < size; j++) acc = r.step(acc, v[base + j * stride]);
+  return op === 'mean' ? acc / size : acc;
+}
+
+/** Index of the first extreme value; a NaN counts as the extreme (torch.argmax). */
+function argExtreme(v: Float64Array, base: number, size: number, stride: number, max: boolean): number {
+  let best = 0;
+  let bestV = v[base];
+  for (let j = 1; j < size; j++) {
+    if (Number.isNaN(bestV)) break;
+    const x = v[base + j * stride];
+    if (Number.isNaN(x) || (max ? x > bestV : x < bestV)) {
+      best = j;
+      bestV = x;
+    }
+  }
+  return best;
+}

@@ -1,10 +1,10 @@
 // The float64 reference of reduce along one dim (sum, mean, max, min, prod, argmax, argmin): the oracle of its WebGPU
 // kernels.
 import type { StorageArray } from '../../core/codecs.js';
-import type { DType } from '../../core/dtype.js';
+import { isFloating, type DType } from '../../core/dtype.js';
 import { numel } from '../../core/shape.js';
 import type { Operand, ReduceOp } from '../../runtime/backend.js';
-import { isInt, store, values } from '../../runtime/cpu/cpu-backend.js';
+import { store, values } from '../../runtime/cpu/cpu-backend.js';
 import { REDUCE_F64 } from '../../runtime/cpu/scalar-ops.js';
 
 type Handle = StorageArray;
@@ -21,7 +21,7 @@ export function reduceReference(op: ReduceOp, x: Operand<Handle>, dim: number, o
       const base = o * size * inner + i;
       const r = op === 'argmax' || op === 'argmin' ? argExtreme(v, base, size, inner, op === 'argmax') : fold(op, v, base, size, inner);
       // Integer sums wrap like int32 arithmetic (as binary add does and the GPU accumulates), not saturate.
-      out[o * inner + i] = op === 'sum' && isInt(outDtype) ? r | 0 : r;
+      out[o * inner + i] = op === 'sum' && !isFloating(outDtype) ? r | 0 : r;
     }
   }
   return store(out, outDtype);

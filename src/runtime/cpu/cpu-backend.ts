@@ -89,7 +89,7 @@ export function store(values: Float64Array, dtype: DType, saturate = false): Han
   return out;
 }
 
-export const isInt = (dtype: DType) => !DTYPE_INFO[dtype].isFloating;
+const isInt = (dtype: DType) => !DTYPE_INFO[dtype].isFloating;
 
 /** The int32 entries of a 1-D (or 0-D) view, in order. */
 export function ints(t: Operand<Handle>): number[] {

@@ -11,7 +11,7 @@ import { bindingSignature, layoutEntries, UniformArena } from './bindings.js';
 import { CaptureError, CapturedStep } from './capture.js';
 import { GpuProfiler, type KernelTime } from './profiler.js';
 import { wordBytes, type GpuBuffer, type GpuContext } from './gpu-context.js';
-import { binaryKernel, castKernel, fillKernel, scatterKernel, unaryKernel, whereKernel, type GpuOperand } from './kernels/elementwise.js';
+import { binaryKernel, castKernel, fillKernel, scatterKernel, unaryKernel, toGpuOperand, whereKernel } from './kernels/elementwise.js';
 import { SUBGROUP_PROBE_INVOCATIONS, subgroupProbeKernel } from './kernels/subgroup-probe.js';
 import { checkAdapter, OPTIONAL_FEATURES, REQUIRED_LIMITS } from './requirements.js';
 import { loadGpu } from './runtime.js';
@@ -490,7 +490,7 @@ export class WebGpuBackend implements Backend<GpuBuffer>, GpuContext {
     const start = src.view.offset * item;
     // Contiguous word-aligned views are copied straight out; anything else is compacted on the GPU first.
     const direct = isContiguous(src.view) && start % 4 === 0;
-    const from = direct ? src.handle : castKernel(this, this.gpuOperand(src), src.dtype, false);
+    const from = direct ? src.handle : castKernel(this, toGpuOperand(src), src.dtype, false);
     const offset = direct ? start : 0;
     const size = Math.max(4, Math.ceil((n * item) / 4) * 4);
     const staging = this.staging.acquire(size);
@@ -520,25 +520,25 @@ export class WebGpuBackend implements Backend<GpuBuffer>, GpuContext {
   }
 
   cast(src: Operand<GpuBuffer>, outDtype: DType, saturate: boolean): GpuBuffer {
-    return castKernel(this, this.gpuOperand(src), outDtype, saturate);
+    return castKernel(this, toGpuOperand(src), outDtype, saturate);
   }
 
   copyInto(src: Operand<GpuBuffer>, dst: Operand<GpuBuffer>): void {
-    scatterKernel(this, this.gpuOperand(src), this.gpuOperand(dst));
+    scatterKernel(this, toGpuOperand(src), toGpuOperand(dst));
   }
 
   unary(op: UnaryOp, x: Operand<GpuBuffer>, outDtype: DType): GpuBuffer {
-    return unaryKernel(this, op, this.gpuOperand(x), outDtype);
+    return unaryKernel(this, op, toGpuOperand(x), outDtype);
   }
 
   binary(op: BinaryOp, a: Operand<GpuBuffer> | ScalarOperand, b: Operand<GpuBuffer> | ScalarOperand, outShape: Shape, outDtype: DType): GpuBuffer {
-    const input = (x: Operand<GpuBuffer> | ScalarOperand) => (isScalarOperand(x) ? x : this.gpuOperand(x));
+    const input = (x: Operand<GpuBuffer> | ScalarOperand) => (isScalarOperand(x) ? x : toGpuOperand(x));
     return binaryKernel(this, op, input(a), input(b), outShape, outDtype);
   }
 
   where(cond: Operand<GpuBuffer>, a: Operand<GpuBuffer> | ScalarOperand, b: Operand<GpuBuffer> | ScalarOperand, outShape: Shape, outDtype: DType): GpuBuffer {
-    const input = (x: Operand<GpuBuffer> | ScalarOperand) => (isScalarOperand(x) ? x : this.gpuOperand(x));
-    return whereKernel(this, this.gpuOperand(cond), input(a), input(b), outShape, outDtype);
+    const input = (x: Operand<GpuBuffer> | ScalarOperand) => (isScalarOperand(x) ? x : toGpuOperand(x));
+    return whereKernel(this, toGpuOperand(cond), input(a), input(b), outShape, outDtype);
   }
 
   /** GEMV for decode shapes (M <= 4, [N, K] weights), else the tiled GEMM; both dequantize FP8 on load. */
@@ -570,10 +570,6 @@ export class WebGpuBackend implements Backend<GpuBuffer>, GpuContext {
     this.encoder = undefined;
     this.pass = undefined;
     this.gpuDevice.destroy();
-  }
-
-  private gpuOperand(x: Operand<GpuBuffer>): GpuOperand {
-    return { buffer: x.handle, dtype: x.dtype, view: x.view };
   }
 
   private checkAlive(): void {

@@ -29,6 +29,7 @@ export { memoryStats, resetPeakMemory, emptyCache, synchronize, gpuCounters, sta
 export type { KernelTime } from './runtime/webgpu/profiler.js';
 export type { MemoryStats } from './runtime/webgpu/buffer-pool.js';
 export * from './ops/index.js';
+export * from './compile/index.js';
 export * from './audio/index.js';
 export { Optimizer } from './optim/optimizer.js';
 export { SGD } from './optim/sgd.js';

@@ -88,7 +88,14 @@ export interface SweepOps {
   copyInto(dst: Tensor, src: Tensor): void;
 }
 
+let sweeps = 0;
+/** backward() calls so far (compile() tells a traced training step, which runs one, from a forward that needs one). */
+export function backwardSweeps(): number {
+  return sweeps;
+}
+
 export function backward(root: Tensor, grad: Tensor | undefined, { ones, copyInto }: SweepOps): void {
+  sweeps++;
   if (!root.requiresGrad) throw new DTypeError(`backward() of ${root.describe()}: it does not require grad (no input of the ops that made it does)`);
   if (!grad && root.numel !== 1)
     throw new ShapeError(`backward() of ${root.describe()} needs a gradient argument: only a one-element tensor has an implicit one`);

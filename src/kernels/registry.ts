@@ -18,7 +18,7 @@ import { convKernels } from './conv/index.js';
 import { crossEntropyBackwardKernels, crossEntropyForwardKernels } from './cross-entropy/index.js';
 import { rmsNormKernels } from './rms-norm/index.js';
 import { groupNormKernels } from './group-norm/index.js';
-import { adamStepKernels, clipGradNormKernels, sgdStepKernels } from './optim/index.js';
+import { adamStepKernels, clipGradNormKernels, optimCountKernels, sgdStepKernels } from './optim/index.js';
 import { softmaxKernels } from './softmax/index.js';
 import { sampleKernels, sampleRowsKernels } from './sample/index.js';
 import { quantizeBlocksKernels } from './quantize-blocks/index.js';
@@ -33,6 +33,7 @@ import { matmulKernels } from './matmul/index.js';
 import { reduceKernels } from './reduce/index.js';
 import { type OpKernels, runOpKernels } from './op-kernels.js';
 import { shortConvKernels } from './short-conv/index.js';
+import { fusedMapKernels } from './fused-map/index.js';
 
 export const OP_KERNELS = {
   shortConv: shortConvKernels,
@@ -54,6 +55,7 @@ export const OP_KERNELS = {
   groupNorm: groupNormKernels,
   adamStep: adamStepKernels,
   sgdStep: sgdStepKernels,
+  optimCount: optimCountKernels,
   clipGradNorm: clipGradNormKernels,
   softmax: softmaxKernels,
   sample: sampleKernels,
@@ -71,13 +73,30 @@ export const OP_KERNELS = {
   gather: gatherKernels,
   matmul: matmulKernels,
   reduce: reduceKernels,
+  fusedMap: fusedMapKernels,
 } as const;
 
 export type OpName = keyof typeof OP_KERNELS;
 export type OpArgs<K extends OpName> = Parameters<(typeof OP_KERNELS)[K]['cpu']>[1];
 export type OpOutput<K extends OpName> = ReturnType<(typeof OP_KERNELS)[K]['cpu']>;
 
+/**
+ * Sees every op a traced function runs (compile/trace.ts): it gets the op and a function that runs it, and returns
+ * what that returns.
+ */
+export type KernelObserver = (name: OpName, backend: Backend, args: unknown, run: () => unknown) => unknown;
+let observer: KernelObserver | undefined;
+
+/** Installs (or, with undefined, removes) the observer; returns the one it replaces. */
+export function observeKernels(next: KernelObserver | undefined): KernelObserver | undefined {
+  const previous = observer;
+  observer = next;
+  return previous;
+}
+
 /** Runs op `name` on `backend`'s device; returns the output's handle(s) (wrap them with ops/util's wrap). */
 export function runKernel<K extends OpName>(name: K, backend: Backend, args: OpArgs<K>): OpOutput<K> {
-  return runOpKernels(OP_KERNELS[name] as OpKernels<OpArgs<K>, OpOutput<K>>, backend, args);
+  const kernels = OP_KERNELS[name] as OpKernels<OpArgs<K>, OpOutput<K>>;
+  if (observer) return observer(name, backend, args, () => runOpKernels(kernels, backend, args)) as OpOutput<K>;
+  return runOpKernels(kernels, backend, args);
 }

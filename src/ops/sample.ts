@@ -3,6 +3,7 @@ import { runKernel } from '../kernels/registry.js';
 import type { SamplingParams } from '../runtime/backend.js';
 import { DTypeError, ShapeError, TensorGpuError } from '../core/errors.js';
 import { defaultGenerator, Generator } from '../core/random.js';
+import { unreplayable } from '../compile/trace.js';
 import { formatShape } from '../core/shape.js';
 import type { Tensor } from '../core/tensor.js';
 import { tensor } from './creation.js';
@@ -51,6 +52,8 @@ function resolveParams(o: SampleOptions, vocab: number): SamplingParams {
   check(topP > 0 && topP <= 1, `topP must be in (0, 1], got ${topP}`);
   check(minP >= 0 && minP <= 1, `minP must be in [0, 1], got ${minP}`);
   check(Number.isFinite(repetition) && repetition > 0, `repetitionPenalty must be > 0, got ${repetition}`);
+  if (!o.draw && o.seed === undefined && temperature !== 0)
+    unreplayable('it samples with a random number drawn on the host: pass `draw` (a device scalar) or a seed');
   return {
     invTemperature: temperature === 0 ? 0 : Math.fround(1 / temperature),
     topK: Math.min(topK, vocab),

@@ -4,6 +4,7 @@
 // draw, its input token), never in the recorded uniforms.
 import { CaptureError } from '../../core/errors.js';
 import type { UniformArena } from './bindings.js';
+import type { GpuBuffer } from './gpu-context.js';
 
 export { CaptureError };
 
@@ -15,6 +16,8 @@ export interface RecordedDispatch {
   readonly kernel: string;
   /** Bytes moved, where the launcher said (replays move the same: their shapes are the recorded ones). */
   readonly bytes: number | undefined;
+  /** The storage buffers bound, in binding order (a replay may substitute some: compile()'s inputs and outputs). */
+  readonly buffers: readonly GpuBuffer[];
 }
 
 export class CapturedStep {
@@ -23,6 +26,10 @@ export class CapturedStep {
   readonly buffers = new Set<GPUBuffer>();
   /** Dispatches per kernel family, for the backend's counters. */
   readonly kernelCounts = new Map<string, number>();
+  /** Buffers allocated while recording: one released before the step ends may serve a later allocation in it. */
+  readonly allocated = new Set<GPUBuffer>();
+  /** Those released while recording, by size class, waiting for a later allocation of the step. */
+  readonly reusable = new Map<number, GPUBuffer[]>();
   private disposed = false;
 
   constructor(

@@ -6,7 +6,7 @@ import { DTYPE_INFO, lanesPerWord, type DType } from '../../core/dtype.js';
 import { DeviceUnavailableError, ShapeError } from '../../core/errors.js';
 import { contiguousView, isContiguous, numel, type Shape } from '../../core/shape.js';
 import { type Backend, type BinaryOp, isScalarOperand, type Operand, type ScalarOperand, type UnaryOp } from '../backend.js';
-import { BufferPool, type MemoryStats } from './buffer-pool.js';
+import { BufferPool, sizeClass, type MemoryStats } from './buffer-pool.js';
 import { bindingSignature, layoutEntries, UniformArena } from './bindings.js';
 import { CaptureError, CapturedStep } from './capture.js';
 import { GpuProfiler, type KernelTime } from './profiler.js';
@@ -175,12 +175,30 @@ export class WebGpuBackend implements Backend<GpuBuffer>, GpuContext {
     if (bytes > this.limits.maxStorageBufferBindingSize) {
       throw new ShapeError(`a tensor of ${bytes} bytes exceeds this adapter's maxStorageBufferBindingSize (${this.limits.maxStorageBufferBindingSize} bytes)`);
     }
+    const recording = this.recording;
+    if (recording) {
+      // Inside a recording a released buffer serves the step's later allocations (dispatches run in queue order, and
+      // no host write can land in between): its intermediates are planned by lifetime, not one buffer each.
+      const reused = recording.reusable.get(sizeClass(bytes))?.pop();
+      if (reused) return { buffer: reused, size: reused.size };
+      const buffer = this.storage.acquire(bytes);
+      recording.allocated.add(buffer);
+      return { buffer, size: buffer.size };
+    }
     const buffer = this.storage.acquire(bytes);
     return { buffer, size: buffer.size };
   }
 
   release(b: GpuBuffer): void {
     if (this.released) return;
+    const recording = this.recording;
+    if (recording?.allocated.has(b.buffer)) {
+      const size = b.buffer.size;
+      const free = recording.reusable.get(size);
+      if (free) free.push(b.buffer);
+      else recording.reusable.set(size, [b.buffer]);
+      return;
+    }
     if (this.pinned.has(b.buffer)) {
       // A captured step still binds it: it is freed when the last such step is disposed.
       this.releasedWhilePinned.add(b.buffer);
@@ -291,7 +309,7 @@ export class WebGpuBackend implements Backend<GpuBuffer>, GpuContext {
     this.counters.dispatches++;
     this.counters.byKernel[info.kernel] = (this.counters.byKernel[info.kernel] ?? 0) + 1;
     if (recording) {
-      recording.record({ pipeline, bindGroup, offsets, grid: [grid[0], grid[1], grid[2]], kernel: info.kernel, bytes });
+      recording.record({ pipeline, bindGroup, offsets, grid: [grid[0], grid[1], grid[2]], kernel: info.kernel, bytes, buffers: [...buffers] });
       for (const b of buffers) this.pin(recording, b.buffer);
     }
     if (++this.pending >= MAX_BATCH) this.flush();
@@ -381,27 +399,78 @@ export class WebGpuBackend implements Backend<GpuBuffer>, GpuContext {
     if (!step) throw new CaptureError('endCapture without beginCapture');
     this.recording = undefined;
     step.arena.upload();
+    this.settleReusable(step);
     return step;
+  }
+
+  /** What a step released for reuse: freed when the step is disposed where it binds them, else now. */
+  private settleReusable(step: CapturedStep): void {
+    for (const free of step.reusable.values()) {
+      for (const buffer of free) {
+        if (step.buffers.has(buffer)) this.releasedWhilePinned.add(buffer);
+        else this.storage.release(buffer);
+      }
+    }
+    step.reusable.clear();
+    step.allocated.clear();
   }
 
   /** Drops the step being recorded (after an error inside it); what it ran stays queued. */
   abortCapture(): void {
     const step = this.recording;
     this.recording = undefined;
+    if (step) this.settleReusable(step);
     step?.dispose();
   }
 
-  /** Encodes a recorded step again: no tensors, no shapes, no allocation, no bind groups, no uniform writes. */
-  replay(step: CapturedStep): void {
+  /**
+   * Encodes a recorded step again: no tensors, no shapes, no allocation, no bind groups, no uniform writes. With
+   * `substitute`, the dispatches that bind one of its keys bind its value instead (same size or larger: the recorded
+   * kernels chose their bindings for the recorded sizes); their bind groups come from the cache.
+   */
+  replay(step: CapturedStep, substitute?: ReadonlyMap<GPUBuffer, GpuBuffer>): void {
     this.checkAlive();
     if (this.recording) throw new CaptureError(`cannot replay '${step.label}' while recording '${this.recording.label}'`);
     step.checkLive();
-    for (const d of step.dispatches) this.encode(d.pipeline, d.bindGroup, d.offsets, d.grid, d.kernel, d.bytes);
+    for (const d of step.dispatches) {
+      let bindGroup = d.bindGroup;
+      if (substitute?.size && d.buffers.some((b) => substitute.has(b.buffer))) {
+        const info = this.info.get(d.pipeline)!;
+        bindGroup = this.bindGroup(
+          info,
+          info.uniform ? step.arena.buffer : undefined,
+          d.buffers.map((b) => substitute.get(b.buffer) ?? b),
+        );
+      }
+      this.encode(d.pipeline, bindGroup, d.offsets, d.grid, d.kernel, d.bytes);
+    }
     this.counters.dispatches += step.dispatches.length;
     for (const [kernel, n] of step.kernelCounts) this.counters.byKernel[kernel] = (this.counters.byKernel[kernel] ?? 0) + n;
     this.counters.replays++;
     this.pending += step.dispatches.length;
     if (this.pending >= MAX_BATCH) this.flush();
+  }
+
+  /**
+   * Keeps buffers from being reused until the returned function is called, even if their tensors are released
+   * meanwhile (compile() holds what a traced function read until it has recorded it).
+   */
+  hold(buffers: Iterable<GPUBuffer>): () => void {
+    const held = [...new Set(buffers)];
+    for (const b of held) this.pinned.set(b, (this.pinned.get(b) ?? 0) + 1);
+    let done = false;
+    return () => {
+      if (done || this.released) return;
+      done = true;
+      for (const b of held) {
+        const n = (this.pinned.get(b) ?? 1) - 1;
+        if (n > 0) this.pinned.set(b, n);
+        else {
+          this.pinned.delete(b);
+          if (this.releasedWhilePinned.delete(b)) this.storage.release(b);
+        }
+      }
+    };
   }
 
   private pin(step: CapturedStep, buffer: GPUBuffer): void {

@@ -1,0 +1,396 @@
+// compile(fn) / jit(fn): torch.compile and jax.jit for tensorgpu. Per input signature (shapes, dtypes, strides,
+// devices, which inputs require grad, the other arguments' values), the first call runs fn eagerly while tracing the
+// ops it queues (trace.ts); the program built from the trace fuses runs of elementwise ops and plans intermediates
+// by lifetime (plan.ts). On WebGPU the second call runs that program inside a recording and every later call replays
+// the recording with this call's input and fresh output buffers bound in place of the recorded ones: no op code,
+// no allocation but the outputs, one encode per dispatch. On the CPU every later call runs the program through the
+// reference kernels. What a replay could not repeat (a host read, host data, a host random draw) keeps that
+// signature eager, with the reason in explain().
+import type { DType } from '../core/dtype.js';
+import { contiguousView, formatShape, type View } from '../core/shape.js';
+import { tidy } from '../core/scope.js';
+import { Storage } from '../core/storage.js';
+import { Tensor } from '../core/tensor.js';
+import { backwardSweeps } from '../autograd/backward.js';
+import { isGradEnabled } from '../autograd/grad-mode.js';
+import type { Backend } from '../runtime/backend.js';
+import { backendFor, webgpuBackend } from '../runtime/registry.js';
+import type { CapturedStep } from '../runtime/webgpu/capture.js';
+import type { GpuBuffer } from '../runtime/webgpu/gpu-context.js';
+import type { WebGpuBackend } from '../runtime/webgpu/webgpu-backend.js';
+import { buildProgram, describeGroup, type Program } from './plan.js';
+import { runProgram } from './run-program.js';
+import { forEachHandle, isTracing, traceCalls } from './trace.js';
+
+export interface CompileOptions {
+  /** Signatures kept at once (default 8); the least recently used is dropped (and traced again if it returns). */
+  maxSignatures?: number;
+  /** Names the recordings (profiles, errors). */
+  label?: string;
+}
+
+/** Where one signature stands. */
+export interface SignatureStats {
+  readonly signature: string;
+  /** 'traced': the next call records; 'recorded' (WebGPU): calls replay; 'program' (CPU): calls run the program; 'eager'. */
+  readonly mode: 'traced' | 'recorded' | 'program' | 'eager';
+  /** Why this signature runs eagerly. */
+  readonly reason?: string;
+  readonly calls: number;
+  /** Ops the trace recorded, and GPU dispatches the eager (traced) call issued. */
+  readonly tracedOps: number;
+  readonly eagerDispatches: number;
+  /** Steps of the program, and dispatches of its recording (WebGPU). */
+  readonly programSteps: number;
+  readonly dispatches?: number;
+  readonly fusedGroups: readonly string[];
+  /** Bytes the program's elementwise ops move one by one, and fused. */
+  readonly elementwiseBytes: { readonly unfused: number; readonly fused: number };
+  /** Bytes moved per replay, where kernels report it. */
+  readonly replayBytes?: number;
+  readonly deadOps: number;
+  /** Values fn keeps alive without returning them (written back after each run). */
+  readonly escapees: number;
+}
+
+export interface CompiledFunction<A extends unknown[], R> {
+  (...args: A): R;
+  /** One paragraph per signature: ops, dispatches, fused groups, bytes, fallbacks. */
+  explain(): string;
+  stats(): { signatures: SignatureStats[]; traces: number; evictions: number };
+  /** Drops every trace and recording (closed-over tensors that were replaced are read again on the next call). */
+  reset(): void;
+}
+
+/** An output of the traced call: where its values are, and how to give them back. */
+interface OutputSlot {
+  readonly handle: object;
+  readonly backend: Backend;
+  readonly dtype: DType;
+  readonly view: View;
+  /** Elements of the storage the output lived in. */
+  readonly length: number;
+  /** Whether fn made it (else it is an input's or a closed-over tensor's storage, and is copied). */
+  readonly made: boolean;
+}
+
+interface Entry {
+  readonly signature: string;
+  reason?: string;
+  calls: number;
+  program?: Program;
+  tracedOps: number;
+  eagerDispatches: number;
+  /** Traced storage handles of the tensor inputs, in argument order. */
+  inputs: object[];
+  outputs: OutputSlot[];
+  /** The result with tensors replaced by { output: k }. */
+  template: unknown;
+  /** WebGPU: held buffers until recorded, the recording, the buffers it binds for inputs and outputs. */
+  releaseHold?: () => void;
+  step?: CapturedStep;
+  boundInputs?: GpuBuffer[];
+  boundOutputs?: GpuBuffer[];
+}
+
+const OUTPUT = Symbol('output');
+type OutputRef = { readonly [OUTPUT]: number };
+
+/** Tensors inside args, in order, and the signature: everything a trace depends on. */
+function signatureOf(args: readonly unknown[]): { tensors: Tensor[]; signature: string } {
+  const tensors: Tensor[] = [];
+  const handles = new Map<unknown, number>();
+  const walk = (v: unknown, depth: number): string => {
+    if (v instanceof Tensor) {
+      const handle = v.storage.handle;
+      const alias = handles.get(handle);
+      if (alias === undefined) handles.set(handle, tensors.length);
+      tensors.push(v);
+      const grad = v.requiresGrad ? ' grad' : '';
+      return `T(${v.device} ${v.dtype} ${formatShape(v.shape)} ${v.strides.join(',')}+${v.offset}${grad}${alias === undefined ? '' : ` =${alias}`})`;
+    }
+    if (v === null || typeof v !== 'object') return typeof v === 'function' ? `f:${v.name}` : (JSON.stringify(v) ?? 'undefined');
+    if (depth > 6) return '...';
+    if (Array.isArray(v)) return `[${v.map((x) => walk(x, depth + 1)).join(',')}]`;
+    if (Object.getPrototypeOf(v) === Object.prototype) return `{${Object.entries(v).map(([k, x]) => `${k}:${walk(x, depth + 1)}`)}}`;
+    return `O:${identity(v)}`;
+  };
+  const signature = `${isGradEnabled() ? 'grad ' : ''}${args.map((a) => walk(a, 0)).join(', ')}`;
+  return { tensors, signature };
+}
+
+const ids = new WeakMap<object, number>();
+let nextId = 1;
+function identity(v: object): number {
+  let id = ids.get(v);
+  if (id === undefined) ids.set(v, (id = nextId++));
+  return id;
+}
+
+function describeError(e: unknown): string {
+  return ((e as Error)?.message ?? String(e)).split('\n')[0];
+}
+
+/**
+ * Compiles fn, a function of tensors (and other arguments, which become part of the signature) returning tensors
+ * (alone, in arrays or plain objects). fn runs in a scope (as tidy): tensors it makes and does not return are
+ * disposed unless kept with keep(). Closed-over tensors (weights, caches) are read where they live at each call;
+ * reset() after replacing one by a new tensor. Returned tensors are new at each call and do not require grad; a
+ * function whose outputs need gradients runs eagerly unless it runs its own backward() (a whole training step).
+ */
+export function compile<A extends unknown[], R>(fn: (...args: A) => R, options: CompileOptions = {}): CompiledFunction<A, R> {
+  const maxSignatures = Math.max(1, options.maxSignatures ?? 8);
+  const label = options.label ?? (fn.name || 'compiled');
+  const entries = new Map<string, Entry>();
+  let traces = 0;
+  let evictions = 0;
+
+  const drop = (e: Entry) => {
+    e.releaseHold?.();
+    e.step?.dispose();
+  };
+
+  const trace = (signature: string, tensors: Tensor[], args: A): { entry: Entry; result: R } => {
+    traces++;
+    const backends = [backendFor('cpu'), ...(webgpuBackend() ? [webgpuBackend() as Backend] : [])];
+    const gpu = webgpuBackend();
+    const dispatches0 = gpu?.counters.dispatches ?? 0;
+    const sweeps0 = backwardSweeps();
+    // An async function's tensors outlive its first await, so no scope can hold them: it only runs eagerly.
+    const isAsync = fn.constructor?.name === 'AsyncFunction';
+    const { result, trace } = traceCalls(backends, () => (isAsync ? fn(...args) : tidy(() => fn(...args))));
+    const entry: Entry = {
+      signature,
+      calls: 1,
+      tracedOps: trace.calls.length,
+      eagerDispatches: (gpu?.counters.dispatches ?? 0) - dispatches0,
+      inputs: tensors.map((t) => t.storage.handle as object),
+      outputs: [],
+      template: undefined,
+    };
+    entry.reason = trace.unsupported;
+    const outputs: OutputSlot[] = [];
+    const slotOf = new Map<Tensor, number>();
+    const produced = new Set<object>();
+    for (const c of trace.calls) forEachHandle(c.backend, c.out, (h) => produced.add(h));
+    const inputs = new Set(entry.inputs);
+    let needsGrad = false;
+    const walk = (v: unknown, depth: number): unknown => {
+      if (v instanceof Tensor) {
+        needsGrad ||= v.requiresGrad;
+        let k = slotOf.get(v);
+        if (k === undefined) {
+          const s = v.storage;
+          const handle = s.handle as object;
+          outputs.push({ handle, backend: s.backend, dtype: v.dtype, view: v.layout, length: s.length, made: produced.has(handle) && !inputs.has(handle) });
+          slotOf.set(v, (k = outputs.length - 1));
+        }
+        return { [OUTPUT]: k } satisfies OutputRef;
+      }
+      if (v === null || typeof v !== 'object' || depth > 6) return v;
+      if (Array.isArray(v)) return v.map((x) => walk(x, depth + 1));
+      if (Object.getPrototypeOf(v) === Object.prototype) return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, walk(x, depth + 1)]));
+      entry.reason ??= `it returns a ${(v as object).constructor?.name ?? 'non-plain'} object: return tensors, arrays or plain objects`;
+      return v;
+    };
+    entry.template = walk(result, 0);
+    entry.outputs = outputs;
+    if (needsGrad && backwardSweeps() === sweeps0)
+      entry.reason ??= 'its outputs need gradients and it runs no backward(): compile the whole training step (forward, backward() and the optimizer step)';
+    if (!entry.reason) {
+      try {
+        entry.program = buildProgram(trace, new Set(outputs.map((o) => o.handle)));
+      } catch (e) {
+        entry.reason = `it could not be planned: ${describeError(e)}`;
+      }
+    }
+    if (!entry.reason && gpu && entry.program) {
+      // Hold every buffer the program reads until it is recorded: a tensor released meanwhile must not be reused.
+      const buffers: GPUBuffer[] = [];
+      for (const c of trace.calls)
+        if (c.backend === (gpu as Backend)) forEachHandle(gpu, c.args, (h) => !produced.has(h) && buffers.push((h as GpuBuffer).buffer));
+      for (const e of entry.program.escapees) if (e.backend === (gpu as Backend)) buffers.push((e.handle as GpuBuffer).buffer);
+      entry.releaseHold = gpu.hold(buffers);
+    }
+    return { entry, result };
+  };
+
+  /** Runs the program (CPU), or records it (WebGPU's first run after the trace). */
+  const runPlanned = (entry: Entry, tensors: Tensor[]): R => {
+    const program = entry.program!;
+    const env = new Map<object, object>();
+    entry.inputs.forEach((h, k) => env.set(h, tensors[k].storage.handle as object));
+    const gpu = webgpuBackend();
+    const onGpu = gpu && program.steps.some((s) => (s.kind === 'call' ? s.call.backend : s.group.backend) === (gpu as Backend));
+    if (!onGpu || !gpu) {
+      runProgram(program, env);
+      writeBack(program, env);
+      return build(entry, (k) => env.get(entry.outputs[k].handle));
+    }
+    gpu.beginCapture(label);
+    let recording = true;
+    try {
+      runProgram(program, env);
+      writeBack(program, env);
+    } catch (e) {
+      gpu.abortCapture();
+      recording = false;
+      entry.reason = `recording failed: ${describeError(e)}`;
+      const from = (e as { step?: number }).step;
+      if (from === undefined) throw e;
+      runProgram(program, env, from);
+      writeBack(program, env);
+    }
+    if (recording) {
+      entry.step = gpu.endCapture();
+      entry.boundInputs = tensors.map((t) => t.storage.handle as GpuBuffer);
+      entry.boundOutputs = entry.outputs.map((o) => (o.made ? (env.get(o.handle) as GpuBuffer) : undefined)) as GpuBuffer[];
+    }
+    entry.releaseHold?.();
+    entry.releaseHold = undefined;
+    return build(entry, (k) => env.get(entry.outputs[k].handle));
+  };
+
+  const replay = (entry: Entry, tensors: Tensor[]): R => {
+    const gpu = webgpuBackend() as WebGpuBackend;
+    const substitute = new Map<GPUBuffer, GpuBuffer>();
+    const scratch: GpuBuffer[] = [];
+    entry.boundInputs!.forEach((bound, k) => {
+      const now = tensors[k].storage.handle as GpuBuffer;
+      if (now.buffer === bound.buffer) return;
+      if (now.size >= bound.size) substitute.set(bound.buffer, now);
+      else {
+        // A smaller buffer than the recorded one (another pool size class): copied into one of the recorded size.
+        const copy = gpu.alloc(bound.size);
+        const words = contiguousView([now.size / 4]);
+        gpu.copyInto({ handle: now, dtype: 'int32', view: words }, { handle: copy, dtype: 'int32', view: words });
+        substitute.set(bound.buffer, copy);
+        scratch.push(copy);
+      }
+    });
+    // One new buffer per recorded output buffer (outputs that are views of one storage share it).
+    const fresh = entry.boundOutputs!.map((b) => {
+      if (!b) return undefined;
+      let out = substitute.get(b.buffer);
+      if (!out) substitute.set(b.buffer, (out = gpu.alloc(b.size)));
+      return out;
+    });
+    gpu.replay(entry.step!, substitute);
+    for (const s of scratch) gpu.release(s);
+    return build(
+      entry,
+      (k) =>
+        fresh[k] ??
+        (entry.inputs.includes(entry.outputs[k].handle) ? (tensors[entry.inputs.indexOf(entry.outputs[k].handle)].storage.handle as object) : undefined),
+    );
+  };
+
+  /** The result: outputs whose storage the run made are wrapped; those it did not make (an input, a weight) are copied. */
+  const build = (entry: Entry, storageOf: (k: number) => object | undefined): R => {
+    const storages = new Map<object, Storage>();
+    const made = entry.outputs.map((o, k) => {
+      const handle = storageOf(k);
+      if (o.made && handle) {
+        let s = storages.get(handle);
+        if (!s) storages.set(handle, (s = new Storage(o.backend, handle, o.dtype, o.length)));
+        return new Tensor(s, o.view, o.dtype);
+      }
+      const copy = o.backend.cast({ handle: handle ?? o.handle, dtype: o.dtype, view: o.view }, o.dtype, false);
+      return Tensor.fromHandle(o.backend, copy, o.dtype, o.view.shape);
+    });
+    const fill = (v: unknown, depth: number): unknown => {
+      if (v === null || typeof v !== 'object' || depth > 6) return v;
+      if (OUTPUT in v) return made[(v as OutputRef)[OUTPUT]];
+      if (Array.isArray(v)) return v.map((x) => fill(x, depth + 1));
+      if (Object.getPrototypeOf(v) === Object.prototype) return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, fill(x, depth + 1)]));
+      return v;
+    };
+    return fill(entry.template, 0) as R;
+  };
+
+  const compiled = ((...args: A): R => {
+    if (isTracing()) return fn(...args);
+    const { tensors, signature } = signatureOf(args);
+    const entry = entries.get(signature);
+    if (!entry) {
+      const { entry: e, result } = trace(signature, tensors, args);
+      entries.set(signature, e);
+      if (entries.size > maxSignatures) {
+        const [oldest, old] = entries.entries().next().value as [string, Entry];
+        entries.delete(oldest);
+        drop(old);
+        evictions++;
+      }
+      return result;
+    }
+    // Most recently used last, so the first entry is the one to drop.
+    entries.delete(signature);
+    entries.set(signature, entry);
+    entry.calls++;
+    if (entry.reason && !entry.step) return fn.constructor?.name === 'AsyncFunction' ? fn(...args) : tidy(() => fn(...args));
+    if (entry.step) return replay(entry, tensors);
+    return runPlanned(entry, tensors);
+  }) as CompiledFunction<A, R>;
+
+  compiled.stats = () => ({ signatures: [...entries.values()].map(statsOf), traces, evictions });
+  compiled.explain = () => {
+    const s = compiled.stats();
+    const lines = [`compiled ${label}: ${s.signatures.length} signature(s), ${s.traces} trace(s), ${s.evictions} dropped`];
+    for (const e of s.signatures) {
+      lines.push(`- (${e.signature}): ${e.mode}, ${e.calls} call(s)${e.reason ? `; eager because ${e.reason}` : ''}`);
+      lines.push(
+        `  traced ${e.tracedOps} ops (${e.eagerDispatches} dispatches eager) -> ${e.programSteps} steps` +
+          (e.dispatches !== undefined ? `, ${e.dispatches} dispatches per replay` : '') +
+          (e.replayBytes ? `, ${e.replayBytes} bytes per replay` : '') +
+          `; ${e.deadOps} dead ops dropped; ${e.escapees} kept values written back`,
+      );
+      if (e.fusedGroups.length)
+        lines.push(`  elementwise bytes ${e.elementwiseBytes.unfused} one by one -> ${e.elementwiseBytes.fused} fused`, ...e.fusedGroups.map((g) => `  ${g}`));
+    }
+    return lines.join('\n');
+  };
+  compiled.reset = () => {
+    for (const e of entries.values()) drop(e);
+    entries.clear();
+  };
+  return compiled;
+}
+
+/** compile() under jax's name. */
+export const jit = compile;
+
+function statsOf(e: Entry): SignatureStats {
+  const groups = e.program?.steps.flatMap((s) => (s.kind === 'fused' ? [s.group] : [])) ?? [];
+  const mode = e.step ? 'recorded' : e.reason ? 'eager' : e.calls > 1 ? 'program' : 'traced';
+  return {
+    signature: e.signature,
+    mode,
+    reason: e.reason,
+    calls: e.calls,
+    tracedOps: e.tracedOps,
+    eagerDispatches: e.eagerDispatches,
+    programSteps: e.program?.steps.length ?? 0,
+    dispatches: e.step?.dispatches.length,
+    fusedGroups: groups.map(describeGroup),
+    elementwiseBytes: { unfused: groups.reduce((s, g) => s + g.bytesUnfused, 0), fused: groups.reduce((s, g) => s + g.bytesFused, 0) },
+    replayBytes: e.step?.dispatches.reduce((s, d) => s + (d.bytes ?? 0), 0),
+    deadOps: e.program?.deadCalls ?? 0,
+    escapees: e.program?.escapees.length ?? 0,
+  };
+}
+
+/** Values fn keeps alive without returning them live in their traced storage: each run copies its own there. */
+function writeBack(program: Program, env: Map<object, object>): void {
+  for (const { handle, backend } of program.escapees) {
+    const live = env.get(handle);
+    if (!live || live === handle) continue;
+    if (backend.device === 'cpu') {
+      (handle as Uint8Array).set(live as Uint8Array);
+      continue;
+    }
+    const words = contiguousView([Math.min((live as GpuBuffer).size, (handle as GpuBuffer).size) / 4]);
+    backend.copyInto({ handle: live, dtype: 'int32', view: words }, { handle, dtype: 'int32', view: words });
+    backend.free(live);
+    env.set(handle, handle);
+  }
+}

@@ -1,0 +1,220 @@
+// From a trace to the program a replay runs: dead elementwise work dropped, runs of consecutive elementwise ops fused
+// into one fusedMap kernel each, and every intermediate released right after its last use, so that inside a
+// recording its buffer serves later allocations (the buffers are planned by lifetime).
+//
+// A run is only fused over consecutive ops: nothing else runs between them, so no in-place write can change a value
+// the fused kernel keeps in registers. A value leaves the registers (the kernel writes it out) when anything outside
+// the run reads it, when the function returns it or when it outlives the function; a run is cut where an op reads a
+// value of the run through a view other than the plain one (a broadcast, a transpose), since that would read another
+// invocation's element.
+import { DTYPE_INFO, type DType } from '../core/dtype.js';
+import { formatShape, isContiguous, numel, type Shape, type View } from '../core/shape.js';
+import { FUSED_MAP_MAX_BUFFERS, FUSED_MAP_MAX_SCALARS, type FusedMapArgs, type FusedNode, type FusedRef } from '../kernels/fused-map/index.js';
+import { isScalarOperand, type Backend, type Operand, type ScalarOperand } from '../runtime/backend.js';
+import { forEachHandle, type Trace, type TracedCall } from './trace.js';
+
+export interface FusedGroup {
+  readonly backend: Backend;
+  readonly args: FusedMapArgs<object>;
+  /** The traced handles its outputs stand for, in args.outputs order. */
+  readonly outs: readonly object[];
+  /** The traced calls it replaces. */
+  readonly calls: readonly TracedCall[];
+  /** Bytes the calls one by one read and wrote, and bytes the fused kernel does. */
+  readonly bytesUnfused: number;
+  readonly bytesFused: number;
+}
+
+export type ProgramStep = ({ readonly kind: 'call'; readonly call: TracedCall } | { readonly kind: 'fused'; readonly group: FusedGroup }) & {
+  /** Traced handles of intermediates whose last use is this step: released after it. */
+  readonly frees: readonly object[];
+};
+
+export interface Program {
+  readonly steps: readonly ProgramStep[];
+  /** Produced by the function and alive after it without being returned (a gradient, an optimizer state): written back each run. */
+  readonly escapees: readonly { readonly handle: object; readonly backend: Backend }[];
+  /** Elementwise calls dropped because nothing read what they made. */
+  readonly deadCalls: number;
+}
+
+const ELEMENTWISE = new Set(['unary', 'binary', 'where', 'cast']);
+const PURE = new Set(['unary', 'binary', 'where', 'cast', 'fill', 'allocBytes']);
+
+function handlesOf(call: TracedCall, v: unknown): object[] {
+  const out: object[] = [];
+  forEachHandle(call.backend, v, (h) => out.push(h));
+  return out;
+}
+
+/** The iteration shape of an elementwise call. */
+function shapeOf(call: TracedCall): Shape {
+  if (call.method === 'unary' || call.method === 'cast') return (call.args[call.method === 'unary' ? 1 : 0] as Operand<object>).view.shape;
+  return call.args[3] as Shape;
+}
+
+/** The operands of an elementwise call, in the fused node's order. */
+function operandsOf(call: TracedCall): (Operand<object> | ScalarOperand)[] {
+  switch (call.method) {
+    case 'unary':
+      return [call.args[1] as Operand<object>];
+    case 'cast':
+      return [call.args[0] as Operand<object>];
+    case 'binary':
+      return [call.args[1], call.args[2]] as (Operand<object> | ScalarOperand)[];
+    default:
+      return [call.args[0], call.args[1], call.args[2]] as (Operand<object> | ScalarOperand)[];
+  }
+}
+
+const sameShape = (a: Shape, b: Shape) => a.length === b.length && a.every((d, i) => d === b[i]);
+const isPlain = (view: View, shape: Shape) => view.offset === 0 && sameShape(view.shape, shape) && isContiguous(view);
+const viewKey = (v: View) => `${v.shape.join(',')}|${v.strides.join(',')}|${v.offset}`;
+
+export function buildProgram(trace: Trace, outputs: ReadonlySet<object>): Program {
+  const calls = trace.calls;
+  const producer = new Map<object, number>();
+  calls.forEach((c, i) => {
+    for (const h of handlesOf(c, c.out)) if (!producer.has(h)) producer.set(h, i);
+  });
+  const kept = (h: object) => outputs.has(h) || (producer.has(h) && !trace.freed.has(h));
+  const escapees = [...producer.entries()]
+    .filter(([h]) => !trace.freed.has(h) && !outputs.has(h))
+    .map(([handle, i]) => ({ handle, backend: calls[i].backend }));
+
+  // Dead elementwise work: a pure call none of whose results is read or kept (from the end, so chains go too).
+  const uses = new Map<object, number>();
+  const argHandles = calls.map((c) => handlesOf(c, c.args));
+  for (const hs of argHandles) for (const h of hs) uses.set(h, (uses.get(h) ?? 0) + 1);
+  const live = calls.map(() => true);
+  for (let i = calls.length - 1; i >= 0; i--) {
+    const c = calls[i];
+    if (!PURE.has(c.method)) continue;
+    const outs = handlesOf(c, c.out);
+    if (outs.length === 0 || outs.some((h) => kept(h) || (uses.get(h) ?? 0) > 0)) continue;
+    live[i] = false;
+    for (const h of argHandles[i]) uses.set(h, (uses.get(h) ?? 0) - 1);
+  }
+  const kept_ = calls.map((c, i) => ({ c, i })).filter((x) => live[x.i]);
+
+  // Runs of consecutive elementwise calls on one backend over one shape.
+  const units: { calls: { c: TracedCall; i: number }[] }[] = [];
+  let run: { c: TracedCall; i: number }[] = [];
+  const flush = () => {
+    if (run.length) units.push({ calls: run });
+    run = [];
+  };
+  for (const x of kept_) {
+    if (!ELEMENTWISE.has(x.c.method)) {
+      flush();
+      units.push({ calls: [x] });
+      continue;
+    }
+    if (run.length) {
+      const shape = shapeOf(run[0].c);
+      const inRun = new Set(run.flatMap((r) => handlesOf(r.c, r.c.out)));
+      const joins =
+        run[0].c.backend === x.c.backend &&
+        sameShape(shapeOf(x.c), shape) &&
+        operandsOf(x.c).every((o) => isScalarOperand(o) || !inRun.has(o.handle) || isPlain(o.view, shape));
+      if (!joins) flush();
+    }
+    run.push(x);
+  }
+  flush();
+
+  // Readers of each handle by call index, to tell which values of a run are read after it.
+  const readers = new Map<object, number[]>();
+  for (const x of kept_) for (const h of argHandles[x.i]) (readers.get(h) ?? readers.set(h, []).get(h)!).push(x.i);
+
+  const steps: { step: { kind: 'call'; call: TracedCall } | { kind: 'fused'; group: FusedGroup }; reads: object[]; writes: object[] }[] = [];
+  for (const unit of units) {
+    if (unit.calls.length === 1) {
+      const { c, i } = unit.calls[0];
+      steps.push({ step: { kind: 'call', call: c }, reads: argHandles[i], writes: handlesOf(c, c.out) });
+      continue;
+    }
+    for (const group of fuseRun(unit.calls, readers, kept)) {
+      steps.push({ step: { kind: 'fused', group }, reads: group.args.inputs.map((x) => x.handle), writes: [...group.outs] });
+    }
+  }
+
+  // Release each intermediate after the step that last touches it.
+  const last = new Map<object, number>();
+  steps.forEach((s, k) => {
+    for (const h of [...s.reads, ...s.writes]) if (producer.has(h) && !kept(h)) last.set(h, k);
+  });
+  const frees = steps.map(() => [] as object[]);
+  for (const [h, k] of last) frees[k].push(h);
+  return { steps: steps.map((s, k) => ({ ...s.step, frees: frees[k] })), escapees, deadCalls: live.filter((l) => !l).length };
+}
+
+/** One run as fused groups: the whole run, or pieces when it binds more buffers or numbers than a kernel takes. */
+function fuseRun(run: { c: TracedCall; i: number }[], readers: Map<object, number[]>, kept: (h: object) => boolean): FusedGroup[] {
+  const group = fuseGroup(run, readers, kept);
+  const buffers = group.args.inputs.length + group.outs.length;
+  const scalars = group.args.nodes.reduce((s, n) => s + n.args.filter((r) => 'scalar' in r).length, 0);
+  if ((buffers <= FUSED_MAP_MAX_BUFFERS && scalars <= FUSED_MAP_MAX_SCALARS) || run.length === 1) return [group];
+  const half = Math.ceil(run.length / 2);
+  return [...fuseRun(run.slice(0, half), readers, kept), ...fuseRun(run.slice(half), readers, kept)];
+}
+
+function fuseGroup(run: { c: TracedCall; i: number }[], readers: Map<object, number[]>, kept: (h: object) => boolean): FusedGroup {
+  const shape = shapeOf(run[0].c);
+  const first = run[0].i;
+  const lastIndex = run[run.length - 1].i;
+  const inputs: Operand<object>[] = [];
+  const nodeOf = new Map<object, number>();
+  const nodes: FusedNode[] = [];
+  let bytesUnfused = 0;
+  const item = (d: DType) => DTYPE_INFO[d].itemBytes;
+  const n = numel(shape);
+  for (const { c } of run) {
+    const refs = operandsOf(c).map((o): FusedRef => {
+      if (isScalarOperand(o)) return { scalar: o.scalar, dtype: o.dtype };
+      bytesUnfused += numel(o.view.shape) * item(o.dtype);
+      const m = nodeOf.get(o.handle);
+      if (m !== undefined) return { node: m };
+      const found = inputs.findIndex((x) => x.handle === o.handle && x.dtype === o.dtype && viewKey(x.view) === viewKey(o.view));
+      if (found >= 0) return { input: found };
+      inputs.push(o);
+      return { input: inputs.length - 1 };
+    });
+    let node: FusedNode;
+    switch (c.method) {
+      case 'unary':
+        node = { kind: 'unary', op: c.args[0] as never, args: [refs[0]], dtype: c.args[2] as DType };
+        break;
+      case 'binary':
+        node = { kind: 'binary', op: c.args[0] as never, args: [refs[0], refs[1]], dtype: c.args[4] as DType };
+        break;
+      case 'where':
+        node = { kind: 'where', args: [refs[0], refs[1], refs[2]], dtype: c.args[4] as DType };
+        break;
+      default:
+        node = { kind: 'cast', args: [refs[0]], dtype: c.args[1] as DType, saturate: c.args[2] as boolean };
+    }
+    bytesUnfused += n * item(node.dtype);
+    nodes.push(node);
+    nodeOf.set(c.out as object, nodes.length - 1);
+  }
+  // A value leaves the kernel when it is kept or read by a call outside the run.
+  const outs: object[] = [];
+  const outputs: number[] = [];
+  for (const [h, m] of nodeOf) {
+    const outside = (readers.get(h) ?? []).some((i) => i < first || i > lastIndex);
+    if (outside || kept(h)) {
+      outs.push(h);
+      outputs.push(m);
+    }
+  }
+  const bytesFused = inputs.reduce((s, x) => s + numel(x.view.shape) * item(x.dtype), 0) + outputs.reduce((s, m) => s + n * item(nodes[m].dtype), 0);
+  return { backend: run[0].c.backend, args: { shape, inputs, nodes, outputs }, outs, calls: run.map((r) => r.c), bytesUnfused, bytesFused };
+}
+
+/** One line per fused group, for explain(). */
+export function describeGroup(g: FusedGroup): string {
+  const ops = g.calls.map((c) => (c.method === 'unary' || c.method === 'binary' ? String(c.args[0]) : c.method));
+  const dtypes = [...new Set(g.args.nodes.map((n) => n.dtype))].join('/');
+  return `fusedMap ${formatShape(g.args.shape)} ${dtypes}: ${ops.join(' > ')} (${g.calls.length} ops, ${g.args.inputs.length} in, ${g.outs.length} out; ${g.bytesUnfused} -> ${g.bytesFused} bytes)`;
+}

@@ -1,0 +1,47 @@
+// fusedMap: a chain of elementwise ops over one iteration shape in one kernel (compile() builds the chains from a
+// traced function). Its values never touch memory between ops, yet every op still rounds to its own dtype, so a fused
+// chain gives the same bits as the ops one by one.
+import type { DType } from '../../core/dtype.js';
+import type { Shape } from '../../core/shape.js';
+import type { BinaryOp, Operand, UnaryOp } from '../../runtime/backend.js';
+import { toGpuOperand } from '../../runtime/webgpu/kernels/elementwise.js';
+import { defineOpKernels } from '../op-kernels.js';
+import { fusedMapReference } from './cpu.js';
+import { fusedMapKernel } from './webgpu.js';
+
+/** An operand of a fused op: a chain input (by index), the value of an earlier op of the chain, or a number. */
+export type FusedRef =
+  | { readonly input: number }
+  | { readonly node: number }
+  | {
+      readonly scalar: number;
+      /** float32 or int32, as a ScalarOperand of the op it came from. */
+      readonly dtype: DType;
+    };
+
+/** One op of the chain, as the Backend method it stands for would have run it. */
+export type FusedNode =
+  | { readonly kind: 'unary'; readonly op: UnaryOp; readonly args: readonly [FusedRef]; readonly dtype: DType }
+  | { readonly kind: 'binary'; readonly op: BinaryOp; readonly args: readonly [FusedRef, FusedRef]; readonly dtype: DType }
+  | { readonly kind: 'where'; readonly args: readonly [FusedRef, FusedRef, FusedRef]; readonly dtype: DType }
+  | { readonly kind: 'cast'; readonly args: readonly [FusedRef]; readonly dtype: DType; readonly saturate: boolean };
+
+export interface FusedMapArgs<H> {
+  /** The iteration shape: every op's output shape. */
+  readonly shape: Shape;
+  /** Tensor inputs, their views already broadcast to shape. */
+  readonly inputs: readonly Operand<H>[];
+  readonly nodes: readonly FusedNode[];
+  /** Nodes whose values are written out, each to a new contiguous tensor of shape in its dtype. */
+  readonly outputs: readonly number[];
+}
+
+export { FUSED_MAP_MAX_BUFFERS, FUSED_MAP_MAX_SCALARS } from './limits.js';
+
+export const fusedMapKernels = defineOpKernels<FusedMapArgs<unknown>, unknown[]>({
+  cpu: (backend, args) => fusedMapReference(backend, args as FusedMapArgs<never>),
+  webgpu: (backend, args) => {
+    const a = args as FusedMapArgs<never>;
+    return fusedMapKernel(backend, { ...a, inputs: a.inputs.map(toGpuOperand) });
+  },
+});

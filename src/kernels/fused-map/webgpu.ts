@@ -1,0 +1,204 @@
+// Launcher of fusedMap (fused-map.wgsl): the chain's WGSL is generated from its description, one variant per chain
+// shape (ops, dtypes, how each input is addressed); shapes, offsets, strides and numbers travel in the uniforms, so
+// the same chain over other sizes reuses the pipeline.
+import { castCode, scalarValue } from '../../core/codecs.js';
+import { DTYPE_INFO, lanesPerWord, type DType } from '../../core/dtype.js';
+import { ShapeError } from '../../core/errors.js';
+import { coalesceViews, contiguousView, numel, type Shape, type View } from '../../core/shape.js';
+import { wordBytes, type GpuBuffer, type GpuContext } from '../../runtime/webgpu/gpu-context.js';
+import type { GpuOperand } from '../../runtime/webgpu/kernels/elementwise.js';
+import { defineKernel } from '../../runtime/webgpu/kernels/kernel.js';
+import { MAP_OPS, mapExpression } from '../../runtime/webgpu/kernels/map-ops.js';
+import { codeFn, computeTypeOf, decodeExpr, encodeFn, wgslSource, type ComputeType } from '../../runtime/webgpu/kernels/wgsl.js';
+import type { FusedMapArgs, FusedNode, FusedRef } from './index.js';
+import { FUSED_MAP_MAX_BUFFERS, FUSED_MAP_MAX_SCALARS } from './limits.js';
+
+const MAX_RANK = 8;
+/** Stride slots in the uniforms: strided inputs take `rank` each. */
+const MAX_STRIDES = 64;
+
+type Access = 'linear' | 'scalar' | 'strided';
+type Compute = ComputeType | 'raw';
+
+/** What the WGSL depends on, as the variant's one string field (the pipeline key). */
+interface ChainSpec {
+  /** Per input: dtype, access, and for a strided input its slot among the strided ones. */
+  readonly inputs: readonly { dtype: DType; access: Access; strided: number }[];
+  readonly nodes: readonly {
+    kind: FusedNode['kind'];
+    op: string;
+    dtype: DType;
+    compute: Compute;
+    saturate: boolean;
+    /** ['i', k] input k, ['v', m] node m, ['s', slot, dtype] a number in uniform slot `slot`, encoded in dtype. */
+    args: readonly (readonly [string, number, DType?])[];
+  }[];
+  readonly outputs: readonly number[];
+}
+
+function accessOf(view: View): Access {
+  if (view.shape.length === 0 || view.strides.every((s) => s === 0)) return 'scalar';
+  if (view.shape.length === 1 && view.strides[0] === 1) return 'linear';
+  return 'strided';
+}
+
+/** The node's compute type as the one-op map kernels pick it (elementwise.ts), so fused and unfused round alike. */
+function computeOf(node: FusedNode, dtypeOf: (r: FusedRef) => DType): Compute {
+  switch (node.kind) {
+    case 'where': {
+      const [, a, b] = node.args;
+      const raw = [a, b].every((r) => 'scalar' in r || dtypeOf(r) === node.dtype);
+      return raw ? 'raw' : computeTypeOf(dtypeOf(a), dtypeOf(b), node.dtype);
+    }
+    case 'cast':
+      return dtypeOf(node.args[0]) === node.dtype && !node.saturate ? 'raw' : computeTypeOf(dtypeOf(node.args[0]), node.dtype);
+    default:
+      return computeTypeOf(...node.args.map(dtypeOf), node.dtype);
+  }
+}
+
+const mapName = (node: FusedNode): string => (node.kind === 'unary' || node.kind === 'binary' ? node.op : node.kind);
+
+/** Element k of a u32[N] uniform array (laid out as array<vec4<u32>>). */
+const uniformAt = (array: string, k: number | string) => (typeof k === 'number' ? `p.${array}[${k >> 2}][${k & 3}]` : `p.${array}[(${k}) / 4u][(${k}) % 4u]`);
+
+function generate(spec: ChainSpec): { functions: string; stores: string } {
+  const parts: string[] = [];
+  const files = new Set<string>();
+  if (spec.nodes.some((n) => n.compute === 'f32')) files.add('float-math.wgsl');
+  for (const n of spec.nodes) for (const f of MAP_OPS[n.op]?.uses ?? []) files.add(f);
+  for (const f of files) parts.push(wgslSource(f));
+  parts.push(`struct Codes {\n${spec.outputs.map((_, o) => `  o${o}: u32,`).join('\n')}\n}\n`);
+  spec.inputs.forEach((x, k) => {
+    parts.push(codeFn(`code_in${k}`, `in${k}`, x.dtype));
+    let at: string;
+    if (x.access === 'linear') at = `  return ${uniformAt('offs', k)} + e;`;
+    else if (x.access === 'scalar') at = `  return ${uniformAt('offs', k)};`;
+    else
+      at = [
+        '  var rem = e;',
+        `  var off = ${uniformAt('offs', k)};`,
+        '  for (var d = i32(p.rank) - 1; d >= 0; d--) {',
+        `    let size = ${uniformAt('shape', 'u32(d)')};`,
+        `    off += (rem % size) * ${uniformAt('strides', `${x.strided}u * p.rank + u32(d)`)};`,
+        '    rem /= size;',
+        '  }',
+        '  return off;',
+      ].join('\n');
+    parts.push(`fn at_in${k}(e: u32) -> u32 {\n${at}\n}\n`);
+  });
+  const names = ['x', 'y', 'z'];
+  const body: string[] = spec.inputs.map((_, k) => `  let i${k} = code_in${k}(at_in${k}(e));`);
+  spec.nodes.forEach((n, m) => {
+    const code = (a: readonly [string, number, DType?]) => (a[0] === 'i' ? `i${a[1]}` : a[0] === 'v' ? `v${a[1]}` : uniformAt('scalars', a[1]));
+    if (n.compute === 'raw') {
+      // Codes move as they are: a copy, or where() of one dtype (its numbers already in that dtype's codes).
+      const expr = mapExpression(n.op === 'cast' ? 'copy' : n.op, 'raw');
+      parts.push(`fn op${m}(${n.args.map((_, k) => `${names[k]}: u32`).join(', ')}) -> u32 {\n  return ${expr};\n}\n`);
+      body.push(`  let v${m} = op${m}(${n.args.map(code).join(', ')});`);
+      return;
+    }
+    const c = n.compute;
+    parts.push(`fn op${m}(${n.args.map((_, k) => `${names[k]}: ${c}`).join(', ')}) -> ${c} {\n  return ${mapExpression(n.op, c)};\n}\n`);
+    parts.push(encodeFn(`enc${m}`, n.dtype, c, n.saturate));
+    const decoded = n.args.map((a) => decodeExpr(a[2] ?? 'float32', code(a), c));
+    body.push(`  let v${m} = enc${m}(op${m}(${decoded.join(', ')}));`);
+  });
+  body.push(`  return Codes(${spec.outputs.map((m) => `v${m}`).join(', ')});`);
+  parts.push(`fn element(e: u32) -> Codes {\n${body.join('\n')}\n}\n`);
+
+  const stores = spec.outputs.map((m, o) => {
+    const lanes = lanesPerWord(spec.nodes[m].dtype);
+    const bits = 32 / lanes;
+    const mask = `${(2 ** bits - 1) >>> 0}u`;
+    if (lanes === 1) return [0, 1, 2, 3].map((j) => `  if (first + ${j}u < p.n) {\n    out${o}[first + ${j}u] = r[${j}].o${o};\n  }`).join('\n');
+    const word = (j0: number) => Array.from({ length: lanes }, (_, l) => `((r[${j0 + l}].o${o} & ${mask}) << ${l * bits}u)`).join(' | ');
+    if (lanes === 4) return `  out${o}[first / 4u] = ${word(0)};`;
+    return `  out${o}[first / 2u] = ${word(0)};\n  if (first + 2u < p.n) {\n    out${o}[first / 2u + 1u] = ${word(2)};\n  }`;
+  });
+  return { functions: parts.join(''), stores: stores.join('\n') };
+}
+
+const parsed = new Map<string, ChainSpec>();
+function specOf(text: string): ChainSpec {
+  let s = parsed.get(text);
+  if (!s) parsed.set(text, (s = JSON.parse(text) as ChainSpec));
+  return s;
+}
+
+const slot = (k: number, count: (s: ChainSpec) => number) => ({ when: (v: { spec: string }) => count(specOf(v.spec)) > k });
+const OUTPUTS = Object.fromEntries(Array.from({ length: FUSED_MAP_MAX_BUFFERS }, (_, k) => [`out${k}`, slot(k, (s) => s.outputs.length)]));
+const INPUTS = Object.fromEntries(Array.from({ length: FUSED_MAP_MAX_BUFFERS }, (_, k) => [`in${k}`, slot(k, (s) => s.inputs.length)]));
+
+const fusedMap = defineKernel({
+  name: 'fused-map',
+  source: 'fused-map.wgsl',
+  variant: { spec: 'string' },
+  params: {
+    n: 'u32',
+    rank: 'u32',
+    shape: `u32[${MAX_RANK}]`,
+    offs: `u32[${FUSED_MAP_MAX_BUFFERS}]`,
+    strides: `u32[${MAX_STRIDES}]`,
+    scalars: `u32[${FUSED_MAP_MAX_SCALARS}]`,
+  },
+  outputs: OUTPUTS,
+  inputs: INPUTS,
+  grid: 'custom',
+  functions: (v) => generate(specOf(v.spec)).functions,
+  code: (v) => ({ STORES: generate(specOf(v.spec)).stores }),
+});
+
+/** Runs the chain: one dispatch, one new contiguous buffer per output. */
+export function fusedMapKernel(ctx: GpuContext, args: Omit<FusedMapArgs<GpuBuffer>, 'inputs'> & { readonly inputs: readonly GpuOperand[] }): GpuBuffer[] {
+  const n = numel(args.shape);
+  const dtypeOf = (r: FusedRef): DType => ('input' in r ? args.inputs[r.input].dtype : 'node' in r ? args.nodes[r.node].dtype : r.dtype);
+  const outs = args.outputs.map((m) => ctx.alloc(wordBytes(n, lanesPerWord(args.nodes[m].dtype))));
+  if (n === 0) return outs;
+  if (args.inputs.length + outs.length > FUSED_MAP_MAX_BUFFERS)
+    throw new ShapeError(`fusedMap binds at most ${FUSED_MAP_MAX_BUFFERS} buffers, got ${args.inputs.length} inputs and ${outs.length} outputs`);
+  const views = coalesceViews([contiguousView(args.shape), ...args.inputs.map((x) => x.view)]);
+  const iter: Shape = views[0].shape.length ? views[0].shape : [1];
+  const rank = iter.length;
+  if (rank > MAX_RANK) throw new ShapeError(`fusedMap indexes at most ${MAX_RANK} non-mergeable dims, got ${rank}`);
+  const strides: number[] = [];
+  const inputs = args.inputs.map((x, k) => {
+    const view = views[k + 1];
+    const access = accessOf(view);
+    const strided = access === 'strided' ? strides.length / rank : -1;
+    if (access === 'strided') strides.push(...Array.from({ length: rank }, (_, d) => view.strides[d] ?? 0));
+    return { dtype: x.dtype, access, strided };
+  });
+  if (strides.length > MAX_STRIDES) throw new ShapeError(`fusedMap holds ${MAX_STRIDES} strides, got ${strides.length}`);
+  const scalars: number[] = [];
+  const nodes = args.nodes.map((node) => {
+    const compute = computeOf(node, dtypeOf);
+    const refs = node.args.map((r): readonly [string, number, DType?] => {
+      if ('input' in r) return ['i', r.input, args.inputs[r.input].dtype];
+      if ('node' in r) return ['v', r.node, args.nodes[r.node].dtype];
+      // A number's code: in its own dtype, or for a raw op in the output's (rounded through its own first).
+      const code =
+        compute === 'raw'
+          ? castCode(scalarValue(r), node.dtype)
+          : r.dtype === 'float32'
+            ? new Uint32Array(new Float32Array([r.scalar]).buffer)[0]
+            : castCode(r.scalar, r.dtype);
+      scalars.push(code >>> 0);
+      return ['s', scalars.length - 1, compute === 'raw' ? node.dtype : r.dtype];
+    });
+    return { kind: node.kind, op: mapName(node), dtype: node.dtype, compute, saturate: node.kind === 'cast' && node.saturate, args: refs };
+  });
+  if (scalars.length > FUSED_MAP_MAX_SCALARS) throw new ShapeError(`fusedMap carries at most ${FUSED_MAP_MAX_SCALARS} numbers, got ${scalars.length}`);
+  const spec: ChainSpec = { inputs, nodes, outputs: args.outputs };
+  const buffers: Record<string, GpuBuffer> = {};
+  outs.forEach((b, k) => (buffers[`out${k}`] = b));
+  args.inputs.forEach((x, k) => (buffers[`in${k}`] = x.buffer));
+  const bytes =
+    args.inputs.reduce((s, x) => s + numel(x.view.shape) * DTYPE_INFO[x.dtype].itemBytes, 0) +
+    args.outputs.reduce((s, m) => s + n * DTYPE_INFO[args.nodes[m].dtype].itemBytes, 0);
+  fusedMap.run(ctx, { spec: JSON.stringify(spec) }, { n, rank, shape: iter, offs: views.slice(1).map((v) => v.offset), strides, scalars }, buffers as never, {
+    threads: Math.ceil(n / 4),
+    bytes,
+  });
+  return outs;
+}

@@ -1,0 +1,334 @@
+// compile(): traced once per signature, fused, recorded and replayed; every result checked against eager.
+import { describe, expect, it } from 'vitest';
+import * as tg from '../../src/index.js';
+import { compile, setDefaultDevice, type Tensor } from '../../src/index.js';
+import { setupWebGpu } from '../helpers/webgpu.js';
+
+const gpu = await setupWebGpu();
+setDefaultDevice('cpu');
+const devices: ('cpu' | 'webgpu')[] = gpu.available ? ['cpu', 'webgpu'] : ['cpu'];
+
+function randomValues(n: number, seed: number, scale = 2): number[] {
+  let s = seed >>> 0 || 1;
+  return Array.from({ length: n }, () => {
+    s ^= s << 13;
+    s ^= s >>> 17;
+    s ^= s << 5;
+    return ((s >>> 0) / 2 ** 32 - 0.5) * scale;
+  });
+}
+
+/** Storage-exact values: float bits (16-bit floats decode to float32 one to one), integers as they are. */
+async function codes(t: Tensor): Promise<number[]> {
+  const a = await t.toArray();
+  return a instanceof Float32Array ? Array.from(new Uint32Array(a.buffer, a.byteOffset, a.length)) : Array.from(a);
+}
+
+const bits = async (t: Tensor) => Array.from(new Uint32Array(new Float32Array(Array.from(await t.toArray())).buffer));
+
+describe.each(devices)('compile on %s', (device) => {
+  const make = (shape: number[], seed: number, dtype: tg.DType = 'float32') =>
+    tg.tensor(
+      randomValues(
+        shape.reduce((a, b) => a * b, 1),
+        seed,
+      ),
+      { shape, device, dtype },
+    );
+
+  it('a 16-op chain is one kernel and gives the eager bits, call after call', async () => {
+    const chain = (x: Tensor) => {
+      let y = x;
+      for (let i = 0; i < 4; i++) y = y.mul(1.5).add(0.25).tanh().sub(x);
+      return y;
+    };
+    const compiled = compile(chain);
+    for (let call = 0; call < 4; call++) {
+      const x = make([1001], 10 + call);
+      const want = chain(x);
+      const got = compiled(x);
+      expect(await bits(got)).toEqual(await bits(want));
+      for (const t of [x, want, got]) t.dispose();
+    }
+    const s = compiled.stats().signatures[0];
+    expect(s.fusedGroups).toHaveLength(1);
+    expect(s.fusedGroups[0]).toContain('16 ops');
+    if (device === 'webgpu') {
+      expect(s.mode).toBe('recorded');
+      expect(s.dispatches).toBe(1);
+      expect(s.eagerDispatches).toBe(16);
+    } else expect(s.mode).toBe('program');
+    expect(compiled.explain()).toContain('fusedMap');
+  });
+});
+
+describe.each(devices)('compile on %s: fusion boundaries', (device) => {
+  const make = (shape: number[], seed: number, dtype: tg.DType = 'float32') => {
+    const v = randomValues(
+      shape.reduce((a, b) => a * b, 1),
+      seed,
+    );
+    return tg.tensor(dtype === 'int32' ? v.map((x) => Math.round(x * 50)) : v, { shape, device, dtype });
+  };
+
+  /** Runs eager and compiled over several calls with fresh inputs; every output must carry the eager storage codes. */
+  async function agree(fn: (...xs: Tensor[]) => Tensor | Tensor[], inputs: () => Tensor[], calls = 4) {
+    const compiled = compile(fn);
+    for (let call = 0; call < calls; call++) {
+      const xs = inputs();
+      const want = [fn(...xs)].flat();
+      const got = [compiled(...xs)].flat();
+      expect(got.length).toBe(want.length);
+      for (let k = 0; k < want.length; k++) {
+        expect(got[k].dtype).toBe(want[k].dtype);
+        expect(got[k].shape).toEqual(want[k].shape);
+        expect(await codes(got[k])).toEqual(await codes(want[k]));
+      }
+      for (const t of [...xs, ...want, ...got]) t.dispose();
+    }
+    return compiled;
+  }
+
+  it('broadcast operands from outside fuse; a broadcast of a value of the chain cuts it', async () => {
+    let seed = 100;
+    const c = await agree(
+      (x, row, col) => {
+        const y = x.mul(row).add(col).relu(); // [4, 6] with [1, 6] and [4, 1]
+        const s = y.sub(1).exp(); // fused with the above
+        const m = col.mul(2).sigmoid(); // [4, 1]: another shape, another group
+        return s.mul(m); // reads m broadcast: its own group
+      },
+      () => [make([4, 6], seed++), make([1, 6], seed++), make([4, 1], seed++)],
+    );
+    const groups = c.stats().signatures[0].fusedGroups;
+    expect(groups.length).toBeGreaterThanOrEqual(2);
+    expect(groups[0]).toContain('[4, 6]');
+  });
+
+  it('views: a transposed input is read strided; a transposed value of the chain cuts it', async () => {
+    let seed = 200;
+    await agree(
+      (x) => {
+        const a = x.T.mul(3).add(1); // [6, 5] from a transposed view
+        const b = a.T.neg(); // a transposed value of the chain: a new group reads it
+        return b.add(x);
+      },
+      () => [make([5, 6], seed++)],
+    );
+  });
+
+  it('dtype changes round like the ops one by one: f16 / bf16 intermediates, casts, comparisons, where, int32 math', async () => {
+    let seed = 300;
+    await agree(
+      (x, h, b, i) => {
+        const y = x.to('float16').mul(h).add(0.1); // float16 values in the chain
+        const z = y.to('bfloat16').mul(b).to('float32'); // bf16 rounding in between
+        const mask = z.gt(0.05); // bool
+        const w = tg.where(mask, z, x.mul(-1)); // where of float32
+        const k = i.mul(3).add(7).mul(i); // int32
+        return [w, mask, k, tg.where(mask, i, 5)];
+      },
+      () => [make([37], seed++), make([37], seed++, 'float16'), make([37], seed++, 'bfloat16'), make([37], seed++, 'int32')],
+    );
+  });
+
+  it('reductions and matmuls cut the chain; the values on both sides still agree', async () => {
+    let seed = 400;
+    const c = await agree(
+      (x, w) => {
+        const h = x.mul(0.5).add(1).silu();
+        const s = h.sum(-1, { keepdim: true }); // a reduction
+        const n = h.div(s).mul(2).sub(0.5);
+        return tg.matmul(n, w).tanh().mul(3);
+      },
+      () => [make([3, 8], seed++), make([8, 5], seed++)],
+    );
+    expect(c.stats().signatures[0].fusedGroups.length).toBe(3);
+  });
+
+  it('outputs used twice, the same output twice, an input returned and a view of a value', async () => {
+    let seed = 500;
+    await agree(
+      (x) => {
+        const y = x.mul(2).add(1);
+        const z = y.exp().mul(y); // y feeds z and is returned
+        return [y, z, y, x, z.reshape([3, 4]).T];
+      },
+      () => [make([12], seed++)],
+    );
+  });
+
+  it('in-place writes into a closed-over tensor happen at every call', async () => {
+    const cache = tg.zeros([4, 3], { device });
+    const step = (x: Tensor) => {
+      tg.copyInto(cache.narrow(0, 1, 2), x.mul(2).add(1));
+      return cache.sum().mul(x.sum());
+    };
+    const compiled = compile(step);
+    for (let call = 0; call < 4; call++) {
+      const x = tg.tensor(randomValues(6, 600 + call), { shape: [2, 3], device });
+      const want = Array.from(await x.mul(2).add(1).toArray());
+      compiled(x).dispose();
+      const rows = Array.from(await cache.narrow(0, 1, 2).contiguous().toArray());
+      for (let k = 0; k < 6; k++) expect(rows[k]).toBeCloseTo(want[k], 6);
+      x.dispose();
+    }
+    cache.dispose();
+  });
+
+  it('a value kept alive without being returned is written back at every call', async () => {
+    const kept: Tensor[] = [];
+    const step = (x: Tensor) => {
+      const y = x.exp();
+      if (kept.length === 0) kept.push(tg.keep(y.mul(3)));
+      return y.add(1);
+    };
+    // The trace makes the kept tensor; later calls (which do not run step) write its new value into it.
+    const compiled = compile(step);
+    for (let call = 0; call < 3; call++) {
+      const x = tg.tensor(randomValues(5, 700 + call), { device });
+      compiled(x).dispose();
+      const want = Array.from(await x.exp().mul(3).toArray());
+      const got = Array.from(await kept[0].toArray());
+      for (let k = 0; k < 5; k++) expect(got[k]).toBeCloseTo(want[k], 5);
+      x.dispose();
+    }
+    expect(compiled.stats().signatures[0].escapees).toBe(1);
+    kept[0].dispose();
+  });
+
+  it('empty tensors and odd sizes', async () => {
+    let seed = 800;
+    await agree(
+      (x) => x.mul(2).add(1).abs(),
+      () => [make([0, 3], seed++)],
+    );
+    await agree(
+      (x) => x.mul(2).add(1).abs().to('bfloat16').add(1),
+      () => [make([7, 3, 5], seed++)],
+    );
+  });
+
+  it('NaN and Inf pass through the fused ops as they do one by one', async () => {
+    const values = [Number.NaN, Infinity, -Infinity, 0, -0, 1e-40, 3.5e38, -2];
+    await agree(
+      (x) => [tg.maximum(x.mul(2), x.neg()).exp().log(), x.gt(0), x.sqrt().relu()],
+      () => [tg.tensor(values, { device })],
+    );
+  });
+});
+
+describe.each(devices)('compile on %s: signatures and fallbacks', (device) => {
+  it('a new shape, dtype or number argument traces again; the cache keeps at most maxSignatures', async () => {
+    const compiled = compile((x: Tensor, k: number) => x.mul(k).add(1), { maxSignatures: 2 });
+    const run = async (n: number, k: number, dtype: tg.DType = 'float32') => {
+      const x = tg.tensor(randomValues(n, n + k), { device, dtype });
+      const got = (await compiled(x, k).toArray()) as Float32Array;
+      const want = (await x.mul(k).add(1).toArray()) as Float32Array;
+      expect(Array.from(got)).toEqual(Array.from(want));
+      x.dispose();
+    };
+    await run(8, 2);
+    await run(8, 2);
+    await run(16, 2); // a new shape
+    await run(8, 3); // a new number: the third signature drops the least recently used
+    await run(8, 2, 'bfloat16'); // a new dtype
+    const s = compiled.stats();
+    expect(s.traces).toBe(4);
+    expect(s.evictions).toBe(2);
+    expect(s.signatures).toHaveLength(2);
+    compiled.reset();
+    expect(compiled.stats().signatures).toHaveLength(0);
+  });
+
+  it('what a replay cannot repeat stays eager, with the reason, and still gives the right values', async () => {
+    const fromHost = compile((x: Tensor) => x.add(tg.tensor([1, 2, 3], { device })));
+    const sampled = compile((x: Tensor) => tg.sampleToken(x, { temperature: 1 }));
+    const needsGrad = compile((x: Tensor, w: Tensor) => x.mul(w).sum());
+    const x = tg.tensor([0.5, -1, 2], { device });
+    const w = tg.tensor([1, 2, 3], { device }).requiresGrad_();
+    for (let call = 0; call < 3; call++) {
+      expect(Array.from((await fromHost(x).toArray()) as Float32Array)).toEqual([1.5, 1, 5]);
+      const token = (await sampled(x).toArray())[0];
+      expect(token >= 0 && token < 3).toBe(true);
+      const loss = needsGrad(x, w);
+      expect(loss.requiresGrad).toBe(true);
+      loss.backward();
+      expect(Array.from((await w.grad!.toArray()) as Float32Array)).toEqual([0.5 * (call + 1), -1 * (call + 1), 2 * (call + 1)]);
+    }
+    expect(fromHost.explain()).toMatch(/eager because it creates a tensor from host data/);
+    expect(sampled.explain()).toMatch(/eager because it samples with a random number drawn on the host/);
+    expect(needsGrad.explain()).toMatch(/eager because its outputs need gradients and it runs no backward\(\)/);
+    for (const c of [fromHost, sampled, needsGrad]) expect(c.stats().signatures[0].mode).toBe('eager');
+    x.dispose();
+    w.dispose();
+  });
+
+  it('an async function stays eager with the reason', async () => {
+    const compiled = compile(async (x: Tensor) => (await x.toArray())[0]);
+    const x = tg.tensor([4, 5], { device });
+    expect(await compiled(x)).toBe(4);
+    expect(await compiled(x)).toBe(4);
+    expect(compiled.explain()).toMatch(/eager because it is async/);
+    x.dispose();
+  });
+
+  it('a compiled training step (forward, backward, plain SGD update in place) matches eager step for step', async () => {
+    const make = () => tg.tensor(randomValues(6, 77), { shape: [2, 3], device }).requiresGrad_();
+    const step = (w: Tensor) => (x: Tensor, y: Tensor) => {
+      w.grad = undefined;
+      const loss = tg.matmul(x, w).sub(y).pow(2).mean();
+      loss.backward();
+      tg.noGrad(() => tg.copyInto(w, w.sub(w.grad!.mul(0.1))));
+      return loss.detach();
+    };
+    const we = make();
+    const wc = make();
+    const eager = step(we);
+    const compiled = compile(step(wc));
+    for (let call = 0; call < 5; call++) {
+      const x = tg.tensor(randomValues(8, 900 + call), { shape: [4, 2], device });
+      const y = tg.tensor(randomValues(12, 950 + call), { shape: [4, 3], device });
+      const a = (await eager(x, y).toArray())[0];
+      const b = (await compiled(x, y).toArray())[0];
+      expect(b).toBeCloseTo(a, 6);
+      expect(Array.from((await wc.toArray()) as Float32Array)).toEqual(Array.from((await we.toArray()) as Float32Array));
+      x.dispose();
+      y.dispose();
+    }
+    expect(compiled.stats().signatures[0].mode).toBe(device === 'webgpu' ? 'recorded' : 'program');
+  });
+});
+
+describe.runIf(gpu.available)('compile on webgpu: memory', () => {
+  it('stays flat over 1000 replays', async () => {
+    const w = tg.tensor(randomValues(64, 5), { device: 'webgpu' });
+    const compiled = compile((x: Tensor) =>
+      tg
+        .matmul(x.mul(w).add(1).reshape([8, 8]), w.reshape([8, 8]))
+        .tanh()
+        .sum(-1),
+    );
+    const x = tg.tensor(randomValues(64, 6), { device: 'webgpu' });
+    const want = (await tg
+      .matmul(x.mul(w).add(1).reshape([8, 8]), w.reshape([8, 8]))
+      .tanh()
+      .sum(-1)
+      .toArray()) as Float32Array;
+    const live: number[] = [];
+    for (let call = 0; call < 1000; call++) {
+      const out = compiled(x);
+      if (call === 999) expect(Array.from((await out.toArray()) as Float32Array)).toEqual(Array.from(want));
+      out.dispose();
+      if (call % 100 === 99) {
+        await tg.synchronize();
+        live.push(tg.memoryStats().allocatedBytes);
+      }
+    }
+    expect(new Set(live.slice(1)).size).toBe(1);
+    expect(compiled.stats().signatures[0].calls).toBe(1000);
+    x.dispose();
+    w.dispose();
+    compiled.reset();
+  });
+});

@@ -49,6 +49,8 @@ export interface SignatureStats {
   /** Bytes moved per replay, where kernels report it. */
   readonly replayBytes?: number;
   readonly deadOps: number;
+  /** Adds folded into a matmul's epilogue (bias, residual). */
+  readonly epilogues: number;
   /** Values fn keeps alive without returning them (written back after each run). */
   readonly escapees: number;
 }
@@ -342,7 +344,7 @@ export function compile<A extends unknown[], R>(fn: (...args: A) => R, options: 
         `  traced ${e.tracedOps} ops (${e.eagerDispatches} dispatches eager) -> ${e.programSteps} steps` +
           (e.dispatches !== undefined ? `, ${e.dispatches} dispatches per replay` : '') +
           (e.replayBytes ? `, ${e.replayBytes} bytes per replay` : '') +
-          `; ${e.deadOps} dead ops dropped; ${e.escapees} kept values written back`,
+          `; ${e.epilogues} adds folded into matmul epilogues; ${e.deadOps} dead ops dropped; ${e.escapees} kept values written back`,
       );
       if (e.fusedGroups.length)
         lines.push(`  elementwise bytes ${e.elementwiseBytes.unfused} one by one -> ${e.elementwiseBytes.fused} fused`, ...e.fusedGroups.map((g) => `  ${g}`));
@@ -375,6 +377,7 @@ function statsOf(e: Entry): SignatureStats {
     elementwiseBytes: { unfused: groups.reduce((s, g) => s + g.bytesUnfused, 0), fused: groups.reduce((s, g) => s + g.bytesFused, 0) },
     replayBytes: e.step?.dispatches.reduce((s, d) => s + (d.bytes ?? 0), 0),
     deadOps: e.program?.deadCalls ?? 0,
+    epilogues: e.program?.epilogues ?? 0,
     escapees: e.program?.escapees.length ?? 0,
   };
 }

@@ -9,6 +9,7 @@
 // invocation's element.
 import { DTYPE_INFO, type DType } from '../core/dtype.js';
 import { formatShape, isContiguous, numel, type Shape, type View } from '../core/shape.js';
+import type { MatmulArgs } from '../kernels/matmul/index.js';
 import { FUSED_MAP_MAX_BUFFERS, FUSED_MAP_MAX_SCALARS, type FusedMapArgs, type FusedNode, type FusedRef } from '../kernels/fused-map/index.js';
 import { isScalarOperand, type Backend, type Operand, type ScalarOperand } from '../runtime/backend.js';
 import { forEachHandle, type Trace, type TracedCall } from './trace.js';
@@ -36,6 +37,8 @@ export interface Program {
   readonly escapees: readonly { readonly handle: object; readonly backend: Backend }[];
   /** Elementwise calls dropped because nothing read what they made. */
   readonly deadCalls: number;
+  /** Adds folded into the matmul before them (a bias or residual epilogue). */
+  readonly epilogues: number;
 }
 
 const ELEMENTWISE = new Set(['unary', 'binary', 'where', 'cast']);
@@ -95,7 +98,9 @@ export function buildProgram(trace: Trace, outputs: ReadonlySet<object>): Progra
     live[i] = false;
     for (const h of argHandles[i]) uses.set(h, (uses.get(h) ?? 0) - 1);
   }
-  const kept_ = calls.map((c, i) => ({ c, i })).filter((x) => live[x.i]);
+  const epilogues = fuseEpilogues(calls, live, argHandles, kept);
+  const kept_ = calls.map((c, i) => ({ c: epilogues.get(i) ?? c, i })).filter((x) => live[x.i]);
+  for (const [i, c] of epilogues) argHandles[i] = handlesOf(c, c.args);
 
   // Runs of consecutive elementwise calls on one backend over one shape.
   const units: { calls: { c: TracedCall; i: number }[] }[] = [];
@@ -146,7 +151,59 @@ export function buildProgram(trace: Trace, outputs: ReadonlySet<object>): Progra
   });
   const frees = steps.map(() => [] as object[]);
   for (const [h, k] of last) frees[k].push(h);
-  return { steps: steps.map((s, k) => ({ ...s.step, frees: frees[k] })), escapees, deadCalls: live.filter((l) => !l).length };
+  return {
+    steps: steps.map((s, k) => ({ ...s.step, frees: frees[k] })),
+    escapees,
+    deadCalls: live.filter((l) => !l).length - epilogues.size,
+    epilogues: epilogues.size,
+  };
+}
+
+/**
+ * GEMM epilogues: `add(matmul(a, b), r)` where r is a [n] row broadcast (a bias) or a plain [m, n] tensor (a
+ * residual) becomes the matmul with that epilogue, which adds r to the float32 product before the one store, as the
+ * add would (float32 results of 2-D products; r must exist when the matmul runs and nothing may write it between).
+ * Returns the rewritten matmul calls by index; the adds are marked dead.
+ */
+function fuseEpilogues(calls: readonly TracedCall[], live: boolean[], argHandles: object[][], kept: (h: object) => boolean): Map<number, TracedCall> {
+  const out = new Map<number, TracedCall>();
+  const producer = new Map<object, number>();
+  const readers = new Map<object, number[]>();
+  calls.forEach((c, i) => {
+    if (!live[i]) return;
+    forEachHandle(c.backend, c.out, (h) => producer.set(h, i));
+    for (const h of argHandles[i]) (readers.get(h) ?? readers.set(h, []).get(h)!).push(i);
+  });
+  calls.forEach((add, j) => {
+    if (!live[j] || add.method !== 'binary' || add.args[0] !== 'add' || add.args[4] !== 'float32') return;
+    const shape = add.args[3] as Shape;
+    if (shape.length !== 2) return;
+    const [m, n] = shape;
+    const operands = [add.args[1], add.args[2]] as (Operand<object> | ScalarOperand)[];
+    for (const [k, x] of operands.entries()) {
+      const r = operands[1 - k];
+      if (isScalarOperand(x) || isScalarOperand(r) || !isPlain(x.view, shape) || kept(x.handle) || r.handle === x.handle) continue;
+      const i = producer.get(x.handle);
+      const mm = i === undefined ? undefined : calls[i];
+      if (i === undefined || mm?.method !== 'kernel' || mm.name !== 'matmul' || mm.out !== x.handle) continue;
+      if ((readers.get(x.handle) ?? []).length !== 1) continue;
+      const args = mm.args[0] as MatmulArgs<object>;
+      const s = args.scaling ?? {};
+      if (args.dims.batch.length || args.outDtype !== 'float32' || s.activation || s.residual || !DTYPE_INFO[r.dtype].isFloating) continue;
+      // r must already exist when the matmul runs, and no call in between may write anything (only pure ones run).
+      const made = producer.get(r.handle);
+      if ((made !== undefined && made > i) || calls.slice(i + 1, j).some((c, d) => live[i + 1 + d] && !PURE.has(c.method))) continue;
+      const row = r.view.offset === 0 && r.view.strides[0] === 0 && r.view.strides[1] === 1;
+      let scaling: MatmulArgs<object>['scaling'];
+      if (row && !s.bias) scaling = { ...s, bias: { handle: r.handle, dtype: r.dtype, view: { shape: [n], strides: [1], offset: 0 } } };
+      else if (isPlain(r.view, [m, n])) scaling = { ...s, residual: r };
+      else continue;
+      out.set(i, { ...mm, args: [{ ...args, scaling }], out: add.out });
+      live[j] = false;
+      return;
+    }
+  });
+  return out;
 }
 
 /** One run as fused groups: the whole run, or pieces when it binds more buffers or numbers than a kernel takes. */

@@ -332,3 +332,38 @@ describe.runIf(gpu.available)('compile on webgpu: memory', () => {
     compiled.reset();
   });
 });
+
+describe.each(devices)('compile on %s: matmul epilogues', (device) => {
+  it('a bias or residual add after a 2-D float32 matmul runs in its epilogue', async () => {
+    const make = (shape: number[], seed: number) =>
+      tg.tensor(
+        randomValues(
+          shape.reduce((a, b) => a * b, 1),
+          seed,
+        ),
+        { shape, device },
+      );
+    const fn = (x: Tensor, w: Tensor, b: Tensor, r: Tensor) => {
+      const y = tg.matmul(x, w).add(b); // bias
+      const z = r.add(tg.matmul(y, w.T)); // residual, the product second
+      const u = tg.matmul(z, w).add(tg.matmul(x, w)); // both products: the first one's add can not move before the second
+      return [y, z, u];
+    };
+    const compiled = compile(fn);
+    for (let call = 0; call < 3; call++) {
+      const xs = [make([5, 7], 1 + call), make([7, 7], 11 + call), make([7], 21 + call), make([5, 7], 31 + call)];
+      const want = fn(...(xs as [Tensor, Tensor, Tensor, Tensor]));
+      const got = compiled(...(xs as [Tensor, Tensor, Tensor, Tensor]));
+      for (let k = 0; k < 3; k++) {
+        // One rounding of the product plus the bias where eager rounds twice: the CPU's float64 reference sees it.
+        if (device === 'webgpu') expect(await codes(got[k])).toEqual(await codes(want[k]));
+        else {
+          const [g, w] = [await got[k].toArray(), await want[k].toArray()];
+          for (let e = 0; e < w.length; e++) expect(Math.abs(g[e] - w[e])).toBeLessThanOrEqual(1e-6 * Math.max(1, Math.abs(w[e])));
+        }
+      }
+      for (const t of [...xs, ...want, ...got]) t.dispose();
+    }
+    expect(compiled.stats().signatures[0].epilogues).toBe(3);
+  });
+});

@@ -10,13 +10,16 @@
 import { DTYPE_INFO, type DType } from '../core/dtype.js';
 import { formatShape, isContiguous, numel, type Shape, type View } from '../core/shape.js';
 import type { MatmulArgs } from '../kernels/matmul/index.js';
+import type { ReduceArgs } from '../kernels/reduce/index.js';
 import { FUSED_MAP_MAX_BUFFERS, FUSED_MAP_MAX_SCALARS, type FusedMapArgs, type FusedNode, type FusedRef } from '../kernels/fused-map/index.js';
-import { isScalarOperand, type Backend, type Operand, type ScalarOperand } from '../runtime/backend.js';
+import { isScalarOperand, type Backend, type Operand, type ReduceOp, type ScalarOperand } from '../runtime/backend.js';
 import { forEachHandle, type Trace, type TracedCall } from './trace.js';
 
 export interface FusedGroup {
   readonly backend: Backend;
   readonly args: FusedMapArgs<object>;
+  /** The reduction its one output feeds, run in the same kernel (fusedReduce); its result is `out`. */
+  readonly reduce?: { readonly op: ReduceOp; readonly dim: number; readonly outDtype: DType; readonly out: object };
   /** The traced handles its outputs stand for, in args.outputs order. */
   readonly outs: readonly object[];
   /** The traced calls it replaces. */
@@ -133,7 +136,19 @@ export function buildProgram(trace: Trace, outputs: ReadonlySet<object>): Progra
   for (const x of kept_) for (const h of argHandles[x.i]) (readers.get(h) ?? readers.set(h, []).get(h)!).push(x.i);
 
   const steps: { step: { kind: 'call'; call: TracedCall } | { kind: 'fused'; group: FusedGroup }; reads: object[]; writes: object[] }[] = [];
-  for (const unit of units) {
+  for (let u = 0; u < units.length; u++) {
+    const unit = units[u];
+    const reduced = reductionOf(unit.calls, units[u + 1]?.calls, readers, kept);
+    if (reduced) {
+      steps.push({ step: { kind: 'fused', group: reduced }, reads: reduced.args.inputs.map((x) => x.handle), writes: [reduced.reduce!.out] });
+      u++;
+      continue;
+    }
+    if (unit.calls.length === 1 && !ELEMENTWISE.has(unit.calls[0].c.method)) {
+      const { c, i } = unit.calls[0];
+      steps.push({ step: { kind: 'call', call: c }, reads: argHandles[i], writes: handlesOf(c, c.out) });
+      continue;
+    }
     if (unit.calls.length === 1) {
       const { c, i } = unit.calls[0];
       steps.push({ step: { kind: 'call', call: c }, reads: argHandles[i], writes: handlesOf(c, c.out) });
@@ -206,6 +221,37 @@ function fuseEpilogues(calls: readonly TracedCall[], live: boolean[], argHandles
   return out;
 }
 
+/**
+ * An elementwise run whose only value leaving it feeds the reduction right after it, as one fusedReduce: the chain
+ * is evaluated where the reduction loads its input (the reduce kernel's own loop, so the bits are the same).
+ */
+function reductionOf(
+  run: { c: TracedCall; i: number }[],
+  next: { c: TracedCall; i: number }[] | undefined,
+  readers: Map<object, number[]>,
+  kept: (h: object) => boolean,
+): FusedGroup | undefined {
+  if (!next || next.length !== 1 || !ELEMENTWISE.has(run[0].c.method)) return undefined;
+  const r = next[0].c;
+  if (r.method !== 'kernel' || r.name !== 'reduce' || r.backend !== run[0].c.backend) return undefined;
+  const args = r.args[0] as ReduceArgs<object>;
+  const shape = shapeOf(run[0].c);
+  if (!isPlain(args.x.view, shape) || (readers.get(args.x.handle) ?? []).length !== 1) return undefined;
+  const group = fuseGroup(run, readers, kept);
+  const scalars = group.args.nodes.reduce((s, n) => s + n.args.filter((a) => 'scalar' in a).length, 0);
+  if (group.outs.length !== 1 || group.outs[0] !== args.x.handle || group.args.inputs.length + 1 > FUSED_MAP_MAX_BUFFERS || scalars > FUSED_MAP_MAX_SCALARS)
+    return undefined;
+  const outBytes = (numel(shape) / Math.max(1, shape[args.dim])) * DTYPE_INFO[args.outDtype].itemBytes;
+  const xBytes = numel(shape) * DTYPE_INFO[args.x.dtype].itemBytes;
+  return {
+    ...group,
+    calls: [...group.calls, r],
+    reduce: { op: args.op, dim: args.dim, outDtype: args.outDtype, out: r.out as object },
+    bytesUnfused: group.bytesUnfused + xBytes + outBytes,
+    bytesFused: group.bytesFused - xBytes + outBytes,
+  };
+}
+
 /** One run as fused groups: the whole run, or pieces when it binds more buffers or numbers than a kernel takes. */
 function fuseRun(run: { c: TracedCall; i: number }[], readers: Map<object, number[]>, kept: (h: object) => boolean): FusedGroup[] {
   const group = fuseGroup(run, readers, kept);
@@ -271,7 +317,13 @@ function fuseGroup(run: { c: TracedCall; i: number }[], readers: Map<object, num
 
 /** One line per fused group, for explain(). */
 export function describeGroup(g: FusedGroup): string {
-  const ops = g.calls.map((c) => (c.method === 'unary' || c.method === 'binary' ? String(c.args[0]) : c.method));
+  const ops = g.calls.map((c) =>
+    c.method === 'unary' || c.method === 'binary'
+      ? String(c.args[0])
+      : c.method === 'kernel'
+        ? `${(c.args[0] as ReduceArgs<object>).op}(dim ${(c.args[0] as ReduceArgs<object>).dim})`
+        : c.method,
+  );
   const dtypes = [...new Set(g.args.nodes.map((n) => n.dtype))].join('/');
-  return `fusedMap ${formatShape(g.args.shape)} ${dtypes}: ${ops.join(' > ')} (${g.calls.length} ops, ${g.args.inputs.length} in, ${g.outs.length} out; ${g.bytesUnfused} -> ${g.bytesFused} bytes)`;
+  return `${g.reduce ? 'fusedReduce' : 'fusedMap'} ${formatShape(g.args.shape)} ${dtypes}: ${ops.join(' > ')} (${g.calls.length} ops, ${g.args.inputs.length} in, ${g.outs.length} out; ${g.bytesUnfused} -> ${g.bytesFused} bytes)`;
 }

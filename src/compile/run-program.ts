@@ -48,8 +48,13 @@ export function runStep(step: ProgramStep, env: Map<object, object>): void {
   } else {
     const g = step.group;
     const inputs = g.args.inputs.map((x) => ({ ...x, handle: env.get(x.handle) ?? x.handle }));
-    const outs = runKernel('fusedMap', backend, { ...g.args, inputs }) as object[];
-    g.outs.forEach((h, k) => env.set(h, outs[k]));
+    if (g.reduce) {
+      const { out, ...reduce } = g.reduce;
+      env.set(out, runKernel('fusedReduce', backend, { chain: { ...g.args, inputs }, ...reduce }) as object);
+    } else {
+      const outs = runKernel('fusedMap', backend, { ...g.args, inputs }) as object[];
+      g.outs.forEach((h, k) => env.set(h, outs[k]));
+    }
   }
   for (const h of step.frees) {
     const live = env.get(h);

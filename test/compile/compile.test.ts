@@ -367,3 +367,34 @@ describe.each(devices)('compile on %s: matmul epilogues', (device) => {
     expect(compiled.stats().signatures[0].epilogues).toBe(3);
   });
 });
+
+describe.each(devices)('compile on %s: a chain feeding a reduction', (device) => {
+  const make = (shape: number[], seed: number, dtype: tg.DType = 'float32') =>
+    tg.tensor(
+      randomValues(
+        shape.reduce((a, b) => a * b, 1),
+        seed,
+      ),
+      { shape, device, dtype },
+    );
+
+  it.each([
+    ['sum, short rows', [6, 9], -1],
+    ['sum, long rows (a workgroup per row)', [3, 700], -1],
+    ['mean over the middle dim', [4, 130, 3], 1],
+  ] as const)('%s: one kernel, the bits of the chain then the reduction', async (_name, shape, dim) => {
+    let seed = 1000;
+    const fn = (x: Tensor, y: Tensor) => [x.mul(y).add(0.5).exp().sum(dim), x.sub(y).abs().to('bfloat16').mean(dim), x.add(y).max(dim), x.mul(y).argmax(dim)];
+    const compiled = compile(fn);
+    for (let call = 0; call < 3; call++) {
+      const xs = [make([...shape], seed++), make([...shape], seed++)] as const;
+      const want = fn(...xs);
+      const got = compiled(...xs);
+      for (let k = 0; k < want.length; k++) expect(await codes(got[k])).toEqual(await codes(want[k]));
+      for (const t of [...xs, ...want, ...got]) t.dispose();
+    }
+    const groups = compiled.stats().signatures[0].fusedGroups;
+    expect(groups.filter((g) => g.startsWith('fusedReduce'))).toHaveLength(4);
+    if (device === 'webgpu') expect(compiled.stats().signatures[0].dispatches).toBe(4);
+  });
+});

@@ -3,11 +3,13 @@
 // chain gives the same bits as the ops one by one.
 import type { DType } from '../../core/dtype.js';
 import type { Shape } from '../../core/shape.js';
-import type { BinaryOp, Operand, UnaryOp } from '../../runtime/backend.js';
+import { contiguousView } from '../../core/shape.js';
+import type { BinaryOp, Operand, ReduceOp, UnaryOp } from '../../runtime/backend.js';
+import { reduceReference } from '../reduce/cpu.js';
 import { toGpuOperand } from '../../runtime/webgpu/kernels/elementwise.js';
 import { defineOpKernels } from '../op-kernels.js';
 import { fusedMapReference } from './cpu.js';
-import { fusedMapKernel } from './webgpu.js';
+import { fusedMapKernel, fusedReduceKernel } from './webgpu.js';
 
 /** An operand of a fused op: a chain input (by index), the value of an earlier op of the chain, or a number. */
 export type FusedRef =
@@ -37,6 +39,27 @@ export interface FusedMapArgs<H> {
 }
 
 export { FUSED_MAP_MAX_BUFFERS, FUSED_MAP_MAX_SCALARS } from './limits.js';
+
+/** reduce(op) over `dim` of a chain's one output (`outputs: [m]`): the chain is evaluated where the reduction loads. */
+export interface FusedReduceArgs<H> {
+  readonly chain: FusedMapArgs<H>;
+  readonly op: ReduceOp;
+  readonly dim: number;
+  readonly outDtype: DType;
+}
+
+export const fusedReduceKernels = defineOpKernels<FusedReduceArgs<unknown>, unknown>({
+  cpu: (backend, args) => {
+    const a = args as FusedReduceArgs<never>;
+    const [value] = fusedMapReference(backend, a.chain);
+    const dtype = a.chain.nodes[a.chain.outputs[0]].dtype;
+    return reduceReference(a.op, { handle: value as never, dtype, view: contiguousView(a.chain.shape) }, a.dim, a.outDtype);
+  },
+  webgpu: (backend, args) => {
+    const a = args as FusedReduceArgs<never>;
+    return fusedReduceKernel(backend, { ...a.chain, inputs: a.chain.inputs.map(toGpuOperand) }, a.op, a.dim, a.outDtype);
+  },
+});
 
 export const fusedMapKernels = defineOpKernels<FusedMapArgs<unknown>, unknown[]>({
   cpu: (backend, args) => fusedMapReference(backend, args as FusedMapArgs<never>),

@@ -9,7 +9,9 @@ import { wordBytes, type GpuBuffer, type GpuContext } from '../../runtime/webgpu
 import type { GpuOperand } from '../../runtime/webgpu/kernels/elementwise.js';
 import { defineKernel } from '../../runtime/webgpu/kernels/kernel.js';
 import { MAP_OPS, mapExpression } from '../../runtime/webgpu/kernels/map-ops.js';
-import { codeFn, computeTypeOf, decodeExpr, encodeFn, wgslSource, type ComputeType } from '../../runtime/webgpu/kernels/wgsl.js';
+import { codeFn, computeTypeOf, decodeExpr, encodeFn, grid1d, wgslSource, type ComputeType } from '../../runtime/webgpu/kernels/wgsl.js';
+import type { ReduceOp } from '../../runtime/backend.js';
+import { REDUCE_OPS, REDUCE_PARAMS, reduceBodyCode, reduceLayout, reduceResultType, reduceTypeAliases, reduceWorkgroupFunctions } from '../reduce/webgpu.js';
 import type { FusedMapArgs, FusedNode, FusedRef } from './index.js';
 import { FUSED_MAP_MAX_BUFFERS, FUSED_MAP_MAX_SCALARS } from './limits.js';
 
@@ -130,18 +132,20 @@ const slot = (k: number, count: (s: ChainSpec) => number) => ({ when: (v: { spec
 const OUTPUTS = Object.fromEntries(Array.from({ length: FUSED_MAP_MAX_BUFFERS }, (_, k) => [`out${k}`, slot(k, (s) => s.outputs.length)]));
 const INPUTS = Object.fromEntries(Array.from({ length: FUSED_MAP_MAX_BUFFERS }, (_, k) => [`in${k}`, slot(k, (s) => s.inputs.length)]));
 
+const CHAIN_PARAMS = {
+  n: 'u32',
+  rank: 'u32',
+  shape: `u32[${MAX_RANK}]`,
+  offs: `u32[${FUSED_MAP_MAX_BUFFERS}]`,
+  strides: `u32[${MAX_STRIDES}]`,
+  scalars: `u32[${FUSED_MAP_MAX_SCALARS}]`,
+} as const;
+
 const fusedMap = defineKernel({
   name: 'fused-map',
   source: 'fused-map.wgsl',
   variant: { spec: 'string' },
-  params: {
-    n: 'u32',
-    rank: 'u32',
-    shape: `u32[${MAX_RANK}]`,
-    offs: `u32[${FUSED_MAP_MAX_BUFFERS}]`,
-    strides: `u32[${MAX_STRIDES}]`,
-    scalars: `u32[${FUSED_MAP_MAX_SCALARS}]`,
-  },
+  params: CHAIN_PARAMS,
   outputs: OUTPUTS,
   inputs: INPUTS,
   grid: 'custom',
@@ -149,14 +153,20 @@ const fusedMap = defineKernel({
   code: (v) => ({ STORES: generate(specOf(v.spec)).stores }),
 });
 
-/** Runs the chain: one dispatch, one new contiguous buffer per output. */
-export function fusedMapKernel(ctx: GpuContext, args: Omit<FusedMapArgs<GpuBuffer>, 'inputs'> & { readonly inputs: readonly GpuOperand[] }): GpuBuffer[] {
+type GpuChain = Omit<FusedMapArgs<GpuBuffer>, 'inputs'> & { readonly inputs: readonly GpuOperand[] };
+
+/** A chain made ready to run: its variant text, its uniforms and its input buffers (in0...). */
+interface PreparedChain {
+  readonly spec: ChainSpec;
+  readonly params: { n: number; rank: number; shape: readonly number[]; offs: readonly number[]; strides: readonly number[]; scalars: readonly number[] };
+  readonly inputs: Record<string, GpuBuffer>;
+  /** Bytes its inputs take. */
+  readonly inputBytes: number;
+}
+
+function prepareChain(args: GpuChain): PreparedChain {
   const n = numel(args.shape);
   const dtypeOf = (r: FusedRef): DType => ('input' in r ? args.inputs[r.input].dtype : 'node' in r ? args.nodes[r.node].dtype : r.dtype);
-  const outs = args.outputs.map((m) => ctx.alloc(wordBytes(n, lanesPerWord(args.nodes[m].dtype))));
-  if (n === 0) return outs;
-  if (args.inputs.length + outs.length > FUSED_MAP_MAX_BUFFERS)
-    throw new ShapeError(`fusedMap binds at most ${FUSED_MAP_MAX_BUFFERS} buffers, got ${args.inputs.length} inputs and ${outs.length} outputs`);
   const views = coalesceViews([contiguousView(args.shape), ...args.inputs.map((x) => x.view)]);
   const iter: Shape = views[0].shape.length ? views[0].shape : [1];
   const rank = iter.length;
@@ -189,16 +199,101 @@ export function fusedMapKernel(ctx: GpuContext, args: Omit<FusedMapArgs<GpuBuffe
     return { kind: node.kind, op: mapName(node), dtype: node.dtype, compute, saturate: node.kind === 'cast' && node.saturate, args: refs };
   });
   if (scalars.length > FUSED_MAP_MAX_SCALARS) throw new ShapeError(`fusedMap carries at most ${FUSED_MAP_MAX_SCALARS} numbers, got ${scalars.length}`);
-  const spec: ChainSpec = { inputs, nodes, outputs: args.outputs };
   const buffers: Record<string, GpuBuffer> = {};
-  outs.forEach((b, k) => (buffers[`out${k}`] = b));
   args.inputs.forEach((x, k) => (buffers[`in${k}`] = x.buffer));
-  const bytes =
-    args.inputs.reduce((s, x) => s + numel(x.view.shape) * DTYPE_INFO[x.dtype].itemBytes, 0) +
-    args.outputs.reduce((s, m) => s + n * DTYPE_INFO[args.nodes[m].dtype].itemBytes, 0);
-  fusedMap.run(ctx, { spec: JSON.stringify(spec) }, { n, rank, shape: iter, offs: views.slice(1).map((v) => v.offset), strides, scalars }, buffers as never, {
-    threads: Math.ceil(n / 4),
-    bytes,
-  });
+  return {
+    spec: { inputs, nodes, outputs: args.outputs },
+    params: { n, rank, shape: iter, offs: views.slice(1).map((v) => v.offset), strides, scalars },
+    inputs: buffers,
+    inputBytes: args.inputs.reduce((s, x) => s + numel(x.view.shape) * DTYPE_INFO[x.dtype].itemBytes, 0),
+  };
+}
+
+/** Runs the chain: one dispatch, one new contiguous buffer per output. */
+export function fusedMapKernel(ctx: GpuContext, args: GpuChain): GpuBuffer[] {
+  const n = numel(args.shape);
+  const outs = args.outputs.map((m) => ctx.alloc(wordBytes(n, lanesPerWord(args.nodes[m].dtype))));
+  if (n === 0) return outs;
+  if (args.inputs.length + outs.length > FUSED_MAP_MAX_BUFFERS)
+    throw new ShapeError(`fusedMap binds at most ${FUSED_MAP_MAX_BUFFERS} buffers, got ${args.inputs.length} inputs and ${outs.length} outputs`);
+  const chain = prepareChain(args);
+  const buffers: Record<string, GpuBuffer> = { ...chain.inputs };
+  outs.forEach((b, k) => (buffers[`out${k}`] = b));
+  const bytes = chain.inputBytes + args.outputs.reduce((s, m) => s + n * DTYPE_INFO[args.nodes[m].dtype].itemBytes, 0);
+  fusedMap.run(ctx, { spec: JSON.stringify(chain.spec) }, chain.params, buffers as never, { threads: Math.ceil(n / 4), bytes });
   return outs;
+}
+
+// ---- A chain feeding a reduction ----
+
+interface ReduceChainVariant {
+  readonly spec: string;
+  readonly op: ReduceOp;
+  readonly dtype: DType;
+  readonly outDtype: DType;
+}
+
+/** `load_x(e)`: the chain's one output at element e, decoded as the reduction reads its input. */
+function chainLoad(v: ReduceChainVariant): string {
+  const spec = specOf(v.spec);
+  const c = computeTypeOf(v.dtype);
+  return `${generate(spec).functions}fn load_x(e: u32) -> ${c} {
+  return ${decodeExpr(v.dtype, 'element(e).o0', c)};
+}
+`;
+}
+
+const reduceChainRows = defineKernel({
+  name: 'fused-reduce',
+  source: 'reduce-rows.wgsl',
+  variant: { spec: 'string', layout: ['rows'], op: REDUCE_OPS, dtype: 'dtype', outDtype: 'dtype' },
+  params: { ...REDUCE_PARAMS, ...CHAIN_PARAMS },
+  outputs: { out: { packed: 'outDtype', compute: reduceResultType } },
+  inputs: INPUTS,
+  grid: { words: 'n_out', element: 'reduce_at' },
+  workgroupSize: 64,
+  functions: (v) => reduceTypeAliases(v) + chainLoad(v),
+  code: (v) => reduceBodyCode(v, { v: 'acc_v', i: 'acc_i' }),
+});
+
+const reduceChainWorkgroups = defineKernel({
+  name: 'fused-reduce',
+  source: 'reduce.wgsl',
+  variant: { spec: 'string', layout: ['wg'], op: REDUCE_OPS, dtype: 'dtype', outDtype: 'dtype', wg: 'number' },
+  params: { ...REDUCE_PARAMS, ...CHAIN_PARAMS },
+  outputs: { out: { packed: 'outDtype', compute: reduceResultType } },
+  inputs: INPUTS,
+  grid: 'custom',
+  workgroupSize: (v) => v.wg,
+  constants: (v) => ({ LANES: lanesPerWord(v.outDtype), BITS: 32 / lanesPerWord(v.outDtype) }),
+  functions: (v) => reduceTypeAliases(v) + reduceWorkgroupFunctions() + chainLoad(v),
+  code: (v) => reduceBodyCode(v, { v: 'bitcast<C>(best.x)', i: 'best.y' }),
+});
+
+/**
+ * reduce(op, the chain's output `args.outputs[0]`, dim): the chain evaluated where the reduction loads its input,
+ * with the reduce kernel's own loop and order, so the result has the bits of the chain then the reduction.
+ */
+export function fusedReduceKernel(ctx: GpuContext, args: GpuChain, op: ReduceOp, dim: number, outDtype: DType): GpuBuffer {
+  const shape = args.shape;
+  const size = shape[dim];
+  const inner = numel(shape.slice(dim + 1));
+  const nOut = numel(shape.filter((_, i) => i !== dim));
+  const lanes = lanesPerWord(outDtype);
+  const out = ctx.alloc(wordBytes(nOut, lanes));
+  if (nOut === 0) return out;
+  if (args.inputs.length + 1 > FUSED_MAP_MAX_BUFFERS) throw new ShapeError(`fusedReduce binds at most ${FUSED_MAP_MAX_BUFFERS} buffers`);
+  const chain = prepareChain(args);
+  const dtype = args.nodes[args.outputs[0]].dtype;
+  const params = { n_out: nOut, size, inner, offset: 0, ...chain.params };
+  const buffers = { ...chain.inputs, out } as never;
+  const spec = JSON.stringify(chain.spec);
+  const layout = reduceLayout(size, nOut);
+  if (layout.kind === 'rows') reduceChainRows.run(ctx, { spec, layout: 'rows', op, dtype, outDtype }, params, buffers, { bytes: chain.inputBytes });
+  else
+    reduceChainWorkgroups.run(ctx, { spec, layout: 'wg', op, dtype, outDtype, wg: layout.wg }, params, buffers, {
+      workgroups: grid1d(Math.ceil(nOut / lanes), 1),
+      bytes: chain.inputBytes,
+    });
+  return out;
 }

@@ -33,7 +33,8 @@ function initValue(op: ReduceOp, c: ComputeType): string {
   return high ? '2147483647' : '(-2147483647 - 1)';
 }
 
-const OPS = ['sum', 'mean', 'max', 'min', 'argmax', 'argmin'] as const satisfies readonly ReduceOp[];
+export const REDUCE_OPS = ['sum', 'mean', 'max', 'min', 'argmax', 'argmin'] as const satisfies readonly ReduceOp[];
+const OPS = REDUCE_OPS;
 
 interface ReduceVariant {
   readonly op: ReduceOp;
@@ -42,30 +43,31 @@ interface ReduceVariant {
 }
 
 /** The compute type of the result: argmax/argmin give int32 indices. */
-function resultType(v: ReduceVariant): ComputeType {
+export function reduceResultType(v: ReduceVariant): ComputeType {
   return v.op === 'argmax' || v.op === 'argmin' ? 'i32' : computeTypeOf(v.outDtype);
 }
 
 /** C (the input's compute type) and R (the result's), the types the bodies are written in. */
-function typeAliases(v: ReduceVariant): string {
-  return `alias C = ${computeTypeOf(v.dtype)};\nalias R = ${resultType(v)};\n`;
+export function reduceTypeAliases(v: ReduceVariant): string {
+  return `alias C = ${computeTypeOf(v.dtype)};\nalias R = ${reduceResultType(v)};\n`;
 }
 
 /** The bodies' code: the combine step, the start value and the result from the winner (acc: its value and index). */
-function reduceCode(v: ReduceVariant, acc: { v: string; i: string }): Record<string, string> {
+export function reduceBodyCode(v: ReduceVariant, acc: { v: string; i: string }): Record<string, string> {
   const c = computeTypeOf(v.dtype);
   const result =
     v.op === 'argmax' || v.op === 'argmin'
       ? `i32(${acc.i})`
       : v.op === 'mean'
         ? `${acc.v} / f32(p.size)`
-        : resultType(v) === c
+        : reduceResultType(v) === c
           ? acc.v
-          : `${resultType(v)}(${acc.v})`;
+          : `${reduceResultType(v)}(${acc.v})`;
   return { COMBINE: combineBody(v.op, c), INIT: initValue(v.op, c), RESULT: result };
 }
 
-const params = { n_out: 'u32', size: 'u32', inner: 'u32', offset: 'u32' } as const;
+export const REDUCE_PARAMS = { n_out: 'u32', size: 'u32', inner: 'u32', offset: 'u32' } as const;
+const params = REDUCE_PARAMS;
 
 /** Short reduced dims: one invocation per output word folds its lanes' rows serially. */
 const reduceRows = defineKernel({
@@ -73,12 +75,12 @@ const reduceRows = defineKernel({
   source: 'reduce-rows.wgsl',
   variant: { layout: ['rows'], op: OPS, dtype: 'dtype', outDtype: 'dtype' },
   params,
-  outputs: { out: { packed: 'outDtype', compute: resultType } },
+  outputs: { out: { packed: 'outDtype', compute: reduceResultType } },
   inputs: { x: { packed: 'dtype', compute: (v) => computeTypeOf(v.dtype) } },
   grid: { words: 'n_out', element: 'reduce_at' },
   workgroupSize: 64,
-  functions: typeAliases,
-  code: (v) => reduceCode(v, { v: 'acc_v', i: 'acc_i' }),
+  functions: reduceTypeAliases,
+  code: (v) => reduceBodyCode(v, { v: 'acc_v', i: 'acc_i' }),
 });
 
 /** Longer ones: a workgroup per output word, sized to the dim. */
@@ -87,17 +89,26 @@ const reduceWorkgroups = defineKernel({
   source: 'reduce.wgsl',
   variant: { layout: ['wg'], op: OPS, dtype: 'dtype', outDtype: 'dtype', wg: 'number' },
   params,
-  outputs: { out: { packed: 'outDtype', compute: resultType } },
+  outputs: { out: { packed: 'outDtype', compute: reduceResultType } },
   inputs: { x: { packed: 'dtype', compute: (v) => computeTypeOf(v.dtype) } },
   grid: 'custom',
   workgroupSize: (v) => v.wg,
   constants: (v) => ({ LANES: lanesPerWord(v.outDtype), BITS: 32 / lanesPerWord(v.outDtype) }),
   // 'reusable': the next output of the word refills the scratch right after.
-  functions: (v) =>
-    typeAliases(v) +
-    workgroupReduce({ name: 'reduce_pair', type: 'vec2<u32>', combine: 'combine(bitcast<C>(a.x), a.y, bitcast<C>(b.x), b.y)', result: 'reusable' }),
-  code: (v) => reduceCode(v, { v: 'bitcast<C>(best.x)', i: 'best.y' }),
+  functions: (v) => reduceTypeAliases(v) + reduceWorkgroupFunctions(),
+  code: (v) => reduceBodyCode(v, { v: 'bitcast<C>(best.x)', i: 'best.y' }),
 });
+
+/** The workgroup kernel's tree over (value bits, index) pairs. */
+export function reduceWorkgroupFunctions(): string {
+  return workgroupReduce({ name: 'reduce_pair', type: 'vec2<u32>', combine: 'combine(bitcast<C>(a.x), a.y, bitcast<C>(b.x), b.y)', result: 'reusable' });
+}
+
+/** Which kernel reduces `size` long rows into nOut outputs: serial folds per output word, or a workgroup per word. */
+export function reduceLayout(size: number, nOut: number): { kind: 'rows' } | { kind: 'wg'; wg: number } {
+  if (size <= ROWS_MAX_SIZE || (nOut >= ROWS_MANY_OUTPUTS && size <= ROWS_MAX_SIZE_MANY)) return { kind: 'rows' };
+  return { kind: 'wg', wg: size >= 1024 ? 256 : size >= 128 ? 128 : 64 };
+}
 
 /** Reduces dim `dim` of an input whose view is contiguous (any offset); the output is contiguous without that dim. */
 export function reduceKernel(ctx: GpuContext, op: ReduceOp, x: GpuOperand, dim: number, outDtype: DType): GpuBuffer {
@@ -109,11 +120,15 @@ export function reduceKernel(ctx: GpuContext, op: ReduceOp, x: GpuOperand, dim: 
   const out = ctx.alloc(wordBytes(nOut, lanes));
   if (nOut === 0) return out;
   const p = { n_out: nOut, size, inner, offset: x.view.offset };
-  if (size <= ROWS_MAX_SIZE || (nOut >= ROWS_MANY_OUTPUTS && size <= ROWS_MAX_SIZE_MANY)) {
-    reduceRows.run(ctx, { layout: 'rows', op, dtype: x.dtype, outDtype }, p, { out, x: x.buffer });
-  } else {
-    const wg = size >= 1024 ? 256 : size >= 128 ? 128 : 64;
-    reduceWorkgroups.run(ctx, { layout: 'wg', op, dtype: x.dtype, outDtype, wg }, p, { out, x: x.buffer }, { workgroups: grid1d(Math.ceil(nOut / lanes), 1) });
-  }
+  const layout = reduceLayout(size, nOut);
+  if (layout.kind === 'rows') reduceRows.run(ctx, { layout: 'rows', op, dtype: x.dtype, outDtype }, p, { out, x: x.buffer });
+  else
+    reduceWorkgroups.run(
+      ctx,
+      { layout: 'wg', op, dtype: x.dtype, outDtype, wg: layout.wg },
+      p,
+      { out, x: x.buffer },
+      { workgroups: grid1d(Math.ceil(nOut / lanes), 1) },
+    );
   return out;
 }

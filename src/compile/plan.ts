@@ -231,9 +231,8 @@ function reductionOf(
   readers: Map<object, number[]>,
   kept: (h: object) => boolean,
 ): FusedGroup | undefined {
-  if (!next || next.length !== 1 || !ELEMENTWISE.has(run[0].c.method)) return undefined;
-  const r = next[0].c;
-  if (r.method !== 'kernel' || r.name !== 'reduce' || r.backend !== run[0].c.backend) return undefined;
+  const r = next?.length === 1 ? next[0].c : undefined;
+  if (!r || !ELEMENTWISE.has(run[0].c.method) || r.method !== 'kernel' || r.name !== 'reduce' || r.backend !== run[0].c.backend) return undefined;
   const args = r.args[0] as ReduceArgs<object>;
   const shape = shapeOf(run[0].c);
   if (!isPlain(args.x.view, shape) || (readers.get(args.x.handle) ?? []).length !== 1) return undefined;

@@ -14,6 +14,7 @@ import { trainStepCases } from './train-step.bench.js';
 import { audioCases } from './audio.bench.js';
 import { serveLoadCases } from './serve-load.bench.js';
 import { gatedDeltaNetCases } from './gated-delta-net.bench.js';
+import { compileCases } from './compile.bench.js';
 import { matchesFilter, parseArgs, printTable, QUICK_TIME, toRows, UsageError, USAGE, type BenchContext, type RowInput } from './harness.js';
 
 const SOFTWARE_ADAPTER = /swiftshader|llvmpipe|lavapipe|warp|fallback/i;
@@ -34,6 +35,7 @@ async function main(): Promise<number> {
 
   const cases = [
     ...dispatchOverheadCases(args.quick),
+    ...compileCases(args.quick),
     ...matmulCases(args.quick),
     ...scaledMmCases(args.quick),
     ...elementwiseCases(args.quick),

@@ -100,6 +100,6 @@ describe.skipIf(!gpu.available)(`compile() on model code ${gpu.skipReason}`, () 
     expect(s.reason).toBeUndefined();
     expect(s.mode).toBe('recorded');
     expect(s.dispatches).toBeLessThanOrEqual(s.eagerDispatches);
-    vae.dispose?.();
+    vae.dispose();
   }, 120_000);
 });

@@ -48,6 +48,8 @@ export interface SignatureStats {
   readonly elementwiseBytes: { readonly unfused: number; readonly fused: number };
   /** Bytes moved per replay, where kernels report it. */
   readonly replayBytes?: number;
+  /** Buffers the recording binds and their bytes (intermediates share buffers by lifetime). */
+  readonly recordedBuffers?: { readonly count: number; readonly bytes: number };
   readonly deadOps: number;
   /** Adds folded into a matmul's epilogue (bias, residual). */
   readonly epilogues: number;
@@ -344,6 +346,7 @@ export function compile<A extends unknown[], R>(fn: (...args: A) => R, options: 
         `  traced ${e.tracedOps} ops (${e.eagerDispatches} dispatches eager) -> ${e.programSteps} steps` +
           (e.dispatches !== undefined ? `, ${e.dispatches} dispatches per replay` : '') +
           (e.replayBytes ? `, ${e.replayBytes} bytes per replay` : '') +
+          (e.recordedBuffers ? `, ${e.recordedBuffers.count} buffers bound (${e.recordedBuffers.bytes} bytes)` : '') +
           `; ${e.epilogues} adds folded into matmul epilogues; ${e.deadOps} dead ops dropped; ${e.escapees} kept values written back`,
       );
       if (e.fusedGroups.length)
@@ -376,6 +379,7 @@ function statsOf(e: Entry): SignatureStats {
     fusedGroups: groups.map(describeGroup),
     elementwiseBytes: { unfused: groups.reduce((s, g) => s + g.bytesUnfused, 0), fused: groups.reduce((s, g) => s + g.bytesFused, 0) },
     replayBytes: e.step?.dispatches.reduce((s, d) => s + (d.bytes ?? 0), 0),
+    recordedBuffers: e.step && { count: e.step.buffers.size, bytes: [...e.step.buffers].reduce((s, b) => s + b.size, 0) },
     deadOps: e.program?.deadCalls ?? 0,
     epilogues: e.program?.epilogues ?? 0,
     escapees: e.program?.escapees.length ?? 0,

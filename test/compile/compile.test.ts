@@ -398,3 +398,28 @@ describe.each(devices)('compile on %s: a chain feeding a reduction', (device) =>
     if (device === 'webgpu') expect(compiled.stats().signatures[0].dispatches).toBe(4);
   });
 });
+
+describe.runIf(gpu.available)('compile on webgpu: buffers planned by lifetime', () => {
+  it('ten chained matmuls bind a few buffers, not one per intermediate', async () => {
+    const w = tg.tensor(randomValues(64, 3, 0.5), { shape: [8, 8], device: 'webgpu' });
+    const fn = (x: Tensor) => {
+      let t = x;
+      for (let i = 0; i < 10; i++) t = tg.matmul(t, w);
+      return t;
+    };
+    const compiled = compile(fn);
+    const x = tg.tensor(randomValues(64, 4), { shape: [8, 8], device: 'webgpu' });
+    for (let call = 0; call < 3; call++) {
+      const [a, b] = [compiled(x), fn(x)];
+      expect(await codes(a)).toEqual(await codes(b));
+      a.dispose();
+      b.dispose();
+    }
+    // x, w, the output and the intermediates taking turns in two buffers.
+    expect(compiled.stats().signatures[0].recordedBuffers!.count).toBeLessThanOrEqual(5);
+    expect(compiled.stats().signatures[0].dispatches).toBe(10);
+    x.dispose();
+    w.dispose();
+    compiled.reset();
+  });
+});

@@ -5,6 +5,7 @@
 import { ShapeError } from '../core/errors.js';
 import type { Tensor } from '../core/tensor.js';
 import { tensor, type CreateOptions } from '../ops/creation.js';
+import { traceConstant } from '../compile/trace.js';
 
 export type MelScale = 'slaney' | 'htk';
 
@@ -78,5 +79,5 @@ export function melFilterbank(options: MelFilterbankOptions): Tensor {
   const values = melFilterbankValues(options);
   const { sampleRate: _s, nFft, nMels: _m, fMin: _a, fMax: _b, melScale: _c, norm: _d, ...create } = options;
   const bins = Math.floor(nFft / 2) + 1;
-  return tensor(Float32Array.from(values), { ...create, dtype: 'float32', shape: [values.length / bins, bins] });
+  return traceConstant(() => tensor(Float32Array.from(values), { ...create, dtype: 'float32', shape: [values.length / bins, bins] }));
 }

@@ -9,6 +9,7 @@ import type { Tensor } from '../core/tensor.js';
 import { tensor } from '../ops/creation.js';
 import { FFT_DTYPES } from '../ops/fft.js';
 import { commonBackend, requireDTypes, wrap } from '../ops/util.js';
+import { traceConstant } from '../compile/trace.js';
 
 export interface ResampleOptions {
   /** Zero crossings of the sinc on each side (default 6): sharper cutoff, longer filters. */
@@ -80,7 +81,7 @@ export function resample(x: Tensor, fromRate: number, toRate: number, options: R
   const batch = lead.reduce((a, b) => a * b, 1);
   const length = Math.ceil((k.new * t) / k.orig);
   const signals = x.reshape([batch, t]);
-  const bank = tensor(Float32Array.from(k.values), { shape: [k.new, 2 * k.width + k.orig], device: x.device });
+  const bank = traceConstant(() => tensor(Float32Array.from(k.values), { shape: [k.new, 2 * k.width + k.orig], device: x.device }));
   const handle = runKernel('resample', backend, { x: signals.operand(), kernel: bank.operand(), stride: k.orig, padLeft: k.width, length });
   bank.dispose();
   if (signals !== x) signals.dispose();

@@ -12,6 +12,7 @@ import { pad } from '../ops/pad.js';
 import { commonBackend, requireDTypes, wrap } from '../ops/util.js';
 import { melFilterbankValues } from './mel-filterbank.js';
 import { hannWindow } from './windows.js';
+import { traceConstant } from '../compile/trace.js';
 
 export const WHISPER_SAMPLE_RATE = 16000;
 export const WHISPER_N_FFT = 400;
@@ -78,7 +79,7 @@ export function logMelSpectrogram(audio: Tensor, options: LogMelOptions = {}): T
   const frames = Math.floor(t / WHISPER_HOP_LENGTH);
   const window = hannWindow(WHISPER_N_FFT, { device: audio.device });
   const { values: filterValues, bands } = whisperFilters(nMels);
-  const filters = tensor(filterValues, { shape: [nMels, WHISPER_N_FFT / 2 + 1], device: audio.device });
+  const filters = traceConstant(() => tensor(filterValues, { shape: [nMels, WHISPER_N_FFT / 2 + 1], device: audio.device }));
   let source = signals;
   // whisper pads with zeros before the STFT, so its reflect padding mirrors those zeros: one pad dispatch.
   if (padding > 0) source = pad(signals, [0, padding]);

@@ -4,6 +4,7 @@
 import { ShapeError } from '../core/errors.js';
 import type { Tensor } from '../core/tensor.js';
 import { tensor, type CreateOptions } from '../ops/creation.js';
+import { traceConstant } from '../compile/trace.js';
 
 export interface WindowOptions extends CreateOptions {
   /** Default true. */
@@ -28,7 +29,7 @@ function cosineWindow(op: string, n: number, coefficients: readonly number[], op
     values[i] = w;
   }
   const { periodic: _, ...create } = options;
-  return tensor(values, { ...create, dtype: create.dtype ?? 'float32', shape: [n] });
+  return traceConstant(() => tensor(values, { ...create, dtype: create.dtype ?? 'float32', shape: [n] }));
 }
 
 /** torch.hann_window: 0.5 - 0.5 cos(2 pi i / M). */

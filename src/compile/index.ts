@@ -1,2 +1,2 @@
 export { compile, jit, type CompiledFunction, type CompileOptions, type SignatureStats } from './compile.js';
-export { unreplayable } from './trace.js';
+export { traceConstant, unreplayable } from './trace.js';

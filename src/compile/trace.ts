@@ -48,6 +48,20 @@ export interface Trace {
 
 let tracing = 0;
 let current: Trace | undefined;
+let constants = 0;
+
+/**
+ * Runs make(), whose tensors come from host data that depends only on what the traced call depends on (a window, a
+ * filterbank: values computed from options): a trace keeps them as constants instead of staying eager.
+ */
+export function traceConstant<T>(make: () => T): T {
+  constants++;
+  try {
+    return make();
+  } finally {
+    constants--;
+  }
+}
 
 /**
  * Called by library code that bakes a host value which changes from call to call into the kernels it queues (a
@@ -102,7 +116,7 @@ export function traceCalls<T>(backends: readonly Backend[], fn: () => T): { resu
       return original(...a);
     });
     wrapMethod('upload', (original) => (...a) => {
-      if (depth === 0) unsupported('it creates a tensor from host data (tensor(), rand(), ...): pass it in as an argument');
+      if (depth === 0 && constants === 0) unsupported('it creates a tensor from host data (tensor(), rand(), ...): pass it in as an argument');
       return original(...a);
     });
     wrapMethod('writeBytes', (original) => (...a) => {

@@ -77,6 +77,25 @@ describe.skipIf(!gpu.available)(`compile() on model code ${gpu.skipReason}`, () 
     120_000,
   );
 
+  it('the audio front end (Whisper log-mel, a mel spectrogram in dB): recorded, replayed, the eager values bit for bit', async () => {
+    const front = (audio: Tensor) => [tg.logMelSpectrogram(audio), tg.amplitudeToDb(tg.melSpectrogram(audio, { sampleRate: 16000, nFft: 400, nMels: 40 }))];
+    const compiled = compile(front);
+    const g = new Generator(9);
+    for (let call = 0; call < 3; call++) {
+      const audio = tg.tensor(
+        Float32Array.from({ length: 8000 }, () => 0.3 * g.normal()),
+        { device: 'webgpu' },
+      );
+      const want = front(audio);
+      const got = compiled(audio);
+      for (let k = 0; k < 2; k++) expect(await codes(got[k])).toEqual(await codes(want[k]));
+      for (const t of [audio, ...want, ...got]) t.dispose();
+    }
+    const s = compiled.stats().signatures[0];
+    expect(s.reason).toBeUndefined();
+    expect(s.mode).toBe('recorded');
+  });
+
   it('Wan VAE decode: recorded, replayed, the eager frames bit for bit', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'tensorgpu-compile-vae-'));
     await writeRandomWanVae(dir, WAN_VAE_PRESETS['wan2.1-tiny'], { dtype: 'float32', seed: 3 });

@@ -2,6 +2,7 @@
 // transform on WebGPU for any length, both backends following the plan of runtime/fft-plan.ts.
 import type { FftArgs, Operand, StftArgs } from '../../runtime/backend.js';
 import { fftPlan, type FftPlan } from '../../runtime/fft-plan.js';
+import { cachedTable } from '../../runtime/webgpu/constant-cache.js';
 import type { GpuBuffer } from '../../runtime/webgpu/gpu-context.js';
 import { toGpuOperand } from '../../runtime/webgpu/kernels/elementwise.js';
 import type { WebGpuBackend } from '../../runtime/webgpu/webgpu-backend.js';
@@ -22,15 +23,13 @@ export interface StftOperands<H> {
   readonly args: StftArgs;
 }
 
-/** The plan of length n with its float32 tables uploaded for the launch in fn (released after it is queued). */
+/** The plan of length n with its float32 tables (uploaded once per length and device) for the launch in fn. */
 function withFftPlan(backend: WebGpuBackend, n: number, fn: (plan: FftPlan, tables: GpuBuffer) => GpuBuffer): GpuBuffer {
   const plan = fftPlan(n);
-  const tables = backend.upload('float32', fftTables(plan));
-  try {
-    return fn(plan, tables);
-  } finally {
-    backend.release(tables);
-  }
+  return fn(
+    plan,
+    cachedTable(backend, `fft ${n}`, () => fftTables(plan)),
+  );
 }
 
 export const fftKernels = defineOpKernels<FftOperands<unknown>>({

@@ -1,6 +1,7 @@
 // logMel's kernels on each backend (audio/whisper.ts calls it): Whisper's log-mel features from a power spectrogram.
 import type { Operand } from '../../runtime/backend.js';
 import { toGpuOperand } from '../../runtime/webgpu/kernels/elementwise.js';
+import { cachedTable } from '../../runtime/webgpu/constant-cache.js';
 import { defineOpKernels } from '../op-kernels.js';
 import { logMelReference } from './cpu.js';
 import { logMelKernel } from './webgpu.js';
@@ -36,11 +37,7 @@ export const logMelKernels = defineOpKernels<LogMelOperands<unknown>>({
     const [mels, bins] = filters.view.shape;
     const ranges = new Uint32Array(2 * mels);
     for (let m = 0; m < mels; m++) [ranges[2 * m], ranges[2 * m + 1]] = args.bands?.[m] ?? [0, bins];
-    const bands = backend.upload('int32', new Int32Array(ranges.buffer));
-    try {
-      return logMelKernel(backend, toGpuOperand(power), toGpuOperand(filters), bands, args);
-    } finally {
-      backend.release(bands);
-    }
+    const bands = cachedTable(backend, `log-mel bands ${ranges.join(',')}`, () => new Int32Array(ranges.buffer));
+    return logMelKernel(backend, toGpuOperand(power), toGpuOperand(filters), bands, args);
   },
 });

@@ -14,6 +14,7 @@ import { trainStepCases } from './train-step.bench.js';
 import { audioCases } from './audio.bench.js';
 import { serveLoadCases } from './serve-load.bench.js';
 import { gatedDeltaNetCases } from './gated-delta-net.bench.js';
+import { peersCases } from './peers.bench.js';
 import { compileCases } from './compile.bench.js';
 import { matchesFilter, parseArgs, printTable, QUICK_TIME, toRows, UsageError, USAGE, type BenchContext, type RowInput } from './harness.js';
 
@@ -47,6 +48,7 @@ async function main(): Promise<number> {
     ...audioCases(args.quick),
     ...gatedDeltaNetCases(args.quick),
     ...serveLoadCases(args.quick),
+    ...peersCases(args.quick, args.filter),
   ].filter((c) => matchesFilter(c, args.filter));
   if (cases.length === 0) {
     process.stderr.write(`no benchmark matches --filter ${JSON.stringify(args.filter)}\n`);

@@ -1,7 +1,10 @@
-// The three libraries the benchmarks page runs on the same work, behind one small interface: tensorgpu, TensorFlow.js's
-// WebGPU backend and ONNX Runtime Web's WebGPU execution provider. Each keeps its inputs and outputs on its own GPU
-// device (one adapter, three devices) and says when its queued work is done, so a run is timed from the first
-// enqueue to the GPU finishing, with no read-back inside the timing.
+// The three libraries the benchmarks page (web/bench.ts) and the Node side-by-side bench (bench/peers.bench.ts) run
+// on the same work, behind one small interface: tensorgpu, TensorFlow.js's WebGPU backend and ONNX Runtime Web's
+// WebGPU execution provider. Each keeps its inputs and outputs on its own GPU device (one adapter, three devices) and
+// says when its queued work is done, so a run is timed from the first enqueue to the GPU finishing, with no
+// read-back inside the timing. Also here, shared by both: the cases, the inputs, the dispatch counter and the timed
+// rounds (runCase). Nothing in this file needs a DOM or Node; whoever imports it must have navigator.gpu set first
+// (TF.js registers its WebGPU backend at import time only if it is).
 import * as tf from '@tensorflow/tfjs-core';
 import type { WebGPUBackend } from '@tensorflow/tfjs-backend-webgpu';
 import '@tensorflow/tfjs-backend-webgpu';
@@ -38,8 +41,9 @@ export interface Library {
   release(): Promise<void>;
 }
 
-export async function tensorgpuLibrary(): Promise<Library> {
-  await tg.initDevice('webgpu');
+/** tensorgpu; `shareDevice`: the caller started the device and releases it (the Node bench runs inside bench/main.ts). */
+export async function tensorgpuLibrary(options: { shareDevice?: boolean } = {}): Promise<Library> {
+  if (!options.shareDevice) await tg.initDevice('webgpu');
   return {
     name: 'tensorgpu',
     async prepare(c, data) {
@@ -58,7 +62,9 @@ export async function tensorgpuLibrary(): Promise<Library> {
         },
       };
     },
-    release: async () => tg.releaseDevice(),
+    release: async () => {
+      if (!options.shareDevice) tg.releaseDevice();
+    },
   };
 }
 
@@ -144,34 +150,43 @@ export async function ortLibrary(wasmBase: string): Promise<Library> {
   };
 }
 
-/** The cases: full sizes for people, ?quick=1 sizes for the tests (a software adapter runs them in seconds). */
-export function benchCases(quick: boolean): BenchCase[] {
-  const matmul = (n: number): BenchCase => ({
+/** Builders of the cases, for the page's list below and the Node bench's (bench/peers.bench.ts), which others extend. */
+export const peerCase = {
+  matmul: (n: number): BenchCase => ({
     name: `matmul ${n}x${n}x${n}`,
     inputs: { a: [n, n], b: [n, n] },
     output: [n, n],
     tensorgpu: ({ a, b }) => tg.matmul(a, b),
     tfjs: ({ a, b }) => tf.matMul(a, b),
     onnx: { inputs: { a: [n, n], b: [n, n] }, outputs: { y: [n, n] }, nodes: [{ op: 'MatMul', inputs: ['a', 'b'], outputs: ['y'] }] },
-  });
-  const gemv = (k: number, n: number): BenchCase => ({
+  }),
+  gemv: (k: number, n: number): BenchCase => ({
     name: `GEMV [1,${k}]x[${k},${n}]`,
     inputs: { x: [1, k], w: [k, n] },
     output: [1, n],
     tensorgpu: ({ x, w }) => tg.matmul(x, w),
     tfjs: ({ x, w }) => tf.matMul(x, w),
     onnx: { inputs: { x: [1, k], w: [k, n] }, outputs: { y: [1, n] }, nodes: [{ op: 'MatMul', inputs: ['x', 'w'], outputs: ['y'] }] },
-  });
-  const softmax = (v: number): BenchCase => ({
-    name: `softmax [1,${v}]`,
-    inputs: { x: [1, v] },
-    output: [1, v],
+  }),
+  /** Softmax over the last dim of [rows, v]. */
+  softmax: (v: number, rows = 1): BenchCase => ({
+    name: `softmax [${rows},${v}]`,
+    inputs: { x: [rows, v] },
+    output: [rows, v],
     tensorgpu: ({ x }) => tg.softmax(x, -1),
     tfjs: ({ x }) => tf.softmax(x, -1),
-    onnx: { inputs: { x: [1, v] }, outputs: { y: [1, v] }, nodes: [{ op: 'Softmax', inputs: ['x'], outputs: ['y'], ints: { axis: 1 } }] },
-  });
+    onnx: { inputs: { x: [rows, v] }, outputs: { y: [rows, v] }, nodes: [{ op: 'Softmax', inputs: ['x'], outputs: ['y'], ints: { axis: 1 } }] },
+  }),
+  add: (n: number): BenchCase => ({
+    name: `add [${n}] f32`,
+    inputs: { x: [n], y: [n] },
+    output: [n],
+    tensorgpu: ({ x, y }) => tg.add(x, y),
+    tfjs: ({ x, y }) => tf.add(x, y),
+    onnx: { inputs: { x: [n], y: [n] }, outputs: { out: [n] }, nodes: [{ op: 'Add', inputs: ['x', 'y'], outputs: ['out'] }] },
+  }),
   // (x + y) * z, eight times over: 16 dependent elementwise ops, so per-op host cost and launch gaps show.
-  const chain = (n: number, pairs = 8): BenchCase => {
+  chain: (n: number, pairs = 8): BenchCase => {
     const nodes: OnnxGraph['nodes'] = [];
     let cur = 'x';
     for (let i = 0; i < pairs; i++) {
@@ -196,8 +211,146 @@ export function benchCases(quick: boolean): BenchCase[] {
       },
       onnx: { inputs: { x: [n], y: [n], z: [n] }, outputs: { out: [n] }, nodes },
     };
-  };
+  },
+};
+
+/** The page's cases: full sizes for people, ?quick=1 sizes for the tests (a software adapter runs them in seconds). */
+export function benchCases(quick: boolean): BenchCase[] {
+  const { matmul, gemv, softmax, chain } = peerCase;
   return quick
     ? [matmul(64), matmul(96), gemv(256, 256), softmax(4099), chain(4096)]
     : [matmul(512), matmul(1024), gemv(4096, 4096), softmax(128256), chain(1 << 20)];
+}
+
+// ---- Timing, shared by the page and the Node bench ----
+
+export interface LibraryResult {
+  library: string;
+  /** Median ms per run, or null when the library could not run the case. */
+  ms: number | null;
+  /** Fastest run and the number of timed runs (absent when the library could not run the case). */
+  minMs?: number;
+  runs?: number;
+  dispatches: number | null;
+  /** Largest |peer - tensorgpu| over the largest |tensorgpu| value. */
+  maxDiff: number | null;
+  error?: string;
+}
+
+export interface CaseResult {
+  name: string;
+  results: LibraryResult[];
+}
+
+/**
+ * Counts compute dispatches of every library alike by wrapping the prototype they all go through
+ * (GPUComputePassEncoder), once per realm; returns the running count.
+ */
+export function dispatchCounter(): () => number {
+  const g = globalThis as unknown as { GPUComputePassEncoder?: { prototype: Record<string, (...a: unknown[]) => unknown> }; __peerDispatches?: { n: number } };
+  if (!g.__peerDispatches) {
+    const counter = { n: 0 };
+    g.__peerDispatches = counter;
+    const pass = g.GPUComputePassEncoder?.prototype;
+    if (pass) {
+      for (const method of ['dispatchWorkgroups', 'dispatchWorkgroupsIndirect']) {
+        const original = pass[method];
+        pass[method] = function (this: unknown, ...a: unknown[]) {
+          counter.n++;
+          return original.apply(this, a);
+        };
+      }
+    }
+  }
+  const counter = g.__peerDispatches;
+  return () => counter.n;
+}
+
+/** Inputs every library receives, the same values (a fixed-seed xorshift, uniform in each input's range). */
+export function inputData(c: BenchCase): Record<string, Float32Array> {
+  let s = 0x9e3779b9;
+  const next = () => {
+    s ^= s << 13;
+    s ^= s >>> 17;
+    s ^= s << 5;
+    return (s >>> 0) / 2 ** 32;
+  };
+  return Object.fromEntries(
+    Object.entries(c.inputs).map(([k, shape]) => {
+      const [lo, hi] = c.ranges?.[k] ?? [-1, 1];
+      return [k, Float32Array.from({ length: shape.reduce((a, b) => a * b, 1) }, () => lo + (hi - lo) * next())];
+    }),
+  );
+}
+
+export const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+
+export function maxRelDiff(got: Float32Array, ref: Float32Array): number {
+  if (got.length !== ref.length) return Infinity;
+  let scale = 0;
+  let diff = 0;
+  for (let i = 0; i < ref.length; i++) {
+    scale = Math.max(scale, Math.abs(ref[i]));
+    const d = Math.abs(got[i] - ref[i]);
+    diff = Number.isNaN(d) ? Infinity : Math.max(diff, d);
+  }
+  return diff / Math.max(scale, 1e-30);
+}
+
+export interface RoundOptions {
+  warmup: number;
+  runs: number;
+  /** The running dispatch count (dispatchCounter()). */
+  dispatches: () => number;
+}
+
+async function timeRun(p: Prepared, dispatches: () => number): Promise<{ ms: number; dispatches: number }> {
+  const d0 = dispatches();
+  const t0 = performance.now();
+  await p.run();
+  await p.done();
+  return { ms: performance.now() - t0, dispatches: dispatches() - d0 };
+}
+
+/**
+ * One case on every library: warm-ups, then timed rounds with the libraries in rotated order (so drift in the
+ * machine's load falls on all alike), then each output checked against the first library's (tensorgpu's).
+ */
+export async function runCase(c: BenchCase, libraries: Library[], o: RoundOptions): Promise<CaseResult> {
+  const data = inputData(c);
+  const prepared = new Map<Library, Prepared>();
+  const results = new Map<Library, LibraryResult>();
+  for (const lib of libraries) {
+    try {
+      const p = await lib.prepare(c, data);
+      prepared.set(lib, p);
+      for (let i = 0; i < o.warmup; i++) await timeRun(p, o.dispatches);
+    } catch (e) {
+      results.set(lib, { library: lib.name, ms: null, dispatches: null, maxDiff: null, error: (e as Error).message });
+    }
+  }
+  const times = new Map<Library, { ms: number[]; dispatches: number[] }>([...prepared.keys()].map((l) => [l, { ms: [], dispatches: [] }]));
+  const order = [...prepared.keys()];
+  for (let r = 0; r < o.runs; r++) {
+    for (let i = 0; i < order.length; i++) {
+      const lib = order[(i + r) % order.length];
+      const t = await timeRun(prepared.get(lib)!, o.dispatches);
+      times.get(lib)!.ms.push(t.ms);
+      times.get(lib)!.dispatches.push(t.dispatches);
+    }
+  }
+  const reference = libraries[0].name === 'tensorgpu' && prepared.has(libraries[0]) ? await prepared.get(libraries[0])!.read() : undefined;
+  for (const [lib, p] of prepared) {
+    const t = times.get(lib)!;
+    results.set(lib, {
+      library: lib.name,
+      ms: median(t.ms),
+      minMs: Math.min(...t.ms),
+      runs: t.ms.length,
+      dispatches: median(t.dispatches),
+      maxDiff: reference ? maxRelDiff(await p.read(), reference) : null,
+    });
+    await p.dispose();
+  }
+  return { name: c.name, results: libraries.map((l) => results.get(l)!) };
 }

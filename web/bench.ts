@@ -5,27 +5,14 @@
 // tensorgpu's. ?quick=1 runs small sizes (the tests), ?runs=N sets the timed runs (default 5, after 2 warm-ups),
 // ?only=TEXT the cases whose name contains TEXT.
 import * as tg from '../src/browser.js';
-import { benchCases, ortLibrary, tensorgpuLibrary, tfjsLibrary, type BenchCase, type Library, type Prepared } from './bench-peers.js';
+import { benchCases, dispatchCounter, ortLibrary, runCase, tensorgpuLibrary, tfjsLibrary, type CaseResult, type Library } from './bench-peers.js';
+
+export type { CaseResult, LibraryResult } from './bench-peers.js';
 
 // The DOM pieces used here, declared loosely (the project compiles without lib.dom; see chat.ts).
 declare const document: { getElementById(id: string): any; createElement(tag: string): any; body: any }; // eslint-disable-line @typescript-eslint/no-explicit-any
 declare const location: { search: string; href: string };
 declare const navigator: { userAgent: string };
-
-export interface LibraryResult {
-  library: string;
-  /** Median ms per run, or null when the library could not run the case. */
-  ms: number | null;
-  dispatches: number | null;
-  /** Largest |peer - tensorgpu| over the largest |tensorgpu| value. */
-  maxDiff: number | null;
-  error?: string;
-}
-
-export interface CaseResult {
-  name: string;
-  results: LibraryResult[];
-}
 
 export interface BenchReport {
   adapter: string;
@@ -44,95 +31,7 @@ const WARMUP = quick ? 1 : 2;
 const only = params.get('only')?.toLowerCase();
 
 // Every library's dispatches go through the same prototype, so counting there needs nothing from them.
-let dispatches = 0;
-const pass = (globalThis as unknown as { GPUComputePassEncoder?: { prototype: Record<string, (...a: unknown[]) => unknown> } }).GPUComputePassEncoder
-  ?.prototype;
-if (pass) {
-  for (const method of ['dispatchWorkgroups', 'dispatchWorkgroupsIndirect']) {
-    const original = pass[method];
-    pass[method] = function (this: unknown, ...a: unknown[]) {
-      dispatches++;
-      return original.apply(this, a);
-    };
-  }
-}
-
-/** Inputs every library receives, the same values (a fixed-seed xorshift, uniform in each input's range). */
-function inputData(c: BenchCase): Record<string, Float32Array> {
-  let s = 0x9e3779b9;
-  const next = () => {
-    s ^= s << 13;
-    s ^= s >>> 17;
-    s ^= s << 5;
-    return (s >>> 0) / 2 ** 32;
-  };
-  return Object.fromEntries(
-    Object.entries(c.inputs).map(([k, shape]) => {
-      const [lo, hi] = c.ranges?.[k] ?? [-1, 1];
-      return [k, Float32Array.from({ length: shape.reduce((a, b) => a * b, 1) }, () => lo + (hi - lo) * next())];
-    }),
-  );
-}
-
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-
-function maxRelDiff(got: Float32Array, ref: Float32Array): number {
-  if (got.length !== ref.length) return Infinity;
-  let scale = 0;
-  let diff = 0;
-  for (let i = 0; i < ref.length; i++) {
-    scale = Math.max(scale, Math.abs(ref[i]));
-    const d = Math.abs(got[i] - ref[i]);
-    diff = Number.isNaN(d) ? Infinity : Math.max(diff, d);
-  }
-  return diff / Math.max(scale, 1e-30);
-}
-
-async function timeRun(p: Prepared): Promise<{ ms: number; dispatches: number }> {
-  const d0 = dispatches;
-  const t0 = performance.now();
-  await p.run();
-  await p.done();
-  return { ms: performance.now() - t0, dispatches: dispatches - d0 };
-}
-
-/** One case on every library: warm-ups, then timed rounds with the libraries in rotated order, then the check. */
-async function runCase(c: BenchCase, libraries: Library[]): Promise<CaseResult> {
-  const data = inputData(c);
-  const prepared = new Map<Library, Prepared>();
-  const results = new Map<Library, LibraryResult>();
-  for (const lib of libraries) {
-    try {
-      const p = await lib.prepare(c, data);
-      prepared.set(lib, p);
-      for (let i = 0; i < WARMUP; i++) await timeRun(p);
-    } catch (e) {
-      results.set(lib, { library: lib.name, ms: null, dispatches: null, maxDiff: null, error: (e as Error).message });
-    }
-  }
-  const times = new Map<Library, { ms: number[]; dispatches: number[] }>([...prepared.keys()].map((l) => [l, { ms: [], dispatches: [] }]));
-  const order = [...prepared.keys()];
-  for (let r = 0; r < runs; r++) {
-    for (let i = 0; i < order.length; i++) {
-      const lib = order[(i + r) % order.length];
-      const t = await timeRun(prepared.get(lib)!);
-      times.get(lib)!.ms.push(t.ms);
-      times.get(lib)!.dispatches.push(t.dispatches);
-    }
-  }
-  const reference = libraries[0].name === 'tensorgpu' && prepared.has(libraries[0]) ? await prepared.get(libraries[0])!.read() : undefined;
-  for (const [lib, p] of prepared) {
-    const t = times.get(lib)!;
-    results.set(lib, {
-      library: lib.name,
-      ms: median(t.ms),
-      dispatches: median(t.dispatches),
-      maxDiff: reference ? maxRelDiff(await p.read(), reference) : null,
-    });
-    await p.dispose();
-  }
-  return { name: c.name, results: libraries.map((l) => results.get(l)!) };
-}
+const dispatches = dispatchCounter();
 
 // ---- The table ----
 
@@ -188,7 +87,7 @@ async function main(): Promise<BenchReport> {
   const cases: CaseResult[] = [];
   for (const c of benchCases(quick).filter((x) => !only || x.name.toLowerCase().includes(only))) {
     status(`${adapter}: running ${c.name}…`);
-    const r = await runCase(c, libraries);
+    const r = await runCase(c, libraries, { warmup: WARMUP, runs, dispatches });
     cases.push(r);
     showCase(r);
   }

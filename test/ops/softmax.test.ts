@@ -7,6 +7,7 @@ import * as tg from '../../src/index.js';
 import { setDefaultDevice, type DType, type Tensor } from '../../src/index.js';
 import { checkBoth, expectClose, FLOAT_DTYPES, randomTensor, type Tolerance } from '../helpers/compare.js';
 import { setupWebGpu } from '../helpers/webgpu.js';
+import { softmaxTuning } from '../../src/kernels/softmax/webgpu.js';
 
 const gpu = await setupWebGpu();
 setDefaultDevice('cpu');
@@ -41,6 +42,16 @@ async function dispatchesOf(fn: () => Tensor): Promise<{ dispatches: number; val
     return { dispatches, values: await out.toArray() };
   } finally {
     out.dispose();
+  }
+}
+
+/** fn under one adapter policy of the softmax launcher (its dispatches are queued before this returns). */
+function withPolicy(policy: 'gpu' | 'software', fn: () => Tensor): Tensor {
+  softmaxTuning.policy = policy;
+  try {
+    return fn();
+  } finally {
+    softmaxTuning.policy = undefined;
   }
 }
 
@@ -287,7 +298,10 @@ describe.skipIf(!gpu.available)(`softmax / logSoftmax, WebGPU vs CPU ${gpu.skipR
     cases.push(
       // Packed 16-bit outputs: whole words per row (inner 1, even length) are written directly...
       ['f16 [4,4096]', () => hEven.softmax(-1), 1],
-      ['bf16 [2,128256]', () => bEven.logSoftmax(-1), 1],
+      // Two long rows: one workgroup each on a software adapter, pieces on several in two dispatches on a GPU
+      // (SOFTMAX_POLICIES; test/ops/softmax-long.test.ts covers the plans).
+      ['bf16 [2,128256] (software policy)', () => withPolicy('software', () => bEven.logSoftmax(-1)), 1],
+      ['bf16 [2,128256] (GPU policy)', () => withPolicy('gpu', () => bEven.logSoftmax(-1)), 2],
       // ...else rows would share words between workgroups: softmax into f32, then a cast dispatch.
       ['f16 [4,4097] (odd rows)', () => h.softmax(-1), 2],
       ['f16 [4,4096] dim 0 (inner > 1)', () => hEven.softmax(0), 2],
@@ -315,7 +329,16 @@ describe.skipIf(!gpu.available)(`softmax / logSoftmax, WebGPU vs CPU ${gpu.skipR
     }
   });
 
-  it('rows longer than 262144 split across workgroups (2 dispatches): values, masks, NaN rows, odd packed rows', async () => {
+  it('rows longer than 262144 split across workgroups (GPU policy, 2 dispatches): values, masks, NaN rows, odd packed rows', async () => {
+    softmaxTuning.policy = 'gpu';
+    try {
+      await longRowsSplit();
+    } finally {
+      softmaxTuning.policy = undefined;
+    }
+  });
+
+  async function longRowsSplit(): Promise<void> {
     for (const [rows, n, dtype] of [
       [1, 262145, 'float32'],
       [2, 1_000_000, 'float32'],
@@ -340,7 +363,8 @@ describe.skipIf(!gpu.available)(`softmax / logSoftmax, WebGPU vs CPU ${gpu.skipR
     expect(out[0]).toBe(0);
     expect(Number.isNaN(out[262150 + 5])).toBe(true);
     expect(Number.isNaN(out[2 * 262150 + 9])).toBe(true);
-  });
+    for (const t of [gx, masked]) t.dispose();
+  }
 
   it('rejects non-float inputs (DTypeError) and bad dims (ShapeError) on the GPU too', async () => {
     const i = tg.tensor([1, 2, 3], { dtype: 'int32', device: 'webgpu' });

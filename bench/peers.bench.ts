@@ -26,6 +26,7 @@ export const PEER_CASES: ((peers: PeersModule, quick: boolean) => PeerCase)[] = 
   ({ peerCase }, quick) => peerCase.softmax(128256, quick ? 8 : 32),
   ({ peerCase }) => peerCase.add(1 << 20),
   ({ peerCase }, quick) => peerCase.chain(quick ? 1 << 18 : 1 << 20),
+  ({ compiledChainCase }, quick) => compiledChainCase(quick ? 1 << 18 : 1 << 20),
   ({ peerCase }, quick) => (quick ? peerCase.gemv(1024, 1024) : peerCase.gemv(4096, 4096)),
   ({ peerCase }, quick) => (quick ? peerCase.matmul(256) : peerCase.matmul(512)),
 ];
@@ -36,6 +37,7 @@ const CASE_NAMES = (quick: boolean) => [
   quick ? 'softmax [8,128256]' : 'softmax [32,128256]',
   `add [${1 << 20}] f32`,
   `elementwise chain: 16 ops on [${quick ? 1 << 18 : 1 << 20}]`,
+  `elementwise chain through compile(): 16 ops on [${quick ? 1 << 18 : 1 << 20}]`,
   quick ? 'GEMV [1,1024]x[1024,1024]' : 'GEMV [1,4096]x[4096,4096]',
   quick ? 'matmul 256x256x256' : 'matmul 512x512x512',
 ];

@@ -214,12 +214,22 @@ export const peerCase = {
   },
 };
 
+/**
+ * The same chain with tensorgpu's side run through compile(): one fused kernel from the second call on (the peers
+ * run it as before, one dispatch per op; neither fuses it).
+ */
+export function compiledChainCase(n: number, pairs = 8): BenchCase {
+  const c = peerCase.chain(n, pairs);
+  const compiled = tg.compile((x: tg.Tensor, y: tg.Tensor, z: tg.Tensor) => c.tensorgpu({ x, y, z }), { label: 'chain' });
+  return { ...c, name: `elementwise chain through compile(): ${2 * pairs} ops on [${n}]`, tensorgpu: ({ x, y, z }) => compiled(x, y, z) };
+}
+
 /** The page's cases: full sizes for people, ?quick=1 sizes for the tests (a software adapter runs them in seconds). */
 export function benchCases(quick: boolean): BenchCase[] {
   const { matmul, gemv, softmax, chain } = peerCase;
   return quick
-    ? [matmul(64), matmul(96), gemv(256, 256), softmax(4099), chain(4096)]
-    : [matmul(512), matmul(1024), gemv(4096, 4096), softmax(128256), chain(1 << 20)];
+    ? [matmul(64), matmul(96), gemv(256, 256), softmax(4099), chain(4096), compiledChainCase(4096)]
+    : [matmul(512), matmul(1024), gemv(4096, 4096), softmax(128256), chain(1 << 20), compiledChainCase(1 << 20)];
 }
 
 // ---- Timing, shared by the page and the Node bench ----

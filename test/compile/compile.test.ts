@@ -117,6 +117,22 @@ describe.each(devices)('compile on %s: fusion boundaries', (device) => {
     );
   });
 
+  it('inputs at offsets: aligned ones read a vec4 at a time, others word by word; the bits agree', async () => {
+    let seed = 250;
+    await agree(
+      (x) => [
+        x.narrow(0, 3, 50).mul(2).add(1).exp(),
+        x
+          .narrow(0, 4, 50)
+          .mul(2)
+          .sub(x.narrow(0, 8, 50))
+          .to('float16')
+          .add(1),
+      ],
+      () => [make([61], seed++)],
+    );
+  });
+
   it('dtype changes round like the ops one by one: f16 / bf16 intermediates, casts, comparisons, where, int32 math', async () => {
     let seed = 300;
     await agree(

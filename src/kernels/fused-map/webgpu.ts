@@ -19,7 +19,8 @@ const MAX_RANK = 8;
 /** Stride slots in the uniforms: strided inputs take `rank` each. */
 const MAX_STRIDES = 64;
 
-type Access = 'linear' | 'scalar' | 'strided';
+/** 'vec4': linear, 32-bit, its first element a multiple of 4 and its buffer holding every vec4 the run touches. */
+type Access = 'linear' | 'scalar' | 'strided' | 'vec4';
 type Compute = ComputeType | 'raw';
 
 /** What the WGSL depends on, as the variant's one string field (the pipeline key). */
@@ -36,6 +37,8 @@ interface ChainSpec {
     args: readonly (readonly [string, number, DType?])[];
   }[];
   readonly outputs: readonly number[];
+  /** Per output: written a vec4 of words at a time (32-bit, its buffer a whole number of vec4s). */
+  readonly outVec4?: readonly boolean[];
 }
 
 function accessOf(view: View): Access {
@@ -64,7 +67,7 @@ const mapName = (node: FusedNode): string => (node.kind === 'unary' || node.kind
 /** Element k of a u32[N] uniform array (laid out as array<vec4<u32>>). */
 const uniformAt = (array: string, k: number | string) => (typeof k === 'number' ? `p.${array}[${k >> 2}][${k & 3}]` : `p.${array}[(${k}) / 4u][(${k}) % 4u]`);
 
-function generate(spec: ChainSpec): { functions: string; stores: string } {
+function generate(spec: ChainSpec): { functions: string; stores: string; loads: string; element: string } {
   const parts: string[] = [];
   const files = new Set<string>();
   if (spec.nodes.some((n) => n.compute === 'f32')) files.add('float-math.wgsl');
@@ -72,6 +75,7 @@ function generate(spec: ChainSpec): { functions: string; stores: string } {
   for (const f of files) parts.push(wgslSource(f));
   parts.push(`struct Codes {\n${spec.outputs.map((_, o) => `  o${o}: u32,`).join('\n')}\n}\n`);
   spec.inputs.forEach((x, k) => {
+    if (x.access === 'vec4') return;
     parts.push(codeFn(`code_in${k}`, `in${k}`, x.dtype));
     let at: string;
     if (x.access === 'linear') at = `  return ${uniformAt('offs', k)} + e;`;
@@ -90,7 +94,7 @@ function generate(spec: ChainSpec): { functions: string; stores: string } {
     parts.push(`fn at_in${k}(e: u32) -> u32 {\n${at}\n}\n`);
   });
   const names = ['x', 'y', 'z'];
-  const body: string[] = spec.inputs.map((_, k) => `  let i${k} = code_in${k}(at_in${k}(e));`);
+  const body: string[] = [];
   spec.nodes.forEach((n, m) => {
     const code = (a: readonly [string, number, DType?]) => (a[0] === 'i' ? `i${a[1]}` : a[0] === 'v' ? `v${a[1]}` : uniformAt('scalars', a[1]));
     if (n.compute === 'raw') {
@@ -107,18 +111,25 @@ function generate(spec: ChainSpec): { functions: string; stores: string } {
     body.push(`  let v${m} = enc${m}(op${m}(${decoded.join(', ')}));`);
   });
   body.push(`  return Codes(${spec.outputs.map((m) => `v${m}`).join(', ')});`);
-  parts.push(`fn element(e: u32) -> Codes {\n${body.join('\n')}\n}\n`);
+  const codes = spec.inputs.map((_, k) => `i${k}: u32`).join(', ');
+  parts.push(`fn compute(${codes}) -> Codes {\n${body.join('\n')}\n}\n`);
+  // Element e with every input read where it lives (a reduction's loads; the map's main loads vec4 inputs itself).
+  if (spec.inputs.every((x) => x.access !== 'vec4'))
+    parts.push(`fn element(e: u32) -> Codes {\n  return compute(${spec.inputs.map((_, k) => `code_in${k}(at_in${k}(e))`).join(', ')});\n}\n`);
 
   const stores = spec.outputs.map((m, o) => {
     const lanes = lanesPerWord(spec.nodes[m].dtype);
     const bits = 32 / lanes;
     const mask = `${(2 ** bits - 1) >>> 0}u`;
+    if (spec.outVec4?.[o]) return `  out${o}[first / 4u] = vec4<u32>(r[0].o${o}, r[1].o${o}, r[2].o${o}, r[3].o${o});`;
     if (lanes === 1) return [0, 1, 2, 3].map((j) => `  if (first + ${j}u < p.n) {\n    out${o}[first + ${j}u] = r[${j}].o${o};\n  }`).join('\n');
     const word = (j0: number) => Array.from({ length: lanes }, (_, l) => `((r[${j0 + l}].o${o} & ${mask}) << ${l * bits}u)`).join(' | ');
     if (lanes === 4) return `  out${o}[first / 4u] = ${word(0)};`;
     return `  out${o}[first / 2u] = ${word(0)};\n  if (first + 2u < p.n) {\n    out${o}[first / 2u + 1u] = ${word(2)};\n  }`;
   });
-  return { functions: parts.join(''), stores: stores.join('\n') };
+  const loads = spec.inputs.map((x, k) => (x.access === 'vec4' ? `  let q${k} = in${k}[${uniformAt('offs', k)} / 4u + first / 4u];` : '')).filter(Boolean);
+  const element = `compute(${spec.inputs.map((x, k) => (x.access === 'vec4' ? `q${k}[j]` : `code_in${k}(at_in${k}(first + j))`)).join(', ')})`;
+  return { functions: parts.join(''), stores: stores.join('\n'), loads: loads.join('\n'), element };
 }
 
 const parsed = new Map<string, ChainSpec>();
@@ -128,9 +139,30 @@ function specOf(text: string): ChainSpec {
   return s;
 }
 
-const slot = (k: number, count: (s: ChainSpec) => number) => ({ when: (v: { spec: string }) => count(specOf(v.spec)) > k });
-const OUTPUTS = Object.fromEntries(Array.from({ length: FUSED_MAP_MAX_BUFFERS }, (_, k) => [`out${k}`, slot(k, (s) => s.outputs.length)]));
-const INPUTS = Object.fromEntries(Array.from({ length: FUSED_MAP_MAX_BUFFERS }, (_, k) => [`in${k}`, slot(k, (s) => s.inputs.length)]));
+const slot = (k: number, count: (s: ChainSpec) => number, vec4: (s: ChainSpec) => boolean) => ({
+  when: (v: { spec: string }) => count(specOf(v.spec)) > k,
+  type: (v: { spec: string }) => (vec4(specOf(v.spec)) ? ('vec4<u32>' as const) : ('u32' as const)),
+});
+const OUTPUTS = Object.fromEntries(
+  Array.from({ length: FUSED_MAP_MAX_BUFFERS }, (_, k) => [
+    `out${k}`,
+    slot(
+      k,
+      (s) => s.outputs.length,
+      (s) => !!s.outVec4?.[k],
+    ),
+  ]),
+);
+const INPUTS = Object.fromEntries(
+  Array.from({ length: FUSED_MAP_MAX_BUFFERS }, (_, k) => [
+    `in${k}`,
+    slot(
+      k,
+      (s) => s.inputs.length,
+      (s) => s.inputs[k]?.access === 'vec4',
+    ),
+  ]),
+);
 
 const CHAIN_PARAMS = {
   n: 'u32',
@@ -150,7 +182,10 @@ const fusedMap = defineKernel({
   inputs: INPUTS,
   grid: 'custom',
   functions: (v) => generate(specOf(v.spec)).functions,
-  code: (v) => ({ STORES: generate(specOf(v.spec)).stores }),
+  code: (v) => {
+    const g = generate(specOf(v.spec));
+    return { LOADS: g.loads, ELEMENT: g.element, STORES: g.stores };
+  },
 });
 
 type GpuChain = Omit<FusedMapArgs<GpuBuffer>, 'inputs'> & { readonly inputs: readonly GpuOperand[] };
@@ -164,7 +199,8 @@ interface PreparedChain {
   readonly inputBytes: number;
 }
 
-function prepareChain(args: GpuChain): PreparedChain {
+/** vec4: let linear 32-bit inputs be read a vec4 at a time where aligned (the map; a reduction reads elements). */
+function prepareChain(args: GpuChain, vec4 = false): PreparedChain {
   const n = numel(args.shape);
   const dtypeOf = (r: FusedRef): DType => ('input' in r ? args.inputs[r.input].dtype : 'node' in r ? args.nodes[r.node].dtype : r.dtype);
   const views = coalesceViews([contiguousView(args.shape), ...args.inputs.map((x) => x.view)]);
@@ -174,7 +210,9 @@ function prepareChain(args: GpuChain): PreparedChain {
   const strides: number[] = [];
   const inputs = args.inputs.map((x, k) => {
     const view = views[k + 1];
-    const access = accessOf(view);
+    let access = accessOf(view);
+    const words = Math.ceil((view.offset + n) / 4) * 16;
+    if (vec4 && access === 'linear' && lanesPerWord(x.dtype) === 1 && view.offset % 4 === 0 && x.buffer.size >= words) access = 'vec4';
     const strided = access === 'strided' ? strides.length / rank : -1;
     if (access === 'strided') strides.push(...Array.from({ length: rank }, (_, d) => view.strides[d] ?? 0));
     return { dtype: x.dtype, access, strided };
@@ -212,11 +250,16 @@ function prepareChain(args: GpuChain): PreparedChain {
 /** Runs the chain: one dispatch, one new contiguous buffer per output. */
 export function fusedMapKernel(ctx: GpuContext, args: GpuChain): GpuBuffer[] {
   const n = numel(args.shape);
-  const outs = args.outputs.map((m) => ctx.alloc(wordBytes(n, lanesPerWord(args.nodes[m].dtype))));
+  // 32-bit outputs are given whole vec4s, so the map stores 4 words at once.
+  const outs = args.outputs.map((m) => {
+    const lanes = lanesPerWord(args.nodes[m].dtype);
+    return ctx.alloc(lanes === 1 ? Math.max(16, Math.ceil(n / 4) * 16) : wordBytes(n, lanes));
+  });
   if (n === 0) return outs;
   if (args.inputs.length + outs.length > FUSED_MAP_MAX_BUFFERS)
     throw new ShapeError(`fusedMap binds at most ${FUSED_MAP_MAX_BUFFERS} buffers, got ${args.inputs.length} inputs and ${outs.length} outputs`);
-  const chain = prepareChain(args);
+  const prepared = prepareChain(args, true);
+  const chain = { ...prepared, spec: { ...prepared.spec, outVec4: args.outputs.map((m) => lanesPerWord(args.nodes[m].dtype) === 1) } };
   const buffers: Record<string, GpuBuffer> = { ...chain.inputs };
   outs.forEach((b, k) => (buffers[`out${k}`] = b));
   const bytes = chain.inputBytes + args.outputs.reduce((s, m) => s + n * DTYPE_INFO[args.nodes[m].dtype].itemBytes, 0);

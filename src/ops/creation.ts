@@ -7,6 +7,7 @@ import { defaultGenerator, type Generator } from '../core/random.js';
 import { checkShape, formatShape, numel, type Shape } from '../core/shape.js';
 import type { Tensor } from '../core/tensor.js';
 import { wrap } from './util.js';
+import { traceConstant } from '../compile/trace.js';
 
 export interface CreateOptions {
   dtype?: DType | string;
@@ -115,7 +116,8 @@ export function arange(start: number, end?: number, step = 1, options: CreateOpt
   const values = new Float64Array(n);
   for (let i = 0; i < n; i++) values[i] = start + i * step;
   const integral = [start, end, step].every(Number.isInteger);
-  return fromValues(values, [n], options, integral ? 'int32' : 'float32');
+  // Its values follow from its arguments alone: a compiled function keeps them as a constant.
+  return traceConstant(() => fromValues(values, [n], options, integral ? 'int32' : 'float32'));
 }
 
 function random(shape: readonly number[], options: RandomOptions, draw: (g: Generator, dtype: DType) => number): Tensor {

@@ -199,6 +199,8 @@ export function compile<A extends unknown[], R>(fn: (...args: A) => R, options: 
     };
     entry.template = walk(result, 0);
     entry.outputs = outputs;
+    if (outputs.some((o) => trace.hostState.has(o.handle)))
+      entry.reason ??= 'it returns a tensor made from host data (tensor(), rand(), ...): pass it in as an argument';
     if (needsGrad && backwardSweeps() === sweeps0)
       entry.reason ??= 'its outputs need gradients and it runs no backward(): compile the whole training step (forward, backward() and the optimizer step)';
     if (!entry.reason) {

@@ -44,6 +44,11 @@ export interface Trace {
   unsupported?: string;
   /** Dispatches the eager run issued on the GPU. */
   eagerDispatches: number;
+  /**
+   * Tensors the function made from host data and kept (state made on first use: an optimizer's counters): replays
+   * find them where the trace left them. Host data it released again was per-call input, which keeps it eager.
+   */
+  readonly hostState: Set<object>;
 }
 
 let tracing = 0;
@@ -79,7 +84,7 @@ export function isTracing(): boolean {
 /** Runs fn with recording on for the given backends; the trace is complete when fn (and its scope) returned. */
 export function traceCalls<T>(backends: readonly Backend[], fn: () => T): { result: T; trace: Trace } {
   tracing++;
-  const trace: Trace = { calls: [], freed: new Set(), eagerDispatches: 0 };
+  const trace: Trace = { calls: [], freed: new Set(), eagerDispatches: 0, hostState: new Set() };
   const outer = current;
   current = trace;
   let depth = 0;
@@ -116,8 +121,9 @@ export function traceCalls<T>(backends: readonly Backend[], fn: () => T): { resu
       return original(...a);
     });
     wrapMethod('upload', (original) => (...a) => {
-      if (depth === 0 && constants === 0) unsupported('it creates a tensor from host data (tensor(), rand(), ...): pass it in as an argument');
-      return original(...a);
+      const out = original(...a);
+      if (depth === 0 && constants === 0) trace.hostState.add(out as object);
+      return out;
     });
     wrapMethod('writeBytes', (original) => (...a) => {
       if (depth === 0) unsupported('it writes host data into a tensor (writeTensor, ...): a replay would not repeat the write');
@@ -139,6 +145,9 @@ export function traceCalls<T>(backends: readonly Backend[], fn: () => T): { resu
     const result = fn();
     if (result instanceof Promise) {
       trace.unsupported = 'it is async: a compiled function queues its work synchronously';
+    }
+    for (const h of trace.hostState) {
+      if (trace.freed.has(h)) unsupported('it creates a tensor from host data (tensor(), rand(), ...): pass it in as an argument');
     }
     return { result, trace };
   } finally {

@@ -439,3 +439,27 @@ describe.runIf(gpu.available)('compile on webgpu: buffers planned by lifetime', 
     compiled.reset();
   });
 });
+
+describe.each(devices)('compile on %s: state made on the first call', (device) => {
+  it('a tensor made from host data and kept (state made on first use) is a constant the replays update', async () => {
+    const state: { counter?: Tensor } = {};
+    const step = (x: Tensor) => {
+      state.counter ??= tg.keep(tg.tensor([0], { device }));
+      tg.copyInto(state.counter, state.counter.add(1));
+      return x.mul(state.counter);
+    };
+    const compiled = compile(step);
+    const x = tg.tensor([1, 2], { device });
+    for (let call = 1; call <= 4; call++) {
+      const y = compiled(x);
+      expect(Array.from(await y.toArray())).toEqual([call, 2 * call]);
+      y.dispose();
+    }
+    expect(compiled.stats().signatures[0].reason).toBeUndefined();
+    const fresh = compile((t: Tensor) => [tg.tensor([7], { device }), t.add(1)]);
+    fresh(x).forEach((t) => t.dispose());
+    expect(fresh.explain()).toMatch(/eager because it returns a tensor made from host data/);
+    x.dispose();
+    state.counter!.dispose();
+  });
+});

@@ -93,6 +93,8 @@ interface Entry {
   /** WebGPU: held buffers until recorded, the recording, the buffers it binds for inputs and outputs. */
   releaseHold?: () => void;
   step?: CapturedStep;
+  /** The WebGPU device the trace ran on (a program is only good for it). */
+  gpu?: WebGpuBackend;
   boundInputs?: GpuBuffer[];
   boundOutputs?: GpuBuffer[];
 }
@@ -169,6 +171,7 @@ export function compile<A extends unknown[], R>(fn: (...args: A) => R, options: 
       tracedOps: trace.calls.length,
       eagerDispatches: (gpu?.counters.dispatches ?? 0) - dispatches0,
       inputs: tensors.map((t) => t.storage.handle as object),
+      gpu,
       outputs: [],
       template: undefined,
     };
@@ -317,7 +320,13 @@ export function compile<A extends unknown[], R>(fn: (...args: A) => R, options: 
   const compiled = ((...args: A): R => {
     if (isTracing()) return fn(...args);
     const { tensors, signature } = signatureOf(args);
-    const entry = entries.get(signature);
+    let entry = entries.get(signature);
+    // A program holds the device's buffers and pipelines: after releaseDevice() and initDevice() it traces again.
+    if (entry?.gpu && entry.gpu !== webgpuBackend()) {
+      entries.delete(signature);
+      drop(entry);
+      entry = undefined;
+    }
     if (!entry) {
       const { entry: e, result } = trace(signature, tensors, args);
       entries.set(signature, e);

@@ -463,3 +463,25 @@ describe.each(devices)('compile on %s: state made on the first call', (device) =
     state.counter!.dispose();
   });
 });
+
+describe.runIf(gpu.available)('compile on webgpu: a new device', () => {
+  it('after releaseDevice() and initDevice() the next call traces again on the new device', async () => {
+    const compiled = compile((x: Tensor) => x.mul(3).add(1));
+    for (let round = 0; round < 2; round++) {
+      if (round === 1) {
+        tg.releaseDevice();
+        await tg.initDevice('webgpu');
+        setDefaultDevice('cpu');
+      }
+      for (let call = 0; call < 3; call++) {
+        const x = tg.tensor([1, 2, 3], { device: 'webgpu' });
+        const y = compiled(x);
+        expect(Array.from(await y.toArray())).toEqual([4, 7, 10]);
+        x.dispose();
+        y.dispose();
+      }
+    }
+    expect(compiled.stats().traces).toBe(2);
+    compiled.reset();
+  });
+});

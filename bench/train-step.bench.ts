@@ -1,8 +1,10 @@
 // One training step of the built-in model (Qwen3-MoE tiny, real vocabulary): forward over a packed sequence, fused
 // crossEntropy, backward, clipGradNorm and the AdamW update of LoRA r=8 adapters on every attention projection,
-// on WebGPU against the CPU backend. And the AdamW update alone: over the adapters' parameter arena (one dispatch),
-// per tensor (the same kernel, one dispatch each), and written op by op. Dispatches per step, optimizer
-// dispatches, peak GPU memory and optimizer-state bytes per trained parameter are machine-independent.
+// on WebGPU against the CPU backend; the same step with a capturable AdamW (step count and lr on the device, what a
+// recorded step needs) and with the MoE experts composed per expert (the path before the grouped expert backward).
+// And the AdamW update alone: over the adapters' parameter arena (one dispatch), per tensor (the same kernel, one
+// dispatch each), and written op by op. Dispatches per step, optimizer dispatches, peak GPU memory and
+// optimizer-state bytes per trained parameter are machine-independent.
 import { ensureBuiltinModel } from '../src/models/builtin.js';
 import { loadModel } from '../src/models/load.js';
 import { FineTune, packSequences } from '../src/train/fine-tune.js';
@@ -83,6 +85,33 @@ async function measure(ctx: BenchContext, shape: string, quick: boolean): Promis
         note: device === 'webgpu' ? note : undefined,
       });
       if (device === 'webgpu') {
+        // The same step with a capturable AdamW, and with the experts composed per expert (one warm-up step each).
+        const variants = [
+          { benchmark: 'train step capturable adamw', options: { capturable: true } },
+          { benchmark: 'train step composed experts', options: { forward: { moeComposed: true } } },
+        ];
+        for (const variant of variants) {
+          const other = new FineTune(model, { kind: 'lora', adapter }, { steps: 100, lr: 1e-3, ...variant.options });
+          try {
+            let at = 0;
+            let result = await other.step(sequences[0]);
+            const t = await timeIt(async () => {
+              result = await other.step(sequences[at++ % sequences.length]);
+            }, time);
+            const why = `${result.dispatches} dispatches/step, ${result.optimizerDispatches} in the optimizer`;
+            ctx.log(`  ${variant.benchmark}: ${why}`);
+            rows.push({
+              benchmark: variant.benchmark,
+              shape,
+              backend: device,
+              timing: { ...t, dispatchesPerRun: result.dispatches },
+              baselineBenchmark: 'train step',
+              note: why,
+            });
+          } finally {
+            other.dispose();
+          }
+        }
         // The update alone, on the gradients of one more step: fused vs op by op.
         const [inputs, targets] = [tensor(sequences[0].slice(0, SEQ), { dtype: 'int32', device }), tensor(sequences[0].slice(1), { dtype: 'int32', device })];
         const logits = await trainingLogits(run.view, inputs, adapter.delta);

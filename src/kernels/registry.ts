@@ -23,7 +23,7 @@ import { softmaxKernels } from './softmax/index.js';
 import { sampleKernels, sampleRowsKernels } from './sample/index.js';
 import { quantizeBlocksKernels } from './quantize-blocks/index.js';
 import { swigluKernels } from './swiglu/index.js';
-import { expertLinearKernels, moeRouteKernels, moeRouterKernels } from './moe/index.js';
+import { expertLinearKernels, moeRouteKernels, moeRouterKernels, swigluBackwardKernels } from './moe/index.js';
 import { attentionKernels } from './attention/index.js';
 import { attentionBackwardKernels } from './attention-backward/index.js';
 import { fftKernels, stftKernels } from './fft/index.js';
@@ -64,6 +64,7 @@ export const OP_KERNELS = {
   swiglu: swigluKernels,
   moeRoute: moeRouteKernels,
   moeRouter: moeRouterKernels,
+  swigluBackward: swigluBackwardKernels,
   expertLinear: expertLinearKernels,
   attention: attentionKernels,
   attentionBackward: attentionBackwardKernels,

@@ -3,12 +3,17 @@
 // (combine). An MoE block is then a handful of dispatches with no read back, whatever the number of experts.
 import { runKernel } from '../kernels/registry.js';
 import type { RouteOptions } from '../runtime/backend.js';
-import { DTypeError, ShapeError } from '../core/errors.js';
+import { DTypeError, ShapeError, TensorGpuError } from '../core/errors.js';
 import { isFp8 } from '../core/dtype.js';
 import { formatShape } from '../core/shape.js';
 import type { Tensor } from '../core/tensor.js';
 import { compact } from './shape-ops.js';
 import { commonBackend, requireDTypes, wrap } from './util.js';
+import { noGrad } from '../autograd/grad-mode.js';
+import { needsGrad, record } from '../autograd/node.js';
+import { notDifferentiable } from '../autograd/function.js';
+import { float32 } from './grad-rules.js';
+import { swiglu } from './nn.js';
 
 const FLOAT_DTYPES = ['float32', 'float16', 'bfloat16'] as const;
 
@@ -195,4 +200,104 @@ export function expertLinear(x: Tensor, weight: Tensor, ids: Tensor, options: Ex
     packedScale?.dispose();
     packedResidual?.dispose();
   }
+}
+
+export interface MoeExpertsOptions {
+  /** [T, H] added to the combined result (the layer's residual connection); its gradient is the output's. */
+  residual?: Tensor;
+}
+
+/**
+ * The routed SwiGLU experts of an MoE block, all experts together:
+ * out[t] = residual[t] + sum_j weights[t, j] * down[e] . swiglu(gateUp[e] . x[t]), e = ids[t, j].
+ * x [T, H]; gateUp [E, 2I, H] (gate rows then up rows of each stacked expert) and down [E, H, I], float weights
+ * without block scales; ids int32 [T, k] (from moeRoute, read on the device: no read back), weights float32 [T, k].
+ * Differentiable in x, weights and residual: the backward is the grouped expert GEMM run on transposed expert
+ * weights (dx) and a per-slot dot (d weights), a few dispatches per block whatever the number of experts. The expert
+ * weights are constants here: for their gradients (full fine-tuning, adapters on expert projections) compose the
+ * block from per-expert linears instead (models/layers/training-moe.ts does).
+ */
+export function moeExperts(x: Tensor, gateUp: Tensor, down: Tensor, ids: Tensor, weights: Tensor, options: MoeExpertsOptions = {}): Tensor {
+  const { residual } = options;
+  commonBackend('moeExperts', x, gateUp, down, ids, weights, ...(residual ? [residual] : []));
+  requireDTypes('moeExperts', x, FLOAT_DTYPES);
+  requireDTypes('moeExperts', gateUp, FLOAT_DTYPES);
+  requireDTypes('moeExperts', down, FLOAT_DTYPES);
+  requireDTypes('moeExperts', ids, ['int32']);
+  requireDTypes('moeExperts weights', weights, ['float32']);
+  if (x.ndim !== 2 || gateUp.ndim !== 3 || down.ndim !== 3 || ids.ndim !== 2) {
+    throw new ShapeError(
+      `moeExperts: x must be [T, H], gateUp [E, 2I, H], down [E, H, I] and ids [T, k], got ${formatShape(x.shape)}, ${formatShape(gateUp.shape)}, ${formatShape(down.shape)}, ${formatShape(ids.shape)}`,
+    );
+  }
+  const [t, h] = x.shape;
+  const [e, twoI] = gateUp.shape;
+  if (gateUp.shape[2] !== h || twoI % 2 !== 0 || down.shape.join() !== [e, h, twoI / 2].join() || ids.shape[0] !== t) {
+    throw new ShapeError(
+      `moeExperts: for x ${formatShape(x.shape)} gateUp must be [E, 2I, ${h}] and down [E, ${h}, I], ids [${t}, k], got ${formatShape(gateUp.shape)}, ${formatShape(down.shape)}, ${formatShape(ids.shape)}`,
+    );
+  }
+  if (weights.shape.join() !== ids.shape.join())
+    throw new ShapeError(`moeExperts: weights must be ${formatShape(ids.shape)} like ids, got ${formatShape(weights.shape)}`);
+  if (residual && residual.shape.join() !== [t, h].join())
+    throw new ShapeError(`moeExperts: residual must be [${t}, ${h}], got ${formatShape(residual.shape)}`);
+  if (needsGrad(gateUp, down)) {
+    throw new TensorGpuError(
+      'moeExperts: the expert weights require grad; their gradients are not computed here (compose the experts per expert, or detach them)',
+    );
+  }
+  if (!needsGrad(x, weights, residual)) {
+    const act = expertLinear(x, gateUp, ids, { activation: 'swiglu' });
+    try {
+      return expertLinear(act, down, ids, { combine: weights, residual });
+    } finally {
+      act.dispose();
+    }
+  }
+  // Recording off: one node for the block, saving the pre-activations and activations of every slot.
+  const [hgu, act, out] = noGrad(() => {
+    const pre = expertLinear(x, gateUp, ids);
+    const a = swiglu(pre);
+    return [pre, a, expertLinear(a, down, ids, { combine: weights, residual })];
+  });
+  const needs = [x.requiresGrad, weights.requiresGrad, residual?.requiresGrad ?? false];
+  const saved = [hgu, act, ids, weights, gateUp, down];
+  const node = record(out, 'moeExperts', [x, weights, residual], saved, (g, [sHgu, sAct, sIds, sWeights, sGateUp, sDown]) => {
+    const gf = float32(g);
+    // The output's gradient through each slot's down projection, before its routing weight: [T*k, I].
+    const dAct = expertLinear(gf, sDown.transpose(1, 2), sIds);
+    const dWeights = needs[1] ? dAct.mul(sAct).sum(-1).reshape(sIds.shape) : undefined;
+    let dx: Tensor | undefined;
+    if (needs[0]) {
+      // swiglu's backward is linear in its incoming gradient: the routing weight is applied once, in the combine.
+      const dPre = swigluBackward(sHgu, dAct);
+      dx = expertLinear(dPre, sGateUp.transpose(1, 2), sIds, { combine: sWeights });
+      dPre.dispose();
+    }
+    dAct.dispose();
+    if (gf !== g) gf.dispose();
+    // A view of g: the sweep disposes the gradient it passed in.
+    return [dx, dWeights, needs[2] ? g.reshape(g.shape) : undefined];
+  });
+  // The node holds views of what it saved.
+  hgu.dispose();
+  act.dispose();
+  return node;
+}
+
+/**
+ * SwiGLU's backward in one kernel: the gradient at the gate|up input x [..., 2I] (any float dtype) of
+ * swiglu(x) for the output's gradient g [..., I]: float32 [..., 2I], the gate half g b silu'(a), the up half
+ * g silu(a). (nn.ts's swigluGrad composes the same from five ops.)
+ */
+export function swigluBackward(x: Tensor, g: Tensor): Tensor {
+  const backend = commonBackend('swigluBackward', x, g);
+  requireDTypes('swigluBackward', x, FLOAT_DTYPES);
+  requireDTypes('swigluBackward g', g, ['float32']);
+  const want = [...x.shape.slice(0, -1), x.shape[x.ndim - 1] / 2];
+  if (x.ndim === 0 || x.shape[x.ndim - 1] % 2 !== 0 || g.shape.join() !== want.join())
+    throw new ShapeError(`swigluBackward: x must be [..., 2I] and g [..., I], got ${formatShape(x.shape)} and ${formatShape(g.shape)}`);
+  return notDifferentiable('swigluBackward', [x, g], () =>
+    wrap(backend, runKernel('swigluBackward', backend, { x: x.operand(), g: g.operand() }), 'float32', x.shape),
+  );
 }

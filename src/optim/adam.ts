@@ -1,6 +1,8 @@
 // Adam and AdamW (torch.optim.Adam / AdamW, single-tensor path): per parameter a float32 exp_avg and exp_avg_sq
 // (and max_exp_avg_sq with amsgrad) and a step count; the bias corrections are computed here in float64 from the
-// step count, as PyTorch does with Python floats, and the whole update is one fused backend call.
+// step count, as PyTorch does with Python floats, and the whole update is one fused backend call. With capturable
+// (torch's capturable=True) the step count, bias corrections and lr are device tensors instead: one more dispatch
+// advances the count, and the same recorded dispatches are right at every step.
 import { runKernel } from '../kernels/registry.js';
 import type { Backend } from '../runtime/backend.js';
 import type { Tensor } from '../core/tensor.js';
@@ -91,6 +93,14 @@ class AdamBase extends Optimizer<AdamHyper> {
       maximize: h.maximize,
       first,
     };
+    const lr = this.deviceLr;
+    let capturable: { counter: unknown; lr: unknown; decoupledWd: number } | undefined;
+    if (lr) {
+      // torch's capturable path: step += 1 on the device, the bias corrections and lr read there by the update.
+      const counter = state.counter((steps) => [steps, 1 - beta1 ** steps, 1 - beta2 ** steps]);
+      runKernel('optimCount', backend, { counter: counter.storage.handle, beta1, beta2 });
+      capturable = { counter: counter.storage.handle, lr: lr.storage.handle, decoupledWd: decoupled ? h.weightDecay : 0 };
+    }
     if (vmax && vmaxFirst !== first) {
       // The fused kernel reads every state as zeros or none: a fresh max beside older moments needs zeros in it.
       zeroState(backend, vmax);
@@ -102,6 +112,7 @@ class AdamBase extends Optimizer<AdamHyper> {
       v: v.storage.handle,
       vmax: vmax?.storage.handle,
       hyper,
+      capturable,
     });
   }
 }

@@ -8,6 +8,8 @@ import { keep } from '../core/scope.js';
 import { contiguousStrides, formatShape } from '../core/shape.js';
 import { flatSpan, gradsInSpan, type FlatSpan } from './flat-parameters.js';
 import { copyInto } from '../ops/shape-ops.js';
+import { tensor } from '../ops/creation.js';
+import { writeTensor } from '../ops/capture.js';
 import { Tensor } from '../core/tensor.js';
 
 /** A hyperparameter value as the state dict keeps it. */
@@ -38,6 +40,14 @@ export interface CommonOptimizerOptions {
    * steps that would round away in 16 bits accumulate. Costs 4 bytes per parameter value. Default false.
    */
   masterWeights?: boolean;
+  /**
+   * torch's capturable=True: the step count (and the bias corrections made from it) and the learning rate live in
+   * device tensors that each step advances / reads on the device, so a recorded step (capture(), compile()) replays
+   * with the right update at every step. Setting `lr` (a scheduler) then writes the device lr. Each state takes one
+   * more dispatch per step (its counter). The counters and lr are uploaded when made: take one eager step before
+   * recording. Replays advance only the device counters: stateDict()'s step counts the eager steps. Default false.
+   */
+  capturable?: boolean;
 }
 
 const MASTER = 'master_weight';
@@ -48,6 +58,8 @@ const PARAM_DTYPES = ['float32', 'float16', 'bfloat16'];
 interface MutableState {
   step: number;
   readonly tensors: Map<string, Tensor>;
+  /** Capturable: the device step counter float32 [t, 1 - beta1^t, 1 - beta2^t] of this state. */
+  counter?: Tensor;
 }
 
 export abstract class Optimizer<H extends { lr: number } = { lr: number }> {
@@ -62,6 +74,10 @@ export abstract class Optimizer<H extends { lr: number } = { lr: number }> {
 
   /** float16/bfloat16 parameters step on a float32 master copy (state 'master_weight'), then take its rounding. */
   readonly masterWeights: boolean;
+  /** Step counts and lr on the device (CommonOptimizerOptions.capturable). */
+  readonly capturable: boolean;
+  /** Capturable: the lr as a float32 [1] on the parameters' device. */
+  private lrTensor: Tensor | undefined;
 
   protected constructor(
     /** The class name saved in the state dict ('SGD', 'Adam', 'AdamW'). */
@@ -71,6 +87,7 @@ export abstract class Optimizer<H extends { lr: number } = { lr: number }> {
     common: CommonOptimizerOptions = {},
   ) {
     this.masterWeights = common.masterWeights ?? false;
+    this.capturable = common.capturable ?? false;
     if (params.length === 0) throw new RangeError(`${name}: got an empty parameter list`);
     const seen = new Set<Tensor>();
     params.forEach((p, i) => {
@@ -89,6 +106,18 @@ export abstract class Optimizer<H extends { lr: number } = { lr: number }> {
     this.validate(this.hyper);
     this.states = params.map(() => undefined);
     this.flat = flatSpan(this.params);
+    if (this.capturable) {
+      const backend = params[0].storage.backend;
+      const other = params.findIndex((p) => p.storage.backend !== backend);
+      if (other >= 0)
+        throw new DeviceMismatchError(`${name}: capturable needs every parameter on one device; parameter ${other} is on ${params[other].device}`);
+      this.lrTensor = keep(tensor(Float32Array.of(this.hyper.lr), { device: params[0].device }));
+    }
+  }
+
+  /** Capturable: the device lr the update kernels read (float32 [1]); undefined otherwise. */
+  protected get deviceLr(): Tensor | undefined {
+    return this.lrTensor;
   }
 
   /** Whether the parameters share one arena and step as one span (multi-tensor apply: one dispatch per step). */
@@ -104,6 +133,7 @@ export abstract class Optimizer<H extends { lr: number } = { lr: number }> {
   set lr(value: number) {
     if (!(value >= 0)) throw new RangeError(`${this.name}: invalid learning rate ${value}`);
     this.hyper.lr = value;
+    if (this.lrTensor) writeTensor(this.lrTensor, [value]);
   }
 
   /** Checks hyperparameters as torch's constructor does (RangeError naming the value). */
@@ -141,6 +171,7 @@ export abstract class Optimizer<H extends { lr: number } = { lr: number }> {
       try {
         this.update(backend, master ?? p, grad, {
           step: s.step,
+          counter: (init) => (s.counter ??= counterTensor(p, init(s.step))),
           tensor: (key) => s.tensors.get(key),
           create: (key) => {
             const t = keep(Tensor.fromHandle(backend, backend.allocBytes('float32', p.numel), 'float32', p.shape));
@@ -174,12 +205,16 @@ export abstract class Optimizer<H extends { lr: number } = { lr: number }> {
    */
   private unflatten(): void {
     if (!this.flatState) return;
+    const counter = this.flatState.counter;
     this.states.forEach((s) => {
       for (const [key, view] of s!.tensors) {
         s!.tensors.set(key, keep(view.clone()));
         view.dispose();
       }
+      // The span's device count (replays advance it, not the host's) goes on in each parameter's.
+      if (counter) s!.counter = keep(counter.clone());
     });
+    counter?.dispose();
     for (const t of this.flatState.tensors.values()) t.dispose();
     this.flatState = undefined;
   }
@@ -194,6 +229,7 @@ export abstract class Optimizer<H extends { lr: number } = { lr: number }> {
     const fs = this.flatState;
     this.update(backend, flat.params, flat.grads, {
       step: fs.step,
+      counter: (init) => (fs.counter ??= counterTensor(flat.params, init(fs.step))),
       tensor: (key) => fs.tensors.get(key),
       create: (key) => {
         const t = keep(Tensor.fromHandle(backend, backend.allocBytes('float32', total), 'float32', [total]));
@@ -281,15 +317,19 @@ export abstract class Optimizer<H extends { lr: number } = { lr: number }> {
   /** Releases the state tensors (the parameters stay the caller's). */
   dispose(): void {
     this.disposeState();
+    this.lrTensor?.dispose();
+    this.lrTensor = undefined;
     this.flat?.params.dispose();
     this.flat?.grads.dispose();
   }
 
   private disposeState(): void {
     for (const t of this.flatState?.tensors.values() ?? []) t.dispose();
+    this.flatState?.counter?.dispose();
     this.flatState = undefined;
     this.states.forEach((s, i) => {
       for (const t of s?.tensors.values() ?? []) t.dispose();
+      s?.counter?.dispose();
       this.states[i] = undefined;
     });
   }
@@ -299,9 +339,19 @@ export abstract class Optimizer<H extends { lr: number } = { lr: number }> {
 export interface ParamStateAccess {
   /** Steps taken before this one (0: the first; new state tensors then hold nothing and are read as zeros). */
   readonly step: number;
+  /**
+   * Capturable: this state's device step counter, float32 [t, 1 - beta1^t, 1 - beta2^t] for the t steps taken (the
+   * host's count when it is made; from then on the device's), made from init(steps taken) on first use.
+   */
+  counter(init: (steps: number) => readonly number[]): Tensor;
   tensor(key: string): Tensor | undefined;
   /** A new float32 tensor shaped like the parameter, uninitialized (the kernel's first step writes it whole). */
   create(key: string): Tensor;
+}
+
+/** A capturable state's counter on p's device, uploaded once. */
+function counterTensor(p: Tensor, values: readonly number[]): Tensor {
+  return keep(tensor(Float32Array.from(values), { device: p.device }));
 }
 
 /** A contiguous copy of t with its own storage on p's device. */

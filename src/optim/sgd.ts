@@ -1,6 +1,7 @@
 // SGD (torch.optim.SGD, single-tensor path): momentum, dampening, Nesterov, weight decay and maximize; with
 // momentum, a float32 momentum_buffer per parameter that starts as the first gradient. One fused backend call per
-// parameter per step.
+// parameter per step; with capturable, the lr is read on the device (and a device count marks the buffer's first
+// step), so a recorded step replays right under a schedule.
 import { runKernel } from '../kernels/registry.js';
 import type { Backend } from '../runtime/backend.js';
 import type { Tensor } from '../core/tensor.js';
@@ -66,6 +67,14 @@ export class SGD extends Optimizer<SgdHyper> {
         first = true;
       }
     }
+    const lr = this.deviceLr;
+    let capturable: { counter: unknown; lr: unknown; decoupledWd: number } | undefined;
+    if (lr) {
+      // The count only decides the momentum buffer's first step; the lr is read on the device.
+      const counter = state.counter((steps) => [first ? 0 : Math.max(1, steps), 0, 0]);
+      runKernel('optimCount', backend, { counter: counter.storage.handle, beta1: 0, beta2: 0 });
+      capturable = { counter: counter.storage.handle, lr: lr.storage.handle, decoupledWd: 0 };
+    }
     runKernel('sgdStep', backend, {
       param: param.operand(),
       grad: grad.operand(),
@@ -79,6 +88,7 @@ export class SGD extends Optimizer<SgdHyper> {
         maximize: h.maximize,
         first,
       },
+      capturable,
     });
   }
 }

@@ -13,6 +13,7 @@ import { clipGradNorm } from '../optim/clip.js';
 import { constantLr, cosineWithWarmup, LrScheduler } from '../optim/schedule.js';
 import { gpuCounters } from '../runtime/stats.js';
 import { trainingLogits, trainingView, type TrainingView } from './decoder-training.js';
+import type { TrainingForwardOptions } from '../models/layers/training-blocks.js';
 import type { LoraAdapter } from './lora.js';
 
 export interface FineTuneOptions {
@@ -28,6 +29,13 @@ export interface FineTuneOptions {
   maxGradNorm?: number;
   /** --full with 16-bit weights: step float32 master copies (default true; 4 more bytes per weight). */
   masterWeights?: boolean;
+  /**
+   * AdamW with its step count and lr on the device (torch's capturable=True), so a recorded step (capture(),
+   * compile()) replays with the right update at every step; one more dispatch per step. Default false.
+   */
+  capturable?: boolean;
+  /** Options of the training forward (the delta rule's chunk, the MoE experts composed per expert, ...). */
+  forward?: TrainingForwardOptions;
 }
 
 export interface StepResult {
@@ -66,7 +74,12 @@ export class FineTune {
       // The scales of FP8 weights are excluded above; the rest (norms, embeddings, projections) are all trained.
       this.params = weights.map((t) => t.requiresGrad_());
     }
-    this.optimizer = new AdamW(this.params, { lr: options.lr, weightDecay: options.weightDecay ?? 0, masterWeights: options.masterWeights ?? true });
+    this.optimizer = new AdamW(this.params, {
+      lr: options.lr,
+      weightDecay: options.weightDecay ?? 0,
+      masterWeights: options.masterWeights ?? true,
+      capturable: options.capturable,
+    });
     const warmup = options.warmupSteps ?? Math.floor(options.steps / 10);
     this.scheduler = new LrScheduler(
       this.optimizer,
@@ -97,7 +110,7 @@ export class FineTune {
     let optimizerDispatches: number;
     try {
       const delta = this.trainable.kind === 'lora' ? this.trainable.adapter.delta : undefined;
-      const logits = await trainingLogits(this.view, inputs, delta);
+      const logits = await trainingLogits(this.view, inputs, delta, this.options.forward);
       const loss = crossEntropy(logits, targets);
       logits.dispose();
       loss.backward();

@@ -15,6 +15,7 @@ import { copyInto } from '../ops/shape-ops.js';
 import type { Weight } from '../formats/checkpoint.js';
 import type { TrainingFamily, TrainingView } from './decoder-training.js';
 import { siteParts, sitePlacements, type ProjectionDelta, type ProjectionSite } from '../models/layers/projection-site.js';
+import type { SiteAwareDelta } from '../models/layers/training-moe.js';
 import { QWEN3_LORA_TARGETS } from '../models/qwen3/training.js';
 import { LFM2_LORA_TARGETS } from '../models/lfm2/training.js';
 import { QWEN3_5_LORA_TARGETS } from '../models/qwen3_5/training.js';
@@ -109,10 +110,14 @@ export class LoraAdapter {
   }
 
   /** The delta the training forward adds at each site: scaling * (x A^T) B^T. */
-  readonly delta: ProjectionDelta = (site, x) => {
-    const m = this.modules.get(site.name);
-    return m && linear(linear(x, m.a), m.b).mul(this.scaling);
-  };
+  readonly delta: SiteAwareDelta = Object.assign(
+    ((site, x) => {
+      const m = this.modules.get(site.name);
+      return m && linear(linear(x, m.a), m.b).mul(this.scaling);
+    }) satisfies ProjectionDelta,
+    // Sites it leaves alone (an MoE's experts under attention-only targets) may run fused ops without a delta.
+    { covers: (site: ProjectionSite) => this.modules.has(site.name) },
+  );
 
   /**
    * Folds the adapter into the base weights in place (W += scaling B A, rows of stacked weights at their offset).

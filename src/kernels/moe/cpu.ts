@@ -159,3 +159,27 @@ export function expertLinearReference(x: Operand<Handle>, weight: Operand<Handle
   }
   return store(out, options.outDtype);
 }
+
+/**
+ * SwiGLU's backward at its gate|up input x [..., 2I] for the output's gradient g [..., I], in float64, stored as
+ * float32: the gate half g b silu'(a), the up half g silu(a).
+ */
+export function swigluBackwardReference(x: Operand<Handle>, g: Operand<Handle>): Handle {
+  const two = x.view.shape[x.view.shape.length - 1];
+  const half = two / 2;
+  const xs = values(x);
+  const gs = values(g);
+  const rows = two === 0 ? 0 : xs.length / two;
+  const out = new Float64Array(rows * two);
+  for (let r = 0; r < rows; r++) {
+    for (let i = 0; i < half; i++) {
+      const a = xs[r * two + i];
+      const b = xs[r * two + half + i];
+      const gi = gs[r * half + i];
+      const s = 1 / (1 + Math.exp(-a));
+      out[r * two + i] = gi * b * s * (1 + a * (1 - s));
+      out[r * two + half + i] = gi * a * s;
+    }
+  }
+  return store(out, 'float32');
+}

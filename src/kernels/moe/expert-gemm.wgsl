@@ -42,6 +42,12 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
   }
   // The bucket of out-of-range ids (e == experts) accumulates nothing: its slots get zeros.
   let k_end = select(p.k, 0u, e >= p.experts);
+  // An expert's last tile is mostly padding when it has few slots (training batches: a few slots per expert); the
+  // invocations whose four rows are all padding still stage tiles and meet the barriers, but skip the products.
+  var live = false;
+  for (var i = 0u; i < 4u; i++) {
+    live = live || plan[rows + lid.y * 4u + i] != SENTINEL;
+  }
   var acc: array<vec4<f32>, 4>;
   for (var k0 = 0u; k0 < k_end; k0 += TK) {
     let gk = k0 + kk;
@@ -59,7 +65,7 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
       b_tile[kk * BN + r] = bv;
     }
     workgroupBarrier();
-    for (var j = 0u; j < TK; j++) {
+    for (var j = 0u; j < select(0u, TK, live); j++) {
       let bo = j * BN + lid.x * 4u;
       let bv = vec4<f32>(b_tile[bo], b_tile[bo + 1u], b_tile[bo + 2u], b_tile[bo + 3u]);
       let ao = lid.y * 4u * TK + j;

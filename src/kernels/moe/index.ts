@@ -7,7 +7,8 @@ import { swigluReference } from '../swiglu/cpu.js';
 import { toGpuOperand } from '../../runtime/webgpu/kernels/elementwise.js';
 import { matmulKernels } from '../matmul/index.js';
 import { defineOpKernels, runOpKernels } from '../op-kernels.js';
-import { expertLinearReference, moeRouteReference } from './cpu.js';
+import { expertLinearReference, moeRouteReference, swigluBackwardReference } from './cpu.js';
+import { swigluBackwardKernel } from './swiglu-backward.js';
 import { expertLinearKernel } from './expert-linear.js';
 import { FUSED_ROUTER_MAX_EXPERTS, type GpuRouteOptions, moeRouteKernel } from './moe-route.js';
 
@@ -121,5 +122,22 @@ export const expertLinearKernels = defineOpKernels<ExpertLinearArgs<unknown>>({
       activation: options.activation,
       residual: options.residual && toGpuOperand(options.residual),
     });
+  },
+});
+
+/** SwiGLU's backward: x [..., 2I] (gate|up), g float32 [..., I] -> float32 [..., 2I] (MoE's expert backward). */
+export interface SwigluBackwardArgs<H> {
+  readonly x: Operand<H>;
+  readonly g: Operand<H>;
+}
+
+export const swigluBackwardKernels = defineOpKernels<SwigluBackwardArgs<unknown>>({
+  cpu: (_backend, args) => {
+    const { x, g } = args as SwigluBackwardArgs<never>;
+    return swigluBackwardReference(x, g);
+  },
+  webgpu: (backend, args) => {
+    const { x, g } = args as SwigluBackwardArgs<never>;
+    return swigluBackwardKernel(backend, toGpuOperand(x), toGpuOperand(g));
   },
 });

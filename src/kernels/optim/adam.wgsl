@@ -11,11 +11,11 @@ fn param_update(i: u32, x0: f32) -> f32 {
   if (p.maximize != 0u) {
     g = -g;
   }
-  let x = x0 * p.decay;
+  let x = x0 * decay_factor();
   if (p.wd != 0.0) {
     g = g + p.wd * x;
   }
-  let first = p.first != 0u;
+  let first = is_first();
   let m0 = select(m[i], 0.0, first);
   let v0 = select(v[i], 0.0, first);
   // torch's lerp: self + w * (end - self) for |w| < 0.5, else end - (end - self) * (1 - w).
@@ -25,6 +25,6 @@ fn param_update(i: u32, x0: f32) -> f32 {
   v[i] = vv;
   var vd = vv;
   {{AMSGRAD}}
-  let denom = sqrt(vd) / p.bc2_sqrt + p.eps;
-  return x + p.neg_step * mm / denom;
+  let denom = sqrt(vd) / bc2_sqrt() + p.eps;
+  return x + neg_step() * mm / denom;
 }

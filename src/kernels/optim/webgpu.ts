@@ -72,10 +72,47 @@ function gradParams(g: GpuOperand, strided: boolean): { g_off: number; g_rank: n
 const GRAD_PARAMS = { g_off: 'u32', g_rank: 'u32', g_shape: 'u32[8]', g_strides: 'u32[8]' } as const;
 const RANGE_PARAMS = { n: 'u32', word0: 'u32', words: 'u32', p_off: 'u32' } as const;
 
+// The host path's per-step numbers come as uniforms; the capturable path reads the state's step counter (t, 1 - b1^t,
+// 1 - b2^t after this step's optimCount) and the lr from device buffers, so one recorded dispatch serves every step.
+const ADAM_HOST = `fn decay_factor() -> f32 {
+  return p.decay;
+}
+fn is_first() -> bool {
+  return p.first != 0u;
+}
+fn neg_step() -> f32 {
+  return p.neg_step;
+}
+fn bc2_sqrt() -> f32 {
+  return p.bc2_sqrt;
+}
+`;
+const ADAM_CAPTURABLE = `fn decay_factor() -> f32 {
+  return 1.0 - lr[0] * p.decoupled_wd;
+}
+fn is_first() -> bool {
+  return counter[0] == 1.0;
+}
+fn neg_step() -> f32 {
+  return -lr[0] / counter[1];
+}
+fn bc2_sqrt() -> f32 {
+  return sqrt(counter[2]);
+}
+`;
+
+/** The device step counter and lr of a capturable step (see optimCountKernel). */
+export interface CapturableBuffers {
+  readonly counter: GpuBuffer;
+  readonly lr: GpuBuffer;
+  /** AdamW's weight decay (decay = 1 - lr * it on the device); 0 for Adam and SGD. */
+  readonly decoupledWd: number;
+}
+
 const adam = defineKernel({
   name: 'adam',
   source: 'adam.wgsl',
-  variant: { dtype: 'dtype', gdtype: 'dtype', strided: 'boolean', amsgrad: 'boolean' },
+  variant: { dtype: 'dtype', gdtype: 'dtype', strided: 'boolean', amsgrad: 'boolean', capturable: 'boolean' },
   params: {
     ...RANGE_PARAMS,
     ...GRAD_PARAMS,
@@ -89,6 +126,7 @@ const adam = defineKernel({
     eps: 'f32',
     maximize: 'u32',
     first: 'u32',
+    decoupled_wd: 'f32', // capturable: decay = 1 - lr * decoupled_wd
   },
   outputs: {
     param: { packed: 'dtype' },
@@ -96,10 +134,10 @@ const adam = defineKernel({
     v: 'f32',
     vmax: { type: 'f32', when: (v) => v.amsgrad },
   },
-  inputs: { grad: { packed: 'gdtype' } },
+  inputs: { grad: { packed: 'gdtype' }, counter: { type: 'f32', when: (v) => v.capturable }, lr: { type: 'f32', when: (v) => v.capturable } },
   grid: { threads: 'words', invoke: 'update_word' },
   constants: (v) => wordConstants(v.dtype),
-  functions: (v) => wordLoop(v.dtype, { strided: v.strided }),
+  functions: (v) => wordLoop(v.dtype, { strided: v.strided }) + (v.capturable ? ADAM_CAPTURABLE : ADAM_HOST),
   code: (v) => ({
     AMSGRAD: v.amsgrad ? 'let vm = select(vmax[i], 0.0, first);\n  vd = select(max(vm, vv), vm + vv, is_nan(vm) || is_nan(vv));\n  vmax[i] = vd;' : '',
   }),
@@ -108,16 +146,20 @@ const adam = defineKernel({
 const sgd = defineKernel({
   name: 'sgd',
   source: 'sgd.wgsl',
-  variant: { dtype: 'dtype', gdtype: 'dtype', strided: 'boolean', momentum: 'boolean' },
+  variant: { dtype: 'dtype', gdtype: 'dtype', strided: 'boolean', momentum: 'boolean', capturable: 'boolean' },
   params: { ...RANGE_PARAMS, ...GRAD_PARAMS, neg_lr: 'f32', wd: 'f32', momentum: 'f32', omd: 'f32', nesterov: 'u32', maximize: 'u32', first: 'u32' },
   outputs: { param: { packed: 'dtype' }, buf: { type: 'f32', when: (v) => v.momentum } },
-  inputs: { grad: { packed: 'gdtype' } },
+  inputs: { grad: { packed: 'gdtype' }, counter: { type: 'f32', when: (v) => v.capturable }, lr: { type: 'f32', when: (v) => v.capturable } },
   grid: { threads: 'words', invoke: 'update_word' },
   constants: (v) => wordConstants(v.dtype),
-  functions: (v) => wordLoop(v.dtype, { strided: v.strided }),
+  functions: (v) =>
+    wordLoop(v.dtype, { strided: v.strided }) +
+    (v.capturable
+      ? 'fn neg_lr() -> f32 {\n  return -lr[0];\n}\nfn is_first() -> bool {\n  return counter[0] == 1.0;\n}\n'
+      : 'fn neg_lr() -> f32 {\n  return p.neg_lr;\n}\nfn is_first() -> bool {\n  return p.first != 0u;\n}\n'),
   code: (v) => ({
     MOMENTUM: v.momentum
-      ? 'var b = g;\n  if (p.first == 0u) {\n    b = buf[i] * p.momentum + p.omd * g;\n  }\n  buf[i] = b;\n  g = select(b, g + p.momentum * b, p.nesterov != 0u);'
+      ? 'var b = g;\n  if (!is_first()) {\n    b = buf[i] * p.momentum + p.omd * g;\n  }\n  buf[i] = b;\n  g = select(b, g + p.momentum * b, p.nesterov != 0u);'
       : '',
   }),
 });
@@ -138,13 +180,14 @@ export function adamStepKernel(
   v: GpuBuffer,
   vmax: GpuBuffer | undefined,
   h: AdamStepHyper,
+  capturable?: CapturableBuffers,
 ): void {
   const range = wordRange(param.view, param.dtype);
   if (range.n === 0) return;
   withGrad(ctx, grad, (g, strided) =>
     adam.run(
       ctx,
-      { dtype: param.dtype, gdtype: g.dtype, strided, amsgrad: vmax !== undefined },
+      { dtype: param.dtype, gdtype: g.dtype, strided, amsgrad: vmax !== undefined, capturable: capturable !== undefined },
       {
         ...range,
         ...gradParams(g, strided),
@@ -158,20 +201,28 @@ export function adamStepKernel(
         eps: h.eps,
         maximize: h.maximize ? 1 : 0,
         first: h.first ? 1 : 0,
+        decoupled_wd: capturable?.decoupledWd ?? 0,
       },
-      { param: param.buffer, m, v, vmax, grad: g.buffer },
+      { param: param.buffer, m, v, vmax, grad: g.buffer, counter: capturable?.counter, lr: capturable?.lr },
     ),
   );
 }
 
 /** One dispatch: param (contiguous, any offset) and its float32 momentum buffer, when given, updated in place. */
-export function sgdStepKernel(ctx: GpuContext, param: GpuOperand, grad: GpuOperand, buf: GpuBuffer | undefined, h: SgdStepHyper): void {
+export function sgdStepKernel(
+  ctx: GpuContext,
+  param: GpuOperand,
+  grad: GpuOperand,
+  buf: GpuBuffer | undefined,
+  h: SgdStepHyper,
+  capturable?: CapturableBuffers,
+): void {
   const range = wordRange(param.view, param.dtype);
   if (range.n === 0) return;
   withGrad(ctx, grad, (g, strided) =>
     sgd.run(
       ctx,
-      { dtype: param.dtype, gdtype: g.dtype, strided, momentum: buf !== undefined },
+      { dtype: param.dtype, gdtype: g.dtype, strided, momentum: buf !== undefined, capturable: capturable !== undefined },
       {
         ...range,
         ...gradParams(g, strided),
@@ -183,9 +234,29 @@ export function sgdStepKernel(ctx: GpuContext, param: GpuOperand, grad: GpuOpera
         maximize: h.maximize ? 1 : 0,
         first: h.first ? 1 : 0,
       },
-      { param: param.buffer, buf, grad: g.buffer },
+      { param: param.buffer, buf, grad: g.buffer, counter: capturable?.counter, lr: capturable?.lr },
     ),
   );
+}
+
+const optimCount = defineKernel({
+  name: 'optim-count',
+  source: 'optim-count.wgsl',
+  variant: {},
+  params: { b1: 'f32', omb1: 'f32', b2: 'f32', omb2: 'f32' },
+  outputs: { counter: 'f32' },
+  inputs: {},
+  grid: 'custom',
+  workgroupSize: 1,
+});
+
+/**
+ * A capturable step's counter, float32 [t, 1 - beta1^t, 1 - beta2^t], advanced on the device by one step: t + 1 and
+ * c' = c * beta + (1 - beta) for each bias correction (the recurrence of 1 - beta^t, which keeps its relative
+ * accuracy where 1 - beta^t is small, unlike 1 - pow(beta, t) in float32). One dispatch of one invocation.
+ */
+export function optimCountKernel(ctx: GpuContext, counter: GpuBuffer, beta1: number, beta2: number): void {
+  optimCount.run(ctx, {}, { b1: beta1, omb1: 1 - beta1, b2: beta2, omb2: 1 - beta2 }, { counter }, { workgroups: [1, 1, 1] });
 }
 
 // ---- gradient clipping ----

@@ -23,6 +23,8 @@ export interface TrainingForwardOptions {
   /** The Gated DeltaNet's chunk (a power of two, default 64); `recurrent` runs its rule one token at a time. */
   readonly deltaRuleChunk?: number;
   readonly deltaRuleRecurrent?: boolean;
+  /** Run each chosen MoE expert with per-expert ops even where the grouped experts apply (tests compare the two). */
+  readonly moeComposed?: boolean;
 }
 
 /** What a training mixer reads besides its weights: the RoPE tables of the sequence, the adapter, the options. */
@@ -228,7 +230,13 @@ function attentionForward(
 }
 
 /** x + layer's feed-forward over its normed input (the MoE reads its top-k back, so it is a promise). */
-function trainingFeedForward(blocks: DecoderTrainingBlocks, x: Tensor, layer: TrainingLayer, delta: ProjectionDelta | undefined): Tensor | Promise<Tensor> {
+function trainingFeedForward(
+  blocks: DecoderTrainingBlocks,
+  x: Tensor,
+  layer: TrainingLayer,
+  delta: ProjectionDelta | undefined,
+  options: TrainingForwardOptions,
+): Tensor | Promise<Tensor> {
   const ff = layer.ff;
   const normed = rmsNorm(x, layer.ffNorm, blocks.eps);
   if (ff.kind === 'dense') {
@@ -236,7 +244,7 @@ function trainingFeedForward(blocks: DecoderTrainingBlocks, x: Tensor, layer: Tr
     normed.dispose();
     return out;
   }
-  return trainingMoe(normed, x, ff, blocks.routing!, delta).then((out) => {
+  return trainingMoe(normed, x, ff, blocks.routing!, delta, { composed: options.moeComposed }).then((out) => {
     normed.dispose();
     return out;
   });
@@ -251,7 +259,7 @@ export function trainingSteps(blocks: DecoderTrainingBlocks, context: TrainingCo
       const layer = blocks.layers[i];
       return layer.mixer.forward(rmsNorm(h, layer.mixerNorm, blocks.eps), h, context);
     },
-    feedForward: (x, i) => trainingFeedForward(blocks, x, blocks.layers[i], context.delta),
+    feedForward: (x, i) => trainingFeedForward(blocks, x, blocks.layers[i], context.delta, context.options),
     head: (h) => linear(rmsNorm(h, blocks.norm, blocks.eps), blocks.lmHead.data, undefined, weightScaleOptions(blocks.lmHead)),
   };
 }

@@ -6,13 +6,106 @@ import { float32 } from '../../ops/grad-rules.js';
 import { tidy } from '../../core/scope.js';
 import { tensor } from '../../ops/creation.js';
 import { linear } from '../../ops/matmul.js';
-import { moeRoute } from '../../ops/moe.js';
+import { arange } from '../../ops/creation.js';
+import { moeExperts, moeRoute } from '../../ops/moe.js';
 import { swiglu } from '../../ops/nn.js';
-import { select } from '../../ops/shape-ops.js';
+import { cat, select } from '../../ops/shape-ops.js';
 import { softmax } from '../../ops/softmax.js';
 import { weightScaleOptions, type Routing } from './blocks.js';
-import { withDeltas, type ProjectionDelta } from './projection-site.js';
-import type { MoeTrainingFeedForward } from './training-blocks.js';
+import { withDeltas, type ProjectionDelta, type ProjectionSite } from './projection-site.js';
+import type { ExpertSites, MoeTrainingFeedForward, SharedExpertSites } from './training-blocks.js';
+import type { MoeWeights } from './weights.js';
+
+export interface TrainingMoeOptions {
+  /** Run each chosen expert on its tokens with per-expert ops even where the grouped experts apply (tests compare). */
+  readonly composed?: boolean;
+}
+
+/**
+ * An adapter's delta that can say which sites it adapts (LoraAdapter's does): a site it does not cover adds nothing.
+ * A delta without `covers` may adapt any site.
+ */
+export type SiteAwareDelta = ProjectionDelta & { readonly covers?: (site: ProjectionSite) => boolean };
+
+/**
+ * Whether the grouped expert ops (moeExperts: a few dispatches per layer) can run the experts: their weights are
+ * frozen float weights (no gradient wanted, no FP8 block scales), no adapter touches an expert projection, and a
+ * shared expert is either stacked as the last expert (its gate the router's last row) or beside them.
+ */
+function groupedExpertsApply(ff: MoeTrainingFeedForward, delta: SiteAwareDelta | undefined): boolean {
+  const { gateUp, down } = ff.weights;
+  if (gateUp.scale || down.scale || gateUp.data.requiresGrad || down.data.requiresGrad) return false;
+  const shared = ff.shared;
+  if (shared?.expert !== undefined && shared.expert !== ff.experts.length) return false;
+  if (!delta) return true;
+  const covers = delta.covers;
+  return covers !== undefined && !ff.experts.some((e) => [e.gate, e.up, e.down].some((s) => covers(s)));
+}
+
+/** Whether an adapter touches a shared expert's projections (it then runs as a dense MLP with the deltas). */
+function adapted(sites: ExpertSites, delta: SiteAwareDelta | undefined): boolean {
+  return delta !== undefined && [sites.gate, sites.up, sites.down].some((s) => delta.covers!(s));
+}
+
+/**
+ * trainingMoe with every routed expert in the grouped ops: the top-k ids stay on the device (no read back), the
+ * chosen experts' routing weights come from the differentiable scores through a one-hot of the ids, and moeExperts
+ * runs all experts' forward and backward in a few dispatches. A stacked shared expert is one more slot (id E,
+ * weight sigmoid of its gate's logit); one beside the experts runs as a dense MLP.
+ */
+function groupedTrainingMoe(x: Tensor, residual: Tensor, ff: MoeTrainingFeedForward, routing: Routing, delta: SiteAwareDelta | undefined): Tensor {
+  const mlp = ff.weights;
+  const { topK, scoring, normalize, normalizeEps, scale } = routing;
+  const experts = ff.experts.length;
+  const shared = ff.shared;
+  // A stacked shared expert no adapter touches is one more slot of every token (id E); else it runs beside.
+  const sharedSlot = shared?.expert !== undefined && !adapted(shared, delta);
+  return tidy(() => {
+    const all = linear(x, mlp.router.data, undefined, weightScaleOptions(mlp.router));
+    const logits = all.shape[1] > experts ? all.narrow(1, 0, experts) : all;
+    const s = logits.shape[0];
+    const ids = noGrad(() => {
+      const route = moeRoute(sharedSlot ? all : logits, topK, {
+        scoring,
+        normalize,
+        normalizeEps,
+        scale,
+        selectionBias: mlp.selectionBias,
+        sharedExpert: sharedSlot,
+      });
+      route.weights.dispose();
+      return route.ids;
+    });
+    const routed = sharedSlot ? ids.narrow(1, 0, topK) : ids;
+    // An upload of E ids per layer: the one constant the block makes (a cached one would outlive the model).
+    const oneHot = noGrad(() =>
+      routed
+        .unsqueeze(-1)
+        .eq(arange(experts, undefined, 1, { dtype: 'int32', device: x.device }))
+        .to('float32'),
+    );
+    const scores = scoring === 'sigmoid' ? float32(logits).sigmoid() : softmax(float32(logits), -1);
+    // [T, k, E] . [T, E, 1]: each slot's score, differentiable in the scores.
+    let weights = oneHot.matmul(scores.unsqueeze(-1)).reshape([s, topK]);
+    if (normalize) weights = weights.div(weights.sum(-1, { keepdim: true }).add(normalizeEps ?? 0));
+    if (scale !== undefined && scale !== 1) weights = weights.mul(scale);
+    if (sharedSlot) weights = cat([weights, float32(all.narrow(1, experts, 1)).sigmoid()], 1);
+    let out = moeExperts(x, mlp.gateUp.data, mlp.down.data, ids, weights, { residual });
+    if (shared && !sharedSlot) out = out.add(sharedExpertOutput(x, all, mlp, shared, delta));
+    return out;
+  });
+}
+
+/** A shared expert as a dense SwiGLU MLP with the adapter's deltas, scaled by sigmoid of its gate's logit. */
+function sharedExpertOutput(x: Tensor, all: Tensor, mlp: MoeWeights, shared: SharedExpertSites, delta: ProjectionDelta | undefined): Tensor {
+  const e = shared.expert;
+  const pick = (w: Weight): Weight => (e === undefined ? w : { data: select(w.data, 0, e), scale: w.scale && select(w.scale, 0, e), recipe: w.recipe });
+  const [gateUp, down] = e === undefined ? [mlp.shared!.mlp.gateUp, mlp.shared!.mlp.down] : [pick(mlp.gateUp), pick(mlp.down)];
+  const gateLogit = e === undefined ? linear(x, mlp.shared!.gate.data, undefined, weightScaleOptions(mlp.shared!.gate)) : all.narrow(1, e, 1);
+  const act = swiglu(withDeltas(linear(x, gateUp.data, undefined, weightScaleOptions(gateUp)), x, [shared.gate, shared.up], delta));
+  const y = withDeltas(linear(act, down.data, undefined, weightScaleOptions(down)), act, [shared.down], delta);
+  return y.mul(float32(gateLogit).sigmoid());
+}
 
 /**
  * residual + MoE(x), as transformers' sparse MoE blocks compute it in training: the router's top-k chosen on the
@@ -20,7 +113,15 @@ import type { MoeTrainingFeedForward } from './training-blocks.js';
  * matmuls), weighted by the differentiable router scores of the chosen experts (renormalized, scaled); a shared
  * expert runs on every token, scaled by sigmoid of its gate's logit (the router's last row when it is stacked).
  */
-export async function trainingMoe(x: Tensor, residual: Tensor, ff: MoeTrainingFeedForward, routing: Routing, delta?: ProjectionDelta): Promise<Tensor> {
+export async function trainingMoe(
+  x: Tensor,
+  residual: Tensor,
+  ff: MoeTrainingFeedForward,
+  routing: Routing,
+  delta?: ProjectionDelta,
+  options: TrainingMoeOptions = {},
+): Promise<Tensor> {
+  if (!options.composed && groupedExpertsApply(ff, delta)) return groupedTrainingMoe(x, residual, ff, routing, delta);
   const mlp = ff.weights;
   const { topK, scoring, normalize, normalizeEps, scale } = routing;
   const experts = ff.experts.length;
@@ -59,16 +160,7 @@ export async function trainingMoe(x: Tensor, residual: Tensor, ff: MoeTrainingFe
       const ye = withDeltas(linear(act, down.data, undefined, weightScaleOptions(down)), act, [sites.down], delta).mul(gather.matmul(weights.narrow(1, e, 1)));
       out = out.add(gather.transpose(0, 1).matmul(ye));
     });
-    const shared = ff.shared;
-    if (shared) {
-      const e = shared.expert;
-      const pick = (w: Weight): Weight => (e === undefined ? w : { data: select(w.data, 0, e), scale: w.scale && select(w.scale, 0, e), recipe: w.recipe });
-      const [gateUp, down] = e === undefined ? [mlp.shared!.mlp.gateUp, mlp.shared!.mlp.down] : [pick(mlp.gateUp), pick(mlp.down)];
-      const gateLogit = e === undefined ? linear(x, mlp.shared!.gate.data, undefined, weightScaleOptions(mlp.shared!.gate)) : all.narrow(1, e, 1);
-      const act = swiglu(withDeltas(linear(x, gateUp.data, undefined, weightScaleOptions(gateUp)), x, [shared.gate, shared.up], delta));
-      const y = withDeltas(linear(act, down.data, undefined, weightScaleOptions(down)), act, [shared.down], delta);
-      out = out.add(y.mul(float32(gateLogit).sigmoid()));
-    }
+    if (ff.shared) out = out.add(sharedExpertOutput(x, all, mlp, ff.shared, delta));
     return out;
   });
   if (logits !== all) logits.dispose();

@@ -1,6 +1,7 @@
 // Memory-bound elementwise ops on contiguous f32 vectors, WebGPU against the CPU reference backend.
 // Throughput counts the minimum traffic (each input read once, the output written once), as GB/s.
 import { add, exp, randn, synchronize, Generator, type Tensor } from '../src/index.js';
+import { elementwiseTuning } from '../src/runtime/webgpu/kernels/elementwise.js';
 import { primeGpu, timeIt, type BenchCase, type BenchContext, type RowInput, type TimeOptions } from './harness.js';
 
 const F32 = 4;
@@ -58,6 +59,28 @@ async function measure(ctx: BenchContext, op: ElementwiseOp, n: number, shape: s
         { ...ctx.time, ...time },
       );
       rows.push({ ...base, backend: 'webgpu', timing });
+      // The fast path's tail as it was before issue 35 (a loop after an early return), in the same process: its ratio
+      // is the current kernel's median over this one's (below 1: the loop tail is slower).
+      elementwiseTuning.loopTail = true;
+      try {
+        await primeGpu(
+          `${op.name} loop tail`,
+          Array.from({ length: op.inputs }, () => [256]),
+          op.apply,
+        );
+        ctx.log(`  webgpu ${op.name} loop tail ${shape}`);
+        const before = await timeIt(
+          async () => {
+            const y = op.apply(gpuInputs);
+            await synchronize();
+            y.dispose();
+          },
+          { ...ctx.time, ...time },
+        );
+        rows.push({ ...base, benchmark: `${op.name} loop tail`, backend: 'webgpu', timing: before, baselineBenchmark: op.name });
+      } finally {
+        elementwiseTuning.loopTail = false;
+      }
     }
     ctx.log(`  cpu ${op.name} ${shape}`);
     rows.push({ ...base, backend: 'cpu', timing: await timeIt(() => op.apply(cpuInputs).dispose(), { ...ctx.time, ...time }) });

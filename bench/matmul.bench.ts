@@ -4,6 +4,7 @@
 import { matmul, randn, synchronize, Generator, type Tensor } from '../src/index.js';
 import { webgpuBackend } from '../src/runtime/registry.js';
 import { gemmShareWidth, gemmTuning } from '../src/kernels/matmul/gemm.js';
+import { gemvKnTuning } from '../src/kernels/matmul/gemv-kn.js';
 import { primeGpu, timeIt, type BenchCase, type BenchContext, type RowInput, type TimeOptions } from './harness.js';
 
 /** A CPU run predicted to take longer than this is skipped (the CPU backend is a plain-JS oracle, not a BLAS). */
@@ -45,7 +46,7 @@ export function matmulCases(quick: boolean): BenchCase[] {
       cpu: { gflops: undefined },
     });
   return quick
-    ? [square(128), square(256), gemv(1024, 1024, 'nk'), gemv(1024, 1024, 'kn'), subgroupCase(256, 256, 256, 'kn')]
+    ? [square(128), square(256), gemv(1024, 1024, 'nk'), gemv(1024, 1024, 'kn'), subgroupCase(256, 256, 256, 'kn'), gemvKnCase(1, 1024, 1024)]
     : [
         square(256),
         square(512),
@@ -54,6 +55,9 @@ export function matmulCases(quick: boolean): BenchCase[] {
         gemv(4096, 4096, 'kn'),
         subgroupCase(256, 256, 256, 'kn'),
         subgroupCase(64, 2048, 768, 'nk'),
+        gemvKnCase(1, 4096, 4096),
+        gemvKnCase(4, 4096, 1024),
+        gemvKnCase(1, 4096, 256),
       ];
 }
 
@@ -112,6 +116,47 @@ async function measureSubgroups(ctx: BenchContext, m: number, k: number, n: numb
   } finally {
     be.subgroupsEnabled = initial;
     gemmTuning.minShareWidth = minShare;
+    for (const t of owned.reverse()) t.dispose();
+  }
+}
+
+const KN_GEMM = 'gemv x@W via the tiled GEMM';
+const KN_GEMV = 'gemv x@W [K,N] GEMV';
+
+/** A [K, N] weight: the tiled GEMM (the path before the [K, N] GEMV, gemvKnTuning.enabled off) and the GEMV, one run. */
+function gemvKnCase(m: number, k: number, n: number): BenchCase {
+  const shape = `[${m},${k}]x[${k},${n}]`;
+  return { benchmark: 'gemv x@W GEMV vs GEMM', shape, run: (ctx) => measureGemvKn(ctx, m, k, n, shape) };
+}
+
+async function measureGemvKn(ctx: BenchContext, m: number, k: number, n: number, shape: string): Promise<RowInput[]> {
+  if (!ctx.gpu) return [{ benchmark: KN_GEMV, shape, backend: 'cpu', note: 'WebGPU only' }];
+  const owned: Tensor[] = [];
+  const own = (t: Tensor): Tensor => (owned.push(t), t);
+  try {
+    const g = new Generator(777);
+    const a = own(randn([m, k], { device: 'webgpu', generator: g }));
+    const w = own(randn([k, n], { device: 'webgpu', generator: g }));
+    const rows: RowInput[] = [];
+    for (const kn of [false, true]) {
+      const benchmark = kn ? KN_GEMV : KN_GEMM;
+      gemvKnTuning.enabled = kn;
+      // Compiles this path's pipeline before timing; big problems take seconds a run on a software adapter.
+      matmul(a, w).dispose();
+      await synchronize();
+      ctx.log(`  webgpu ${benchmark} ${shape}`);
+      const timing = await timeIt(
+        async () => {
+          matmul(a, w).dispose();
+          await synchronize();
+        },
+        { ...ctx.time, ...(k * n >= 1 << 24 ? { warmup: 0 } : {}) },
+      );
+      rows.push({ benchmark, shape, backend: 'webgpu', timing, flops: 2 * m * n * k, baselineBenchmark: kn ? KN_GEMM : undefined });
+    }
+    return rows;
+  } finally {
+    gemvKnTuning.enabled = true;
     for (const t of owned.reverse()) t.dispose();
   }
 }

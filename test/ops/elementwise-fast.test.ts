@@ -1,5 +1,5 @@
-// The contiguous 32-bit fast path of the elementwise kernels (elementwise-linear.wgsl, 4 words an invocation) on
-// WebGPU vs CPU: sizes that are not multiples of 4 words or of the workgroup, views starting at offsets that are not
+// The contiguous 32-bit fast path of the elementwise kernels (elementwise-linear.wgsl, 4 words an invocation; no tail
+// code where every buffer holds the last vec4, an unrolled tail otherwise) on WebGPU vs CPU: sizes that are not multiples of 4 words or of the workgroup, views starting at offsets that are not
 // multiples of 4 (bound as words, not vec4s), broadcast elements and JS numbers, special values, empty tensors; and
 // that packed outputs (f16/bf16/uint8/bool) and strided inputs still take the strided kernel. Which kernel ran is
 // read from gpuCounters().byKernel ('map-linear' vs 'map'), never from timings.
@@ -16,6 +16,7 @@ setDefaultDevice('cpu'); // inputs are made on the CPU and copied to WebGPU by c
 
 afterEach(() => {
   elementwiseTuning.linearFastPath = true;
+  elementwiseTuning.loopTail = false;
 });
 
 /** Dispatches of the fast ('map-linear') and the strided ('map') elementwise kernels while `run` ran. */
@@ -44,6 +45,20 @@ describe.skipIf(!gpu.available)(`elementwise fast path (contiguous, 32-bit), Web
           }
         });
         expect(k, `${dtype} [${n}]`).toEqual({ fast: 5, strided: 0 });
+      }
+    }
+  });
+
+  it('the three tail forms (none: whole last vec4; unrolled: unaligned views; loop: the bench baseline) agree with the CPU', async () => {
+    // Aligned buffers take the tail-free form, views at offsets that are not multiples of 4 the unrolled one.
+    for (const loopTail of [false, true]) {
+      elementwiseTuning.loopTail = loopTail;
+      for (const n of [1, 2, 3, 5, 6, 7, 1022, 1023, 1025]) {
+        const x = randomTensor([n + 3], 'float32');
+        const y = randomTensor([n + 3], 'float32');
+        await checkBoth([x, y], (a, b) => a.narrow(0, 0, n).mul(b.narrow(0, 0, n)), BITS, `aligned [${n}] loopTail ${loopTail}`);
+        await checkBoth([x, y], (a, b) => a.narrow(0, 3, n).sub(b.narrow(0, 1, n)), BITS, `unaligned [${n}] loopTail ${loopTail}`);
+        await checkBoth([x], (a) => a.narrow(0, 0, n).add(1.5), BITS, `x + 1.5 [${n}] loopTail ${loopTail}`);
       }
     }
   });

@@ -154,6 +154,121 @@ describe.skipIf(!gpu.available)(`matmul, WebGPU vs CPU ${gpu.skipReason}`, () =>
   });
 });
 
+/** Dispatches of each matmul kernel ('gemv', 'gemv-kn', 'gemm') while run ran. */
+async function matmulKernelsDuring(run: () => Promise<unknown>): Promise<Record<string, number>> {
+  await tg.synchronize();
+  const before = tg.gpuCounters().byKernel;
+  await run();
+  await tg.synchronize();
+  const after = tg.gpuCounters().byKernel;
+  const out: Record<string, number> = {};
+  for (const k of ['gemv', 'gemv-kn', 'gemm']) {
+    const d = (after[k] ?? 0) - (before[k] ?? 0);
+    if (d) out[k] = d;
+  }
+  return out;
+}
+
+// The decode GEMV over a [K, N] weight (gemv-kn.ts): M = 1..4, N contiguous. 16-byte chunks where the rows are
+// aligned (N a multiple of 4 f32 / 8 bf16 / 16 FP8 elements), element by element otherwise; split-K lanes 4..64.
+describe.skipIf(!gpu.available)(`matmul [M <= 4, K] x [K, N] (the [K, N] GEMV), WebGPU vs CPU ${gpu.skipReason}`, () => {
+  it.each(['float32', 'float16', 'bfloat16'] as const)('%s: M = 1..4, N aligned and not, K short and long', async (dtype) => {
+    // [m, k, n]: n = 4096/256 chunked, 1/7/33/1001 element by element; k = 4097 with n = 8 gives 64 split-K lanes.
+    const shapes: [number, number, number][] = [
+      [1, 1, 1],
+      [1, 64, 256],
+      [2, 37, 7],
+      [3, 129, 33],
+      [4, 300, 64],
+      [1, 4097, 8],
+      [2, 513, 1001],
+      [1, 256, 4096],
+    ];
+    for (const [m, k, n] of shapes) {
+      const used = await matmulKernelsDuring(() =>
+        checkBoth([randomTensor([m, k], dtype), randomTensor([k, n], dtype)], mm, mmTol(dtype, k), `${dtype} ${m}x${k}x${n}`),
+      );
+      expect(used, `${dtype} ${m}x${k}x${n}`).toEqual({ 'gemv-kn': 1 });
+    }
+  });
+
+  it('a bf16 / f16 weight cast to f32 on the way in, and 1-D [k] @ [k, n]', async () => {
+    for (const wd of ['bfloat16', 'float16'] as const) {
+      for (const [k, n] of [
+        [100, 24],
+        [65, 9],
+      ]) {
+        await checkBoth([randomTensor([2, k]), randomTensor([k, n], wd)], (a, b) => a.matmul(b.to('float32')), mmTol('float32', k), `f32 x ${wd}`);
+      }
+    }
+    const used = await matmulKernelsDuring(() => checkBoth([randomTensor([77]), randomTensor([77, 12])], mm, mmTol('float32', 77), '[k] @ [k, n]'));
+    expect(used).toEqual({ 'gemv-kn': 1 });
+  });
+
+  it('weight views: columns from an offset that is not a multiple of 4, rows from an offset, stepped rows, a padded row stride', async () => {
+    for (const dtype of ['float32', 'bfloat16'] as const) {
+      const w = randomTensor([70, 41], dtype);
+      const x = randomTensor([3, 70], dtype);
+      const cases: [string, (a: Tensor, b: Tensor) => Tensor][] = [
+        ['columns 3..37', (a, b) => a.narrow(0, 0, 2).matmul(b.narrow(1, 3, 35))],
+        ['rows 5..69, columns 1..', (a, b) => a.narrow(1, 5, 65).matmul(b.narrow(0, 5, 65).narrow(1, 1, 40))],
+        ['every other row', (a, b) => a.narrow(1, 0, 35).matmul(b.slice(0, 0, undefined, 2))],
+        ['activation a strided view', (a, b) => a.T.contiguous().T.narrow(0, 1, 2).matmul(b)],
+      ];
+      for (const [label, fn] of cases) {
+        const used = await matmulKernelsDuring(() => checkBoth([x, w], fn, mmTol(dtype, 70), `${label} ${dtype}`));
+        expect(used, label).toEqual({ 'gemv-kn': 1 });
+      }
+    }
+    // A [K, 48] f32 weight narrowed to columns 16..39: rows 192 bytes apart, starting 64 bytes in (16-byte chunks),
+    // and to columns 2..25 (not aligned: element by element). Both against the CPU.
+    const w = randomTensor([33, 48]);
+    const x = randomTensor([1, 33]);
+    await checkBoth([x, w], (a, b) => a.matmul(b.narrow(1, 16, 24)), mmTol('float32', 33), 'aligned column window');
+    await checkBoth([x, w], (a, b) => a.matmul(b.narrow(1, 2, 24)), mmTol('float32', 33), 'unaligned column window');
+  });
+
+  it('NaN and Inf reach exactly the outputs that use them; K = 0 gives zeros, N = 0 an empty result', async () => {
+    const x = tg.tensor([[1, 2, 0.5]]);
+    const w = tg.tensor([
+      [1, NaN, 0, 2, 1],
+      [0, 1, Infinity, 1, 0],
+      [1, 1, 1, -Infinity, 0],
+    ]);
+    const r = await checkBoth([x, w], mm, tolerance('float32'));
+    expect(Array.from(r.gpu)).toEqual([1.5, NaN, Infinity, -Infinity, 1]);
+    const z = await checkBoth([randomTensor([2, 0]), randomTensor([0, 9])], mm, { atol: 0, rtol: 0 });
+    expect(Array.from(z.gpu)).toEqual(new Array(18).fill(0));
+    expect((await checkBoth([randomTensor([3, 4]), randomTensor([4, 0])], mm, { atol: 0, rtol: 0 })).shape).toEqual([3, 0]);
+  });
+
+  it('bias and residual epilogues: linear(x, W.T, bias, { residual }) with W stored [K, N], f32 and bf16', async () => {
+    for (const dtype of ['float32', 'bfloat16'] as const) {
+      for (const [m, k, n] of [
+        [1, 96, 40],
+        [3, 45, 13],
+      ]) {
+        const x = randomTensor([m, k], dtype);
+        const w = randomTensor([k, n], dtype);
+        const bias = randomTensor([n], dtype);
+        const r = randomTensor([m, n], dtype);
+        const used = await matmulKernelsDuring(() =>
+          checkBoth([x, w, bias, r], (a, b, c, d) => tg.linear(a, b.T, c, { residual: d }), mmTol(dtype, k), `linear ${dtype} ${m}x${k}x${n}`),
+        );
+        expect(used['gemv-kn'], `${dtype} ${m}x${k}x${n}`).toBe(1);
+      }
+    }
+  });
+
+  it('M = 5 and batched products stay on the GEMM', async () => {
+    const used = await matmulKernelsDuring(async () => {
+      await checkBoth([randomTensor([5, 40]), randomTensor([40, 12])], mm, mmTol('float32', 40), 'M = 5');
+      await checkBoth([randomTensor([2, 1, 40]), randomTensor([2, 40, 12])], mm, mmTol('float32', 40), 'batched M = 1');
+    });
+    expect(used).toEqual({ gemm: 2 });
+  });
+});
+
 describe('matmul on the CPU against hand-computed values', () => {
   it('2x3 @ 3x2, vector forms, batch broadcast', async () => {
     const a = tg.tensor([

@@ -15,6 +15,7 @@ import {
   DeviceMismatchError,
   DTypeError,
   Generator,
+  gpuCounters,
   ShapeError,
   scaledMm,
   setDefaultDevice,
@@ -25,6 +26,7 @@ import {
   type ScaledMmOutDtype,
 } from '../../src/index.js';
 import { setupWebGpu } from '../helpers/webgpu.js';
+import { gemvKnTuning } from '../../src/kernels/matmul/gemv-kn.js';
 import { fp8Value, type Fp8 } from '../helpers/reference.js';
 
 const gpu = await setupWebGpu();
@@ -284,34 +286,38 @@ async function checkCpu(spec: Spec): Promise<{ p: Problem; want: Expected; cpu: 
 
 // ---- which GPU kernel ran ---------------------------------------------------------------------------------------
 
-const kernelKeys: string[] = [];
-if (gpu.available) {
-  const be = webgpuBackend()!;
-  const original = be.pipeline.bind(be);
-  be.pipeline = (...args: Parameters<typeof original>) => {
-    kernelKeys.push(args[0]);
-    return original(...args);
-  };
-}
+// Matmul kernels dispatched since resetKernels(), by family, from gpuCounters().byKernel (kernel descriptions keep
+// their pipeline per variant, so a hook on pipeline lookups would miss every repeat).
+let countsAtReset: Record<string, number> = {};
+const resetKernels = () => {
+  countsAtReset = { ...gpuCounters().byKernel };
+};
+const matmulKernels = (): string[] =>
+  ['gemv', 'gemv-kn', 'gemm'].flatMap((k) => new Array<string>((gpuCounters().byKernel[k] ?? 0) - (countsAtReset[k] ?? 0)).fill(k));
 
-/** The GEMV applies to M = 1..4 with b = w.T whose rows (K bytes) are 16-byte aligned. */
-const expectGemv = (s: Spec) => s.m >= 1 && s.m <= 4 && s.layout === 'wT' && s.k % 16 === 0;
+/**
+ * The GEMV applies to M = 1..4 with b = w.T whose rows (K bytes) are 16-byte aligned; the [K, N] GEMV to M = 1..4
+ * with b a plain [K, N] weight (gemv-kn.ts); the GEMM to the rest.
+ */
+type Path = 'gemv' | 'gemv-kn' | 'gemm';
+const expectedPath = (s: Spec): Path => {
+  if (s.m < 1 || s.m > 4) return 'gemm';
+  if (s.layout === 'wT' && s.k % 16 === 0) return 'gemv';
+  // w.T with N = 1 or K = 1 also has N contiguous.
+  return s.layout === 'plain' || s.n === 1 || s.k === 1 ? 'gemv-kn' : 'gemm';
+};
 
 /** Runs on WebGPU, checks the result and which kernel (gemv or gemm) produced it. */
-async function checkGpu(
-  spec: Spec,
-  path: 'gemv' | 'gemm' | 'none' = expectGemv(spec) ? 'gemv' : 'gemm',
-  bOverride?: (b: Tensor) => Tensor,
-): Promise<Float32Array> {
+async function checkGpu(spec: Spec, path: Path | 'none' = expectedPath(spec), bOverride?: (b: Tensor) => Tensor): Promise<Float32Array> {
   const p = makeProblem(spec);
   const want = reference(p);
   const label = describeSpec(spec);
-  kernelKeys.length = 0;
+  resetKernels();
   const r = await runOn(p, 'webgpu', bOverride);
   expect(r.shape, label).toEqual([spec.m, spec.n]);
   expect(r.dtype, label).toBe(spec.outDtype ?? 'float32');
   if (path !== 'none') {
-    const used = kernelKeys.filter((key) => key.startsWith('gemv|') || key.startsWith('gemm|')).map((key) => key.slice(0, 4));
+    const used = matmulKernels();
     expect(used, `${label}: kernel`).toEqual([path]);
   }
   expectWithin(`webgpu ${label}`, r.values, want, p.spec.outDtype, gpuErr(spec.k));
@@ -578,10 +584,10 @@ describe.skipIf(!gpu.available)(`scaledMm on WebGPU vs the reference ${gpu.skipR
       ]),
       { dtype: 'float8_e4m3fn', device: 'webgpu' },
     );
-    kernelKeys.length = 0;
+    resetKernels();
     const y = scaledMm(a16, w16.T, { scaleA, scaleB, outDtype: 'bfloat16', bias: tensor([1, -1], { dtype: 'bfloat16', device: 'webgpu' }) });
     expect(Array.from(await y.toArray())).toEqual([2.25, -1.25, 7, 12.625]);
-    expect(kernelKeys.some((key) => key.startsWith('gemv|'))).toBe(true);
+    expect(matmulKernels()).toContain('gemv');
   });
 
   // Pipelines are specialised per dtype, recipe and (GEMV) M, and each costs the software adapter 1-2 s to compile:
@@ -657,18 +663,41 @@ describe.skipIf(!gpu.available)(`scaledMm on WebGPU vs the reference ${gpu.skipR
           // K = 1024: 64 chunks of 16 per weight row, so all 64 invocations of a column hold partial sums.
           const spec: Spec = { m, k: 1024, n: 132, layout: 'wT', ra, rb, outDtype, bias: 'float32', seed: 300 + m };
           const viaGemv = await checkGpu(spec, 'gemv');
-          const viaGemm = await checkGpu(spec, 'gemm', (b) => b.contiguous());
+          // The same weight stored [K, N]: the [K, N] GEMV, and with it turned off the GEMM.
+          const viaGemvKn = await checkGpu(spec, 'gemv-kn', (b) => b.contiguous());
+          gemvKnTuning.enabled = false;
+          const viaGemm = await checkGpu(spec, 'gemm', (b) => b.contiguous()).finally(() => {
+            gemvKnTuning.enabled = true;
+          });
           const want = reference(makeProblem(spec));
-          // Both lie within the f32 window of the exact value, so within twice it (plus one output ulp) of each other.
+          // Each lies within the f32 window of the exact value, so within twice it (plus one output ulp) of the others.
           const ulp = outDtype === 'float32' ? 0 : outDtype === 'bfloat16' ? 2 ** -7 : 2 ** -3;
           for (let i = 0; i < viaGemv.length; i++) {
             const tol = 2 * gpuErr(1024) * want.mag[i] + ulp * Math.abs(want.v[i]);
             expect(Math.abs(viaGemv[i] - viaGemm[i]), `subgroups ${sg} m ${m} ${ra}/${rb} [${i}]`).toBeLessThanOrEqual(tol);
+            expect(Math.abs(viaGemvKn[i] - viaGemm[i]), `[K, N] GEMV, m ${m} ${ra}/${rb} [${i}]`).toBeLessThanOrEqual(tol);
           }
         }
       }
     } finally {
       be.subgroupsEnabled = subgroups[0];
+    }
+  });
+
+  it('[K, N] GEMV over whole 16-byte rows (N a multiple of 16: FP8 codes through the table), every recipe and output', async () => {
+    // N = 16 / 144 / 256: one FP8 chunk per invocation; K = 1..300 crosses 128-blocks; M = 1..4.
+    let seed = 950;
+    const cases: [number, number, number, ScaleRecipe, ScaleRecipe, ScaledMmOutDtype][] = [
+      [1, 300, 144, 'block', 'block', 'float32'],
+      [2, 129, 16, 'tensor', 'row', 'bfloat16'],
+      [3, 1, 256, 'row', 'block', 'float8_e4m3fn'],
+      [4, 256, 144, 'block', 'tensor', 'float16'],
+    ];
+    for (const [m, k, n, ra, rb, outDtype] of cases) {
+      for (const [aDtype, bDtype] of [FP8_PAIRS[0], FP8_PAIRS[1], FP8_PAIRS[3]]) {
+        const scaleResult = outDtype === 'float8_e4m3fn' ? 0.5 : undefined;
+        await checkGpu({ m, k, n, layout: 'plain', aDtype, bDtype, ra, rb, outDtype, bias: 'bfloat16', scaleResult, explicit: true, seed: seed++ }, 'gemv-kn');
+      }
     }
   });
 
@@ -684,7 +713,7 @@ describe.skipIf(!gpu.available)(`scaledMm on WebGPU vs the reference ${gpu.skipR
       const want = reference(p);
       const wide = new Uint8Array(9 * 160);
       for (let j = 0; j < 9; j++) wide.set(p.bCodes.subarray(j * 150, (j + 1) * 150), j * 160);
-      kernelKeys.length = 0;
+      resetKernels();
       const a = fromCodes(p.aCodes, [3, 150], 'float8_e4m3fn', 'webgpu');
       const w = fromCodes(wide, [9, 160], 'float8_e4m3fn', 'webgpu').narrow(1, 0, 150);
       const out = scaledMm(a, w.T, {
@@ -693,7 +722,7 @@ describe.skipIf(!gpu.available)(`scaledMm on WebGPU vs the reference ${gpu.skipR
         outDtype: 'float32',
       });
       expectWithin(`narrowed K ${ra}/${rb}`, await out.toArray(), want, 'float32', gpuErr(150));
-      expect(kernelKeys.filter((key) => key.startsWith('gemv|')).length, 'GEMV used').toBe(1);
+      expect(matmulKernels(), 'GEMV used').toEqual(['gemv']);
     }
     // Rows 2.. of a [N + 2, K] weight: offset 2 * 32 bytes (aligned, GEMV) vs rows 1.. of a K = 24 weight (24-byte
     // rows: GEMM).
@@ -707,7 +736,7 @@ describe.skipIf(!gpu.available)(`scaledMm on WebGPU vs the reference ${gpu.skipR
       const want = reference(p);
       const codes = new Uint8Array((5 + start) * k).fill(0x7f); // NaN rows before the view: reading them would show
       codes.set(p.bCodes, start * k);
-      kernelKeys.length = 0;
+      resetKernels();
       const a = fromCodes(p.aCodes, [2, k], 'float8_e4m3fn', 'webgpu');
       const w = fromCodes(codes, [5 + start, k], 'float8_e4m3fn', 'webgpu').narrow(0, start, 5);
       const out = scaledMm(a, w.T, {
@@ -716,7 +745,7 @@ describe.skipIf(!gpu.available)(`scaledMm on WebGPU vs the reference ${gpu.skipR
         outDtype: 'bfloat16',
       });
       expectWithin(`weight rows from ${start}, K ${k}`, await out.toArray(), want, 'bfloat16', gpuErr(k));
-      expect(kernelKeys.filter((key) => key.startsWith('gemv|') || key.startsWith('gemm|')).map((key) => key.slice(0, 4))).toEqual([path]);
+      expect(matmulKernels()).toEqual([path]);
     }
   });
 
@@ -731,7 +760,7 @@ describe.skipIf(!gpu.available)(`scaledMm on WebGPU vs the reference ${gpu.skipR
       const want = reference(p);
       const wide = new Uint8Array(6 * 48).fill(0x7f); // NaN outside the view
       for (let j = 0; j < 6; j++) wide.set(p.bCodes.subarray(j * 32, (j + 1) * 32), j * 48 + start);
-      kernelKeys.length = 0;
+      resetKernels();
       const a = fromCodes(p.aCodes, [3, 32], 'float8_e4m3fn', 'webgpu');
       const w = fromCodes(wide, [6, 48], 'float8_e4m3fn', 'webgpu').narrow(1, start, 32);
       const out = scaledMm(a, w.T, {
@@ -740,10 +769,7 @@ describe.skipIf(!gpu.available)(`scaledMm on WebGPU vs the reference ${gpu.skipR
         outDtype: 'float32',
       });
       expectWithin(`weight columns from ${start}`, await out.toArray(), want, 'float32', gpuErr(32));
-      expect(
-        kernelKeys.filter((key) => key.startsWith('gemv|') || key.startsWith('gemm|')).map((key) => key.slice(0, 4)),
-        `columns from ${start}`,
-      ).toEqual([path]);
+      expect(matmulKernels(), `columns from ${start}`).toEqual([path]);
     }
   });
 

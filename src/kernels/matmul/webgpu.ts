@@ -1,5 +1,5 @@
-// matmul on WebGPU: the decode GEMV for M <= 4 over [N, K] weights, else the tiled GEMM; both dequantize FP8 on load
-// and apply the scalings and the bias / residual / SwiGLU epilogues.
+// matmul on WebGPU: the decode GEMV for M <= 4 over [N, K] weights (gemv.ts) or over [K, N] weights (gemv-kn.ts), else
+// the tiled GEMM; all dequantize FP8 on load and apply the scalings and the bias / residual / SwiGLU epilogues.
 import type { DType } from '../../core/dtype.js';
 import { contiguousView } from '../../core/shape.js';
 import type { MatmulDims, MatmulScaling, Operand } from '../../runtime/backend.js';
@@ -9,6 +9,7 @@ import type { WebGpuBackend } from '../../runtime/webgpu/webgpu-backend.js';
 import { swigluKernel } from '../swiglu/webgpu.js';
 import { gemmKernel, type GemmScaling } from './gemm.js';
 import { gemvApplies, gemvKernel } from './gemv.js';
+import { gemvKnApplies, gemvKnKernel } from './gemv-kn.js';
 
 export function matmulWebGpu(
   backend: WebGpuBackend,
@@ -28,7 +29,14 @@ export function matmulWebGpu(
     residual: scaling.residual && toGpuOperand(scaling.residual),
   };
   if (scaling.activation === 'swiglu') return matmulSwiglu(backend, ga, gb, dims, outDtype, s);
-  return gemvApplies(gb, dims) ? gemvKernel(backend, ga, gb, dims, outDtype, s) : gemmKernel(backend, ga, gb, dims, outDtype, s);
+  return product(backend, ga, gb, dims, outDtype, s);
+}
+
+/** The product without SwiGLU: a decode GEMV for the weight's layout when M <= 4, else the tiled GEMM. */
+function product(backend: WebGpuBackend, a: GpuOperand, b: GpuOperand, dims: MatmulDims, outDtype: DType, s: GemmScaling): GpuBuffer {
+  if (gemvApplies(b, dims)) return gemvKernel(backend, a, b, dims, outDtype, s);
+  if (gemvKnApplies(b, dims)) return gemvKnKernel(backend, a, b, dims, outDtype, s);
+  return gemmKernel(backend, a, b, dims, outDtype, s);
 }
 
 /**
@@ -40,7 +48,7 @@ function matmulSwiglu(backend: WebGpuBackend, a: GpuOperand, b: GpuOperand, dims
   if (fusable && gemvApplies(b, dims)) return gemvKernel(backend, a, b, dims, outDtype, { ...s, activation: 'swiglu' });
   const half = dims.n / 2;
   const { residual, ...rest } = s;
-  const full = gemvApplies(b, dims) ? gemvKernel(backend, a, b, dims, outDtype, rest) : gemmKernel(backend, a, b, dims, outDtype, rest);
+  const full = product(backend, a, b, dims, outDtype, rest);
   const act = swigluKernel(backend, { buffer: full, dtype: outDtype, view: contiguousView([dims.m, dims.n]) });
   backend.release(full);
   if (!residual) return act;

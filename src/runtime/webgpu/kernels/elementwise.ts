@@ -14,8 +14,12 @@ import { computeTypeOf, decodeExpr, encodeFn, wgslSource, type ComputeType } fro
 
 const MAX_RANK = 8;
 
-/** linearFastPath off sends every map through the strided kernel: tests and benches compare the two paths. */
-export const elementwiseTuning = { linearFastPath: true };
+/**
+ * linearFastPath off sends every map through the strided kernel: tests and benches compare the two paths.
+ * loopTail: the fast path's tail as it was before issue 35 (a loop after an early return), kept so the bench can time
+ * both in one process (bench/elementwise.bench.ts); it is in the pipeline key.
+ */
+export const elementwiseTuning = { linearFastPath: true, loopTail: false };
 
 export interface GpuOperand {
   readonly buffer: GpuBuffer;
@@ -203,7 +207,18 @@ function linearLoadFns(k: number, a: Arg): string {
 const linearMap = defineKernel({
   name: 'map-linear',
   source: 'elementwise-linear.wgsl',
-  variant: { op: 'string', out: 'dtype', inC: COMPUTE, outC: COMPUTE, saturate: 'boolean', outWord: ['vec4', 'word'], x: 'string', y: 'string', z: 'string' },
+  variant: {
+    op: 'string',
+    out: 'dtype',
+    inC: COMPUTE,
+    outC: COMPUTE,
+    saturate: 'boolean',
+    outWord: ['vec4', 'word'],
+    tail: ['none', 'unrolled', 'loop'],
+    x: 'string',
+    y: 'string',
+    z: 'string',
+  },
   params: {
     n: 'u32', // output words (= elements)
     off0: 'u32',
@@ -232,11 +247,29 @@ const linearMap = defineKernel({
     return {
       MAP4:
         args.map((_, k) => `    let a${k} = codes${k}(v);\n`).join('') +
-        (v.outWord === 'vec4' ? `    out[v] = vec4<u32>(${words.join(', ')});` : words.map((w, j) => `    out[base + ${j}u] = ${w};`).join('\n')),
-      MAP1: v.outWord === 'vec4' ? `    out[e >> 2u][e & 3u] = ${one};` : `    out[e] = ${one};`,
+        (v.outWord === 'vec4' ? `    out[v] = vec4<u32>(${words.join(', ')});` : words.map((w, j) => `    out[base + ${j}u] = ${w};`).join('\n')) +
+        (v.tail === 'loop' ? '\n    return;' : ''),
+      // 'none': the last invocation maps a whole vec4 too (see runMap). 'unrolled': `else if (base < p.n)`, lane 0
+      // of the tail always there, lanes 1 and 2 guarded; no loop, no early return. 'loop': the form before issue 35
+      // (MAP4 returns, a loop follows).
+      FULL: v.tail === 'none' ? 'base < p.n' : 'base + 4u <= p.n',
+      TAIL:
+        v.tail === 'none'
+          ? ''
+          : v.tail === 'loop'
+            ? `\n  for (var e = base; e < p.n; e++) {\n    ${store(v, one)}\n  }`
+            : ` else if (base < p.n) {\n${[0, 1, 2]
+                .map((j) => {
+                  const body = `{\n      let e = base + ${j}u;\n      ${store(v, one)}\n    }`;
+                  return j === 0 ? `    ${body}` : `    if (base + ${j}u < p.n) ${body}`;
+                })
+                .join('\n')}\n  }`,
     };
   },
 });
+
+/** The fast path's store of word e of the output. */
+const store = (v: { outWord: string }, value: string) => (v.outWord === 'vec4' ? `out[e >> 2u][e & 3u] = ${value};` : `out[e] = ${value};`);
 
 interface MapSpec {
   /** The op's name in MAP_OPS. */
@@ -282,6 +315,7 @@ function runMap(ctx: GpuContext, spec: MapSpec, outShape: Shape): GpuBuffer {
   };
 
   if (elementwiseTuning.linearFastPath && lanes === 1 && tensors.every((x) => lanesPerWord(x.dtype) === 1) && !access.includes('strided')) {
+    const outWord = linearBinding(out, 0, n);
     const offsets = [0, 0, 0];
     const bindings = spec.inputs.map((x, k): LinearBinding | undefined => {
       if (isScalarOperand(x)) return undefined;
@@ -290,9 +324,25 @@ function runMap(ctx: GpuContext, spec: MapSpec, outShape: Shape): GpuBuffer {
       offsets[slots[k]] = b === 'vec4' ? offset / 4 : offset;
       return b;
     });
+    // Tail-free: when the output and every linear input are bound as vec4s, their buffers hold the whole last vec4
+    // (linearBinding), so the last invocation maps all 4 lanes and writes the words past n into the output
+    // allocation's own padding (ctx.alloc: contents undefined, owned by no other tensor). Any tail code at all, even
+    // a branch no invocation but the last takes, cost every invocation on SwiftShader, which runs both sides of a
+    // branch under a lane mask: 1M-element add 15-16 ms tail-free against 31-32 ms with either tail form, 25 runs
+    // interleaved in one process (docs/benchmarks.md, issue 35). A GPU skips the untaken branch, so this is neutral
+    // there, and every adapter takes the same path: which one depends only on the buffers' alignment. Unaligned
+    // views (word bindings) keep the unrolled tail: reading a whole vec4 past their end is not in their buffer.
+    const tailFree = outWord === 'vec4' && access.every((a, k) => a !== 'linear' || bindings[k] === 'vec4');
     linearMap.run(
       ctx,
-      { ...common, outWord: linearBinding(out, 0, n), x: field(0, bindings[0]), y: field(1, bindings[1]), z: field(2, bindings[2]) },
+      {
+        ...common,
+        outWord,
+        tail: elementwiseTuning.loopTail ? 'loop' : tailFree ? 'none' : 'unrolled',
+        x: field(0, bindings[0]),
+        y: field(1, bindings[1]),
+        z: field(2, bindings[2]),
+      },
       { n, off0: offsets[0], off1: offsets[1], off2: offsets[2], scalar0: scalar(0), scalar1: scalar(1), scalar2: scalar(2) },
       { out, in0: tensors[0]?.buffer, in1: tensors[1]?.buffer, in2: tensors[2]?.buffer },
       { threads: Math.ceil(n / 4) },

@@ -20,7 +20,7 @@ import type { GpuBuffer } from '../runtime/webgpu/gpu-context.js';
 import type { WebGpuBackend } from '../runtime/webgpu/webgpu-backend.js';
 import { buildProgram, describeGroup, type Program } from './plan.js';
 import { runProgram } from './run-program.js';
-import { forEachHandle, isTracing, traceCalls } from './trace.js';
+import { forEachHandle, isHandle, isTracing, traceCalls } from './trace.js';
 
 export interface CompileOptions {
   /** Signatures kept at once (default 8); the least recently used is dropped (and traced again if it returns). */
@@ -95,6 +95,15 @@ interface Entry {
   step?: CapturedStep;
   /** The WebGPU device the trace ran on (a program is only good for it). */
   gpu?: WebGpuBackend;
+  /**
+   * The trace made state fn keeps (an optimizer's moments on its first step): the next call traces again, since
+   * from then on fn finds that state and runs differently (torch.compile's warm-up runs, for the same reason).
+   */
+  warmup?: boolean;
+  /** Traces taken for this signature. */
+  traces: number;
+  /** Trace constants fn released, kept for the program (freed when the entry is dropped), with their backend. */
+  retained: { handle: object; backend: Backend }[];
   boundInputs?: GpuBuffer[];
   boundOutputs?: GpuBuffer[];
 }
@@ -154,9 +163,10 @@ export function compile<A extends unknown[], R>(fn: (...args: A) => R, options: 
   const drop = (e: Entry) => {
     e.releaseHold?.();
     e.step?.dispose();
+    for (const { handle, backend } of e.retained.splice(0)) if (!(backend as { released?: boolean }).released) backend.free(handle);
   };
 
-  const trace = (signature: string, tensors: Tensor[], args: A): { entry: Entry; result: R } => {
+  const trace = (signature: string, tensors: Tensor[], args: A, previous = 0): { entry: Entry; result: R } => {
     traces++;
     const backends = [backendFor('cpu'), ...(webgpuBackend() ? [webgpuBackend() as Backend] : [])];
     const gpu = webgpuBackend();
@@ -172,10 +182,20 @@ export function compile<A extends unknown[], R>(fn: (...args: A) => R, options: 
       eagerDispatches: (gpu?.counters.dispatches ?? 0) - dispatches0,
       inputs: tensors.map((t) => t.storage.handle as object),
       gpu,
+      retained: [],
+      traces: previous + 1,
       outputs: [],
       template: undefined,
     };
     entry.reason = trace.unsupported;
+    const owner = new Map<object, Backend>();
+    for (const c of trace.calls) forEachHandle(c.backend, c.args, (h) => owner.set(h, c.backend));
+    for (const h of trace.retained) {
+      const backend = owner.get(h);
+      if (backend) entry.retained.push({ handle: h, backend });
+      // A constant no traced op read: nothing needs it, so its release goes ahead.
+      else (gpu && isHandle(gpu, h) ? gpu : backendFor('cpu')).free(h);
+    }
     const outputs: OutputSlot[] = [];
     const slotOf = new Map<Tensor, number>();
     const produced = new Set<object>();
@@ -213,7 +233,12 @@ export function compile<A extends unknown[], R>(fn: (...args: A) => R, options: 
         entry.reason = `it could not be planned: ${describeError(e)}`;
       }
     }
-    if (!entry.reason && gpu && entry.program) {
+    // State made by this call (kept, not returned): the first trace is a warm-up, the next call traces again.
+    const madeState = trace.hostState.size > 0 || (entry.program?.escapees.length ?? 0) > 0;
+    if (!entry.reason && madeState && entry.traces === 1) entry.warmup = true;
+    // An eager signature (or a warm-up) runs fn itself: the constants its trace kept are not needed.
+    if (entry.reason || entry.warmup) drop(entry);
+    if (!entry.reason && !entry.warmup && gpu && entry.program) {
       // Hold every buffer the program reads until it is recorded: a tensor released meanwhile must not be reused.
       const buffers: GPUBuffer[] = [];
       for (const c of trace.calls)
@@ -326,6 +351,13 @@ export function compile<A extends unknown[], R>(fn: (...args: A) => R, options: 
       entries.delete(signature);
       drop(entry);
       entry = undefined;
+    }
+    if (entry?.warmup) {
+      entries.delete(signature);
+      const { entry: e, result } = trace(signature, tensors, args, entry.traces);
+      e.calls = entry.calls + 1;
+      entries.set(signature, e);
+      return result;
     }
     if (!entry) {
       const { entry: e, result } = trace(signature, tensors, args);

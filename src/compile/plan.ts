@@ -44,6 +44,9 @@ export interface Program {
   readonly epilogues: number;
 }
 
+/** Each rewrite on/off: tests and benches compare a program with and without it. */
+export const compileTuning = { fuse: true, reductions: true, epilogues: true };
+
 const ELEMENTWISE = new Set(['unary', 'binary', 'where', 'cast']);
 const PURE = new Set(['unary', 'binary', 'where', 'cast', 'fill', 'allocBytes']);
 
@@ -101,7 +104,7 @@ export function buildProgram(trace: Trace, outputs: ReadonlySet<object>): Progra
     live[i] = false;
     for (const h of argHandles[i]) uses.set(h, (uses.get(h) ?? 0) - 1);
   }
-  const epilogues = fuseEpilogues(calls, live, argHandles, kept);
+  const epilogues = compileTuning.epilogues ? fuseEpilogues(calls, live, argHandles, kept) : new Map<number, TracedCall>();
   const kept_ = calls.map((c, i) => ({ c: epilogues.get(i) ?? c, i })).filter((x) => live[x.i]);
   for (const [i, c] of epilogues) argHandles[i] = handlesOf(c, c.args);
 
@@ -138,7 +141,7 @@ export function buildProgram(trace: Trace, outputs: ReadonlySet<object>): Progra
   const steps: { step: { kind: 'call'; call: TracedCall } | { kind: 'fused'; group: FusedGroup }; reads: object[]; writes: object[] }[] = [];
   for (let u = 0; u < units.length; u++) {
     const unit = units[u];
-    const reduced = reductionOf(unit.calls, units[u + 1]?.calls, readers, kept);
+    const reduced = compileTuning.reductions && compileTuning.fuse ? reductionOf(unit.calls, units[u + 1]?.calls, readers, kept) : undefined;
     if (reduced) {
       steps.push({ step: { kind: 'fused', group: reduced }, reads: reduced.args.inputs.map((x) => x.handle), writes: [reduced.reduce!.out] });
       u++;
@@ -149,9 +152,8 @@ export function buildProgram(trace: Trace, outputs: ReadonlySet<object>): Progra
       steps.push({ step: { kind: 'call', call: c }, reads: argHandles[i], writes: handlesOf(c, c.out) });
       continue;
     }
-    if (unit.calls.length === 1) {
-      const { c, i } = unit.calls[0];
-      steps.push({ step: { kind: 'call', call: c }, reads: argHandles[i], writes: handlesOf(c, c.out) });
+    if (unit.calls.length === 1 || !compileTuning.fuse) {
+      for (const { c, i } of unit.calls) steps.push({ step: { kind: 'call', call: c }, reads: argHandles[i], writes: handlesOf(c, c.out) });
       continue;
     }
     for (const group of fuseRun(unit.calls, readers, kept)) {

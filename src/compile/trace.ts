@@ -49,6 +49,13 @@ export interface Trace {
    * find them where the trace left them. Host data it released again was per-call input, which keeps it eager.
    */
   readonly hostState: Set<object>;
+  /** Tensors made inside traceConstant while tracing. */
+  readonly constants: Set<object>;
+  /**
+   * Those the function released: the release is held back, since the program reads them at every call (the
+   * compiled function frees them when it drops the trace).
+   */
+  readonly retained: Set<object>;
 }
 
 let tracing = 0;
@@ -84,7 +91,7 @@ export function isTracing(): boolean {
 /** Runs fn with recording on for the given backends; the trace is complete when fn (and its scope) returned. */
 export function traceCalls<T>(backends: readonly Backend[], fn: () => T): { result: T; trace: Trace } {
   tracing++;
-  const trace: Trace = { calls: [], freed: new Set(), eagerDispatches: 0, hostState: new Set() };
+  const trace: Trace = { calls: [], freed: new Set(), eagerDispatches: 0, hostState: new Set(), constants: new Set(), retained: new Set() };
   const outer = current;
   current = trace;
   let depth = 0;
@@ -113,7 +120,12 @@ export function traceCalls<T>(backends: readonly Backend[], fn: () => T): { resu
       });
     }
     wrapMethod('free', (original) => (...a) => {
-      trace.freed.add(a[0] as object);
+      const h = a[0] as object;
+      if (trace.constants.has(h)) {
+        trace.retained.add(h);
+        return;
+      }
+      trace.freed.add(h);
       return original(...a);
     });
     wrapMethod('read', (original) => (...a) => {
@@ -122,7 +134,7 @@ export function traceCalls<T>(backends: readonly Backend[], fn: () => T): { resu
     });
     wrapMethod('upload', (original) => (...a) => {
       const out = original(...a);
-      if (depth === 0 && constants === 0) trace.hostState.add(out as object);
+      if (depth === 0) (constants === 0 ? trace.hostState : trace.constants).add(out as object);
       return out;
     });
     wrapMethod('writeBytes', (original) => (...a) => {

@@ -11,6 +11,7 @@ import { copyInto } from '../ops/shape-ops.js';
 import { tensor } from '../ops/creation.js';
 import { writeTensor } from '../ops/capture.js';
 import { Tensor } from '../core/tensor.js';
+import { unreplayable } from '../compile/trace.js';
 
 /** A hyperparameter value as the state dict keeps it. */
 export type HyperValue = number | boolean | readonly number[];
@@ -144,6 +145,8 @@ export abstract class Optimizer<H extends { lr: number } = { lr: number }> {
 
   /** Updates every parameter that has a gradient (the others, as in PyTorch, keep their values and state). */
   step(): void {
+    // Its step count and lr are host numbers baked into the update: a replay would repeat this step's.
+    if (!this.capturable) unreplayable(`${this.name}'s step count and learning rate are host numbers: create it with capturable: true to compile its step`);
     // Every gradient is checked before any parameter changes, so a bad one leaves the step undone, not half done.
     const work = this.params.flatMap((p, i) => (p.grad ? [{ p, g: p.grad, i }] : []));
     for (const { p, g, i } of work) {

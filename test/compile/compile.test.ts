@@ -192,25 +192,29 @@ describe.each(devices)('compile on %s: fusion boundaries', (device) => {
     cache.dispose();
   });
 
-  it('a value kept alive without being returned is written back at every call', async () => {
-    const kept: Tensor[] = [];
+  it('a value fn keeps alive without returning it (made anew at each call) is written back at every call', async () => {
+    const holder: { value?: Tensor } = {};
     const step = (x: Tensor) => {
       const y = x.exp();
-      if (kept.length === 0) kept.push(tg.keep(y.mul(3)));
+      holder.value?.dispose();
+      holder.value = tg.keep(y.mul(3));
       return y.add(1);
     };
-    // The trace makes the kept tensor; later calls (which do not run step) write its new value into it.
+    // The first two calls trace (the first made state, so it was a warm-up); later calls, which do not run step,
+    // write the new value into the tensor holder.value is left with.
     const compiled = compile(step);
-    for (let call = 0; call < 3; call++) {
+    for (let call = 0; call < 5; call++) {
       const x = tg.tensor(randomValues(5, 700 + call), { device });
       compiled(x).dispose();
       const want = Array.from(await x.exp().mul(3).toArray());
-      const got = Array.from(await kept[0].toArray());
+      const got = Array.from(await holder.value!.toArray());
       for (let k = 0; k < 5; k++) expect(got[k]).toBeCloseTo(want[k], 5);
       x.dispose();
     }
-    expect(compiled.stats().signatures[0].escapees).toBe(1);
-    kept[0].dispose();
+    const s = compiled.stats();
+    expect(s.traces).toBe(2);
+    expect(s.signatures[0].escapees).toBe(1);
+    holder.value!.dispose();
   });
 
   it('empty tensors and odd sizes', async () => {
@@ -483,5 +487,79 @@ describe.runIf(gpu.available)('compile on webgpu: a new device', () => {
     }
     expect(compiled.stats().traces).toBe(2);
     compiled.reset();
+  });
+});
+
+describe.each(devices)('compile on %s: trace constants', (device) => {
+  it("a constant the call made and released stays the program's, whatever is allocated between calls", async () => {
+    const fn = (x: Tensor) => x.mul(2).add(tg.arange(8, undefined, 1, { device }).to('float32'));
+    const compiled = compile(fn);
+    const x = tg.tensor(randomValues(8, 77), { device });
+    const want = Array.from(await fn(x).toArray());
+    const clutter: Tensor[] = [];
+    for (let call = 0; call < 4; call++) {
+      const y = compiled(x);
+      // Allocations of the constant's size in between: a freed constant's buffer would be handed to them.
+      for (let k = 0; k < 8; k++) clutter.push(tg.full([8], -1e30, { device }));
+      expect(Array.from(await y.toArray())).toEqual(want);
+      y.dispose();
+    }
+    expect(compiled.stats().signatures[0].reason).toBeUndefined();
+    for (const t of [x, ...clutter]) t.dispose();
+    compiled.reset();
+  });
+});
+
+describe.each(devices)('compile on %s: a training step with a capturable AdamW', (device) => {
+  it('matches eager step for step: the first call makes the state (a warm-up), the second traces, then replays', async () => {
+    const init = randomValues(6, 31);
+    const make = () => tg.tensor(init, { shape: [3, 2], device }).requiresGrad_();
+    const setup = () => {
+      const w = make();
+      const opt = new tg.AdamW([w], { lr: 0.05, weightDecay: 0.01, capturable: true });
+      const step = (x: Tensor, y: Tensor) => {
+        const loss = tg.matmul(x, w).sub(y).pow(2).mean();
+        loss.backward();
+        opt.step();
+        opt.zeroGrad();
+        return loss.detach();
+      };
+      return { w, opt, step };
+    };
+    const eager = setup();
+    const compiled = setup();
+    const c = compile(compiled.step);
+    for (let call = 0; call < 6; call++) {
+      const x = tg.tensor(randomValues(12, 500 + call), { shape: [4, 3], device });
+      const y = tg.tensor(randomValues(8, 600 + call), { shape: [4, 2], device });
+      const a = await eager.step(x, y).item();
+      const b = await c(x, y).item();
+      expect(b).toBeCloseTo(a, 6);
+      const [we, wc] = [Array.from(await eager.w.toArray()), Array.from(await compiled.w.toArray())];
+      for (let k = 0; k < 6; k++) expect(wc[k]).toBeCloseTo(we[k], 6);
+      x.dispose();
+      y.dispose();
+    }
+    const s = c.stats();
+    expect(s.traces).toBe(2);
+    expect(s.signatures[0].mode).toBe(device === 'webgpu' ? 'recorded' : 'program');
+    // An optimizer with host step counts would replay its first update: that step stays eager, saying why.
+    const w = make();
+    const sgd = new tg.SGD([w], { lr: 0.1 });
+    const plain = compile((x: Tensor) => {
+      w.mul(x).sum().backward();
+      sgd.step();
+      sgd.zeroGrad();
+      return w.detach().clone();
+    });
+    const x = tg.tensor(randomValues(6, 3), { shape: [3, 2], device });
+    for (let call = 0; call < 3; call++) plain(x).dispose();
+    expect(plain.explain()).toMatch(/eager because SGD's step count and learning rate are host numbers/);
+    for (const t of [w, x]) t.dispose();
+    for (const o of [eager, compiled]) {
+      o.opt.dispose();
+      o.w.dispose();
+    }
+    c.reset();
   });
 });

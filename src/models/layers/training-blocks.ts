@@ -229,7 +229,7 @@ function attentionForward(
   return projectSite(attn, os, delta, h);
 }
 
-/** x + layer's feed-forward over its normed input (the MoE reads its top-k back, so it is a promise). */
+/** x + layer's feed-forward over its normed input (a promise where the MoE's per-expert form reads its top-k back). */
 function trainingFeedForward(
   blocks: DecoderTrainingBlocks,
   x: Tensor,
@@ -244,9 +244,14 @@ function trainingFeedForward(
     normed.dispose();
     return out;
   }
-  return trainingMoe(normed, x, ff, blocks.routing!, delta, { composed: options.moeComposed }).then((out) => {
+  const out = trainingMoe(normed, x, ff, blocks.routing!, delta, { composed: options.moeComposed });
+  if (!(out instanceof Promise)) {
     normed.dispose();
     return out;
+  }
+  return out.then((y) => {
+    normed.dispose();
+    return y;
   });
 }
 

@@ -113,15 +113,27 @@ function sharedExpertOutput(x: Tensor, all: Tensor, mlp: MoeWeights, shared: Sha
  * matmuls), weighted by the differentiable router scores of the chosen experts (renormalized, scaled); a shared
  * expert runs on every token, scaled by sigmoid of its gate's logit (the router's last row when it is stacked).
  */
-export async function trainingMoe(
+export function trainingMoe(
   x: Tensor,
   residual: Tensor,
   ff: MoeTrainingFeedForward,
   routing: Routing,
   delta?: ProjectionDelta,
   options: TrainingMoeOptions = {},
-): Promise<Tensor> {
+): Tensor | Promise<Tensor> {
+  // The grouped form never reads back, so it stays synchronous (a compiled training step can trace it).
   if (!options.composed && groupedExpertsApply(ff, delta)) return groupedTrainingMoe(x, residual, ff, routing, delta);
+  return perExpertTrainingMoe(x, residual, ff, routing, delta);
+}
+
+/** trainingMoe's per-expert form (expert weights trained, FP8 experts): the chosen ids read back once per layer. */
+async function perExpertTrainingMoe(
+  x: Tensor,
+  residual: Tensor,
+  ff: MoeTrainingFeedForward,
+  routing: Routing,
+  delta: ProjectionDelta | undefined,
+): Promise<Tensor> {
   const mlp = ff.weights;
   const { topK, scoring, normalize, normalizeEps, scale } = routing;
   const experts = ff.experts.length;

@@ -4,7 +4,7 @@
 // nothing alive and a mul keeps its two inputs.
 import type { Tensor } from '../core/tensor.js';
 import { noGrad } from './grad-mode.js';
-import { needsGrad, record } from './node.js';
+import { anyNeedsGrad, record } from './node.js';
 
 export type Input = Tensor | number | undefined;
 export type Grads = readonly (Tensor | undefined)[];
@@ -33,7 +33,7 @@ export function differentiable(
   rule: (g: Tensor, saved: Saved) => Grads,
   save: SaveSpec = {},
 ): Tensor {
-  if (!needsGrad(...inputs)) return forward();
+  if (!anyNeedsGrad(inputs)) return forward();
   const out = noGrad(forward);
   const needs = inputs.map((x) => typeof x === 'object' && x.requiresGrad);
   const which = (save.inputs ?? []).filter((i) => typeof inputs[i] === 'object');

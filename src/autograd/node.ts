@@ -68,8 +68,16 @@ function saveView(t: Tensor): Tensor {
 
 /** Whether an op over these inputs records: grad mode is on and some tensor input requires grad. */
 export function needsGrad(...inputs: readonly (Tensor | number | undefined)[]): boolean {
+  return anyNeedsGrad(inputs);
+}
+
+/** needsGrad over an array the caller already has (no rest-argument copy on every eager op). */
+export function anyNeedsGrad(inputs: readonly (Tensor | number | undefined)[]): boolean {
   if (!isGradEnabled()) return false;
-  for (const x of inputs) if (typeof x === 'object' && x.requiresGrad) return true;
+  for (let i = 0; i < inputs.length; i++) {
+    const x = inputs[i];
+    if (typeof x === 'object' && x.requiresGrad) return true;
+  }
   return false;
 }
 

@@ -11,7 +11,7 @@ export interface View {
 
 export function numel(shape: Shape): number {
   let n = 1;
-  for (const d of shape) n *= d;
+  for (let i = 0; i < shape.length; i++) n *= shape[i];
   return n;
 }
 
@@ -26,7 +26,7 @@ export function contiguousStrides(shape: Shape): number[] {
 }
 
 export function contiguousView(shape: Shape): View {
-  return { shape: [...shape], strides: contiguousStrides(shape), offset: 0 };
+  return { shape: Object.isFrozen(shape) ? shape : [...shape], strides: contiguousStrides(shape), offset: 0 };
 }
 
 /** True when the view reads its elements in row-major order with no gaps (size-1 dims may have any stride). */
@@ -81,12 +81,17 @@ export function broadcastShapes(a: Shape, b: Shape): number[] {
 /** The view of `view` read as `shape` by broadcasting: new leading dims and expanded size-1 dims get stride 0. */
 export function broadcastView(view: View, shape: Shape): View {
   const lead = shape.length - view.shape.length;
-  const strides = shape.map((d, i) => {
-    if (i < lead) return 0;
-    const own = view.shape[i - lead];
-    return own === d ? view.strides[i - lead] : 0;
-  });
-  return { shape: [...shape], strides, offset: view.offset };
+  const strides = new Array<number>(shape.length);
+  for (let i = 0; i < shape.length; i++) strides[i] = i < lead || view.shape[i - lead] !== shape[i] ? 0 : view.strides[i - lead];
+  return { shape: Object.isFrozen(shape) ? shape : [...shape], strides, offset: view.offset };
+}
+
+/** Whether two shapes are the same (the common case of a binary op, which then needs no broadcast). */
+export function sameShape(a: Shape, b: Shape): boolean {
+  if (a === b) return true;
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
 }
 
 /**
@@ -94,22 +99,53 @@ export function broadcastView(view: View, shape: Shape): View {
  * All views must share one shape. Size-1 dims are dropped.
  */
 export function coalesceViews(views: readonly View[]): View[] {
+  // Plain loops and arrays of their final length (every elementwise dispatch runs this). Dim d joins the dim kept
+  // before it (p) when, in every view, stride[p] = stride[d] * size[d]; the merged dim keeps d's stride.
   const shape = views[0].shape;
-  const outShape: number[] = [];
-  const outStrides: number[][] = views.map(() => []);
-  for (let d = 0; d < shape.length; d++) {
-    if (shape[d] === 1) continue;
-    const last = outShape.length - 1;
-    const mergeable = last >= 0 && views.every((v, k) => outStrides[k][last] === v.strides[d] * shape[d]);
-    if (mergeable) {
-      outShape[last] *= shape[d];
-      views.forEach((v, k) => (outStrides[k][last] = v.strides[d]));
-    } else {
-      outShape.push(shape[d]);
-      views.forEach((v, k) => outStrides[k].push(v.strides[d]));
+  const count = views.length;
+  const n = numel(shape);
+  if (n > 1) {
+    // Row-major views (the usual elementwise op) merge into one dim of stride 1.
+    let contiguous = true;
+    for (let k = 0; contiguous && k < count; k++) contiguous = isContiguous(views[k]);
+    if (contiguous) {
+      const flat = [n];
+      const out = new Array<View>(count);
+      for (let k = 0; k < count; k++) out[k] = { shape: flat, strides: UNIT_STRIDES, offset: views[k].offset };
+      return out;
     }
   }
-  return views.map((v, k) => ({ shape: outShape, strides: outStrides[k], offset: v.offset }));
+  let rank = 0;
+  let prev = -1;
+  for (let d = 0; d < shape.length; d++) {
+    if (shape[d] === 1) continue;
+    if (prev < 0 || !mergeable(views, prev, d)) rank++;
+    prev = d;
+  }
+  const outShape = new Array<number>(rank);
+  const outStrides = new Array<number[]>(count);
+  for (let k = 0; k < count; k++) outStrides[k] = new Array<number>(rank);
+  let r = -1;
+  prev = -1;
+  for (let d = 0; d < shape.length; d++) {
+    const size = shape[d];
+    if (size === 1) continue;
+    if (prev >= 0 && mergeable(views, prev, d)) outShape[r] *= size;
+    else outShape[++r] = size;
+    for (let k = 0; k < count; k++) outStrides[k][r] = views[k].strides[d];
+    prev = d;
+  }
+  const out = new Array<View>(count);
+  for (let k = 0; k < count; k++) out[k] = { shape: outShape, strides: outStrides[k], offset: views[k].offset };
+  return out;
+}
+
+const UNIT_STRIDES: readonly number[] = Object.freeze([1]);
+
+function mergeable(views: readonly View[], outer: number, inner: number): boolean {
+  const size = views[0].shape[inner];
+  for (let k = 0; k < views.length; k++) if (views[k].strides[outer] !== views[k].strides[inner] * size) return false;
+  return true;
 }
 
 /** Resolves one -1 in a reshape target and checks the element count. */

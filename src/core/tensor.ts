@@ -58,11 +58,17 @@ export class Tensor {
   gradBuffer: Tensor | undefined;
   private wantsGrad = false;
   private node: GradNode | undefined;
+  /** The view as one object (`layout`), made on first use unless the constructor was given a frozen one. */
+  private cachedLayout: View | undefined;
 
   constructor(storage: Storage, view: View, dtype: DType = storage.dtype) {
-    this.shape = Object.freeze([...view.shape]);
-    this.strides = Object.freeze([...view.strides]);
+    // A frozen array is shared as it is (another tensor's shape, a view's, fromHandle's strides): nothing can
+    // change it, and an eager op then copies no shape.
+    this.shape = Object.isFrozen(view.shape) ? view.shape : Object.freeze([...view.shape]);
+    this.strides = Object.isFrozen(view.strides) ? view.strides : Object.freeze([...view.strides]);
     this.offset = view.offset;
+    // A frozen view of the arrays kept is this tensor's layout as it is (fromHandle's).
+    if (Object.isFrozen(view) && view.shape === this.shape && view.strides === this.strides) this.cachedLayout = view;
     this.dtype = dtype;
     storage.retain();
     this.storageRef = storage;
@@ -72,7 +78,8 @@ export class Tensor {
   /** A contiguous tensor owning fresh storage. */
   static fromHandle(backend: Backend, handle: unknown, dtype: DType, shape: Shape): Tensor {
     const storage = new Storage(backend, handle, dtype, numel(shape));
-    return new Tensor(storage, { shape, strides: contiguousStrides(shape), offset: 0 });
+    const frozenShape = Object.isFrozen(shape) ? shape : Object.freeze([...shape]);
+    return new Tensor(storage, Object.freeze({ shape: frozenShape, strides: Object.freeze(contiguousStrides(shape)), offset: 0 }));
   }
 
   get device(): DeviceName {
@@ -92,7 +99,7 @@ export class Tensor {
   }
 
   get layout(): View {
-    return { shape: this.shape, strides: this.strides, offset: this.offset };
+    return (this.cachedLayout ??= { shape: this.shape, strides: this.strides, offset: this.offset });
   }
 
   /** The storage, checked for use after dispose and for a released device. */

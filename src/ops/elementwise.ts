@@ -11,10 +11,12 @@ import {
 } from '../runtime/backend.js';
 import { DTYPE_INFO, isFloating, isFp8, promoteTypes, type DType } from '../core/dtype.js';
 import { DTypeError } from '../core/errors.js';
-import { broadcastShapes, broadcastView } from '../core/shape.js';
+import { broadcastShapes, broadcastView, sameShape, type Shape } from '../core/shape.js';
 import type { Tensor, TensorOrScalar } from '../core/tensor.js';
+import type { Backend } from '../runtime/backend.js';
 import { commonBackend, wrap } from './util.js';
 import { differentiable, type SaveSpec } from '../autograd/function.js';
+import { isGradEnabled } from '../autograd/grad-mode.js';
 import { binaryRule, sumTo, unaryRule } from './grad-rules.js';
 
 function unary(op: UnaryOp, x: Tensor, floatOnly: boolean): Tensor {
@@ -23,6 +25,8 @@ function unary(op: UnaryOp, x: Tensor, floatOnly: boolean): Tensor {
   if (x.dtype === 'bool' && !floatOnly) throw new DTypeError(`${op} does not take bool (tensor ${x.describe()})`);
   // Like PyTorch, float functions of integer tensors return float32.
   const outDtype: DType = floatOnly && !isFloating(x.dtype) ? 'float32' : x.dtype;
+  // Without grad an op is its kernel alone: no closures, no tape (differentiable would make both only to drop them).
+  if (!isGradEnabled() || !x.requiresGrad) return wrap(backend, backend.unary(op, x.operand(), outDtype), outDtype, x.shape);
   return differentiable(
     op,
     [x],
@@ -66,42 +70,63 @@ function scalarOperand(value: number, like: Tensor): ScalarOperand {
   return { scalar: value, dtype: isFloating(like.dtype) || !Number.isInteger(value) ? 'float32' : 'int32' };
 }
 
-/** A 0-d stand-in tensor of a scalar operand's dtype (no storage: only its dtype and shape are read). */
-function scalarMeta(s: ScalarOperand): Pick<Tensor, 'dtype' | 'shape' | 'describe'> {
-  return { dtype: s.dtype, shape: [], describe: () => `${s.scalar}` };
-}
-
 const CATEGORY = { bool: 0, int: 1, float: 2 } as const;
 const category = (dtype: DType) => CATEGORY[DTYPE_INFO[dtype].kind];
+const COMPARISONS: ReadonlySet<string> = new Set(COMPARISON_OPS);
+/** Ops that never record: comparisons (no gradient) and the derivative maps of backward rules. */
+const UNRECORDED: ReadonlySet<string> = new Set<string>([...COMPARISON_OPS, ...GRAD_OPS]);
 
-function resultDtype(op: BinaryOp, a: Pick<Tensor, 'dtype' | 'describe'>, b: Pick<Tensor, 'dtype' | 'describe'>, aScalar: boolean, bScalar: boolean): DType {
-  if ((COMPARISON_OPS as readonly string[]).includes(op)) return 'bool';
-  for (const t of [a, b]) {
-    if (isFp8(t.dtype))
-      throw new DTypeError(`${op} does not take ${t.dtype} (tensor ${t.describe()}): FP8 is a storage format; cast with .to('float32') first`);
+/** An operand as error messages name it (a JS number by its value). */
+const describeOperand = (x: Tensor | ScalarOperand, scalar: boolean) => (scalar ? `${(x as ScalarOperand).scalar}` : (x as Tensor).describe());
+
+function resultDtype(op: BinaryOp, a: Tensor | ScalarOperand, b: Tensor | ScalarOperand, aScalar: boolean, bScalar: boolean): DType {
+  if (COMPARISONS.has(op)) return 'bool';
+  if (isFp8(a.dtype) || isFp8(b.dtype)) {
+    const [t, scalar] = isFp8(a.dtype) ? [a, aScalar] : [b, bScalar];
+    throw new DTypeError(`${op} does not take ${t.dtype} (tensor ${describeOperand(t, scalar)}): FP8 is a storage format; cast with .to('float32') first`);
   }
   // A JS number does not widen a tensor's dtype (PyTorch's wrapped-number rule), unless it is of a higher category:
   // a fraction with an integer tensor, any number with a bool tensor (bool + 1 is int32, as torch gives int64).
   let dtype =
     aScalar && category(b.dtype) >= category(a.dtype) ? b.dtype : bScalar && category(a.dtype) >= category(b.dtype) ? a.dtype : promoteTypes(a.dtype, b.dtype);
   if (op === 'div' && !isFloating(dtype)) dtype = 'float32';
-  if (dtype === 'bool') throw new DTypeError(`${op} does not take two bool tensors (${a.describe()}, ${b.describe()}); cast to int32 first`);
+  if (dtype === 'bool')
+    throw new DTypeError(`${op} does not take two bool tensors (${describeOperand(a, aScalar)}, ${describeOperand(b, bScalar)}); cast to int32 first`);
   return dtype;
+}
+
+/** The one backend of an op's tensor operands (either may be absent: a JS number). */
+function backendOf(op: string, a: Tensor | undefined, b: Tensor | undefined): Backend {
+  if (a && b) {
+    const first = a.storage.backend;
+    return b.storage.backend === first ? first : commonBackend(op, a, b);
+  }
+  return (a ?? b)!.storage.backend;
+}
+
+/** t's operand read as `shape` (its own view when it already has that shape). */
+function broadcastOperand(t: Tensor, shape: Shape): Operand<unknown> {
+  const own = t.operand();
+  if (sameShape(t.shape, shape)) return own;
+  return { handle: own.handle, dtype: own.dtype, view: broadcastView(t.layout, shape) };
 }
 
 function binary(op: BinaryOp, x: TensorOrScalar, y: TensorOrScalar): Tensor {
   if (typeof x === 'number' && typeof y === 'number') throw new DTypeError(`${op} needs at least one tensor operand`);
-  const sa = typeof x === 'number' ? scalarOperand(x, y as Tensor) : undefined;
-  const sb = typeof y === 'number' ? scalarOperand(y, x as Tensor) : undefined;
-  const a = sa ? scalarMeta(sa) : (x as Tensor);
-  const b = sb ? scalarMeta(sb) : (y as Tensor);
-  const backend = sa ? commonBackend(op, y as Tensor) : sb ? commonBackend(op, x as Tensor) : commonBackend(op, x as Tensor, y as Tensor);
-  const outDtype = resultDtype(op, a, b, sa !== undefined, sb !== undefined);
-  const shape = broadcastShapes(a.shape, b.shape);
-  const opA = sa ?? { ...(x as Tensor).operand(), view: broadcastView((x as Tensor).layout, shape) };
-  const opB = sb ?? { ...(y as Tensor).operand(), view: broadcastView((y as Tensor).layout, shape) };
+  const tx = typeof x === 'number' ? undefined : x;
+  const ty = typeof y === 'number' ? undefined : y;
+  const sa = tx ? undefined : scalarOperand(x as number, ty!);
+  const sb = ty ? undefined : scalarOperand(y as number, tx!);
+  const backend = backendOf(op, tx, ty);
+  const outDtype = resultDtype(op, tx ?? sa!, ty ?? sb!, sa !== undefined, sb !== undefined);
+  // A number broadcasts to the tensor's shape; two tensors of one shape (the usual case) keep theirs.
+  const shape: Shape = !tx ? ty!.shape : !ty ? tx.shape : sameShape(tx.shape, ty.shape) ? tx.shape : broadcastShapes(tx.shape, ty.shape);
+  const opA = sa ?? broadcastOperand(tx!, shape);
+  const opB = sb ?? broadcastOperand(ty!, shape);
+  // Without grad an op is its kernel alone: no closures, no tape (differentiable would make both only to drop them).
+  if (UNRECORDED.has(op) || !isGradEnabled() || !(tx?.requiresGrad || ty?.requiresGrad))
+    return wrap(backend, backend.binary(op, opA, opB, shape, outDtype), outDtype, shape);
   const forward = () => wrap(backend, backend.binary(op, opA, opB, shape, outDtype), outDtype, shape);
-  if ((COMPARISON_OPS as readonly string[]).includes(op) || (GRAD_OPS as readonly string[]).includes(op)) return forward();
   return differentiable(
     op,
     [x, y],
@@ -189,8 +214,10 @@ export function where(cond: Tensor, a: TensorOrScalar, b: TensorOrScalar): Tenso
   }
   const shape = broadcastShapes(broadcastShapes(cond.shape, ta?.shape ?? []), tb?.shape ?? []);
   const operand = (t: Tensor | undefined, n: number | undefined): Operand<unknown> | ScalarOperand =>
-    t ? { ...t.operand(), view: broadcastView(t.layout, shape) } : { scalar: n!, dtype: isFloating(dtype) || !Number.isInteger(n) ? 'float32' : 'int32' };
-  const c = { ...cond.operand(), view: broadcastView(cond.layout, shape) };
+    t ? broadcastOperand(t, shape) : { scalar: n!, dtype: isFloating(dtype) || !Number.isInteger(n) ? 'float32' : 'int32' };
+  const c = broadcastOperand(cond, shape);
+  if (!isGradEnabled() || !(cond.requiresGrad || ta?.requiresGrad || tb?.requiresGrad))
+    return wrap(backend, backend.where(c, operand(ta, sa), operand(tb, sb), shape, dtype), dtype, shape);
   const forward = () => wrap(backend, backend.where(c, operand(ta, sa), operand(tb, sb), shape, dtype), dtype, shape);
   return differentiable(
     'where',

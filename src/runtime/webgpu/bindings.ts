@@ -61,7 +61,7 @@ export class UniformArena {
     if (params.byteLength > UniformArena.BINDING_SIZE)
       throw new RangeError(`a uniform block of ${params.byteLength} bytes exceeds ${UniformArena.BINDING_SIZE}`);
     const offset = this.cursor;
-    this.host.set(new Uint8Array(params), offset);
+    this.host.set(bytesOf(params), offset);
     this.cursor = offset + Math.ceil(params.byteLength / this.alignment) * this.alignment;
     return offset;
   }
@@ -83,4 +83,15 @@ export class UniformArena {
   destroy(): void {
     this.buffer.destroy();
   }
+}
+
+/**
+ * A byte view of a uniform block. Kernels pack into one block each, reused every dispatch (kernel.ts), so the view
+ * is made once per block rather than once per dispatch.
+ */
+const byteViews = new WeakMap<ArrayBuffer, Uint8Array>();
+function bytesOf(params: ArrayBuffer): Uint8Array {
+  let view = byteViews.get(params);
+  if (view === undefined || view.byteLength !== params.byteLength) byteViews.set(params, (view = new Uint8Array(params)));
+  return view;
 }

@@ -16,7 +16,8 @@ export interface GpuContext {
   /**
    * Queues one dispatch: binding 0 is the uniform block `params` (omitted when null), then `buffers` in order.
    * Work is batched into one command buffer until something is read back. `bytes`: what it reads and writes, where
-   * known (for the profiler's GB/s).
+   * known (for the profiler's GB/s). `params`, `buffers` and `grid` are read during the call only: a launcher
+   * refills the same ones for its next dispatch (kernel.ts), so whatever keeps them (a recorded step) copies them.
    */
   dispatch(
     pipeline: GPUComputePipeline,

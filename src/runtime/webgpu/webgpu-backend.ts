@@ -46,6 +46,11 @@ const CAPTURE_UNIFORM_BYTES = 4 << 20;
 /** Cached bind groups kept at most (a stale one only costs host memory: buffer ids are never reused). */
 const MAX_CACHED_BIND_GROUPS = 8192;
 
+/** Bind groups cached by key path (see WebGpuBackend.bindGroup). */
+type BindGroupTrie = Map<object, unknown>;
+/** The key of "no uniform buffer" in the bind-group cache. */
+const NO_UNIFORM = {};
+
 /** What the backend keeps per pipeline: its layout signature and the kernel family counted in byKernel. */
 interface PipelineInfo {
   readonly layout: GPUBindGroupLayout;
@@ -61,9 +66,11 @@ export class WebGpuBackend implements Backend<GpuBuffer>, GpuContext {
   readonly counters: GpuCounters = { dispatches: 0, submits: 0, reads: 0, pipelinesCompiled: 0, replays: 0, byKernel: {} };
   private readonly info = new WeakMap<GPUComputePipeline, PipelineInfo>();
   private readonly layouts = new Map<string, { layout: GPUBindGroupLayout; pipelineLayout: GPUPipelineLayout; id: number }>();
-  private readonly bufferIds = new WeakMap<GPUBuffer, number>();
-  private nextBufferId = 1;
-  private readonly bindGroups = new Map<string, GPUBindGroup>();
+  /** Cached bind groups: one Map level per key (the layout, the uniform buffer, each storage buffer); leaves are groups. */
+  private readonly bindGroups: BindGroupTrie = new Map();
+  private cachedBindGroups = 0;
+  /** The dynamic offset of an eager dispatch (setBindGroup copies it; a recorded dispatch keeps an array of its own). */
+  private readonly eagerOffsets = [0];
   private readonly arena: UniformArena;
   /** The step being recorded, if any; its dispatches take their uniforms from its own arena. */
   private recording: CapturedStep | undefined;
@@ -250,29 +257,36 @@ export class WebGpuBackend implements Backend<GpuBuffer>, GpuContext {
     return l;
   }
 
-  private bufferId(b: GPUBuffer): number {
-    let id = this.bufferIds.get(b);
-    if (id === undefined) {
-      id = this.nextBufferId++;
-      this.bufferIds.set(b, id);
-    }
-    return id;
-  }
-
-  /** The bind group of `buffers` (after the uniform, when the layout has one), cached by layout and buffer ids. */
+  /**
+   * The bind group of `buffers` (after the uniform, when the layout has one), cached by layout and buffers. The
+   * lookup walks Maps keyed by the objects themselves and builds no key string: it runs on every eager dispatch.
+   */
   private bindGroup(info: PipelineInfo, uniform: GPUBuffer | undefined, buffers: readonly GpuBuffer[]): GPUBindGroup {
-    let key = `${info.layoutId}`;
-    if (uniform) key += `:${this.bufferId(uniform)}`;
-    for (const b of buffers) key += `,${this.bufferId(b.buffer)}`;
-    let group = this.bindGroups.get(key);
+    let node = this.bindGroups.get(info.layout) as BindGroupTrie | undefined;
+    if (!node) this.bindGroups.set(info.layout, (node = new Map()));
+    let key: object = uniform ?? NO_UNIFORM;
+    for (let i = 0; i < buffers.length; i++) {
+      let next = node.get(key) as BindGroupTrie | undefined;
+      if (!next) node.set(key, (next = new Map()));
+      node = next;
+      key = buffers[i].buffer;
+    }
+    let group = node.get(key) as GPUBindGroup | undefined;
     if (!group) {
+      // A stale group only costs host memory (a buffer object is never reused for another buffer); past the bound
+      // the cache starts over.
+      if (this.cachedBindGroups >= MAX_CACHED_BIND_GROUPS) {
+        this.bindGroups.clear();
+        this.cachedBindGroups = 0;
+        return this.bindGroup(info, uniform, buffers);
+      }
       const entries: GPUBindGroupEntry[] = [];
       if (uniform) entries.push({ binding: 0, resource: { buffer: uniform, size: UniformArena.BINDING_SIZE } });
       const first = uniform ? 1 : 0;
       for (let i = 0; i < buffers.length; i++) entries.push({ binding: i + first, resource: { buffer: buffers[i].buffer } });
       group = this.gpuDevice.createBindGroup({ layout: info.layout, entries });
-      if (this.bindGroups.size >= MAX_CACHED_BIND_GROUPS) this.bindGroups.clear();
-      this.bindGroups.set(key, group);
+      node.set(key, group);
+      this.cachedBindGroups++;
     }
     return group;
   }
@@ -302,7 +316,9 @@ export class WebGpuBackend implements Backend<GpuBuffer>, GpuContext {
         if (recording) throw new CaptureError(`a captured step holds at most ${CAPTURE_UNIFORM_BYTES} bytes of uniforms`);
         this.flush();
       }
-      offsets = [arena.push(params)];
+      const offset = arena.push(params);
+      if (recording) offsets = [offset];
+      else (offsets = this.eagerOffsets)[0] = offset;
     }
     const bindGroup = this.bindGroup(info, arena?.buffer, buffers);
     this.encode(pipeline, bindGroup, offsets, grid, info.kernel, bytes);

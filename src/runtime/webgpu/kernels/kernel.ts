@@ -6,7 +6,7 @@
 // Body files stay plain WGSL beside their launchers; `{{NAME}}` remains only for code substituted per variant.
 import { DTYPE_INFO, lanesPerWord, type DType } from '../../../core/dtype.js';
 import type { GpuBuffer, GpuContext } from '../gpu-context.js';
-import { codeFn, commonWgsl, encodeFn, fillTemplate, grid1d, loadFn, wgslSource, type ComputeType } from './wgsl.js';
+import { codeFn, commonWgsl, encodeFn, fillTemplate, loadFn, wgslSource, type ComputeType } from './wgsl.js';
 
 /** Bytes of `elements` values of `dtype` (a launcher's traffic estimate for RunOptions.bytes). */
 export function bytesOf(dtype: DType, elements: number): number {
@@ -144,29 +144,67 @@ function layoutParams(schema: ParamSchema): ParamLayout {
   return { fields, names: new Set(fields.map((f) => f.name)), bytes, wgsl: fields.length ? `struct Params {\n${lines.join('\n')}\n}\n\n` : '' };
 }
 
-function packParams(kernel: string, layout: ParamLayout, values: Readonly<Record<string, number | readonly number[]>>): ArrayBuffer {
-  const buf = new ArrayBuffer(layout.bytes);
-  const dv = new DataView(buf);
-  const put = (f: ParamField, at: number, x: number) => {
-    if (f.scalar === 'f32') dv.setFloat32(at, x, true);
-    else if (f.scalar === 'i32') dv.setInt32(at, x, true);
-    else dv.setUint32(at, x >>> 0, true);
-  };
-  for (const f of layout.fields) {
+/**
+ * A kernel's uniform block, packed into `into` (zeroed first: array tails a launcher leaves out read as 0). run()
+ * packs into one block per kernel, reused every dispatch (dispatch() copies it into the batch's arena), so an
+ * eager op allocates no ArrayBuffer; pack() packs into a fresh one.
+ */
+function packParams(kernel: string, layout: ParamLayout, values: Readonly<Record<string, number | readonly number[]>>, into: UniformBlock): ArrayBuffer {
+  const { u32, i32, f32 } = into;
+  u32.fill(0);
+  const fields = layout.fields;
+  for (let j = 0; j < fields.length; j++) {
+    const f = fields[j];
     const v = values[f.name];
     if (v === undefined) throw new Error(`${kernel}: param ${f.name} has no value`);
-    if ((typeof v === 'number') !== (f.length === 0)) throw new Error(`${kernel}: param ${f.name} is ${f.length ? `an array of ${f.length}` : 'a scalar'}`);
-    if (typeof v === 'number') put(f, f.offset, v);
-    else {
+    const at = f.offset >> 2;
+    if (typeof v === 'number') {
+      if (f.length !== 0) throw new Error(`${kernel}: param ${f.name} is an array of ${f.length}`);
+      if (f.scalar === 'f32') f32[at] = v;
+      else if (f.scalar === 'i32') i32[at] = v;
+      else u32[at] = v >>> 0;
+    } else {
+      if (f.length === 0) throw new Error(`${kernel}: param ${f.name} is a scalar`);
       if (v.length > f.length) throw new Error(`${kernel}: param ${f.name} holds ${f.length} values, got ${v.length}`);
-      for (let i = 0; i < v.length; i++) put(f, f.offset + 4 * i, v[i]);
+      if (f.scalar === 'u32') for (let i = 0; i < v.length; i++) u32[at + i] = v[i] >>> 0;
+      else {
+        const target = f.scalar === 'f32' ? f32 : i32;
+        for (let i = 0; i < v.length; i++) target[at + i] = v[i];
+      }
     }
   }
   for (const name in values) if (!layout.names.has(name)) throw new Error(`${kernel}: unknown param ${name}`);
-  return buf;
+  return into.u32.buffer as ArrayBuffer;
+}
+
+/**
+ * One uniform block's bytes with a view per scalar type. WebGPU reads uniforms little-endian, as every platform
+ * a WebGPU implementation runs on stores typed arrays.
+ */
+interface UniformBlock {
+  readonly u32: Uint32Array;
+  readonly i32: Int32Array;
+  readonly f32: Float32Array;
+}
+
+function uniformBlock(bytes: number): UniformBlock {
+  const buffer = new ArrayBuffer(bytes);
+  return { u32: new Uint32Array(buffer), i32: new Int32Array(buffer), f32: new Float32Array(buffer) };
 }
 
 // ---- The kernel ----
+
+const NO_OPTIONS: RunOptions = Object.freeze({});
+
+/** A variant as run() needs it: its cache key, bindings, workgroup size, output lanes and WGSL builder. */
+interface ResolvedVariant {
+  readonly key: string;
+  readonly bindings: readonly ResolvedBinding[];
+  readonly names: ReadonlySet<string>;
+  readonly wg: number;
+  readonly outLanes: number;
+  readonly build: () => string;
+}
 
 interface ResolvedBinding {
   readonly name: string;
@@ -232,9 +270,43 @@ export function defineKernel<
     for (const f of Object.keys(v)) if (!(f in schema)) throw new Error(`kernel ${desc.name}: unknown variant field ${f}`);
   };
 
-  /** Per cache key: the variant's bindings, workgroup size and output lanes (checked once, on first use). */
-  const variants = new Map<string, { bindings: ResolvedBinding[]; names: Set<string>; wg: number; outLanes: number }>();
   const key = (v: V): string => [desc.name, ...fieldNames.map((f) => String((v as Record<string, unknown>)[f]))].join('|');
+  /**
+   * What follows from a variant, checked and resolved on its first dispatch, found again through one Map level per
+   * variant field keyed by the field's value: a dispatch builds no key string and repeats no check.
+   */
+  const variants = new Map<unknown, unknown>();
+  let fieldless: ResolvedVariant | undefined;
+  const lookup = (v: V): ResolvedVariant | undefined => {
+    if (fieldNames.length === 0) return fieldless;
+    let node = variants;
+    const last = fieldNames.length - 1;
+    for (let i = 0; i < last; i++) {
+      const next = node.get((v as Record<string, unknown>)[fieldNames[i]]) as Map<unknown, unknown> | undefined;
+      if (next === undefined) return undefined;
+      node = next;
+    }
+    return node.get((v as Record<string, unknown>)[fieldNames[last]]) as ResolvedVariant | undefined;
+  };
+  const insert = (v: V, resolved: ResolvedVariant): void => {
+    if (fieldNames.length === 0) {
+      fieldless = resolved;
+      return;
+    }
+    let node = variants;
+    const last = fieldNames.length - 1;
+    for (let i = 0; i < last; i++) {
+      const value = (v as Record<string, unknown>)[fieldNames[i]];
+      let next = node.get(value) as Map<unknown, unknown> | undefined;
+      if (next === undefined) node.set(value, (next = new Map()));
+      node = next;
+    }
+    node.set((v as Record<string, unknown>)[fieldNames[last]], resolved);
+  };
+  /** The uniform block run() packs every dispatch into (dispatch copies it out before returning). */
+  const block = layout.fields.length ? uniformBlock(layout.bytes) : undefined;
+  const bufferList: GpuBuffer[] = [];
+  const gridOf: [number, number, number] = [1, 1, 1];
 
   const resolve = (v: V): ResolvedBinding[] => {
     const out: ResolvedBinding[] = [];
@@ -317,42 +389,73 @@ export function defineKernel<
     },
     wgsl,
     workgroupSize: wgOf,
-    pack: (params) => (layout.fields.length ? packParams(desc.name, layout, params as Readonly<Record<string, number | readonly number[]>>) : null),
-    run(ctx, v, params, buffers, options = {}) {
-      // Host cost per dispatch matters (eager decode): what follows from the variant is resolved once per key.
-      const k = key(v);
-      let resolved = variants.get(k);
+    pack: (params) =>
+      layout.fields.length ? packParams(desc.name, layout, params as Readonly<Record<string, number | readonly number[]>>, uniformBlock(layout.bytes)) : null,
+    run(ctx, v, params, buffers, options = NO_OPTIONS) {
+      // Host cost per dispatch matters (eager ops, decode): what follows from the variant is resolved once.
+      let resolved = lookup(v);
       if (!resolved) {
         checkVariant(v);
         const bindings = resolve(v);
         const out = bindings.find((b) => b.name === 'out');
-        resolved = { bindings, names: new Set(bindings.map((b) => b.name)), wg: wgOf(v), outLanes: out?.dtype ? lanesPerWord(out.dtype) : 1 };
-        variants.set(k, resolved);
+        resolved = {
+          key: key(v),
+          bindings,
+          names: new Set(bindings.map((b) => b.name)),
+          wg: wgOf(v),
+          outLanes: out?.dtype ? lanesPerWord(out.dtype) : 1,
+          build: () => wgsl(v),
+        };
+        insert(v, resolved);
       }
       const named = buffers as Readonly<Record<string, GpuBuffer | undefined>>;
-      const list: GpuBuffer[] = [];
-      for (const b of resolved.bindings) {
-        const buf = named[b.name];
-        if (!buf) throw new Error(`kernel ${desc.name}: no buffer for binding ${b.name}`);
-        list.push(buf);
+      // The buffer list and the grid are this kernel's, refilled every dispatch (dispatch() reads them during the
+      // call only; a recording copies them).
+      const list = bufferList;
+      const bindings = resolved.bindings;
+      list.length = bindings.length;
+      for (let i = 0; i < bindings.length; i++) {
+        const buf = named[bindings[i].name];
+        if (!buf) {
+          list.length = 0;
+          throw new Error(`kernel ${desc.name}: no buffer for binding ${bindings[i].name}`);
+        }
+        list[i] = buf;
       }
-      for (const name in named) {
-        if (named[name] !== undefined && !resolved.names.has(name)) throw new Error(`kernel ${desc.name}: buffer ${name} is not bound by this variant`);
+      // Every binding has its buffer; as many buffers given means none is left over (no lookup per name).
+      let given = 0;
+      for (const name in named) if (named[name] !== undefined) given++;
+      if (given !== bindings.length) {
+        for (const name in named) {
+          if (named[name] !== undefined && !resolved.names.has(name)) throw new Error(`kernel ${desc.name}: buffer ${name} is not bound by this variant`);
+        }
       }
-      const packed = layout.fields.length ? packParams(desc.name, layout, params as Readonly<Record<string, number | readonly number[]>>) : null;
+      const packed = block ? packParams(desc.name, layout, params as Readonly<Record<string, number | readonly number[]>>, block) : null;
       let workgroups: readonly [number, number, number];
       if (grid === 'custom') {
         if (options.workgroups) workgroups = options.workgroups;
-        else if (options.threads !== undefined) workgroups = grid1d(options.threads, resolved.wg);
+        else if (options.threads !== undefined) workgroups = fold1d(options.threads, resolved.wg, gridOf);
         else throw new Error(`kernel ${desc.name}: a custom grid needs workgroups or threads`);
       } else {
         const p = params as Readonly<Record<string, number>>;
-        workgroups = 'words' in grid ? grid1d(Math.ceil(p[grid.words] / resolved.outLanes), resolved.wg) : grid1d(p[grid.threads], resolved.wg);
+        workgroups = 'words' in grid ? fold1d(Math.ceil(p[grid.words] / resolved.outLanes), resolved.wg, gridOf) : fold1d(p[grid.threads], resolved.wg, gridOf);
       }
-      const pipeline = ctx.pipeline(k, () => wgsl(v), options.entry ?? 'main');
+      // The context's cache finds the pipeline by the key made once per variant (its hash is computed once too); the
+      // WGSL builder is made once per variant as well.
+      const pipeline = ctx.pipeline(resolved.key, resolved.build, options.entry ?? 'main');
       ctx.dispatch(pipeline, packed, list, workgroups, options.bytes);
     },
   };
+}
+
+/** grid1d (wgsl.ts) written into `into`: the workgroups of `threads` invocations, folded into y past 65535 in x. */
+function fold1d(threads: number, wgSize: number, into: [number, number, number]): [number, number, number] {
+  const groups = Math.max(1, Math.ceil(threads / wgSize));
+  const x = Math.min(groups, 65535);
+  into[0] = x;
+  into[1] = Math.ceil(groups / x);
+  into[2] = 1;
+  return into;
 }
 
 function mainLoop(grid: Exclude<GridSpec, 'custom'>): string {

@@ -12,7 +12,8 @@ import { AdamW } from '../optim/adam.js';
 import { clipGradNorm } from '../optim/clip.js';
 import { constantLr, cosineWithWarmup, LrScheduler } from '../optim/schedule.js';
 import { gpuCounters } from '../runtime/stats.js';
-import { trainingLogits, trainingView, type TrainingView } from './decoder-training.js';
+import { trainingLogits, trainingLogitsSync, trainingView, type TrainingView } from './decoder-training.js';
+import { compile, type CompiledFunction } from '../compile/compile.js';
 import type { TrainingForwardOptions } from '../models/layers/training-blocks.js';
 import type { LoraAdapter } from './lora.js';
 
@@ -36,6 +37,12 @@ export interface FineTuneOptions {
   capturable?: boolean;
   /** Options of the training forward (the delta rule's chunk, the MoE experts composed per expert, ...). */
   forward?: TrainingForwardOptions;
+  /**
+   * Run each step's device work (forward, loss, backward, clip, update) through compile(): from the third step on
+   * one replay, its elementwise runs fused. Implies capturable. A forward that must read back (the per-expert MoE
+   * of trained or FP8 experts) or a step compile() keeps eager runs as before. Default false.
+   */
+  compile?: boolean;
 }
 
 export interface StepResult {
@@ -78,8 +85,9 @@ export class FineTune {
       lr: options.lr,
       weightDecay: options.weightDecay ?? 0,
       masterWeights: options.masterWeights ?? true,
-      capturable: options.capturable,
+      capturable: options.capturable || options.compile,
     });
+    if (options.compile) this.compiled = compile((inputs: Tensor, targets: Tensor) => this.deviceStep(inputs, targets), { label: 'train step' });
     const warmup = options.warmupSteps ?? Math.floor(options.steps / 10);
     this.scheduler = new LrScheduler(
       this.optimizer,
@@ -97,8 +105,32 @@ export class FineTune {
     return this.params.reduce((n, p) => n + p.numel, 0);
   }
 
+  /** The compiled device step (options.compile), until a step shows it cannot be (then undefined: eager). */
+  private compiled: CompiledFunction<[Tensor, Tensor], Tensor> | undefined;
+
+  /** Forward, loss, backward, clip and update with no read back (what options.compile compiles); returns the loss. */
+  private deviceStep(inputs: Tensor, targets: Tensor): Tensor {
+    const delta = this.trainable.kind === 'lora' ? this.trainable.adapter.delta : undefined;
+    const logits = trainingLogitsSync(this.view, inputs, delta, this.options.forward);
+    const loss = crossEntropy(logits, targets);
+    logits.dispose();
+    loss.backward();
+    if ((this.options.maxGradNorm ?? 1) > 0) clipGradNorm(this.params, this.options.maxGradNorm ?? 1).dispose();
+    this.optimizer.step();
+    this.optimizer.zeroGrad();
+    return loss.detach();
+  }
+
+  /** How the last steps ran: 'compiled' (compile()'s explain() says more), or 'eager' with why. */
+  get compileStatus(): string {
+    if (!this.options.compile) return 'eager';
+    const s = this.compiled?.stats().signatures[0];
+    return s ? `${s.mode}${s.reason ? `: ${s.reason}` : ''}` : 'eager: the forward reads back';
+  }
+
   /** One step on `sequence` (S + 1 token ids: inputs are the first S, targets the last S). */
   async step(sequence: readonly number[]): Promise<StepResult> {
+    if (this.compiled) return this.compiledStep(sequence);
     const t0 = performance.now();
     const d0 = gpuCounters().dispatches;
     const device = this.model.device;
@@ -130,8 +162,39 @@ export class FineTune {
     return { step: this.stepCount, loss: lossValue, lr, tokens: s, ms: performance.now() - t0, dispatches: gpuCounters().dispatches - d0, optimizerDispatches };
   }
 
+  private async compiledStep(sequence: readonly number[]): Promise<StepResult> {
+    const t0 = performance.now();
+    const d0 = gpuCounters().dispatches;
+    const device = this.model.device;
+    const s = sequence.length - 1;
+    const inputs = tensor(sequence.slice(0, s), { dtype: 'int32', device });
+    const targets = tensor(sequence.slice(1), { dtype: 'int32', device });
+    const lr = this.optimizer.lr;
+    try {
+      let loss: Tensor;
+      try {
+        loss = this.compiled!(inputs, targets);
+      } catch (e) {
+        // A layer that reads back (runDecoder's TypeError) runs the eager step from now on.
+        if (!(e instanceof TypeError)) throw e;
+        this.compiled = undefined;
+        return await this.step(sequence);
+      }
+      this.scheduler.step();
+      const lossValue = await loss.item();
+      loss.dispose();
+      this.stepCount++;
+      const dispatches = gpuCounters().dispatches - d0;
+      return { step: this.stepCount, loss: lossValue, lr, tokens: s, ms: performance.now() - t0, dispatches, optimizerDispatches: 0 };
+    } finally {
+      inputs.dispose();
+      targets.dispose();
+    }
+  }
+
   /** Releases the optimizer state (the adapter or weights stay with their owner). */
   dispose(): void {
+    this.compiled?.reset();
     this.optimizer.dispose();
     if (this.trainable.kind === 'full') for (const p of this.params) p.zeroGrad();
   }

@@ -89,16 +89,22 @@ async function measure(ctx: BenchContext, shape: string, quick: boolean): Promis
         const variants = [
           { benchmark: 'train step capturable adamw', options: { capturable: true } },
           { benchmark: 'train step composed experts', options: { forward: { moeComposed: true } } },
+          // compile(): a warm-up step (it makes the optimizer state), a traced one, a recorded one, then replays.
+          { benchmark: 'train step compiled', options: { compile: true } },
         ];
         for (const variant of variants) {
           const other = new FineTune(model, { kind: 'lora', adapter }, { steps: 100, lr: 1e-3, ...variant.options });
           try {
             let at = 0;
             let result = await other.step(sequences[0]);
+            for (let k = 0; 'compile' in variant.options && k < 2; k++) result = await other.step(sequences[0]);
             const t = await timeIt(async () => {
               result = await other.step(sequences[at++ % sequences.length]);
             }, time);
-            const why = `${result.dispatches} dispatches/step, ${result.optimizerDispatches} in the optimizer`;
+            const why =
+              'compile' in variant.options
+                ? `${result.dispatches} dispatches/step (${other.compileStatus})`
+                : `${result.dispatches} dispatches/step, ${result.optimizerDispatches} in the optimizer`;
             ctx.log(`  ${variant.benchmark}: ${why}`);
             rows.push({
               benchmark: variant.benchmark,

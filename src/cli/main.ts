@@ -119,6 +119,7 @@ program
   .option('--targets <modules>', 'comma-separated projection names to adapt (default: every attention and MLP projection)')
   .option('--full', 'train every weight instead of LoRA adapters (a small model in float32 or bfloat16)')
   .option('--no-master-weights', 'with --full and 16-bit weights: update them directly, without float32 master copies')
+  .option('--compile', "run each step through compile(): traced, fused and replayed from the third step (the update's step count on the device)")
   .option('--seed <n>', 'adapter initialization seed', positiveInt, 0)
   .option('--device <device>', 'auto, webgpu or cpu', deviceName, 'auto')
   .option('--dtype <dtype>', 'fp8 quantizes the frozen base at load; float32/float16/bfloat16 convert it', choice(WEIGHT_DTYPES))

@@ -31,6 +31,8 @@ export interface TrainCliOptions {
   full?: boolean;
   /** --full with 16-bit weights: float32 master copies (default true; --no-master-weights). */
   masterWeights?: boolean;
+  /** Run each step through compile(): replayed from the third step on (--compile). */
+  compile?: boolean;
   warmup?: number;
   seed: number;
   device: DeviceRequest;
@@ -97,6 +99,7 @@ export async function runTrain(o: TrainCliOptions, log: (line: string) => void =
         lr: o.lr,
         warmupSteps: o.warmup,
         masterWeights: o.masterWeights,
+        compile: o.compile,
       });
       log(
         `training ${o.full ? 'every weight' : `LoRA r=${o.loraRank} on ${adapter!.modules.size} projections`} of ${dir} on ${device}: ${run.parameterCount.toLocaleString('en-US')} parameters, ${sequences.length} sequence(s) of ${o.seqLen} tokens, ${o.steps} steps`,
@@ -135,7 +138,7 @@ export async function runTrain(o: TrainCliOptions, log: (line: string) => void =
       const first = losses[0];
       log(
         `${interrupted ? 'stopped' : 'done'} after ${losses.length} steps: loss ${first?.toFixed(4)} -> ${last?.loss.toFixed(4)}, ${((tokens / ms) * 1000).toFixed(0)} tok/s, ` +
-          `${last?.dispatches ?? 0} dispatches per step (${last?.optimizerDispatches ?? 0} in the optimizer); wrote ${adapter ? 'the adapter (PEFT)' : 'the model'}, loss.png${interrupted ? ' and optimizer.safetensors' : ''} to ${o.out}`,
+          `${last?.dispatches ?? 0} dispatches per step (${o.compile ? `compile: ${run.compileStatus}` : `${last?.optimizerDispatches ?? 0} in the optimizer`}); wrote ${adapter ? 'the adapter (PEFT)' : 'the model'}, loss.png${interrupted ? ' and optimizer.safetensors' : ''} to ${o.out}`,
       );
       run.dispose();
       adapter?.dispose();

@@ -111,14 +111,20 @@ export class FineTune {
   /** Forward, loss, backward, clip and update with no read back (what options.compile compiles); returns the loss. */
   private deviceStep(inputs: Tensor, targets: Tensor): Tensor {
     const delta = this.trainable.kind === 'lora' ? this.trainable.adapter.delta : undefined;
-    const logits = trainingLogitsSync(this.view, inputs, delta, this.options.forward);
+    return this.update(trainingLogitsSync(this.view, inputs, delta, this.options.forward), targets).loss.detach();
+  }
+
+  /** Loss, backward, clip and the update from the logits; counts the update's dispatches. */
+  private update(logits: Tensor, targets: Tensor): { loss: Tensor; optimizerDispatches: number } {
     const loss = crossEntropy(logits, targets);
     logits.dispose();
     loss.backward();
     if ((this.options.maxGradNorm ?? 1) > 0) clipGradNorm(this.params, this.options.maxGradNorm ?? 1).dispose();
+    const o0 = gpuCounters().dispatches;
     this.optimizer.step();
+    const optimizerDispatches = gpuCounters().dispatches - o0;
     this.optimizer.zeroGrad();
-    return loss.detach();
+    return { loss, optimizerDispatches };
   }
 
   /** How the last steps ran: 'compiled' (compile()'s explain() says more), or 'eager' with why. */
@@ -130,7 +136,6 @@ export class FineTune {
 
   /** One step on `sequence` (S + 1 token ids: inputs are the first S, targets the last S). */
   async step(sequence: readonly number[]): Promise<StepResult> {
-    if (this.compiled) return this.compiledStep(sequence);
     const t0 = performance.now();
     const d0 = gpuCounters().dispatches;
     const device = this.model.device;
@@ -141,19 +146,11 @@ export class FineTune {
     let lossValue: number;
     let optimizerDispatches: number;
     try {
-      const delta = this.trainable.kind === 'lora' ? this.trainable.adapter.delta : undefined;
-      const logits = await trainingLogits(this.view, inputs, delta, this.options.forward);
-      const loss = crossEntropy(logits, targets);
-      logits.dispose();
-      loss.backward();
-      if ((this.options.maxGradNorm ?? 1) > 0) clipGradNorm(this.params, this.options.maxGradNorm ?? 1).dispose();
-      const o0 = gpuCounters().dispatches;
-      this.optimizer.step();
-      optimizerDispatches = gpuCounters().dispatches - o0;
-      this.optimizer.zeroGrad();
+      const done = this.compiledDeviceStep(inputs, targets) ?? (await this.eagerDeviceStep(inputs, targets));
+      optimizerDispatches = done.optimizerDispatches;
       this.scheduler.step();
-      lossValue = await loss.item();
-      loss.dispose();
+      lossValue = await done.loss.item();
+      done.loss.dispose();
     } finally {
       inputs.dispose();
       targets.dispose();
@@ -162,34 +159,23 @@ export class FineTune {
     return { step: this.stepCount, loss: lossValue, lr, tokens: s, ms: performance.now() - t0, dispatches: gpuCounters().dispatches - d0, optimizerDispatches };
   }
 
-  private async compiledStep(sequence: readonly number[]): Promise<StepResult> {
-    const t0 = performance.now();
-    const d0 = gpuCounters().dispatches;
-    const device = this.model.device;
-    const s = sequence.length - 1;
-    const inputs = tensor(sequence.slice(0, s), { dtype: 'int32', device });
-    const targets = tensor(sequence.slice(1), { dtype: 'int32', device });
-    const lr = this.optimizer.lr;
+  /** The step through compile() (its update's dispatches are not told apart: 0), or undefined where it cannot run. */
+  private compiledDeviceStep(inputs: Tensor, targets: Tensor): { loss: Tensor; optimizerDispatches: number } | undefined {
+    if (!this.compiled) return undefined;
     try {
-      let loss: Tensor;
-      try {
-        loss = this.compiled!(inputs, targets);
-      } catch (e) {
-        // A layer that reads back (runDecoder's TypeError) runs the eager step from now on.
-        if (!(e instanceof TypeError)) throw e;
-        this.compiled = undefined;
-        return await this.step(sequence);
-      }
-      this.scheduler.step();
-      const lossValue = await loss.item();
-      loss.dispose();
-      this.stepCount++;
-      const dispatches = gpuCounters().dispatches - d0;
-      return { step: this.stepCount, loss: lossValue, lr, tokens: s, ms: performance.now() - t0, dispatches, optimizerDispatches: 0 };
-    } finally {
-      inputs.dispose();
-      targets.dispose();
+      return { loss: this.compiled(inputs, targets), optimizerDispatches: 0 };
+    } catch (e) {
+      // A layer that reads back (runDecoder's TypeError): the eager step from now on.
+      if (!(e instanceof TypeError)) throw e;
+      this.compiled = undefined;
+      return undefined;
     }
+  }
+
+  /** Forward (awaiting a layer that reads back), loss, backward, clip and the update, op by op. */
+  private async eagerDeviceStep(inputs: Tensor, targets: Tensor): Promise<{ loss: Tensor; optimizerDispatches: number }> {
+    const delta = this.trainable.kind === 'lora' ? this.trainable.adapter.delta : undefined;
+    return this.update(await trainingLogits(this.view, inputs, delta, this.options.forward), targets);
   }
 
   /** Releases the optimizer state (the adapter or weights stay with their owner). */

@@ -11,7 +11,16 @@ import { defineKernel } from '../../runtime/webgpu/kernels/kernel.js';
 import { MAP_OPS, mapExpression } from '../../runtime/webgpu/kernels/map-ops.js';
 import { codeFn, computeTypeOf, decodeExpr, encodeFn, grid1d, wgslSource, type ComputeType } from '../../runtime/webgpu/kernels/wgsl.js';
 import type { ReduceOp } from '../../runtime/backend.js';
-import { REDUCE_OPS, REDUCE_PARAMS, reduceBodyCode, reduceLayout, reduceResultType, reduceTypeAliases, reduceWorkgroupFunctions } from '../reduce/webgpu.js';
+import {
+  REDUCE_OPS,
+  REDUCE_PARAMS,
+  reduceBodyCode,
+  reduceGeometry,
+  reduceLayout,
+  reduceResultType,
+  reduceTypeAliases,
+  reduceWorkgroupFunctions,
+} from '../reduce/webgpu.js';
 import type { FusedMapArgs, FusedNode, FusedRef } from './index.js';
 import { FUSED_MAP_MAX_BUFFERS, FUSED_MAP_MAX_SCALARS } from './limits.js';
 
@@ -318,10 +327,7 @@ const reduceChainWorkgroups = defineKernel({
  * with the reduce kernel's own loop and order, so the result has the bits of the chain then the reduction.
  */
 export function fusedReduceKernel(ctx: GpuContext, args: GpuChain, op: ReduceOp, dim: number, outDtype: DType): GpuBuffer {
-  const shape = args.shape;
-  const size = shape[dim];
-  const inner = numel(shape.slice(dim + 1));
-  const nOut = numel(shape.filter((_, i) => i !== dim));
+  const { size, inner, nOut } = reduceGeometry(args.shape, dim);
   const lanes = lanesPerWord(outDtype);
   const out = ctx.alloc(wordBytes(nOut, lanes));
   if (nOut === 0) return out;

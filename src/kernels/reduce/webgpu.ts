@@ -110,12 +110,14 @@ export function reduceLayout(size: number, nOut: number): { kind: 'rows' } | { k
   return { kind: 'wg', wg: size >= 1024 ? 256 : size >= 128 ? 128 : 64 };
 }
 
+/** A reduction of dim of a contiguous shape as [outer, size, inner], and its output count. */
+export function reduceGeometry(shape: readonly number[], dim: number): { size: number; inner: number; nOut: number } {
+  return { size: shape[dim], inner: numel(shape.slice(dim + 1)), nOut: numel(shape.filter((_, i) => i !== dim)) };
+}
+
 /** Reduces dim `dim` of an input whose view is contiguous (any offset); the output is contiguous without that dim. */
 export function reduceKernel(ctx: GpuContext, op: ReduceOp, x: GpuOperand, dim: number, outDtype: DType): GpuBuffer {
-  const shape = x.view.shape;
-  const size = shape[dim];
-  const inner = numel(shape.slice(dim + 1));
-  const nOut = numel(shape.filter((_, i) => i !== dim));
+  const { size, inner, nOut } = reduceGeometry(x.view.shape, dim);
   const lanes = lanesPerWord(outDtype);
   const out = ctx.alloc(wordBytes(nOut, lanes));
   if (nOut === 0) return out;

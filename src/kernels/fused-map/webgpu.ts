@@ -1,15 +1,14 @@
 // Launcher of fusedMap (fused-map.wgsl): the chain's WGSL is generated from its description, one variant per chain
 // shape (ops, dtypes, how each input is addressed); shapes, offsets, strides and numbers travel in the uniforms, so
 // the same chain over other sizes reuses the pipeline.
-import { castCode, scalarValue } from '../../core/codecs.js';
 import { DTYPE_INFO, lanesPerWord, type DType } from '../../core/dtype.js';
 import { ShapeError } from '../../core/errors.js';
-import { coalesceViews, contiguousView, numel, type Shape, type View } from '../../core/shape.js';
+import { coalesceViews, contiguousView, numel, type Shape } from '../../core/shape.js';
 import { wordBytes, type GpuBuffer, type GpuContext } from '../../runtime/webgpu/gpu-context.js';
-import type { GpuOperand } from '../../runtime/webgpu/kernels/elementwise.js';
+import { accessOf, castCompute, scalarCode, whereCompute, type GpuOperand, type MapCompute } from '../../runtime/webgpu/kernels/elementwise.js';
 import { defineKernel } from '../../runtime/webgpu/kernels/kernel.js';
 import { MAP_OPS, mapExpression } from '../../runtime/webgpu/kernels/map-ops.js';
-import { codeFn, computeTypeOf, decodeExpr, encodeFn, grid1d, wgslSource, type ComputeType } from '../../runtime/webgpu/kernels/wgsl.js';
+import { codeFn, computeTypeOf, decodeExpr, encodeFn, grid1d, wgslSource } from '../../runtime/webgpu/kernels/wgsl.js';
 import type { ReduceOp } from '../../runtime/backend.js';
 import {
   REDUCE_OPS,
@@ -30,7 +29,6 @@ const MAX_STRIDES = 64;
 
 /** 'vec4': linear, 32-bit, its first element a multiple of 4 and its buffer holding every vec4 the run touches. */
 type Access = 'linear' | 'scalar' | 'strided' | 'vec4';
-type Compute = ComputeType | 'raw';
 
 /** What the WGSL depends on, as the variant's one string field (the pipeline key). */
 interface ChainSpec {
@@ -40,7 +38,7 @@ interface ChainSpec {
     kind: FusedNode['kind'];
     op: string;
     dtype: DType;
-    compute: Compute;
+    compute: MapCompute;
     saturate: boolean;
     /** ['i', k] input k, ['v', m] node m, ['s', slot, dtype] a number in uniform slot `slot`, encoded in dtype. */
     args: readonly (readonly [string, number, DType?])[];
@@ -50,22 +48,15 @@ interface ChainSpec {
   readonly outVec4?: readonly boolean[];
 }
 
-function accessOf(view: View): Access {
-  if (view.shape.length === 0 || view.strides.every((s) => s === 0)) return 'scalar';
-  if (view.shape.length === 1 && view.strides[0] === 1) return 'linear';
-  return 'strided';
-}
-
 /** The node's compute type as the one-op map kernels pick it (elementwise.ts), so fused and unfused round alike. */
-function computeOf(node: FusedNode, dtypeOf: (r: FusedRef) => DType): Compute {
+function computeOf(node: FusedNode, dtypeOf: (r: FusedRef) => DType): MapCompute {
   switch (node.kind) {
     case 'where': {
-      const [, a, b] = node.args;
-      const raw = [a, b].every((r) => 'scalar' in r || dtypeOf(r) === node.dtype);
-      return raw ? 'raw' : computeTypeOf(dtypeOf(a), dtypeOf(b), node.dtype);
+      const side = (r: FusedRef) => ({ dtype: dtypeOf(r), number: 'scalar' in r });
+      return whereCompute(side(node.args[1]), side(node.args[2]), node.dtype);
     }
     case 'cast':
-      return dtypeOf(node.args[0]) === node.dtype && !node.saturate ? 'raw' : computeTypeOf(dtypeOf(node.args[0]), node.dtype);
+      return castCompute(dtypeOf(node.args[0]), node.dtype, node.saturate);
     default:
       return computeTypeOf(...node.args.map(dtypeOf), node.dtype);
   }
@@ -219,7 +210,7 @@ function prepareChain(args: GpuChain, vec4 = false): PreparedChain {
   const strides: number[] = [];
   const inputs = args.inputs.map((x, k) => {
     const view = views[k + 1];
-    let access = accessOf(view);
+    let access: Access = accessOf(view);
     const words = Math.ceil((view.offset + n) / 4) * 16;
     if (vec4 && access === 'linear' && lanesPerWord(x.dtype) === 1 && view.offset % 4 === 0 && x.buffer.size >= words) access = 'vec4';
     const strided = access === 'strided' ? strides.length / rank : -1;
@@ -233,14 +224,8 @@ function prepareChain(args: GpuChain, vec4 = false): PreparedChain {
     const refs = node.args.map((r): readonly [string, number, DType?] => {
       if ('input' in r) return ['i', r.input, args.inputs[r.input].dtype];
       if ('node' in r) return ['v', r.node, args.nodes[r.node].dtype];
-      // A number's code: in its own dtype, or for a raw op in the output's (rounded through its own first).
-      const code =
-        compute === 'raw'
-          ? castCode(scalarValue(r), node.dtype)
-          : r.dtype === 'float32'
-            ? new Uint32Array(new Float32Array([r.scalar]).buffer)[0]
-            : castCode(r.scalar, r.dtype);
-      scalars.push(code >>> 0);
+      // A number's code: in its own dtype, or for a raw op in the output's (as the one-op maps carry it).
+      scalars.push(scalarCode(r, compute === 'raw' ? node.dtype : undefined));
       return ['s', scalars.length - 1, compute === 'raw' ? node.dtype : r.dtype];
     });
     return { kind: node.kind, op: mapName(node), dtype: node.dtype, compute, saturate: node.kind === 'cast' && node.saturate, args: refs };

@@ -35,7 +35,8 @@ export function toGpuOperand(x: Operand<GpuBuffer>): GpuOperand {
 /** How a kernel input is addressed, from cheapest to most general (part of the pipeline key); 'uniform': a JS number in the params. */
 type Access = 'linear' | 'scalar' | 'strided' | 'uniform';
 
-function accessOf(view: View): Access {
+/** How a view is read: one element, a contiguous run, or by strides (the fused maps read their inputs the same way). */
+export function accessOf(view: View): Exclude<Access, 'uniform'> {
   if (view.shape.length === 0) return 'scalar';
   if (view.shape.length === 1 && view.strides[0] === 1) return 'linear';
   if (view.strides.every((s) => s === 0)) return 'scalar';
@@ -46,7 +47,18 @@ function accessOf(view: View): Access {
 type MapInput = GpuOperand | ScalarOperand;
 
 /** 'raw': the map moves storage codes unconverted (u32), for copies and single-dtype selections. */
-type MapCompute = ComputeType | 'raw';
+export type MapCompute = ComputeType | 'raw';
+
+/** A where() map's compute type: raw codes when both sides (a number counts as either) are of the output's dtype. */
+export function whereCompute(a: { dtype: DType; number: boolean }, b: { dtype: DType; number: boolean }, outDtype: DType): MapCompute {
+  const raw = [a, b].every((x) => x.number || x.dtype === outDtype);
+  return raw ? 'raw' : computeTypeOf(a.dtype, b.dtype, outDtype);
+}
+
+/** A cast's: raw codes for a copy to the same dtype (NaN payloads kept), else f32 unless both sides are integers. */
+export function castCompute(from: DType, outDtype: DType, saturate: boolean): MapCompute {
+  return from === outDtype && !saturate ? 'raw' : computeTypeOf(from, outDtype);
+}
 const COMPUTE = ['f32', 'i32', 'raw'] as const;
 /** The WGSL type a map's values have in compute type c (raw codes are u32). */
 const valueType = (c: MapCompute) => (c === 'raw' ? 'u32' : c);
@@ -286,7 +298,7 @@ interface MapSpec {
  * The storage code of a number argument: in its own dtype (int32 two's complement, float32 bits), or, for a raw
  * map, in the output's dtype (rounded through its own dtype first, as the CPU backend does).
  */
-function scalarCode(x: ScalarOperand, raw: DType | undefined): number {
+export function scalarCode(x: ScalarOperand, raw: DType | undefined): number {
   const dtype = raw ?? x.dtype;
   const value = raw ? scalarValue(x) : x.scalar;
   if (dtype === 'float32') return new Uint32Array(new Float32Array([value]).buffer)[0];
@@ -385,17 +397,17 @@ export function binaryKernel(ctx: GpuContext, op: BinaryOp, a: MapInput, b: MapI
 
 /** where(cond, a, b) over views broadcast to outShape; cond is bool. One dtype throughout selects codes as they are. */
 export function whereKernel(ctx: GpuContext, cond: GpuOperand, a: MapInput, b: MapInput, outShape: Shape, outDtype: DType): GpuBuffer {
-  const raw = [a, b].every((x) => isScalarOperand(x) || x.dtype === outDtype);
-  const c: MapCompute = raw ? 'raw' : computeTypeOf(a.dtype, b.dtype, outDtype);
+  const side = (x: MapInput) => ({ dtype: x.dtype, number: isScalarOperand(x) });
+  const c = whereCompute(side(a), side(b), outDtype);
   return runMap(ctx, { op: 'where', inputs: [cond, a, b], outDtype, inC: c, outC: c }, outShape);
 }
 
 /** A contiguous copy of x in outDtype (contiguous(), to(dtype), clone()). */
 export function castKernel(ctx: GpuContext, x: GpuOperand, outDtype: DType, saturate: boolean): GpuBuffer {
-  // A copy to the same dtype moves codes as they are (NaN payloads included), as the CPU backend does.
-  if (x.dtype === outDtype && !saturate) return runMap(ctx, { op: 'copy', inputs: [x], outDtype, inC: 'raw', outC: 'raw' }, x.view.shape);
-  // Keep integers exact when both sides are integers; anything touching a float goes through f32.
-  const c = computeTypeOf(x.dtype, outDtype);
+  // A copy to the same dtype moves codes as they are (NaN payloads included), as the CPU backend does; integers stay
+  // exact when both sides are integers; anything touching a float goes through f32.
+  const c = castCompute(x.dtype, outDtype, saturate);
+  if (c === 'raw') return runMap(ctx, { op: 'copy', inputs: [x], outDtype, inC: 'raw', outC: 'raw' }, x.view.shape);
   return runMap(ctx, { op: 'cast', inputs: [x], outDtype, inC: c, outC: c, saturate }, x.view.shape);
 }
 

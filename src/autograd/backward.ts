@@ -9,8 +9,8 @@ import type { Tensor } from '../core/tensor.js';
 import { noGrad } from './grad-mode.js';
 import type { Edge, GradNode } from './node.js';
 
-/** Nodes reachable from root, each after every node that consumes its output. */
-function topologicalOrder(root: GradNode): GradNode[] {
+/** Nodes reachable from root without passing a boundary node, each after every node that consumes its output. */
+function topologicalOrder(root: GradNode, boundary?: ReadonlySet<GradNode>): GradNode[] {
   const order: GradNode[] = [];
   const seen = new Set<GradNode>();
   // Iterative post-order: a deep graph (hundreds of layers of ops) must not overflow the JS stack.
@@ -19,7 +19,7 @@ function topologicalOrder(root: GradNode): GradNode[] {
   while (stack.length) {
     const top = stack[stack.length - 1];
     const [node, i] = top;
-    if (i < node.edges.length) {
+    if (i < node.edges.length && !boundary?.has(node)) {
       top[1]++;
       const next = node.edges[i]?.node;
       if (next && !seen.has(next)) {
@@ -94,28 +94,81 @@ export function backwardSweeps(): number {
   return sweeps;
 }
 
-export function backward(root: Tensor, grad: Tensor | undefined, { ones, copyInto }: SweepOps): void {
+export function backward(root: Tensor, grad: Tensor | undefined, ops: SweepOps): void {
   sweeps++;
-  if (!root.requiresGrad) throw new DTypeError(`backward() of ${root.describe()}: it does not require grad (no input of the ops that made it does)`);
-  if (!grad && root.numel !== 1)
-    throw new ShapeError(`backward() of ${root.describe()} needs a gradient argument: only a one-element tensor has an implicit one`);
+  sweep(root, grad, ops, 'backward()', (leaf, g) => accumulateLeaf(leaf, g, ops.copyInto));
+}
+
+/**
+ * torch.autograd.grad: the gradients of root with respect to `inputs` (tensors that require grad, leaves or not),
+ * returned instead of accumulated into .grad; undefined where no gradient reaches an input. The graph between root
+ * and the inputs is swept once (its saved tensors are released); leaves outside `inputs` are left alone.
+ */
+export function gradients(root: Tensor, inputs: readonly Tensor[], grad: Tensor | undefined, ops: SweepOps): (Tensor | undefined)[] {
+  const found = new Map<Tensor, Tensor>();
+  const byNode = new Map<GradNode, Tensor>();
+  for (const x of inputs) {
+    if (!x.requiresGrad) throw new DTypeError(`grad(): input ${x.describe()} does not require grad`);
+    if (x.gradFn) byNode.set(x.gradFn, x);
+  }
+  const collect = (x: Tensor, g: Tensor) => {
+    const prev = found.get(x);
+    if (!prev) found.set(x, g);
+    else {
+      found.set(x, prev.add(g));
+      prev.dispose();
+      g.dispose();
+    }
+  };
+  const wanted = new Set(inputs);
+  const stop = { nodes: new Set(byNode.keys()), take: (node: GradNode, g: Tensor) => collect(byNode.get(node)!, g) };
+  sweep(root, grad, ops, 'grad()', (leaf, g) => (wanted.has(leaf) ? collect(leaf, g) : g.dispose()), stop);
+  const given = new Set<Tensor>();
+  return inputs.map((x) => {
+    const g = found.get(x);
+    if (!g || !given.has(g)) return g && (given.add(g), g);
+    // An input passed twice gets its gradient twice, each its own tensor.
+    return noGrad(() => g.clone());
+  });
+}
+
+/**
+ * The reverse sweep from root: each node's rule once, in reverse topological order; a leaf's gradient goes to
+ * `leaf`, and a node `stop` takes (an input of grad()) is not swept past.
+ */
+function sweep(
+  root: Tensor,
+  grad: Tensor | undefined,
+  { ones }: SweepOps,
+  what: string,
+  leaf: (leaf: Tensor, g: Tensor) => void,
+  stop?: { nodes: ReadonlySet<GradNode>; take: (node: GradNode, g: Tensor) => void },
+): void {
+  if (!root.requiresGrad) throw new DTypeError(`${what} of ${root.describe()}: it does not require grad (no input of the ops that made it does)`);
+  if (!grad && root.numel !== 1) throw new ShapeError(`${what} of ${root.describe()} needs a gradient argument: only a one-element tensor has an implicit one`);
   if (grad && (grad.shape.length !== root.shape.length || grad.shape.some((s, i) => s !== root.shape[i]))) {
-    throw new ShapeError(`backward(grad): grad has shape ${formatShape(grad.shape)}, the tensor ${formatShape(root.shape)}`);
+    const arg = what === 'backward()' ? 'backward(grad): grad' : 'grad(output, inputs, gradOutput): gradOutput';
+    throw new ShapeError(`${arg} has shape ${formatShape(grad.shape)}, the tensor ${formatShape(root.shape)}`);
   }
   noGrad(() => {
     // to() copies, so the sweep consumes its own seed and never the caller's gradient.
     const seed = grad ? grad.to(root.dtype) : ones(root.shape, { dtype: root.dtype, device: root.device });
     const node = root.gradFn;
     if (!node) {
-      accumulateLeaf(root, seed, copyInto);
+      leaf(root, seed);
       return;
     }
     const grads = new Map<GradNode, Tensor>([[node, seed]]);
-    for (const n of topologicalOrder(node)) {
+    for (const n of topologicalOrder(node, stop?.nodes)) {
       const g = grads.get(n);
       grads.delete(n);
       if (!g) {
         n.release();
+        continue;
+      }
+      if (stop?.nodes.has(n)) {
+        // An input of grad(): its gradient is taken here, and the graph behind it is left for later sweeps.
+        stop.take(n, g);
         continue;
       }
       let inputs: readonly (Tensor | undefined)[];
@@ -133,7 +186,7 @@ export function backward(root: Tensor, grad: Tensor | undefined, { ones, copyInt
         }
         const c = conform(gi, edge, n.name);
         if (edge.node) accumulate(grads, edge.node, c);
-        else accumulateLeaf(edge.leaf!, c, copyInto);
+        else leaf(edge.leaf!, c);
       });
     }
   });

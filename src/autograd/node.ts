@@ -35,6 +35,11 @@ export class GradNode {
     this.versions = saved.map((t) => t.storage.version);
   }
 
+  /** The tensors the rule will read (empty once it ran or was released). */
+  get saved(): readonly Tensor[] {
+    return this.savedTensors ?? [];
+  }
+
   /** Runs the rule once; its saved tensors are released right after (torch's retain_graph=False). */
   apply(grad: Tensor): readonly (Tensor | undefined)[] {
     const saved = this.savedTensors;

@@ -11,13 +11,16 @@ import { contiguousView, formatShape, type View } from '../core/shape.js';
 import { tidy } from '../core/scope.js';
 import { Storage } from '../core/storage.js';
 import { Tensor } from '../core/tensor.js';
-import { backwardSweeps } from '../autograd/backward.js';
-import { isGradEnabled } from '../autograd/grad-mode.js';
+import { backwardSweeps, gradients } from '../autograd/backward.js';
+import { enableGrad, isGradEnabled } from '../autograd/grad-mode.js';
+import { record } from '../autograd/node.js';
+import { sweepOps } from '../ops/grad.js';
 import type { Backend } from '../runtime/backend.js';
 import { backendFor, webgpuBackend } from '../runtime/registry.js';
 import type { CapturedStep } from '../runtime/webgpu/capture.js';
 import type { GpuBuffer } from '../runtime/webgpu/gpu-context.js';
 import type { WebGpuBackend } from '../runtime/webgpu/webgpu-backend.js';
+import { regionGraph, releaseGraph } from './grad-region.js';
 import { buildProgram, describeGroup, type Program } from './plan.js';
 import { runProgram } from './run-program.js';
 import { forEachHandle, isHandle, isTracing, traceCalls } from './trace.js';
@@ -106,6 +109,46 @@ interface Entry {
   retained: { handle: object; backend: Backend }[];
   boundInputs?: GpuBuffer[];
   boundOutputs?: GpuBuffer[];
+  /** A forward whose output needs gradients: what its compiled backward needs. */
+  region?: Region;
+}
+
+/**
+ * A compiled forward whose output requires grad, as torch.compile's AOT autograd splits it: the forward program
+ * also returns the tensors its backward reads, and the output gets one node whose rule is the backward, compiled
+ * too: (gradient, saved tensors, the call's tensors) -> the gradients of the inputs that require grad and of the
+ * closed-over leaves (weights) the forward reached.
+ */
+interface Region {
+  /** The output slot that requires grad. */
+  readonly root: number;
+  /** Output slots of the saved tensors the forward made (the program's extra outputs). */
+  readonly saved: readonly number[];
+  /** Positions, among the call's tensors, of the inputs that require grad. */
+  readonly gradInputs: readonly number[];
+  /** Closed-over leaves the gradient reaches. */
+  readonly leaves: readonly Tensor[];
+  readonly backward: CompiledFunction<Tensor[], (Tensor | undefined)[]>;
+  /** The eager graph of the call whose backward runs now, for the backward's trace to sweep. */
+  pending?: Pending;
+  /** The args of the call whose backward runs now (with the node's saved views): a recompute reads them. */
+  args?: unknown[];
+  /** Whether a backward ran: until then each call traces again, since only a traced call leaves a graph to sweep. */
+  backwardRan: boolean;
+}
+
+/** A traced call's own graph: its output's node (on a disposed stand-in that holds no storage) and what to differentiate by. */
+interface Pending {
+  readonly root: Tensor;
+  readonly wrt: readonly Tensor[];
+}
+
+/** A disposed tensor carrying t's node: what a sweep reads of a root (node, shape, dtype), holding no storage. */
+function standIn(t: Tensor): Tensor {
+  const s = t.detach();
+  s.setGradFn(t.gradFn!);
+  s.dispose();
+  return s;
 }
 
 const OUTPUT = Symbol('output');
@@ -134,6 +177,19 @@ function signatureOf(args: readonly unknown[]): { tensors: Tensor[]; signature: 
   return { tensors, signature };
 }
 
+/** args with each tensor replaced by f(tensor, k), k counting tensors in signatureOf's order. */
+function mapTensors(v: unknown, f: (t: Tensor, k: number) => Tensor): unknown {
+  let k = 0;
+  const walk = (x: unknown, depth: number): unknown => {
+    if (x instanceof Tensor) return f(x, k++);
+    if (x === null || typeof x !== 'object' || depth > 6) return x;
+    if (Array.isArray(x)) return x.map((y) => walk(y, depth + 1));
+    if (Object.getPrototypeOf(x) === Object.prototype) return Object.fromEntries(Object.entries(x).map(([key, y]) => [key, walk(y, depth + 1)]));
+    return x;
+  };
+  return walk(v, 0);
+}
+
 const ids = new WeakMap<object, number>();
 let nextId = 1;
 function identity(v: object): number {
@@ -150,8 +206,9 @@ function describeError(e: unknown): string {
  * Compiles fn, a function of tensors (and other arguments, which become part of the signature) returning tensors
  * (alone, in arrays or plain objects). fn runs in a scope (as tidy): tensors it makes and does not return are
  * disposed unless kept with keep(). Closed-over tensors (weights, caches) are read where they live at each call;
- * reset() after replacing one by a new tensor. Returned tensors are new at each call and do not require grad; a
- * function whose outputs need gradients runs eagerly unless it runs its own backward() (a whole training step).
+ * reset() after replacing one by a new tensor (or changing which of them require grad). Returned tensors are new
+ * at each call. A function whose one output needs gradients (a model's forward with trainable weights or inputs)
+ * gets a compiled backward too; a function that runs its own backward() is compiled whole (a training step).
  */
 export function compile<A extends unknown[], R>(fn: (...args: A) => R, options: CompileOptions = {}): CompiledFunction<A, R> {
   const maxSignatures = Math.max(1, options.maxSignatures ?? 8);
@@ -160,11 +217,77 @@ export function compile<A extends unknown[], R>(fn: (...args: A) => R, options: 
   let traces = 0;
   let evictions = 0;
 
+  type Built = { result: R; made: Tensor[] };
+
+  /** A planned or replayed call's result; a region's output gets its backward's node, which keeps the saved tensors. */
+  const finish = (entry: Entry, tensors: Tensor[], args: A, { result, made }: Built): R => {
+    const region = entry.region;
+    if (!region) return result;
+    const saved = region.saved.map((k) => made[k]);
+    attach(region, made[region.root], tensors, saved, args);
+    for (const t of saved) t.dispose();
+    return result;
+  };
+
   const drop = (e: Entry) => {
+    e.region?.backward.reset();
     e.releaseHold?.();
     e.step?.dispose();
     for (const { handle, backend } of e.retained.splice(0)) if (!(backend as { released?: boolean }).released) backend.free(handle);
   };
+
+  /**
+   * Gives out (the region's output of one call) the node whose rule runs the compiled backward on this call's saved
+   * tensors and inputs; pending is the call's own graph where it has one (a traced call).
+   */
+  const attach = (region: Region, out: Tensor, tensors: readonly Tensor[], saved: readonly Tensor[], args: A, pending?: Pending) => {
+    const wrt = [...region.gradInputs.map((k) => tensors[k]), ...region.leaves];
+    record(out, `compiled ${label}`, wrt, [...saved, ...tensors], (g, views) => {
+      region.pending = pending;
+      region.args = mapTensors(args, (_, k) => views[saved.length + k]) as unknown[];
+      try {
+        return region.backward(g.isContiguous() && g.offset === 0 ? g : g.contiguous(), ...views);
+      } finally {
+        region.backwardRan = true;
+        region.args = undefined;
+        // A graph the backward did not sweep (its recording replayed instead) still holds what it saved.
+        if (region.pending) releaseGraph(region.pending.root, region.pending.wrt);
+        region.pending = undefined;
+      }
+    });
+  };
+
+  /**
+   * The region's backward, as compile() traces it: the first time, the sweep of the traced call's own graph; where
+   * no graph is left (a backward traced again, or one that runs eagerly), the forward runs again with grad and its
+   * graph is swept (as a checkpoint does).
+   */
+  const backwardOf =
+    (regionOf: () => Region) =>
+    (g: Tensor, ..._savedAndInputs: Tensor[]): (Tensor | undefined)[] => {
+      const region = regionOf();
+      const pending = region.pending;
+      region.pending = undefined;
+      if (pending) return gradients(pending.root, pending.wrt, g, sweepOps);
+      const args = region.args;
+      if (!args) throw new Error(`compiled ${label}: its backward ran outside a backward() sweep`);
+      return enableGrad(() => {
+        const leaves = new Map<number, Tensor>();
+        const again = mapTensors(args, (t, k) => {
+          if (!region.gradInputs.includes(k)) return t;
+          const leaf = t.detach().requiresGrad_();
+          leaves.set(k, leaf);
+          return leaf;
+        }) as A;
+        let root: Tensor | undefined;
+        mapTensors(fn(...again), (t) => {
+          if (t.requiresGrad) root ??= t;
+          return t;
+        });
+        if (!root) throw new Error(`compiled ${label}: run again for its backward, no output needs gradients`);
+        return gradients(root, [...region.gradInputs.map((k) => leaves.get(k)!), ...region.leaves], g, sweepOps);
+      });
+    };
 
   const trace = (signature: string, tensors: Tensor[], args: A, previous = 0): { entry: Entry; result: R } => {
     traces++;
@@ -198,6 +321,7 @@ export function compile<A extends unknown[], R>(fn: (...args: A) => R, options: 
     }
     const outputs: OutputSlot[] = [];
     const slotOf = new Map<Tensor, number>();
+    const gradSlots: [Tensor, number][] = [];
     const produced = new Set<object>();
     for (const c of trace.calls) forEachHandle(c.backend, c.out, (h) => produced.add(h));
     const inputs = new Set(entry.inputs);
@@ -211,6 +335,7 @@ export function compile<A extends unknown[], R>(fn: (...args: A) => R, options: 
           const handle = s.handle as object;
           outputs.push({ handle, backend: s.backend, dtype: v.dtype, view: v.layout, length: s.length, made: produced.has(handle) && !inputs.has(handle) });
           slotOf.set(v, (k = outputs.length - 1));
+          if (v.requiresGrad) gradSlots.push([v, k]);
         }
         return { [OUTPUT]: k } satisfies OutputRef;
       }
@@ -224,14 +349,62 @@ export function compile<A extends unknown[], R>(fn: (...args: A) => R, options: 
     entry.outputs = outputs;
     if (outputs.some((o) => trace.hostState.has(o.handle)))
       entry.reason ??= 'it returns a tensor made from host data (tensor(), rand(), ...): pass it in as an argument';
-    if (needsGrad && backwardSweeps() === sweeps0)
-      entry.reason ??= 'its outputs need gradients and it runs no backward(): compile the whole training step (forward, backward() and the optimizer step)';
+    let region: { root: Tensor; slot: number; gradInputs: number[]; leaves: readonly Tensor[]; saved: Map<object, { slot: number; t: Tensor }> } | undefined;
+    if (needsGrad && backwardSweeps() === sweeps0) {
+      const [root, rootSlot] = gradSlots[0];
+      if (gradSlots.length > 1)
+        entry.reason ??=
+          'more than one of its outputs needs gradients: return one, or compile the whole training step (forward, backward() and the optimizer step)';
+      else if (!root.gradFn || !outputs[rootSlot].made) entry.reason ??= 'it returns an input that requires grad as it is: nothing to compile';
+      else if (!entry.reason) {
+        // The forward program also returns the tensors the backward reads that the forward made (one slot per storage).
+        const gradInputs = tensors.flatMap((t, k) => (t.requiresGrad ? [k] : []));
+        const graph = regionGraph(
+          root,
+          gradInputs.map((k) => tensors[k]),
+        );
+        const saved = new Map<object, { slot: number; t: Tensor }>();
+        for (const t of graph.saved) {
+          const st = t.storage;
+          const h = st.handle as object;
+          if (!produced.has(h) || inputs.has(h) || trace.hostState.has(h) || saved.has(h)) continue;
+          outputs.push({ handle: h, backend: st.backend, dtype: t.dtype, view: t.layout, length: st.length, made: true });
+          saved.set(h, { slot: outputs.length - 1, t });
+        }
+        region = { root, slot: rootSlot, gradInputs, leaves: graph.leaves, saved };
+      }
+    }
     if (!entry.reason) {
       try {
         entry.program = buildProgram(trace, new Set(outputs.map((o) => o.handle)));
       } catch (e) {
         entry.reason = `it could not be planned: ${describeError(e)}`;
       }
+    }
+    if (region && !entry.reason) {
+      // This call's output keeps its graph for the backward's trace to sweep, behind the node every call's output gets.
+      const saved = [...region.saved.values()];
+      const r: Region = {
+        root: region.slot,
+        saved: saved.map((x) => x.slot),
+        gradInputs: region.gradInputs,
+        leaves: region.leaves,
+        backwardRan: false,
+        backward: compile(
+          backwardOf(() => r),
+          { label: `${label} backward`, maxSignatures: 2 },
+        ),
+      };
+      entry.region = r;
+      const pending = { root: standIn(region.root), wrt: [...region.gradInputs.map((k) => tensors[k]), ...region.leaves] };
+      attach(
+        r,
+        region.root,
+        tensors,
+        saved.map((x) => x.t),
+        args,
+        pending,
+      );
     }
     // State made by this call (kept, not returned): the first trace is a warm-up, the next call traces again.
     const madeState = trace.hostState.size > 0 || (entry.program?.escapees.length ?? 0) > 0;
@@ -250,7 +423,7 @@ export function compile<A extends unknown[], R>(fn: (...args: A) => R, options: 
   };
 
   /** Runs the program (CPU), or records it (WebGPU's first run after the trace). */
-  const runPlanned = (entry: Entry, tensors: Tensor[]): R => {
+  const runPlanned = (entry: Entry, tensors: Tensor[]): Built => {
     const program = entry.program!;
     const env = new Map<object, object>();
     entry.inputs.forEach((h, k) => env.set(h, tensors[k].storage.handle as object));
@@ -285,7 +458,7 @@ export function compile<A extends unknown[], R>(fn: (...args: A) => R, options: 
     return build(entry, (k) => env.get(entry.outputs[k].handle));
   };
 
-  const replay = (entry: Entry, tensors: Tensor[]): R => {
+  const replay = (entry: Entry, tensors: Tensor[]): Built => {
     const gpu = webgpuBackend() as WebGpuBackend;
     const substitute = new Map<GPUBuffer, GpuBuffer>();
     const scratch: GpuBuffer[] = [];
@@ -320,7 +493,7 @@ export function compile<A extends unknown[], R>(fn: (...args: A) => R, options: 
   };
 
   /** The result: outputs whose storage the run made are wrapped; those it did not make (an input, a weight) are copied. */
-  const build = (entry: Entry, storageOf: (k: number) => object | undefined): R => {
+  const build = (entry: Entry, storageOf: (k: number) => object | undefined): Built => {
     const storages = new Map<object, Storage>();
     const made = entry.outputs.map((o, k) => {
       const handle = storageOf(k);
@@ -339,7 +512,7 @@ export function compile<A extends unknown[], R>(fn: (...args: A) => R, options: 
       if (Object.getPrototypeOf(v) === Object.prototype) return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, fill(x, depth + 1)]));
       return v;
     };
-    return fill(entry.template, 0) as R;
+    return { result: fill(entry.template, 0) as R, made };
   };
 
   const compiled = ((...args: A): R => {
@@ -351,6 +524,16 @@ export function compile<A extends unknown[], R>(fn: (...args: A) => R, options: 
       entries.delete(signature);
       drop(entry);
       entry = undefined;
+    }
+    // A region whose backward never ran yet traces each call (only a traced call leaves the graph its backward's
+    // trace sweeps); one whose weights stopped requiring grad traces again.
+    if (entry?.region && (!entry.region.backwardRan || entry.region.leaves.some((l) => !l.requiresGrad))) {
+      entries.delete(signature);
+      drop(entry);
+      const { entry: e, result } = trace(signature, tensors, args, entry.traces);
+      e.calls = entry.calls + 1;
+      entries.set(signature, e);
+      return result;
     }
     if (entry?.warmup) {
       entries.delete(signature);
@@ -375,15 +558,15 @@ export function compile<A extends unknown[], R>(fn: (...args: A) => R, options: 
     entries.set(signature, entry);
     entry.calls++;
     if (entry.reason && !entry.step) return fn.constructor?.name === 'AsyncFunction' ? fn(...args) : tidy(() => fn(...args));
-    if (entry.step) return replay(entry, tensors);
-    return runPlanned(entry, tensors);
+    return finish(entry, tensors, args, entry.step ? replay(entry, tensors) : runPlanned(entry, tensors));
   }) as CompiledFunction<A, R>;
 
   compiled.stats = () => ({ signatures: [...entries.values()].map(statsOf), traces, evictions });
   compiled.explain = () => {
     const s = compiled.stats();
     const lines = [`compiled ${label}: ${s.signatures.length} signature(s), ${s.traces} trace(s), ${s.evictions} dropped`];
-    for (const e of s.signatures) {
+    const regions = [...entries.values()].map((e) => e.region);
+    for (const [i, e] of s.signatures.entries()) {
       lines.push(`- (${e.signature}): ${e.mode}, ${e.calls} call(s)${e.reason ? `; eager because ${e.reason}` : ''}`);
       lines.push(
         `  traced ${e.tracedOps} ops (${e.eagerDispatches} dispatches eager) -> ${e.programSteps} steps` +
@@ -394,6 +577,16 @@ export function compile<A extends unknown[], R>(fn: (...args: A) => R, options: 
       );
       if (e.fusedGroups.length)
         lines.push(`  elementwise bytes ${e.elementwiseBytes.unfused} one by one -> ${e.elementwiseBytes.fused} fused`, ...e.fusedGroups.map((g) => `  ${g}`));
+      const region = regions[i];
+      if (region) {
+        lines.push(`  its output needs gradients: the forward also returns ${region.saved.length} saved tensor(s) for its backward`);
+        lines.push(
+          ...region.backward
+            .explain()
+            .split('\n')
+            .map((l) => `    ${l}`),
+        );
+      }
     }
     return lines.join('\n');
   };

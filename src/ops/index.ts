@@ -22,3 +22,4 @@ export { pagedIndex, type PagedIndex, type PagedRowsOf } from './paged-cache.js'
 export * from './short-conv.js';
 export * from './gated-delta-net.js';
 export * from './capture.js';
+export { grad } from './grad.js';

@@ -2,9 +2,7 @@
 // here, once, when the ops are first loaded (ops/util.ts, which every op that makes a tensor imports, imports this).
 import { backward } from '../autograd/backward.js';
 import { installTensorMethods } from '../core/tensor.js';
-import { ones } from './creation.js';
+import { sweepOps } from './grad.js';
 import * as ops from './index.js';
-import { copyInto } from './shape-ops.js';
 
-const sweepOps = { ones, copyInto };
 installTensorMethods(() => ({ ops, backward: (root, grad) => backward(root, grad, sweepOps) }));

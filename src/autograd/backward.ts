@@ -104,7 +104,9 @@ export function backward(root: Tensor, grad: Tensor | undefined, ops: SweepOps):
  * returned instead of accumulated into .grad; undefined where no gradient reaches an input. The graph between root
  * and the inputs is swept once (its saved tensors are released); leaves outside `inputs` are left alone.
  */
-export function gradients(root: Tensor, inputs: readonly Tensor[], grad: Tensor | undefined, ops: SweepOps): (Tensor | undefined)[] {
+export function gradients(root: Tensor, inputs: readonly Tensor[], grad: Tensor, ops?: Pick<SweepOps, 'ones'>): (Tensor | undefined)[];
+export function gradients(root: Tensor, inputs: readonly Tensor[], grad: Tensor | undefined, ops: Pick<SweepOps, 'ones'>): (Tensor | undefined)[];
+export function gradients(root: Tensor, inputs: readonly Tensor[], grad: Tensor | undefined, ops?: Pick<SweepOps, 'ones'>): (Tensor | undefined)[] {
   const found = new Map<Tensor, Tensor>();
   const byNode = new Map<GradNode, Tensor>();
   for (const x of inputs) {
@@ -139,7 +141,7 @@ export function gradients(root: Tensor, inputs: readonly Tensor[], grad: Tensor 
 function sweep(
   root: Tensor,
   grad: Tensor | undefined,
-  { ones }: SweepOps,
+  ops: Pick<SweepOps, 'ones'> | undefined,
   what: string,
   leaf: (leaf: Tensor, g: Tensor) => void,
   stop?: { nodes: ReadonlySet<GradNode>; take: (node: GradNode, g: Tensor) => void },
@@ -152,7 +154,7 @@ function sweep(
   }
   noGrad(() => {
     // to() copies, so the sweep consumes its own seed and never the caller's gradient.
-    const seed = grad ? grad.to(root.dtype) : ones(root.shape, { dtype: root.dtype, device: root.device });
+    const seed = grad ? grad.to(root.dtype) : ops!.ones(root.shape, { dtype: root.dtype, device: root.device });
     const node = root.gradFn;
     if (!node) {
       leaf(root, seed);

@@ -14,7 +14,6 @@ import { Tensor } from '../core/tensor.js';
 import { backwardSweeps, gradients } from '../autograd/backward.js';
 import { enableGrad, isGradEnabled } from '../autograd/grad-mode.js';
 import { record } from '../autograd/node.js';
-import { sweepOps } from '../ops/grad.js';
 import type { Backend } from '../runtime/backend.js';
 import { backendFor, webgpuBackend } from '../runtime/registry.js';
 import type { CapturedStep } from '../runtime/webgpu/capture.js';
@@ -268,7 +267,7 @@ export function compile<A extends unknown[], R>(fn: (...args: A) => R, options: 
       const region = regionOf();
       const pending = region.pending;
       region.pending = undefined;
-      if (pending) return gradients(pending.root, pending.wrt, g, sweepOps);
+      if (pending) return gradients(pending.root, pending.wrt, g);
       const args = region.args;
       if (!args) throw new Error(`compiled ${label}: its backward ran outside a backward() sweep`);
       return enableGrad(() => {
@@ -285,7 +284,7 @@ export function compile<A extends unknown[], R>(fn: (...args: A) => R, options: 
           return t;
         });
         if (!root) throw new Error(`compiled ${label}: run again for its backward, no output needs gradients`);
-        return gradients(root, [...region.gradInputs.map((k) => leaves.get(k)!), ...region.leaves], g, sweepOps);
+        return gradients(root, [...region.gradInputs.map((k) => leaves.get(k)!), ...region.leaves], g);
       });
     };
 

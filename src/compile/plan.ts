@@ -20,6 +20,8 @@ export interface FusedGroup {
   readonly args: FusedMapArgs<object>;
   /** The reduction its one output feeds, run in the same kernel (fusedReduce); its result is `out`. */
   readonly reduce?: { readonly op: ReduceOp; readonly dim: number; readonly outDtype: DType; readonly out: object };
+  /** The reduction that feeds it, run first in the same kernel (reduceMap): its result is the chain's last input. */
+  readonly reducedFirst?: { readonly x: Operand<object>; readonly op: ReduceOp; readonly dim: number; readonly outDtype: DType };
   /** The traced handles its outputs stand for, in args.outputs order. */
   readonly outs: readonly object[];
   /** The traced calls it replaces. */
@@ -45,7 +47,7 @@ export interface Program {
 }
 
 /** Each rewrite on/off: tests and benches compare a program with and without it. */
-export const compileTuning = { fuse: true, reductions: true, epilogues: true };
+export const compileTuning = { fuse: true, reductions: true, reductionEpilogues: true, epilogues: true };
 
 const ELEMENTWISE = new Set(['unary', 'binary', 'where', 'cast']);
 const PURE = new Set(['unary', 'binary', 'where', 'cast', 'fill', 'allocBytes']);
@@ -144,6 +146,13 @@ export function buildProgram(trace: Trace, outputs: ReadonlySet<object>): Progra
     const reduced = compileTuning.reductions && compileTuning.fuse ? reductionOf(unit.calls, units[u + 1]?.calls, readers, kept) : undefined;
     if (reduced) {
       steps.push({ step: { kind: 'fused', group: reduced }, reads: reduced.args.inputs.map((x) => x.handle), writes: [reduced.reduce!.out] });
+      u++;
+      continue;
+    }
+    const then = compileTuning.reductionEpilogues && compileTuning.fuse ? reductionEpilogueOf(unit.calls, units[u + 1]?.calls, readers, kept) : undefined;
+    if (then) {
+      const inputs = then.args.inputs.slice(0, -1).map((x) => x.handle);
+      steps.push({ step: { kind: 'fused', group: then }, reads: [then.reducedFirst!.x.handle, ...inputs], writes: [...then.outs] });
       u++;
       continue;
     }
@@ -253,6 +262,50 @@ function reductionOf(
   };
 }
 
+/**
+ * A reduction whose result only the elementwise run right after it reads, through its plain view, and which leaves
+ * that run one value: one reduceMap, the chain evaluated on each result before the one store (`x.pow(2).mean(-1)`
+ * then `.add(eps).rsqrt()`, a softmax's `sum` then `reciprocal`).
+ */
+function reductionEpilogueOf(
+  unit: { c: TracedCall; i: number }[],
+  next: { c: TracedCall; i: number }[] | undefined,
+  readers: Map<object, number[]>,
+  kept: (h: object) => boolean,
+): FusedGroup | undefined {
+  const r = unit.length === 1 ? unit[0] : undefined;
+  if (!r || !next || r.c.method !== 'kernel' || r.c.name !== 'reduce' || !ELEMENTWISE.has(next[0].c.method) || next[0].c.backend !== r.c.backend)
+    return undefined;
+  const args = r.c.args[0] as ReduceArgs<object>;
+  const out = r.c.out as object;
+  const shape = shapeOf(next[0].c);
+  const first = next[0].i;
+  const last = next[next.length - 1].i;
+  if (kept(out) || (readers.get(out) ?? []).some((i) => i < first || i > last)) return undefined;
+  const reads = next.flatMap((x) => operandsOf(x.c)).filter((o) => !isScalarOperand(o) && o.handle === out) as Operand<object>[];
+  if (!reads.length || reads.some((o) => !isPlain(o.view, shape))) return undefined;
+  const group = fuseGroup(next, readers, kept);
+  const scalars = group.args.nodes.reduce((s, n) => s + n.args.filter((a) => 'scalar' in a).length, 0);
+  const k = group.args.inputs.findIndex((x) => x.handle === out);
+  if (group.outs.length !== 1 || k < 0 || group.args.inputs.length + 1 > FUSED_MAP_MAX_BUFFERS || scalars > FUSED_MAP_MAX_SCALARS) return undefined;
+  // The reduction's result becomes the chain's last input.
+  const end = group.args.inputs.length - 1;
+  const swap = (ref: FusedRef): FusedRef => ('input' in ref ? { input: ref.input === k ? end : ref.input === end ? k : ref.input } : ref);
+  const inputs = [...group.args.inputs];
+  [inputs[k], inputs[end]] = [inputs[end], inputs[k]];
+  const nodes = group.args.nodes.map((n) => ({ ...n, args: n.args.map(swap) }) as unknown as FusedNode);
+  const outBytes = numel(shape) * DTYPE_INFO[args.outDtype].itemBytes;
+  const xBytes = numel(args.x.view.shape) * DTYPE_INFO[args.x.dtype].itemBytes;
+  return {
+    ...group,
+    args: { ...group.args, inputs, nodes },
+    calls: [r.c, ...group.calls],
+    reducedFirst: { x: args.x, op: args.op, dim: args.dim, outDtype: args.outDtype },
+    bytesUnfused: group.bytesUnfused + xBytes + outBytes,
+    bytesFused: group.bytesFused + xBytes - outBytes,
+  };
+}
+
 /** One run as fused groups: the whole run, or pieces when it binds more buffers or numbers than a kernel takes. */
 function fuseRun(run: { c: TracedCall; i: number }[], readers: Map<object, number[]>, kept: (h: object) => boolean): FusedGroup[] {
   const group = fuseGroup(run, readers, kept);
@@ -326,5 +379,5 @@ export function describeGroup(g: FusedGroup): string {
         : c.method,
   );
   const dtypes = [...new Set(g.args.nodes.map((n) => n.dtype))].join('/');
-  return `${g.reduce ? 'fusedReduce' : 'fusedMap'} ${formatShape(g.args.shape)} ${dtypes}: ${ops.join(' > ')} (${g.calls.length} ops, ${g.args.inputs.length} in, ${g.outs.length} out; ${g.bytesUnfused} -> ${g.bytesFused} bytes)`;
+  return `${g.reduce ? 'fusedReduce' : g.reducedFirst ? 'reduceMap' : 'fusedMap'} ${formatShape(g.args.shape)} ${dtypes}: ${ops.join(' > ')} (${g.calls.length} ops, ${g.args.inputs.length} in, ${g.outs.length} out; ${g.bytesUnfused} -> ${g.bytesFused} bytes)`;
 }

@@ -48,7 +48,11 @@ export function runStep(step: ProgramStep, env: Map<object, object>): void {
   } else {
     const g = step.group;
     const inputs = g.args.inputs.map((x) => ({ ...x, handle: env.get(x.handle) ?? x.handle }));
-    if (g.reduce) {
+    if (g.reducedFirst) {
+      const { x, ...reduce } = g.reducedFirst;
+      const out = runKernel('reduceMap', backend, { x: { ...x, handle: env.get(x.handle) ?? x.handle }, ...reduce, chain: { ...g.args, inputs } });
+      env.set(g.outs[0], out as object);
+    } else if (g.reduce) {
       const { out, ...reduce } = g.reduce;
       env.set(out, runKernel('fusedReduce', backend, { chain: { ...g.args, inputs }, ...reduce }) as object);
     } else {

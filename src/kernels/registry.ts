@@ -33,7 +33,7 @@ import { matmulKernels } from './matmul/index.js';
 import { reduceKernels } from './reduce/index.js';
 import { type OpKernels, runOpKernels } from './op-kernels.js';
 import { shortConvKernels } from './short-conv/index.js';
-import { fusedMapKernels, fusedReduceKernels } from './fused-map/index.js';
+import { fusedMapKernels, fusedReduceKernels, reduceMapKernels } from './fused-map/index.js';
 
 export const OP_KERNELS = {
   shortConv: shortConvKernels,
@@ -76,6 +76,7 @@ export const OP_KERNELS = {
   reduce: reduceKernels,
   fusedMap: fusedMapKernels,
   fusedReduce: fusedReduceKernels,
+  reduceMap: reduceMapKernels,
 } as const;
 
 export type OpName = keyof typeof OP_KERNELS;

@@ -420,6 +420,72 @@ describe.each(devices)('compile on %s: a chain feeding a reduction', (device) =>
   });
 });
 
+describe.each(devices)('compile on %s: a reduction feeding a chain', (device) => {
+  const make = (shape: number[], seed: number, dtype: tg.DType = 'float32') =>
+    tg.tensor(
+      randomValues(
+        shape.reduce((a, b) => a * b, 1),
+        seed,
+      ),
+      { shape, device, dtype },
+    );
+
+  it.each([
+    ['short rows', [6, 9], -1],
+    ['long rows (a workgroup per row)', [3, 700], -1],
+    ['the middle dim', [4, 130, 3], 1],
+  ] as const)('%s: one kernel per reduction, the bits of the reduction then the chain', async (_name, shape, dim) => {
+    let seed = 2000;
+    const rows = shape.filter((_, d) => d !== (dim < 0 ? shape.length + dim : dim));
+    const fn = (x: Tensor, h: Tensor, y: Tensor) => [
+      x.sum(dim).mul(0.5).add(1).tanh(), // a norm's tail
+      h.mean(dim).add(y).rsqrt(), // bf16 result, rounded before the chain; another input read per result
+      x.max(dim).to('bfloat16').mul(3), // the chain's output dtype is stored
+      x.argmax(dim).add(1).mul(2), // int32 math on indices
+      h.min(dim).sub(y).where(y.gt(0), 7), // where, comparisons
+    ];
+    const compiled = compile(fn);
+    for (let call = 0; call < 3; call++) {
+      const xs = [make([...shape], seed++), make([...shape], seed++, 'bfloat16'), make([...rows], seed++)] as const;
+      const want = fn(...xs);
+      const got = compiled(...xs);
+      for (let k = 0; k < want.length; k++) {
+        expect(got[k].dtype).toBe(want[k].dtype);
+        expect(await codes(got[k])).toEqual(await codes(want[k]));
+      }
+      for (const t of [...xs, ...want, ...got]) t.dispose();
+    }
+    const groups = compiled.stats().signatures[0].fusedGroups;
+    expect(groups.filter((g) => g.startsWith('reduceMap'))).toHaveLength(5);
+    if (device === 'webgpu') expect(compiled.stats().signatures[0].dispatches).toBe(5);
+  });
+
+  it('a result read after the chain too, or NaN rows: still the eager values', async () => {
+    const fn = (x: Tensor) => {
+      const s = x.max(-1);
+      return [s.mul(2).exp(), s.add(1)];
+    };
+    const compiled = compile(fn);
+    for (let call = 0; call < 3; call++) {
+      const x = make([5, 33], 3000 + call);
+      const nan = tg.where(
+        tg
+          .arange(0, 5 * 33, 1, { device })
+          .reshape([5, 33])
+          .eq(40),
+        Number.NaN,
+        x,
+      );
+      for (const input of [x, nan]) {
+        const want = fn(input);
+        const got = compiled(input);
+        for (let k = 0; k < 2; k++) expect(await codes(got[k])).toEqual(await codes(want[k]));
+      }
+    }
+    expect(compiled.stats().signatures[0].fusedGroups.some((g) => g.startsWith('reduceMap'))).toBe(false);
+  });
+});
+
 describe.runIf(gpu.available)('compile on webgpu: buffers planned by lifetime', () => {
   it('ten chained matmuls bind a few buffers, not one per intermediate', async () => {
     const w = tg.tensor(randomValues(64, 3, 0.5), { shape: [8, 8], device: 'webgpu' });

@@ -9,7 +9,8 @@ import { reduceReference } from '../reduce/cpu.js';
 import { toGpuOperand } from '../../runtime/webgpu/kernels/elementwise.js';
 import { defineOpKernels } from '../op-kernels.js';
 import { fusedMapReference } from './cpu.js';
-import { fusedMapKernel, fusedReduceKernel } from './webgpu.js';
+import { fusedMapKernel, fusedReduceKernel, reduceMapKernel } from './webgpu.js';
+import { withContiguous } from '../../runtime/webgpu/kernels/nn-util.js';
 
 /** An operand of a fused op: a chain input (by index), the value of an earlier op of the chain, or a number. */
 export type FusedRef =
@@ -58,6 +59,34 @@ export const fusedReduceKernels = defineOpKernels<FusedReduceArgs<unknown>, unkn
   webgpu: (backend, args) => {
     const a = args as FusedReduceArgs<never>;
     return fusedReduceKernel(backend, { ...a.chain, inputs: a.chain.inputs.map(toGpuOperand) }, a.op, a.dim, a.outDtype);
+  },
+});
+
+/**
+ * reduce(op, x, dim), then a chain over the result's shape whose last input is that result (its operand names the
+ * result's view; its handle is not read): one kernel storing the chain's one output (`outputs: [m]`).
+ */
+export interface ReduceMapArgs<H> {
+  readonly x: Operand<H>;
+  readonly op: ReduceOp;
+  readonly dim: number;
+  readonly outDtype: DType;
+  readonly chain: FusedMapArgs<H>;
+}
+
+export const reduceMapKernels = defineOpKernels<ReduceMapArgs<unknown>, unknown>({
+  cpu: (backend, args) => {
+    const a = args as ReduceMapArgs<never>;
+    const reduced = reduceReference(a.op, a.x, a.dim, a.outDtype);
+    const inputs = a.chain.inputs.map((x, k) => (k === a.chain.inputs.length - 1 ? { ...x, handle: reduced as never } : x));
+    return fusedMapReference(backend, { ...a.chain, inputs })[0];
+  },
+  webgpu: (backend, args) => {
+    const a = args as ReduceMapArgs<never>;
+    const last = a.chain.inputs.length - 1;
+    // The reduced input's operand only describes a view: any buffer stands in for its handle.
+    const inputs = a.chain.inputs.map((x, k) => toGpuOperand(k === last ? { ...x, handle: a.x.handle } : x));
+    return withContiguous(backend, toGpuOperand(a.x), (cx) => reduceMapKernel(backend, cx, a.op, a.dim, a.outDtype, { ...a.chain, inputs }));
   },
 });
 

@@ -46,6 +46,8 @@ interface ChainSpec {
   readonly outputs: readonly number[];
   /** Per output: written a vec4 of words at a time (32-bit, its buffer a whole number of vec4s). */
   readonly outVec4?: readonly boolean[];
+  /** The last input is a reduction's result, handed to `epilogue(e, code)` rather than read from a buffer. */
+  readonly reducedLast?: boolean;
 }
 
 /** The node's compute type as the one-op map kernels pick it (elementwise.ts), so fused and unfused round alike. */
@@ -74,8 +76,9 @@ function generate(spec: ChainSpec): { functions: string; stores: string; loads: 
   for (const n of spec.nodes) for (const f of MAP_OPS[n.op]?.uses ?? []) files.add(f);
   for (const f of files) parts.push(wgslSource(f));
   parts.push(`struct Codes {\n${spec.outputs.map((_, o) => `  o${o}: u32,`).join('\n')}\n}\n`);
+  const bound = spec.inputs.length - (spec.reducedLast ? 1 : 0);
   spec.inputs.forEach((x, k) => {
-    if (x.access === 'vec4') return;
+    if (x.access === 'vec4' || k >= bound) return;
     parts.push(codeFn(`code_in${k}`, `in${k}`, x.dtype));
     let at: string;
     if (x.access === 'linear') at = `  return ${uniformAt('offs', k)} + e;`;
@@ -114,8 +117,13 @@ function generate(spec: ChainSpec): { functions: string; stores: string; loads: 
   const codes = spec.inputs.map((_, k) => `i${k}: u32`).join(', ');
   parts.push(`fn compute(${codes}) -> Codes {\n${body.join('\n')}\n}\n`);
   // Element e with every input read where it lives (a reduction's loads; the map's main loads vec4 inputs itself).
-  if (spec.inputs.every((x) => x.access !== 'vec4'))
+  if (spec.inputs.every((x) => x.access !== 'vec4') && !spec.reducedLast)
     parts.push(`fn element(e: u32) -> Codes {\n  return compute(${spec.inputs.map((_, k) => `code_in${k}(at_in${k}(e))`).join(', ')});\n}\n`);
+  // Output element e of a reduction whose result's code is r: the chain's one output (a reduction's epilogue).
+  if (spec.reducedLast)
+    parts.push(
+      `fn epilogue(e: u32, r: u32) -> u32 {\n  return compute(${spec.inputs.map((_, k) => (k < bound ? `code_in${k}(at_in${k}(e))` : 'r')).join(', ')}).o0;\n}\n`,
+    );
 
   const stores = spec.outputs.map((m, o) => {
     const lanes = lanesPerWord(spec.nodes[m].dtype);
@@ -158,7 +166,7 @@ const INPUTS = Object.fromEntries(
     `in${k}`,
     slot(
       k,
-      (s) => s.inputs.length,
+      (s) => s.inputs.length - (s.reducedLast ? 1 : 0),
       (s) => s.inputs[k]?.access === 'vec4',
     ),
   ]),
@@ -329,5 +337,76 @@ export function fusedReduceKernel(ctx: GpuContext, args: GpuChain, op: ReduceOp,
       workgroups: grid1d(Math.ceil(nOut / lanes), 1),
       bytes: chain.inputBytes,
     });
+  return out;
+}
+
+// ---- A reduction feeding a chain ----
+
+interface ReduceMapVariant extends ReduceChainVariant {
+  /** The chain's output dtype: what the kernel stores. */
+  readonly finalDtype: DType;
+}
+
+/** The reduction's result, encoded to its own dtype as the reduce kernel stores it, then the chain on it. */
+function reduceMapFunctions(v: ReduceMapVariant): string {
+  const r = reduceResultType(v);
+  return `alias C = ${computeTypeOf(v.dtype)};\nalias R = ${computeTypeOf(v.finalDtype)};\n${generate(specOf(v.spec)).functions}${encodeFn('enc_reduced', v.outDtype, r)}`;
+}
+
+function reduceMapResult(v: ReduceMapVariant, acc: { v: string; i: string }): Record<string, string> {
+  const body = reduceBodyCode(v, acc);
+  return { ...body, RESULT: decodeExpr(v.finalDtype, `epilogue(o, enc_reduced(${body.RESULT}))`, computeTypeOf(v.finalDtype)) };
+}
+
+const reduceMapRows = defineKernel({
+  name: 'reduce-map',
+  source: 'reduce-rows.wgsl',
+  variant: { spec: 'string', layout: ['rows'], op: REDUCE_OPS, dtype: 'dtype', outDtype: 'dtype', finalDtype: 'dtype' },
+  params: { ...REDUCE_PARAMS, ...CHAIN_PARAMS },
+  outputs: { out: { packed: 'finalDtype', compute: (v) => computeTypeOf(v.finalDtype) } },
+  inputs: { x: { packed: 'dtype', compute: (v) => computeTypeOf(v.dtype) }, ...INPUTS },
+  grid: { words: 'n_out', element: 'reduce_at' },
+  workgroupSize: 64,
+  functions: reduceMapFunctions,
+  code: (v) => reduceMapResult(v, { v: 'acc_v', i: 'acc_i' }),
+});
+
+const reduceMapWorkgroups = defineKernel({
+  name: 'reduce-map',
+  source: 'reduce.wgsl',
+  variant: { spec: 'string', layout: ['wg'], op: REDUCE_OPS, dtype: 'dtype', outDtype: 'dtype', finalDtype: 'dtype', wg: 'number' },
+  params: { ...REDUCE_PARAMS, ...CHAIN_PARAMS },
+  outputs: { out: { packed: 'finalDtype', compute: (v) => computeTypeOf(v.finalDtype) } },
+  inputs: { x: { packed: 'dtype', compute: (v) => computeTypeOf(v.dtype) }, ...INPUTS },
+  grid: 'custom',
+  workgroupSize: (v) => v.wg,
+  constants: (v) => ({ LANES: lanesPerWord(v.finalDtype), BITS: 32 / lanesPerWord(v.finalDtype) }),
+  functions: (v) => reduceMapFunctions(v) + reduceWorkgroupFunctions(),
+  code: (v) => reduceMapResult(v, { v: 'bitcast<C>(best.x)', i: 'best.y' }),
+});
+
+/**
+ * reduce(op, x, dim), then the chain over the result's shape with the result as its last input, storing the
+ * chain's one output: the reduction's result is rounded to its dtype first, so the bits are the ops' one by one.
+ * x's view is contiguous (any offset).
+ */
+export function reduceMapKernel(ctx: GpuContext, x: GpuOperand, op: ReduceOp, dim: number, outDtype: DType, args: GpuChain): GpuBuffer {
+  const { size, inner, nOut } = reduceGeometry(x.view.shape, dim);
+  const finalDtype = args.nodes[args.outputs[0]].dtype;
+  const lanes = lanesPerWord(finalDtype);
+  const out = ctx.alloc(wordBytes(nOut, lanes));
+  if (nOut === 0) return out;
+  if (args.inputs.length - 1 + 2 > FUSED_MAP_MAX_BUFFERS) throw new ShapeError(`reduceMap binds at most ${FUSED_MAP_MAX_BUFFERS} buffers`);
+  if (numel(args.shape) !== nOut) throw new ShapeError(`reduceMap: a chain over ${numel(args.shape)} elements after a reduction to ${nOut}`);
+  const prepared = prepareChain(args);
+  const spec = JSON.stringify({ ...prepared.spec, reducedLast: true });
+  const params = { n_out: nOut, size, inner, offset: x.view.offset, ...prepared.params };
+  const { [`in${args.inputs.length - 1}`]: _reduced, ...inputs } = prepared.inputs;
+  const buffers = { ...inputs, x: x.buffer, out } as never;
+  const v = { spec, op, dtype: x.dtype, outDtype, finalDtype };
+  const bytes = numel(x.view.shape) * DTYPE_INFO[x.dtype].itemBytes + prepared.inputBytes;
+  const layout = reduceLayout(size, nOut);
+  if (layout.kind === 'rows') reduceMapRows.run(ctx, { ...v, layout: 'rows' }, params, buffers, { bytes });
+  else reduceMapWorkgroups.run(ctx, { ...v, layout: 'wg', wg: layout.wg }, params, buffers, { workgroups: grid1d(Math.ceil(nOut / lanes), 1), bytes });
   return out;
 }

@@ -460,7 +460,7 @@ export function compile<A extends unknown[], R>(fn: (...args: A) => R, options: 
   const replay = (entry: Entry, tensors: Tensor[]): Built => {
     const gpu = webgpuBackend() as WebGpuBackend;
     const substitute = new Map<GPUBuffer, GpuBuffer>();
-    const scratch: GpuBuffer[] = [];
+    const scratch: { copy: GpuBuffer; now: GpuBuffer }[] = [];
     entry.boundInputs!.forEach((bound, k) => {
       const now = tensors[k].storage.handle as GpuBuffer;
       if (now.buffer === bound.buffer) return;
@@ -471,7 +471,7 @@ export function compile<A extends unknown[], R>(fn: (...args: A) => R, options: 
         const words = contiguousView([now.size / 4]);
         gpu.copyInto({ handle: now, dtype: 'int32', view: words }, { handle: copy, dtype: 'int32', view: words });
         substitute.set(bound.buffer, copy);
-        scratch.push(copy);
+        scratch.push({ copy, now });
       }
     });
     // One new buffer per recorded output buffer (outputs that are views of one storage share it).
@@ -482,7 +482,12 @@ export function compile<A extends unknown[], R>(fn: (...args: A) => R, options: 
       return out;
     });
     gpu.replay(entry.step!, substitute);
-    for (const s of scratch) gpu.release(s);
+    // What the program wrote into such an input (a cache's rows) goes back where the caller holds it.
+    for (const { copy, now } of scratch) {
+      const words = contiguousView([now.size / 4]);
+      gpu.copyInto({ handle: copy, dtype: 'int32', view: words }, { handle: now, dtype: 'int32', view: words });
+      gpu.release(copy);
+    }
     return build(
       entry,
       (k) =>

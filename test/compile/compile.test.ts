@@ -486,6 +486,28 @@ describe.each(devices)('compile on %s: a reduction feeding a chain', (device) =>
   });
 });
 
+describe.runIf(gpu.available)('compile on webgpu: an input in a smaller buffer than the recorded one', () => {
+  it('is copied in for the replay, and what the program wrote into it is copied back', async () => {
+    const device = 'webgpu';
+    const fn = (cache: Tensor, x: Tensor) => {
+      tg.copyInto(cache, cache.add(x));
+      return cache.mul(2);
+    };
+    const compiled = compile(fn);
+    const x = tg.tensor([1, 2, 3, 4], { device });
+    // Traced and recorded on a view of a large storage (same shape, strides and offset as a tensor of its own).
+    const big = tg.zeros([4096], { device });
+    for (let call = 0; call < 2; call++) compiled(big.narrow(0, 0, 4), x).dispose();
+    expect(Array.from((await big.narrow(0, 0, 4).toArray()) as Float32Array)).toEqual([2, 4, 6, 8]);
+    const small = tg.tensor([10, 20, 30, 40], { device });
+    const out = compiled(small, x);
+    expect(compiled.stats().signatures[0].mode).toBe('recorded');
+    expect(Array.from((await out.toArray()) as Float32Array)).toEqual([22, 44, 66, 88]);
+    expect(Array.from((await small.toArray()) as Float32Array)).toEqual([11, 22, 33, 44]);
+    compiled.reset();
+  });
+});
+
 describe.runIf(gpu.available)('compile on webgpu: buffers planned by lifetime', () => {
   it('ten chained matmuls bind a few buffers, not one per intermediate', async () => {
     const w = tg.tensor(randomValues(64, 3, 0.5), { shape: [8, 8], device: 'webgpu' });

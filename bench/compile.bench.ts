@@ -5,7 +5,10 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { compile, Generator, loadModel, randn, synchronize, tensor, type Tensor } from '../src/index.js';
+import { compile, Generator, loadModel, logMelSpectrogram, randn, synchronize, syntheticSignal, tensor, type Tensor } from '../src/index.js';
+import { ensureBuiltinModel } from '../src/models/builtin.js';
+import { ensureDefaultVae } from '../src/models/wan-vae/default-model.js';
+import { gpuCounters } from '../src/runtime/stats.js';
 import { decoderForward, type DecoderBlocks } from '../src/models/layers/decoder-blocks.js';
 import { QWEN3_PRESETS } from '../src/models/qwen3/presets.js';
 import { writeRandomQwen3Checkpoint } from '../src/models/qwen3/random-checkpoint.js';
@@ -102,7 +105,134 @@ export function compileCases(quick: boolean): BenchCase[] {
       },
     },
   ];
-  return pairs.map((p) => ({ benchmark: p.benchmark, shape: p.shape, run: (ctx) => measure(ctx, p) }));
+  return [...pairs.map((p) => ({ benchmark: p.benchmark, shape: p.shape, run: (ctx: BenchContext) => measure(ctx, p) })), ...wiredCases(quick)];
+}
+
+/** A runtime path with its compile option (issue 35's "use it where it pays"): one call of each way. */
+interface Wired {
+  benchmark: string;
+  shape: string;
+  setup(): Promise<{ eager(): Promise<void>; compiled(): Promise<void>; explain(): string; dispose(): void }>;
+}
+
+/**
+ * The paths that take a compile option, each with and without it on the same inputs: generate's prefill of the
+ * built-in default model (ForwardOptions.compile: a new cache every call, as every sequence has), the built-in tiny
+ * VAE's chunked decode (DecodeOptions.compile) and Whisper's log-mel through compile(). Each call waits for the device.
+ */
+function wiredCases(quick: boolean): BenchCase[] {
+  const promptTokens = quick ? 8 : 16;
+  const latentFrames = quick ? 5 : 8;
+  const seconds = quick ? 5 : 30;
+  const cases: Wired[] = [
+    {
+      benchmark: 'compile/generate prefill',
+      shape: `built-in qwen3-moe-tiny, ${promptTokens} tokens, new cache`,
+      setup: async () => {
+        const { model } = await loadModel(await ensureBuiltinModel(), { device: 'webgpu', maxSequence: 64 });
+        const ids = tensor(
+          Array.from({ length: promptTokens }, (_, i) => (i * 997) % 151_000),
+          { dtype: 'int32', device: 'webgpu' },
+        );
+        const prefill = (compile: boolean) => async () => {
+          const cache = model.newCache();
+          const logits = await model.forward(ids, cache, { compile });
+          await synchronize();
+          logits.dispose();
+          cache.dispose();
+        };
+        return {
+          eager: prefill(false),
+          compiled: prefill(true),
+          explain: () => model.explainCompiled?.() ?? '',
+          dispose: () => {
+            ids.dispose();
+            model.dispose();
+          },
+        };
+      },
+    },
+    {
+      benchmark: 'compile/vae decode chunks',
+      shape: `built-in wan2.1-tiny, latent [1, 16, ${latentFrames}, 8, 8]`,
+      setup: async () => {
+        const vae = await loadWanVae(await ensureDefaultVae(), { device: 'webgpu' });
+        const z = randn([1, 16, latentFrames, 8, 8], { device: 'webgpu', generator: new Generator(4) });
+        const decode = (compile: boolean) => async () => {
+          const video = vae.decode(z, { compile });
+          await synchronize();
+          video.dispose();
+        };
+        return {
+          eager: decode(false),
+          compiled: decode(true),
+          explain: () => vae.explainCompiled() ?? '',
+          dispose: () => {
+            z.dispose();
+            vae.dispose();
+          },
+        };
+      },
+    },
+    {
+      benchmark: 'compile/log-mel',
+      shape: `Whisper log-mel, 80 mels, ${seconds} s at 16 kHz`,
+      setup: async () => {
+        const audio = tensor(syntheticSignal(seconds, 16000), { device: 'webgpu' });
+        const front = (a: Tensor) => logMelSpectrogram(a, { nMels: 80 });
+        const compiledFront = compile(front, { label: 'log-mel' });
+        const run = (f: (a: Tensor) => Tensor) => async () => {
+          const mel = f(audio);
+          await synchronize();
+          mel.dispose();
+        };
+        return {
+          eager: run(front),
+          compiled: run(compiledFront),
+          explain: () => compiledFront.explain(),
+          dispose: () => {
+            compiledFront.reset();
+            audio.dispose();
+          },
+        };
+      },
+    },
+  ];
+  return cases.map((c) => ({ benchmark: c.benchmark, shape: c.shape, run: (ctx: BenchContext) => measureWired(ctx, c) }));
+}
+
+async function dispatchesOf(call: () => Promise<void>): Promise<number> {
+  const before = gpuCounters().dispatches;
+  await call();
+  return gpuCounters().dispatches - before;
+}
+
+async function measureWired(ctx: BenchContext, c: Wired): Promise<RowInput[]> {
+  if (!ctx.gpu) return [{ benchmark: `${c.benchmark} compiled`, shape: c.shape, backend: 'webgpu', note: 'WebGPU unavailable' }];
+  const { eager, compiled, explain, dispose } = await c.setup();
+  try {
+    // Trace, record: the compiled path's warm-up (the eager one compiles its pipelines on the first call).
+    for (let i = 0; i < 2; i++) await compiled();
+    await eager();
+    const eagerDispatches = await dispatchesOf(eager);
+    const compiledDispatches = await dispatchesOf(compiled);
+    const eagerTiming = await timeIt(eager, ctx.time);
+    const compiledTiming = await timeIt(compiled, ctx.time);
+    ctx.log(`  ${c.benchmark}: ${explain().split('\n')[0]}`);
+    const base = { shape: c.shape, backend: 'webgpu' as const };
+    return [
+      { ...base, benchmark: `${c.benchmark} eager`, timing: eagerTiming, note: `${eagerDispatches} dispatches per call` },
+      {
+        ...base,
+        benchmark: `${c.benchmark} compiled`,
+        timing: compiledTiming,
+        baselineBenchmark: `${c.benchmark} eager`,
+        note: `${compiledDispatches} dispatches per call (replayed); eager / compiled time ${(eagerTiming.medianMs / compiledTiming.medianMs).toFixed(2)}x`,
+      },
+    ];
+  } finally {
+    dispose();
+  }
 }
 
 /** Host milliseconds to queue one call (no wait for the GPU), the median of `runs`. */

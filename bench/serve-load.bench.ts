@@ -5,6 +5,9 @@
 // 1-client pass runs every prompt one after another first). Reported: aggregate generated tokens/s, p50/p99 time to
 // first token and inter-token latency, dispatches per scheduler step and per generated token; the ratio column of
 // `serve cN` is its aggregate throughput against `serve c1`.
+// The multi-turn case: 4 concurrent conversations of 4 turns (2 of 3 in quick runs), each turn's prompt the previous one plus a reply and a
+// new user message (token ids, a 48-token system prefix shared by all), with the prefix cache and without
+// (--no-prefix-cache): prefill tokens saved and time to first token; the texts must match.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -100,7 +103,85 @@ async function pass(server: RunningServer, prompts: number[][], clients: number,
 export function serveLoadCases(quick: boolean): BenchCase[] {
   const c = config(quick);
   const shape = `${c.numHiddenLayers}L h${c.hiddenSize} ${c.moe!.numExperts}e top${c.moe!.numExpertsPerTok}, ${quick ? 8 : 16} tokens`;
-  return [{ benchmark: 'serve', shape, run: (ctx) => measure(ctx, c, shape) }];
+  const turns = `${c.numHiddenLayers}L h${c.hiddenSize}, ${quick ? '2 conversations x 3' : '4 conversations x 4'} turns`;
+  return [
+    { benchmark: 'serve', shape, run: (ctx) => measure(ctx, c, shape) },
+    { benchmark: 'serve', shape: turns, run: (ctx) => measureMultiTurn(ctx, c, turns) },
+  ];
+}
+
+/** Multi-turn chats with and without the prefix cache: prefill tokens, hits and time to first token. */
+async function measureMultiTurn(ctx: BenchContext, c: Qwen3Config, shape: string): Promise<RowInput[]> {
+  const names = ['serve multi-turn prefix cache', 'serve multi-turn no prefix cache'];
+  if (!ctx.gpu) return names.map((benchmark) => ({ benchmark, shape, backend: 'cpu' as const, note: 'WebGPU only' }));
+  const maxTokens = ctx.quick ? 4 : 8;
+  const [conversations, turns] = ctx.quick ? [2, 3] : [4, 4];
+  const ids = (n: number, seed: number) => Array.from({ length: n }, (_, j) => (97 * seed + 31 * j + 5) % c.vocabSize);
+  const system = ids(48, 1);
+  const dir = mkdtempSync(join(tmpdir(), 'tensorgpu-bench-serve-turns-'));
+  let loaded: LoadedModel | undefined;
+  const rows: RowInput[] = [];
+  try {
+    await writeRandomQwen3Checkpoint(dir, c, { seed: 9, extraFiles: await qwen3TokenizerFiles() });
+    loaded = await loadModel(dir, { device: 'webgpu', maxSequence: 512 });
+    const texts: string[][] = [];
+    for (const [i, prefixCache] of [true, false].entries()) {
+      const server = await startServer({ model: loaded, servedModelName: MODEL, port: 0, maxQueue: 64, prefixCache, contextLength: 512 });
+      try {
+        await server.ready;
+        await stream(server, ids(5, 99), 2); // compiles the pipelines
+        const [prefill0, hit0] = [await scrape(server, 'tensorgpu_prefill_tokens_total'), await scrape(server, 'tensorgpu_prefix_cache_hit_tokens_total')];
+        const ttft: number[] = [];
+        const d0 = gpuCounters().dispatches;
+        const t0 = performance.now();
+        const got = await Promise.all(
+          Array.from({ length: conversations }, async (_, conv) => {
+            let prompt = [...system];
+            const out: string[] = [];
+            for (let turn = 0; turn < turns; turn++) {
+              prompt = [...prompt, ...ids(8, 10 * conv + turn + 2)];
+              const r = await stream(server, prompt, maxTokens);
+              ttft.push(r.ttftMs);
+              out.push(r.text);
+              prompt = [...prompt, ...ids(maxTokens, 10 * conv + turn + 50)]; // the reply as the client sends it back
+            }
+            return out;
+          }),
+        );
+        const wallMs = performance.now() - t0;
+        texts.push(got.flat());
+        const prefill = (await scrape(server, 'tensorgpu_prefill_tokens_total')) - prefill0;
+        const hit = (await scrape(server, 'tensorgpu_prefix_cache_hit_tokens_total')) - hit0;
+        const mean = ttft.reduce((a, b) => a + b, 0) / ttft.length;
+        const note = `${prefill} tokens prefilled, ${hit} from the prefix cache; TTFT mean ${mean.toFixed(0)} / p50 ${percentile(ttft, 50).toFixed(0)} ms; ${ttft.length} requests in ${(wallMs / 1000).toFixed(2)} s`;
+        ctx.log(`  ${names[i]}: ${note}`);
+        rows.push({
+          benchmark: names[i]!,
+          shape,
+          backend: 'webgpu',
+          timing: {
+            medianMs: percentile(ttft, 50),
+            minMs: Math.min(...ttft),
+            runs: ttft.length,
+            dispatchesPerRun: (gpuCounters().dispatches - d0) / ttft.length,
+          },
+          baselineBenchmark: names[1],
+          note,
+        });
+      } finally {
+        await server.close();
+      }
+    }
+    const wrong = texts[0]!.findIndex((t, i) => t !== texts[1]![i]);
+    if (wrong >= 0)
+      throw new Error(
+        `serve multi-turn: request ${wrong} streamed ${JSON.stringify(texts[0]![wrong])} with the prefix cache, ${JSON.stringify(texts[1]![wrong])} without`,
+      );
+  } finally {
+    loaded?.model.dispose();
+    rmSync(dir, { recursive: true, force: true });
+  }
+  return rows;
 }
 
 async function measure(ctx: BenchContext, c: Qwen3Config, shape: string): Promise<RowInput[]> {

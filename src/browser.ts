@@ -40,7 +40,20 @@ export { parseQwen3Config, type Qwen3Config } from './models/qwen3/config.js';
 export { qwen3WeightSpecs } from './models/qwen3/layout.js';
 export { Qwen3Model, KvCache } from './models/qwen3/model.js';
 export { generate, type GenerateOptions, type GeneratedToken, type GenerationStats } from './generate/generate.js';
-export { TextTokenizer, type ChatMessage } from './tokenizer/text-tokenizer.js';
+export {
+  compileResponseFormat,
+  TokenConstraint,
+  setGrammarEngine,
+  grammarEngine,
+  allowAllMask,
+  GrammarError,
+  type ResponseFormat,
+  type JsonSchemaFormat,
+  type GrammarOptions,
+  type CompiledFormat,
+  type GrammarEngine,
+} from './generate/grammar.js';
+export { TextTokenizer, type ChatMessage, type TokenizerVocabulary } from './tokenizer/text-tokenizer.js';
 export { SafetensorsFile, type TensorLoadOptions } from './formats/safetensors-reader.js';
 export { encodeSafetensors, tensorSource, type TensorSource } from './formats/safetensors-writer.js';
 export { memorySource, blobSource, urlSource, type ByteSource, type UrlSourceOptions } from './formats/byte-source.js';

@@ -13,6 +13,8 @@ import { writeSpectrogramPng } from '../media/spectrogram-image.js';
 import { writeSafetensors, tensorSource } from '../formats/safetensors-writer.js';
 import { readWav, toMono } from '../media/wav.js';
 import { tensor } from '../ops/creation.js';
+import { compile } from '../compile/compile.js';
+import { tidy } from '../core/scope.js';
 import { gpuCounters, synchronize } from '../runtime/stats.js';
 
 export type AudioFeature = 'mel' | 'spectrogram';
@@ -33,6 +35,8 @@ export interface AudioCliOptions {
   seconds?: number;
   /** Pixels per value (default 1; 2 for short inputs makes the picture easier to see). */
   scale?: number;
+  /** Run the front end through compile(). */
+  compile?: boolean;
 }
 
 const BUILTIN_SECONDS = 10;
@@ -70,20 +74,22 @@ export async function runAudio(
     await synchronize();
     const before = gpuCounters();
     const t0 = performance.now();
-    let features: Tensor;
+    let front: (a: Tensor) => Tensor;
     let what: string;
     if (feature === 'mel') {
       const nMels = o.nMels ?? 80;
-      const at16k = rate === WHISPER_SAMPLE_RATE ? audio : keep(resample(audio, rate, WHISPER_SAMPLE_RATE));
-      features = keep(logMelSpectrogram(at16k, { nMels }));
+      front = (a) => logMelSpectrogram(rate === WHISPER_SAMPLE_RATE ? a : resample(a, rate, WHISPER_SAMPLE_RATE), { nMels });
       what = `Whisper log-mel, ${nMels} mels, ${WHISPER_HOP_LENGTH / 16} ms hop${rate === WHISPER_SAMPLE_RATE ? '' : ` (resampled ${rate} -> ${WHISPER_SAMPLE_RATE} Hz on the device)`}`;
     } else {
       const nFft = o.nFft ?? 512;
       const hop = o.hop ?? Math.max(1, Math.floor(nFft / 4));
-      const power = keep(spectrogram(audio, { nFft, hopLength: hop }));
-      features = keep(amplitudeToDb(power, { topDb: 80 }));
+      front = (a) => amplitudeToDb(spectrogram(a, { nFft, hopLength: hop }), { topDb: 80 });
       what = `power spectrogram in dB (80 dB range), n_fft ${nFft}, hop ${hop}, ${(rate / nFft).toFixed(1)} Hz per bin`;
     }
+    // One call of a compiled function is its trace, which is the eager run: what compile() buys here is the check
+    // that the front end replays (the API keeps the function and replays it for every later input of this length).
+    const compiled = o.compile ? compile(front, { label: `audio ${feature}` }) : undefined;
+    const features = keep(tidy(() => (compiled ?? front)(audio)));
     const values = (await features.toArray()) as Float32Array;
     const ms = performance.now() - t0;
     const after = gpuCounters();
@@ -102,6 +108,12 @@ export async function runAudio(
       `picture: ${o.out} (${cols * (o.scale ?? 1)}x${rows * (o.scale ?? 1)}, time on x, ${feature === 'mel' ? 'mel bin' : 'frequency'} on y, low at the bottom)`,
     );
     if (o.save) out(`saved: ${o.save}`);
+    const signature = compiled?.stats().signatures[0];
+    if (signature)
+      out(
+        `compile: ${signature.reason ? `eager because ${signature.reason}` : `traced (${signature.tracedOps} ops -> ${signature.programSteps} steps, ${signature.fusedGroups.length} fused group(s)): a later call of this length would replay`}`,
+      );
+    compiled?.reset();
     return 0;
   } finally {
     for (const t of owned.reverse()) t.dispose();

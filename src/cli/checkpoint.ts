@@ -60,8 +60,10 @@ export async function runInspectCheckpoint(source: string, out: Out = stdout): P
 export interface LoadOptions {
   model: string;
   device: DeviceRequest;
-  /** 'fp8' quantizes float linear weights at load; a float dtype converts non-FP8 tensors. */
-  dtype?: 'fp8' | 'float32' | 'float16' | 'bfloat16';
+  /** 'fp8' / 'int4' quantize float linear weights at load; a float dtype converts non-FP8 tensors. */
+  dtype?: 'fp8' | 'int4' | 'float32' | 'float16' | 'bfloat16';
+  /** int4 group size (default 128). */
+  groupSize?: number;
 }
 
 /**
@@ -80,10 +82,14 @@ export async function runLoadCheckpoint(o: LoadOptions, out: Out = stdout): Prom
     await using ck = await Checkpoint.open(dir);
     const bar = byteProgress(`loading ${basename(dir)}`, ck.totalBytes);
     const onBytes = (n: number) => bar.add(n);
-    const quantize = o.dtype === 'fp8' ? ('float8_e4m3fn' as const) : undefined;
-    const dtype = o.dtype === 'fp8' ? undefined : o.dtype;
+    const quantize = o.dtype === 'fp8' ? ('float8_e4m3fn' as const) : o.dtype === 'int4' ? ('int4' as const) : undefined;
+    const dtype = o.dtype === 'fp8' || o.dtype === 'int4' ? undefined : o.dtype;
+    const errors: [string, number][] = [];
+    const onQuantError = (prefix: string, e: number) => errors.push([prefix, e]);
     const t0 = performance.now();
     let linears = 0;
+    let linearBytes = 0;
+    let linearParams = 0;
     try {
       // Only a config of a supported family is held to that family's layout; another model's config.json (a
       // diffusers VAE, a llama) means tensor by tensor, as when there is no config at all.
@@ -99,9 +105,14 @@ export async function runLoadCheckpoint(o: LoadOptions, out: Out = stdout): Prom
               device,
               dtype,
               quantize: spec.role === 'linear' ? quantize : undefined,
+              groupSize: o.groupSize,
+              onQuantError,
               onBytes,
             });
-            held.push(w.data, ...(w.scale ? [w.scale] : []));
+            const parts = [w.data, ...(w.scale ? [w.scale] : []), ...(w.int4 ? [w.int4.zero, ...(w.int4.perm ? [w.int4.perm] : [])] : [])];
+            held.push(...parts);
+            linearBytes += parts.reduce((a, t) => a + t.numel * DTYPE_INFO[t.dtype].itemBytes, 0);
+            linearParams += w.int4 ? w.data.numel * 8 : w.data.numel;
             linears++;
           } else {
             held.push(await ck.load(spec.name, { device, dtype, onBytes }));
@@ -117,8 +128,14 @@ export async function runLoadCheckpoint(o: LoadOptions, out: Out = stdout): Prom
     const seconds = (performance.now() - t0) / 1000;
     const mem = memoryStats();
     out(
-      `loaded ${held.length} tensors (${linears} linear weights${quantize ? ', quantized to FP8' : ''}) onto ${device}: ${formatBytes(ck.totalBytes)} read in ${seconds.toFixed(2)} s (${(ck.totalBytes / seconds / 1e9).toFixed(2)} GB/s)`,
+      `loaded ${held.length} tensors (${linears} linear weights${quantize === 'int4' ? ', quantized to int4' : quantize ? ', quantized to FP8' : ''}) onto ${device}: ${formatBytes(ck.totalBytes)} read in ${seconds.toFixed(2)} s (${(ck.totalBytes / seconds / 1e9).toFixed(2)} GB/s)`,
     );
+    for (const [prefix, e] of errors) out(`  int4 ${prefix}: relative error ${e.toExponential(3)}`);
+    if (errors.length > 0) out(`int4 error: mean ${(errors.reduce((a, [, e]) => a + e, 0) / errors.length).toExponential(3)} over ${errors.length} weights`);
+    if (linearParams > 0)
+      out(
+        `linear weights: ${formatBytes(linearBytes)} for ${linearParams} parameters, ${(linearBytes / linearParams).toFixed(4)} bytes per parameter (scales included)`,
+      );
     if (device === 'webgpu') out(`GPU memory: ${formatBytes(mem.liveBytes)} live, ${formatBytes(mem.peakLiveBytes)} peak`);
     else out(`tensor memory: ${formatBytes(held.reduce((a, t) => a + t.numel * DTYPE_INFO[t.dtype].itemBytes, 0))}`);
     out(`host memory: peak RSS ${formatBytes(hostPeak)} (+${formatBytes(hostPeak - hostBefore)} during the load)`);

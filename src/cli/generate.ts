@@ -24,6 +24,8 @@ export interface GenerateCliOptions {
   think?: boolean;
   /** A LoRA adapter directory (PEFT layout) merged into the weights after loading. */
   adapter?: string;
+  /** Run the prefill through compile() (traced for this prompt length; pays when the model prefills a length again). */
+  compile?: boolean;
 }
 
 /** `tensorgpu generate`'s defaults where neither a flag nor generation_config.json says otherwise. */
@@ -64,6 +66,7 @@ export async function runGenerate(
         generationConfig,
         seed: o.seed,
         enableThinking: o.think,
+        compile: o.compile,
       });
       let r = await stream.next();
       while (!r.done) {
@@ -77,6 +80,16 @@ export async function runGenerate(
         `${s.promptTokens} prompt tokens, ${s.generatedTokens} generated (${s.stopReason}); prefill ${((s.promptTokens / s.prefillMs) * 1000).toFixed(1)} tok/s, ` +
           `decode ${decodeSteps > 0 ? ((decodeSteps / s.decodeMs) * 1000).toFixed(1) : '-'} tok/s, ${s.dispatchesPerToken.toFixed(0)} dispatches/token`,
       );
+      // The signature's line: traced on a first prompt of this length (the eager run), recorded or replayed after.
+      if (o.compile)
+        log(
+          `prefill through compile(): ${
+            model
+              .explainCompiled?.()
+              ?.split('\n')[1]
+              ?.replace(/^- \(.*\): /, '') ?? 'not run'
+          }`,
+        );
       return 0;
     } finally {
       model.dispose();

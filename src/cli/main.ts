@@ -95,6 +95,7 @@ program
     '--adapter <dir>',
     'a LoRA adapter (PEFT layout: adapter_config.json + adapter_model.safetensors, e.g. from `tensorgpu train`) merged into the weights',
   )
+  .option('--compile', 'run the prefill through compile(): traced for the prompt length, recorded and replayed when a prompt of that length comes again')
   .action(async (opts: GenerateCliOptions) => {
     process.exitCode = await runGenerate(opts);
   });
@@ -196,7 +197,8 @@ tilingOptions(
     .option('--fps <n>', 'frame rate of the preview', positiveInt, 16)
     .option('--seed <n>', 'seed of the default random latents', positiveInt, 1)
     .option('--device <device>', 'auto, webgpu or cpu', deviceName, 'auto')
-    .option('--denormalize', "apply the config's latents_mean / latents_std (z * std + mean) before decoding, as the Wan pipeline does"),
+    .option('--denormalize', "apply the config's latents_mean / latents_std (z * std + mean) before decoding, as the Wan pipeline does")
+    .option('--compile', "run each chunk's decoder through compile(): from the fourth latent frame on, chunks replay one recording"),
   'decode',
 ).action(
   async (
@@ -209,6 +211,7 @@ tilingOptions(
       seed: number;
       device: DeviceFlag;
       denormalize?: boolean;
+      compile?: boolean;
     },
   ) => {
     process.exitCode = await runVaeDecode(opts);
@@ -247,7 +250,8 @@ function audioCommand(name: AudioFeature, description: string, defaultOut: strin
     .option('--save <file>', '.safetensors file for the feature tensor')
     .option('--device <device>', 'auto, webgpu or cpu', deviceName, 'auto')
     .option('--seconds <n>', 'length of the built-in signal when no input is given', positiveInt, 10)
-    .option('--scale <n>', 'pixels per value in the picture', positiveInt, 1);
+    .option('--scale <n>', 'pixels per value in the picture', positiveInt, 1)
+    .option('--compile', 'run the front end through compile() (one call: traced, which is the eager run; the API replays later calls)');
 }
 
 audioCommand('mel', "Whisper's log-mel features (16 kHz; other rates are resampled) of a WAV file, default a built-in chirp + tones", 'mel.png')
@@ -296,12 +300,15 @@ checkpoint
   .option('--device <device>', 'auto, webgpu or cpu', deviceName, 'auto')
   .option(
     '--dtype <dtype>',
-    'fp8 quantizes float linear weights at load; float32/float16/bfloat16 convert',
-    choice(['fp8', 'float32', 'float16', 'bfloat16'] as const),
+    'fp8 / int4 quantize float linear weights at load (int4: the error of each is printed); float32/float16/bfloat16 convert',
+    choice(['fp8', 'int4', 'float32', 'float16', 'bfloat16'] as const),
   )
-  .action(async (opts: { model: string; device: 'auto' | 'webgpu' | 'cpu'; dtype?: 'fp8' | 'float32' | 'float16' | 'bfloat16' }) => {
-    process.exitCode = await runLoadCheckpoint(opts);
-  });
+  .option('--group-size <g>', 'int4 group size along K: 32, 64 or 128', positiveInt)
+  .action(
+    async (opts: { model: string; device: 'auto' | 'webgpu' | 'cpu'; dtype?: 'fp8' | 'int4' | 'float32' | 'float16' | 'bfloat16'; groupSize?: number }) => {
+      process.exitCode = await runLoadCheckpoint(opts);
+    },
+  );
 
 /** 512MiB, 2GB, 1.5GiB or a plain byte count. */
 function byteSize(v: string): number {
@@ -337,6 +344,10 @@ program
   )
   .option('--kv-page-size <n>', 'positions per KV cache page', positiveInt, 16)
   .option('--prefill-chunk <n>', 'prompt tokens per prefill chunk, interleaved with the running decodes', positiveInt, 128)
+  .option(
+    '--no-prefix-cache',
+    'do not share the KV pages of common prompt prefixes between requests (shared by default; cached pages are evicted when --kv-memory runs out)',
+  )
   .action(async (opts: ServeCliOptions) => {
     process.exitCode = await runServe(opts);
   });

@@ -26,6 +26,8 @@ export interface ServeCliOptions {
   kvMemory?: number;
   kvPageSize?: number;
   prefillChunk?: number;
+  /** false with --no-prefix-cache. */
+  prefixCache?: boolean;
 }
 
 export async function runServe(o: ServeCliOptions, log: (line: string) => void = (l) => process.stderr.write(l + '\n')): Promise<number> {
@@ -51,6 +53,7 @@ export async function runServe(o: ServeCliOptions, log: (line: string) => void =
       kvMemoryBytes: o.kvMemory,
       kvPageSize: o.kvPageSize,
       prefillChunk: o.prefillChunk,
+      prefixCache: o.prefixCache,
       log,
     });
     process.stdout.write(`tensorgpu serve: listening on ${server.url}/v1\n`);

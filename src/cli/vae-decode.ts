@@ -29,6 +29,8 @@ export interface VaeDecodeCliOptions extends TilingFlags {
   preview?: string | false;
   /** Preview frame rate (default 16, Wan2.1's). */
   fps?: number;
+  /** Run each chunk's decoder through compile() (WanVae DecodeOptions.compile). */
+  compile?: boolean;
 }
 
 /** Spatial size of the default random latents: 128x128 pixels from the Wan2.1 VAE, quick even on a CPU. */
@@ -36,6 +38,13 @@ const DEFAULT_LATENT_SIZE = 16;
 const DEFAULT_FPS = 16;
 
 const shapeOf = (t: Tensor) => `[${t.shape.join(', ')}]`;
+
+/** The chunk signatures' modes and calls, from explain() (which lists one per signature). */
+export function describeCompiled(explained: string | undefined): string {
+  if (!explained) return 'not run';
+  const modes = [...explained.matchAll(/^- \(.*\): (\w+), (\d+) call\(s\)(; eager because .*)?$/gm)].map((m) => `${m[1]} x${m[2]}${m[3] ?? ''}`);
+  return `${modes.length} chunk signature(s): ${modes.join(', ')} (traced: ran eagerly once; recorded: replayed after the second call)`;
+}
 
 /** The default preview beside the frames: out.png -> out.gif. */
 export function defaultPreviewPath(out: string): string {
@@ -83,7 +92,7 @@ export async function runVaeDecode(
     const bar = stepProgress('decoding');
     try {
       // Waiting for the device after each chunk: the bar counts decoded chunks, and the time is the decode's.
-      video = await runStepsWaiting(vae.decodeSteps(z, { tiling }), (p) => bar.update(p));
+      video = await runStepsWaiting(vae.decodeSteps(z, { tiling, compile: o.compile }), (p) => bar.update(p));
     } finally {
       bar.stop();
     }
@@ -115,6 +124,7 @@ export async function runVaeDecode(
         `webgpu: ${after.dispatches - before.dispatches} dispatches (${pads} pad), ${after.pipelinesCompiled - before.pipelinesCompiled} pipelines compiled, peak GPU memory ${formatBytes(peak)}`,
       );
     }
+    if (o.compile) out(`compile: ${describeCompiled(vae.explainCompiled())}`);
     preview = undefined; // finished: nothing to abort
     return 0;
   } finally {

@@ -39,6 +39,13 @@ export type Scalar = number;
 export type TensorOrScalar = Tensor | Scalar;
 
 /**
+ * The frozen contiguous layout of each frozen shape array fromHandle was given. An eager op's result takes its
+ * operand's shape array, so a chain of ops shares one layout (and one strides array) instead of making and freezing
+ * both per result; a frozen array cannot change, so its entry cannot go stale.
+ */
+const contiguousLayouts = new WeakMap<Shape, View>();
+
+/**
  * An n-dimensional array on one device. Ops are queued synchronously (GPU work is batched until a read);
  * reading values back is async (`toArray`). Views share storage; `dispose()` releases this tensor's hold on it.
  */
@@ -60,6 +67,7 @@ export class Tensor {
   private node: GradNode | undefined;
   /** The view as one object (`layout`), made on first use unless the constructor was given a frozen one. */
   private cachedLayout: View | undefined;
+  private cachedOperand: Operand<unknown> | undefined;
 
   constructor(storage: Storage, view: View, dtype: DType = storage.dtype) {
     // A frozen array is shared as it is (another tensor's shape, a view's, fromHandle's strides): nothing can
@@ -78,8 +86,13 @@ export class Tensor {
   /** A contiguous tensor owning fresh storage. */
   static fromHandle(backend: Backend, handle: unknown, dtype: DType, shape: Shape): Tensor {
     const storage = new Storage(backend, handle, dtype, numel(shape));
-    const frozenShape = Object.isFrozen(shape) ? shape : Object.freeze([...shape]);
-    return new Tensor(storage, Object.freeze({ shape: frozenShape, strides: Object.freeze(contiguousStrides(shape)), offset: 0 }));
+    let layout = contiguousLayouts.get(shape);
+    if (layout === undefined) {
+      const frozenShape = Object.isFrozen(shape) ? shape : Object.freeze([...shape]);
+      layout = Object.freeze({ shape: frozenShape, strides: Object.freeze(contiguousStrides(shape)), offset: 0 });
+      if (frozenShape === shape) contiguousLayouts.set(shape, layout);
+    }
+    return new Tensor(storage, layout);
   }
 
   get device(): DeviceName {
@@ -112,9 +125,10 @@ export class Tensor {
     return s;
   }
 
-  /** What kernels read: storage handle + dtype + view. */
+  /** What kernels read: storage handle + dtype + view (made once: none of the three changes). */
   operand(): Operand<unknown> {
-    return { handle: this.storage.handle, dtype: this.dtype, view: this.layout };
+    const storage = this.storage;
+    return (this.cachedOperand ??= { handle: storage.handle, dtype: this.dtype, view: this.layout });
   }
 
   isContiguous(): boolean {

@@ -8,26 +8,78 @@ import { nodeHost } from '../runtime/host.js';
 import type { Tensor } from '../core/tensor.js';
 import { cast } from '../ops/convert.js';
 import { quantize } from '../ops/quantize.js';
+import { dequantizeInt4, quantizeInt4 } from '../ops/int4.js';
 import type { SafetensorsEntry } from './safetensors-header.js';
 import { directoryFolder, pickedFolder, urlFolder, type CheckpointFolder, type PickedFile } from './checkpoint-folders.js';
 import { SafetensorsFile, type TensorLoadOptions } from './safetensors-reader.js';
 import type { CachedUrlOptions } from './weight-cache.js';
+import { hasInt4Weight, int4QuantizationOf, loadInt4Weight } from './int4.js';
 
 /** Weight file names tried in a directory, in order: transformers' then diffusers'. */
 const SINGLE_FILES = ['model.safetensors', 'diffusion_pytorch_model.safetensors'];
 const INDEX_FILES = SINGLE_FILES.map((f) => `${f}.index.json`);
 
-/** A linear weight [out, in] as stored, with its dequantization scale when FP8: w ~= data * scale. */
+/**
+ * A linear weight [out, in] as stored, with its dequantization scale when FP8 (w ~= data * scale), or packed 4-bit
+ * with `int4` (GPTQ / AWQ / compressed-tensors read into one layout, or quantized at load; see formats/int4.ts):
+ * data int32 [.., N, K/8] (column 8w + j of a row in bits 4j..4j+3 of its word w), scale [.., N, K/g] in a float
+ * dtype, and w[n, perm[j]] = (code[n, j] - zero[n, j / g]) * scale[n, j / g].
+ */
 export interface Weight {
   readonly data: Tensor;
-  /** float32: [1] tensor, [out] row, or [ceil(out/128), ceil(in/128)] block scales. */
+  /** FP8: float32 [1] tensor, [out] row, or [ceil(out/128), ceil(in/128)] block scales. int4: [.., N, K/g] group scales. */
   readonly scale?: Tensor;
   readonly recipe?: ScaleRecipe;
+  readonly int4?: Int4Params;
+}
+
+/** The rest of a packed 4-bit weight (data and scale are in Weight). */
+export interface Int4Params {
+  /** Columns of K per scale: a multiple of 32 dividing K. */
+  readonly groupSize: number;
+  /** uint8 [.., N, K/g]: the zero point of each group, 0..16 (symmetric weights: 8). */
+  readonly zero: Tensor;
+  /** int32 [K], act-order only: the activation column stored column j multiplies (groups are contiguous in j). */
+  readonly perm?: Tensor;
 }
 
 export interface WeightLoadOptions extends TensorLoadOptions {
-  /** Quantize a float weight to FP8 with 128x128 block scales after upload (`--dtype fp8`): half of bf16's bytes. */
-  quantize?: 'float8_e4m3fn';
+  /**
+   * Quantize a float weight after upload: to FP8 with 128x128 block scales (`--dtype fp8`, half of bf16's bytes), or
+   * to packed 4 bits, affine per group of `groupSize` columns along K (`--dtype int4`, about a quarter).
+   */
+  quantize?: 'float8_e4m3fn' | 'int4';
+  /** int4 group size: 32, 64 or 128 (default); a K it does not divide takes the largest of 128/64/32 that does. */
+  groupSize?: number;
+  /** int4: called with each weight's relative error ||W - dequant(Q(W))|| / ||W|| (costs a read back). */
+  onQuantError?: (prefix: string, relError: number) => void;
+}
+
+/** The int4 group size for K: the requested one when it divides K, else the largest of 128/64/32 that does. */
+export function int4GroupFor(k: number, requested = 128): number | undefined {
+  return [requested, 128, 64, 32].find((g) => g % 32 === 0 && k % g === 0);
+}
+
+/** A float [N, K] weight quantized to packed 4 bits (the device does it: one dispatch plus the zero points' cast). */
+export async function quantizeWeightInt4(
+  raw: Tensor,
+  prefix: string,
+  options: Pick<WeightLoadOptions, 'groupSize' | 'onQuantError'>,
+): Promise<Weight | undefined> {
+  const g = int4GroupFor(raw.shape[1], options.groupSize);
+  if (g === undefined) return undefined;
+  const q = quantizeInt4(raw, g);
+  const w: Weight = { data: q.data, scale: q.scale, int4: { groupSize: g, zero: q.zero } };
+  if (options.onQuantError) {
+    const d = dequantizeInt4({ ...q });
+    const diff = d.sub(raw.to('float32'));
+    const num = await diff.mul(diff).sum().item();
+    const rf = raw.to('float32');
+    const den = await rf.mul(rf).sum().item();
+    for (const t of [d, diff, rf]) t.dispose();
+    options.onQuantError(prefix, Math.sqrt(num / Math.max(den, 1e-30)));
+  }
+  return w;
 }
 
 export class Checkpoint implements AsyncDisposable {
@@ -132,6 +184,15 @@ export class Checkpoint implements AsyncDisposable {
    */
   async loadWeight(prefix: string, options: WeightLoadOptions = {}): Promise<Weight> {
     const name = `${prefix}.weight`;
+    if (!this.has(name) && hasInt4Weight(this, prefix)) {
+      const q = int4QuantizationOf(this.config, `${this.dir}/config.json`);
+      if (!q)
+        throw new CheckpointError('4-bit tensors but no GPTQ / AWQ / compressed-tensors quantization_config in config.json', {
+          file: this.dir,
+          tensor: prefix,
+        });
+      return loadInt4Weight(this, prefix, q, options);
+    }
     const entry = this.entry(name);
     const stored = entry.dtype;
     if (stored && isFp8(stored)) {
@@ -142,6 +203,20 @@ export class Checkpoint implements AsyncDisposable {
         data.dispose();
         throw e;
       }
+    }
+    if (options.quantize === 'int4') {
+      if (entry.shape.length !== 2)
+        throw new CheckpointError(`only 2-D weights can be quantized, this one is [${entry.shape.join(', ')}]`, { file: entry.file, tensor: name });
+      const raw = await this.load(name, { ...options, dtype: undefined });
+      const w = await quantizeWeightInt4(raw, prefix, options);
+      if (w) {
+        raw.dispose();
+        return w;
+      }
+      if (!options.dtype || raw.dtype === options.dtype) return { data: raw };
+      const data = cast(raw, options.dtype);
+      raw.dispose();
+      return { data };
     }
     if (options.quantize) {
       if (entry.shape.length !== 2)

@@ -3,6 +3,7 @@
 // uniform writes on the host). What changes per step lives in three device scalars written once per step: the
 // position (cache.length), the sampler's uniform draw, and the input token, which the step itself overwrites with
 // the token it samples. On WebGPU the eager and replayed steps run the same kernels, so they give the same bits.
+// A constrained session (a grammar) also keeps the sampler's token bitmask on the device, rewritten before each step.
 //
 // A step is re-recorded only when a new session starts (a new KV cache); it is not captured when the sampling
 // needs the token history on the host (repetition / presence / frequency penalties: the history is uploaded each
@@ -17,7 +18,7 @@ import { sampleToken, type SampleOptions } from '../ops/sample.js';
 import { copyInto } from '../ops/shape-ops.js';
 import type { CausalLM, ModelCache } from '../models/causal-lm.js';
 
-export type SessionSampling = Omit<SampleOptions, 'seed' | 'generator' | 'previousTokens' | 'draw'>;
+export type SessionSampling = Omit<SampleOptions, 'seed' | 'generator' | 'previousTokens' | 'draw' | 'mask'>;
 
 export interface DecodeSessionOptions {
   sampling?: SessionSampling;
@@ -25,6 +26,10 @@ export interface DecodeSessionOptions {
   capture?: boolean;
   /** Keep each step's float32 logits [1, vocab] in `logits` (a copy inside the step: log-probs, tests). */
   keepLogits?: boolean;
+  /** Sample under a token bitmask given to each prefill / next call (constrained decoding; see generate/grammar.ts). */
+  masked?: boolean;
+  /** Run the prompt's forward through compile() (the model keeps it: traced per prompt length, replayed after). */
+  compilePrefill?: boolean;
 }
 
 /** How the session's decode steps ran. */
@@ -50,11 +55,14 @@ export class DecodeSession {
   private readonly token: Tensor;
   private readonly position: Tensor;
   private readonly draw: Tensor;
+  /** int32 [ceil(vocab / 32)]: the step's allowed tokens, when masked. */
+  private readonly mask: Tensor | undefined;
   /** The last step's logits when keepLogits. */
   readonly logits: Tensor | undefined;
   private graph: CapturedGraph | undefined;
   private readonly sampling: SessionSampling;
   private readonly captureWanted: boolean;
+  private readonly compilePrefill: boolean;
   readonly stats: DecodeSessionStats = { mode: 'eager', recordedSteps: 0, replayedSteps: 0, eagerSteps: 0, capturedDispatches: 0, hostMs: 0, lastHostMs: 0 };
 
   constructor(
@@ -67,6 +75,7 @@ export class DecodeSession {
     this.token = keep(zeros([1], { dtype: 'int32', device: this.device }));
     this.position = keep(zeros([1], { dtype: 'int32', device: this.device }));
     this.draw = keep(zeros([1], { device: this.device }));
+    this.mask = options.masked ? keep(zeros([Math.ceil(model.config.vocabSize / 32)], { dtype: 'int32', device: this.device })) : undefined;
     this.logits = options.keepLogits ? keep(zeros([1, model.config.vocabSize], { device: this.device })) : undefined;
     const why =
       this.device !== 'webgpu'
@@ -77,15 +86,20 @@ export class DecodeSession {
             ? 'capture turned off'
             : undefined;
     this.captureWanted = why === undefined;
+    this.compilePrefill = options.compilePrefill ?? false;
     this.stats.reason = why;
   }
 
-  /** Runs the prompt, samples the first token (kept on the device as the next input) and returns its id. */
-  async prefill(ids: readonly number[], draw: number, history?: readonly number[]): Promise<number> {
+  /**
+   * Runs the prompt, samples the first token (kept on the device as the next input) and returns its id. `mask`
+   * (the token bitmask for this token) is required exactly when the session is masked.
+   */
+  async prefill(ids: readonly number[], draw: number, history?: readonly number[], mask?: Int32Array): Promise<number> {
     writeTensor(this.draw, [draw]);
+    this.writeMask(mask);
     const input = tensor([...ids], { dtype: 'int32', device: this.device });
     try {
-      this.sample(await this.model.forward(input, this.cache), history);
+      this.sample(await this.model.forward(input, this.cache, { compile: this.compilePrefill }), history);
     } finally {
       input.dispose();
     }
@@ -96,10 +110,11 @@ export class DecodeSession {
    * One decode step from the last sampled token; returns the new token's id. `history` (the ids so far) is for
    * sampling penalties only.
    */
-  async next(draw: number, history?: readonly number[]): Promise<number> {
+  async next(draw: number, history?: readonly number[], mask?: Int32Array): Promise<number> {
     if (this.cache.length + 1 > this.cache.capacity) throw new RangeError(`the cache holds ${this.cache.capacity} positions; all are used`);
     const t0 = performance.now();
     writeTensor(this.draw, [draw]);
+    this.writeMask(mask);
     if (this.device === 'webgpu') writeTensor(this.position, [this.cache.length]);
     if (history !== undefined && this.captureWanted) this.stats.reason = 'penalties need the token history on the host';
     if (this.graph && history === undefined) {
@@ -137,10 +152,16 @@ export class DecodeSession {
   /** Samples with the draw from its device scalar and writes the id into `token` (logits are disposed). */
   private sample(logits: Tensor, history?: readonly number[]): void {
     tidy(() => {
-      copyInto(this.token, sampleToken(logits, { ...this.sampling, draw: this.draw, previousTokens: history }));
+      copyInto(this.token, sampleToken(logits, { ...this.sampling, draw: this.draw, previousTokens: history, mask: this.mask }));
       if (this.logits) copyInto(this.logits, logits);
       logits.dispose();
     });
+  }
+
+  private writeMask(mask: Int32Array | undefined): void {
+    if ((mask !== undefined) !== (this.mask !== undefined))
+      throw new RangeError(this.mask ? 'a masked session needs a mask each step' : 'a mask needs a session made with masked: true');
+    if (mask) writeTensor(this.mask!, mask);
   }
 
   private async readToken(): Promise<number> {
@@ -153,6 +174,7 @@ export class DecodeSession {
     this.token.dispose();
     this.position.dispose();
     this.draw.dispose();
+    this.mask?.dispose();
     this.logits?.dispose();
     this.cache.dispose();
   }

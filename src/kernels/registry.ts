@@ -22,6 +22,7 @@ import { adamStepKernels, clipGradNormKernels, optimCountKernels, sgdStepKernels
 import { softmaxKernels } from './softmax/index.js';
 import { sampleKernels, sampleRowsKernels } from './sample/index.js';
 import { quantizeBlocksKernels } from './quantize-blocks/index.js';
+import { int4DequantKernels, int4QuantizeKernels } from './int4/index.js';
 import { swigluKernels } from './swiglu/index.js';
 import { expertLinearKernels, moeRouteKernels, moeRouterKernels, swigluBackwardKernels } from './moe/index.js';
 import { attentionKernels } from './attention/index.js';
@@ -61,6 +62,8 @@ export const OP_KERNELS = {
   sample: sampleKernels,
   sampleRows: sampleRowsKernels,
   quantizeBlocks: quantizeBlocksKernels,
+  int4Dequant: int4DequantKernels,
+  int4Quantize: int4QuantizeKernels,
   swiglu: swigluKernels,
   moeRoute: moeRouteKernels,
   moeRouter: moeRouterKernels,

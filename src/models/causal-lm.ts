@@ -14,6 +14,12 @@ export interface ModelCache {
   /** Positions filled so far. */
   length: number;
   readonly capacity: number;
+  /**
+   * The tensors a forward overwrites in place (LFM2's conv states, Qwen3.5's DeltaNet conv and recurrent states), as
+   * opposed to KV rows, which a later forward at a lower `length` overwrites: what rolling a sequence back (speculative
+   * decoding's rejected tokens) must restore. Absent when setting `length` back is a full rollback.
+   */
+  stateTensors?(): Tensor[];
   dispose(): void;
 }
 
@@ -25,6 +31,12 @@ export interface ForwardOptions {
    * uniforms: what lets a decode step be captured once and replayed (generate/decode-session.ts).
    */
   position?: Tensor;
+  /**
+   * Run through compile() (a prefill): traced once per token count, start row and cache shape, recorded on the
+   * second call and replayed after, the cache's tensors bound as inputs so any cache of the model replays it
+   * (decoder-model.ts). Ignored with `position` (a captured decode step) and by the per-expert MoE baseline.
+   */
+  compile?: boolean;
 }
 
 export interface LastForward {
@@ -61,6 +73,8 @@ export interface CausalLM {
   forwardSync(tokens: Tensor, cache: ModelCache, options?: ForwardOptions): Tensor;
   /** Every weight tensor once (a tied lm_head is the embedding). */
   weightTensors(): Tensor[];
+  /** compile()'s explain() of the forward run with ForwardOptions.compile (undefined before its first use). */
+  explainCompiled?(): string | undefined;
   /** The least a decode step reads: weights once, one embedding row, topK of E experts (see activeBytes). */
   activeWeightBytes(): number;
   /** Frees the weights and the model's own tables. */

@@ -16,8 +16,13 @@ import { familyOf, type ModelFamily } from './families.js';
 /** loadModel's options that hold wherever the checkpoint comes from. */
 export interface ModelFromCheckpointOptions {
   device?: DeviceName;
-  /** 'fp8' quantizes float linear weights to FP8 (128x128 blocks) at load; a float dtype converts them. */
-  dtype?: 'fp8' | DType;
+  /**
+   * 'fp8' quantizes float linear weights to FP8 (128x128 blocks) at load, 'int4' to packed 4 bits (affine, groups of
+   * groupSize along K); a float dtype converts them.
+   */
+  dtype?: 'fp8' | 'int4' | DType;
+  /** int4 group size: 32, 64 or 128 (default). */
+  groupSize?: number;
   /** Cache capacity in positions (default: min(max_position_embeddings, 4096)). */
   maxSequence?: number;
   kvDtype?: DType;
@@ -54,8 +59,9 @@ export async function loadModel(ck: Checkpoint, options: ModelFromCheckpointOpti
   let done = 0;
   const weights = {
     device: options.device ?? getDefaultDevice(),
-    quantize: options.dtype === 'fp8' ? ('float8_e4m3fn' as const) : undefined,
-    dtype: options.dtype === 'fp8' ? undefined : options.dtype,
+    quantize: options.dtype === 'fp8' ? ('float8_e4m3fn' as const) : options.dtype === 'int4' ? ('int4' as const) : undefined,
+    groupSize: options.groupSize,
+    dtype: options.dtype === 'fp8' || options.dtype === 'int4' ? undefined : options.dtype,
     onBytes: (n: number) => options.onProgress?.((done += n), total),
   };
   const maxSequence = options.maxSequence ?? Math.min(family.maxPositions(config), 4096);

@@ -11,7 +11,7 @@ import {
 } from '../runtime/backend.js';
 import { DTYPE_INFO, isFloating, isFp8, promoteTypes, type DType } from '../core/dtype.js';
 import { DTypeError } from '../core/errors.js';
-import { broadcastShapes, broadcastView, sameShape, type Shape } from '../core/shape.js';
+import { broadcastShapes, broadcastView, sameShape, type Shape, type View } from '../core/shape.js';
 import type { Tensor, TensorOrScalar } from '../core/tensor.js';
 import type { Backend } from '../runtime/backend.js';
 import { commonBackend, wrap } from './util.js';
@@ -20,13 +20,21 @@ import { isGradEnabled } from '../autograd/grad-mode.js';
 import { binaryRule, sumTo, unaryRule } from './grad-rules.js';
 
 function unary(op: UnaryOp, x: Tensor, floatOnly: boolean): Tensor {
-  const backend = commonBackend(op, x);
+  const backend = x.storage.backend;
   if (isFp8(x.dtype)) throw new DTypeError(`${op} does not take ${x.dtype} (tensor ${x.describe()}): FP8 is a storage format; cast with .to('float32') first`);
   if (x.dtype === 'bool' && !floatOnly) throw new DTypeError(`${op} does not take bool (tensor ${x.describe()})`);
   // Like PyTorch, float functions of integer tensors return float32.
   const outDtype: DType = floatOnly && !isFloating(x.dtype) ? 'float32' : x.dtype;
   // Without grad an op is its kernel alone: no closures, no tape (differentiable would make both only to drop them).
   if (!isGradEnabled() || !x.requiresGrad) return wrap(backend, backend.unary(op, x.operand(), outDtype), outDtype, x.shape);
+  return recordedUnary(op, x, backend, outDtype);
+}
+
+/**
+ * The recorded form of unary(), apart so that unary() itself holds no closure: V8 allocates the variables a
+ * closure captures on every call of the function that declares it, taken branch or not.
+ */
+function recordedUnary(op: UnaryOp, x: Tensor, backend: Backend, outDtype: DType): Tensor {
   return differentiable(
     op,
     [x],
@@ -104,11 +112,34 @@ function backendOf(op: string, a: Tensor | undefined, b: Tensor | undefined): Ba
   return (a ?? b)!.storage.backend;
 }
 
+/**
+ * The last broadcast view made of each layout, with the shape it was made for: a bias added op after op is
+ * broadcast to the same (frozen) shape array each time. Both are frozen, so an entry cannot go stale.
+ */
+const broadcastViews = new WeakMap<View, { readonly shape: Shape; readonly view: View }>();
+
 /** t's operand read as `shape` (its own view when it already has that shape). */
 function broadcastOperand(t: Tensor, shape: Shape): Operand<unknown> {
   const own = t.operand();
   if (sameShape(t.shape, shape)) return own;
-  return { handle: own.handle, dtype: own.dtype, view: broadcastView(t.layout, shape) };
+  const layout = t.layout;
+  let cached = broadcastViews.get(layout);
+  if (cached === undefined || cached.shape !== shape) {
+    const view = broadcastView(layout, shape);
+    cached = { shape, view: Object.freeze({ shape: view.shape, strides: Object.freeze(view.strides), offset: view.offset }) };
+    if (Object.isFrozen(shape) && Object.isFrozen(layout)) broadcastViews.set(layout, cached);
+  }
+  return { handle: own.handle, dtype: own.dtype, view: cached.view };
+}
+
+/**
+ * The broadcast shape of two tensors: one of their own (frozen) shape arrays when it equals one (x + bias), which
+ * the result then shares, else a new one.
+ */
+function binaryShape(x: Tensor, y: Tensor): Shape {
+  if (sameShape(x.shape, y.shape)) return x.shape;
+  const shape = broadcastShapes(x.shape, y.shape);
+  return sameShape(shape, x.shape) ? x.shape : sameShape(shape, y.shape) ? y.shape : shape;
 }
 
 function binary(op: BinaryOp, x: TensorOrScalar, y: TensorOrScalar): Tensor {
@@ -120,12 +151,26 @@ function binary(op: BinaryOp, x: TensorOrScalar, y: TensorOrScalar): Tensor {
   const backend = backendOf(op, tx, ty);
   const outDtype = resultDtype(op, tx ?? sa!, ty ?? sb!, sa !== undefined, sb !== undefined);
   // A number broadcasts to the tensor's shape; two tensors of one shape (the usual case) keep theirs.
-  const shape: Shape = !tx ? ty!.shape : !ty ? tx.shape : sameShape(tx.shape, ty.shape) ? tx.shape : broadcastShapes(tx.shape, ty.shape);
+  const shape: Shape = !tx ? ty!.shape : !ty ? tx.shape : binaryShape(tx, ty);
   const opA = sa ?? broadcastOperand(tx!, shape);
   const opB = sb ?? broadcastOperand(ty!, shape);
   // Without grad an op is its kernel alone: no closures, no tape (differentiable would make both only to drop them).
   if (UNRECORDED.has(op) || !isGradEnabled() || !(tx?.requiresGrad || ty?.requiresGrad))
     return wrap(backend, backend.binary(op, opA, opB, shape, outDtype), outDtype, shape);
+  return recordedBinary(op, x, y, backend, opA, opB, shape, outDtype);
+}
+
+/** The recorded form of binary(), apart for the reason recordedUnary is. */
+function recordedBinary(
+  op: BinaryOp,
+  x: TensorOrScalar,
+  y: TensorOrScalar,
+  backend: Backend,
+  opA: Operand<unknown> | ScalarOperand,
+  opB: Operand<unknown> | ScalarOperand,
+  shape: Shape,
+  outDtype: DType,
+): Tensor {
   const forward = () => wrap(backend, backend.binary(op, opA, opB, shape, outDtype), outDtype, shape);
   return differentiable(
     op,

@@ -5,6 +5,7 @@ import { DTypeError, ShapeError } from '../core/errors.js';
 import { broadcastShapes, broadcastView, formatShape, transposed2d } from '../core/shape.js';
 import type { Tensor } from '../core/tensor.js';
 import { compact, reshape, unsqueeze } from './shape-ops.js';
+import { checkInt4, dequantizeInt4 } from './int4.js';
 import { commonBackend, requireDTypes, wrap } from './util.js';
 import { differentiable } from '../autograd/function.js';
 import { sumTo } from './grad-rules.js';
@@ -84,6 +85,12 @@ export interface LinearOptions {
    * silu(x . gate^T) * (x . up^T), [..., N/2], the residual (if any) added after: one dispatch on the decode GEMV.
    */
   activation?: 'swiglu';
+  /**
+   * The weight is packed 4-bit (formats/int4.ts): `weight` its int32 words [N, K/8], weightScale its group scales
+   * [N, K/groupSize], these its zero points (uint8, same shape) and, under act-order, the activation column of each
+   * stored column (int32 [K]). The GEMV and GEMM dequantize in registers; frozen like FP8 weights.
+   */
+  int4?: { readonly zero: Tensor; readonly groupSize: number; readonly perm?: Tensor };
 }
 
 function weightRecipe(scale: Tensor, n: number, k: number, given?: ScaleRecipe): ScaleRecipe {
@@ -131,17 +138,21 @@ export function linear(x: Tensor, weight: Tensor, bias?: Tensor, options: Linear
  * rather than kept from the forward. FP8 weights are frozen: they have no gradient.
  */
 function linearRule(g: Tensor, x: Tensor, weight: Tensor, needs: readonly boolean[], options: LinearOptions): (Tensor | undefined)[] {
-  const [n, k] = weight.shape;
+  const [n, k] = options.int4 ? [weight.shape[0], weight.shape[1] * 8] : weight.shape;
   const quantized = options.weightScale !== undefined;
   if (quantized && needs[1]) throw new DTypeError(`linear: an ${weight.dtype} weight has no gradient (FP8 weights are frozen; train adapters on top of them)`);
   const gOut = needs[3] ? reshape(g, g.shape) : undefined;
   if (options.activation === 'swiglu') {
-    const pre = linearForward(x, weight, undefined, { weightScale: options.weightScale, recipe: options.recipe });
+    const pre = linearForward(x, weight, undefined, { weightScale: options.weightScale, recipe: options.recipe, int4: options.int4 });
     g = swigluGrad(pre, g);
   }
   const rows = reshape(g, [g.numel / n, n]);
   const xs = reshape(x, [x.numel / k, k]);
-  const w = quantized ? dequantizeWeight(weight, options.weightScale!, weightRecipe(options.weightScale!, n, k, options.recipe)) : weight;
+  const w = options.int4
+    ? dequantizeInt4({ data: weight, scale: options.weightScale!, ...options.int4 })
+    : quantized
+      ? dequantizeWeight(weight, options.weightScale!, weightRecipe(options.weightScale!, n, k, options.recipe))
+      : weight;
   const gx = needs[0] ? linearForward(g, w.transpose(0, 1), undefined, {}) : undefined;
   const gw = needs[1] ? matmulForward(rows.transpose(0, 1), xs.dtype === rows.dtype ? xs : xs.to(rows.dtype)) : undefined;
   const gb = needs[2] ? rows.sum(0) : undefined;
@@ -168,9 +179,12 @@ function linearForward(x: Tensor, weight: Tensor, bias?: Tensor, options: Linear
   const backend = commonBackend('linear', x, weight, ...(bias ? [bias] : []), ...(scale ? [scale] : []), ...(residual ? [residual] : []));
   requireDTypes('linear', x, MATMUL_DTYPES);
   if (weight.ndim !== 2) throw new ShapeError(`linear: weight must be [N, K], got ${formatShape(weight.shape)}`);
-  const [n, k] = weight.shape;
+  const int4 = options.int4;
+  const [n, k] = int4 ? checkInt4Linear(weight, scale, int4) : weight.shape;
   let recipe: ScaleRecipe | undefined;
-  if (isFp8(weight.dtype)) {
+  if (int4) {
+    // checked above
+  } else if (isFp8(weight.dtype)) {
     if (!scale) throw new DTypeError(`linear: an ${weight.dtype} weight needs its dequantization scale (options.weightScale)`);
     requireDTypes('linear weightScale', scale, ['float32']);
     recipe = weightRecipe(scale, n, k, options.recipe);
@@ -202,11 +216,14 @@ function linearForward(x: Tensor, weight: Tensor, bias?: Tensor, options: Linear
   const b = bias && compact(bias);
   const s = scale && compact(scale);
   const r = residual && compact(residual);
+  const z = int4 && compact(int4.zero);
+  const pm = int4?.perm && compact(int4.perm);
   try {
     const wT = { ...weight.operand(), view: transposed2d(weight.layout) };
     const scaling = {
       ...(b ? { bias: b.operand() } : {}),
       ...(s && recipe ? { scaleB: { handle: s.storage.handle, recipe } } : {}),
+      ...(s && z && int4 ? { int4B: { scale: s.operand(), zero: z.operand(), groupSize: int4.groupSize, ...(pm ? { perm: pm.operand() } : {}) } } : {}),
       ...(r ? { residual: { ...r.operand(), view: { shape: [m, outCols], strides: [outCols, 1], offset: 0 } } } : {}),
       ...(swiglu ? { activation: 'swiglu' as const } : {}),
     };
@@ -221,5 +238,14 @@ function linearForward(x: Tensor, weight: Tensor, bias?: Tensor, options: Linear
     b?.dispose();
     s?.dispose();
     r?.dispose();
+    z?.dispose();
+    pm?.dispose();
   }
+}
+
+/** [N, K] of a packed 4-bit weight, its scale and zero points checked against it. */
+function checkInt4Linear(weight: Tensor, scale: Tensor | undefined, int4: NonNullable<LinearOptions['int4']>): [number, number] {
+  if (!scale) throw new DTypeError('linear: an int4 weight needs its group scales (options.weightScale)');
+  const { n, k } = checkInt4('linear', { data: weight, scale, ...int4 });
+  return [n, k];
 }

@@ -35,6 +35,22 @@ export interface SampleOptions {
    * seed / generator (a captured decode step rewrites it each step).
    */
   draw?: Tensor;
+  /**
+   * A token bitmask (constrained decoding: a grammar's allowed next tokens), int32 [ceil(V / 32)] on the logits'
+   * device: token i may be sampled only when bit i % 32 of word i / 32 is set. Applied inside the sampler (masked
+   * logits become -Inf first), so it adds no read back; a captured step rewrites it in place each step.
+   */
+  mask?: Tensor;
+}
+
+/** The mask as the sampler reads it: a contiguous int32 of `words` words per row on the logits' device. */
+function maskOperand(op: string, logits: Tensor, mask: Tensor, rows: number, vocab: number): Tensor {
+  commonBackend(op, logits, mask);
+  const words = Math.ceil(vocab / 32);
+  if (mask.dtype !== 'int32' || mask.numel !== rows * words)
+    throw new ShapeError(`${op}: mask must be int32 with ${rows} x ${words} words (ceil(${vocab} / 32) per row), got ${mask.describe()}`);
+  // A contiguous view is read in place at its offset (a captured step's mask, rewritten each step).
+  return mask.isContiguous() ? mask : compact(mask);
 }
 
 function check(cond: boolean, message: string): void {
@@ -88,7 +104,9 @@ export function sampleToken(logits: Tensor, options: SampleOptions = {}): Tensor
   const prevOpt = options.previousTokens;
   const prev =
     prevOpt === undefined ? undefined : Array.isArray(prevOpt) ? tensor([...prevOpt], { dtype: 'int32', device: logits.device }) : compact(prevOpt as Tensor);
+  let mask: Tensor | undefined;
   try {
+    mask = options.mask && maskOperand('sample', logits, options.mask, 1, vocab);
     if (prev && prev.dtype !== 'int32') throw new DTypeError(`sample: previousTokens must be int32, got ${prev.describe()}`);
     if (prev) commonBackend('sample', logits, prev);
     const draw = options.draw;
@@ -101,10 +119,12 @@ export function sampleToken(logits: Tensor, options: SampleOptions = {}): Tensor
       previous: prev && prev.numel > 0 ? prev.operand() : undefined,
       params,
       drawFrom: draw?.operand(),
+      mask: mask?.operand(),
     });
     return wrap(backend, handle, 'int32', [1]);
   } finally {
     prev?.dispose();
+    if (mask !== options.mask) mask?.dispose();
   }
 }
 
@@ -121,15 +141,17 @@ export async function sample(logits: Tensor, options: SampleOptions = {}): Promi
 }
 
 /** One row's sampling in `sampleRows`: SampleOptions less the draw tensor, previous tokens as numbers. */
-export type RowSampling = Omit<SampleOptions, 'draw' | 'previousTokens'> & { previousTokens?: readonly number[] };
+export type RowSampling = Omit<SampleOptions, 'draw' | 'previousTokens' | 'mask'> & { previousTokens?: readonly number[] };
 
 /**
  * One token id per row of [B, V] logits, row r sampled with rows[r] (its own temperature, top-k/p, min-p,
  * penalties, seed): an int32 [B] tensor on the logits' device, -1 for a row with nothing samplable. The ids equal
  * `sampleToken` row by row; on WebGPU the whole batch is one dispatch (one workgroup per row). `draws` (float32
- * [B] on the device), when given, supplies every row's uniform draw instead of its seed / generator.
+ * [B] on the device), when given, supplies every row's uniform draw instead of its seed / generator. `masks`
+ * (int32 [B, ceil(V / 32)] on the device), when given, holds each row's token bitmask (see SampleOptions.mask; a
+ * row without a grammar sets every bit: allowAllMask).
  */
-export function sampleRows(logits: Tensor, rows: readonly RowSampling[], options: { draws?: Tensor } = {}): Tensor {
+export function sampleRows(logits: Tensor, rows: readonly RowSampling[], options: { draws?: Tensor; masks?: Tensor } = {}): Tensor {
   const backend = commonBackend('sampleRows', logits);
   requireDTypes('sampleRows', logits, ['float32', 'float16', 'bfloat16']);
   const [b, vocab] = logits.shape;
@@ -151,11 +173,20 @@ export function sampleRows(logits: Tensor, rows: readonly RowSampling[], options
   }
   const prev = prevIds.length > 0 ? tensor(prevIds, { dtype: 'int32', device: logits.device }) : undefined;
   const drawsView = draws && compact(draws);
+  const masks = options.masks && maskOperand('sampleRows', logits, options.masks, b!, vocab!);
   try {
-    const handle = runKernel('sampleRows', backend, { logits: logits.operand(), params, previous: prev?.operand(), spans, draws: drawsView?.operand() });
+    const handle = runKernel('sampleRows', backend, {
+      logits: logits.operand(),
+      params,
+      previous: prev?.operand(),
+      spans,
+      draws: drawsView?.operand(),
+      mask: masks?.operand(),
+    });
     return wrap(backend, handle, 'int32', [b!]);
   } finally {
     prev?.dispose();
     drawsView?.dispose();
+    if (masks !== options.masks) masks?.dispose();
   }
 }

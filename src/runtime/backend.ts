@@ -67,6 +67,12 @@ export interface MatmulScaling<H> {
    * [m, n/2] = silu(gate) * up, the residual (then [m, n/2]) added after; batch-less products only.
    */
   readonly activation?: 'swiglu';
+  /**
+   * b is a packed 4-bit weight (formats/int4.ts): b's handle holds the int32 words of the [n, k] weight, b.view the
+   * words' [k/8, n] transposed view (k/8 rows, as the dense weight's [k, n]); these are its contiguous group scales
+   * and zero points [n, k/groupSize] and, under act-order, the activation column of each stored column [k].
+   */
+  readonly int4B?: { readonly scale: Operand<H>; readonly zero: Operand<H>; readonly groupSize: number; readonly perm?: Operand<H> };
 }
 
 /**

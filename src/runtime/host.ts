@@ -47,6 +47,11 @@ export interface NodeHost {
   dawnGpu(): Promise<GPU>;
   /** Runs the adapter probe in a child process, which alone can capture Dawn's native stderr. */
   probeAdapter(options: AdapterProbeOptions): Promise<ProbeResult>;
+  /**
+   * The exports of a package Node's ESM loader cannot import, evaluated as CommonJS: a UMD file inside a `"type":
+   * "module"` package (@mlc-ai/web-xgrammar ships one), which bundlers read as CommonJS but Node as ESM.
+   */
+  importCommonJs(specifier: string): Promise<unknown>;
 }
 
 let installed: NodeHost | undefined;

@@ -2,6 +2,7 @@
 // process through webgpu/node.ts. Importing this module installs it; the Node entry (src/index.ts), the CLI
 // (cli/main.ts) and the test setup (vitest.config.ts) do. Node-only: the browser entry never imports it.
 import { mkdir, open, readFile, stat, writeFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { installNodeHost, type NodeHost } from './host.js';
 import { dawnGpu, probeAdapter } from './webgpu/node.js';
@@ -41,6 +42,23 @@ const host: NodeHost = {
   dirname: (path) => dirname(path),
   dawnGpu,
   probeAdapter,
+  async importCommonJs(specifier) {
+    const require = createRequire(import.meta.url);
+    const file = require.resolve(specifier);
+    const module = { exports: {} as unknown };
+    // The CommonJS wrapper, run once per call (callers cache the result). `process` is hidden so Emscripten glue
+    // takes its plain-JS path (its wasm is inline) instead of import('module'), which code built by Function cannot
+    // run inside vm-run modules (vitest).
+    new Function('exports', 'module', 'require', '__filename', '__dirname', 'process', await readFile(file, 'utf8'))(
+      module.exports,
+      module,
+      require,
+      file,
+      dirname(file),
+      undefined,
+    );
+    return module.exports;
+  },
 };
 
 installNodeHost(host);

@@ -12,6 +12,11 @@
 // the front with its tokens so far, recomputed when it is admitted again), so the oldest always progress.
 // Decode steps run batch-invariant (core/batch-invariance.ts): a sequence's tokens do not depend on its neighbours.
 // Prefill chunks run alone, with boundaries fixed by the sequence's own prompt.
+// With the prefix cache (models/layers/prefix-cache.ts, on by default), every page a sequence fills is indexed by
+// the hash of its token prefix; an admitted sequence shares the cached pages its ids start with and prefills from
+// the first token after them (at least its last token is always computed, for its logits: when the whole prompt is
+// cached, the last page is copied before that token is written into it). For a model with recurrent layers the hit
+// ends at the deepest page with a state snapshot, and its prefill chunks end on page boundaries so they get one.
 import { batchInvariant, withBatchInvariance } from '../core/batch-invariance.js';
 import { tidy } from '../core/scope.js';
 import type { Tensor } from '../core/tensor.js';
@@ -21,6 +26,7 @@ import { tokenLogprobs } from '../generate/logprobs.js';
 import type { TextTokenizer } from '../tokenizer/tokenizer.js';
 import type { PagedCausalLM } from '../models/causal-lm.js';
 import { PagedSequence, type PagedKvPool, type PagedSlot } from '../models/layers/paged-kv.js';
+import type { PrefixCache, PrefixEntry } from '../models/layers/prefix-cache.js';
 import { tensor } from '../ops/creation.js';
 import { indexSelect } from '../ops/index-select.js';
 import { sampleRows } from '../ops/sample.js';
@@ -42,6 +48,10 @@ import {
 export interface BatchObserver extends SchedulerObserver {
   /** After each step: sequences in its decode forward, and the GPU dispatches the step queued. */
   onStep?(decodeBatch: number, dispatches: number): void;
+  /** A sequence was admitted with `hitTokens` of its `promptTokens` (ids so far) already in cached pages. */
+  onPrefixLookup?(promptTokens: number, hitTokens: number): void;
+  /** A prefill chunk of `tokens` tokens ran. */
+  onPrefill?(tokens: number): void;
 }
 
 export interface BatchSchedulerOptions {
@@ -53,6 +63,11 @@ export interface BatchSchedulerOptions {
   prefillChunk?: number;
   /** Positions a sequence may reach (the model's RoPE tables); the KV pool's positions bound it too. */
   maxSequence: number;
+  /**
+   * Shares full KV pages between sequences by the hash of their token prefix (default true). A model with recurrent
+   * layers needs a pool with snapshot slots (PagedKvPoolOptions.snapshots), else its sequences share nothing.
+   */
+  prefixCache?: boolean;
   observer?: BatchObserver;
 }
 
@@ -70,6 +85,9 @@ class Running {
   lastTokenAt: number;
   decodeDispatches = 0;
   decodeSteps = 0;
+  /** Leading pages already in the prefix index (or found there), and the hash key of the last of them. */
+  indexed = 0;
+  chainKey = '';
 
   constructor(
     readonly job: Job,
@@ -111,6 +129,10 @@ export class BatchScheduler implements Scheduler {
   /** Positions one sequence may hold: the model's limit and the whole pool's. */
   readonly maxPositions: number;
   preemptions = 0;
+  /** Tokens run through prefill chunks (cached prefixes not included). */
+  prefilledTokens = 0;
+  /** The prefix index over the pool, when on (for a model with recurrent layers, only with snapshot slots). */
+  readonly prefixCache: PrefixCache | undefined;
 
   constructor(
     private readonly model: PagedCausalLM,
@@ -121,6 +143,13 @@ export class BatchScheduler implements Scheduler {
     this.maxBatch = options.maxBatch ?? 16;
     this.prefillChunk = options.prefillChunk ?? 128;
     this.maxPositions = Math.min(options.maxSequence, pool.pages * pool.pageSize);
+    const recurrent = pool.states !== undefined;
+    if ((options.prefixCache ?? true) && (!recurrent || pool.states!.snapshotSlots > 0)) this.prefixCache = pool.enablePrefixCache();
+  }
+
+  /** Prompt tokens served from cached pages so far. */
+  get prefixHitTokens(): number {
+    return this.prefixCache?.hitTokens ?? 0;
   }
 
   get waiting(): number {
@@ -201,14 +230,67 @@ export class BatchScheduler implements Scheduler {
     for (;;) {
       if (this.active.length >= this.maxBatch) return;
       const resumed = this.resumable[0];
-      const prompt = resumed ? resumed.ids.length : this.queue[0]?.request.promptIds.length;
-      if (prompt === undefined) return;
+      const ids = resumed ? resumed.ids : this.queue[0]?.request.promptIds;
+      if (ids === undefined) return;
+      const sequence = resumed ? resumed.sequence : new PagedSequence(this.pool);
+      const hit = this.shareCachedPrefix(sequence, ids);
       // The prompt plus the first generated token must fit now; later pages are taken as the sequence grows.
-      if (!this.pool.canHold(prompt + 1)) return;
-      const run = resumed ? this.resumable.shift()! : new Running(this.queue.shift()!, new PagedSequence(this.pool), this.model, this.tokenizer);
-      run.sequence.reserve(prompt + 1);
+      if (hit === undefined || !sequence.reserve(ids.length + 1)) {
+        sequence.release();
+        return;
+      }
+      const run = resumed ? this.resumable.shift()! : new Running(this.queue.shift()!, sequence, this.model, this.tokenizer);
+      const last = hit.entries[hit.entries.length - 1];
+      if (last && this.pool.states) this.prefixCache!.restore(last, sequence.stateSlot!);
+      if (hit.tokens > 0) this.prefixCache!.hit(hit.entries, hit.tokens);
+      run.indexed = hit.entries.length;
+      run.chainKey = last?.key ?? '';
+      run.filled = hit.tokens;
+      this.options.observer?.onPrefixLookup?.(ids.length, hit.tokens);
       this.active.push(run);
       this.report();
+    }
+  }
+
+  /**
+   * Puts the cached pages `ids` starts with at the head of an empty sequence and returns them with the tokens they
+   * cover (undefined when the copy-on-write page could not be had). At least the last id is left to compute.
+   */
+  private shareCachedPrefix(sequence: PagedSequence, ids: readonly number[]): { entries: PrefixEntry[]; tokens: number } | undefined {
+    const cache = this.prefixCache;
+    if (!cache) return { entries: [], tokens: 0 };
+    let entries = cache.match(ids);
+    const ps = this.pool.pageSize;
+    if (this.pool.states) {
+      // A recurrent model restarts from a snapshot, which only the end of a page can give: the deepest page that has
+      // one and leaves a token to compute.
+      let n = entries.length;
+      while (n > 0 && (entries[n - 1]!.snapshot === undefined || n * ps >= ids.length)) n--;
+      entries = entries.slice(0, n);
+    }
+    if (entries.length === 0) return { entries, tokens: 0 };
+    sequence.adopt(entries.map((e) => e.page));
+    const covered = entries.length * ps;
+    if (covered < ids.length) return { entries, tokens: covered };
+    // The whole prompt is cached: its last token runs again for its logits, written into a copy of the last page.
+    if (!sequence.copyOnWrite(entries.length - 1)) return undefined;
+    return { entries: entries.slice(0, -1), tokens: ids.length - 1 };
+  }
+
+  /**
+   * Indexes run's pages completed up to `filled` under their prefix hashes; for a model with recurrent layers, the
+   * state of a page that ends exactly at `filled` is kept as its snapshot.
+   */
+  private indexPages(run: Running): void {
+    const cache = this.prefixCache;
+    if (!cache) return;
+    const ps = this.pool.pageSize;
+    const full = Math.floor(run.filled / ps);
+    for (; run.indexed < full; run.indexed++) {
+      const p = run.indexed;
+      const entry = cache.insert(run.chainKey, run.ids.slice(p * ps, (p + 1) * ps), run.sequence.pages[p]!);
+      run.chainKey = entry.key;
+      if (this.pool.states && (p + 1) * ps === run.filled) cache.snapshot(entry, run.sequence.stateSlot!);
     }
   }
 
@@ -230,6 +312,8 @@ export class BatchScheduler implements Scheduler {
     this.active.splice(this.active.indexOf(run), 1);
     run.sequence.release();
     run.filled = 0;
+    run.indexed = 0;
+    run.chainKey = '';
     this.resumable.unshift(run);
     this.preemptions++;
     this.report();
@@ -244,12 +328,18 @@ export class BatchScheduler implements Scheduler {
       // One prefill chunk of the oldest sequence that still has prompt to run.
       const joining = this.active.find((r) => !r.decoding);
       if (joining) {
-        const end = Math.min(joining.ids.length, joining.filled + this.prefillChunk);
+        let end = Math.min(joining.ids.length, joining.filled + this.prefillChunk);
+        // A recurrent model's chunks end on page boundaries where they can, so the page gets a state snapshot.
+        const aligned = end - (end % this.pool.pageSize);
+        if (this.prefixCache && this.pool.states && aligned > joining.filled) end = aligned;
         if (this.grow(joining, end)) {
           const slot: PagedSlot = { sequence: joining.sequence, start: joining.filled, rows: end - joining.filled };
           const logits = this.forward(joining.ids.slice(joining.filled, end), [slot], false);
           temps.push(logits);
+          this.prefilledTokens += end - joining.filled;
+          this.options.observer?.onPrefill?.(end - joining.filled);
           joining.filled = end;
+          this.indexPages(joining);
           // The whole prompt (for a preempted sequence, prompt and tokens so far) is in: sample the next token.
           if (end === joining.ids.length) rows.push({ run: joining, logits, row: 0 });
         }
@@ -269,6 +359,7 @@ export class BatchScheduler implements Scheduler {
         temps.push(logits);
         batch.forEach((run, row) => {
           run.filled = run.ids.length;
+          this.indexPages(run);
           rows.push({ run, logits, row });
         });
         decodeBatch = batch.length;

@@ -2,7 +2,14 @@
 // HTTP status it maps to, and the offending field where there is one.
 import { TensorGpuError } from '../core/errors.js';
 
-export type ApiErrorType = 'invalid_request_error' | 'authentication_error' | 'not_found_error' | 'rate_limit_error' | 'server_error' | 'service_unavailable';
+export type ApiErrorType =
+  | 'invalid_request_error'
+  | 'authentication_error'
+  | 'not_found_error'
+  | 'rate_limit_error'
+  | 'server_error'
+  | 'service_unavailable'
+  | 'model_error';
 
 export interface ApiErrorBody {
   error: { message: string; type: ApiErrorType; param: string | null; code: string | null };
@@ -75,5 +82,15 @@ export class UnavailableError extends ApiError {
 export class UnauthorizedError extends ApiError {
   constructor() {
     super(401, 'Missing or wrong API key: send Authorization: Bearer <key>', 'authentication_error', null, 'invalid_api_key');
+  }
+}
+
+/**
+ * The model wrote what the request cannot be answered with (a tool call that does not parse, no call where
+ * tool_choice requires one): 500 with type model_error, as OpenAI answers "The model produced invalid content".
+ */
+export class ModelOutputApiError extends ApiError {
+  constructor(message: string, code: string) {
+    super(500, message, 'model_error', null, code);
   }
 }

@@ -8,11 +8,16 @@ import type { TextTokenizer } from '../tokenizer/tokenizer.js';
 import type { LoadedModel } from '../models/load.js';
 import { ContextLengthError, InvalidFieldError } from './errors.js';
 import type { CompletionRequest } from './request.js';
+import type { ChatMessage } from '../tokenizer/tokenizer.js';
+import type { ChatOutputOptions } from './chat-output/chat-output.js';
+import { renderChatPrompt } from './chat-prompt.js';
 
 export interface GenerationPlan {
   promptIds: number[];
   maxTokens: number;
   options: GenerateOptions;
+  /** Chat: how to read the output (reasoning, tool calls). */
+  chatOutput?: ChatOutputOptions;
 }
 
 /** The model a server generates with, and the positions a sequence may fill (its cache capacity). */
@@ -26,7 +31,8 @@ export function planGeneration(req: CompletionRequest, served: ServedModel): Gen
   const { loaded, tokenizer, contextLength } = served;
   const prompt = req.kind === 'chat' && !tokenizer.hasChatTemplate ? undefined : req.prompt;
   if (prompt === undefined) throw new InvalidFieldError('messages', "the model's tokenizer has no chat template; use /v1/completions");
-  const ids = promptIds(tokenizer, prompt, req.enableThinking);
+  const chat = req.kind === 'chat' ? renderChatPrompt({ ...req, prompt: prompt as ChatMessage[] }, tokenizer) : undefined;
+  const ids = chat ? tokenizer.encode(chat.text) : promptIds(tokenizer, prompt);
   const vocab = loaded.config.vocabSize;
   const bad = ids.findIndex((t) => t >= vocab);
   if (bad >= 0) throw new InvalidFieldError('prompt', `token id ${ids[bad]} at index ${bad} is outside the model's vocabulary of ${vocab}`);
@@ -55,5 +61,5 @@ export function planGeneration(req: CompletionRequest, served: ServedModel): Gen
     stopTokenIds,
     logprobs: req.logprobs,
   };
-  return { promptIds: ids, maxTokens, options };
+  return { promptIds: ids, maxTokens, options, chatOutput: chat?.output };
 }

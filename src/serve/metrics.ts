@@ -1,6 +1,6 @@
 // The server's Prometheus metrics (prom-client), in a registry of its own so several servers in one process (tests)
-// do not share counters: requests by route and status, tokens, queue depth, running sequences, latency histograms
-// and the device's memory (runtime/stats' memoryStats(), read at scrape time).
+// do not share counters: requests by route and status, tokens, queue depth, running sequences, latency histograms,
+// prefill and prefix-cache tokens, and the device's memory (runtime/stats' memoryStats(), read at scrape time).
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { memoryStats } from '../runtime/stats.js';
 import type { BatchObserver } from './batch-scheduler.js';
@@ -36,6 +36,21 @@ export class ServerMetrics {
     help: 'GPU dispatches queued by scheduler steps',
     registers: [this.registry],
   });
+  readonly prefillTokens = new Counter({
+    name: 'tensorgpu_prefill_tokens_total',
+    help: 'Tokens run through prefill (continuous batching; prompt tokens found in the prefix cache are not)',
+    registers: [this.registry],
+  });
+  readonly prefixCacheQueryTokens = new Counter({
+    name: 'tensorgpu_prefix_cache_query_tokens_total',
+    help: 'Prompt tokens of sequences admitted to the continuous batch (looked up in the prefix cache)',
+    registers: [this.registry],
+  });
+  readonly prefixCacheHitTokens = new Counter({
+    name: 'tensorgpu_prefix_cache_hit_tokens_total',
+    help: 'Prompt tokens whose KV pages came from the prefix cache instead of a prefill',
+    registers: [this.registry],
+  });
   readonly interTokenLatency = new Histogram({
     name: 'tensorgpu_inter_token_latency_seconds',
     help: 'Seconds between consecutive generated tokens',
@@ -60,16 +75,18 @@ export class ServerMetrics {
   }
 
   /**
-   * The KV pool's pages, read at scrape time (continuous batching only): pages in use and in all, and preemptions.
+   * The KV pool's pages, read at scrape time (continuous batching only): pages in use, kept by the prefix cache
+   * for reuse (evicted when needed) and in all, and preemptions.
    */
-  watchKvPool(pool: { readonly pages: number; readonly freePages: number }, preemptions: () => number): void {
+  watchKvPool(pool: { readonly pages: number; readonly freePages: number; readonly cachedPages?: number }, preemptions: () => number): void {
     new Gauge({
       name: 'tensorgpu_kv_pages',
-      help: 'Pages of the paged KV cache: used and total',
+      help: 'Pages of the paged KV cache: used by sequences, cached (no sequence uses them; evicted when needed) and total',
       labelNames: ['kind'] as const,
       registers: [this.registry],
       collect() {
         this.set({ kind: 'used' }, pool.pages - pool.freePages);
+        this.set({ kind: 'cached' }, pool.cachedPages ?? 0);
         this.set({ kind: 'total' }, pool.pages);
       },
     });
@@ -95,6 +112,11 @@ export class ServerMetrics {
         this.queueDepth.set(waiting);
         this.running.set(running);
       },
+      onPrefixLookup: (prompt, hit) => {
+        this.prefixCacheQueryTokens.inc(prompt);
+        this.prefixCacheHitTokens.inc(hit);
+      },
+      onPrefill: (tokens) => this.prefillTokens.inc(tokens),
       onFirstToken: (s) => this.timeToFirstToken.observe(s),
       onInterToken: (s) => this.interTokenLatency.observe(s),
     };

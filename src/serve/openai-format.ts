@@ -1,6 +1,7 @@
 // OpenAI's response objects: chat.completion, chat.completion.chunk, text_completion, usage, and the server-sent
 // event framing of a stream.
 import type { GeneratedToken, GenerationStats } from '../generate/generate.js';
+import type { ChatDelta, ChatMessageOut } from './chat-output/chat-output.js';
 
 /** A token id's own text (the tokenizer's decode of it alone). */
 export type TokenText = (id: number) => string;
@@ -44,7 +45,7 @@ function topByText(top: readonly { id: number; logprob: number }[], text: TokenT
   return byText;
 }
 
-export type FinishReason = 'stop' | 'length';
+export type FinishReason = 'stop' | 'length' | 'tool_calls';
 
 export interface Usage {
   prompt_tokens: number;
@@ -56,9 +57,13 @@ export function usageOf(stats: GenerationStats): Usage {
   return { prompt_tokens: stats.promptTokens, completion_tokens: stats.generatedTokens, total_tokens: stats.promptTokens + stats.generatedTokens };
 }
 
-/** eos and stop strings / ids end a sequence as asked ('stop'); the token budget or the cache end it short ('length'). */
-export function finishReason(stats: GenerationStats): FinishReason {
-  return stats.stopReason === 'eos' || stats.stopReason === 'stop-string' ? 'stop' : 'length';
+/**
+ * eos and stop strings / ids end a sequence as asked ('stop', or 'tool_calls' when the answer calls tools); the token
+ * budget or the cache end it short ('length').
+ */
+export function finishReason(stats: GenerationStats, toolCalls = false): FinishReason {
+  if (stats.stopReason !== 'eos' && stats.stopReason !== 'stop-string') return 'length';
+  return toolCalls ? 'tool_calls' : 'stop';
 }
 
 export interface ResponseIdentity {
@@ -67,13 +72,13 @@ export interface ResponseIdentity {
   model: string;
 }
 
-export function chatCompletion(who: ResponseIdentity, text: string, stats: GenerationStats, logprobs: object | null = null): object {
+export function chatCompletion(who: ResponseIdentity, message: ChatMessageOut, stats: GenerationStats, logprobs: object | null = null): object {
   return {
     id: who.id,
     object: 'chat.completion',
     created: who.created,
     model: who.model,
-    choices: [{ index: 0, message: { role: 'assistant', content: text }, logprobs, finish_reason: finishReason(stats) }],
+    choices: [{ index: 0, message, logprobs, finish_reason: finishReason(stats, message.tool_calls !== undefined) }],
     usage: usageOf(stats),
   };
 }
@@ -92,7 +97,7 @@ export function textCompletion(who: ResponseIdentity, text: string, stats: Gener
 /** One streamed chunk; `usage` is null on every chunk but the last when the client asked for include_usage. */
 export function chatChunk(
   who: ResponseIdentity,
-  delta: { role?: 'assistant'; content?: string },
+  delta: ChatDelta & { role?: 'assistant' },
   finish: FinishReason | null,
   includeUsage: boolean,
   logprobs: object | null = null,

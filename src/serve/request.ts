@@ -2,6 +2,7 @@
 // field that is wrong. Only what generate() can do is accepted; the rest is refused with a 400 rather than ignored.
 import type { ChatMessage } from '../tokenizer/tokenizer.js';
 import { InvalidFieldError, UnsupportedFieldError } from './errors.js';
+import { messageToolCalls, toolFields, type ToolFields } from './tool-request.js';
 
 export interface SamplingRequest {
   maxTokens?: number;
@@ -26,11 +27,20 @@ export interface CompletionRequest extends SamplingRequest {
   prompt: ChatMessage[] | string | number[];
   /** The chat template's enable_thinking (`chat_template_kwargs: { enable_thinking }`, as vLLM takes it). */
   enableThinking?: boolean;
+  /** The rest of chat_template_kwargs: more variables for the template. */
+  templateVariables?: Record<string, unknown>;
+  /** OpenAI's reasoning_effort: the template's own variable where it has one, else its enable_thinking switch. */
+  reasoningEffort?: ReasoningEffort;
+  /** Chat: the offered tools, tool_choice and parallel_tool_calls. */
+  tools?: ToolFields;
   stream: boolean;
   includeUsage: boolean;
 }
 
 type Body = Record<string, unknown>;
+
+export const REASONING_EFFORTS = ['none', 'minimal', 'low', 'medium', 'high', 'xhigh'] as const;
+export type ReasoningEffort = (typeof REASONING_EFFORTS)[number];
 
 const ROLES: readonly ChatMessage['role'][] = ['system', 'user', 'assistant', 'tool'];
 
@@ -86,7 +96,18 @@ function messages(body: Body): ChatMessage[] {
     const role = m.role === 'developer' ? 'system' : m.role;
     if (typeof role !== 'string' || !(ROLES as readonly string[]).includes(role))
       throw new InvalidFieldError(`${at}.role`, `expected one of system, developer, user, assistant, tool, got ${JSON.stringify(m.role)}`);
-    return { role: role as ChatMessage['role'], content: m.content === null && role === 'assistant' ? '' : messageContent(m.content, `${at}.content`) };
+    const out: ChatMessage = {
+      role: role as ChatMessage['role'],
+      content: (m.content === null || m.content === undefined) && role === 'assistant' ? '' : messageContent(m.content, `${at}.content`),
+    };
+    if (role === 'assistant' && field(m, 'tool_calls') !== undefined) out.tool_calls = messageToolCalls(m.tool_calls, `${at}.tool_calls`);
+    if (role === 'assistant' && typeof m.reasoning_content === 'string') out.reasoning_content = m.reasoning_content;
+    if (role === 'tool') {
+      if (typeof m.tool_call_id !== 'string') throw new InvalidFieldError(`${at}.tool_call_id`, 'a tool message needs the id of the call it answers');
+      out.tool_call_id = m.tool_call_id;
+    }
+    if (typeof m.name === 'string') out.name = m.name;
+    return out;
   });
 }
 
@@ -154,20 +175,39 @@ function common(body: unknown, _kind: 'chat' | 'text'): { body: Body; model: str
 
 export function parseChatRequest(raw: unknown): CompletionRequest {
   const { body, ...rest } = common(raw, 'chat');
-  return { kind: 'chat', ...rest, prompt: messages(body), enableThinking: templateKwargs(body), ...sampling(body, 'chat') };
+  const { enableThinking, templateVariables } = templateKwargs(body);
+  const effort = field(body, 'reasoning_effort');
+  if (effort !== undefined && !(REASONING_EFFORTS as readonly unknown[]).includes(effort))
+    throw new InvalidFieldError('reasoning_effort', `expected one of ${REASONING_EFFORTS.join(', ')}, got ${JSON.stringify(effort)}`);
+  return {
+    kind: 'chat',
+    ...rest,
+    prompt: messages(body),
+    enableThinking,
+    templateVariables,
+    reasoningEffort: effort as ReasoningEffort | undefined,
+    tools: toolFields(body),
+    ...sampling(body, 'chat'),
+  };
 }
 
-/** chat_template_kwargs: only enable_thinking (Qwen3 / Qwen3.5 templates) is read; other keys are refused by name. */
-function templateKwargs(body: Body): boolean | undefined {
+/** Variables the server sets itself, which chat_template_kwargs may not replace. */
+const RESERVED_TEMPLATE_VARIABLES = new Set(['messages', 'tools', 'add_generation_prompt', 'bos_token', 'eos_token']);
+
+/**
+ * chat_template_kwargs, as vLLM takes them: enable_thinking (Qwen3 / Qwen3.5 templates) checked as a boolean, the
+ * other keys passed to the template as variables (those the server sets itself are refused by name).
+ */
+function templateKwargs(body: Body): { enableThinking?: boolean; templateVariables?: Record<string, unknown> } {
   const v = field(body, 'chat_template_kwargs');
-  if (v === undefined) return undefined;
+  if (v === undefined) return {};
   if (!isObject(v)) throw new InvalidFieldError('chat_template_kwargs', 'expected an object such as {"enable_thinking": false}');
-  const unknown = Object.keys(v).find((k) => k !== 'enable_thinking');
-  if (unknown !== undefined) throw new InvalidFieldError(`chat_template_kwargs.${unknown}`, 'not supported (only enable_thinking is)');
-  const on = field(v, 'enable_thinking');
-  if (on !== undefined && typeof on !== 'boolean')
+  const reserved = Object.keys(v).find((k) => RESERVED_TEMPLATE_VARIABLES.has(k));
+  if (reserved !== undefined) throw new InvalidFieldError(`chat_template_kwargs.${reserved}`, 'set by the server from the request; not a template kwarg');
+  const { enable_thinking: on, ...rest } = v;
+  if (on !== undefined && on !== null && typeof on !== 'boolean')
     throw new InvalidFieldError('chat_template_kwargs.enable_thinking', `expected a boolean, got ${JSON.stringify(on)}`);
-  return on as boolean | undefined;
+  return { enableThinking: (on ?? undefined) as boolean | undefined, templateVariables: Object.keys(rest).length > 0 ? rest : undefined };
 }
 
 export function parseCompletionRequest(raw: unknown): CompletionRequest {

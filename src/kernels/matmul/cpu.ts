@@ -6,6 +6,7 @@ import type { StorageArray } from '../../core/codecs.js';
 import type { MatmulDims, MatmulScaling, Operand } from '../../runtime/backend.js';
 import { type CpuBackend, store, values } from '../../runtime/cpu/cpu-backend.js';
 import { swigluReference } from '../swiglu/cpu.js';
+import { int4DequantValues } from '../int4/cpu.js';
 
 type Handle = StorageArray;
 
@@ -31,6 +32,14 @@ export function matmulReference(
       [dims.m, half],
       outDtype,
     );
+  }
+  if (scaling.int4B) {
+    // The packed weight dequantized (columns in activation order), then the plain product: the float64 oracle.
+    const { int4B, ...rest } = scaling;
+    const words = { ...b, view: { shape: [dims.n, dims.k / 8], strides: [b.view.strides[1], 1], offset: b.view.offset } };
+    const w = int4DequantValues({ words, scale: int4B.scale, zero: int4B.zero, perm: int4B.perm }, dims.n, dims.k, int4B.groupSize);
+    const dense = { handle: w as unknown as Handle, dtype: 'float32' as const, view: { shape: [dims.k, dims.n], strides: [1, dims.k], offset: 0 } };
+    return matmulReference(backend, a, dense, dims, outDtype, rest);
   }
   const { m, n, k } = dims;
   const batch = numel(dims.batch);

@@ -27,6 +27,11 @@ export interface GemmScaling {
   residual?: GpuOperand;
   /** Decode GEMV only: rows n and n + N/2 of the weight are gate and up, the output [m, N/2] is silu(gate) * up. */
   activation?: 'swiglu';
+  /**
+   * b is a packed 4-bit weight (int32 words, b.view their [k/8, n] transposed view): contiguous scales and zero points
+   * [n, k/groupSize], and the act-order column permutation [k] read on the activation side.
+   */
+  int4B?: { scale: GpuOperand; zero: GpuOperand; groupSize: number; perm?: GpuOperand };
 }
 
 function scaleTerm(name: string, recipe: ScaleRecipe | 'none', index: string): string {
@@ -40,7 +45,16 @@ const RECIPES = ['none', 'tensor', 'row', 'block'] as const;
  * Variant fields of a scaled matmul, shared by the GEMM and the decode GEMV: each scale's recipe, and the bias and
  * residual dtypes ('none' when absent).
  */
-export const SCALING_VARIANT = { scaleA: RECIPES, scaleB: RECIPES, bias: 'string', scaleResult: 'boolean', residual: 'string' } as const;
+export const SCALING_VARIANT = {
+  scaleA: RECIPES,
+  scaleB: RECIPES,
+  bias: 'string',
+  scaleResult: 'boolean',
+  residual: 'string',
+  /** A packed 4-bit b: its scales' dtype, else 'none'. */
+  int4: 'string',
+  perm: 'boolean',
+} as const;
 export type ScalingVariant = VariantOf<typeof SCALING_VARIANT>;
 
 export function scalingVariant(s: GemmScaling): ScalingVariant {
@@ -50,6 +64,8 @@ export function scalingVariant(s: GemmScaling): ScalingVariant {
     bias: s.bias?.dtype ?? 'none',
     scaleResult: !!s.scaleResult,
     residual: s.residual?.dtype ?? 'none',
+    int4: s.int4B?.scale.dtype ?? 'none',
+    perm: !!s.int4B?.perm,
   };
 }
 
@@ -60,11 +76,50 @@ export const SCALING_INPUTS = {
   bias: { packed: (v: ScalingVariant) => v.bias as DType, when: (v: ScalingVariant) => v.bias !== 'none' },
   scale_result: { type: 'f32', when: (v: ScalingVariant) => v.scaleResult },
   residual: { packed: (v: ScalingVariant) => v.residual as DType, when: (v: ScalingVariant) => v.residual !== 'none' },
+  q_scale: { packed: (v: ScalingVariant) => v.int4 as DType, when: (v: ScalingVariant) => v.int4 !== 'none' },
+  q_zero: { packed: () => 'uint8' as DType, when: (v: ScalingVariant) => v.int4 !== 'none' },
+  perm: { type: 'u32', when: (v: ScalingVariant) => v.perm },
 } as const;
+
+/** Uniform params of a packed 4-bit b, shared by the GEMM and the GEMV. */
+export const INT4_PARAMS = { group: 'u32', q_groups: 'u32', q_s_off: 'u32', q_z_off: 'u32', perm_off: 'u32' } as const;
+
+export function int4Params(s: GemmScaling, k: number) {
+  const q = s.int4B;
+  return {
+    group: q?.groupSize ?? 0,
+    q_groups: q ? k / q.groupSize : 0,
+    q_s_off: q?.scale.view.offset ?? 0,
+    q_z_off: q?.zero.view.offset ?? 0,
+    perm_off: q?.perm?.view.offset ?? 0,
+  };
+}
+
+/** `a_col(k)`: the activation column weight column k multiplies (act-order reads it from perm). */
+export function activationColumnWgsl(v: ScalingVariant): string {
+  return `fn a_col(k: u32) -> u32 {\n  return ${v.perm ? 'perm[p.perm_off + k]' : 'k'};\n}\n`;
+}
+
+/** Bytes of b as stored: a packed 4-bit weight is half a byte per element plus its group scales and zeros. */
+export function weightBytes(dtype: DType, s: GemmScaling, n: number, k: number): number {
+  const q = s.int4B;
+  if (!q) return bytesOf(dtype, n * k);
+  const groups = (n * k) / q.groupSize;
+  return (n * k) / 2 + bytesOf(q.scale.dtype, groups) + groups;
+}
 
 /** The buffers of SCALING_INPUTS (those absent left undefined). */
 export function scalingBuffers(s: GemmScaling) {
-  return { scale_a: s.scaleA?.buffer, scale_b: s.scaleB?.buffer, bias: s.bias?.buffer, scale_result: s.scaleResult, residual: s.residual?.buffer };
+  return {
+    scale_a: s.scaleA?.buffer,
+    scale_b: s.scaleB?.buffer,
+    bias: s.bias?.buffer,
+    scale_result: s.scaleResult,
+    residual: s.residual?.buffer,
+    q_scale: s.int4B?.scale.buffer,
+    q_zero: s.int4B?.zero.buffer,
+    perm: s.int4B?.perm?.buffer,
+  };
 }
 
 /**
@@ -88,8 +143,19 @@ export function epilogueWgsl(v: ScalingVariant): string {
 /** `a_value` / `b_value`: an operand element dequantized; block scales vary along K, so they apply per element here. */
 function operandLoads(v: ScalingVariant): string {
   const a = `fn a_value(i: u32, m: u32, k: u32) -> f32 {\n  return load_a(i)${v.scaleA === 'block' ? ' * scale_a[m * p.k_blocks + k / 128u]' : ''};\n}\n`;
-  const b = `fn b_value(i: u32, k: u32, n: u32) -> f32 {\n  return load_b(i)${v.scaleB === 'block' ? ' * scale_b[(n / 128u) * p.k_blocks + k / 128u]' : ''};\n}\n`;
-  return a + b;
+  // A packed 4-bit b is addressed by (k, n): word k / 8 of row n, dequantized with its group's scale and zero.
+  const b =
+    v.int4 !== 'none'
+      ? [
+          'fn b_value(i: u32, k: u32, n: u32) -> f32 {',
+          '  let word = code_b(p.b_off + n * p.b_sn + k / 8u);',
+          '  let g = n * p.q_groups + k / p.group;',
+          '  return (f32((word >> ((k % 8u) * 4u)) & 15u) - load_q_zero(p.q_z_off + g)) * load_q_scale(p.q_s_off + g);',
+          '}',
+          '',
+        ].join('\n')
+      : `fn b_value(i: u32, k: u32, n: u32) -> f32 {\n  return load_b(i)${v.scaleB === 'block' ? ' * scale_b[(n / 128u) * p.k_blocks + k / 128u]' : ''};\n}\n`;
+  return a + b + activationColumnWgsl(v);
 }
 
 /**
@@ -253,6 +319,7 @@ const gemm = defineKernel({
     b_sk: 'u32',
     b_sn: 'u32',
     k_blocks: 'u32', // ceil(k / 128): row length of block-scale tables
+    ...INT4_PARAMS,
     batch_shape: 'u32[4]',
     a_sbatch: 'u32[4]',
     b_sbatch: 'u32[4]',
@@ -338,6 +405,7 @@ export function gemmKernel(ctx: GpuContext, a: GpuOperand, b: GpuOperand, dims: 
       b_sk: bs[r],
       b_sn: bs[r + 1],
       k_blocks: Math.ceil(k / 128),
+      ...int4Params(scaling, k),
       batch_shape: ba.shape,
       a_sbatch: ba.strides,
       b_sbatch: bb.strides,
@@ -346,7 +414,7 @@ export function gemmKernel(ctx: GpuContext, a: GpuOperand, b: GpuOperand, dims: 
     // Each operand once (the compulsory traffic; tiles re-read from caches are not counted).
     {
       workgroups: [Math.ceil(n / TILE), Math.ceil(m / TILE), batchCount],
-      bytes: batchCount * (bytesOf(a.dtype, m * k) + bytesOf(b.dtype, k * n) + bytesOf(outDtype, m * n)),
+      bytes: batchCount * (bytesOf(a.dtype, m * k) + weightBytes(b.dtype, scaling, n, k) + bytesOf(outDtype, m * n)),
     },
   );
   return out;

@@ -5,14 +5,15 @@
 // K step and the store (MULTIPLY, STORE), so the accumulators are registers and the inner loop has no index
 // arithmetic or bounds checks; tiles wholly inside the matrices load without bounds checks either.
 // Operands are strided views (a transposed [N,K] weight needs no copy) of any dtype, dequantized on load (FP8
-// included, with per-block scales when given); per-tensor/per-row scales, bias and the output cast happen in the
+// included, with per-block scales when given; a packed 4-bit b by (k, n) with its group scale and zero, the
+// act-order permutation applied to A's columns through a_col); per-tensor/per-row scales, bias and the output cast happen in the
 // epilogue. The header (params, bindings, load_a/load_b/encode_out, a_value/b_value, epilogue, RM/RN/SW) comes
 // from the description in gemm.ts.
 
 // a[gr, gk] of the batch at a_base, or zero outside the matrix (a tile's padding).
 fn load_a_or_zero(gr: u32, gk: u32, a_base: u32) -> f32 {
   if (gr < p.m && gk < p.k) {
-    return a_value(a_base + gr * p.a_sm + gk * p.a_sk, gr, gk);
+    return a_value(a_base + gr * p.a_sm + a_col(gk) * p.a_sk, gr, gk);
   }
   return 0.0;
 }
@@ -36,7 +37,10 @@ fn load_b4(b_base: u32, gk: u32, gc: u32, inside: bool) -> vec4<f32> {
 
 // The 4 consecutive-row values a[gr..gr+3, gk] (zero outside the matrix unless `inside`).
 fn load_a4(a_base: u32, gr: u32, gk: u32, inside: bool) -> vec4<f32> {
-  let i = a_base + gr * p.a_sm + gk * p.a_sk;
+  var i = a_base + gr * p.a_sm;
+  if (gk < p.k) {
+    i += a_col(gk) * p.a_sk;
+  }
   if (inside) {
     return vec4<f32>(a_value(i, gr, gk), a_value(i + p.a_sm, gr + 1u, gk), a_value(i + 2u * p.a_sm, gr + 2u, gk), a_value(i + 3u * p.a_sm, gr + 3u, gk));
   }

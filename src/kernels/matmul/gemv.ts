@@ -4,7 +4,18 @@ import { DTYPE_INFO, isFp8, lanesPerWord, type DType } from '../../core/dtype.js
 import type { MatmulDims } from '../../runtime/backend.js';
 import { wordBytes, type GpuBuffer, type GpuContext } from '../../runtime/webgpu/gpu-context.js';
 import { viaFloat32, type GpuOperand } from '../../runtime/webgpu/kernels/elementwise.js';
-import { epilogueWgsl, SCALING_INPUTS, SCALING_VARIANT, scalingBuffers, scalingVariant, type GemmScaling } from './gemm.js';
+import {
+  activationColumnWgsl,
+  epilogueWgsl,
+  INT4_PARAMS,
+  int4Params,
+  SCALING_INPUTS,
+  SCALING_VARIANT,
+  scalingBuffers,
+  scalingVariant,
+  weightBytes,
+  type GemmScaling,
+} from './gemm.js';
 import { bytesOf, defineKernel, type VariantOf } from '../../runtime/webgpu/kernels/kernel.js';
 import { decodeFn, fillTemplate, grid1d } from '../../runtime/webgpu/kernels/wgsl.js';
 import { batchInvariant } from '../../core/batch-invariance.js';
@@ -37,6 +48,22 @@ export function gemvApplies(b: GpuOperand, dims: MatmulDims): boolean {
   const [sk, sn] = b.view.strides;
   return (sk === 1 || dims.k === 1) && (sn * item) % 16 === 0 && (b.view.offset * item) % 16 === 0;
 }
+
+/**
+ * A packed 4-bit chunk: 32 codes of one group (group sizes are multiples of 32), so its zero and scale are read once
+ * and the scale multiplies the chunk's sum instead of each weight; (code - zero) is an exact small integer.
+ */
+const INT4_CHUNK_BODY = [
+  '      let gi = n * p.q_groups + k0 / p.group;',
+  '      let z = load_q_zero(p.q_z_off + gi);',
+  '      for (var w = 0u; w < 4u; w++) {',
+  '        let word = chunk[w];',
+  '        for (var l = 0u; l < 8u; l++) {',
+  '          part += (f32((word >> (l * 4u)) & 15u) - z) * a_vec(k0 + w * 8u + l);',
+  '        }',
+  '      }',
+  '      part *= load_q_scale(p.q_s_off + gi);',
+].join('\n');
 
 // A loop, not an unrolled block: 16 inlined FP8 decodes per chunk made SwiftShader's shader compiler hang, and GPU
 // compilers unroll constant-trip loops themselves.
@@ -159,8 +186,8 @@ const GEMV_VARIANT = {
 } as const;
 type GemvVariant = VariantOf<typeof GEMV_VARIANT>;
 
-/** Weight elements in a 16-byte chunk. */
-const perChunk = (v: GemvVariant) => 16 / DTYPE_INFO[v.b].itemBytes;
+/** Weight elements in a 16-byte chunk (32 for packed 4-bit words). */
+const perChunk = (v: GemvVariant) => (v.int4 !== 'none' ? 32 : 16 / DTYPE_INFO[v.b].itemBytes);
 const blockScaled = (v: GemvVariant) => v.scaleA === 'block' || v.scaleB === 'block';
 
 function gemvFunctions(v: GemvVariant): string {
@@ -171,7 +198,9 @@ function gemvFunctions(v: GemvVariant): string {
   const lutA = lut && v.a === v.b;
   // Grouped: row r of the group is activation row row0 + r, read only below p.m (the others are zeros).
   const row = (r: number) => (v.grouped ? `(row0 + ${r}u)` : `${r}u`);
-  const loadA = (r: number) => (lutA ? `fp8_lut[code_x(p.a_off + ${row(r)} * p.a_sm + k * p.a_sk)]` : `load_x(p.a_off + ${row(r)} * p.a_sm + k * p.a_sk)`);
+  const kc = v.perm ? 'a_col(k)' : 'k';
+  const loadA = (r: number) =>
+    lutA ? `fp8_lut[code_x(p.a_off + ${row(r)} * p.a_sm + ${kc} * p.a_sk)]` : `load_x(p.a_off + ${row(r)} * p.a_sm + ${kc} * p.a_sk)`;
   const rows = [0, 1, 2, 3].map((r) => (r >= m ? '0.0' : v.grouped ? `a_row(${r}u, k)` : loadA(r)));
   const aScale = (r: number) => (ra === 'block' && r < m ? `scale_a[${row(r)} * p.k_blocks + k / 128u]` : ra === 'block' ? '0.0' : '1.0');
   const aRow = v.grouped
@@ -184,6 +213,7 @@ function gemvFunctions(v: GemvVariant): string {
     `fn a_vec(k: u32) -> vec4<f32> {\n  return vec4<f32>(${rows.join(', ')});\n}\n`,
     blockScaled(v) ? `fn block_scale(n: u32, k: u32) -> vec4<f32> {\n  return vec4<f32>(${[0, 1, 2, 3].map(aScale).join(', ')}) * ${bScale};\n}\n` : '',
     epilogueWgsl(v),
+    activationColumnWgsl(v),
     columnValueFn(v.swiglu, WORKGROUP / v.tpo),
   ].join('\n');
 }
@@ -204,6 +234,7 @@ const gemv = defineKernel({
     k_blocks: 'u32', // ceil(k / 128)
     up_rows: 'u32', // with SwiGLU: the up row of output column n is weight row n + up_rows
     m: 'u32', // grouped: activation rows in all (the z grid runs ceil(m / 4) groups of 4)
+    ...INT4_PARAMS,
   },
   outputs: { out: { packed: 'out', saturate: true } },
   inputs: { x: { packed: 'a' }, w: { type: 'vec4<u32>', packed: 'b' }, ...SCALING_INPUTS },
@@ -216,7 +247,7 @@ const gemv = defineKernel({
     const reduce = columnReduceWgsl(v.subgroups, 'vec4<f32>(0.0)');
     const lut = isFp8(v.b);
     return {
-      CHUNK_BODY: chunkBody(v.b),
+      CHUNK_BODY: v.int4 !== 'none' ? INT4_CHUNK_BODY : chunkBody(v.b),
       CHUNK_SCALE: blockScaled(v) ? ' * block_scale(n, k0)' : '',
       TAIL_SCALE: blockScaled(v) ? ' * block_scale(n, k)' : '',
       STORE: storeCode(lanesPerWord(v.out), v.m, WORKGROUP / v.tpo, v.grouped),
@@ -244,7 +275,7 @@ export function gemvKernel(ctx: GpuContext, a: GpuOperand, b: GpuOperand, dims: 
   const out = ctx.alloc(wordBytes(m * n, lanes));
   if (m * n === 0) return out;
   const item = DTYPE_INFO[b.dtype].itemBytes;
-  const chunk = 16 / item;
+  const chunk = s.int4B ? 32 : 16 / item;
   const tpo = threadsPerOutput(Math.floor(k / chunk));
   const subgroups = ctx.subgroupReduce(tpo);
   const [, sn] = b.view.strides;
@@ -266,9 +297,13 @@ export function gemvKernel(ctx: GpuContext, a: GpuOperand, b: GpuOperand, dims: 
       k_blocks: Math.ceil(k / 128),
       up_rows: swiglu ? n : 0,
       m,
+      ...int4Params(s, k),
     },
     { out, x: a.buffer, w: b.buffer, ...scalingBuffers(s) },
-    { workgroups: [gx, gy, grouped ? Math.ceil(m / GEMV_MAX_M) : 1], bytes: bytesOf(b.dtype, dims.n * k) + bytesOf(a.dtype, m * k) + bytesOf(outDtype, m * n) },
+    {
+      workgroups: [gx, gy, grouped ? Math.ceil(m / GEMV_MAX_M) : 1],
+      bytes: weightBytes(b.dtype, s, dims.n, k) + bytesOf(a.dtype, m * k) + bytesOf(outDtype, m * n),
+    },
   );
   return out;
 }

@@ -27,6 +27,12 @@ export function matmulWebGpu(
     bias: scaling.bias && toGpuOperand(scaling.bias),
     scaleResult: scaling.scaleResult,
     residual: scaling.residual && toGpuOperand(scaling.residual),
+    int4B: scaling.int4B && {
+      scale: toGpuOperand(scaling.int4B.scale),
+      zero: toGpuOperand(scaling.int4B.zero),
+      groupSize: scaling.int4B.groupSize,
+      perm: scaling.int4B.perm && toGpuOperand(scaling.int4B.perm),
+    },
   };
   if (scaling.activation === 'swiglu') return matmulSwiglu(backend, ga, gb, dims, outDtype, s);
   return product(backend, ga, gb, dims, outDtype, s);
@@ -35,6 +41,7 @@ export function matmulWebGpu(
 /** The product without SwiGLU: a decode GEMV for the weight's layout when M <= 4, else the tiled GEMM. */
 function product(backend: WebGpuBackend, a: GpuOperand, b: GpuOperand, dims: MatmulDims, outDtype: DType, s: GemmScaling): GpuBuffer {
   if (gemvApplies(b, dims)) return gemvKernel(backend, a, b, dims, outDtype, s);
+  if (s.int4B) return gemmKernel(backend, a, b, dims, outDtype, s);
   if (gemvKnApplies(b, dims)) return gemvKnKernel(backend, a, b, dims, outDtype, s);
   return gemmKernel(backend, a, b, dims, outDtype, s);
 }

@@ -1,13 +1,17 @@
 // The reference sampler: the same rules as the GPU kernel (sample.wgsl) in float64, over float32 logits.
 // Ties at the top-k / top-p threshold are all kept; NaN logits count as -Inf; the draw is inverse-CDF in index
 // order with the caller's uniform u, so CPU and GPU pick the same token except where float rounding moves a
-// boundary.
+// boundary. A grammar's token bitmask (bit i % 32 of word i / 32 set: token i allowed) turns every other token's
+// logit into -Inf after the penalties, and -Inf tokens are never kept, as on the GPU.
 import type { SamplingParams } from '../../runtime/backend.js';
 
 const f32 = Math.fround;
 
-/** Penalised, tempered logits (float32 arithmetic, as on the GPU). */
-export function processLogits(logits: Float64Array, previous: readonly number[], s: SamplingParams): Float64Array {
+/** Whether token i is allowed by a bitmask (32 tokens per word, low bit first). */
+export const maskAllows = (mask: ArrayLike<number>, i: number): boolean => ((mask[i >>> 5]! >>> (i & 31)) & 1) === 1;
+
+/** Penalised, tempered logits (float32 arithmetic, as on the GPU); tokens a mask disallows are -Inf. */
+export function processLogits(logits: Float64Array, previous: readonly number[], s: SamplingParams, mask?: ArrayLike<number>): Float64Array {
   const greedy = s.invTemperature === 0;
   const scale = greedy ? 1 : s.invTemperature;
   const out = logits.map((x) => (Number.isNaN(x) ? -Infinity : f32(x * scale)));
@@ -20,12 +24,13 @@ export function processLogits(logits: Float64Array, previous: readonly number[],
     x = f32(f32(x - s.presence) - f32(s.frequency * count));
     out[id] = f32(x * scale);
   }
+  if (mask) for (let i = 0; i < out.length; i++) if (!maskAllows(mask, i)) out[i] = -Infinity;
   return out;
 }
 
 /** The token id for these logits and parameters, or -1 when every logit is -Inf/NaN. */
-export function sampleReference(logits: Float64Array, previous: readonly number[], s: SamplingParams): number {
-  const x = processLogits(logits, previous, s);
+export function sampleReference(logits: Float64Array, previous: readonly number[], s: SamplingParams, mask?: ArrayLike<number>): number {
+  const x = processLogits(logits, previous, s, mask);
   let max = -Infinity;
   let argmax = -1;
   x.forEach((v, i) => {
@@ -48,7 +53,7 @@ export function sampleReference(logits: Float64Array, previous: readonly number[
       }
     }
   }
-  const keep = (i: number) => x[i] >= threshold && w[i] >= s.minP;
+  const keep = (i: number) => x[i] > -Infinity && x[i] >= threshold && w[i] >= s.minP;
   let total = 0;
   for (let i = 0; i < x.length; i++) if (keep(i)) total += w[i];
   const target = s.u * total;

@@ -5,7 +5,10 @@
 // result does not depend on the order invocations add in.
 // The header (params, bindings, load_logits, WG = 256, and reduce_max / reduce_sum64 from workgroup-reduce.wgsl)
 // comes from the description in sample.ts; SAMPLING builds a row's parameters from the uniform (one row; u from the
-// uniform or, in captured steps, the draw buffer) or from the row's words (a batch).
+// uniform or, in captured steps, the draw buffer) or from the row's words (a batch). `allowed(i)` is a grammar's
+// token bitmask (ceil(V / 32) words per row, bit i % 32 of word i / 32 set: token i may be sampled), or always
+// true without one: a masked token's logit becomes -Inf before anything else reads it, so every path below
+// (greedy, top-k, top-p, min-p, the draw) sees only allowed tokens.
 
 const NEG_INF_KEY = 0x007fffffu; // key of -Inf: every finite logit sorts above it
 
@@ -29,6 +32,7 @@ struct Sampling {
 
 var<workgroup> ws: Sampling;
 var<private> wb: u32; // this row's start in the scratch rows
+var<private> wm: u32; // this row's first mask word (when there is a mask)
 
 var<workgroup> hist_lo: array<atomic<u32>, 256>;
 var<workgroup> hist_hi: array<atomic<u32>, 256>;
@@ -126,11 +130,12 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
   }
   let s = workgroupUniformLoad(&ws);
   wb = row * s.v;
+  wm = row * ((s.v + 31u) / 32u);
   // 1. Penalised, tempered logits into the scratch row (NaN counts as -Inf: never sampled).
   let greedy = s.inv_temperature == 0.0;
   for (var i = t; i < s.v; i += WG) {
     let x = load_logits(s.offset + i);
-    work[wb + i] = select(x * select(s.inv_temperature, 1.0, greedy), f32_bits(0xff800000u), is_nan(x));
+    work[wb + i] = select(x * select(s.inv_temperature, 1.0, greedy), f32_bits(0xff800000u), is_nan(x) || !allowed(i));
   }
   storageBarrier();
   workgroupBarrier();
@@ -147,7 +152,7 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
           count += 1.0;
         }
       }
-      if (first && id >= 0 && u32(id) < s.v) {
+      if (first && id >= 0 && u32(id) < s.v && allowed(u32(id))) {
         // Penalties apply to the raw logit; temperature after (the order of HF's logits processors).
         let raw = load_logits(s.offset + u32(id));
         var x = select(raw * s.repetition, raw * s.inv_repetition, raw > 0.0);

@@ -1,6 +1,7 @@
 // Launcher of the sampler (sample.wgsl): one workgroup per logits row, one dispatch, from rows to token ids. One row
 // takes its parameters from the uniform; a batch (one row per sequence of a batched decode step) from a words
-// buffer with each row's parameters, so B sequences with B different settings cost one dispatch.
+// buffer with each row's parameters, so B sequences with B different settings cost one dispatch. A grammar's token
+// bitmask (`mask`: ceil(V / 32) u32 words per row) rides in the same dispatch and adds no read back.
 import { numel } from '../../core/shape.js';
 import type { SamplingParams } from '../../runtime/backend.js';
 import type { GpuBuffer, GpuContext } from '../../runtime/webgpu/gpu-context.js';
@@ -17,7 +18,8 @@ const sample = defineKernel({
   name: 'sample',
   source: 'sample.wgsl',
   // drawBuffer: a captured step reads its draw from a buffer the caller rewrites each step, not from the recorded uniform.
-  variant: { dtype: 'dtype', drawBuffer: 'boolean', rows: 'boolean' },
+  // mask: a token bitmask per row (constrained decoding), read by allowed(i).
+  variant: { dtype: 'dtype', drawBuffer: 'boolean', rows: 'boolean', mask: 'boolean' },
   params: {
     v: 'u32', // vocabulary size (row length)
     offset: 'u32', // row start in the logits buffer
@@ -32,19 +34,32 @@ const sample = defineKernel({
     presence: 'f32',
     frequency: 'f32',
     u_at: 'u32', // element of draw_buf holding u (when the draw comes from a buffer); a batch's row r reads u_at + r
+    mask_at: 'u32', // word of `mask` where row 0's bitmask starts
   },
   // work: the penalised, tempered logits (scratch).
   outputs: { token: 'i32', work: 'f32' },
-  inputs: { logits: { packed: 'dtype' }, prev: 'i32', draw_buf: { type: 'f32', when: (v) => v.drawBuffer }, row_words: { type: 'u32', when: (v) => v.rows } },
+  inputs: {
+    logits: { packed: 'dtype' },
+    prev: 'i32',
+    draw_buf: { type: 'f32', when: (v) => v.drawBuffer },
+    row_words: { type: 'u32', when: (v) => v.rows },
+    mask: { type: 'u32', when: (v) => v.mask },
+  },
   grid: 'custom',
   workgroupSize: 256,
-  functions: (v) => (v.rows ? rowSamplingFn(v.drawBuffer) : '') + reductions(),
+  functions: (v) => (v.rows ? rowSamplingFn(v.drawBuffer) : '') + allowedFn(v.mask) + reductions(),
   code: (v) => ({
     SAMPLING: v.rows
       ? 'row_sampling(row)'
       : `Sampling(p.v, p.offset, p.n_prev, 0u, p.top_k, p.inv_temperature, p.top_p, p.min_p, ${v.drawBuffer ? 'draw_buf[p.u_at]' : 'p.u'}, p.inv_repetition, p.repetition, p.presence, p.frequency)`,
   }),
 });
+
+// wm (set by main) is this row's first word past mask_at.
+const allowedFn = (mask: boolean) =>
+  mask
+    ? 'fn allowed(i: u32) -> bool {\n  return ((mask[p.mask_at + wm + (i >> 5u)] >> (i & 31u)) & 1u) != 0u;\n}\n'
+    : 'fn allowed(i: u32) -> bool {\n  return true;\n}\n';
 
 /** Words per row in `row_words`, in this order (f32 fields as their bits). */
 const ROW_FIELDS = ['n_prev', 'prev_at', 'top_k', 'inv_temperature', 'top_p', 'min_p', 'u', 'inv_repetition', 'repetition', 'presence', 'frequency'] as const;
@@ -87,7 +102,14 @@ export function rowWords(rows: readonly { params: SamplingParams; prevAt: number
 }
 
 /** Samples one token id from a contiguous logits row (previous tokens: contiguous int32 from element 0) into a new 1-element int32 buffer (-1: nothing samplable). */
-export function sampleKernel(ctx: GpuContext, logits: GpuOperand, prev: GpuOperand | undefined, s: SamplingParams, drawFrom?: GpuOperand): GpuBuffer {
+export function sampleKernel(
+  ctx: GpuContext,
+  logits: GpuOperand,
+  prev: GpuOperand | undefined,
+  s: SamplingParams,
+  drawFrom?: GpuOperand,
+  mask?: GpuOperand,
+): GpuBuffer {
   const v = numel(logits.view.shape);
   const out = ctx.alloc(4);
   const work = ctx.alloc(v * 4);
@@ -96,7 +118,7 @@ export function sampleKernel(ctx: GpuContext, logits: GpuOperand, prev: GpuOpera
   try {
     sample.run(
       ctx,
-      { dtype: logits.dtype, drawBuffer: drawFrom !== undefined, rows: false },
+      { dtype: logits.dtype, drawBuffer: drawFrom !== undefined, rows: false, mask: mask !== undefined },
       {
         v,
         offset: logits.view.offset,
@@ -111,8 +133,9 @@ export function sampleKernel(ctx: GpuContext, logits: GpuOperand, prev: GpuOpera
         presence: s.presence,
         frequency: s.frequency,
         u_at: drawFrom?.view.offset ?? 0,
+        mask_at: mask?.view.offset ?? 0,
       },
-      { token: out, work, logits: logits.buffer, prev: prev?.buffer ?? placeholder!, draw_buf: drawFrom?.buffer },
+      { token: out, work, logits: logits.buffer, prev: prev?.buffer ?? placeholder!, draw_buf: drawFrom?.buffer, mask: mask?.buffer },
       { workgroups: [1, 1, 1] },
     );
     return out;
@@ -125,7 +148,7 @@ export function sampleKernel(ctx: GpuContext, logits: GpuOperand, prev: GpuOpera
 /**
  * Samples row r of a contiguous [B, V] logits operand into element r of a new int32 [B] buffer, one workgroup per
  * row. `words` (rowWords) holds each row's parameters and its span of `prev`; draws, when given, hold row r's
- * uniform at element offset + r.
+ * uniform at element offset + r; mask, when given, row r's bitmask at words offset + r * ceil(V / 32).
  */
 export function sampleRowsKernel(
   ctx: GpuContext,
@@ -134,6 +157,7 @@ export function sampleRowsKernel(
   words: GpuBuffer,
   prev: GpuOperand | undefined,
   drawFrom?: GpuOperand,
+  mask?: GpuOperand,
 ): GpuBuffer {
   const v = rows > 0 ? numel(logits.view.shape) / rows : 0;
   const out = ctx.alloc(Math.max(4, rows * 4));
@@ -143,7 +167,7 @@ export function sampleRowsKernel(
   try {
     sample.run(
       ctx,
-      { dtype: logits.dtype, drawBuffer: drawFrom !== undefined, rows: true },
+      { dtype: logits.dtype, drawBuffer: drawFrom !== undefined, rows: true, mask: mask !== undefined },
       {
         v,
         offset: logits.view.offset,
@@ -158,8 +182,9 @@ export function sampleRowsKernel(
         presence: 0,
         frequency: 0,
         u_at: drawFrom?.view.offset ?? 0,
+        mask_at: mask?.view.offset ?? 0,
       },
-      { token: out, work, logits: logits.buffer, prev: prev?.buffer ?? placeholder!, draw_buf: drawFrom?.buffer, row_words: words },
+      { token: out, work, logits: logits.buffer, prev: prev?.buffer ?? placeholder!, draw_buf: drawFrom?.buffer, row_words: words, mask: mask?.buffer },
       { workgroups: [rows, 1, 1] },
     );
     return out;

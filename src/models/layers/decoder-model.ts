@@ -4,7 +4,7 @@
 import type { DeviceName } from '../../runtime/backend.js';
 import type { DType } from '../../core/dtype.js';
 import { keep, tidy } from '../../core/scope.js';
-import type { Tensor } from '../../core/tensor.js';
+import { Tensor } from '../../core/tensor.js';
 import type { Weight } from '../../formats/checkpoint.js';
 import type { RopeScaling } from '../qwen3/config.js';
 import { tensor, zeros } from '../../ops/creation.js';
@@ -19,6 +19,8 @@ import {
   type ModelCache,
   type MoeMode,
 } from '../causal-lm.js';
+import { compile, type CompiledFunction } from '../../compile/compile.js';
+import { dispatchCount } from '../../runtime/stats.js';
 import { ropeTables } from './rope.js';
 import { decoderForward, decoderForwardPerExpert, type DecoderBlocks } from './decoder-blocks.js';
 import type { DecoderRun } from './decoder-forward.js';
@@ -38,6 +40,10 @@ export abstract class DecoderModel<Cache extends ModelCache> implements CausalLM
   readonly rope: { cos: Tensor; sin: Tensor };
   moeMode: MoeMode;
   lastForward: LastForward = { dispatches: 0, perLayer: 0 };
+  /** The compiled forward (ForwardOptions.compile), made on first use; one signature per prompt length. */
+  private compiled?: CompiledFunction<[Tensor, number, boolean, readonly Tensor[]], Tensor>;
+  /** The cache the compiled forward runs over during one call (its tensors are the call's inputs). */
+  private compiledCache?: Cache;
 
   protected constructor(embedTokens: Tensor, rope: RopeGeometry, maxSequence: number, moeMode: MoeMode | undefined) {
     this.device = embedTokens.device;
@@ -70,7 +76,39 @@ export abstract class DecoderModel<Cache extends ModelCache> implements CausalLM
   forwardSync(tokens: Tensor, cache: ModelCache, options: ForwardOptions = {}): Tensor {
     const c = cache as Cache;
     const start = reserve(c, tokens.shape[0]);
+    if (options.compile && !options.position) return this.forwardCompiled(tokens, c, start, options.lastOnly ?? true);
     return this.finish(c, start + tokens.shape[0], decoderForward(this.blocks, tokens, c, { start, position: options.position }, options.lastOnly ?? true));
+  }
+
+  /**
+   * The forward through compile(). Every new cache is a new object, so the cache is not an argument (its identity
+   * would be part of the signature and each sequence would trace again): its tensors are, and the function reads
+   * the cache object through compiledCache. A replay binds this cache's tensors where the recorded cache's were,
+   * so the KV rows (and conv / DeltaNet states) are read and written in this sequence's cache. cache.length is set
+   * here, outside: a replay runs kernels, not the host code that would set it.
+   */
+  private forwardCompiled(tokens: Tensor, cache: Cache, start: number, lastOnly: boolean): Tensor {
+    this.compiled ??= compile(
+      (t: Tensor, s: number, last: boolean, _state: readonly Tensor[]) => decoderForward(this.blocks, t, this.compiledCache!, { start: s }, last).logits,
+      { label: `${this.config.modelType} forward`, maxSignatures: COMPILED_SIGNATURES },
+    );
+    const d0 = dispatchCount();
+    this.compiledCache = cache;
+    let logits: Tensor;
+    try {
+      logits = this.compiled(tokens, start, lastOnly, cacheTensors(cache));
+    } finally {
+      this.compiledCache = undefined;
+    }
+    cache.length = start + tokens.shape[0];
+    const dispatches = dispatchCount() - d0;
+    this.lastForward = { dispatches, perLayer: dispatches / Math.max(1, this.config.numHiddenLayers) };
+    return logits;
+  }
+
+  /** What compile() says about the compiled forward (each prompt length's signature), or undefined before its first use. */
+  explainCompiled(): string | undefined {
+    return this.compiled?.explain();
   }
 
   private finish(cache: Cache, length: number, run: DecoderRun): Tensor {
@@ -94,10 +132,30 @@ export abstract class DecoderModel<Cache extends ModelCache> implements CausalLM
 
   /** Frees the RoPE tables and the weights. */
   dispose(): void {
+    this.compiled?.reset();
+    this.compiled = undefined;
     this.rope.cos.dispose();
     this.rope.sin.dispose();
     for (const t of this.weightTensors()) t.dispose();
   }
+}
+
+/**
+ * Prompt lengths whose compiled forward is kept at once (the least recently used is dropped): each keeps its
+ * recording and the intermediates it binds, so the bound is on memory as much as on tracing.
+ */
+const COMPILED_SIGNATURES = 8;
+
+/** Every tensor a cache holds (KV rows, conv and DeltaNet states), in field order: the compiled forward's inputs. */
+export function cacheTensors(cache: ModelCache): Tensor[] {
+  const out: Tensor[] = [];
+  const walk = (v: unknown, depth: number): void => {
+    if (v instanceof Tensor) out.push(v);
+    else if (Array.isArray(v)) for (const x of v) walk(x, depth + 1);
+    else if (v !== null && typeof v === 'object' && depth < 3) for (const x of Object.values(v)) walk(x, depth + 1);
+  };
+  for (const x of Object.values(cache)) walk(x, 0);
+  return out;
 }
 
 /** The most dispatches any layer of each kind took. */

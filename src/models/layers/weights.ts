@@ -4,12 +4,13 @@
 import type { DeviceName } from '../../runtime/backend.js';
 import type { DType } from '../../core/dtype.js';
 import type { Tensor } from '../../core/tensor.js';
-import type { Checkpoint, Weight } from '../../formats/checkpoint.js';
+import { quantizeWeightInt4, type Checkpoint, type Weight } from '../../formats/checkpoint.js';
 import { isFp8 } from '../../core/dtype.js';
 import { CheckpointError } from '../../core/errors.js';
 import { quantize as quantizeTensor } from '../../ops/quantize.js';
 import { cat, unsqueeze } from '../../ops/shape-ops.js';
 import type { WeightSpec } from '../random-weights.js';
+import { hasInt4Weight, int4WeightShape } from '../../formats/int4.js';
 
 export interface AttentionWeights {
   /**
@@ -51,8 +52,12 @@ export interface MoeWeights {
 
 export interface WeightLoadingOptions {
   device?: DeviceName;
-  /** Quantize float linear weights to FP8 (128x128 blocks) at load. */
-  quantize?: 'float8_e4m3fn';
+  /** Quantize float linear weights at load: FP8 (128x128 blocks) or packed 4 bits (groups of groupSize along K). */
+  quantize?: 'float8_e4m3fn' | 'int4';
+  /** int4 group size (default 128). */
+  groupSize?: number;
+  /** int4: each quantized weight's relative error (checkpoint load reports it). */
+  onQuantError?: (prefix: string, relError: number) => void;
   /** Convert unquantized linear weights (and norms, embeddings) to this dtype at load. */
   dtype?: DType;
   onBytes?: (bytes: number) => void;
@@ -60,7 +65,7 @@ export interface WeightLoadingOptions {
 
 /** A weight's tensors: its data and, when quantized, its scales. */
 export function weightParts(w: Weight): Tensor[] {
-  return [w.data, ...(w.scale ? [w.scale] : [])];
+  return [w.data, ...(w.scale ? [w.scale] : []), ...(w.int4 ? [w.int4.zero, ...(w.int4.perm ? [w.int4.perm] : [])] : [])];
 }
 
 export function attentionTensors(a: AttentionWeights): Tensor[] {
@@ -73,8 +78,28 @@ export function mlpTensors(m: DenseMlpWeights | MoeWeights): Tensor[] {
   return [...routing, ...weightParts(m.gateUp), ...weightParts(m.down)];
 }
 
-/** Concatenates weights along dim (their data, and their scales along the same dim), disposing the parts. */
+/**
+ * Concatenates weights along dim (their data, and their scales along the same dim), disposing the parts. Packed
+ * 4-bit parts concatenate their zero points too; act-order parts keep the first one's permutation (the caller checked
+ * that they share it: rowStack).
+ */
 export function concatWeights(parts: Weight[], dim: number): Weight {
+  const q = parts[0].int4;
+  if (q) {
+    if (!parts.every((p) => p.int4 && p.int4.groupSize === q.groupSize && p.scale?.dtype === parts[0].scale?.dtype))
+      throw new CheckpointError('cannot stack 4-bit weights of different group sizes or scale dtypes', {});
+    const zero = cat(
+      parts.map((p) => p.int4!.zero),
+      dim,
+    );
+    for (const p of parts) p.int4!.zero.dispose();
+    for (const p of parts.slice(1)) p.int4!.perm?.dispose();
+    const rest = concatWeights(
+      parts.map((p) => ({ data: p.data, scale: p.scale })),
+      dim,
+    );
+    return { ...rest, int4: { groupSize: q.groupSize, zero, ...(q.perm ? { perm: q.perm } : {}) } };
+  }
   const data = cat(
     parts.map((p) => p.data),
     dim,
@@ -94,16 +119,25 @@ export function concatWeights(parts: Weight[], dim: number): Weight {
 
 /** Stacks [N, K] weights into [E, N, K] (scales into [E, ...]). */
 export function stackWeights(parts: Weight[]): Weight {
-  const lifted = parts.map((p) => ({ data: unsqueeze(p.data, 0), scale: p.scale && unsqueeze(p.scale, 0), recipe: p.recipe }));
+  if (parts.some((p) => p.int4?.perm))
+    throw new CheckpointError('act-order (desc_act) 4-bit experts cannot be stacked: each expert permutes K its own way', {});
+  const lifted = parts.map((p) => ({
+    data: unsqueeze(p.data, 0),
+    scale: p.scale && unsqueeze(p.scale, 0),
+    recipe: p.recipe,
+    ...(p.int4 ? { int4: { groupSize: p.int4.groupSize, zero: unsqueeze(p.int4.zero, 0) } } : {}),
+  }));
   for (const p of parts) {
     p.data.dispose();
     p.scale?.dispose();
+    p.int4?.zero.dispose();
   }
   return concatWeights(lifted, 0);
 }
 
 /** Row blocks fuse unless FP8 128-row blocks would straddle the seam (rows not a multiple of 128). */
 export function canFuseRows(w: Weight, rows: number): boolean {
+  if (w.int4) return true; // groups run along K: rows stack freely (act-order parts are checked in rowStack)
   return !w.scale || (w.recipe === 'block' && rows % 128 === 0) || w.recipe === 'row';
 }
 
@@ -114,6 +148,17 @@ export function canFuseRows(w: Weight, rows: number): boolean {
  */
 export function checkLayout(ck: Checkpoint, specs: readonly WeightSpec[]): void {
   for (const spec of specs) {
+    const base = spec.name.endsWith('.weight') ? spec.name.slice(0, -'.weight'.length) : undefined;
+    if (!ck.has(spec.name) && base !== undefined && hasInt4Weight(ck, base)) {
+      // A 4-bit weight: its [N, K] from the packed tensor's header; the reader checks the rest at load.
+      const nk = int4WeightShape(ck, base);
+      if (nk?.join() !== spec.shape.join())
+        throw new CheckpointError(`4-bit weight '${base}' is [${nk?.join(', ') ?? '?'}], the config implies [${spec.shape.join(', ')}]`, {
+          file: ck.dir,
+          tensor: base,
+        });
+      continue;
+    }
     if (!ck.has(spec.name)) throw new CheckpointError(`checkpoint has no tensor '${spec.name}'`, { file: ck.dir, tensor: spec.name });
     const e = ck.entry(spec.name);
     if (e.shape.join() !== spec.shape.join()) {
@@ -123,6 +168,22 @@ export function checkLayout(ck: Checkpoint, specs: readonly WeightSpec[]): void 
       });
     }
   }
+}
+
+/**
+ * Whether act-order 4-bit weights share one column permutation (q, k, v or gate, up of one input usually do: GPTQ
+ * orders columns by the same Hessian), so their rows can stack; true when none is act-order.
+ */
+async function samePermutation(parts: readonly Weight[]): Promise<boolean> {
+  const perms = parts.map((p) => p.int4?.perm);
+  if (perms.every((p) => p === undefined)) return true;
+  if (perms.some((p) => p === undefined)) return false;
+  const first = await perms[0]!.toArray();
+  for (const p of perms.slice(1)) {
+    const other = await p!.toArray();
+    if (other.some((v, i) => v !== first[i])) return false;
+  }
+  return true;
 }
 
 /**
@@ -146,8 +207,8 @@ export class WeightLoader {
 
   /** `${prefix}.weight` with its scales; quantized to FP8 on request unless canQuantize is false (routers, heads). */
   async linear(prefix: string, canQuantize = true): Promise<Weight> {
-    const { device, dtype, onBytes, quantize } = this.options;
-    const w = await this.ck.loadWeight(prefix, { device, dtype, onBytes, quantize: canQuantize ? quantize : undefined });
+    const { device, dtype, onBytes, quantize, groupSize, onQuantError } = this.options;
+    const w = await this.ck.loadWeight(prefix, { device, dtype, onBytes, quantize: canQuantize ? quantize : undefined, groupSize, onQuantError });
     this.loaded.push(...weightParts(w));
     return w;
   }
@@ -160,6 +221,7 @@ export class WeightLoader {
   private async rowStack(prefixes: readonly string[]): Promise<{ stacked: Weight } | { parts: Weight[] }> {
     const quantize = this.options.quantize;
     const storedFp8 = prefixes.some((p) => {
+      if (!this.ck.has(`${p}.weight`)) return false; // a 4-bit weight (or missing: loadWeight says so)
       const dtype = this.ck.entry(`${p}.weight`).dtype;
       return dtype !== undefined && isFp8(dtype);
     });
@@ -167,13 +229,19 @@ export class WeightLoader {
       const parts: Weight[] = [];
       for (const p of prefixes) parts.push(await this.linear(p, false));
       const plain = concatWeights(parts, 0);
+      if (quantize === 'int4') {
+        const w = await quantizeWeightInt4(plain.data, prefixes.join('|'), this.options);
+        if (!w) return { stacked: this.track(plain) };
+        plain.data.dispose();
+        return { stacked: this.track(w) };
+      }
       const q = quantizeTensor(plain.data, { dtype: quantize, granularity: 'block128' });
       plain.data.dispose();
       return { stacked: this.track({ data: q.data, scale: q.scale, recipe: 'block' }) };
     }
     const parts: Weight[] = [];
     for (const p of prefixes) parts.push(await this.linear(p));
-    const aligned = parts.every((w, i) => i === parts.length - 1 || canFuseRows(w, w.data.shape[0]));
+    const aligned = parts.every((w, i) => i === parts.length - 1 || canFuseRows(w, w.data.shape[0])) && (await samePermutation(parts));
     return aligned ? { stacked: this.track(concatWeights(parts, 0)) } : { parts };
   }
 
@@ -192,7 +260,11 @@ export class WeightLoader {
   private async gateUp(gate: string, up: string, what: string): Promise<Weight> {
     const stack = await this.rowStack([gate, up]);
     if (!('stacked' in stack))
-      throw new RangeError(`FP8 block-scaled ${what} need their intermediate size (${stack.parts[0].data.shape[0]}) to be a multiple of 128`);
+      throw new RangeError(
+        stack.parts[0].int4
+          ? `act-order 4-bit ${what} need gate and up to share one column permutation (g_idx)`
+          : `FP8 block-scaled ${what} need their intermediate size (${stack.parts[0].data.shape[0]}) to be a multiple of 128`,
+      );
     return stack.stacked;
   }
 

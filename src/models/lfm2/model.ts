@@ -44,6 +44,10 @@ export class Lfm2Cache implements ModelCache {
     this.convStates = attention.map((a) => (a ? undefined : keep(zeros([config.convLCache - 1, config.hiddenSize], { device }))));
   }
 
+  stateTensors(): Tensor[] {
+    return this.convStates.filter((t): t is Tensor => t !== undefined);
+  }
+
   dispose(): void {
     for (const t of [...this.keys, ...this.values, ...this.convStates]) t?.dispose();
   }

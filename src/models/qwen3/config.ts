@@ -1,6 +1,7 @@
 // Hugging Face config.json -> a typed, validated model config (Qwen3 dense and Qwen3-MoE), and back (for the
 // checkpoint generator). Every field is checked, and an error names the file and the field.
 import { parseDType, type DType } from '../../core/dtype.js';
+import { isInt4Method, parseInt4Quantization } from '../../formats/int4.js';
 import { CheckpointError } from '../../core/errors.js';
 import { Fields, type Json } from '../../formats/config-fields.js';
 
@@ -72,7 +73,13 @@ export function parseRopeScaling(f: Fields | undefined): RopeScaling | undefined
 export function parseQuantization(f: Fields | undefined, file: string): Fp8QuantizationConfig | undefined {
   if (!f) return undefined;
   const method = f.string('quant_method');
-  if (method !== 'fp8') throw new CheckpointError(`quantization_config.quant_method '${method}' is not supported (supported: fp8)`, { file });
+  // 4-bit checkpoints: validated here, read by the weight loader (formats/int4.ts); the FP8 config stays unset.
+  if (isInt4Method(method)) {
+    parseInt4Quantization(f, file);
+    return undefined;
+  }
+  if (method !== 'fp8')
+    throw new CheckpointError(`quantization_config.quant_method '${method}' is not supported (supported: fp8, gptq, awq, compressed-tensors)`, { file });
   const fmt = f.string('fmt', 'e4m3');
   if (fmt !== 'e4m3' && fmt !== 'e5m2') f.fail('fmt', "'e4m3' or 'e5m2'");
   const block = f.ints('weight_block_size', 1);

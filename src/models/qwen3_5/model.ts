@@ -54,6 +54,10 @@ export class Qwen35Cache implements ModelCache {
     });
   }
 
+  stateTensors(): Tensor[] {
+    return this.states.flatMap((s) => (s ? [s.conv, s.recurrent] : []));
+  }
+
   dispose(): void {
     for (const t of [...this.keys, ...this.values]) t?.dispose();
     for (const s of this.states) {
@@ -110,10 +114,10 @@ export class Qwen35Model extends DecoderModel<Qwen35Cache> implements PagedCausa
     return kvBytesPerPosition(this.kvGeometry, dtype);
   }
 
-  /** KV pages for the attention layers and `sequences` state slots for the DeltaNet layers. */
+  /** KV pages for the attention layers, `sequences` state slots (and `snapshots` more) for the DeltaNet layers. */
   newKvPool(options: PagedKvPoolOptions): PagedKvPool {
     const linear = this.config.layerTypes.length - this.kvGeometry.layers;
-    const states = new DeltaNetStateSlots(linear, deltaNetGeometry(this.config), options.sequences ?? 16, this.device);
+    const states = new DeltaNetStateSlots(linear, deltaNetGeometry(this.config), options.sequences ?? 16, this.device, options.snapshots ?? 0);
     return new PagedKvPool(this.kvGeometry, { dtype: this.options.kvDtype, ...options }, this.device, states);
   }
 

@@ -108,7 +108,8 @@ function centred(load: WeightLoader, w: Tensor): Tensor {
  * with the seams (the DeltaNet's b and a are one row per value head).
  */
 function stackRows(ws: Weight[], quantize?: WeightLoadingOptions['quantize']): Weight | Weight[] {
-  if (quantize && ws.every((w) => !w.scale && !isFp8(w.data.dtype))) {
+  // int4 at load quantizes the pieces one by one (load.linear); only FP8 re-quantizes a stack whole.
+  if (quantize === 'float8_e4m3fn' && ws.every((w) => !w.scale && !isFp8(w.data.dtype))) {
     const plain = concatWeights(ws, 0);
     const q = quantizeTensor(plain.data, { dtype: quantize, granularity: 'block128' });
     plain.data.dispose();
@@ -234,7 +235,7 @@ function splitRows(w: Weight, n: number): [Weight, Weight] {
 async function loadFusedExperts(load: WeightLoader, name: string, quantize: WeightLoadingOptions['quantize']): Promise<Weight> {
   const data = await load.plain(name);
   const [e, n, k] = data.shape;
-  if (!quantize || isFp8(data.dtype) || n % 128 !== 0) return { data };
+  if (quantize !== 'float8_e4m3fn' || isFp8(data.dtype) || n % 128 !== 0) return { data };
   const q = tidy(() => quantizeTensor(reshape(data, [e * n, k]), { dtype: quantize, granularity: 'block128' }));
   data.dispose();
   const out: Weight = { data: load.adopt(reshape(q.data, [e, n, k])), scale: load.adopt(reshape(q.scale, [e, n / 128, q.scale.shape[1]])), recipe: 'block' };

@@ -37,6 +37,35 @@ const CACHE_FRAMES = 2;
 export class FeatureCache {
   private readonly frames = new Map<string, Tensor>();
   private readonly started = new Set<string>();
+  /** Frames the cache was handed and does not own (a compiled chunk's inputs): replaced, never disposed. */
+  private readonly borrowed = new Set<Tensor>();
+
+  /** A cache over state as plain data (a compiled chunk's arguments), the frames borrowed. */
+  static borrowing(state: FeatureState): FeatureCache {
+    const cache = new FeatureCache();
+    for (const [name, t] of Object.entries(state.frames)) {
+      cache.frames.set(name, t);
+      cache.borrowed.add(t);
+    }
+    for (const name of state.started) cache.started.add(name);
+    return cache;
+  }
+
+  /** The state as plain data: what a compiled chunk takes and returns (the tensors are still the cache's). */
+  state(): FeatureState {
+    return { frames: Object.fromEntries(this.frames), started: [...this.started] };
+  }
+
+  /** Takes over state (a compiled chunk's results, now owned), releasing the frames held before. */
+  adopt(state: FeatureState): void {
+    const next = new Set(Object.values(state.frames));
+    for (const t of this.frames.values()) if (!next.has(t) && !this.borrowed.has(t)) t.dispose();
+    this.frames.clear();
+    this.borrowed.clear();
+    this.started.clear();
+    for (const [name, t] of Object.entries(state.frames)) this.frames.set(name, keep(t));
+    for (const name of state.started) this.started.add(name);
+  }
 
   get(name: string): Tensor | undefined {
     return this.frames.get(name);
@@ -44,7 +73,8 @@ export class FeatureCache {
 
   /** Replaces name's frames, releasing the previous ones (the cache owns t: no tidy scope disposes it). */
   set(name: string, t: Tensor): void {
-    this.frames.get(name)?.dispose();
+    const previous = this.frames.get(name);
+    if (previous && !this.borrowed.delete(previous)) previous.dispose();
     this.frames.set(name, keep(t));
   }
 
@@ -56,7 +86,8 @@ export class FeatureCache {
   }
 
   clear(): void {
-    for (const t of this.frames.values()) t.dispose();
+    for (const t of this.frames.values()) if (!this.borrowed.has(t)) t.dispose();
+    this.borrowed.clear();
     this.frames.clear();
     this.started.clear();
   }
@@ -64,6 +95,12 @@ export class FeatureCache {
   dispose(): void {
     this.clear();
   }
+}
+
+/** A FeatureCache as plain data: each causal conv's last frames by layer name, the temporal upsamplers started. */
+export interface FeatureState {
+  readonly frames: Readonly<Record<string, Tensor>>;
+  readonly started: readonly string[];
 }
 
 /** A copy of part of t along dim (the view it is cut from is released, so t's storage is not kept alive). */

@@ -8,7 +8,8 @@ import type { Tensor } from '../../core/tensor.js';
 import { zeros } from '../../ops/creation.js';
 import { copyInto } from '../../ops/shape-ops.js';
 import type { WanVaeSpec } from './architecture.js';
-import { FeatureCache, narrowCopy, WanVaeLayers } from './blocks.js';
+import { compile, type CompiledFunction } from '../../compile/compile.js';
+import { FeatureCache, narrowCopy, WanVaeLayers, type FeatureState } from './blocks.js';
 import { convScale, temporalScale, type WanVaeConfig } from './config.js';
 import { blendInto, decodeTilePlan, encodeTilePlan, type TilePlan, type TilingOptions } from './tiling.js';
 
@@ -19,7 +20,15 @@ export interface CodecOptions {
    * takes diffusers' default sizes. */
   tiling?: boolean | TilingOptions;
 }
-export type DecodeOptions = CodecOptions;
+export interface DecodeOptions extends CodecOptions {
+  /**
+   * Run each chunk's decoder through compile() (the VAE keeps it): chunks of one shape and cache state share a
+   * signature, and from the fourth latent frame on every chunk of a region has the same one (traced at the fourth,
+   * recorded at the fifth, replayed after, and across decodes and same-sized tiles). The frames are the eager ones
+   * bit for bit.
+   */
+  compile?: boolean;
+}
 export type EncodeOptions = CodecOptions;
 
 /** Work done so far: chunks (a latent frame to decode; 1, then 4 frames to encode) over all tiles, and tiles. */
@@ -68,8 +77,18 @@ export function patchify(x: Tensor, p: number): Tensor {
 
 const tilingOf = (t: CodecOptions['tiling']) => (t === true ? {} : t || undefined);
 
+/** One decoder chunk as a function of tensors and plain data (the cache's state in and out), for compile(). */
+type ChunkFn = (post: Tensor, first: boolean, state: FeatureState) => { chunk: Tensor; state: FeatureState };
+
+/**
+ * Chunk signatures kept: per tile size the first three chunks (their cache shapes still growing) and the steady
+ * state (the fourth chunk on); 16 covers an untiled decode and the few tile sizes a tiled one has.
+ */
+const COMPILED_CHUNK_SIGNATURES = 16;
+
 export class WanVae {
   private readonly layers: WanVaeLayers;
+  private compiledChunk?: CompiledFunction<Parameters<ChunkFn>, ReturnType<ChunkFn>>;
 
   constructor(
     readonly config: WanVaeConfig,
@@ -121,10 +140,15 @@ export class WanVae {
     if (z.shape.some((s) => s === 0)) throw new ShapeError(`WanVae.decode: latents ${z.describe()} are empty`);
     const tiling = tilingOf(options.tiling);
     const plan = tiling ? decodeTilePlan(this.config, z.shape[3], z.shape[4], tiling) : undefined;
-    return this.decodeGen(z, plan);
+    return this.decodeGen(z, plan, options.compile ?? false);
   }
 
-  private *decodeGen(z: Tensor, plan: TilePlan | undefined): CodecSteps {
+  /** What compile() says about the compiled chunk decoder (DecodeOptions.compile), or undefined before its first use. */
+  explainCompiled(): string | undefined {
+    return this.compiledChunk?.explain();
+  }
+
+  private *decodeGen(z: Tensor, plan: TilePlan | undefined, compiled: boolean): CodecSteps {
     const [n, , t, h, w] = z.shape;
     const s = this.spatialScale;
     const tiles = plan ? plan.rows.origins.length * plan.cols.origins.length : 1;
@@ -139,11 +163,11 @@ export class WanVae {
         yield* this.blendTiles(
           plan,
           counter,
-          (i, j) => this.decodeTile(z, i, j, plan, counter),
+          (i, j) => this.decodeTile(z, i, j, plan, counter, compiled),
           (crop, y, x) => this.writeImage(out, crop, 0, y, x, clamp),
         );
       } else {
-        yield* this.decodeChunks(z, (chunk, frame) => this.writeImage(out, chunk, frame, 0, 0, true), counter);
+        yield* this.decodeChunks(z, (chunk, frame) => this.writeImage(out, chunk, frame, 0, 0, true), counter, compiled);
         counter.tiles++;
         yield counter.snapshot();
       }
@@ -155,7 +179,7 @@ export class WanVae {
   }
 
   /** Decodes the latent tile at (i, j) (latent pixels) into a new tensor in decoder layout [B, Cd, F, th, tw]. */
-  private *decodeTile(z: Tensor, i: number, j: number, plan: TilePlan, counter: Counter): Generator<CodecProgress, Tensor, void> {
+  private *decodeTile(z: Tensor, i: number, j: number, plan: TilePlan, counter: Counter, compiled: boolean): Generator<CodecProgress, Tensor, void> {
     const [n, , t, h, w] = z.shape;
     const c = convScale(this.config);
     const [rh, rw] = [Math.min(plan.rows.tile, h - i), Math.min(plan.cols.tile, w - j)];
@@ -163,7 +187,7 @@ export class WanVae {
     const tile = keep(zeros([n, this.spec.decoder.convOut.cout, this.framesFor(t), rh * c, rw * c], { device: z.device }));
     let done = false;
     try {
-      yield* this.decodeChunks(region, (chunk, frame) => copyInto(tile.narrow(2, frame, chunk.shape[2]), chunk), counter);
+      yield* this.decodeChunks(region, (chunk, frame) => copyInto(tile.narrow(2, frame, chunk.shape[2]), chunk), counter, compiled);
       done = true;
       return tile;
     } finally {
@@ -190,15 +214,22 @@ export class WanVae {
   }
 
   /** Decodes a latent region chunk by chunk (one latent frame each), handing each chunk and its first frame to emit. */
-  private *decodeChunks(z: Tensor, emit: (chunk: Tensor, frame: number) => void, counter: Counter): Generator<CodecProgress, void, void> {
+  private *decodeChunks(z: Tensor, emit: (chunk: Tensor, frame: number) => void, counter: Counter, compiled = false): Generator<CodecProgress, void, void> {
     const d = this.spec.decoder;
     const cache = new FeatureCache();
     try {
       let frame = 0;
       for (let k = 0; k < z.shape[2]; k++) {
         tidy(() => {
+          // The post-quant conv reads the latent frame where it lies (a view whose offset moves with k), so it stays
+          // outside the compiled chunk: its contiguous result is the same input for every chunk's signature.
           const post = this.layers.conv(z.narrow(2, k, 1), this.spec.postQuantConv);
-          const chunk = this.layers.decoder(post, d, cache, k === 0);
+          let chunk: Tensor;
+          if (compiled) {
+            const result = this.chunkDecoder()(post, k === 0, cache.state());
+            cache.adopt(result.state);
+            chunk = result.chunk;
+          } else chunk = this.layers.decoder(post, d, cache, k === 0);
           emit(chunk, frame);
           frame += chunk.shape[2];
         });
@@ -208,6 +239,24 @@ export class WanVae {
     } finally {
       cache.dispose();
     }
+  }
+
+  /**
+   * The decoder over one chunk as a function of its state: the cache's frames go in as arguments and the new ones
+   * come out, so no tensor a chunk reads is replaced behind compile()'s back (a replay reads its inputs, not the
+   * closure's), and a chunk's signature says which convs have frames and how many.
+   */
+  private chunkDecoder(): NonNullable<WanVae['compiledChunk']> {
+    const d = this.spec.decoder;
+    this.compiledChunk ??= compile(
+      (post: Tensor, first: boolean, state: FeatureState) => {
+        const cache = FeatureCache.borrowing(state);
+        const chunk = this.layers.decoder(post, d, cache, first);
+        return { chunk, state: cache.state() };
+      },
+      { label: 'vae decode chunk', maxSignatures: COMPILED_CHUNK_SIGNATURES },
+    );
+    return this.compiledChunk;
   }
 
   /**
@@ -354,6 +403,8 @@ export class WanVae {
   }
 
   dispose(): void {
+    this.compiledChunk?.reset();
+    this.compiledChunk = undefined;
     for (const t of this.weights.values()) t.dispose();
   }
 }

@@ -11,7 +11,7 @@ import { bindingSignature, layoutEntries, UniformArena } from './bindings.js';
 import { CaptureError, CapturedStep } from './capture.js';
 import { GpuProfiler, type KernelTime } from './profiler.js';
 import { wordBytes, type GpuBuffer, type GpuContext } from './gpu-context.js';
-import { binaryKernel, castKernel, fillKernel, scatterKernel, unaryKernel, toGpuOperand, whereKernel } from './kernels/elementwise.js';
+import { binaryKernel, castKernel, fillKernel, scatterKernel, unaryKernel, toGpuOperand, whereKernel, type GpuOperand } from './kernels/elementwise.js';
 import { SUBGROUP_PROBE_INVOCATIONS, subgroupProbeKernel } from './kernels/subgroup-probe.js';
 import { checkAdapter, OPTIONAL_FEATURES, REQUIRED_LIMITS } from './requirements.js';
 import { loadGpu } from './runtime.js';
@@ -89,7 +89,8 @@ export class WebGpuBackend implements Backend<GpuBuffer>, GpuContext {
   private readonly storage: BufferPool;
   private readonly uniformAlignment: number;
   private readonly staging: BufferPool;
-  private readonly pipelines = new Map<string, GPUComputePipeline>();
+  /** Pipelines by key, then entry point (two lookups of strings whose hashes are kept, no key string per dispatch). */
+  private readonly pipelines = new Map<string, Map<string, GPUComputePipeline>>();
   private readonly modules = new Map<string, GPUShaderModule>();
   /** Each module's binding signature (bindingSignature), for its other entry points. */
   private readonly signatures = new Map<string, string>();
@@ -186,14 +187,17 @@ export class WebGpuBackend implements Backend<GpuBuffer>, GpuContext {
     if (recording) {
       // Inside a recording a released buffer serves the step's later allocations (dispatches run in queue order, and
       // no host write can land in between): its intermediates are planned by lifetime, not one buffer each.
-      const reused = recording.reusable.get(sizeClass(bytes))?.pop();
-      if (reused) return { buffer: reused, size: reused.size };
-      const buffer = this.storage.acquire(bytes);
+      const size = sizeClass(bytes);
+      const reused = recording.reusable.get(size)?.pop();
+      if (reused) return { buffer: reused, size };
+      const buffer = this.storage.acquire(size);
       recording.allocated.add(buffer);
-      return { buffer, size: buffer.size };
+      return { buffer, size };
     }
-    const buffer = this.storage.acquire(bytes);
-    return { buffer, size: buffer.size };
+    // The pool makes every buffer of its size class (sizeClass(size) is size): GPUBuffer.size would be a call into
+    // the native binding on every eager op.
+    const size = sizeClass(bytes);
+    return { buffer: this.storage.acquire(size), size };
   }
 
   release(b: GpuBuffer): void {
@@ -218,9 +222,10 @@ export class WebGpuBackend implements Backend<GpuBuffer>, GpuContext {
   }
 
   pipeline(key: string, build: () => string, entryPoint = 'main'): GPUComputePipeline {
-    const cacheKey = `${key}#${entryPoint}`;
-    let p = this.pipelines.get(cacheKey);
+    let byEntry = this.pipelines.get(key);
+    let p = byEntry?.get(entryPoint);
     if (!p) {
+      const cacheKey = `${key}#${entryPoint}`;
       // One module per key: entry points of the same source share it.
       let module = this.modules.get(key);
       let signature = this.signatures.get(key);
@@ -233,7 +238,8 @@ export class WebGpuBackend implements Backend<GpuBuffer>, GpuContext {
       }
       const layout = this.layoutFor(signature);
       p = this.gpuDevice.createComputePipeline({ layout: layout.pipelineLayout, compute: { module, entryPoint }, label: cacheKey });
-      this.pipelines.set(cacheKey, p);
+      if (!byEntry) this.pipelines.set(key, (byEntry = new Map()));
+      byEntry.set(entryPoint, p);
       const uniform = signature.startsWith('u');
       this.info.set(p, {
         layout: layout.layout,
@@ -617,13 +623,11 @@ export class WebGpuBackend implements Backend<GpuBuffer>, GpuContext {
   }
 
   binary(op: BinaryOp, a: Operand<GpuBuffer> | ScalarOperand, b: Operand<GpuBuffer> | ScalarOperand, outShape: Shape, outDtype: DType): GpuBuffer {
-    const input = (x: Operand<GpuBuffer> | ScalarOperand) => (isScalarOperand(x) ? x : toGpuOperand(x));
-    return binaryKernel(this, op, input(a), input(b), outShape, outDtype);
+    return binaryKernel(this, op, mapInput(a), mapInput(b), outShape, outDtype);
   }
 
   where(cond: Operand<GpuBuffer>, a: Operand<GpuBuffer> | ScalarOperand, b: Operand<GpuBuffer> | ScalarOperand, outShape: Shape, outDtype: DType): GpuBuffer {
-    const input = (x: Operand<GpuBuffer> | ScalarOperand) => (isScalarOperand(x) ? x : toGpuOperand(x));
-    return whereKernel(this, toGpuOperand(cond), input(a), input(b), outShape, outDtype);
+    return whereKernel(this, toGpuOperand(cond), mapInput(a), mapInput(b), outShape, outDtype);
   }
 
   /** GEMV for decode shapes (M <= 4, [N, K] weights), else the tiled GEMM; both dequantize FP8 on load. */
@@ -685,6 +689,11 @@ async function subgroupLayoutIsLinear(backend: WebGpuBackend): Promise<boolean> 
   } finally {
     backend.release(out);
   }
+}
+
+/** A backend operand as the map kernels take it (a JS number passes as it is). */
+function mapInput(x: Operand<GpuBuffer> | ScalarOperand): GpuOperand | ScalarOperand {
+  return isScalarOperand(x) ? x : toGpuOperand(x);
 }
 
 function copyPadded(bytes: Uint8Array): Uint8Array {

@@ -3,9 +3,10 @@
 // kernel refilled (not allocated) per dispatch, and the result sharing its input's shape. A change that brings back per-op
 // work of these kinds fails here on any machine; bench/dispatch-overhead.bench.ts gives the times.
 import { afterEach, describe, expect, it } from 'vitest';
-import { add, noGrad, randn, synchronize, type Tensor } from '../../../src/index.js';
+import { add, mul, noGrad, randn, sub, synchronize, tensor, type Tensor } from '../../../src/index.js';
 import { webgpuBackend } from '../../../src/runtime/registry.js';
 import type { GpuBuffer } from '../../../src/runtime/webgpu/gpu-context.js';
+import { BITS, expectClose, randomTensor } from '../../helpers/compare.js';
 import { setupWebGpu } from '../../helpers/webgpu.js';
 
 const gpu = await setupWebGpu();
@@ -112,6 +113,72 @@ describe.skipIf(!gpu.available)(`eager host work per op ${gpu.skipReason}`, () =
     } finally {
       x.dispose();
       y.dispose();
+    }
+  });
+
+  it('refilled launch objects and per-shape caches serve no stale entry: ops, dtypes, shapes, offsets, strides and broadcasts alternating back to back', async () => {
+    // The elementwise launcher refills one variant/params/buffers object per kernel each dispatch, results share a
+    // layout per shape array, and a broadcast view is kept per (layout, shape): queue every case in three orders
+    // before reading anything, so each dispatch follows a different one, and compare with the CPU bit for bit.
+    const cpu: Record<string, Tensor> = {
+      a: randomTensor([4, 64]),
+      b: randomTensor([4, 64]),
+      bias: randomTensor([64]),
+      col: randomTensor([4, 1]),
+      a2: randomTensor([2, 64]),
+      c3: randomTensor([3, 4, 64]),
+      sq: randomTensor([16, 16]),
+      i: randomTensor([4, 64], 'int32', 'coarse'),
+      j: randomTensor([64], 'int32', 'coarse'),
+      h: randomTensor([4, 64], 'float16'),
+      one: tensor([0.75], { device: 'cpu' }),
+    };
+    const cases: [string, (t: Record<string, Tensor>) => Tensor][] = [
+      ['add(a, b)', (t) => add(t.a, t.b)],
+      ['mul(a, bias)', (t) => mul(t.a, t.bias)],
+      ['sub(bias, a)', (t) => sub(t.bias, t.a)],
+      ['add(a2, bias)', (t) => add(t.a2, t.bias)],
+      ['add(c3, bias)', (t) => add(t.c3, t.bias)],
+      ['mul(c3, a)', (t) => mul(t.c3, t.a)],
+      ['add(a, col)', (t) => add(t.a, t.col)],
+      ['add(a, one)', (t) => add(t.a, t.one)],
+      ['narrow offsets 1 and 3', (t) => add(t.a.narrow(1, 1, 60), t.b.narrow(1, 3, 60))],
+      ['narrow offsets 4 and 0', (t) => sub(t.a.narrow(1, 4, 60), t.b.narrow(1, 0, 60))],
+      ['add(sq.T, sq)', (t) => add(t.sq.T, t.sq)],
+      ['reshaped [2, 128]', (t) => mul(t.a.reshape([2, 128]), t.b.reshape([2, 128]))],
+      ['flat [256]', (t) => add(t.a.reshape([256]), t.b.reshape([256]))],
+      ['int32 add(i, j)', (t) => add(t.i, t.j)],
+      ['int32 i * 3', (t) => t.i.mul(3)],
+      ['a + 1.5', (t) => t.a.add(1.5)],
+      ['2 - a', (t) => sub(2, t.a)],
+      ['float16 h + h', (t) => add(t.h, t.h)],
+      ['float16 h * a', (t) => mul(t.h, t.a)],
+      ['neg(a)', (t) => t.a.neg()],
+      ['neg(i)', (t) => t.i.neg()],
+      ['relu(sq.T)', (t) => t.sq.T.relu()],
+      ['abs(h)', (t) => t.h.abs()],
+      ['a > b', (t) => t.a.gt(t.b)],
+    ];
+    const gpuInputs: Record<string, Tensor> = {};
+    for (const [k, v] of Object.entries(cpu)) gpuInputs[k] = await v.to('webgpu');
+    const orders = [cases, [...cases].reverse(), cases.filter((_, i) => i % 2 === 0).concat(cases.filter((_, i) => i % 2 === 1))];
+    try {
+      for (const order of orders) {
+        const results = order.map(([name, f]) => [name, f(gpuInputs)] as const);
+        for (const [name, r] of results) {
+          const want = cases.find(([n]) => n === name)![1](cpu);
+          try {
+            expect(r.shape, name).toEqual(want.shape);
+            expect(r.dtype, name).toBe(want.dtype);
+            expectClose(await r.toArray(), await want.toArray(), BITS, name);
+          } finally {
+            r.dispose();
+            want.dispose();
+          }
+        }
+      }
+    } finally {
+      for (const t of [...Object.values(cpu), ...Object.values(gpuInputs)]) t.dispose();
     }
   });
 

@@ -6,6 +6,7 @@
 // its own header any more.
 import { describe, expect, it } from 'vitest';
 import { webgpuBackend } from '../../../src/runtime/registry.js';
+import type { GpuContext } from '../../../src/runtime/webgpu/gpu-context.js';
 import { defineKernel } from '../../../src/runtime/webgpu/kernels/kernel.js';
 import { WGSL_SOURCES } from '../../../src/runtime/webgpu/kernels/wgsl-sources.generated.js';
 import { setupWebGpu } from '../../helpers/webgpu.js';
@@ -14,15 +15,16 @@ const gpu = await setupWebGpu();
 
 // A test kernel over fill.wgsl's body (fill_word: out[w] = p.word) with an extra entry point that copies every
 // param, as the shader sees it, into out.
-const dump = defineKernel({
-  name: 'test-dump',
-  source: 'fill.wgsl',
-  variant: { flag: 'boolean' },
-  params: { words: 'u32', word: 'u32', scale: 'f32', shape: 'u32[6]', offset: 'i32', weights: 'f32[3]', last: 'u32' },
-  outputs: { out: 'u32' },
-  inputs: { extra: { type: 'f32', when: (v) => v.flag } },
-  grid: 'custom',
-  functions: () => `
+const dumpKernel = (name: string) =>
+  defineKernel({
+    name,
+    source: 'fill.wgsl',
+    variant: { flag: 'boolean' },
+    params: { words: 'u32', word: 'u32', scale: 'f32', shape: 'u32[6]', offset: 'i32', weights: 'f32[3]', last: 'u32' },
+    outputs: { out: 'u32' },
+    inputs: { extra: { type: 'f32', when: (v) => v.flag } },
+    grid: 'custom',
+    functions: () => `
 @compute @workgroup_size(1)
 fn dump() {
   out[0] = p.words;
@@ -38,7 +40,8 @@ fn dump() {
   out[13] = p.last;
 }
 `,
-});
+  });
+const dump = dumpKernel('test-dump');
 
 const PARAMS = { words: 1, word: 0xdeadbeef, scale: -1.5, shape: [3, 1, 4, 1, 5, 9], offset: -7, weights: [0.5, 2, -3], last: 42 };
 
@@ -88,6 +91,32 @@ describe('kernel descriptions', () => {
     expect(() => defineKernel({ name: 't', source: 'fill.wgsl', params: { n: 'u32' }, outputs: { o: 'u32' }, grid: { words: 'n', element: 'f' } })).toThrow(
       /writes the output named out/,
     );
+  });
+
+  it('keeps its own copy of a variant: a launcher may refill one variant object every dispatch', () => {
+    // A context that builds every pipeline it is asked for, as a new device does for variants resolved before it.
+    const built: Record<string, string> = {};
+    const ctx = (): GpuContext =>
+      ({
+        alloc: () => ({ buffer: {} as GPUBuffer, size: 4 }),
+        release: () => {},
+        pipeline: (key: string, build: () => string) => ((built[key] = build()), {} as GPUComputePipeline),
+        dispatch: () => {},
+        subgroupReduce: () => false,
+        subgroupShareWidth: () => 0,
+        limits: { maxStorageBufferBindingSize: 1 << 30, maxComputeWorkgroupsPerDimension: 65535 },
+      }) as unknown as GpuContext;
+    const kernel = dumpKernel('test-refilled');
+    const out = { buffer: {} as GPUBuffer, size: 64 };
+    const variant = { flag: false };
+    kernel.run(ctx(), variant, PARAMS, { out }, { workgroups: [1, 1, 1] });
+    variant.flag = true;
+    kernel.run(ctx(), variant, PARAMS, { out, extra: out }, { workgroups: [1, 1, 1] });
+    // On a second device, the first variant (found again by value) builds its own WGSL, not the refilled object's.
+    kernel.run(ctx(), { flag: false }, PARAMS, { out }, { workgroups: [1, 1, 1] });
+    expect(built['test-refilled|false']).toBe(kernel.wgsl({ flag: false }));
+    expect(built['test-refilled|true']).toBe(kernel.wgsl({ flag: true }));
+    expect(built['test-refilled|false']).not.toContain('extra');
   });
 
   it('every embedded kernel body is only its own math: no Params struct, bindings or numeric placeholders', () => {

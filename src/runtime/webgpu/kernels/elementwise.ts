@@ -2,9 +2,9 @@
 // (elementwise-linear.wgsl) for every op in map-ops.ts (unary, binary, pow, where, cast/copy), the scatter copy
 // and fill. An op is only its expression (map-ops.ts); the descriptions here give every op its bindings, loads,
 // dtype codecs and loop.
-import { lanesPerWord, type DType } from '../../../core/dtype.js';
+import { DTYPES, isFloating, lanesPerWord, type DType } from '../../../core/dtype.js';
 import { ShapeError } from '../../../core/errors.js';
-import { coalesceViews, contiguousView, formatShape, numel, type Shape, type View } from '../../../core/shape.js';
+import { coalesceViews, contiguousView, formatShape, isContiguous, numel, type Shape, type View } from '../../../core/shape.js';
 import { isScalarOperand, type BinaryOp, type Operand, type ScalarOperand, type UnaryOp } from '../../backend.js';
 import { castCode, scalarValue } from '../../../core/codecs.js';
 import { wordBytes, type GpuBuffer, type GpuContext } from '../gpu-context.js';
@@ -39,8 +39,8 @@ type Access = 'linear' | 'scalar' | 'strided' | 'uniform';
 export function accessOf(view: View): Exclude<Access, 'uniform'> {
   if (view.shape.length === 0) return 'scalar';
   if (view.shape.length === 1 && view.strides[0] === 1) return 'linear';
-  if (view.strides.every((s) => s === 0)) return 'scalar';
-  return 'strided';
+  for (let d = 0; d < view.strides.length; d++) if (view.strides[d] !== 0) return 'strided';
+  return 'scalar';
 }
 
 /** A map input: a view of a buffer, or a number carried in the uniform block. */
@@ -182,7 +182,8 @@ const stridedMap = defineKernel({
 type LinearBinding = 'vec4' | 'word';
 
 function linearBinding(buffer: GpuBuffer, offset: number, n: number): LinearBinding {
-  return offset % 4 === 0 && buffer.buffer.size >= Math.ceil((offset + n) / 4) * 16 ? 'vec4' : 'word';
+  // GpuBuffer.size, not GPUBuffer.size: the latter is a call into the native binding on every dispatch.
+  return offset % 4 === 0 && buffer.size >= Math.ceil((offset + n) / 4) * 16 ? 'vec4' : 'word';
 }
 
 /**
@@ -283,16 +284,9 @@ const linearMap = defineKernel({
 /** The fast path's store of word e of the output. */
 const store = (v: { outWord: string }, value: string) => (v.outWord === 'vec4' ? `out[e >> 2u][e & 3u] = ${value};` : `out[e] = ${value};`);
 
-interface MapSpec {
-  /** The op's name in MAP_OPS. */
-  op: string;
-  inputs: readonly MapInput[];
-  outDtype: DType;
-  /** Compute type of the inputs and of the result (may differ: comparisons compute f32, return i32). */
-  inC: MapCompute;
-  outC: MapCompute;
-  saturate?: boolean;
-}
+/** One float32's bits, through a scratch word (scalarCode runs on every dispatch with a number operand). */
+const f32Bits = new Float32Array(1);
+const f32Word = new Uint32Array(f32Bits.buffer);
 
 /**
  * The storage code of a number argument: in its own dtype (int32 two's complement, float32 bits), or, for a raw
@@ -301,41 +295,193 @@ interface MapSpec {
 export function scalarCode(x: ScalarOperand, raw: DType | undefined): number {
   const dtype = raw ?? x.dtype;
   const value = raw ? scalarValue(x) : x.scalar;
-  if (dtype === 'float32') return new Uint32Array(new Float32Array([value]).buffer)[0];
+  if (dtype === 'float32') {
+    f32Bits[0] = value;
+    return f32Word[0];
+  }
   return castCode(value, dtype) >>> 0;
 }
 
-/** Runs an elementwise map into a new contiguous buffer of outShape. */
-function runMap(ctx: GpuContext, spec: MapSpec, outShape: Shape): GpuBuffer {
+/**
+ * Every variant field of an argument (`dtype:access`, `dtype:access:vec4`, `dtype:access:word`), made once: a
+ * dispatch builds no string, and the kernel's variant lookup finds the same string objects (hashes computed once).
+ */
+const ARG_FIELDS = Object.fromEntries(
+  DTYPES.map((dtype) => [
+    dtype,
+    Object.fromEntries(
+      (['linear', 'scalar', 'strided', 'uniform'] as const).map((a) => [a, { plain: `${dtype}:${a}`, vec4: `${dtype}:${a}:vec4`, word: `${dtype}:${a}:word` }]),
+    ),
+  ]),
+) as Record<DType, Record<Access, { readonly plain: string } & Record<LinearBinding, string>>>;
+
+const argField = (x: MapInput | undefined, access: Access | undefined, binding?: LinearBinding): string =>
+  x === undefined ? '' : ARG_FIELDS[x.dtype][access!][binding ?? 'plain'];
+
+type Writable<T> = { -readonly [K in keyof T]: T[K] };
+/**
+ * What runMap passes to run(): one object each, refilled every dispatch (run() reads them during the call only and
+ * copies a variant it keeps), so an eager op makes no variant, params, buffers or options object, and no string.
+ */
+const linearVariant: Writable<Parameters<typeof linearMap.run>[1]> = {
+  op: '',
+  out: 'float32',
+  inC: 'f32',
+  outC: 'f32',
+  saturate: false,
+  outWord: 'vec4',
+  tail: 'none',
+  x: '',
+  y: '',
+  z: '',
+};
+const linearParams: Writable<Parameters<typeof linearMap.run>[2]> = { n: 0, off0: 0, off1: 0, off2: 0, scalar0: 0, scalar1: 0, scalar2: 0 };
+const linearOptions = { threads: 0 };
+const stridedVariant: Writable<Parameters<typeof stridedMap.run>[1]> = {
+  op: '',
+  out: 'float32',
+  inC: 'f32',
+  outC: 'f32',
+  saturate: false,
+  x: '',
+  y: '',
+  z: '',
+};
+const NO_DIMS: readonly number[] = Object.freeze([]);
+const stridedParams: Writable<Parameters<typeof stridedMap.run>[2]> = {
+  n: 0,
+  rank: 0,
+  off0: 0,
+  off1: 0,
+  off2: 0,
+  shape: NO_DIMS,
+  strides0: NO_DIMS,
+  strides1: NO_DIMS,
+  strides2: NO_DIMS,
+  scalar0: 0,
+  scalar1: 0,
+  scalar2: 0,
+};
+const mapBuffers: { out: GpuBuffer; in0: GpuBuffer | undefined; in1: GpuBuffer | undefined; in2: GpuBuffer | undefined } = {
+  out: undefined as unknown as GpuBuffer,
+  in0: undefined,
+  in1: undefined,
+  in2: undefined,
+};
+/** Per argument: how it is read, its tensor slot (-1: a number), its linear binding and its storage code if a number. */
+const argAccess: Access[] = ['uniform', 'uniform', 'uniform'];
+const argSlot = [-1, -1, -1];
+const argBinding: LinearBinding[] = ['word', 'word', 'word'];
+const argCode = [0, 0, 0];
+
+/** Whether every tensor input reads whole 32-bit words in row-major order: each then coalesces to one linear run. */
+function allRowMajorWords(inputs: readonly MapInput[], count: number): boolean {
+  for (let k = 0; k < count; k++) {
+    const x = inputs[k];
+    if (!isScalarOperand(x) && (lanesPerWord(x.dtype) !== 1 || !isContiguous(x.view))) return false;
+  }
+  return true;
+}
+
+/**
+ * A map's inputs, refilled by each runMap (which is never re-entered) instead of an array per dispatch. Three slots
+ * always: setting an array's length to 0 would drop its backing store, and the next push allocate one again.
+ */
+const mapInputs: (MapInput | undefined)[] = [undefined, undefined, undefined];
+
+/**
+ * The last coalescing of frozen views, by identity: an op repeated over operands of one layout (x + bias, layer
+ * after layer or step after step: results share one layout per shape array, a broadcast view is kept per layout)
+ * coalesces once. Frozen arrays and views cannot change, so a hit is the same coalescing.
+ */
+let lastCoalesced: { shape: Shape; inputs: View[]; views: View[] } | undefined;
+const frozenView = (v: View) => Object.isFrozen(v) && Object.isFrozen(v.shape) && Object.isFrozen(v.strides);
+
+/** The output's view and each tensor input's, coalesced (views[0] is the output's; tensor slot s is views[s + 1]). */
+function coalescedViews(outShape: Shape, inputs: readonly MapInput[], count: number): View[] {
+  const last = lastCoalesced;
+  if (last !== undefined && last.shape === outShape) {
+    let t = 0;
+    let same = true;
+    for (let k = 0; same && k < count; k++) {
+      const input = inputs[k];
+      if (!isScalarOperand(input)) same = t < last.inputs.length && last.inputs[t++] === input.view;
+    }
+    if (same && t === last.inputs.length) return last.views;
+  }
+  const all: View[] = [contiguousView(outShape)];
+  for (let k = 0; k < count; k++) {
+    const input = inputs[k];
+    if (!isScalarOperand(input)) all.push(input.view);
+  }
+  const views = coalesceViews(all);
+  if (views[0].shape.length > MAX_RANK)
+    throw new ShapeError(`elementwise kernels index at most ${MAX_RANK} non-mergeable dims, got shape ${formatShape(views[0].shape)}`);
+  const inputViews = all.slice(1);
+  if (Object.isFrozen(outShape) && inputViews.every(frozenView)) lastCoalesced = { shape: outShape, inputs: inputViews, views };
+  return views;
+}
+
+/**
+ * Runs an elementwise map (`op`, its name in MAP_OPS) of one to three inputs into a new contiguous buffer of
+ * outShape. inC and outC: the compute types of the inputs and of the result (comparisons compute f32, return i32).
+ */
+function runMap(
+  ctx: GpuContext,
+  op: string,
+  outDtype: DType,
+  inC: MapCompute,
+  outC: MapCompute,
+  saturate: boolean,
+  outShape: Shape,
+  x: MapInput,
+  y?: MapInput,
+  z?: MapInput,
+): GpuBuffer {
   const n = numel(outShape);
-  const lanes = lanesPerWord(spec.outDtype);
+  const lanes = lanesPerWord(outDtype);
   const out = ctx.alloc(wordBytes(n, lanes));
   if (n === 0) return out;
-  const tensors = spec.inputs.filter((x): x is GpuOperand => !isScalarOperand(x));
-  const views = coalesceViews([contiguousView(outShape), ...tensors.map((x) => x.view)]).slice(1);
-  const rank = views[0]?.shape.length ?? 0;
-  if (rank > MAX_RANK) throw new ShapeError(`elementwise kernels index at most ${MAX_RANK} non-mergeable dims, got shape ${formatShape(views[0].shape)}`);
-  let t = 0;
-  const slots = spec.inputs.map((x) => (isScalarOperand(x) ? -1 : t++));
-  const access: Access[] = spec.inputs.map((x, k) => (isScalarOperand(x) ? 'uniform' : accessOf(views[slots[k]])));
-  const scalars = spec.inputs.map((x) => (isScalarOperand(x) ? scalarCode(x, spec.inC === 'raw' ? spec.outDtype : undefined) : 0));
-  const scalar = (k: number) => scalars[k] ?? 0;
-  const common = { op: spec.op, out: spec.outDtype, inC: spec.inC, outC: spec.outC, saturate: !!spec.saturate };
-  const field = (k: number, binding?: LinearBinding) => {
-    const x = spec.inputs[k];
-    return x ? `${x.dtype}:${access[k]}${binding ? `:${binding}` : ''}` : '';
-  };
+  const inputs = mapInputs as MapInput[];
+  inputs[0] = x;
+  inputs[1] = y!;
+  inputs[2] = z!;
+  const count = z !== undefined ? 3 : y !== undefined ? 2 : 1;
+  const linearPath = elementwiseTuning.linearFastPath && lanes === 1;
+  // Row-major word inputs (the usual eager op) each coalesce to one linear run of n words from their offset, so
+  // there is nothing to coalesce; anything else is coalesced with the output's view (tensor slot s is views[s + 1]).
+  let views: View[] | undefined;
+  if (!(linearPath && n > 1 && allRowMajorWords(inputs, count))) views = coalescedViews(outShape, inputs, count);
+  const raw = inC === 'raw' ? outDtype : undefined;
+  const b = mapBuffers;
+  b.out = out;
+  b.in0 = b.in1 = b.in2 = undefined;
+  let slot = 0;
+  let linear = linearPath;
+  for (let k = 0; k < count; k++) {
+    const input = inputs[k];
+    if (isScalarOperand(input)) {
+      argAccess[k] = 'uniform';
+      argSlot[k] = -1;
+      argCode[k] = scalarCode(input, raw);
+      continue;
+    }
+    const access = views ? accessOf(views[slot + 1]) : 'linear';
+    if (access === 'strided' || lanesPerWord(input.dtype) !== 1) linear = false;
+    argAccess[k] = access;
+    argSlot[k] = slot;
+    argCode[k] = 0;
+    if (slot === 0) b.in0 = input.buffer;
+    else if (slot === 1) b.in1 = input.buffer;
+    else b.in2 = input.buffer;
+    slot++;
+  }
 
-  if (elementwiseTuning.linearFastPath && lanes === 1 && tensors.every((x) => lanesPerWord(x.dtype) === 1) && !access.includes('strided')) {
+  if (linear) {
     const outWord = linearBinding(out, 0, n);
-    const offsets = [0, 0, 0];
-    const bindings = spec.inputs.map((x, k): LinearBinding | undefined => {
-      if (isScalarOperand(x)) return undefined;
-      const offset = views[slots[k]].offset;
-      const b = access[k] === 'linear' ? linearBinding(x.buffer, offset, n) : 'word';
-      offsets[slots[k]] = b === 'vec4' ? offset / 4 : offset;
-      return b;
-    });
+    const p = linearParams;
+    p.n = n;
+    p.off0 = p.off1 = p.off2 = 0;
     // Tail-free: when the output and every linear input are bound as vec4s, their buffers hold the whole last vec4
     // (linearBinding), so the last invocation maps all 4 lanes and writes the words past n into the output
     // allocation's own padding (ctx.alloc: contents undefined, owned by no other tensor). Any tail code at all, even
@@ -344,62 +490,91 @@ function runMap(ctx: GpuContext, spec: MapSpec, outShape: Shape): GpuBuffer {
     // interleaved in one process (docs/benchmarks.md, issue 35). A GPU skips the untaken branch, so this is neutral
     // there, and every adapter takes the same path: which one depends only on the buffers' alignment. Unaligned
     // views (word bindings) keep the unrolled tail: reading a whole vec4 past their end is not in their buffer.
-    const tailFree = outWord === 'vec4' && access.every((a, k) => a !== 'linear' || bindings[k] === 'vec4');
-    linearMap.run(
-      ctx,
-      {
-        ...common,
-        outWord,
-        tail: elementwiseTuning.loopTail ? 'loop' : tailFree ? 'none' : 'unrolled',
-        x: field(0, bindings[0]),
-        y: field(1, bindings[1]),
-        z: field(2, bindings[2]),
-      },
-      { n, off0: offsets[0], off1: offsets[1], off2: offsets[2], scalar0: scalar(0), scalar1: scalar(1), scalar2: scalar(2) },
-      { out, in0: tensors[0]?.buffer, in1: tensors[1]?.buffer, in2: tensors[2]?.buffer },
-      { threads: Math.ceil(n / 4) },
-    );
-    return out;
+    let tailFree = outWord === 'vec4';
+    for (let k = 0; k < count; k++) {
+      const s = argSlot[k];
+      if (s < 0) continue;
+      const input = inputs[k] as GpuOperand;
+      // Coalescing keeps each view's offset: the first element is the operand's own offset either way.
+      const offset = input.view.offset;
+      let binding: LinearBinding = 'word';
+      if (argAccess[k] === 'linear') {
+        binding = linearBinding(input.buffer, offset, n);
+        if (binding !== 'vec4') tailFree = false;
+      }
+      argBinding[k] = binding;
+      const first = binding === 'vec4' ? offset / 4 : offset;
+      if (s === 0) p.off0 = first;
+      else if (s === 1) p.off1 = first;
+      else p.off2 = first;
+    }
+    p.scalar0 = count > 0 ? argCode[0] : 0;
+    p.scalar1 = count > 1 ? argCode[1] : 0;
+    p.scalar2 = count > 2 ? argCode[2] : 0;
+    const v = linearVariant;
+    v.op = op;
+    v.out = outDtype;
+    v.inC = inC;
+    v.outC = outC;
+    v.saturate = saturate;
+    v.outWord = outWord;
+    v.tail = elementwiseTuning.loopTail ? 'loop' : tailFree ? 'none' : 'unrolled';
+    v.x = count > 0 ? argField(inputs[0], argAccess[0], argSlot[0] < 0 ? undefined : argBinding[0]) : '';
+    v.y = count > 1 ? argField(inputs[1], argAccess[1], argSlot[1] < 0 ? undefined : argBinding[1]) : '';
+    v.z = count > 2 ? argField(inputs[2], argAccess[2], argSlot[2] < 0 ? undefined : argBinding[2]) : '';
+    linearOptions.threads = Math.ceil(n / 4);
+    linearMap.run(ctx, v, p, b, linearOptions);
+  } else {
+    // Not linear means coalesced: the row-major shortcut above is taken only on the linear path.
+    const at = views!;
+    const p = stridedParams;
+    p.n = n;
+    p.rank = at[0].shape.length;
+    p.shape = at[0].shape;
+    p.off0 = slot > 0 ? at[1].offset : 0;
+    p.off1 = slot > 1 ? at[2].offset : 0;
+    p.off2 = slot > 2 ? at[3].offset : 0;
+    p.strides0 = slot > 0 ? at[1].strides : NO_DIMS;
+    p.strides1 = slot > 1 ? at[2].strides : NO_DIMS;
+    p.strides2 = slot > 2 ? at[3].strides : NO_DIMS;
+    p.scalar0 = count > 0 ? argCode[0] : 0;
+    p.scalar1 = count > 1 ? argCode[1] : 0;
+    p.scalar2 = count > 2 ? argCode[2] : 0;
+    const v = stridedVariant;
+    v.op = op;
+    v.out = outDtype;
+    v.inC = inC;
+    v.outC = outC;
+    v.saturate = saturate;
+    v.x = count > 0 ? argField(inputs[0], argAccess[0]) : '';
+    v.y = count > 1 ? argField(inputs[1], argAccess[1]) : '';
+    v.z = count > 2 ? argField(inputs[2], argAccess[2]) : '';
+    stridedMap.run(ctx, v, p, b);
+    p.shape = p.strides0 = p.strides1 = p.strides2 = NO_DIMS;
   }
-  const off = (s: number) => views[s]?.offset ?? 0;
-  const strides = (s: number) => views[s]?.strides ?? [];
-  stridedMap.run(
-    ctx,
-    { ...common, x: field(0), y: field(1), z: field(2) },
-    {
-      n,
-      rank,
-      off0: off(0),
-      off1: off(1),
-      off2: off(2),
-      shape: views[0]?.shape ?? [],
-      strides0: strides(0),
-      strides1: strides(1),
-      strides2: strides(2),
-      scalar0: scalar(0),
-      scalar1: scalar(1),
-      scalar2: scalar(2),
-    },
-    { out, in0: tensors[0]?.buffer, in1: tensors[1]?.buffer, in2: tensors[2]?.buffer },
-  );
+  b.in0 = b.in1 = b.in2 = undefined;
+  mapInputs[0] = mapInputs[1] = mapInputs[2] = undefined;
   return out;
 }
 
+/** computeTypeOf(a, b, c) without its argument array (every eager op asks). */
+const computeOf = (a: DType, b: DType, c: DType): ComputeType => (isFloating(a) || isFloating(b) || isFloating(c) ? 'f32' : 'i32');
+
 export function unaryKernel(ctx: GpuContext, op: UnaryOp, x: GpuOperand, outDtype: DType): GpuBuffer {
-  const c = computeTypeOf(x.dtype, outDtype);
-  return runMap(ctx, { op, inputs: [x], outDtype, inC: c, outC: c }, x.view.shape);
+  const c = computeOf(x.dtype, outDtype, outDtype);
+  return runMap(ctx, op, outDtype, c, c, false, x.view.shape, x);
 }
 
 export function binaryKernel(ctx: GpuContext, op: BinaryOp, a: MapInput, b: MapInput, outShape: Shape, outDtype: DType): GpuBuffer {
-  const c = computeTypeOf(a.dtype, b.dtype, outDtype);
-  return runMap(ctx, { op, inputs: [a, b], outDtype, inC: c, outC: c }, outShape);
+  const c = computeOf(a.dtype, b.dtype, outDtype);
+  return runMap(ctx, op, outDtype, c, c, false, outShape, a, b);
 }
 
 /** where(cond, a, b) over views broadcast to outShape; cond is bool. One dtype throughout selects codes as they are. */
 export function whereKernel(ctx: GpuContext, cond: GpuOperand, a: MapInput, b: MapInput, outShape: Shape, outDtype: DType): GpuBuffer {
   const side = (x: MapInput) => ({ dtype: x.dtype, number: isScalarOperand(x) });
   const c = whereCompute(side(a), side(b), outDtype);
-  return runMap(ctx, { op: 'where', inputs: [cond, a, b], outDtype, inC: c, outC: c }, outShape);
+  return runMap(ctx, 'where', outDtype, c, c, false, outShape, cond, a, b);
 }
 
 /** A contiguous copy of x in outDtype (contiguous(), to(dtype), clone()). */
@@ -407,8 +582,8 @@ export function castKernel(ctx: GpuContext, x: GpuOperand, outDtype: DType, satu
   // A copy to the same dtype moves codes as they are (NaN payloads included), as the CPU backend does; integers stay
   // exact when both sides are integers; anything touching a float goes through f32.
   const c = castCompute(x.dtype, outDtype, saturate);
-  if (c === 'raw') return runMap(ctx, { op: 'copy', inputs: [x], outDtype, inC: 'raw', outC: 'raw' }, x.view.shape);
-  return runMap(ctx, { op: 'cast', inputs: [x], outDtype, inC: c, outC: c, saturate }, x.view.shape);
+  if (c === 'raw') return runMap(ctx, 'copy', outDtype, 'raw', 'raw', false, x.view.shape, x);
+  return runMap(ctx, 'cast', outDtype, c, c, saturate, x.view.shape, x);
 }
 
 /**

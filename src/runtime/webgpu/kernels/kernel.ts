@@ -391,11 +391,13 @@ export function defineKernel<
     workgroupSize: wgOf,
     pack: (params) =>
       layout.fields.length ? packParams(desc.name, layout, params as Readonly<Record<string, number | readonly number[]>>, uniformBlock(layout.bytes)) : null,
-    run(ctx, v, params, buffers, options = NO_OPTIONS) {
+    run(ctx, variant, params, buffers, options = NO_OPTIONS) {
       // Host cost per dispatch matters (eager ops, decode): what follows from the variant is resolved once.
-      let resolved = lookup(v);
+      let resolved = lookup(variant);
       if (!resolved) {
-        checkVariant(v);
+        checkVariant(variant);
+        // A copy: a launcher may refill one variant object every dispatch, and build() runs again on a new device.
+        const v = Object.freeze({ ...variant }) as V;
         const bindings = resolve(v);
         const out = bindings.find((b) => b.name === 'out');
         resolved = {

@@ -59,7 +59,9 @@ export function workgroupReduce(r: WorkgroupReduce): string {
 export type ComputeType = 'f32' | 'i32';
 
 export function computeTypeOf(...dtypes: DType[]): ComputeType {
-  return dtypes.some((d) => DTYPE_INFO[d].isFloating) ? 'f32' : 'i32';
+  // A loop, not some(): every eager elementwise op calls this.
+  for (let i = 0; i < dtypes.length; i++) if (DTYPE_INFO[dtypes[i]].isFloating) return 'f32';
+  return 'i32';
 }
 
 /** `(code: u32) -> C`: a dtype's storage code to the compute type. */

@@ -1,0 +1,153 @@
+// A tiny Qwen3 / Qwen3-MoE GPTQ checkpoint written on disk in the exact published layout (qweight / qzeros / scales /
+// g_idx, quantization_config with quant_method 'gptq', experts one by one), loaded by loadQwen3 without conversion:
+// its logits equal those of the same weights dequantized into a float32 checkpoint on the CPU (1e-5 relative), and
+// WebGPU matches the CPU (1e-4), at prefill and decode. A compressed-tensors one loads the same way.
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { setDefaultDevice, tensor } from '../../src/index.js';
+import { Checkpoint } from '../../src/formats/checkpoint.js';
+import { writeSafetensors, type TensorSource } from '../../src/formats/safetensors-writer.js';
+import type { Qwen3Config } from '../../src/models/qwen3/config.js';
+import { loadQwen3, type LoadedModel } from '../../src/models/qwen3/load.js';
+import { writeRandomQwen3Checkpoint } from '../../src/models/qwen3/random-checkpoint.js';
+import { int4LayerTensors, int4QuantizationConfig, type Int4FixtureCase } from '../../tools/int4-reference/cases.js';
+import { randomCodes } from '../../tools/int4-reference/int4_reference.js';
+import { setupWebGpu } from '../helpers/webgpu.js';
+
+const gpu = await setupWebGpu();
+setDefaultDevice('cpu');
+
+const BASE = {
+  vocabSize: 384,
+  rmsNormEps: 1e-6,
+  ropeTheta: 1_000_000,
+  maxPositionEmbeddings: 512,
+  attentionBias: false,
+  bosTokenId: 0,
+  eosTokenIds: [1],
+} as const;
+const DENSE: Qwen3Config = {
+  ...BASE,
+  modelType: 'qwen3',
+  hiddenSize: 64,
+  intermediateSize: 128,
+  numHiddenLayers: 2,
+  numAttentionHeads: 2,
+  numKeyValueHeads: 1,
+  headDim: 32,
+  tieWordEmbeddings: false,
+};
+const MOE: Qwen3Config = {
+  ...DENSE,
+  modelType: 'qwen3_moe',
+  tieWordEmbeddings: true,
+  moe: { numExperts: 4, numExpertsPerTok: 2, moeIntermediateSize: 64, normTopkProb: true, decoderSparseStep: 1, mlpOnlyLayers: [] },
+};
+
+const quantized = (name: string) => name.endsWith('_proj.weight');
+
+/**
+ * Writes the random float32 checkpoint's linear weights as random 4-bit codes in `format` (group 32, asymmetric),
+ * and beside it the float32 checkpoint of the same weights dequantized by the port. Returns [int4 dir, float dir].
+ */
+async function writeInt4Pair(config: Qwen3Config, format: Omit<Int4FixtureCase, 'name' | 'seed' | 'n' | 'k'>): Promise<[string, string]> {
+  const src = mkdtempSync(join(tmpdir(), 'tensorgpu-int4-src-'));
+  await writeRandomQwen3Checkpoint(src, config, { dtype: 'float32', seed: 4 });
+  const ck = await Checkpoint.open(src);
+  const q: [string, TensorSource][] = [];
+  const f: [string, TensorSource][] = [];
+  let seed = 1;
+  for (const name of ck.names) {
+    const e = ck.entry(name);
+    const raw = new Uint8Array((await (await ck.load(name)).toArray()).buffer.slice(0));
+    const plain: TensorSource = { dtype: 'float32', shape: e.shape, bytes: () => raw };
+    if (!quantized(name)) {
+      q.push([name, plain]);
+      f.push([name, plain]);
+      continue;
+    }
+    const [n, k] = e.shape;
+    const codes = randomCodes(n, k, format.groupSize, { seed: seed++, symmetric: format.symmetric, actOrder: format.actOrder });
+    if (format.actOrder) {
+      // GPTQ orders a layer's columns by its input's Hessian: q, k, v share one order, and so do gate and up.
+      const input = name.replace(/\.(q|k|v)_proj\./, '.qkv.').replace(/\.(gate|up)_proj\./, '.gate_up.');
+      const key = [...input].reduce((h, c) => (h * 31 + c.charCodeAt(0)) >>> 0, 7);
+      codes.gIdx = randomCodes(1, k, format.groupSize, { seed: key, symmetric: true, actOrder: true }).gIdx;
+    }
+    const layer = int4LayerTensors({ ...format, n, k }, codes, name.slice(0, -'.weight'.length));
+    q.push(...layer.tensors);
+    const w = Float32Array.from(layer.weight, (v) => v / 16); // scales ~ 2^-6..2^-3: keep activations moderate
+    f.push([name, { dtype: 'float32', shape: [n, k], bytes: () => new Uint8Array(w.buffer) }]);
+  }
+  await ck.close();
+  // The float copy's weights are the port's divided by 16: the 4-bit copy's scales are divided by 16 too (exact).
+  for (const entry of q) {
+    if (!/\.(scales|weight_scale)$/.test(entry[0])) continue;
+    const s = entry[1];
+    const bytes = await s.bytes();
+    const dtype = s.dtype as string;
+    const half = new Uint16Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength));
+    // float16 / bfloat16 exponent minus 4 (normal numbers far from underflow): an exact division by 16.
+    const shift = dtype === 'bfloat16' ? 7 : 10;
+    for (let i = 0; i < half.length; i++) half[i] -= 4 << shift;
+    entry[1] = { ...s, bytes: () => new Uint8Array(half.buffer) };
+  }
+  const config0 = JSON.parse(readFileSync(join(src, 'config.json'), 'utf8')) as Record<string, unknown>;
+  const qdir = mkdtempSync(join(tmpdir(), 'tensorgpu-int4-q-'));
+  const fdir = mkdtempSync(join(tmpdir(), 'tensorgpu-int4-f-'));
+  await writeSafetensors(join(qdir, 'model.safetensors'), q);
+  await writeSafetensors(join(fdir, 'model.safetensors'), f);
+  writeFileSync(join(qdir, 'config.json'), JSON.stringify({ ...config0, quantization_config: int4QuantizationConfig(format) }));
+  writeFileSync(join(fdir, 'config.json'), JSON.stringify(config0));
+  return [qdir, fdir];
+}
+
+async function logits(m: LoadedModel, ids: number[][]): Promise<Float32Array[]> {
+  const cache = m.model.newCache();
+  const out: Float32Array[] = [];
+  for (const step of ids) {
+    const input = tensor(step, { dtype: 'int32', device: m.model.device });
+    const l = await m.model.forward(input, cache, false);
+    out.push((await l.toArray()) as Float32Array);
+    input.dispose();
+    l.dispose();
+  }
+  return out;
+}
+
+function maxRel(got: Float32Array, want: Float32Array): number {
+  let scale = 0;
+  for (const v of want) scale = Math.max(scale, Math.abs(v));
+  let worst = 0;
+  for (let i = 0; i < want.length; i++) worst = Math.max(worst, Math.abs(got[i] - want[i]) / scale);
+  return worst;
+}
+
+const STEPS = [[3, 17, 250, 9, 41, 7], [88], [5]];
+
+describe(`int4 checkpoints end to end ${gpu.skipReason}`, () => {
+  for (const [label, config, format] of [
+    ['dense Qwen3, GPTQ v1 g32 act-order', DENSE, { method: 'gptq', groupSize: 32, symmetric: false, v1: true, actOrder: true }],
+    ['Qwen3-MoE, GPTQ g32 sym (experts one by one)', MOE, { method: 'gptq', groupSize: 32, symmetric: true, v1: true }],
+    ['Qwen3-MoE, compressed-tensors g64 asym', MOE, { method: 'compressed-tensors', groupSize: 64, symmetric: false }],
+  ] as const) {
+    it(`${label}: CPU = dequantized float32 (1e-5), WebGPU = CPU (1e-4)`, async () => {
+      const [qdir, fdir] = await writeInt4Pair(config, format);
+      const q = await loadQwen3(qdir, { device: 'cpu', maxSequence: 32 });
+      const f = await loadQwen3(fdir, { device: 'cpu', maxSequence: 32 });
+      const want = await logits(f, STEPS);
+      const got = await logits(q, STEPS);
+      for (let i = 0; i < STEPS.length; i++) expect(maxRel(got[i], want[i]), `cpu step ${i}`).toBeLessThan(1e-5);
+      q.model.dispose();
+      f.model.dispose();
+      if (gpu.available) {
+        const g = await loadQwen3(qdir, { device: 'webgpu', maxSequence: 32 });
+        const gl = await logits(g, STEPS);
+        for (let i = 0; i < STEPS.length; i++) expect(maxRel(gl[i], got[i]), `webgpu step ${i}`).toBeLessThan(1e-4);
+        g.model.dispose();
+      }
+    });
+  }
+});

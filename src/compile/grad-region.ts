@@ -11,41 +11,33 @@ export interface RegionGraph {
   readonly leaves: readonly Tensor[];
 }
 
-/** Walks the graph behind root, stopping at the inputs (their nodes, or themselves where they are leaves). */
-export function regionGraph(root: Tensor, inputs: readonly Tensor[]): RegionGraph {
+/** Each node behind root once, stopping at the inputs' nodes (the graph before the call is not the region's). */
+function forEachNode(root: Tensor, inputs: readonly Tensor[], visit: (node: GradNode) => void): void {
   const boundary = new Set<GradNode>(inputs.flatMap((t) => (t.gradFn ? [t.gradFn] : [])));
-  const inputLeaves = new Set(inputs);
-  const saved: Tensor[] = [];
-  const leaves: Tensor[] = [];
-  const seenLeaves = new Set<Tensor>();
   const seen = new Set<GradNode>();
   const stack = root.gradFn ? [root.gradFn] : [];
   while (stack.length) {
     const node = stack.pop()!;
     if (seen.has(node) || boundary.has(node)) continue;
     seen.add(node);
-    saved.push(...node.saved);
-    for (const edge of node.edges) {
-      if (edge?.node) stack.push(edge.node);
-      else if (edge?.leaf && !inputLeaves.has(edge.leaf) && !seenLeaves.has(edge.leaf)) {
-        seenLeaves.add(edge.leaf);
-        leaves.push(edge.leaf);
-      }
-    }
+    visit(node);
+    for (const edge of node.edges) if (edge?.node) stack.push(edge.node);
   }
-  return { saved, leaves };
+}
+
+/** What the region behind root saved, and the leaves it reaches other than the inputs (which are leaves themselves or stop it). */
+export function regionGraph(root: Tensor, inputs: readonly Tensor[]): RegionGraph {
+  const inputLeaves = new Set(inputs);
+  const saved: Tensor[] = [];
+  const leaves = new Set<Tensor>();
+  forEachNode(root, inputs, (node) => {
+    saved.push(...node.saved);
+    for (const edge of node.edges) if (edge?.leaf && !inputLeaves.has(edge.leaf)) leaves.add(edge.leaf);
+  });
+  return { saved, leaves: [...leaves] };
 }
 
 /** Releases what the graph behind root saved, up to the inputs' nodes (a graph its backward will not sweep). */
 export function releaseGraph(root: Tensor, inputs: readonly Tensor[]): void {
-  const boundary = new Set<GradNode>(inputs.flatMap((t) => (t.gradFn ? [t.gradFn] : [])));
-  const seen = new Set<GradNode>();
-  const stack = root.gradFn ? [root.gradFn] : [];
-  while (stack.length) {
-    const node = stack.pop()!;
-    if (seen.has(node) || boundary.has(node)) continue;
-    seen.add(node);
-    node.release();
-    for (const edge of node.edges) if (edge?.node) stack.push(edge.node);
-  }
+  forEachNode(root, inputs, (node) => node.release());
 }

@@ -5,20 +5,11 @@ import { describe, expect, it } from 'vitest';
 import * as tg from '../../src/index.js';
 import { compile, setDefaultDevice, type Tensor } from '../../src/index.js';
 import { setupWebGpu } from '../helpers/webgpu.js';
+import { randomInput, randomValues } from './inputs.js';
 
 const gpu = await setupWebGpu();
 setDefaultDevice('cpu');
 const devices: ('cpu' | 'webgpu')[] = gpu.available ? ['cpu', 'webgpu'] : ['cpu'];
-
-function randomValues(n: number, seed: number, scale = 2): number[] {
-  let s = seed >>> 0 || 1;
-  return Array.from({ length: n }, () => {
-    s ^= s << 13;
-    s ^= s >>> 17;
-    s ^= s << 5;
-    return ((s >>> 0) / 2 ** 32 - 0.5) * scale;
-  });
-}
 
 const values = async (t: Tensor) => Array.from((await t.toArray()) as Float32Array);
 
@@ -55,13 +46,7 @@ describe.each(devices)('grad() on %s', (device) => {
 
 describe.each(devices)('compile on %s: the backward of a compiled forward', (device) => {
   const make = (shape: number[], seed: number, grad = false) => {
-    const t = tg.tensor(
-      randomValues(
-        shape.reduce((a, b) => a * b, 1),
-        seed,
-      ),
-      { shape, device },
-    );
+    const t = randomInput(device, shape, seed);
     return grad ? t.requiresGrad_() : t;
   };
   /** A two-layer MLP over closed-over weights, with elementwise runs the compiler fuses in both directions. */

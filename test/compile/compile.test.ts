@@ -3,20 +3,11 @@ import { describe, expect, it } from 'vitest';
 import * as tg from '../../src/index.js';
 import { compile, setDefaultDevice, type Tensor } from '../../src/index.js';
 import { setupWebGpu } from '../helpers/webgpu.js';
+import { randomInput, randomValues } from './inputs.js';
 
 const gpu = await setupWebGpu();
 setDefaultDevice('cpu');
 const devices: ('cpu' | 'webgpu')[] = gpu.available ? ['cpu', 'webgpu'] : ['cpu'];
-
-function randomValues(n: number, seed: number, scale = 2): number[] {
-  let s = seed >>> 0 || 1;
-  return Array.from({ length: n }, () => {
-    s ^= s << 13;
-    s ^= s >>> 17;
-    s ^= s << 5;
-    return ((s >>> 0) / 2 ** 32 - 0.5) * scale;
-  });
-}
 
 /** Storage-exact values: float bits (16-bit floats decode to float32 one to one), integers as they are. */
 async function codes(t: Tensor): Promise<number[]> {
@@ -27,14 +18,7 @@ async function codes(t: Tensor): Promise<number[]> {
 const bits = async (t: Tensor) => Array.from(new Uint32Array(new Float32Array(Array.from(await t.toArray())).buffer));
 
 describe.each(devices)('compile on %s', (device) => {
-  const make = (shape: number[], seed: number, dtype: tg.DType = 'float32') =>
-    tg.tensor(
-      randomValues(
-        shape.reduce((a, b) => a * b, 1),
-        seed,
-      ),
-      { shape, device, dtype },
-    );
+  const make = (shape: number[], seed: number, dtype: tg.DType = 'float32') => randomInput(device, shape, seed, dtype);
 
   it('a 16-op chain is one kernel and gives the eager bits, call after call', async () => {
     const chain = (x: Tensor) => {
@@ -390,14 +374,7 @@ describe.each(devices)('compile on %s: matmul epilogues', (device) => {
 });
 
 describe.each(devices)('compile on %s: a chain feeding a reduction', (device) => {
-  const make = (shape: number[], seed: number, dtype: tg.DType = 'float32') =>
-    tg.tensor(
-      randomValues(
-        shape.reduce((a, b) => a * b, 1),
-        seed,
-      ),
-      { shape, device, dtype },
-    );
+  const make = (shape: number[], seed: number, dtype: tg.DType = 'float32') => randomInput(device, shape, seed, dtype);
 
   it.each([
     ['sum, short rows', [6, 9], -1],
@@ -421,14 +398,7 @@ describe.each(devices)('compile on %s: a chain feeding a reduction', (device) =>
 });
 
 describe.each(devices)('compile on %s: a reduction feeding a chain', (device) => {
-  const make = (shape: number[], seed: number, dtype: tg.DType = 'float32') =>
-    tg.tensor(
-      randomValues(
-        shape.reduce((a, b) => a * b, 1),
-        seed,
-      ),
-      { shape, device, dtype },
-    );
+  const make = (shape: number[], seed: number, dtype: tg.DType = 'float32') => randomInput(device, shape, seed, dtype);
 
   it.each([
     ['short rows', [6, 9], -1],

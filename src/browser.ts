@@ -5,10 +5,12 @@
 // (Checkpoint.open, SafetensorsFile.open, the probe in diagnose) reach it through runtime/host.ts, which the Node
 // entry fills; here they throw NodeOnlyError.
 export { Tensor, type Scalar, type TensorOrScalar } from './core/tensor.js';
-export { DTYPES, parseDType, promoteTypes, type DType } from './core/dtype.js';
+export { DTYPES, parseDType, promoteTypes, resultType, canCast, type DType, type PromotionOperand } from './core/dtype.js';
 export {
   TensorGpuError,
   ShapeError,
+  IndexError,
+  InPlaceError,
   DTypeError,
   DeviceMismatchError,
   DisposedError,
@@ -84,3 +86,14 @@ export { QWEN3_5_PRESETS } from './models/qwen3_5/presets.js';
 export { qwen35WeightSpecs } from './models/qwen3_5/layout.js';
 export { qwen3_5TokenizerFilesFrom } from './models/qwen3_5/tokenizer.js';
 export { randomCheckpointInMemory } from './models/random-weights.js';
+export { parseWhisperConfig, whisperToHfConfig, type WhisperConfig } from './models/whisper/config.js';
+export { whisperWeightSpecs } from './models/whisper/layout.js';
+export { WhisperModel, WhisperCache } from './models/whisper/model.js';
+export { WhisperSession } from './models/whisper/session.js';
+export { WhisperTokenizer, WHISPER_LANGUAGES, languageCode, type WhisperTask } from './models/whisper/tokenizer.js';
+export { WHISPER_PRESETS } from './models/whisper/presets.js';
+export { whisperFromCheckpoint, type WhisperFromCheckpointOptions } from './models/whisper/from-checkpoint.js';
+export { whisperTokenizerFilesFrom } from './models/whisper/standin-tokenizer.js';
+export { transcribe, type TranscribeOptions, type Transcript, type TranscriptSegment } from './transcribe/transcribe.js';
+export { compressionRatio, decodeWindow, detectLanguage, type WindowDecodingOptions, type WindowResult } from './transcribe/decoding.js';
+export { formatTimestamp, toSrt, toText, toVtt } from './transcribe/segments.js';

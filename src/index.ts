@@ -33,3 +33,7 @@ export { resolveModelPath, parseRepoSpec, hubCacheDir, HubError, type HubOptions
 export { TextTokenizer, type ChatMessage } from './tokenizer/tokenizer.js';
 export * from './optim/index.js';
 export * from './train/index.js';
+export { loadWhisper, ensureBuiltinWhisper, DEFAULT_WHISPER_MODEL, type LoadedWhisper, type WhisperLoadOptions } from './models/whisper/load.js';
+export { writeRandomWhisperCheckpoint } from './models/whisper/random-checkpoint.js';
+export { whisperTokenizerFiles } from './models/whisper/tokenizer-files.js';
+export { loadAudioFile, loadAudioBytes, decodeWithFfmpeg, hasFfmpeg, type LoadedAudio } from './transcribe/audio-input.js';

@@ -6,13 +6,24 @@ import { measureDispatchFloor } from '../runtime/webgpu/dispatch-floor.js';
 import { formatProfile, gbs, profileDecode } from '../generate/profile.js';
 import { layerDispatchesText, measureDecode, type DecodeMeasurement } from '../generate/measure.js';
 import type { MoeMode } from '../models/causal-lm.js';
-import { openModel } from './model-source.js';
+import { openModel, type WeightDTypeName } from './model-source.js';
 import { formatBytes } from './progress.js';
+import {
+  checkpointParameters,
+  kvCacheQuality,
+  modelWeightBytes,
+  QUALITY_TEXT,
+  quantizationQuality,
+  type KvQualityRow,
+  type QualityRow,
+} from './bench-quality.js';
 
 export interface BenchCliOptions {
   model?: string;
   device: DeviceRequest;
-  dtype?: 'fp8' | 'float32' | 'float16' | 'bfloat16';
+  dtype?: WeightDTypeName;
+  /** int4 group size along K (32, 64 or 128; default 128). */
+  groupSize?: number;
   promptTokens: number;
   decodeTokens: number;
   /** Which MoE implementations to measure (default both for MoE models). */
@@ -20,6 +31,8 @@ export interface BenchCliOptions {
   json?: boolean;
   /** GPU time per kernel family from timestamp queries (WebGPU with timestamp-query). */
   profile?: boolean;
+  /** Also the quality figure: mean KL of the next-token distributions of FP8 and int4 weights against bf16. */
+  quality?: boolean;
 }
 
 export async function runBench(
@@ -40,6 +53,9 @@ export async function runBench(
       }
       if (config.moe && o.moe !== 'fused') runs.push({ name: 'per-expert', mode: 'per-expert', capture: false });
       const active = model.activeWeightBytes();
+      // Machine-independent: the weights' bytes per checkpoint parameter (int4: half a byte plus group scales and zeros).
+      const parameters = await checkpointParameters(dir);
+      const weightBytes = modelWeightBytes(model);
       const results: Record<string, DecodeMeasurement> = {};
       for (const run of runs) {
         model.moeMode = run.mode;
@@ -53,6 +69,15 @@ export async function runBench(
       const floor = device === 'webgpu' && gpu ? await measureDispatchFloor(gpu.gpuDevice) : undefined;
       const profile =
         o.profile && device === 'webgpu' ? await profileDecode(model, { promptTokens: o.promptTokens, decodeSteps: Math.min(o.decodeTokens, 8) }) : undefined;
+      let quality: QualityRow[] | undefined;
+      let kvQuality: KvQualityRow[] | undefined;
+      if (o.quality) {
+        if (!loaded.tokenizer) throw new Error('--quality needs the model folder to have a tokenizer (tokenizer.json)');
+        log('measuring the quality figure (bf16, fp8, int4 over a fixed text)...');
+        quality = await quantizationQuality(dir, device, loaded.tokenizer.encode(QUALITY_TEXT), o.groupSize);
+        log('measuring the KV cache quality figure (float32, bf16, f16, fp8 KV over the same text)...');
+        kvQuality = await kvCacheQuality(dir, device, loaded.tokenizer.encode(QUALITY_TEXT), o.dtype);
+      }
       if (o.json) {
         out(
           JSON.stringify(
@@ -62,7 +87,12 @@ export async function runBench(
               config: config.modelType,
               dtype: o.dtype ?? 'as stored',
               loadMs,
+              parameters,
+              weightBytes,
+              bytesPerParameter: weightBytes / parameters,
               activeWeightBytes: active,
+              quality: quality ?? null,
+              kvQuality: kvQuality ?? null,
               dispatchFloor: floor ?? null,
               results,
               profile: profile ?? null,
@@ -75,6 +105,9 @@ export async function runBench(
       }
       out(
         `model: ${dir} (${config.modelType}, ${config.numHiddenLayers} layers${config.moe ? `, ${config.moe.numExperts} experts, top ${config.moe.numExpertsPerTok}` : ''}) on ${device}, weights ${o.dtype ?? 'as stored'}, loaded in ${(loadMs / 1000).toFixed(1)} s`,
+      );
+      out(
+        `weights: ${formatBytes(weightBytes)} for ${parameters.toLocaleString('en-US')} parameters, ${(weightBytes / parameters).toFixed(4)} bytes per parameter (scales and zero points included)`,
       );
       out(`weight bytes a decode step must read (active weights once): ${formatBytes(active)}`);
       const memory = cacheBytesText(model);
@@ -108,6 +141,23 @@ export async function runBench(
         );
       }
       if (profile) for (const line of formatProfile(profile)) out(line);
+      if (quality) {
+        const tokens = loaded.tokenizer!.encode(QUALITY_TEXT).length;
+        out(`quality over a fixed text (${tokens} tokens, mean KL(bf16 || dtype) of the next-token distributions):`);
+        for (const q of quality) {
+          out(
+            `  ${q.dtype.padEnd(8)} ${q.bytesPerParameter.toFixed(4)} bytes/parameter, ${formatBytes(q.activeBytesPerToken)} active per token, mean KL ${q.meanKl.toExponential(3)} nats`,
+          );
+        }
+      }
+      if (kvQuality) {
+        out('KV cache dtype over the same text (weights as above; mean KL of the next-token distributions against float32 / bf16 KV):');
+        for (const q of kvQuality) {
+          out(
+            `  ${q.kvDtype.padEnd(13)} ${q.bytesPerPosition} KV bytes per token, mean KL vs f32 ${q.meanKlVsFloat32.toExponential(3)}, vs bf16 ${q.meanKlVsBfloat16.toExponential(3)} nats`,
+          );
+        }
+      }
       return 0;
     } finally {
       model.dispose();

@@ -90,6 +90,9 @@ export async function runLoadCheckpoint(o: LoadOptions, out: Out = stdout): Prom
     let linears = 0;
     let linearBytes = 0;
     let linearParams = 0;
+    // The projections alone (lm_head, which keeps its precision, left out): what --dtype int4 / fp8 changes.
+    let projectionBytes = 0;
+    let projectionParams = 0;
     try {
       // Only a config of a supported family is held to that family's layout; another model's config.json (a
       // diffusers VAE, a llama) means tensor by tensor, as when there is no config at all.
@@ -111,8 +114,14 @@ export async function runLoadCheckpoint(o: LoadOptions, out: Out = stdout): Prom
             });
             const parts = [w.data, ...(w.scale ? [w.scale] : []), ...(w.int4 ? [w.int4.zero, ...(w.int4.perm ? [w.int4.perm] : [])] : [])];
             held.push(...parts);
-            linearBytes += parts.reduce((a, t) => a + t.numel * DTYPE_INFO[t.dtype].itemBytes, 0);
-            linearParams += w.int4 ? w.data.numel * 8 : w.data.numel;
+            const bytes = parts.reduce((a, t) => a + t.numel * DTYPE_INFO[t.dtype].itemBytes, 0);
+            const params = w.int4 ? w.data.numel * 8 : w.data.numel;
+            linearBytes += bytes;
+            linearParams += params;
+            if (spec.role === 'linear') {
+              projectionBytes += bytes;
+              projectionParams += params;
+            }
             linears++;
           } else {
             held.push(await ck.load(spec.name, { device, dtype, onBytes }));
@@ -134,7 +143,10 @@ export async function runLoadCheckpoint(o: LoadOptions, out: Out = stdout): Prom
     if (errors.length > 0) out(`int4 error: mean ${(errors.reduce((a, [, e]) => a + e, 0) / errors.length).toExponential(3)} over ${errors.length} weights`);
     if (linearParams > 0)
       out(
-        `linear weights: ${formatBytes(linearBytes)} for ${linearParams} parameters, ${(linearBytes / linearParams).toFixed(4)} bytes per parameter (scales included)`,
+        `linear weights: ${formatBytes(linearBytes)} for ${linearParams} parameters, ${(linearBytes / linearParams).toFixed(4)} bytes per parameter (scales included)` +
+          (projectionParams > 0 && projectionParams < linearParams
+            ? `; projections without lm_head: ${(projectionBytes / projectionParams).toFixed(4)} bytes per parameter`
+            : ''),
       );
     if (device === 'webgpu') out(`GPU memory: ${formatBytes(mem.liveBytes)} live, ${formatBytes(mem.peakLiveBytes)} peak`);
     else out(`tensor memory: ${formatBytes(held.reduce((a, t) => a + t.numel * DTYPE_INFO[t.dtype].itemBytes, 0))}`);

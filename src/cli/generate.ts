@@ -2,7 +2,12 @@
 import { releaseDevice, type DeviceRequest } from '../runtime/registry.js';
 import { generate } from '../generate/generate.js';
 import { withGenerationConfig, type SamplingFallback } from '../generate/generation-defaults.js';
-import { openModel } from './model-source.js';
+import { localModelPath, openModel, type KvDTypeName, type WeightDTypeName } from './model-source.js';
+import { resolveModelDir } from '../models/builtin.js';
+import { loadModel } from '../models/load.js';
+import type { DeviceName } from '../runtime/backend.js';
+import type { CausalLM } from '../models/causal-lm.js';
+import type { SpeculativeConfig, SpeculativeStats } from '../generate/speculative.js';
 import { trainingView } from '../train/decoder-training.js';
 import { loadAdapter } from '../train/peft.js';
 
@@ -18,7 +23,11 @@ export interface GenerateCliOptions {
   repetitionPenalty?: number;
   seed?: number;
   device: DeviceRequest;
-  dtype?: 'fp8' | 'float32' | 'float16' | 'bfloat16';
+  dtype?: WeightDTypeName;
+  /** int4 group size along K (32, 64 or 128; default 128). */
+  groupSize?: number;
+  /** The KV cache's dtype (default f32; fp8: scaled e4m3 rows). */
+  kvDtype?: KvDTypeName;
   /** Send the prompt as is, without the chat template. */
   raw?: boolean;
   think?: boolean;
@@ -26,6 +35,50 @@ export interface GenerateCliOptions {
   adapter?: string;
   /** Run the prefill through compile() (traced for this prompt length; pays when the model prefills a length again). */
   compile?: boolean;
+  /** Speculative decoding: n-gram prompt lookup, a draft model (--draft-model), or Qwen3.6's MTP layer (not yet). */
+  speculative?: SpeculativeKind;
+  /** The draft model (a folder, a repo id or builtin:<preset>) sharing the target's tokenizer; implies --speculative draft. */
+  draftModel?: string;
+  /** Tokens drafted per verification (default 4). */
+  numSpeculativeTokens?: number;
+}
+
+export const SPECULATIVE_KINDS = ['ngram', 'draft', 'mtp'] as const;
+export type SpeculativeKind = (typeof SPECULATIVE_KINDS)[number];
+
+/** The draft model of `--draft-model`, loaded on the target's device; undefined without speculation by a draft. */
+export async function openDraftModel(
+  o: { speculative?: SpeculativeKind; draftModel?: string; dtype?: GenerateCliOptions['dtype'] },
+  device: DeviceName,
+  log: (line: string) => void,
+): Promise<CausalLM | undefined> {
+  const kind = o.speculative ?? (o.draftModel ? 'draft' : undefined);
+  if (kind !== 'draft') {
+    if (o.draftModel) throw new Error(`--draft-model goes with --speculative draft, not ${kind}`);
+    return undefined;
+  }
+  if (!o.draftModel) throw new Error('--speculative draft needs --draft-model <dir|repo|builtin:preset>');
+  const dir = await localModelPath(await resolveModelDir(o.draftModel, log));
+  const t0 = performance.now();
+  const { model } = await loadModel(dir, { device, dtype: o.dtype });
+  log(`draft model ${dir} on ${device} (loaded in ${((performance.now() - t0) / 1000).toFixed(1)} s)`);
+  return model;
+}
+
+/** generate()'s `speculative` option for the CLI's flags. */
+export function speculativeConfig(kind: SpeculativeKind | undefined, draft: CausalLM | undefined): SpeculativeConfig | undefined {
+  if (draft) return { kind: 'draft', model: draft };
+  if (kind === 'ngram' || kind === 'mtp') return { kind };
+  return undefined;
+}
+
+/** The stats line of a speculative run. */
+export function describeSpeculation(s: SpeculativeStats): string {
+  if (s.fallback) return `speculative ${s.kind}: not used (${s.fallback})`;
+  return (
+    `speculative ${s.kind} (k=${s.numSpeculativeTokens}): ${(s.acceptanceRate * 100).toFixed(1)}% of ${s.draftedTokens} drafted tokens accepted, ` +
+    `${s.tokensPerTargetForward.toFixed(2)} tokens per target forward (${s.targetForwards} target forwards after the prefill)`
+  );
 }
 
 /** `tensorgpu generate`'s defaults where neither a flag nor generation_config.json says otherwise. */
@@ -46,7 +99,9 @@ export async function runGenerate(
   try {
     const { loaded, device, dir, loadMs } = await openModel({ ...o, log, maxSequence: undefined });
     const { model, tokenizer } = loaded;
+    let draft: CausalLM | undefined;
     try {
+      draft = await openDraftModel(o, device, log);
       if (!tokenizer) throw new Error(`${dir} has no tokenizer.json`);
       log(`model ${dir} on ${device} (loaded in ${(loadMs / 1000).toFixed(1)} s)`);
       if (o.adapter) {
@@ -67,6 +122,8 @@ export async function runGenerate(
         seed: o.seed,
         enableThinking: o.think,
         compile: o.compile,
+        speculative: speculativeConfig(o.speculative, draft),
+        numSpeculativeTokens: o.numSpeculativeTokens,
       });
       let r = await stream.next();
       while (!r.done) {
@@ -80,6 +137,7 @@ export async function runGenerate(
         `${s.promptTokens} prompt tokens, ${s.generatedTokens} generated (${s.stopReason}); prefill ${((s.promptTokens / s.prefillMs) * 1000).toFixed(1)} tok/s, ` +
           `decode ${decodeSteps > 0 ? ((decodeSteps / s.decodeMs) * 1000).toFixed(1) : '-'} tok/s, ${s.dispatchesPerToken.toFixed(0)} dispatches/token`,
       );
+      if (s.speculative) log(describeSpeculation(s.speculative));
       // The signature's line: traced on a first prompt of this length (the eager run), recorded or replayed after.
       if (o.compile)
         log(
@@ -92,6 +150,7 @@ export async function runGenerate(
         );
       return 0;
     } finally {
+      draft?.dispose();
       model.dispose();
     }
   } finally {

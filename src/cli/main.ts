@@ -5,15 +5,17 @@ import '../runtime/node-host.js';
 import { Command, InvalidArgumentError } from 'commander';
 import { runGenerateCheckpoint, runInspectCheckpoint, runLoadCheckpoint } from './checkpoint.js';
 import { runDemo } from './demo.js';
-import { runGenerate, type GenerateCliOptions } from './generate.js';
+import { runGenerate, SPECULATIVE_KINDS, type GenerateCliOptions } from './generate.js';
 import { runTrain, type TrainCliOptions } from './train.js';
 import { runBench } from './bench.js';
 import { runDoctor } from './doctor.js';
 import { runVaeDecode } from './vae-decode.js';
 import { runVaeEncode } from './vae-encode.js';
 import { runAudio, type AudioCliOptions, type AudioFeature } from './audio.js';
+import { runTranscribe, type TranscribeCliOptions } from './transcribe.js';
 import { runModelsList, runModelsRm } from './models.js';
 import { runServe, type ServeCliOptions } from './serve.js';
+import { KV_DTYPE_NAMES } from './model-source.js';
 import { runWeb, type WebCliOptions } from './web.js';
 import { BUILTIN_PREFIX } from '../models/builtin.js';
 import { presetNames } from '../models/families.js';
@@ -68,7 +70,10 @@ function choice<T extends string>(allowed: readonly T[]): (value: string) => T {
 }
 
 const WEIGHT_DTYPES = ['fp8', 'float32', 'float16', 'bfloat16'] as const;
-type WeightDType = (typeof WEIGHT_DTYPES)[number];
+/** --dtype of generate, bench and train: the weight dtypes and int4 (packed 4-bit, --group-size along K). */
+const LOAD_DTYPES = ['fp8', 'int4', 'float32', 'float16', 'bfloat16'] as const;
+const LOAD_DTYPE_HELP = 'fp8 / int4 quantize linear weights at load (int4: affine, groups of --group-size along K); float32/float16/bfloat16 convert them';
+const GROUP_SIZE_HELP = 'int4 group size along K: 32, 64 or 128 (default 128)';
 
 program
   .command('generate')
@@ -88,7 +93,9 @@ program
   .option('--repetition-penalty <r>', "HF repetition penalty, 1 = off (default: generation_config.json's, else 1)", number)
   .option('--seed <n>', 'sampling seed', positiveInt)
   .option('--device <device>', 'auto, webgpu or cpu', deviceName, 'auto')
-  .option('--dtype <dtype>', 'fp8 quantizes linear weights at load; float32/float16/bfloat16 convert them', choice(WEIGHT_DTYPES))
+  .option('--dtype <dtype>', LOAD_DTYPE_HELP, choice(LOAD_DTYPES))
+  .option('--group-size <g>', GROUP_SIZE_HELP, positiveInt)
+  .option('--kv-dtype <dtype>', 'the KV cache: f32 (default), bf16, f16, or fp8 (e4m3 with a scale per position and kv head)', choice(KV_DTYPE_NAMES))
   .option('--raw', 'send the prompt as is, without the chat template')
   .option('--think', "let Qwen3 / Qwen3.5 think first (the chat template's enable_thinking)")
   .option(
@@ -96,6 +103,13 @@ program
     'a LoRA adapter (PEFT layout: adapter_config.json + adapter_model.safetensors, e.g. from `tensorgpu train`) merged into the weights',
   )
   .option('--compile', 'run the prefill through compile(): traced for the prompt length, recorded and replayed when a prompt of that length comes again')
+  .option(
+    '--speculative <kind>',
+    'speculative decoding: ngram (prompt lookup), draft (--draft-model) or mtp (Qwen3.6; not yet); greedy output is unchanged',
+    choice(SPECULATIVE_KINDS),
+  )
+  .option('--draft-model <dir|repo>', `the draft model for --speculative draft: a folder, a repo id or ${BUILTIN_PREFIX}<preset>, with the target's tokenizer`)
+  .option('--num-speculative-tokens <k>', 'tokens drafted per verification (default 4)', positiveInt)
   .action(async (opts: GenerateCliOptions) => {
     process.exitCode = await runGenerate(opts);
   });
@@ -123,7 +137,8 @@ program
   .option('--compile', "run each step through compile(): traced, fused and replayed from the third step (the update's step count on the device)")
   .option('--seed <n>', 'adapter initialization seed', positiveInt, 0)
   .option('--device <device>', 'auto, webgpu or cpu', deviceName, 'auto')
-  .option('--dtype <dtype>', 'fp8 quantizes the frozen base at load; float32/float16/bfloat16 convert it', choice(WEIGHT_DTYPES))
+  .option('--dtype <dtype>', 'fp8 / int4 quantize the frozen base at load (int4 + LoRA: QLoRA); float32/float16/bfloat16 convert it', choice(LOAD_DTYPES))
+  .option('--group-size <g>', GROUP_SIZE_HELP, positiveInt)
   .action(async (opts: TrainCliOptions) => {
     process.exitCode = await runTrain(opts);
   });
@@ -136,22 +151,29 @@ program
     `Hugging Face checkpoint directory, a Hub repo id (org/name[@revision]), or ${BUILTIN_PREFIX}<preset> (${presetNames().join(', ')})`,
   )
   .option('--device <device>', 'auto, webgpu or cpu', deviceName, 'auto')
-  .option('--dtype <dtype>', 'fp8 quantizes linear weights at load; float32/float16/bfloat16 convert them', choice(WEIGHT_DTYPES))
+  .option('--dtype <dtype>', LOAD_DTYPE_HELP, choice(LOAD_DTYPES))
+  .option('--group-size <g>', GROUP_SIZE_HELP, positiveInt)
   .option('--prompt-tokens <n>', 'prefill length', positiveInt, 32)
   .option('--decode-tokens <n>', 'decode steps', positiveInt, 16)
   .option('--moe <mode>', 'fused, per-expert or both', choice(['fused', 'per-expert', 'both'] as const), 'both')
   .option('--json', 'print the measurements as JSON')
   .option('--profile', 'also time every kernel on the GPU (timestamp queries) and print GPU time per kernel family')
+  .option(
+    '--quality',
+    'also the mean KL of the next-token distributions of fp8 and int4 weights against bf16, and of f32 / bf16 / f16 / fp8 KV caches, over a fixed text',
+  )
   .action(
     async (opts: {
       model?: string;
       device: 'auto' | 'webgpu' | 'cpu';
-      dtype?: WeightDType;
+      dtype?: (typeof LOAD_DTYPES)[number];
+      groupSize?: number;
       promptTokens: number;
       decodeTokens: number;
       moe: 'fused' | 'per-expert' | 'both';
       json?: boolean;
       profile?: boolean;
+      quality?: boolean;
     }) => {
       process.exitCode = await runBench(opts);
     },
@@ -267,6 +289,28 @@ audioCommand('spectrogram', 'an STFT power spectrogram in dB of a WAV file, defa
     process.exitCode = await runAudio('spectrogram', { ...opts, input });
   });
 
+program
+  .command('transcribe <file>')
+  .description('speech to text with Whisper (openai/whisper decoding: timestamps, temperature fallback, 30 s windows); WAV, or mp3/m4a/... through ffmpeg')
+  .option(
+    '--model <dir|repo|builtin:whisper-tiny>',
+    'a Whisper checkpoint folder or Hub id (openai/whisper-tiny ...); default the built-in random-weight preset',
+  )
+  .option('--device <device>', 'auto, webgpu or cpu', deviceName, 'auto')
+  .option('--language <code>', 'spoken language (en, de, ... or a name); detected from the first 30 s when absent')
+  .option('--task <task>', 'transcribe, or translate (to English)', 'transcribe')
+  .option('--output-format <format>', 'text, srt, vtt or json (segments)', 'text')
+  .option('--out <file>', 'write the transcript to this file instead of stdout')
+  .option('--temperature <list>', 'temperature, or a comma-separated fallback list (default 0,0.2,0.4,0.6,0.8,1)')
+  .option('--initial-prompt <text>', 'text the first window is conditioned on (names, spelling)')
+  .option('--without-timestamps', 'decode with <|notimestamps|> (one segment per window)')
+  .option('--max-tokens <n>', 'tokens sampled per 30 s window at most (default 224)', positiveInt)
+  .option('--no-capture', 'run every decoder step eagerly (no captured step)')
+  .action(async (file: string, opts: Omit<TranscribeCliOptions, 'input' | 'noCapture'> & { capture?: boolean }) => {
+    if (opts.task !== 'transcribe' && opts.task !== 'translate') throw new InvalidArgumentError(`--task must be transcribe or translate, got '${opts.task}'`);
+    process.exitCode = await runTranscribe({ ...opts, input: file, noCapture: opts.capture === false });
+  });
+
 const checkpoint = program.command('checkpoint').description('Hugging Face safetensors checkpoints: generate, inspect, load');
 
 checkpoint
@@ -343,11 +387,28 @@ program
     byteSize,
   )
   .option('--kv-page-size <n>', 'positions per KV cache page', positiveInt, 16)
+  .option(
+    '--kv-dtype <dtype>',
+    'the KV pool: f32 (default), bf16, f16, or fp8 (e4m3 with a scale per position and kv head: about twice the positions of bf16 in --kv-memory)',
+    choice(KV_DTYPE_NAMES),
+  )
   .option('--prefill-chunk <n>', 'prompt tokens per prefill chunk, interleaved with the running decodes', positiveInt, 128)
   .option(
     '--no-prefix-cache',
     'do not share the KV pages of common prompt prefixes between requests (shared by default; cached pages are evicted when --kv-memory runs out)',
   )
+  .option(
+    '--transcribe-model <dir|repo>',
+    'also serve a Whisper model (a folder, a Hub id such as openai/whisper-tiny, or builtin:whisper-tiny) at /v1/audio/transcriptions and /v1/audio/translations',
+  )
+  .option('--max-audio-size <size>', 'largest audio upload to the audio routes, e.g. 25MiB (the default)', byteSize)
+  .option(
+    '--speculative <kind>',
+    'speculative decoding for every request (requests then run one at a time): ngram, draft (--draft-model) or mtp (not yet)',
+    choice(SPECULATIVE_KINDS),
+  )
+  .option('--draft-model <dir|repo>', `the draft model for --speculative draft (a folder, a repo id or ${BUILTIN_PREFIX}<preset>)`)
+  .option('--num-speculative-tokens <k>', 'tokens drafted per verification (default 4)', positiveInt)
   .action(async (opts: ServeCliOptions) => {
     process.exitCode = await runServe(opts);
   });

@@ -1,15 +1,21 @@
 // `tensorgpu serve`: the OpenAI-compatible HTTP server (src/serve/) over one model. Listens first (so /health says
 // 503 while the model loads), prints the URL, and on SIGTERM / SIGINT drains, releases the device and exits 0.
 import { basename } from 'node:path';
-import { releaseDevice, type DeviceRequest } from '../runtime/registry.js';
+import { getDefaultDevice, releaseDevice, type DeviceRequest } from '../runtime/registry.js';
 import type { LoadedModel } from '../models/load.js';
 import { startServer } from '../serve/server.js';
-import { openModel } from './model-source.js';
+import { loadWhisper, type LoadedWhisper } from '../models/whisper/load.js';
+import { openModel, type KvDTypeName } from './model-source.js';
+import { FifoScheduler } from '../serve/scheduler.js';
+import type { CausalLM } from '../models/causal-lm.js';
+import { openDraftModel, speculativeConfig, type SpeculativeKind } from './generate.js';
 
 export interface ServeCliOptions {
   model?: string;
   device: DeviceRequest;
   dtype?: 'fp8' | 'float32' | 'float16' | 'bfloat16';
+  /** The KV pool's dtype (default f32; fp8 holds about twice the positions of bf16 in --kv-memory). */
+  kvDtype?: KvDTypeName;
   host: string;
   port: number;
   apiKey?: string;
@@ -28,6 +34,14 @@ export interface ServeCliOptions {
   prefillChunk?: number;
   /** false with --no-prefix-cache. */
   prefixCache?: boolean;
+  /** A Whisper model (folder, Hub id or builtin:whisper-tiny) behind /v1/audio/transcriptions and /v1/audio/translations. */
+  transcribeModel?: string;
+  /** Bytes: the largest audio upload (default 25 MiB). */
+  maxAudioSize?: number;
+  /** Speculative decoding for every request (requests then run one at a time): ngram, draft (--draft-model) or mtp. */
+  speculative?: SpeculativeKind;
+  draftModel?: string;
+  numSpeculativeTokens?: number;
 }
 
 export async function runServe(o: ServeCliOptions, log: (line: string) => void = (l) => process.stderr.write(l + '\n')): Promise<number> {
@@ -35,11 +49,29 @@ export async function runServe(o: ServeCliOptions, log: (line: string) => void =
     o.servedModelName ??
     (o.model ? (o.model.includes('/') && !o.model.startsWith('.') && !o.model.startsWith('/') ? o.model : basename(o.model)) : 'tensorgpu-default');
   let loaded: LoadedModel | undefined;
-  const opening = openModel({ model: o.model, device: o.device, dtype: o.dtype, maxSequence: o.maxModelLen, log }).then((m) => {
+  let draft: CausalLM | undefined;
+  const speculative = o.speculative ?? (o.draftModel ? 'draft' : undefined);
+  const opening = openModel({ model: o.model, device: o.device, dtype: o.dtype, kvDtype: o.kvDtype, maxSequence: o.maxModelLen, log }).then(async (m) => {
     loaded = m.loaded;
     log(`model ${m.dir} on ${m.device} (loaded in ${(m.loadMs / 1000).toFixed(1)} s), served as '${servedModelName}'`);
+    draft = await openDraftModel({ ...o, speculative }, m.device, log);
     return m.loaded;
   });
+  // Speculation runs in generate(): requests go one at a time through it (the batch scheduler does not speculate).
+  const scheduler =
+    speculative &&
+    ((l: LoadedModel) => {
+      log(`scheduler: one sequence at a time, speculative ${speculative} (k=${o.numSpeculativeTokens ?? 4})`);
+      const generate = { speculative: speculativeConfig(speculative, draft), numSpeculativeTokens: o.numSpeculativeTokens };
+      return new FifoScheduler(l.model, l.tokenizer!, { maxQueue: o.maxQueue, generate });
+    });
+  // The Whisper model loads after the text model, on the device that one got.
+  let whisper: LoadedWhisper | undefined;
+  const transcribeModel = o.transcribeModel;
+  const whisperLoading = transcribeModel
+    ? opening.then(async () => (whisper = await loadWhisper(transcribeModel, { device: getDefaultDevice(), onNotice: log })))
+    : undefined;
+  whisperLoading?.catch(() => undefined);
   try {
     const server = await startServer({
       model: opening,
@@ -54,6 +86,8 @@ export async function runServe(o: ServeCliOptions, log: (line: string) => void =
       kvPageSize: o.kvPageSize,
       prefillChunk: o.prefillChunk,
       prefixCache: o.prefixCache,
+      transcription: whisperLoading && { whisper: whisperLoading, servedModelName: transcribeModel!, maxAudioBytes: o.maxAudioSize },
+      scheduler: scheduler || undefined,
       log,
     });
     process.stdout.write(`tensorgpu serve: listening on ${server.url}/v1\n`);
@@ -71,7 +105,10 @@ export async function runServe(o: ServeCliOptions, log: (line: string) => void =
     return 0;
   } finally {
     await opening.catch(() => undefined);
+    await whisperLoading?.catch(() => undefined);
     loaded?.model.dispose();
+    draft?.dispose();
+    whisper?.model.dispose();
     releaseDevice();
   }
 }

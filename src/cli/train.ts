@@ -16,7 +16,7 @@ import { defaultLoraTargets, LoraAdapter } from '../train/lora.js';
 import { saveAdapter } from '../train/peft.js';
 import { SAMPLE_TRAINING_TEXT } from '../train/sample-text.js';
 import { trainingView } from '../train/decoder-training.js';
-import { openModel } from './model-source.js';
+import { openModel, type WeightDTypeName } from './model-source.js';
 
 export interface TrainCliOptions {
   model?: string;
@@ -36,7 +36,9 @@ export interface TrainCliOptions {
   warmup?: number;
   seed: number;
   device: DeviceRequest;
-  dtype?: 'fp8' | 'float32' | 'float16' | 'bfloat16';
+  dtype?: WeightDTypeName;
+  /** int4 group size along K (32, 64 or 128; default 128). */
+  groupSize?: number;
   /** Draw the progress bar even when stderr is not a terminal. */
   progress?: boolean;
   /** Stop as if Ctrl-C came after this many steps (for tests of the interrupted save). */
@@ -77,7 +79,7 @@ export async function runTrain(o: TrainCliOptions, log: (line: string) => void =
   };
   process.on('SIGINT', onSigint);
   try {
-    const { loaded, device, dir } = await openModel({ model: o.model, device: o.device, dtype: o.dtype, maxSequence: o.seqLen, log });
+    const { loaded, device, dir } = await openModel({ model: o.model, device: o.device, dtype: o.dtype, groupSize: o.groupSize, maxSequence: o.seqLen, log });
     const { model, tokenizer } = loaded;
     try {
       if (!tokenizer) throw new Error(`${dir} has no tokenizer.json`);

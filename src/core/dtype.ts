@@ -60,19 +60,78 @@ export function lanesPerWord(dtype: DType): 1 | 2 | 4 {
 }
 
 /**
- * Result dtype of a binary op, following PyTorch's category rules: floats win over ints over bool; two
- * different 16-bit floats meet at float32. FP8 takes part in no arithmetic (as in PyTorch): callers reject it.
+ * The promoted dtype of two dtypes (torch.promote_types): floats win over ints over bool; two different 16-bit floats
+ * meet at float32; uint8 with int32 is int32. FP8 promotes with nothing but itself, as in PyTorch: a DTypeError.
  */
 export function promoteTypes(a: DType, b: DType): DType {
   if (a === b) return a;
+  if (isFp8(a) || isFp8(b))
+    throw new DTypeError(`no promotion between ${a} and ${b}: FP8 is a storage format (torch.promote_types refuses it too); cast first`);
   const ka = DTYPE_INFO[a].kind;
   const kb = DTYPE_INFO[b].kind;
-  if (ka === 'float' && kb === 'float') {
-    if (a === 'float32' || b === 'float32') return 'float32';
-    return 'float32'; // float16 with bfloat16 (or an fp8 pair): no common 16-bit type
-  }
+  if (ka === 'float' && kb === 'float') return 'float32'; // float16 with bfloat16: no common 16-bit type
   if (ka === 'float') return a;
   if (kb === 'float') return b;
   if (ka === 'int' && kb === 'int') return a === 'int32' || b === 'int32' ? 'int32' : 'uint8';
   return ka === 'int' ? a : b;
+}
+
+/**
+ * One operand of torch.result_type: a tensor with dims, a 0-d tensor, or a JS number (PyTorch's "wrapped number":
+ * an integer-valued number counts as torch's int64, which is int32 here, a fractional one, NaN or Inf as the default
+ * float32).
+ */
+export type PromotionOperand = { readonly dtype: DType; readonly ndim: number } | number;
+
+const KIND_RANK = { bool: 0, int: 1, float: 2 } as const;
+
+/** The dtype a JS number stands for in promotion. */
+export function numberDType(value: number): DType {
+  return Number.isInteger(value) ? 'int32' : 'float32';
+}
+
+/**
+ * torch.result_type over operands in three priority groups: tensors with dims, then 0-d tensors, then JS numbers.
+ * Each group promotes within itself; a lower-priority group changes the result only when it is of a higher kind
+ * (bool < int < float), and then the two promote (c10's combine_categories). So float16 [4] + 0-d float32 is
+ * float16, uint8 [2] + 0-d int32 is uint8, int32 [2] + 0-d float16 is float16, bool [2] + 1 is int32.
+ */
+export function resultType(...operands: readonly PromotionOperand[]): DType {
+  let dims: DType | undefined;
+  let zeroDim: DType | undefined;
+  let wrapped: DType | undefined;
+  const join = (acc: DType | undefined, d: DType) => (acc === undefined ? d : promoteTypes(acc, d));
+  for (const o of operands) {
+    if (typeof o === 'number') wrapped = join(wrapped, numberDType(o));
+    else if (o.ndim === 0) zeroDim = join(zeroDim, o.dtype);
+    else dims = join(dims, o.dtype);
+  }
+  const result = combineCategories(dims, combineCategories(zeroDim, wrapped));
+  if (result === undefined) throw new DTypeError('resultType needs at least one operand');
+  return result;
+}
+
+/** c10's combine_categories: `higher` (a higher-priority group's dtype) wins unless `lower` is of a higher kind. */
+function combineCategories(higher: DType | undefined, lower: DType | undefined): DType | undefined {
+  if (higher === undefined) return lower;
+  if (lower === undefined) return higher;
+  if (KIND_RANK[DTYPE_INFO[lower].kind] > KIND_RANK[DTYPE_INFO[higher].kind]) return promoteTypes(higher, lower);
+  return higher;
+}
+
+/** Whether every value of dtype `from` is exactly representable in `to` (a cast to it loses nothing). */
+export function castIsExact(from: DType, to: DType): boolean {
+  if (from === to || from === 'bool') return true;
+  if (from === 'uint8') return to !== 'float8_e4m3fn' && to !== 'float8_e5m2';
+  if (from === 'int32') return false; // not even float32 holds 2^24 + 1
+  if (to === 'float32') return isFloating(from);
+  return isFp8(from) && (to === 'float16' || to === 'bfloat16'); // FP8's 2-3 mantissa bits and exponents fit both
+}
+
+/**
+ * torch.can_cast(from, to): whether an in-place op may write a result of dtype `from` into a tensor of dtype `to`
+ * (no kind goes down: float into an int tensor, int into a bool one are refused).
+ */
+export function canCast(from: DType, to: DType): boolean {
+  return KIND_RANK[DTYPE_INFO[from].kind] <= KIND_RANK[DTYPE_INFO[to].kind];
 }

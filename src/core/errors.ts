@@ -72,3 +72,23 @@ export class NodeOnlyError extends TensorGpuError {
     );
   }
 }
+
+/**
+ * An index outside the dim it indexes (torch's IndexError): raised at once on the CPU; on WebGPU a kernel records
+ * the first bad index in a device-side flag and the next read back or synchronize() raises it, naming the op (the
+ * model is CUDA's device-side assert). A ShapeError too, which is what these raised before the flag existed.
+ */
+export class IndexError extends ShapeError {
+  constructor(
+    message: string,
+    /** The op that read the index (indexSelect, gather, crossEntropy, ...). */
+    readonly op?: string,
+    /** The offending index, where known. */
+    readonly index?: number,
+  ) {
+    super(message);
+  }
+}
+
+/** An in-place op autograd cannot allow (torch's "a leaf Variable that requires grad is being used in an in-place operation"). */
+export class InPlaceError extends TensorGpuError {}

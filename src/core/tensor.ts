@@ -1,12 +1,13 @@
 import type { Backend, DeviceName, Operand } from '../runtime/backend.js';
 import type { DType } from './dtype.js';
-import { DisposedError, DTypeError } from './errors.js';
+import { DisposedError, DTypeError, ShapeError } from './errors.js';
 import { isFloating } from './dtype.js';
 import type { GradNode } from '../autograd/node.js';
 import { contiguousStrides, formatShape, isContiguous, numel, type Shape, type View } from './shape.js';
 import { trackTensor } from './scope.js';
 import { Storage } from './storage.js';
-import type { ReduceOptions } from '../ops/reduce.js';
+import type { Dims, ReduceOptions } from '../ops/reduce.js';
+import type { VarOptions } from '../ops/statistics.js';
 import type { CastOptions } from '../ops/convert.js';
 
 /**
@@ -247,8 +248,23 @@ export class Tensor {
   transpose(dim0 = -2, dim1 = -1): Tensor {
     return ops.transpose(this, dim0, dim1);
   }
+  /** All dims reversed (torch's `.T`: a 2-D transpose; torch deprecates it for other ranks but reverses them too). */
   get T(): Tensor {
+    return this.ndim === 2
+      ? ops.transpose(this, 0, 1)
+      : ops.permute(
+          this,
+          this.shape.map((_, i) => this.ndim - 1 - i),
+        );
+  }
+  /** The last two dims swapped (torch's `.mT`, a batch of matrices transposed); needs at least 2 dims. */
+  get mT(): Tensor {
+    if (this.ndim < 2) throw new ShapeError(`.mT needs at least 2 dims, got ${this.describe()}`);
     return ops.transpose(this, -2, -1);
+  }
+  /** The conjugate of `.mT` (torch's `.mH`): with no complex dtypes, `.mT`. */
+  get mH(): Tensor {
+    return this.mT;
   }
   narrow(dim: number, start: number, length: number): Tensor {
     return ops.narrow(this, dim, start, length);
@@ -273,17 +289,46 @@ export class Tensor {
   }
 
   // ---- elementwise ----
-  add(other: TensorOrScalar): Tensor {
-    return ops.add(this, other);
+  add(other: TensorOrScalar, options?: { alpha?: number }): Tensor {
+    return ops.add(this, other, options);
   }
-  sub(other: TensorOrScalar): Tensor {
-    return ops.sub(this, other);
+  sub(other: TensorOrScalar, options?: { alpha?: number }): Tensor {
+    return ops.sub(this, other, options);
   }
   mul(other: TensorOrScalar): Tensor {
     return ops.mul(this, other);
   }
-  div(other: TensorOrScalar): Tensor {
-    return ops.div(this, other);
+  div(other: TensorOrScalar, options?: { roundingMode?: 'trunc' | 'floor' | null }): Tensor {
+    return ops.div(this, other, options);
+  }
+
+  // ---- in place (torch's trailing underscore): write into this tensor's storage through its view, return this ----
+  add_(other: TensorOrScalar, options?: { alpha?: number }): this {
+    return ops.add_(this, other, options) as this;
+  }
+  sub_(other: TensorOrScalar, options?: { alpha?: number }): this {
+    return ops.sub_(this, other, options) as this;
+  }
+  mul_(other: TensorOrScalar): this {
+    return ops.mul_(this, other) as this;
+  }
+  div_(other: TensorOrScalar, options?: { roundingMode?: 'trunc' | 'floor' | null }): this {
+    return ops.div_(this, other, options) as this;
+  }
+  pow_(exponent: TensorOrScalar): this {
+    return ops.pow_(this, exponent) as this;
+  }
+  clamp_(min?: TensorOrScalar, max?: TensorOrScalar): this {
+    return ops.clamp_(this, min, max) as this;
+  }
+  fill_(value: number): this {
+    return ops.fill_(this, value) as this;
+  }
+  zero_(): this {
+    return ops.zero_(this) as this;
+  }
+  copy_(src: Tensor): this {
+    return ops.copy_(this, src) as this;
   }
   maximum(other: TensorOrScalar): Tensor {
     return ops.maximum(this, other);
@@ -350,18 +395,114 @@ export class Tensor {
   relu(): Tensor {
     return ops.relu(this);
   }
+  sin(): Tensor {
+    return ops.sin(this);
+  }
+  cos(): Tensor {
+    return ops.cos(this);
+  }
+  erf(): Tensor {
+    return ops.erf(this);
+  }
+  floor(): Tensor {
+    return ops.floor(this);
+  }
+  ceil(): Tensor {
+    return ops.ceil(this);
+  }
+  /** Half to even, as torch.round. */
+  round(): Tensor {
+    return ops.round(this);
+  }
+  sign(): Tensor {
+    return ops.sign(this);
+  }
+  reciprocal(): Tensor {
+    return ops.reciprocal(this);
+  }
+  clamp(min?: TensorOrScalar, max?: TensorOrScalar): Tensor {
+    return ops.clamp(this, min, max);
+  }
+  remainder(other: TensorOrScalar): Tensor {
+    return ops.remainder(this, other);
+  }
+  fmod(other: TensorOrScalar): Tensor {
+    return ops.fmod(this, other);
+  }
+  floorDivide(other: TensorOrScalar): Tensor {
+    return ops.floorDivide(this, other);
+  }
+  logicalAnd(other: Tensor): Tensor {
+    return ops.logicalAnd(this, other);
+  }
+  logicalOr(other: Tensor): Tensor {
+    return ops.logicalOr(this, other);
+  }
+  logicalXor(other: Tensor): Tensor {
+    return ops.logicalXor(this, other);
+  }
+  logicalNot(): Tensor {
+    return ops.logicalNot(this);
+  }
+  prod(dim?: Dims, options?: ReduceOptions): Tensor {
+    return ops.prod(this, dim, options);
+  }
+  /** torch.Tensor.var (correction defaults to 1). */
+  var(dim?: Dims, options?: VarOptions): Tensor {
+    return ops.variance(this, dim, options);
+  }
+  std(dim?: Dims, options?: VarOptions): Tensor {
+    return ops.std(this, dim, options);
+  }
+  logsumexp(dim?: Dims, options?: ReduceOptions): Tensor {
+    return ops.logsumexp(this, dim, options);
+  }
+  any(dim?: Dims, options?: ReduceOptions): Tensor {
+    return ops.any(this, dim, options);
+  }
+  all(dim?: Dims, options?: ReduceOptions): Tensor {
+    return ops.all(this, dim, options);
+  }
+  /** The tensor tiled repeats[i] times along dim i (torch.Tensor.repeat). */
+  repeat(...repeats: number[] | [readonly number[]]): Tensor {
+    return ops.repeat(this, flatArgs(repeats));
+  }
+  flip(...dims: number[] | [readonly number[]]): Tensor {
+    return ops.flip(this, flatArgs(dims));
+  }
+  split(sizeOrSections: number | readonly number[], dim = 0): Tensor[] {
+    return ops.split(this, sizeOrSections, dim);
+  }
+  chunk(chunks: number, dim = 0): Tensor[] {
+    return ops.chunk(this, chunks, dim);
+  }
+  tril(diagonal = 0): Tensor {
+    return ops.tril(this, diagonal);
+  }
+  triu(diagonal = 0): Tensor {
+    return ops.triu(this, diagonal);
+  }
+  maskedFill(mask: Tensor, value: number | Tensor): Tensor {
+    return ops.maskedFill(this, mask, value);
+  }
+  scatter(dim: number, index: Tensor, src: Tensor | number): Tensor {
+    return ops.scatter(this, dim, index, src);
+  }
+  scatterAdd(dim: number, index: Tensor, src: Tensor): Tensor {
+    return ops.scatterAdd(this, dim, index, src);
+  }
 
   // ---- reductions ----
-  sum(dim?: number, options?: ReduceOptions): Tensor {
+  sum(dim?: Dims, options?: ReduceOptions): Tensor {
     return ops.sum(this, dim, options);
   }
-  mean(dim?: number, options?: ReduceOptions): Tensor {
+  mean(dim?: Dims, options?: ReduceOptions): Tensor {
     return ops.mean(this, dim, options);
   }
-  max(dim?: number, options?: ReduceOptions): Tensor {
+  max(dim?: Dims, options?: ReduceOptions): Tensor {
     return ops.max(this, dim, options);
   }
-  min(dim?: number, options?: ReduceOptions): Tensor {
+  min(dim?: Dims, options?: ReduceOptions): Tensor {
     return ops.min(this, dim, options);
   }
   argmax(dim?: number, options?: ReduceOptions): Tensor {

@@ -13,13 +13,7 @@ import { tokenLogprobs, type TokenLogprobs } from './logprobs.js';
 import type { GenerationConfig } from '../formats/generation-config.js';
 import { defaultStopIds, withGenerationConfig } from './generation-defaults.js';
 import { compileResponseFormat, GrammarError, TokenConstraint, type GrammarOptions, type ResponseFormat } from './grammar.js';
-import {
-  DEFAULT_SPECULATIVE_TOKENS,
-  generateSpeculative,
-  speculationBlocker,
-  type SpeculativeConfig,
-  type SpeculativeStats,
-} from './speculative.js';
+import { DEFAULT_SPECULATIVE_TOKENS, generateSpeculative, speculationBlocker, type SpeculativeConfig, type SpeculativeStats } from './speculative.js';
 
 export interface GenerateOptions extends Omit<SampleOptions, 'previousTokens' | 'draw' | 'mask'> {
   /** Default 128. */
@@ -203,6 +197,8 @@ function plainSpeculativeStats(options: GenerateOptions, generated: number, fall
     acceptedTokens: 0,
     acceptanceRate: 0,
     tokensPerTargetForward: forwards > 0 ? 1 : 0,
+    draftMs: 0,
+    verifyMs: 0,
     fallback,
   };
 }

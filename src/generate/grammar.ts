@@ -252,6 +252,27 @@ async function compileJsonSchema(
   }
 }
 
+/**
+ * A JSON schema as XGrammar EBNF text (its start rule `root`), compact and with JSON-safe bounded strings as the
+ * json_schema format compiles it: for a grammar that embeds a schema (a tool call wrapped in the model's tags,
+ * compiled as `{type: 'grammar', grammar, root}`). Throws GrammarError for a schema the engine rejects.
+ */
+export async function jsonSchemaGrammar(schema: Record<string, unknown> | boolean, strict: boolean, o: GrammarOptions = {}): Promise<string> {
+  const xg = await grammarEngine();
+  const any = o.anyWhitespace ?? false;
+  let grammar: Xgrammar.Grammar;
+  try {
+    grammar = await xg.Grammar.fromJSONSchema(JSON.stringify(schema), any, any ? undefined : -1, [',', ': '], strict, any ? o.maxWhitespace : undefined);
+  } catch (e) {
+    throw new GrammarError(`cannot compile the JSON schema: ${engineMessage(e)}`, schema);
+  }
+  try {
+    return grammar.toString().replace(BOUNDED_STRING_CHAR, JSON_STRING_CHAR);
+  } finally {
+    grammar.dispose();
+  }
+}
+
 async function compile(c: Xgrammar.GrammarCompiler, format: ResponseFormat, o: GrammarOptions): Promise<Xgrammar.CompiledGrammar> {
   const xg = await grammarEngine();
   const json = (schema: string, strict: boolean) => compileJsonSchema(xg, c, schema, strict, o);

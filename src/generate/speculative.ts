@@ -18,6 +18,9 @@ import type { CausalLM, ModelCache } from '../models/causal-lm.js';
 import { defaultGenerator, Generator } from '../core/random.js';
 import type { TextTokenizer } from '../tokenizer/tokenizer.js';
 import { ModelDrafter, NgramDrafter, SpeculativeError, type Drafter } from './drafters.js';
+
+export type { Draft, Drafter } from './drafters.js';
+export { SpeculativeError } from './drafters.js';
 import { acceptOrResample, drawFrom, samplingProbs, type ProbsSettings } from './speculative-sampling.js';
 import { SequenceOutput } from './sequence-output.js';
 import type { GeneratedToken, GenerateOptions, GenerationStats } from './generate.js';
@@ -25,8 +28,10 @@ import type { GeneratedToken, GenerateOptions, GenerationStats } from './generat
 /** What drafts the tokens: a smaller model with the same vocabulary, n-gram prompt lookup, or Qwen3.6's MTP layer. */
 export type SpeculativeConfig =
   | { kind: 'draft'; model: CausalLM }
-  | { kind: 'ngram'; /** Longest suffix matched (default 3). */ n?: number; /** Shortest (default 1). */ minN?: number }
-  | { kind: 'mtp' };
+  | { kind: 'ngram' /** Longest suffix matched (default 3). */; n?: number /** Shortest (default 1). */; minN?: number }
+  | { kind: 'mtp' }
+  /** A drafter of the caller's own (it must propose ids below the target's vocabulary size). */
+  | { kind: 'custom'; drafter: Drafter };
 
 /** Drafted tokens per verification when numSpeculativeTokens is unset. */
 export const DEFAULT_SPECULATIVE_TOKENS = 4;
@@ -43,12 +48,18 @@ export interface SpeculativeStats {
   acceptanceRate: number;
   /** Tokens emitted per target forward after the prefill (1 for plain decoding, up to k + 1). */
   tokensPerTargetForward: number;
+  /** Wall time drafting (the draft model's forwards and reads; ~0 for n-gram lookup). */
+  draftMs: number;
+  /** Wall time verifying: the target's forwards of k + 1 positions, the verdict's read and the rollback. */
+  verifyMs: number;
   /** Set when speculation did not run and decoding was plain: why. */
   fallback?: string;
 }
 
 /** Why these options decode plainly even with `speculative` set (undefined: speculation runs). */
 export function speculationBlocker(options: GenerateOptions): string | undefined {
+  // 'mtp' goes on to its own error.
+  if (options.speculative?.kind === 'mtp') return undefined;
   if ((options.repetitionPenalty ?? 1) !== 1 || (options.presencePenalty ?? 0) !== 0 || (options.frequencyPenalty ?? 0) !== 0)
     return 'repetition / presence / frequency penalties are not supported with speculation';
   if (options.responseFormat) return 'a response format (constrained decoding) is not supported with speculation';
@@ -59,10 +70,9 @@ export function speculationBlocker(options: GenerateOptions): string | undefined
 /** The drafter for a config, checked against the target. */
 export function makeDrafter(target: CausalLM, config: SpeculativeConfig, settings: ProbsSettings, uniform: () => number): Drafter {
   if (config.kind === 'ngram') return new NgramDrafter({ n: config.n, minN: config.minN });
+  if (config.kind === 'custom') return config.drafter;
   if (config.kind === 'mtp')
-    throw new SpeculativeError(
-      "speculative 'mtp': not yet: the Qwen3.6 checkpoints' mtp.* layer is not loaded (use 'draft' with a smaller model, or 'ngram')",
-    );
+    throw new SpeculativeError("speculative 'mtp': not yet: the Qwen3.6 checkpoints' mtp.* layer is not loaded (use 'draft' with a smaller model, or 'ngram')");
   const draft = config.model;
   if (draft.config.vocabSize !== target.config.vocabSize)
     throw new SpeculativeError(
@@ -77,6 +87,8 @@ export interface VerifiedStep {
   tokens: number[];
   drafted: number;
   accepted: number;
+  draftMs: number;
+  verifyMs: number;
 }
 
 /** The target's side: its cache, prefill, and verification with rollback. */
@@ -124,7 +136,9 @@ export class SpeculativeSession {
     const last = history[history.length - 1]!;
     const room = this.cache.capacity - this.cache.length - this.pending.length - 1;
     const k = Math.max(0, Math.min(this.options.k, room, limit - 1));
+    const t0 = performance.now();
     const draft = k > 0 ? await this.drafter.propose(history, k) : { tokens: [] };
+    const t1 = performance.now();
     const drafted = draft.tokens.slice(0, k);
     const m = drafted.length;
     const input = [...this.pending, last, ...drafted];
@@ -151,7 +165,7 @@ export class SpeculativeSession {
       this.pending = input.slice(0, this.pending.length + 1 + accepted);
     }
     this.drafter.accepted(accepted);
-    return { tokens: [...drafted.slice(0, accepted), next], drafted: m, accepted };
+    return { tokens: [...drafted.slice(0, accepted), next], drafted: m, accepted, draftMs: t1 - t0, verifyMs: performance.now() - t1 };
   }
 
   /** The verdict over [m + 1, V] logits rows (disposed). */
@@ -171,7 +185,14 @@ export class SpeculativeSession {
   /** The target's token for each of `count` logits rows (disposed): argmax on the device, or a host draw from p. */
   private async pick(logits: Tensor, count: number): Promise<{ next: number }[]> {
     if (this.greedy) {
-      const ids = tidy(() => (count === 1 ? sampleToken(logits, { temperature: 0 }) : sampleRows(logits, Array.from({ length: count }, () => ({ temperature: 0 })))));
+      const ids = tidy(() =>
+        count === 1
+          ? sampleToken(logits, { temperature: 0 })
+          : sampleRows(
+              logits,
+              Array.from({ length: count }, () => ({ temperature: 0 })),
+            ),
+      );
       logits.dispose();
       try {
         return [...(await ids.toArray())].map((next) => {
@@ -195,7 +216,6 @@ export class SpeculativeSession {
   dispose(): void {
     this.cache.dispose();
     for (const t of this.saved) t.dispose();
-    this.drafter.dispose();
   }
 }
 
@@ -217,7 +237,14 @@ export async function* generateSpeculative(
   const { temperature, topK, topP, minP } = options;
   const settings = { temperature, topK, topP, minP };
   const uniform = speculativeUniform(options);
-  const session = new SpeculativeSession(model, makeDrafter(model, config, settings, uniform), { k, settings, uniform, compilePrefill: options.compile });
+  const drafter = makeDrafter(model, config, settings, uniform);
+  let session: SpeculativeSession;
+  try {
+    session = new SpeculativeSession(model, drafter, { k, settings, uniform, compilePrefill: options.compile });
+  } catch (err) {
+    if (config.kind !== 'custom') drafter.dispose();
+    throw err;
+  }
   const output = new SequenceOutput(tokenizer, stops, options.stopStrings);
   const history = [...ids];
   const spec: SpeculativeStats = {
@@ -228,6 +255,8 @@ export async function* generateSpeculative(
     acceptedTokens: 0,
     acceptanceRate: 0,
     tokensPerTargetForward: 0,
+    draftMs: 0,
+    verifyMs: 0,
   };
   const stats: GenerationStats = { promptTokens: ids.length, generatedTokens: 0, prefillMs: 0, decodeMs: 0, dispatchesPerToken: 0, stopReason: 'max-tokens' };
   let emittedAfterPrefill = 0;
@@ -256,6 +285,8 @@ export async function* generateSpeculative(
         spec.targetForwards++;
         spec.draftedTokens += step.drafted;
         spec.acceptedTokens += step.accepted;
+        spec.draftMs += step.draftMs;
+        spec.verifyMs += step.verifyMs;
         emittedAfterPrefill += step.tokens.length;
         tokens = step.tokens;
       }
@@ -278,5 +309,6 @@ export async function* generateSpeculative(
     return stats;
   } finally {
     session.dispose();
+    if (config.kind !== 'custom') drafter.dispose();
   }
 }

@@ -32,6 +32,7 @@ import { gatherKernels } from './gather/index.js';
 import { indexSelectKernels } from './index-select/index.js';
 import { matmulKernels } from './matmul/index.js';
 import { reduceKernels } from './reduce/index.js';
+import { sumIntKernels } from './sum-int/index.js';
 import { type OpKernels, runOpKernels } from './op-kernels.js';
 import { shortConvKernels } from './short-conv/index.js';
 import { fusedMapKernels, fusedReduceKernels, reduceMapKernels } from './fused-map/index.js';
@@ -77,6 +78,7 @@ export const OP_KERNELS = {
   gather: gatherKernels,
   matmul: matmulKernels,
   reduce: reduceKernels,
+  sumInt: sumIntKernels,
   fusedMap: fusedMapKernels,
   fusedReduce: fusedReduceKernels,
   reduceMap: reduceMapKernels,

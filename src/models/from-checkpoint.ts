@@ -6,7 +6,8 @@
 import { getDefaultDevice } from '../runtime/registry.js';
 import type { DeviceName } from '../runtime/backend.js';
 import type { DType } from '../core/dtype.js';
-import { CheckpointError } from '../core/errors.js';
+import { CheckpointError, DTypeError } from '../core/errors.js';
+import { KV_DTYPES } from '../ops/attention-inputs.js';
 import type { Checkpoint } from '../formats/checkpoint.js';
 import type { TextTokenizer } from '../tokenizer/text-tokenizer.js';
 import type { GenerationConfig } from '../formats/generation-config.js';
@@ -25,6 +26,10 @@ export interface ModelFromCheckpointOptions {
   groupSize?: number;
   /** Cache capacity in positions (default: min(max_position_embeddings, 4096)). */
   maxSequence?: number;
+  /**
+   * The KV cache's dtype (default float32): float32, float16, bfloat16, or float8_e4m3fn (e4m3 codes with a
+   * power-of-two scale per position and kv head, core/kv-fp8.ts: about half the bytes of bfloat16).
+   */
   kvDtype?: DType;
   moeMode?: MoeMode;
   /** Progress: bytes read so far of `total`. */
@@ -51,6 +56,8 @@ export interface LoadedModel<M extends CausalLM = CausalLM> {
  */
 export async function loadModel(ck: Checkpoint, options: ModelFromCheckpointOptions = {}): Promise<LoadedModel> {
   if (ck.config === undefined) throw new CheckpointError('the checkpoint has no config.json', { file: ck.dir });
+  if (options.kvDtype !== undefined && !(KV_DTYPES as readonly DType[]).includes(options.kvDtype))
+    throw new DTypeError(`loadModel: kvDtype must be one of ${KV_DTYPES.join(', ')}, got ${options.kvDtype}`);
   const file = `${ck.dir}/config.json`;
   const family = familyOf(ck.config, file);
   options.accept?.(family, file);

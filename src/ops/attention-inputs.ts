@@ -5,6 +5,7 @@
 // without recording new work.
 import { runKernel } from '../kernels/registry.js';
 import { lanesPerWord } from '../core/dtype.js';
+import { FP8_KV_DTYPE, kvRowWidth } from '../core/kv-fp8.js';
 import { ShapeError } from '../core/errors.js';
 import { formatShape } from '../core/shape.js';
 import type { Tensor } from '../core/tensor.js';
@@ -13,6 +14,8 @@ import { checkPagedIndex, pagedKv, type PagedIndex } from './paged-cache.js';
 import { commonBackend, requireDeviceScalar, requireDTypes, wrap } from './util.js';
 
 const FLOAT_DTYPES = ['float32', 'float16', 'bfloat16'] as const;
+/** KV-cache dtypes: the float ones, and FP8 as scaled rows [capacity, kvHeads, kvRowWidth] (core/kv-fp8.ts). */
+export const KV_DTYPES = [...FLOAT_DTYPES, FP8_KV_DTYPE] as const;
 
 export interface AttentionInputsOptions {
   heads: number;
@@ -29,7 +32,10 @@ export interface AttentionInputsOptions {
    */
   cos: Tensor;
   sin: Tensor;
-  /** KV caches [capacity, kvHeads, headDim], written in place at rows position .. position + S - 1. */
+  /**
+   * KV caches [capacity, kvHeads, headDim] (float32, float16, bfloat16), or float8_e4m3fn [capacity, kvHeads,
+   * kvRowWidth(headDim)] holding scaled rows (core/kv-fp8.ts), written in place at rows position .. position + S - 1.
+   */
   keys: Tensor;
   values: Tensor;
   /** Row of token 0: a number, or an int32 [1] tensor on the device (read by the kernel; not checked on the host). */
@@ -86,11 +92,14 @@ export function attentionInputs(qkv: Tensor, o: AttentionInputsOptions): Tensor 
     ['keys', o.keys],
     ['values', o.values],
   ] as const) {
-    requireDTypes('attentionInputs', c, FLOAT_DTYPES);
-    if (c.ndim !== 3 || c.shape[1] !== kvHeads || c.shape[2] !== d)
-      throw new ShapeError(`attentionInputs: ${name} must be [capacity, ${kvHeads}, ${d}], got ${formatShape(c.shape)}`);
+    requireDTypes('attentionInputs', c, KV_DTYPES);
+    const width = kvRowWidth(c.dtype, d);
+    if (c.ndim !== 3 || c.shape[1] !== kvHeads || c.shape[2] !== width)
+      throw new ShapeError(
+        `attentionInputs: ${name} must be [capacity, ${kvHeads}, ${width}]${width === d ? '' : ` (${c.dtype} rows: ${d} codes, padding to a word, a 4-byte scale)`}, got ${formatShape(c.shape)}`,
+      );
     const lanes = lanesPerWord(c.dtype);
-    if (c.strides[2] !== 1 || c.offset % lanes !== 0 || c.strides[0] % lanes !== 0 || c.strides[1] % lanes !== 0 || d % lanes !== 0) {
+    if (c.strides[2] !== 1 || c.offset % lanes !== 0 || c.strides[0] % lanes !== 0 || c.strides[1] % lanes !== 0 || width % lanes !== 0) {
       throw new ShapeError(`attentionInputs: ${name} ${c.describe()} must have unit last stride and whole ${c.dtype} words per row`);
     }
   }

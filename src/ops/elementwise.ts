@@ -7,9 +7,12 @@ import {
   type ArithmeticOp,
   type BinaryOp,
   type ComparisonOp,
+  type DivisionOp,
   type UnaryOp,
 } from '../runtime/backend.js';
-import { DTYPE_INFO, isFloating, isFp8, promoteTypes, type DType } from '../core/dtype.js';
+import { castIsExact, isFloating, isFp8, promoteTypes, resultType, type DType } from '../core/dtype.js';
+import { castCode, decodeOne } from '../core/codecs.js';
+import { cast } from './convert.js';
 import { DTypeError } from '../core/errors.js';
 import { broadcastShapes, broadcastView, sameShape, type Shape, type View } from '../core/shape.js';
 import type { Tensor, TensorOrScalar } from '../core/tensor.js';
@@ -58,6 +61,14 @@ const UNARY_SAVES: Record<UnaryOp, SaveSpec> = {
   silu: { inputs: [0] },
   gelu: { inputs: [0] },
   gelu_tanh: { inputs: [0] },
+  sin: { inputs: [0] },
+  cos: { inputs: [0] },
+  erf: { inputs: [0] },
+  floor: {},
+  ceil: {},
+  round: {},
+  sign: {},
+  reciprocal: { out: true },
 };
 
 export const neg = (x: Tensor) => unary('neg', x, false);
@@ -72,35 +83,73 @@ export const tanh = (x: Tensor) => unary('tanh', x, true);
 export const sigmoid = (x: Tensor) => unary('sigmoid', x, true);
 /** Exact (erf) GELU by default, the tanh approximation with `{approximate: 'tanh'}` (torch.nn.functional.gelu). */
 export const gelu = (x: Tensor, options: { approximate?: 'none' | 'tanh' } = {}) => unary(options.approximate === 'tanh' ? 'gelu_tanh' : 'gelu', x, true);
+// The math ops of ops/math.ts (torch.sin, ...): floor/ceil/round/sign keep an integer dtype, as torch does.
+export const sin = (x: Tensor) => unary('sin', x, true);
+export const cos = (x: Tensor) => unary('cos', x, true);
+export const erf = (x: Tensor) => unary('erf', x, true);
+export const floor = (x: Tensor) => unary('floor', x, false);
+export const ceil = (x: Tensor) => unary('ceil', x, false);
+export const round = (x: Tensor) => unary('round', x, false);
+export const sign = (x: Tensor) => unary('sign', x, false);
+export const reciprocal = (x: Tensor) => unary('reciprocal', x, true);
 
-/** A JS number operand: float32 beside a float tensor or for a fraction, else int32; it travels as a uniform. */
-function scalarOperand(value: number, like: Tensor): ScalarOperand {
-  return { scalar: value, dtype: isFloating(like.dtype) || !Number.isInteger(value) ? 'float32' : 'int32' };
+/**
+ * A JS number operand in the op's common dtype, as a uniform. add/sub/mul/div with a 16-bit float result read the
+ * number at float32 (torch's "original scalar value" for reduced floats); every other op rounds it to the common
+ * dtype first, as torch casts a wrapped number to it (gt(float16, 0.1) compares with float16(0.1)).
+ */
+function scalarOperand(op: BinaryOp, value: number, common: DType): ScalarOperand {
+  if (!isFloating(common)) return { scalar: Number.isInteger(value) ? value : castCode(value, common), dtype: 'int32' };
+  const rounded = common === 'float32' || OPMATH_SCALAR_OPS.has(op) ? value : decodeOne(common, castCode(value, common));
+  return { scalar: rounded, dtype: 'float32' };
 }
 
-const CATEGORY = { bool: 0, int: 1, float: 2 } as const;
-const category = (dtype: DType) => CATEGORY[DTYPE_INFO[dtype].kind];
+/** The ops whose CPU kernels in torch read a 0-d or number operand at float32 beside a float16/bfloat16 tensor. */
+const OPMATH_SCALAR_OPS: ReadonlySet<string> = new Set(['add', 'sub', 'mul', 'div']);
 const COMPARISONS: ReadonlySet<string> = new Set(COMPARISON_OPS);
 /** Ops that never record: comparisons (no gradient) and the derivative maps of backward rules. */
 const UNRECORDED: ReadonlySet<string> = new Set<string>([...COMPARISON_OPS, ...GRAD_OPS]);
 
 /** An operand as error messages name it (a JS number by its value). */
-const describeOperand = (x: Tensor | ScalarOperand, scalar: boolean) => (scalar ? `${(x as ScalarOperand).scalar}` : (x as Tensor).describe());
+const describeOperand = (x: TensorOrScalar) => (typeof x === 'number' ? `${x}` : x.describe());
 
-function resultDtype(op: BinaryOp, a: Tensor | ScalarOperand, b: Tensor | ScalarOperand, aScalar: boolean, bScalar: boolean): DType {
-  if (COMPARISONS.has(op)) return 'bool';
-  if (isFp8(a.dtype) || isFp8(b.dtype)) {
-    const [t, scalar] = isFp8(a.dtype) ? [a, aScalar] : [b, bScalar];
-    throw new DTypeError(`${op} does not take ${t.dtype} (tensor ${describeOperand(t, scalar)}): FP8 is a storage format; cast with .to('float32') first`);
+/**
+ * The dtype both operands are converted to before the op (torch.result_type; div of integers: float32). Comparisons
+ * return bool but compare in this dtype.
+ */
+function commonDtype(op: BinaryOp, a: TensorOrScalar, b: TensorOrScalar): DType {
+  // FP8 compares with itself or a number (rounded to it), as torch's eq/lt do, and with a wider float tensor in that
+  // float (every FP8 value is exact there); it takes part in no arithmetic.
+  const fp8 = [a, b].find((t): t is Tensor => typeof t !== 'number' && isFp8(t.dtype));
+  if (fp8 && COMPARISONS.has(op)) {
+    const other = fp8 === a ? b : a;
+    if (typeof other === 'number' || other.dtype === fp8.dtype) return fp8.dtype;
+    if (isFloating(other.dtype) && !isFp8(other.dtype)) return other.dtype;
   }
-  // A JS number does not widen a tensor's dtype (PyTorch's wrapped-number rule), unless it is of a higher category:
-  // a fraction with an integer tensor, any number with a bool tensor (bool + 1 is int32, as torch gives int64).
-  let dtype =
-    aScalar && category(b.dtype) >= category(a.dtype) ? b.dtype : bScalar && category(a.dtype) >= category(b.dtype) ? a.dtype : promoteTypes(a.dtype, b.dtype);
+  for (const t of [a, b]) {
+    if (typeof t !== 'number' && isFp8(t.dtype))
+      throw new DTypeError(`${op} does not take ${t.dtype} (tensor ${t.describe()}): FP8 is a storage format; cast with .to('float32') first`);
+  }
+  let dtype = resultType(a, b);
   if (op === 'div' && !isFloating(dtype)) dtype = 'float32';
-  if (dtype === 'bool')
-    throw new DTypeError(`${op} does not take two bool tensors (${describeOperand(a, aScalar)}, ${describeOperand(b, bScalar)}); cast to int32 first`);
+  if (dtype === 'bool' && !COMPARISONS.has(op) && !BOOL_OPS.has(op))
+    throw new DTypeError(`${op} does not take two bool operands (${describeOperand(a)}, ${describeOperand(b)}); cast to int32 first`);
   return dtype;
+}
+
+/** Ops defined on two bool operands with a bool result (torch: mul is logical and; add, maximum logical or). */
+const BOOL_OPS: ReadonlySet<string> = new Set(['mul', 'maximum', 'minimum', 'add']);
+
+/**
+ * A tensor operand converted to the common dtype where the kernel's own conversion would differ from torch's: an
+ * int32 operand beside a float is rounded to that float first (int32 2049 - float16 2048 is 0, as in torch), and a
+ * wider float 0-d operand of an op without torch's float32 scalar path is rounded to the narrower result.
+ * Undefined when the tensor can be read as it is.
+ */
+function convertedOperand(op: BinaryOp, t: Tensor, common: DType): Tensor | undefined {
+  if (t.dtype === common || castIsExact(t.dtype, common)) return undefined;
+  if (t.ndim === 0 && OPMATH_SCALAR_OPS.has(op) && isFloating(t.dtype) && isFloating(common)) return undefined;
+  return cast(t, common);
 }
 
 /** The one backend of an op's tensor operands (either may be absent: a JS number). */
@@ -144,20 +193,33 @@ function binaryShape(x: Tensor, y: Tensor): Shape {
 
 function binary(op: BinaryOp, x: TensorOrScalar, y: TensorOrScalar): Tensor {
   if (typeof x === 'number' && typeof y === 'number') throw new DTypeError(`${op} needs at least one tensor operand`);
-  const tx = typeof x === 'number' ? undefined : x;
-  const ty = typeof y === 'number' ? undefined : y;
-  const sa = tx ? undefined : scalarOperand(x as number, ty!);
-  const sb = ty ? undefined : scalarOperand(y as number, tx!);
-  const backend = backendOf(op, tx, ty);
-  const outDtype = resultDtype(op, tx ?? sa!, ty ?? sb!, sa !== undefined, sb !== undefined);
+  const backend = backendOf(op, typeof x === 'number' ? undefined : x, typeof y === 'number' ? undefined : y);
+  const common = UNRECORDED.has(op) && !COMPARISONS.has(op) ? gradMapDtype(x as Tensor, y as Tensor) : commonDtype(op, x, y);
+  const outDtype: DType = COMPARISONS.has(op) ? 'bool' : common;
+  // Operands converted to the common dtype first where torch's conversion differs from the kernel's.
+  const cx = typeof x === 'number' ? undefined : convertedOperand(op, x, common);
+  const cy = typeof y === 'number' ? undefined : convertedOperand(op, y, common);
+  const tx = typeof x === 'number' ? undefined : (cx ?? x);
+  const ty = typeof y === 'number' ? undefined : (cy ?? y);
+  const sa = tx ? undefined : scalarOperand(op, x as number, common);
+  const sb = ty ? undefined : scalarOperand(op, y as number, common);
   // A number broadcasts to the tensor's shape; two tensors of one shape (the usual case) keep theirs.
   const shape: Shape = !tx ? ty!.shape : !ty ? tx.shape : binaryShape(tx, ty);
   const opA = sa ?? broadcastOperand(tx!, shape);
   const opB = sb ?? broadcastOperand(ty!, shape);
   // Without grad an op is its kernel alone: no closures, no tape (differentiable would make both only to drop them).
-  if (UNRECORDED.has(op) || !isGradEnabled() || !(tx?.requiresGrad || ty?.requiresGrad))
-    return wrap(backend, backend.binary(op, opA, opB, shape, outDtype), outDtype, shape);
-  return recordedBinary(op, x, y, backend, opA, opB, shape, outDtype);
+  if (UNRECORDED.has(op) || !isGradEnabled() || !(tx?.requiresGrad || ty?.requiresGrad)) {
+    const out = wrap(backend, backend.binary(op, opA, opB, shape, outDtype), outDtype, shape);
+    cx?.dispose();
+    cy?.dispose();
+    return out;
+  }
+  return recordedBinary(op, tx ?? x, ty ?? y, backend, opA, opB, shape, outDtype);
+}
+
+/** The derivative maps take (x, g) of one float dtype, or x wider than g (the gradient's dtype wins as before). */
+function gradMapDtype(x: Tensor, g: Tensor): DType {
+  return x.dtype === g.dtype ? x.dtype : promoteTypes(x.dtype, g.dtype);
 }
 
 /** The recorded form of binary(), apart for the reason recordedUnary is. */
@@ -177,7 +239,7 @@ function recordedBinary(
     [x, y],
     forward,
     (g, s) => binaryRule(op, g, s.inputs[0] ?? x, s.inputs[1] ?? y, s.out!, s.needs),
-    BINARY_SAVES[op as ArithmeticOp],
+    BINARY_SAVES[op as ArithmeticOp] ?? DIVISION_SAVES[op as DivisionOp],
   );
 }
 
@@ -192,6 +254,9 @@ const BINARY_SAVES: Record<ArithmeticOp, SaveSpec> = {
   minimum: { inputs: [0, 1] },
 };
 
+/** remainder and fmod read both inputs (d/dy = -floor(x / y) or -trunc(x / y)); floor_divide's gradient is zero. */
+const DIVISION_SAVES: Record<DivisionOp, SaveSpec> = { remainder: { inputs: [0, 1] }, fmod: { inputs: [0, 1] }, floor_divide: {} };
+
 /**
  * The elementwise derivative maps backward rules use (silu_grad(x, g) = g * silu'(x), ...): one kernel each,
  * instead of a chain of ops. Not differentiable themselves.
@@ -203,10 +268,79 @@ export function gradMap(op: GradOp, x: Tensor, g: Tensor): Tensor {
 const arithmetic = (op: ArithmeticOp) => (a: TensorOrScalar, b: TensorOrScalar) => binary(op, a, b);
 const comparison = (op: ComparisonOp) => (a: TensorOrScalar, b: TensorOrScalar) => binary(op, a, b);
 
-export const add = arithmetic('add');
-export const sub = arithmetic('sub');
+/** add / sub's `alpha`: a + alpha * b (torch's alpha keyword). */
+export interface AlphaOptions {
+  alpha?: number;
+}
+
+/** div's `roundingMode` (torch's rounding_mode): true division by default, or the quotient truncated / floored. */
+export interface DivOptions {
+  roundingMode?: 'trunc' | 'floor' | null;
+}
+
+/**
+ * a + alpha * b (or a - alpha * b). Integer results need an integer alpha (torch's rule); a float16/bfloat16 result
+ * is computed in float32 and rounded once, as torch's kernels do in their float32 "opmath".
+ */
+function withAlpha(op: 'add' | 'sub', a: TensorOrScalar, b: TensorOrScalar, options: AlphaOptions | undefined): Tensor {
+  const alpha = options?.alpha;
+  if (alpha === undefined || alpha === 1) return binary(op, a, b);
+  const common = commonDtype(op, a, b);
+  if (!isFloating(common) && !Number.isInteger(alpha))
+    throw new DTypeError(`${op}: for integral operands (${describeOperand(a)}, ${describeOperand(b)}) alpha must not be a fraction, got ${alpha}`);
+  if (typeof b === 'number') return binary(op, a, b * alpha);
+  if (common !== 'float16' && common !== 'bfloat16') {
+    const scaled = binary('mul', b, alpha);
+    try {
+      return binary(op, a, scaled);
+    } finally {
+      scaled.dispose();
+    }
+  }
+  const temps: Tensor[] = [];
+  const wide = (t: TensorOrScalar) => (typeof t === 'number' || t.dtype === 'float32' ? t : (temps.push(cast(t, 'float32')), temps[temps.length - 1]));
+  try {
+    const scaled = binary('mul', wide(b), alpha);
+    temps.push(scaled);
+    const sum = binary(op, wide(a), scaled);
+    temps.push(sum);
+    return cast(sum, common);
+  } finally {
+    for (const t of temps) t.dispose();
+  }
+}
+
+export const add = (a: TensorOrScalar, b: TensorOrScalar, options?: AlphaOptions) => withAlpha('add', a, b, options);
+export const sub = (a: TensorOrScalar, b: TensorOrScalar, options?: AlphaOptions) => withAlpha('sub', a, b, options);
 export const mul = arithmetic('mul');
-export const div = arithmetic('div');
+
+/**
+ * a / b (torch.div): true division (integers give float32), or with `roundingMode` 'floor' (floorDivide) or
+ * 'trunc' (the quotient rounded toward zero; integers stay integers, as torch). A float16/bfloat16 'trunc' truncates
+ * the quotient rounded to that dtype (torch truncates the float32 quotient first). An integer division by zero gives
+ * 0 where torch raises.
+ */
+export function div(a: TensorOrScalar, b: TensorOrScalar, options?: DivOptions): Tensor {
+  const mode = options?.roundingMode;
+  if (mode === undefined || mode === null) return binary('div', a, b);
+  if (mode === 'floor') return floorDivide(a, b);
+  if (mode !== 'trunc') throw new DTypeError(`div: roundingMode must be 'trunc', 'floor' or null, got '${mode as string}'`);
+  const common = commonDtype('sub', a, b);
+  const temps: Tensor[] = [];
+  const t = (x: Tensor) => (temps.push(x), x);
+  try {
+    if (isFloating(common)) {
+      const q = t(binary('div', a, b));
+      return where(t(lt(q, 0)), t(ceil(q)), t(floor(q)));
+    }
+    // The floor quotient q and remainder r (r has b's sign): truncation adds 1 where r != 0 and q is negative.
+    const q = t(floorDivide(a, b));
+    const r = t(remainder(a, b));
+    return add(q, t(mul(t(ne(r, 0)), t(lt(q, 0)))));
+  } finally {
+    for (const x of temps) x.dispose();
+  }
+}
 export const maximum = arithmetic('maximum');
 
 /**
@@ -222,6 +356,12 @@ export function pow(x: TensorOrScalar, y: TensorOrScalar): Tensor {
   return binary('pow', x, y);
 }
 export const minimum = arithmetic('minimum');
+/** x mod y with the divisor's sign (torch.remainder, Python's %); integers stay integers (a zero divisor gives 0). */
+export const remainder = (a: TensorOrScalar, b: TensorOrScalar) => binary('remainder', a, b);
+/** x mod y with the dividend's sign (torch.fmod, C's fmod); exact for floats. */
+export const fmod = (a: TensorOrScalar, b: TensorOrScalar) => binary('fmod', a, b);
+/** floor(x / y) (torch.floor_divide, div(rounding_mode='floor')); integers stay integers (a zero divisor gives 0). */
+export const floorDivide = (a: TensorOrScalar, b: TensorOrScalar) => binary('floor_divide', a, b);
 export const eq = comparison('eq');
 export const ne = comparison('ne');
 export const lt = comparison('lt');
@@ -243,20 +383,10 @@ export function where(cond: Tensor, a: TensorOrScalar, b: TensorOrScalar): Tenso
   const ta = typeof a === 'number' ? undefined : a;
   const tb = typeof b === 'number' ? undefined : b;
   const backend = commonBackend('where', ...[cond, ta, tb].filter((t): t is Tensor => t !== undefined));
-  let dtype: DType;
-  if (ta && tb) dtype = ta.dtype === tb.dtype ? ta.dtype : promoteTypes(ta.dtype, tb.dtype);
-  else if (ta || tb) {
-    const t = (ta ?? tb)!;
-    const n = (sa ?? sb)!;
-    // A JS number does not widen a tensor's dtype unless it is of a higher category (PyTorch's wrapped numbers).
-    dtype = isFloating(t.dtype) ? t.dtype : !Number.isInteger(n) ? 'float32' : t.dtype === 'bool' ? 'int32' : t.dtype;
-  } else dtype = Number.isInteger(sa) && Number.isInteger(sb) ? 'int32' : 'float32';
-  for (const t of [ta, tb]) {
-    if (t && isFp8(t.dtype) && t.dtype !== dtype)
-      throw new DTypeError(
-        `where: ${t.describe()} and ${(t === ta ? tb : ta)?.describe() ?? 'a number'} have no common dtype (FP8 mixes with nothing); cast first`,
-      );
-  }
+  if (ta && tb && ta.dtype !== tb.dtype && (isFp8(ta.dtype) || isFp8(tb.dtype)))
+    throw new DTypeError(`where: ${ta.describe()} and ${tb.describe()} have no common dtype (FP8 mixes with nothing); cast first`);
+  // torch.where promotes a and b as arithmetic does (0-d tensors and JS numbers by category only).
+  const dtype = resultType(a, b);
   const shape = broadcastShapes(broadcastShapes(cond.shape, ta?.shape ?? []), tb?.shape ?? []);
   const operand = (t: Tensor | undefined, n: number | undefined): Operand<unknown> | ScalarOperand =>
     t ? broadcastOperand(t, shape) : { scalar: n!, dtype: isFloating(dtype) || !Number.isInteger(n) ? 'float32' : 'int32' };

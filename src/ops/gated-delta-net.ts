@@ -66,6 +66,11 @@ export interface GatedDeltaNetBatch {
   readonly rows: readonly number[];
   /** Each sequence's slot in the pools (distinct). */
   readonly slots: readonly number[];
+  /**
+   * The same as int32 (first row, rows, slot) per sequence already on the device (one upload shared by every layer
+   * of a forward, see shortConvSegmentTable); built here when absent.
+   */
+  readonly index?: Tensor;
 }
 
 /**
@@ -157,14 +162,17 @@ export function gatedDeltaNet(
     const [aLog, dtBias, norm] = oneStorage([weights.aLog, weights.dtBias, weights.norm], 0, owned);
     let segments: { index: ReturnType<Tensor['operand']>; count: number } | undefined;
     if (batch) {
-      const table: number[] = [];
-      let first = 0;
-      batch.rows.forEach((rows, i) => {
-        table.push(first, rows, batch.slots[i]);
-        first += rows;
-      });
-      const index = tensor(table, { dtype: 'int32', device: qkv.device });
-      owned.push(index);
+      let index = batch.index;
+      if (!index) {
+        const table: number[] = [];
+        let first = 0;
+        batch.rows.forEach((rows, i) => {
+          table.push(first, rows, batch.slots[i]);
+          first += rows;
+        });
+        index = tensor(table, { dtype: 'int32', device: qkv.device });
+        owned.push(index);
+      }
       segments = { index: index.operand(), count: batch.rows.length };
     }
     const handle = runKernel('gatedDeltaNet', backend, {

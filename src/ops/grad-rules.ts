@@ -76,6 +76,17 @@ export function binaryRule(op: BinaryOp, g: Tensor, x: Tensor | number, y: Tenso
       const pick = (a: Tensor | number, b: Tensor | number) => ops.where(ops.eq(a, b), half, ops.where(op === 'maximum' ? ops.gt(a, b) : ops.lt(a, b), g, 0));
       return [gx(() => pick(x, y)), gy(() => pick(y, x))];
     }
+    case 'remainder':
+    case 'fmod': {
+      // x - y * q with q = floor(x / y) or trunc(x / y), piecewise constant: d/dx = 1, d/dy = -q.
+      const q = () => {
+        const ratio = ops.div(x, y);
+        return op === 'remainder' ? ops.floor(ratio) : ops.where(ops.lt(ratio, 0), ops.ceil(ratio), ops.floor(ratio));
+      };
+      return [gx(() => g), gy(() => ops.mul(g, q()).neg())];
+    }
+    case 'floor_divide':
+      return [gx(() => ops.mul(g, 0)), gy(() => ops.mul(g, 0))];
     default:
       return [undefined, undefined]; // comparisons: no gradient
   }
@@ -110,5 +121,19 @@ export function unaryRule(op: UnaryOp, g: Tensor, x: Tensor, out: Tensor): Tenso
       return ops.gradMap('gelu_grad', x, g);
     case 'gelu_tanh':
       return ops.gradMap('gelu_tanh_grad', x, g);
+    case 'sin':
+      return ops.mul(g, ops.cos(x));
+    case 'cos':
+      return ops.mul(g, ops.sin(x)).neg();
+    case 'erf':
+      // 2 / sqrt(pi) exp(-x^2).
+      return ops.mul(g, ops.mul(ops.exp(ops.mul(x, x).neg()), 1.1283791670955126));
+    case 'floor':
+    case 'ceil':
+    case 'round':
+    case 'sign':
+      return ops.mul(g, 0);
+    case 'reciprocal':
+      return ops.mul(g, ops.mul(out, out)).neg();
   }
 }

@@ -8,8 +8,8 @@ import { differentiable, notDifferentiable } from '../autograd/function.js';
 
 /**
  * torch.index_select: the entries of x at `index` (1-D int32) along dim, for every dtype (FP8 included: codes are
- * copied, not converted). An out-of-range index throws on the CPU; on WebGPU it yields zeros, since checking it
- * would need a read back from the GPU.
+ * copied, not converted). An out-of-range or negative index raises an IndexError: at once on the CPU, at the next
+ * read back or synchronize() on WebGPU (the device error flag; never a silent zero).
  */
 export function indexSelect(x: Tensor, dim: number, index: Tensor): Tensor {
   const backend = commonBackend('indexSelect', x, index);
@@ -47,7 +47,7 @@ function indexSelectRule(g: Tensor, index: Tensor, shape: readonly number[], d: 
 /**
  * torch.gather: out[i][j][k] = x[i][index[i][j][k]][k] for dim 1 (likewise for any dim), every dtype. index is
  * int32 with x's rank and sizes no larger than x's off `dim`; the result has the index's shape. Out-of-range indices
- * throw on the CPU and give zeros on WebGPU (as indexSelect).
+ * raise an IndexError (on WebGPU at the next read back, as indexSelect).
  */
 export function gather(x: Tensor, dim: number, index: Tensor): Tensor {
   const backend = commonBackend('gather', x, index);
@@ -61,4 +61,21 @@ export function gather(x: Tensor, dim: number, index: Tensor): Tensor {
   return notDifferentiable('gather', [x, index], () =>
     wrap(backend, runKernel('gather', backend, { x: x.operand(), dim: d, index: index.operand() }), x.dtype, index.shape),
   );
+}
+
+/**
+ * torch.nn.functional.embedding: the rows of weight [V, D] at int32 ids of any shape, as [...ids.shape, D].
+ * Negative or out-of-range ids raise an IndexError (on WebGPU at the next read back). Gradients flow to weight
+ * (repeated ids add up).
+ */
+export function embedding(input: Tensor, weight: Tensor): Tensor {
+  if (input.dtype !== 'int32') throw new DTypeError(`embedding: ids must be int32, got ${input.describe()}`);
+  if (weight.ndim !== 2) throw new ShapeError(`embedding: weight must be 2-D [V, D], got ${weight.describe()}`);
+  const flat = input.reshape(-1);
+  const rows = indexSelect(weight, 0, flat);
+  flat.dispose();
+  if (input.ndim === 1) return rows;
+  const out = rows.reshape([...input.shape, weight.shape[1]]);
+  rows.dispose();
+  return out;
 }

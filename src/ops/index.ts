@@ -1,5 +1,6 @@
 export * from './creation.js';
 export * from './elementwise.js';
+export * from './inplace.js';
 export * from './reduce.js';
 export * from './matmul.js';
 export * from './shape-ops.js';
@@ -23,3 +24,7 @@ export * from './short-conv.js';
 export * from './gated-delta-net.js';
 export * from './capture.js';
 export { grad } from './grad.js';
+export * from './math.js';
+export * from './statistics.js';
+export * from './layout.js';
+export * from './scatter.js';

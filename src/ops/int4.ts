@@ -8,7 +8,7 @@ import { cast } from './convert.js';
 import { compact } from './shape-ops.js';
 import { commonBackend, wrap } from './util.js';
 
-/** A packed 4-bit weight: data int32 [.., N, K/8], scale [.., N, K/g] (float), zero uint8 [.., N, K/g], perm int32 [K]. */
+/** A packed 4-bit weight: data int32 [.., N, K/8], scale [.., N, K/g] (float), zero uint8 [.., N, K/g], perm int32 [K] (shared by a stack). */
 export interface Int4Tensors {
   readonly data: Tensor;
   readonly scale: Tensor;
@@ -32,8 +32,9 @@ export function checkInt4(op: string, w: Int4Tensors): { lead: number[]; n: numb
     throw new ShapeError(
       `${op}: int4 scale ${formatShape(scale.shape)} and zero ${formatShape(zero.shape)} must be [${want}] for words ${formatShape(data.shape)}`,
     );
-  if (perm && (perm.dtype !== 'int32' || perm.shape.join() !== `${k}` || data.ndim !== 2))
-    throw new ShapeError(`${op}: an act-order permutation must be int32 [${k}] of a 2-D weight, got ${perm.describe()}`);
+  // A stack of weights (MoE experts) shares one permutation.
+  if (perm && (perm.dtype !== 'int32' || perm.shape.join() !== `${k}`))
+    throw new ShapeError(`${op}: an act-order permutation must be int32 [${k}], got ${perm.describe()}`);
   return { lead: lead.slice(0, -1), n: lead[lead.length - 1], k };
 }
 

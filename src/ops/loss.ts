@@ -23,8 +23,8 @@ export interface CrossEntropyOptions {
  * torch.nn.functional.cross_entropy of logits [N, C] (or [..., C], any float dtype) against int32 class targets [N]
  * (or [...]): -log_softmax(logits)[target], reduced; the loss has the logits' dtype. A mean over zero counted
  * targets is NaN, as in PyTorch, and so is the loss of a row holding a NaN. A target outside [0, C) that is not
- * ignoreIndex throws a ShapeError naming the row on the CPU; on WebGPU that row's loss (and gradient) is NaN,
- * since checking would need a read back from the GPU.
+ * ignoreIndex raises an IndexError (a ShapeError) naming it: at once on the CPU, at the next read back or
+ * synchronize() on WebGPU (the device error flag).
  */
 export function crossEntropy(logits: Tensor, targets: Tensor, options: CrossEntropyOptions = {}): Tensor {
   const ignore = options.ignoreIndex ?? -100;

@@ -13,6 +13,7 @@ import { noGrad } from '../autograd/grad-mode.js';
 import { needsGrad, record } from '../autograd/node.js';
 import { notDifferentiable } from '../autograd/function.js';
 import { float32 } from './grad-rules.js';
+import { checkInt4 } from './int4.js';
 import { swiglu } from './nn.js';
 
 const FLOAT_DTYPES = ['float32', 'float16', 'bfloat16'] as const;
@@ -123,8 +124,17 @@ function withRouteOptions<R>(op: string, o: RouteOpOptions, experts: number, bod
 }
 
 export interface ExpertLinearOpOptions {
-  /** float32 [E, ceil(N/128), ceil(K/128)] block scales of an FP8 weight (the stacked `weight_scale_inv`). */
+  /**
+   * float32 [E, ceil(N/128), ceil(K/128)] block scales of an FP8 weight (the stacked `weight_scale_inv`); with int4,
+   * the group scales [E, N, K/g] in a float dtype.
+   */
   scale?: Tensor;
+  /**
+   * The weight is packed 4-bit, int32 words [E, N, K/8] (formats/int4.ts's layout: the stacked experts of a GPTQ /
+   * AWQ / compressed-tensors checkpoint, or quantized at load): zero points uint8 [E, N, K/g] and, for act-order
+   * experts, the column permutation [K] they all share. Dequantized in registers, each group's scale read once.
+   */
+  int4?: { zero: Tensor; groupSize: number; perm?: Tensor };
   /** float32 [T, k] routing weights: sum each token's k slots, weighted (the MoE combine). */
   combine?: Tensor;
   /**
@@ -143,12 +153,14 @@ export interface ExpertLinearOpOptions {
  * cannot raise without a read back) that slot contributes zeros.
  */
 export function expertLinear(x: Tensor, weight: Tensor, ids: Tensor, options: ExpertLinearOpOptions = {}): Tensor {
-  const { scale, combine, activation, residual } = options;
-  const backend = commonBackend('expertLinear', x, weight, ids, ...(scale ? [scale] : []), ...(combine ? [combine] : []), ...(residual ? [residual] : []));
+  const { scale, combine, activation, residual, int4 } = options;
+  const extra = [scale, combine, residual, int4?.zero, int4?.perm].filter((u): u is Tensor => u !== undefined);
+  const backend = commonBackend('expertLinear', x, weight, ids, ...extra);
   requireDTypes('expertLinear', x, FLOAT_DTYPES);
   requireDTypes('expertLinear', ids, ['int32']);
   if (weight.ndim !== 3) throw new ShapeError(`expertLinear: weight must be stacked experts [E, N, K], got ${formatShape(weight.shape)}`);
-  const [e, n, k] = weight.shape;
+  const [e, n] = weight.shape;
+  const k = int4 ? weight.shape[2] * 8 : weight.shape[2];
   if (ids.ndim !== 2) throw new ShapeError(`expertLinear: ids must be [T, k], got ${formatShape(ids.shape)}`);
   const [t, slots] = ids.shape;
   if (x.ndim !== 2 || x.shape[1] !== k || (x.shape[0] !== t && x.shape[0] !== t * slots)) {
@@ -156,7 +168,10 @@ export function expertLinear(x: Tensor, weight: Tensor, ids: Tensor, options: Ex
       `expertLinear: x must be [${t}, ${k}] or [${t * slots}, ${k}] for ids ${formatShape(ids.shape)} and weight ${formatShape(weight.shape)}, got ${formatShape(x.shape)}`,
     );
   }
-  if (isFp8(weight.dtype)) {
+  if (int4) {
+    if (!scale) throw new DTypeError('expertLinear: an int4 weight needs its group scales (options.scale)');
+    checkInt4('expertLinear', { data: weight, scale, ...int4 });
+  } else if (isFp8(weight.dtype)) {
     if (!scale) throw new DTypeError(`expertLinear: an ${weight.dtype} weight needs its block scales (options.scale)`);
     const want = [e, Math.ceil(n / 128), Math.ceil(k / 128)];
     requireDTypes('expertLinear scale', scale, ['float32']);
@@ -180,25 +195,26 @@ export function expertLinear(x: Tensor, weight: Tensor, ids: Tensor, options: Ex
     requireDTypes('expertLinear residual', residual, FLOAT_DTYPES);
     if (residual.shape.join() !== [t, n].join()) throw new ShapeError(`expertLinear: residual must be [${t}, ${n}], got ${formatShape(residual.shape)}`);
   }
-  const packedScale = scale && compact(scale);
-  const packedResidual = residual && compact(residual);
+  // Views when already contiguous from element 0 (a loaded checkpoint's stacks): no dispatch.
+  const packed = [scale, residual, int4 && weight, int4?.zero, int4?.perm].map((u) => u && compact(u));
+  const [packedScale, packedResidual, packedWeight, packedZero, packedPerm] = packed;
   try {
     const handle = runKernel('expertLinear', backend, {
       x: x.operand(),
-      weight: weight.operand(),
+      weight: (packedWeight ?? weight).operand(),
       ids: ids.operand(),
       options: {
-        scale: packedScale?.storage.handle,
+        scale: int4 ? undefined : packedScale?.storage.handle,
         combine: combine?.operand(),
         outDtype: x.dtype,
         activation,
         residual: packedResidual?.operand(),
+        ...(int4 ? { int4: { scale: packedScale!.operand(), zero: packedZero!.operand(), groupSize: int4.groupSize, perm: packedPerm?.operand() } } : {}),
       },
     });
     return wrap(backend, handle, x.dtype, [combine ? t : t * slots, activation ? n / 2 : n]);
   } finally {
-    packedScale?.dispose();
-    packedResidual?.dispose();
+    for (const u of packed) u?.dispose();
   }
 }
 

@@ -12,7 +12,8 @@ import { float32 } from './grad-rules.js';
 import { gradMap } from './elementwise.js';
 import { cat } from './shape-ops.js';
 import { checkPagedIndex, pagedKv, type PagedIndex } from './paged-cache.js';
-import { ropeTableRotaryDim } from './attention-inputs.js';
+import { KV_DTYPES, ropeTableRotaryDim } from './attention-inputs.js';
+import { isScaledKv, kvRowWidth } from '../core/kv-fp8.js';
 
 const FLOAT_DTYPES = ['float32', 'float16', 'bfloat16'] as const;
 
@@ -105,21 +106,32 @@ export interface AttentionOpOptions {
 
 /**
  * Scaled dot-product attention, q [Sq, Hq, D] against k, v [Skv, Hkv, D] with grouped-query heads (Hq a multiple
- * of Hkv), optionally causal; softmax in float32, one kernel. k and v may be views of a preallocated KV cache.
+ * of Hkv), optionally causal; softmax in float32, one kernel. k and v may be views of a preallocated KV cache, an
+ * FP8 one too: float8_e4m3fn [Skv, Hkv, kvRowWidth(D)] scaled rows (core/kv-fp8.ts), dequantized as they load.
  */
 export function attention(q: Tensor, k: Tensor, v: Tensor, options: AttentionOpOptions = {}): Tensor {
   const dynamic = typeof options.queryOffset === 'object' ? options.queryOffset : undefined;
   const gate = options.gate;
   const backend = commonBackend('attention', q, k, v, ...(gate ? [gate] : []), ...(dynamic ? [dynamic] : []), ...(options.pages ? [options.pages.index] : []));
-  for (const t of [q, k, v]) requireDTypes('attention', t, FLOAT_DTYPES);
+  requireDTypes('attention', q, FLOAT_DTYPES);
+  for (const t of [k, v]) requireDTypes('attention', t, KV_DTYPES);
   if (q.ndim !== 3 || k.ndim !== 3 || v.ndim !== 3) {
     throw new ShapeError(`attention: q, k and v must be [S, H, D], got ${formatShape(q.shape)}, ${formatShape(k.shape)}, ${formatShape(v.shape)}`);
   }
   const [sq, hq, d] = q.shape;
   const pages = options.pages;
   const [skv, hkv, dk] = k.shape;
-  if (dk !== d || v.shape.join() !== k.shape.join())
-    throw new ShapeError(`attention: k and v must be [Skv, Hkv, ${d}], got ${formatShape(k.shape)} and ${formatShape(v.shape)}`);
+  // An FP8 cache's rows carry their scale after the codes (core/kv-fp8.ts).
+  const width = kvRowWidth(k.dtype, d);
+  if (dk !== width || v.shape.join() !== k.shape.join() || (isScaledKv(v.dtype) && v.dtype !== k.dtype))
+    throw new ShapeError(`attention: k and v must be [Skv, Hkv, ${width}] (an FP8 cache: both), got ${k.describe()} and ${v.describe()}`);
+  const scaledKv = isScaledKv(k.dtype);
+  if (scaledKv) {
+    for (const t of [k, v]) {
+      if (t.strides[2] !== 1 || t.offset % 4 !== 0 || t.strides[0] % 4 !== 0 || t.strides[1] % 4 !== 0)
+        throw new ShapeError(`attention: an FP8 KV cache ${t.describe()} must have unit last stride and whole words per row`);
+    }
+  }
   if (hkv === 0 || hq % hkv !== 0) throw new ShapeError(`attention: ${hq} query heads are not a multiple of ${hkv} kv heads`);
   if (pages) checkPagedIndex('attention', pages, k, sq);
   if (dynamic) requireDeviceScalar('attention', 'a queryOffset tensor', dynamic, 'int32');
@@ -156,6 +168,7 @@ export function attention(q: Tensor, k: Tensor, v: Tensor, options: AttentionOpO
       q.shape,
     );
   if (gate) return forward();
+  if (scaledKv) return notDifferentiable('attention over an FP8 KV cache', [q, k, v], forward);
   if (pages) return notDifferentiable('attention over a paged cache', [q, k, v], forward);
   if (dynamic) return notDifferentiable('attention with a device queryOffset', [q, k, v], forward);
   return differentiable('attention', [q, k, v], forward, (g, s) => attentionRule(backend, g, s.inputs as Tensor[], { scale, causal, queryOffset }), {

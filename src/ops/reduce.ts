@@ -5,6 +5,7 @@ import { DTypeError, ShapeError } from '../core/errors.js';
 import { normalizeDim } from '../core/shape.js';
 import type { Tensor } from '../core/tensor.js';
 import { reshape } from './shape-ops.js';
+import { where } from './elementwise.js';
 import { commonBackend, wrap } from './util.js';
 import { differentiable, notDifferentiable } from '../autograd/function.js';
 
@@ -21,7 +22,7 @@ function outDtypeOf(op: ReduceOp, x: Tensor): DType {
   if (op === 'mean' && !isFloating(x.dtype)) {
     throw new DTypeError(`mean needs a floating tensor, got ${x.describe()} (torch.mean likewise); cast with .to('float32')`);
   }
-  if (op === 'sum' && !isFloating(x.dtype)) return 'int32';
+  if (op === 'sum' && !isFloating(x.dtype)) return 'int32'; // torch: int64; exact here, RangeError past int32 (sum-int)
   return x.dtype;
 }
 
@@ -46,11 +47,16 @@ function reduce(op: ReduceOp, x: Tensor, dim: number | undefined, options: Reduc
     }
   }
   const d = normalizeDim(dim, x.ndim);
-  if (x.shape[d] === 0 && op !== 'sum' && op !== 'mean') {
+  if (x.shape[d] === 0 && op !== 'sum' && op !== 'mean' && op !== 'prod') {
     throw new ShapeError(`${op} over dim ${d} of size 0 (tensor ${x.describe()}) has no identity`);
   }
   const outShape = x.shape.filter((_, i) => i !== d);
-  const out = wrap(backend, runKernel('reduce', backend, { op, x: x.operand(), dim: d, outDtype }), outDtype, outShape);
+  // Integer sums accumulate exactly (torch sums ints into int64): int32 when the sum fits, else a RangeError.
+  const handle =
+    op === 'sum' && !isFloating(x.dtype)
+      ? runKernel('sumInt', backend, { x: x.operand(), dim: d })
+      : runKernel('reduce', backend, { op, x: x.operand(), dim: d, outDtype });
+  const out = wrap(backend, handle, outDtype, outShape);
   if (!options.keepdim) return out;
   return reshapeOwned(
     out,
@@ -65,20 +71,92 @@ function reshapeOwned(t: Tensor, shape: number[]): Tensor {
   return r;
 }
 
-/** The gradient of a sum or mean: g broadcast back over the reduced dim (or all), scaled by 1/count for a mean. */
-function reduceRule(op: 'sum' | 'mean', x: Tensor, dim: number | undefined) {
+/** One dim, several (torch's dim tuple; [] means all, as in torch) or all (undefined). */
+export type Dims = number | readonly number[] | undefined;
+
+/**
+ * Reduces several dims one after another, the highest first with keepdim (so the lower indices stay put), then drops
+ * them unless keepdim; a sum, mean, max, min or prod over a set of dims is the same set of values folded.
+ */
+function reduceDims(op: ReduceOp, x: Tensor, dims: readonly number[], options: ReduceOptions = {}): Tensor {
+  if (dims.length === 0) return reduce(op, x, undefined, options);
+  const sorted = [...new Set(dims.map((d) => normalizeDim(d, Math.max(x.ndim, 1))))].sort((p, q) => q - p);
+  if (sorted.length !== dims.length) throw new ShapeError(`${op}: dim ${JSON.stringify(dims)} names a dim twice (tensor ${x.describe()})`);
+  if (x.ndim === 0) return reduce(op, x, undefined, options);
+  let r = x;
+  for (const d of sorted) {
+    const next = reduce(op, r, d, { keepdim: true });
+    if (r !== x) r.dispose();
+    r = next;
+  }
+  if (options.keepdim) return r;
+  return reshapeOwned(
+    r,
+    x.shape.filter((_, i) => !sorted.includes(i)),
+  );
+}
+
+function reduceAny(op: ReduceOp, x: Tensor, dim: Dims, options?: ReduceOptions): Tensor {
+  return typeof dim === 'object' ? reduceDims(op, x, dim, options) : reduce(op, x, dim, options);
+}
+
+/** The dims a reduction folds, normalized (all of them for undefined or []). */
+export function reducedDims(x: Tensor, dim: Dims): number[] {
+  if (dim === undefined || x.ndim === 0 || (typeof dim === 'object' && dim.length === 0)) return x.shape.map((_, i) => i);
+  return (typeof dim === 'number' ? [dim] : dim).map((d) => normalizeDim(d, x.ndim));
+}
+
+/** The gradient of a sum or mean: g broadcast back over the reduced dims, scaled by 1/count for a mean. */
+function reduceRule(op: 'sum' | 'mean', x: Tensor, dim: Dims) {
   return (g: Tensor) => {
-    const kept = dim === undefined || x.ndim === 0 ? x.shape.map(() => 1) : x.shape.map((s, i) => (i === normalizeDim(dim, x.ndim) ? 1 : s));
+    const dims = reducedDims(x, dim);
+    const kept = x.shape.map((s, i) => (dims.includes(i) ? 1 : s));
     const back = g.reshape(kept).expand(x.shape);
     if (op === 'sum') return [back];
-    const count = dim === undefined || x.ndim === 0 ? x.numel : x.shape[normalizeDim(dim, x.ndim)];
+    const count = dims.reduce((n, d) => n * x.shape[d], 1);
     return [back.div(count)];
   };
 }
 
-export const sum = (x: Tensor, dim?: number, o?: ReduceOptions) => differentiable('sum', [x], () => reduce('sum', x, dim, o), reduceRule('sum', x, dim));
-export const mean = (x: Tensor, dim?: number, o?: ReduceOptions) => differentiable('mean', [x], () => reduce('mean', x, dim, o), reduceRule('mean', x, dim));
-export const max = (x: Tensor, dim?: number, o?: ReduceOptions) => notDifferentiable('max', [x], () => reduce('max', x, dim, o));
-export const min = (x: Tensor, dim?: number, o?: ReduceOptions) => notDifferentiable('min', [x], () => reduce('min', x, dim, o));
+/** The gradient of a product: out / x where the slice has no zero; at a slice's only zero, the product of the rest. */
+function prodRule(x: Tensor, dim: Dims, g: Tensor): Tensor {
+  const dims = reducedDims(x, dim);
+  const kept = x.shape.map((s, i) => (dims.includes(i) ? 1 : s));
+  const isZero = x.eq(0);
+  const others = prod(where(isZero, 1, x), dims, { keepdim: true });
+  const zeros = sum(isZero, dims, { keepdim: true });
+  const atZero = where(zeros.eq(1), others, 0);
+  const elsewhere = where(zeros.eq(0), others.div(x), 0);
+  return g
+    .reshape(kept)
+    .expand(x.shape)
+    .mul(where(isZero, atZero, elsewhere));
+}
+
+export const sum = (x: Tensor, dim?: Dims, o?: ReduceOptions) => differentiable('sum', [x], () => reduceAny('sum', x, dim, o), reduceRule('sum', x, dim));
+export const mean = (x: Tensor, dim?: Dims, o?: ReduceOptions) => differentiable('mean', [x], () => reduceAny('mean', x, dim, o), reduceRule('mean', x, dim));
+export const max = (x: Tensor, dim?: Dims, o?: ReduceOptions) => notDifferentiable('max', [x], () => reduceAny('max', x, dim, o));
+export const min = (x: Tensor, dim?: Dims, o?: ReduceOptions) => notDifferentiable('min', [x], () => reduceAny('min', x, dim, o));
+/**
+ * The product over one dim or all (torch.prod; several dims are taken too, as by sum). Integer and bool tensors
+ * multiply in int32 and wrap (torch uses int64).
+ */
+export function prod(x: Tensor, dim?: Dims, o?: ReduceOptions): Tensor {
+  if (!isFloating(x.dtype) && x.dtype !== 'int32') {
+    const wide = x.to('int32');
+    try {
+      return prod(wide, dim, o);
+    } finally {
+      wide.dispose();
+    }
+  }
+  return differentiable(
+    'prod',
+    [x],
+    () => reduceAny('prod', x, dim, o),
+    (g, s) => [prodRule(s.inputs[0] as Tensor, dim, g)],
+    { inputs: [0] },
+  );
+}
 export const argmax = (x: Tensor, dim?: number, o?: ReduceOptions) => reduce('argmax', x, dim, o);
 export const argmin = (x: Tensor, dim?: number, o?: ReduceOptions) => reduce('argmin', x, dim, o);

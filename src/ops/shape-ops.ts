@@ -6,6 +6,8 @@ import { commonBackend, viewOf, wrap } from './util.js';
 import { zeros } from './creation.js';
 import { differentiable } from '../autograd/function.js';
 import { sumTo } from './grad-rules.js';
+import { promoteTypes, type DType } from '../core/dtype.js';
+import { cast } from './convert.js';
 
 /** A contiguous copy when t is not contiguous; otherwise a new view of the same storage. */
 export function contiguous(t: Tensor): Tensor {
@@ -289,6 +291,16 @@ export function expand(t: Tensor, shape: readonly number[]): Tensor {
 
 /** Concatenates along dim (torch.cat): all inputs share dtype, device and every other size. */
 export function cat(tensors: readonly Tensor[], dim = 0): Tensor {
+  // Mixed dtypes promote (torch.cat uses result_type over its inputs): each is cast, then concatenated.
+  const common = tensors.reduce<DType | undefined>((d, t) => (d === undefined || d === t.dtype ? t.dtype : promoteTypes(d, t.dtype)), undefined);
+  if (common !== undefined && tensors.some((t) => t.dtype !== common)) {
+    const same = tensors.map((t) => (t.dtype === common ? t : cast(t, common)));
+    try {
+      return cat(same, dim);
+    } finally {
+      same.forEach((t, i) => t !== tensors[i] && t.dispose());
+    }
+  }
   return differentiable(
     'cat',
     tensors,

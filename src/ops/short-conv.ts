@@ -13,11 +13,33 @@ import { commonBackend, requireDTypes, wrap } from './util.js';
 export const SHORT_CONV_MAX_TAPS = 9;
 
 /**
+ * Several sequences in one call (continuous batching): `index` is int32 [3 * count], (first row, rows, state slot) per
+ * sequence, their rows one after another in bcx (shortConvSegments builds it). A device tensor, so a captured batched
+ * step replays with the index rewritten in place.
+ */
+export interface ShortConvSegments {
+  readonly index: Tensor;
+  readonly count: number;
+}
+
+/** The segment index of sequences with these row counts and state slots, their rows consecutive. */
+export function shortConvSegmentTable(rows: readonly number[], slots: readonly number[]): number[] {
+  const table: number[] = [];
+  let first = 0;
+  rows.forEach((r, i) => {
+    table.push(first, r, slots[i]!);
+    first += r;
+  });
+  return table;
+}
+
+/**
  * bcx float32 [S, 3H]; weight [H, L] or [H, 1, L] (conv.conv.weight, any float dtype); state float32 [L-1, H],
  * contiguous, zeros for a new sequence and updated in place; bias [H] (conv.conv.bias) when the conv has one.
- * Returns C * (conv(B * x) + bias) as float32 [S, H].
+ * Returns C * (conv(B * x) + bias) as float32 [S, H]. With `segments`, state is a pool [slots, L-1, H] and each
+ * sequence's rows continue its slot.
  */
-export function shortConv(bcx: Tensor, weight: Tensor, state: Tensor, bias?: Tensor): Tensor {
+export function shortConv(bcx: Tensor, weight: Tensor, state: Tensor, bias?: Tensor, segments?: ShortConvSegments): Tensor {
   const backend = commonBackend('shortConv', bcx, weight, state, ...(bias ? [bias] : []));
   requireDTypes('shortConv', bcx, ['float32']);
   requireDTypes('shortConv', weight, ['float32', 'float16', 'bfloat16']);
@@ -29,8 +51,16 @@ export function shortConv(bcx: Tensor, weight: Tensor, state: Tensor, bias?: Ten
     if (taps < 1 || taps > SHORT_CONV_MAX_TAPS) throw new RangeError(`shortConv: the conv must have 1..${SHORT_CONV_MAX_TAPS} taps, got ${taps}`);
     if (bcx.ndim !== 2 || bcx.shape[1] !== 3 * h)
       throw new ShapeError(`shortConv: bcx must be [S, ${3 * h}] (B, C, x of ${h} channels), got ${formatShape(bcx.shape)}`);
-    if (state.ndim !== 2 || state.shape[0] !== taps - 1 || state.shape[1] !== h) {
-      throw new ShapeError(`shortConv: state must be [${taps - 1}, ${h}] (the last taps - 1 rows of B * x), got ${formatShape(state.shape)}`);
+    const one = segments ? state.shape.slice(1) : state.shape;
+    if (one.length !== 2 || one[0] !== taps - 1 || one[1] !== h || (segments && state.ndim !== 3)) {
+      const want = `${segments ? 'slots, ' : ''}${taps - 1}, ${h}`;
+      throw new ShapeError(`shortConv: state must be [${want}] (the last taps - 1 rows of B * x), got ${formatShape(state.shape)}`);
+    }
+    if (segments) {
+      const { index, count } = segments;
+      if (index.dtype !== 'int32' || index.ndim !== 1 || index.numel < 3 * count || !index.isContiguous() || index.device !== bcx.device) {
+        throw new ShapeError(`shortConv: segments.index must be a contiguous int32 [>= ${3 * count}] tensor on ${bcx.device}, got ${index.describe()}`);
+      }
     }
     if (!state.isContiguous()) throw new ShapeError('shortConv: state is updated in place and must be contiguous');
     if (bias) {
@@ -39,7 +69,13 @@ export function shortConv(bcx: Tensor, weight: Tensor, state: Tensor, bias?: Ten
     }
     const packed = compact(bcx);
     try {
-      const handle = runKernel('shortConv', backend, { bcx: packed.operand(), weight: w.operand(), state: state.operand(), bias: bias?.operand() });
+      const handle = runKernel('shortConv', backend, {
+        bcx: packed.operand(),
+        weight: w.operand(),
+        state: state.operand(),
+        bias: bias?.operand(),
+        segments: segments && { index: segments.index.operand(), count: segments.count },
+      });
       return wrap(backend, handle, 'float32', [bcx.shape[0], h]);
     } finally {
       packed.dispose();

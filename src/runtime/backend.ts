@@ -24,7 +24,28 @@ export function isScalarOperand<T extends object>(x: T | ScalarOperand): x is Sc
   return (x as ScalarOperand).scalar !== undefined;
 }
 
-export const UNARY_OPS = ['neg', 'abs', 'exp', 'log', 'sqrt', 'rsqrt', 'silu', 'gelu', 'gelu_tanh', 'tanh', 'sigmoid', 'relu'] as const;
+export const UNARY_OPS = [
+  'neg',
+  'abs',
+  'exp',
+  'log',
+  'sqrt',
+  'rsqrt',
+  'silu',
+  'gelu',
+  'gelu_tanh',
+  'tanh',
+  'sigmoid',
+  'relu',
+  'sin',
+  'cos',
+  'erf',
+  'floor',
+  'ceil',
+  'round',
+  'sign',
+  'reciprocal',
+] as const;
 export type UnaryOp = (typeof UNARY_OPS)[number];
 
 export const ARITHMETIC_OPS = ['add', 'sub', 'mul', 'div', 'pow', 'maximum', 'minimum'] as const;
@@ -34,9 +55,12 @@ export type ComparisonOp = (typeof COMPARISON_OPS)[number];
 /** Elementwise derivatives for backward rules: op(x, g) = g * f'(x). */
 export const GRAD_OPS = ['silu_grad', 'gelu_grad', 'gelu_tanh_grad'] as const;
 export type GradOp = (typeof GRAD_OPS)[number];
-export type BinaryOp = ArithmeticOp | ComparisonOp | GradOp;
+/** Remainders and floor division: integer math stays integer (torch.remainder, torch.fmod, torch.floor_divide). */
+export const DIVISION_OPS = ['remainder', 'fmod', 'floor_divide'] as const;
+export type DivisionOp = (typeof DIVISION_OPS)[number];
+export type BinaryOp = ArithmeticOp | ComparisonOp | GradOp | DivisionOp;
 
-export type ReduceOp = 'sum' | 'mean' | 'max' | 'min' | 'argmax' | 'argmin';
+export type ReduceOp = 'sum' | 'mean' | 'max' | 'min' | 'argmax' | 'argmin' | 'prod';
 
 /** Dims of a batched matmul after broadcasting: a is [...batch, m, k], b is [...batch, k, n]. */
 export interface MatmulDims {
@@ -158,6 +182,11 @@ export interface ExpertLinearOptions<H> {
   readonly activation?: 'swiglu';
   /** [T, N] added last (with combine): a residual connection, contiguous from element 0. */
   readonly residual?: Operand<H>;
+  /**
+   * The weight is packed 4-bit (formats/int4.ts's layout): int32 words [E, N, K/8], with contiguous group scales
+   * [E, N, K/groupSize] (a float dtype) and zero points (uint8), and an act-order permutation [K] all experts share.
+   */
+  readonly int4?: { readonly scale: Operand<H>; readonly zero: Operand<H>; readonly groupSize: number; readonly perm?: Operand<H> };
 }
 
 /**

@@ -6,7 +6,10 @@
 //   3. runs one decode forward for every sequence that has a token to feed, each at its own position in its own
 //      pages, with the weights read once for all of them;
 //   4. samples every row that needs a token on the device in one dispatch per logits tensor (each sequence's own
-//      parameters and seed, `sampleRows`) and reads all the ids back at once.
+//      parameters and seed, `sampleRows`) and reads all the ids back at once. A sequence with a response format
+//      keeps a grammar matcher (TokenConstraint) whose bitmask for the next token is uploaded as its row of the
+//      step's masks (rows without one allow every token), so rows under different schemas share the dispatch and
+//      the read stays one id per row; the matcher then accepts the id, and the sequence ends once it is complete.
 // Sequences that finish or are cancelled leave at the next step and give their pages back. Pages are taken as
 // sequences grow; when a step finds the pool empty, the youngest sequence is preempted (pages freed, requeued at
 // the front with its tokens so far, recomputed when it is admitted again), so the oldest always progress.
@@ -21,6 +24,7 @@ import { batchInvariant, withBatchInvariance } from '../core/batch-invariance.js
 import { tidy } from '../core/scope.js';
 import type { Tensor } from '../core/tensor.js';
 import { resolveGeneration, tokenDraw, type GenerationStats, type ResolvedGeneration } from '../generate/generate.js';
+import { allowAllMask, compileResponseFormat, GrammarError, TokenConstraint } from '../generate/grammar.js';
 import { SequenceOutput } from '../generate/sequence-output.js';
 import { tokenLogprobs } from '../generate/logprobs.js';
 import type { TextTokenizer } from '../tokenizer/tokenizer.js';
@@ -88,6 +92,8 @@ class Running {
   /** Leading pages already in the prefix index (or found there), and the hash key of the last of them. */
   indexed = 0;
   chainKey = '';
+  /** The response format's matcher (made once the sequence is admitted), in step with `generated`. */
+  constraint: TokenConstraint | undefined;
 
   constructor(
     readonly job: Job,
@@ -133,6 +139,8 @@ export class BatchScheduler implements Scheduler {
   prefilledTokens = 0;
   /** The prefix index over the pool, when on (for a model with recurrent layers, only with snapshot slots). */
   readonly prefixCache: PrefixCache | undefined;
+  /** The first choice of a group (submitGroup), by each later choice: they wait until its prompt is cached. */
+  private readonly leaderOf = new WeakMap<Job, Job>();
 
   constructor(
     private readonly model: PagedCausalLM,
@@ -175,6 +183,22 @@ export class BatchScheduler implements Scheduler {
     return job;
   }
 
+  submitGroup(requests: readonly SequenceRequest[]): Sequence[] {
+    if (this.waiting + requests.length > this.options.maxQueue) throw new QueueFullError(this.options.maxQueue, 1);
+    const jobs = requests.map((r) => this.submit(r) as Job);
+    if (this.prefixCache) for (const job of jobs.slice(1)) this.leaderOf.set(job, jobs[0]!);
+    return jobs;
+  }
+
+  /** A later choice of a group waits while its first choice's prompt is still queued or being prefilled. */
+  private waitsForLeader(job: Job): boolean {
+    const leader = this.leaderOf.get(job);
+    if (!leader) return false;
+    if (this.queue.includes(leader)) return true;
+    const run = this.active.find((r) => r.job === leader);
+    return run !== undefined && run.generated === 0;
+  }
+
   cancel(id: number, reason: CancelReason = 'client'): boolean {
     const run = [...this.active, ...this.resumable].find((r) => r.job.id === id);
     if (run) {
@@ -213,6 +237,7 @@ export class BatchScheduler implements Scheduler {
     while (this.queue.length > 0 || this.resumable.length > 0 || this.active.length > 0) {
       this.leaveCancelled();
       this.admit();
+      await this.startConstraints();
       if (this.active.length > 0) await this.step();
       await macrotask();
     }
@@ -232,6 +257,7 @@ export class BatchScheduler implements Scheduler {
       const resumed = this.resumable[0];
       const ids = resumed ? resumed.ids : this.queue[0]?.request.promptIds;
       if (ids === undefined) return;
+      if (!resumed && this.waitsForLeader(this.queue[0]!)) return;
       const sequence = resumed ? resumed.sequence : new PagedSequence(this.pool);
       const hit = this.shareCachedPrefix(sequence, ids);
       // The prompt plus the first generated token must fit now; later pages are taken as the sequence grows.
@@ -382,6 +408,20 @@ export class BatchScheduler implements Scheduler {
     }
   }
 
+  /** Matchers for admitted sequences with a response format (compiled when the request was validated: cached). */
+  private async startConstraints(): Promise<void> {
+    for (const run of [...this.active]) {
+      const format = run.plan.options.responseFormat;
+      if (!format || run.constraint) continue;
+      try {
+        const compiled = await compileResponseFormat(this.tokenizer, this.model.config.vocabSize, format, run.plan.options.grammarOptions);
+        if (compiled) run.constraint = await TokenConstraint.create(compiled, [...run.plan.stops]);
+      } catch (err) {
+        this.fail(run, err);
+      }
+    }
+  }
+
   /** The model over these tokens; decode steps batch-invariant. */
   private forward(tokens: number[], slots: PagedSlot[], decode: boolean): Tensor {
     const run = () => tidy(() => this.model.forwardPaged(tensor(tokens, { dtype: 'int32', device: this.model.device }), slots, this.pool));
@@ -393,6 +433,7 @@ export class BatchScheduler implements Scheduler {
    * forward's, a finished prefill's), one read for all ids.
    */
   private async sampleAll(rows: SampleRow[]): Promise<number[]> {
+    const masks = await Promise.all(rows.map((r) => r.run.constraint?.nextMask()));
     const groups = new Map<Tensor, number[]>();
     rows.forEach((r, i) => (groups.get(r.logits) ?? groups.set(r.logits, []).get(r.logits)!).push(i));
     const order = [...groups.values()].flat();
@@ -408,7 +449,13 @@ export class BatchScheduler implements Scheduler {
         return sampleRows(
           picked,
           members.map((i) => ({ ...rows[i]!.run.plan.sampling, previousTokens: rows[i]!.run.plan.usePenalties ? rows[i]!.run.ids : undefined })),
-          { draws },
+          {
+            draws,
+            masks: stepMasks(
+              members.map((i) => masks[i]),
+              logits,
+            ),
+          },
         );
       });
       return parts.length === 1 ? parts[0]! : cat(parts, 0);
@@ -428,6 +475,8 @@ export class BatchScheduler implements Scheduler {
     const now = performance.now();
     const observer = this.options.observer;
     if (id < 0) return this.fail(run, new Error('every logit is -Inf or NaN; nothing can be sampled'));
+    if (run.constraint && !run.constraint.accept(id))
+      return this.fail(run, new GrammarError(`sampled token ${id}, which the response format does not allow`, run.plan.options.responseFormat));
     const index = run.generated;
     run.generated++;
     run.stats.generatedTokens++;
@@ -440,6 +489,8 @@ export class BatchScheduler implements Scheduler {
     const out = run.output.push(id);
     if (out.emit) run.job.tokens.push({ id, text: out.text, index, ...(logits ? { logprobs: tokenLogprobs(logits, id, run.plan.options.logprobs!) } : {}) });
     if (out.stop) return this.finish(run, out.stop);
+    // The grammar ended on a stop token that is not among the stops.
+    if (run.constraint?.done) return this.finish(run, 'eos');
     if (run.generated >= run.plan.maxNew) return this.finish(run, 'max-tokens');
     if (run.ids.length >= this.maxPositions) return this.finish(run, 'cache-full');
   }
@@ -450,6 +501,7 @@ export class BatchScheduler implements Scheduler {
       if (at >= 0) list.splice(at, 1);
     }
     run.sequence.release();
+    run.constraint?.dispose();
     this.report();
   }
 
@@ -468,4 +520,18 @@ export class BatchScheduler implements Scheduler {
     run.job.tokens.end(err);
     run.job.settle.reject(err);
   }
+}
+
+/**
+ * The masks of one sampleRows dispatch, int32 [rows, ceil(V / 32)] uploaded to the logits' device: each constrained
+ * row's grammar mask, every bit set for the others; undefined when no row is constrained.
+ */
+function stepMasks(masks: (Int32Array | undefined)[], logits: Tensor): Tensor | undefined {
+  if (masks.every((m) => m === undefined)) return undefined;
+  const vocab = logits.shape[1]!;
+  const words = Math.ceil(vocab / 32);
+  const all = allowAllMask(vocab);
+  const data = new Int32Array(masks.length * words);
+  masks.forEach((m, k) => data.set(m ?? all, k * words));
+  return tensor(data, { dtype: 'int32', device: logits.device, shape: [masks.length, words] });
 }

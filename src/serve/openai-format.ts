@@ -101,24 +101,32 @@ export function chatChunk(
   finish: FinishReason | null,
   includeUsage: boolean,
   logprobs: object | null = null,
+  index = 0,
 ): object {
   return {
     id: who.id,
     object: 'chat.completion.chunk',
     created: who.created,
     model: who.model,
-    choices: [{ index: 0, delta, logprobs, finish_reason: finish }],
+    choices: [{ index, delta, logprobs, finish_reason: finish }],
     ...(includeUsage ? { usage: null } : {}),
   };
 }
 
-export function textChunk(who: ResponseIdentity, text: string, finish: FinishReason | null, includeUsage: boolean, logprobs: object | null = null): object {
+export function textChunk(
+  who: ResponseIdentity,
+  text: string,
+  finish: FinishReason | null,
+  includeUsage: boolean,
+  logprobs: object | null = null,
+  index = 0,
+): object {
   return {
     id: who.id,
     object: 'text_completion',
     created: who.created,
     model: who.model,
-    choices: [{ index: 0, text, logprobs, finish_reason: finish }],
+    choices: [{ index, text, logprobs, finish_reason: finish }],
     ...(includeUsage ? { usage: null } : {}),
   };
 }

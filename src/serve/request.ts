@@ -3,6 +3,7 @@
 import type { ChatMessage } from '../tokenizer/tokenizer.js';
 import { InvalidFieldError, UnsupportedFieldError } from './errors.js';
 import { messageToolCalls, toolFields, type ToolFields } from './tool-request.js';
+import { requestedFormat, type RequestedFormat } from './response-format.js';
 
 export interface SamplingRequest {
   maxTokens?: number;
@@ -18,6 +19,8 @@ export interface SamplingRequest {
   stopTokenIds: number[];
   /** Report log-probabilities with this many top alternatives per token (undefined: none). */
   logprobs?: number;
+  /** Choices to generate for the prompt (default 1); choice i samples with seed + i when a seed is given. */
+  n?: number;
 }
 
 export interface CompletionRequest extends SamplingRequest {
@@ -33,6 +36,8 @@ export interface CompletionRequest extends SamplingRequest {
   reasoningEffort?: ReasoningEffort;
   /** Chat: the offered tools, tool_choice and parallel_tool_calls. */
   tools?: ToolFields;
+  /** What the output must be (response_format; completions also vLLM's guided_*): see response-format.ts. */
+  responseFormat?: RequestedFormat;
   stream: boolean;
   includeUsage: boolean;
 }
@@ -140,9 +145,11 @@ function logprobs(body: Body, kind: 'chat' | 'text'): number | undefined {
   return on ? (top ?? 0) : undefined;
 }
 
+/** Most choices one request may ask for (`n`): each is a sequence of its own in the batch. */
+export const MAX_CHOICES = 16;
+
 function sampling(body: Body, kind: 'chat' | 'text'): SamplingRequest {
-  const n = int(body, 'n', 1);
-  if (n !== undefined && n !== 1) throw new UnsupportedFieldError('n', `only n = 1 is supported, got ${n}`);
+  const n = int(body, 'n', 1, MAX_CHOICES) ?? 1;
   const maxKey = kind === 'chat' && field(body, 'max_completion_tokens') !== undefined ? 'max_completion_tokens' : 'max_tokens';
   const topK = num(body, 'top_k', (v) => Number.isInteger(v) && v >= -1, 'an integer >= -1 (-1 or 0 = off)');
   return {
@@ -158,6 +165,7 @@ function sampling(body: Body, kind: 'chat' | 'text'): SamplingRequest {
     stop: stops(body),
     stopTokenIds: stopTokenIds(body),
     logprobs: logprobs(body, kind),
+    n,
   };
 }
 
@@ -187,6 +195,7 @@ export function parseChatRequest(raw: unknown): CompletionRequest {
     templateVariables,
     reasoningEffort: effort as ReasoningEffort | undefined,
     tools: toolFields(body),
+    responseFormat: requestedFormat(body, 'chat'),
     ...sampling(body, 'chat'),
   };
 }
@@ -228,5 +237,5 @@ export function parseCompletionRequest(raw: unknown): CompletionRequest {
 function tokenPrompt(body: Body, rest: Omit<ReturnType<typeof common>, 'body'>, prompt: string | number[]): CompletionRequest {
   if (field(body, 'echo') === true) throw new UnsupportedFieldError('echo', 'echo is not supported yet');
   if (field(body, 'suffix') !== undefined) throw new UnsupportedFieldError('suffix', 'suffix is not supported');
-  return { kind: 'text', ...rest, prompt, ...sampling(body, 'text') };
+  return { kind: 'text', ...rest, prompt, responseFormat: requestedFormat(body, 'text'), ...sampling(body, 'text') };
 }

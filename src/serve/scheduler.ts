@@ -1,6 +1,6 @@
 // Who runs which sequence when. The Scheduler interface is what the routes see (submit / cancel / drain, plus the
 // queue figures for metrics); FifoScheduler is the first implementation: one worker owns the model and runs one
-// sequence at a time, in arrival order: the fallback for model families without a paged KV cache. The
+// sequence at a time, in arrival order: `--max-batch 1`, and models without a paged KV cache. The
 // continuous-batching scheduler (batch-scheduler.ts, several sequences per decode step) implements the same interface.
 import { generate, type GeneratedToken, type GenerateOptions, type GenerationStats } from '../generate/generate.js';
 import type { CausalLM } from '../models/causal-lm.js';
@@ -36,6 +36,12 @@ export interface SchedulerObserver {
 export interface Scheduler {
   /** Queues a sequence; throws QueueFullError when the queue is full, UnavailableError once draining. */
   submit(request: SequenceRequest): Sequence;
+  /**
+   * Queues the choices of one request (`n > 1`): sequences with the same prompt, all or none. A scheduler with a
+   * prefix cache prefills the prompt once and lets the others share its pages (batch-scheduler.ts); without it the
+   * route submits them one by one.
+   */
+  submitGroup?(requests: readonly SequenceRequest[]): Sequence[];
   /** Cancels a waiting or running sequence (a running one stops at its next token). False if it is unknown. */
   cancel(id: number, reason?: CancelReason): boolean;
   /** Stops accepting; lets waiting and running sequences finish until `deadlineMs`, then cancels the rest. */
@@ -129,6 +135,8 @@ export interface FifoSchedulerOptions {
   /** Most sequences waiting (not counting the running one) before submit throws QueueFullError. */
   maxQueue: number;
   observer?: SchedulerObserver;
+  /** What every sequence's generate() gets besides its request's options (speculative decoding: `serve --speculative`). */
+  generate?: Pick<GenerateOptions, 'speculative' | 'numSpeculativeTokens'>;
 }
 
 /** Yields to the event loop (I/O, timers): on the CPU backend a whole generation is otherwise one long task. */
@@ -205,7 +213,8 @@ export class FifoScheduler implements Scheduler {
   private async run(job: Job): Promise<void> {
     const observer = this.options.observer;
     try {
-      const stream = generate(this.model, this.tokenizer, job.request.promptIds, { ...job.request.options, signal: job.controller.signal });
+      const options = { ...this.options.generate, ...job.request.options, signal: job.controller.signal };
+      const stream = generate(this.model, this.tokenizer, job.request.promptIds, options);
       let last = job.submittedAt;
       let r = await stream.next();
       while (!r.done) {

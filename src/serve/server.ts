@@ -10,6 +10,7 @@ import { ModelOutputError } from './chat-output/errors.js';
 import { droppedTagTexts } from './chat-output/special-tags.js';
 import { planGeneration, type ServedModel } from './generation-plan.js';
 import { ServerMetrics } from './metrics.js';
+import { constrainPlan } from './response-format.js';
 import {
   chatChunk,
   chatCompletion,
@@ -22,12 +23,15 @@ import {
   usageChunk,
   type ResponseIdentity,
   type TokenText,
+  type Usage,
 } from './openai-format.js';
-import type { GeneratedToken } from '../generate/generate.js';
+import type { GeneratedToken, GenerationStats } from '../generate/generate.js';
+import type { ChatMessageOut } from './chat-output/chat-output.js';
 import { parseChatRequest, parseCompletionRequest, type CompletionRequest } from './request.js';
-import { FifoScheduler, type Scheduler, type Sequence } from './scheduler.js';
+import { FifoScheduler, type Scheduler, type Sequence, type SequenceRequest } from './scheduler.js';
 import { BatchScheduler } from './batch-scheduler.js';
 import { isPagedLM } from '../models/causal-lm.js';
+import { registerTranscriptionRoutes, type TranscriptionServeOptions } from './transcriptions.js';
 
 export interface ServeOptions {
   /** The model, or its loading: /health answers 503 until it resolves. */
@@ -64,6 +68,8 @@ export interface ServeOptions {
    * (the model's random weights write nothing a parser could read).
    */
   scheduler?: (loaded: LoadedModel) => Scheduler;
+  /** A Whisper model behind POST /v1/audio/transcriptions and /v1/audio/translations (transcriptions.ts). */
+  transcription?: TranscriptionServeOptions;
   log?: (line: string) => void;
 }
 
@@ -199,53 +205,62 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     if (req.model !== options.servedModelName) throw new ModelNotFoundError(req.model, options.servedModelName);
     const { served, scheduler } = state;
     if (!served || !scheduler) throw new UnavailableError('The model is loading', 'model_loading');
-    const plan = planGeneration(req, served);
-    const sequence = scheduler.submit({ promptIds: plan.promptIds, options: plan.options });
-    // A client that goes away cancels its sequence: the worker stops it at the next token and moves on.
+    const plan = await constrainPlan(planGeneration(req, served), req, served);
+    const n = req.n ?? 1;
+    // Choice i samples with seed + i (one seed for all would give n equal choices).
+    const requests = Array.from({ length: n }, (_, i) => ({
+      promptIds: plan.promptIds,
+      options: i > 0 && plan.options.seed !== undefined ? { ...plan.options, seed: plan.options.seed + i } : plan.options,
+    }));
+    const sequences = submitChoices(scheduler, requests);
+    // A client that goes away cancels its sequences: the worker stops them at the next token and moves on.
     reply.raw.on('close', () => {
-      if (!reply.raw.writableFinished) scheduler.cancel(sequence.id, 'client');
+      if (!reply.raw.writableFinished) for (const sequence of sequences) scheduler.cancel(sequence.id, 'client');
     });
     const who: ResponseIdentity = {
       id: `${req.kind === 'chat' ? 'chatcmpl' : 'cmpl'}-${randomUUID()}`,
       created: Math.floor(Date.now() / 1000),
       model: options.servedModelName,
     };
-    const counted = sequence.result.then((s) => {
-      metrics.promptTokens.inc(s.promptTokens);
-      metrics.completionTokens.inc(s.generatedTokens);
-    });
-    counted.catch(() => undefined);
+    for (const sequence of sequences) {
+      const counted = sequence.result.then((s) => {
+        metrics.promptTokens.inc(s.promptTokens);
+        metrics.completionTokens.inc(s.generatedTokens);
+      });
+      counted.catch(() => undefined);
+    }
     const tokenText = tokenTextOf(served);
     const droppedTags = state.droppedTags ?? new Map<number, string>();
     // Chat output is read as it comes: reasoning, content and tool calls (a tag dropped as special text put back).
-    const chat =
+    const chatOf = () =>
       req.kind === 'chat' ? { output: new ChatOutput(plan.chatOutput), textOf: (t: GeneratedToken) => t.text || (droppedTags.get(t.id) ?? '') } : undefined;
     if (req.stream) {
       reply.header('cache-control', 'no-cache').header('x-accel-buffering', 'no').type('text/event-stream; charset=utf-8');
-      const cancel = () => scheduler.cancel(sequence.id, 'client');
-      return reply.send(Readable.from(chat ? chatStreamEvents(req, who, sequence, tokenText, chat, cancel) : streamEvents(req, who, sequence, tokenText)));
+      const streams = sequences.map((sequence, index) => {
+        const chat = chatOf();
+        const cancel = () => scheduler.cancel(sequence.id, 'client');
+        const choice = { index, last: n === 1 };
+        return chat ? chatStreamEvents(req, who, sequence, tokenText, chat, cancel, choice) : streamEvents(req, who, sequence, tokenText, choice);
+      });
+      return reply.send(Readable.from(n === 1 ? streams[0]! : mergedChoiceEvents(req, who, streams, sequences)));
     }
-    let text = '';
-    const tokens: GeneratedToken[] = [];
-    for await (const t of sequence.tokens) {
-      text += chat ? chat.textOf(t) : t.text;
-      tokens.push(t);
+    const answers = await Promise.all(sequences.map((sequence) => answerOf(sequence, chatOf())));
+    const stats = answers.map((a) => a.stats);
+    if (req.kind === 'text') {
+      const choices = answers.map((a, index) => ({ index, text: a.text, logprobs: textLogprobs(a.tokens, tokenText), finish_reason: finishReason(a.stats) }));
+      return reply.send({ ...(textCompletion(who, answers[0]!.text, stats[0]!) as object), choices, usage: choiceUsage(stats) });
     }
-    const stats = await sequence.result;
-    if (sequence.cancelled === 'shutdown') throw new UnavailableError('The server shut down before the request finished', 'shutting_down');
-    if (!chat) return reply.send(textCompletion(who, text, stats, textLogprobs(tokens, tokenText)));
-    try {
-      chat.output.push(text);
-      chat.output.finish();
-    } catch (err) {
-      throw asApiError(err, stats);
-    }
-    return reply.send(chatCompletion(who, chat.output.message(), stats, chatLogprobs(tokens, tokenText)));
+    const choices = answers.map((a, index) => {
+      const message = a.message!;
+      return { index, message, logprobs: chatLogprobs(a.tokens, tokenText), finish_reason: finishReason(a.stats, message.tool_calls !== undefined) };
+    });
+    return reply.send({ ...(chatCompletion(who, answers[0]!.message!, stats[0]!) as object), choices, usage: choiceUsage(stats) });
   };
 
   app.post('/v1/chat/completions', async (request, reply) => complete(parseChatRequest(request.body), reply));
   app.post('/v1/completions', async (request, reply) => complete(parseCompletionRequest(request.body), reply));
 
+  if (options.transcription) registerTranscriptionRoutes(app, { maxQueue: options.maxQueue, ...options.transcription }, log);
   await app.listen({ host: options.host ?? '127.0.0.1', port: options.port ?? 8000 });
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : (options.port ?? 8000);
@@ -279,6 +294,79 @@ function tokenTextOf(served: ServedModel): TokenText {
   return (id) => served.tokenizer.decode([id], false, { cleanUpSpaces: false });
 }
 
+/** The sequences of a request's choices: one submit, or a group sharing the prompt where the scheduler has one. */
+function submitChoices(scheduler: Scheduler, requests: readonly SequenceRequest[]): Sequence[] {
+  if (requests.length === 1) return [scheduler.submit(requests[0]!)];
+  if (scheduler.submitGroup) return scheduler.submitGroup(requests);
+  const sequences: Sequence[] = [];
+  try {
+    for (const r of requests) sequences.push(scheduler.submit(r));
+  } catch (err) {
+    for (const s of sequences) scheduler.cancel(s.id, 'client');
+    throw err;
+  }
+  return sequences;
+}
+
+/** One choice's whole answer: its text, tokens and stats, and for chat the parsed message. */
+async function answerOf(
+  sequence: Sequence,
+  chat: { output: ChatOutput; textOf: (t: GeneratedToken) => string } | undefined,
+): Promise<{ text: string; tokens: GeneratedToken[]; stats: GenerationStats; message?: ChatMessageOut }> {
+  let text = '';
+  const tokens: GeneratedToken[] = [];
+  for await (const t of sequence.tokens) {
+    text += chat ? chat.textOf(t) : t.text;
+    tokens.push(t);
+  }
+  const stats = await sequence.result;
+  if (sequence.cancelled === 'shutdown') throw new UnavailableError('The server shut down before the request finished', 'shutting_down');
+  if (!chat) return { text, tokens, stats };
+  try {
+    chat.output.push(text);
+    chat.output.finish();
+  } catch (err) {
+    throw asApiError(err, stats);
+  }
+  return { text, tokens, stats, message: chat.output.message() };
+}
+
+/** Usage of a request's choices: the prompt once, every choice's completion tokens. */
+function choiceUsage(stats: readonly GenerationStats[]): Usage {
+  const completion = stats.reduce((a, s) => a + s.generatedTokens, 0);
+  const prompt = stats[0]!.promptTokens;
+  return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
+}
+
+/**
+ * The events of a request's n choice streams as they come (each chunk names its choice's index), then one usage
+ * chunk for all of them when asked, then [DONE].
+ */
+async function* mergedChoiceEvents(
+  req: CompletionRequest,
+  who: ResponseIdentity,
+  streams: AsyncGenerator<string>[],
+  sequences: readonly Sequence[],
+): AsyncGenerator<string> {
+  const next = (i: number) => streams[i]!.next().then((r) => ({ i, r }));
+  const pending = new Map(streams.map((_, i) => [i, next(i)]));
+  while (pending.size > 0) {
+    const { i, r } = await Promise.race(pending.values());
+    if (r.done) pending.delete(i);
+    else {
+      pending.set(i, next(i));
+      yield r.value;
+    }
+  }
+  if (req.includeUsage) {
+    const stats = await Promise.all(sequences.map((s) => s.result.catch(() => undefined)));
+    const done = stats.filter((s): s is GenerationStats => s !== undefined);
+    if (done.length > 0)
+      yield sseEvent({ ...(usageChunk(who, req.kind === 'chat' ? 'chat.completion.chunk' : 'text_completion', done[0]!) as object), usage: choiceUsage(done) });
+  }
+  yield sseEvent('[DONE]');
+}
+
 /** A model-output error as the route answers it (a cut by max_tokens named as the likely cause). */
 function asApiError(err: unknown, stats?: { stopReason: string }): unknown {
   if (!(err instanceof ModelOutputError)) return err;
@@ -294,28 +382,30 @@ async function* chatStreamEvents(
   tokenText: TokenText,
   chat: { output: ChatOutput; textOf: (t: GeneratedToken) => string },
   cancel: () => void,
+  choice: StreamChoice = { index: 0, last: true },
 ): AsyncGenerator<string> {
   const usage = req.includeUsage;
+  const at = choice.index;
   let failed = false;
   try {
-    yield sseEvent(chatChunk(who, { role: 'assistant', content: '' }, null, usage));
+    yield sseEvent(chatChunk(who, { role: 'assistant', content: '' }, null, usage, null, at));
     for await (const t of sequence.tokens) {
       const deltas: ChatDelta[] = chat.output.push(chat.textOf(t));
       // With log-probabilities every token is a chunk (it may complete no delta: text held back, mid-character).
       if (t.logprobs && deltas.length === 0) deltas.push({ content: '' });
-      for (const [i, delta] of deltas.entries()) yield sseEvent(chatChunk(who, delta, null, usage, i === 0 ? chatLogprobs([t], tokenText) : null));
+      for (const [i, delta] of deltas.entries()) yield sseEvent(chatChunk(who, delta, null, usage, i === 0 ? chatLogprobs([t], tokenText) : null, at));
     }
     const stats = await sequence.result;
     if (sequence.cancelled === 'shutdown') {
       yield sseEvent(new UnavailableError('The server shut down before the request finished', 'shutting_down').toBody());
     } else {
       try {
-        for (const delta of chat.output.finish()) yield sseEvent(chatChunk(who, delta, null, usage));
+        for (const delta of chat.output.finish()) yield sseEvent(chatChunk(who, delta, null, usage, null, at));
       } catch (err) {
         throw asApiError(err, stats);
       }
-      yield sseEvent(chatChunk(who, {}, finishReason(stats, chat.output.hasToolCalls), usage));
-      if (usage) yield sseEvent(usageChunk(who, 'chat.completion.chunk', stats));
+      yield sseEvent(chatChunk(who, {}, finishReason(stats, chat.output.hasToolCalls), usage, null, at));
+      if (usage && choice.last) yield sseEvent(usageChunk(who, 'chat.completion.chunk', stats));
     }
   } catch (err) {
     failed = true;
@@ -326,29 +416,42 @@ async function* chatStreamEvents(
   }
   // An answer that cannot be delivered stops its generation now rather than at max_tokens.
   if (failed) cancel();
-  yield sseEvent('[DONE]');
+  if (choice.last) yield sseEvent('[DONE]');
+}
+
+/** Which choice a stream is (its chunks' index), and whether it is the request's only one (it ends the stream). */
+interface StreamChoice {
+  index: number;
+  last: boolean;
 }
 
 /** A text completion stream: one chunk per token with text (or log-probabilities). */
-async function* streamEvents(req: CompletionRequest, who: ResponseIdentity, sequence: Sequence, tokenText: TokenText): AsyncGenerator<string> {
+async function* streamEvents(
+  req: CompletionRequest,
+  who: ResponseIdentity,
+  sequence: Sequence,
+  tokenText: TokenText,
+  choice: StreamChoice = { index: 0, last: true },
+): AsyncGenerator<string> {
   const usage = req.includeUsage;
+  const at = choice.index;
   try {
     let offset = 0;
     for await (const t of sequence.tokens) {
       // With log-probabilities every token is a chunk (its text may be empty mid-character).
       if (!t.text && !t.logprobs) continue;
-      yield sseEvent(textChunk(who, t.text, null, usage, textLogprobs([t], tokenText, offset)));
+      yield sseEvent(textChunk(who, t.text, null, usage, textLogprobs([t], tokenText, offset), at));
       offset += t.logprobs ? tokenText(t.id).length : 0;
     }
     const stats = await sequence.result;
     if (sequence.cancelled === 'shutdown') {
       yield sseEvent(new UnavailableError('The server shut down before the request finished', 'shutting_down').toBody());
     } else {
-      yield sseEvent(textChunk(who, '', finishReason(stats), usage));
-      if (usage) yield sseEvent(usageChunk(who, 'text_completion', stats));
+      yield sseEvent(textChunk(who, '', finishReason(stats), usage, null, at));
+      if (usage && choice.last) yield sseEvent(usageChunk(who, 'text_completion', stats));
     }
   } catch (err) {
     yield sseEvent(new ApiError(500, `generation failed: ${(err as Error).message}`, 'server_error').toBody());
   }
-  yield sseEvent('[DONE]');
+  if (choice.last) yield sseEvent('[DONE]');
 }

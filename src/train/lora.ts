@@ -10,6 +10,8 @@ import { noGrad } from '../autograd/grad-mode.js';
 import { rand, zeros } from '../ops/creation.js';
 import { linear, dequantizeWeight } from '../ops/matmul.js';
 import { quantize } from '../ops/quantize.js';
+import { dequantizeInt4, quantizeInt4 } from '../ops/int4.js';
+import { TensorGpuError } from '../core/errors.js';
 import { flatParameters } from '../optim/flat-parameters.js';
 import { copyInto } from '../ops/shape-ops.js';
 import type { Weight } from '../formats/checkpoint.js';
@@ -122,7 +124,7 @@ export class LoraAdapter {
   /**
    * Folds the adapter into the base weights in place (W += scaling B A, rows of stacked weights at their offset).
    * Float weights are updated in their dtype; FP8 weights are dequantized, updated and re-quantized with the same
-   * recipe, their scales rewritten.
+   * recipe, their scales rewritten; packed 4-bit weights likewise with the same group size (codes, scales, zeros).
    */
   merge(sites: readonly ProjectionSite[]): void {
     // Grouped by the 2-D weight they write (an expert's slice of a stacked weight is its own); a site whose rows
@@ -157,6 +159,22 @@ export class LoraAdapter {
             return;
           }
           const scale = slice(weight.scale);
+          const q4 = weight.int4;
+          if (q4) {
+            // QLoRA: dequantize, add, re-quantize with the same group size (new codes, scales and zero points).
+            if (q4.perm) throw new TensorGpuError(`LoRA merge: act-order (g_idx) 4-bit weights are not re-quantized yet (${parts[0].site.name})`);
+            const zero = slice(q4.zero);
+            const full4 = dequantizeInt4({ data, scale, zero, groupSize: q4.groupSize });
+            for (const s of parts) {
+              const rows = full4.narrow(0, s.rowOffset, s.outFeatures);
+              copyInto(rows, rows.add(deltaOf(s)));
+            }
+            const q = quantizeInt4(full4, q4.groupSize);
+            copyInto(data, q.data);
+            copyInto(scale, q.scale.to(scale.dtype));
+            copyInto(zero, q.zero);
+            return;
+          }
           const full = dequantizeWeight(data, scale, weight.recipe ?? 'block');
           for (const s of parts) {
             const rows = full.narrow(0, s.rowOffset, s.outFeatures);

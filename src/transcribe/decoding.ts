@@ -3,7 +3,6 @@
 // <|notimestamps|> without timestamps), the no-speech probability at <|startoftranscript|>, the logit filters
 // (logit-filters.ts), greedy or temperature sampling, and the result's average log-probability and compression ratio.
 // Language detection is detect_language: one step on <|startoftranscript|>, the language tokens only.
-import { deflateSync } from 'node:zlib';
 import type { WhisperSession } from '../models/whisper/session.js';
 import type { WhisperTask, WhisperTokenizer } from '../models/whisper/tokenizer.js';
 import { applyTimestampRules, logSoftmax, suppressBlank, suppressTokens } from './logit-filters.js';
@@ -39,10 +38,28 @@ export interface WindowResult {
   compressionRatio: number;
 }
 
-/** openai's compression_ratio: UTF-8 bytes over their zlib-compressed size (too repetitive above 2.4). */
-export function compressionRatio(text: string): number {
+/**
+ * openai's compression_ratio: UTF-8 bytes over their zlib-compressed size (too repetitive above 2.4). The web
+ * platform's CompressionStream('deflate') is zlib's format at zlib's default level, as Python's zlib.compress is,
+ * in Node (where it is node:zlib, byte for byte deflateSync's output) and in a browser alike.
+ */
+export async function compressionRatio(text: string): Promise<number> {
   const bytes = new TextEncoder().encode(text);
-  return bytes.length / deflateSync(bytes).length;
+  const deflate = new CompressionStream('deflate');
+  const writer = deflate.writable.getWriter();
+  // Not awaited before reading: the writer waits for the reader once the stream's queue is full.
+  writer
+    .write(bytes)
+    .then(() => writer.close())
+    .catch(() => undefined);
+  const reader = deflate.readable.getReader();
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += (value as Uint8Array).byteLength;
+  }
+  return bytes.length / size;
 }
 
 /** The ids SuppressTokens removes: the option's (or the non-speech symbols), the task and sot tokens, <|nospeech|>. */
@@ -140,6 +157,6 @@ export async function decodeWindow(session: WhisperSession, tokenizer: WhisperTo
     avgLogprob: sumLogprob / (sampled.length + 1),
     noSpeechProb,
     temperature,
-    compressionRatio: compressionRatio(text),
+    compressionRatio: await compressionRatio(text),
   };
 }

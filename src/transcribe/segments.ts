@@ -83,10 +83,7 @@ export function toText(segments: readonly TimedText[]): string {
 /** openai's WriteSRT: numbered cues, HH:MM:SS,mmm, '-->' in text replaced. */
 export function toSrt(segments: readonly TimedText[]): string {
   return segments
-    .map(
-      (s, i) =>
-        `${i + 1}\n${formatTimestamp(s.start, true, ',')} --> ${formatTimestamp(s.end, true, ',')}\n${s.text.trim().replaceAll('-->', '->')}\n\n`,
-    )
+    .map((s, i) => `${i + 1}\n${formatTimestamp(s.start, true, ',')} --> ${formatTimestamp(s.end, true, ',')}\n${s.text.trim().replaceAll('-->', '->')}\n\n`)
     .join('');
 }
 

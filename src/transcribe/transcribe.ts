@@ -6,7 +6,7 @@
 // The previous windows' text is the next window's prompt (condition_on_previous_text), reset after a window decoded
 // above temperature 0.5; `initialPrompt` comes first. Word timestamps, clip_timestamps and the hallucination-silence
 // heuristic are not ported.
-import { logMelSpectrogram, WHISPER_HOP_LENGTH, WHISPER_N_SAMPLES, WHISPER_SAMPLE_RATE } from '../audio/whisper.js';
+import { logMelSpectrogram, WHISPER_HOP_LENGTH, WHISPER_SAMPLE_RATE } from '../audio/whisper.js';
 import { tidy } from '../core/scope.js';
 import { tensor } from '../ops/creation.js';
 import { pad } from '../ops/pad.js';
@@ -37,6 +37,8 @@ export interface TranscribeOptions {
   capture?: boolean;
   /** Called after each window: seconds of audio done, and in all. */
   onProgress?: (doneSeconds: number, totalSeconds: number) => void;
+  /** Called with each segment as its window is decoded (before the next window starts). */
+  onSegment?: (segment: TranscriptSegment) => void;
 }
 
 export interface TranscriptSegment {
@@ -79,7 +81,8 @@ export async function transcribe(model: WhisperModel, tokenizer: WhisperTokenize
   const nMels = model.config.numMelBins;
   const inputStride = nFrames / model.config.maxSourcePositions;
   const timePrecision = (inputStride * WHISPER_HOP_LENGTH) / WHISPER_SAMPLE_RATE;
-  const temperatures = options.temperature === undefined ? [0, 0.2, 0.4, 0.6, 0.8, 1] : typeof options.temperature === 'number' ? [options.temperature] : [...options.temperature];
+  const temperatures =
+    options.temperature === undefined ? [0, 0.2, 0.4, 0.6, 0.8, 1] : typeof options.temperature === 'number' ? [options.temperature] : [...options.temperature];
   const compressionThreshold = options.compressionRatioThreshold === undefined ? 2.4 : options.compressionRatioThreshold;
   const logprobThreshold = options.logprobThreshold === undefined ? -1 : options.logprobThreshold;
   const noSpeechThreshold = options.noSpeechThreshold === undefined ? 0.6 : options.noSpeechThreshold;
@@ -89,15 +92,19 @@ export async function transcribe(model: WhisperModel, tokenizer: WhisperTokenize
   const duration = audio.length / WHISPER_SAMPLE_RATE;
 
   const samples = tensor(audio, { device: model.device });
-  const mel = logMelSpectrogram(samples, { nMels, padding: WHISPER_N_SAMPLES });
+  // openai pads N_SAMPLES (one 30 s window) of zeros; a model with shorter windows gets one of its own windows, so
+  // the content ends where the audio does.
+  const mel = logMelSpectrogram(samples, { nMels, padding: nFrames * WHISPER_HOP_LENGTH });
   samples.dispose();
   const contentFrames = mel.shape[1] - nFrames;
   const session = new WhisperSession(model, { capture: options.capture });
   const windowAt = (seek: number, size: number) => {
-    session.setFeatures(tidy(() => {
-      const slice = contiguous(narrow(mel, 1, seek, size));
-      return size < nFrames ? pad(slice, [0, nFrames - size]) : slice;
-    }));
+    session.setFeatures(
+      tidy(() => {
+        const slice = contiguous(narrow(mel, 1, seek, size));
+        return size < nFrames ? pad(slice, [0, nFrames - size]) : slice;
+      }),
+    );
   };
   try {
     let language: string;
@@ -186,7 +193,11 @@ export async function transcribe(model: WhisperModel, tokenizer: WhisperTokenize
           no_speech_prob: result.noSpeechProb,
         };
       });
-      for (const s of current) allSegments.push({ id: allSegments.length, ...s });
+      for (const s of current) {
+        const segment = { id: allSegments.length, ...s };
+        allSegments.push(segment);
+        options.onSegment?.(segment);
+      }
       for (const s of current) allTokens.push(...s.tokens);
       if (!conditionOnPrevious || result.temperature > 0.5) promptResetSince = allTokens.length;
       options.onProgress?.(Math.min(duration, (seek * WHISPER_HOP_LENGTH) / WHISPER_SAMPLE_RATE), duration);

@@ -41,7 +41,8 @@ describe('model commands on the CPU', () => {
     );
     expect(code).toBe(0);
     expect(lines[0]).toContain('qwen3_moe, 2 layers, 4 experts, top 2) on cpu');
-    expect(lines[1]).toMatch(/^weight bytes a decode step must read \(active weights once\): /);
+    expect(lines[1]).toMatch(/^weights: [\d.]+ [KMG]iB for [\d,]+ parameters, [\d.]+ bytes per parameter/);
+    expect(lines[2]).toMatch(/^weight bytes a decode step must read \(active weights once\): /);
     // On the CPU nothing is captured: the fused forward runs eagerly.
     expect(lines.some((l) => l.startsWith('eager ') && l.includes('decode 2 tokens'))).toBe(true);
     expect(lines.some((l) => l.startsWith('captured'))).toBe(false);

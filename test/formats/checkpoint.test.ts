@@ -936,7 +936,11 @@ describe('parseQwen3Config', () => {
       ['rms_norm_eps negative', (j) => (j.rms_norm_eps = -1e-6), 'rms_norm_eps'],
       ['rope_theta zero', (j) => (j.rope_theta = 0), 'rope_theta'],
       ['tie_word_embeddings a string', (j) => (j.tie_word_embeddings = 'true'), 'tie_word_embeddings must be true or false'],
-      ['quant_method bitsandbytes', (j) => (j.quantization_config = { quant_method: 'bitsandbytes' }), "quantization_config.quant_method 'bitsandbytes' is not supported"],
+      [
+        'quant_method bitsandbytes',
+        (j) => (j.quantization_config = { quant_method: 'bitsandbytes' }),
+        "quantization_config.quant_method 'bitsandbytes' is not supported",
+      ],
       ['gptq without bits', (j) => (j.quantization_config = { quant_method: 'gptq' }), 'quantization_config.bits must be an integer'],
       ['3-bit gptq', (j) => (j.quantization_config = { quant_method: 'gptq', bits: 3, group_size: 128 }), 'quantization_config.bits must be 4'],
       ['quant_method missing', (j) => (j.quantization_config = { fmt: 'e4m3' }), 'quantization_config.quant_method'],

@@ -6,7 +6,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { setDefaultDevice, tensor } from '../../src/index.js';
+import { CheckpointError, setDefaultDevice, tensor } from '../../src/index.js';
 import { Checkpoint } from '../../src/formats/checkpoint.js';
 import { writeSafetensors, type TensorSource } from '../../src/formats/safetensors-writer.js';
 import type { Qwen3Config } from '../../src/models/qwen3/config.js';
@@ -52,7 +52,11 @@ const quantized = (name: string) => name.endsWith('_proj.weight');
  * Writes the random float32 checkpoint's linear weights as random 4-bit codes in `format` (group 32, asymmetric),
  * and beside it the float32 checkpoint of the same weights dequantized by the port. Returns [int4 dir, float dir].
  */
-async function writeInt4Pair(config: Qwen3Config, format: Omit<Int4FixtureCase, 'name' | 'seed' | 'n' | 'k'>): Promise<[string, string]> {
+async function writeInt4Pair(
+  config: Qwen3Config,
+  format: Omit<Int4FixtureCase, 'name' | 'seed' | 'n' | 'k'>,
+  expertOrder: 'shared' | 'own' = 'own',
+): Promise<[string, string]> {
   const src = mkdtempSync(join(tmpdir(), 'tensorgpu-int4-src-'));
   await writeRandomQwen3Checkpoint(src, config, { dtype: 'float32', seed: 4 });
   const ck = await Checkpoint.open(src);
@@ -72,7 +76,9 @@ async function writeInt4Pair(config: Qwen3Config, format: Omit<Int4FixtureCase, 
     const codes = randomCodes(n, k, format.groupSize, { seed: seed++, symmetric: format.symmetric, actOrder: format.actOrder });
     if (format.actOrder) {
       // GPTQ orders a layer's columns by its input's Hessian: q, k, v share one order, and so do gate and up.
-      const input = name.replace(/\.(q|k|v)_proj\./, '.qkv.').replace(/\.(gate|up)_proj\./, '.gate_up.');
+      // expertOrder 'shared': every expert of a layer has the same order too (what the fused expert kernels take).
+      const named = expertOrder === 'shared' ? name.replace(/\.experts\.\d+\./, '.experts.') : name;
+      const input = named.replace(/\.(q|k|v)_proj\./, '.qkv.').replace(/\.(gate|up)_proj\./, '.gate_up.');
       const key = [...input].reduce((h, c) => (h * 31 + c.charCodeAt(0)) >>> 0, 7);
       codes.gIdx = randomCodes(1, k, format.groupSize, { seed: key, symmetric: true, actOrder: true }).gIdx;
     }
@@ -132,9 +138,10 @@ describe(`int4 checkpoints end to end ${gpu.skipReason}`, () => {
     ['dense Qwen3, GPTQ v1 g32 act-order', DENSE, { method: 'gptq', groupSize: 32, symmetric: false, v1: true, actOrder: true }],
     ['Qwen3-MoE, GPTQ g32 sym (experts one by one)', MOE, { method: 'gptq', groupSize: 32, symmetric: true, v1: true }],
     ['Qwen3-MoE, compressed-tensors g64 asym', MOE, { method: 'compressed-tensors', groupSize: 64, symmetric: false }],
+    ['Qwen3-MoE, GPTQ g32 act-order, one g_idx per layer for all experts', MOE, { method: 'gptq', groupSize: 32, symmetric: false, v1: true, actOrder: true }],
   ] as const) {
     it(`${label}: CPU = dequantized float32 (1e-5), WebGPU = CPU (1e-4)`, async () => {
-      const [qdir, fdir] = await writeInt4Pair(config, format);
+      const [qdir, fdir] = await writeInt4Pair(config, format, 'shared');
       const q = await loadQwen3(qdir, { device: 'cpu', maxSequence: 32 });
       const f = await loadQwen3(fdir, { device: 'cpu', maxSequence: 32 });
       const want = await logits(f, STEPS);
@@ -150,4 +157,11 @@ describe(`int4 checkpoints end to end ${gpu.skipReason}`, () => {
       }
     });
   }
+
+  it('Qwen3-MoE, GPTQ act-order with a g_idx per expert: a CheckpointError naming g_idx (the fused kernels read one permutation)', async () => {
+    const [qdir] = await writeInt4Pair(MOE, { method: 'gptq', groupSize: 32, symmetric: false, v1: true, actOrder: true }, 'own');
+    const err = await loadQwen3(qdir, { device: 'cpu', maxSequence: 32 }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(CheckpointError);
+    expect(String(err)).toMatch(/g_idx/);
+  });
 });

@@ -81,10 +81,12 @@ describe.skipIf(!gpu.available)(`elementwise binary on WebGPU vs CPU ${gpu.skipR
     });
   }
 
-  it('bool arithmetic is rejected (but for true division); bool comparisons work', async () => {
+  it('bool arithmetic: mul/add/maximum/minimum are logical (bool result, as torch), sub/pow rejected, div float32; comparisons work', async () => {
     const a = randomTensor([9], 'bool');
     const b = randomTensor([9], 'bool');
-    for (const op of ARITHMETIC.filter((o) => o !== 'div')) expect(() => binaryFn(op)(a, b), op).toThrow(tg.DTypeError);
+    const logical = ['mul', 'add', 'maximum', 'minimum'];
+    for (const op of ARITHMETIC.filter((o) => o !== 'div' && !logical.includes(o))) expect(() => binaryFn(op)(a, b), op).toThrow(tg.DTypeError);
+    for (const op of logical) expect((await checkBoth([a, b], binaryFn(op as (typeof ARITHMETIC)[number]), 'bits')).dtype, op).toBe('bool');
     // True division of bools is float32 (torch.div likewise).
     expect((await checkBoth([a, b], (x, y) => x.div(y), tolerance('float32'))).dtype).toBe('float32');
     await checkBoth([a, b], (x, y) => x.ne(y), 'bits');

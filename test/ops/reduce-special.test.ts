@@ -29,10 +29,17 @@ describe.skipIf(!gpu.available)(`integer, bool and fp8 reductions, WebGPU vs CPU
     expect(() => x.mean()).toThrow(tg.DTypeError);
   });
 
-  it('int32 sums of large values wrap like int32 on both devices', async () => {
-    const x = tg.tensor(new Int32Array([2147483647, 1, 5, -2147483648, -1, -7]), { shape: [2, 3] });
-    const r = await checkBoth([x], reduceFn('sum', 1), { atol: 0, rtol: 0 });
-    expect(Array.from(r.cpu)).toEqual([(2147483647 + 6) | 0, (-2147483648 - 8) | 0]);
+  it('int32 sums are exact past int32 on the way, and a result outside int32 is a RangeError on both devices', async () => {
+    // torch sums ints into int64; without int64 a sum that does not fit raises instead of wrapping.
+    const fits = tg.tensor(new Int32Array([2147483647, 1, -7, -2147483648, -1, 9]), { shape: [2, 3] });
+    const r = await checkBoth([fits], reduceFn('sum', 1), { atol: 0, rtol: 0 });
+    expect(Array.from(r.cpu)).toEqual([2147483641, -2147483640]);
+    const over = tg.tensor(new Int32Array([2147483647, 1, 1073741824]), { shape: [3] });
+    expect(() => over.sum()).toThrow(/sum: an int32 sum is 3221225472, outside int32's range/);
+    const onGpu = await over.to('webgpu');
+    const s = onGpu.sum();
+    await expect(s.toArray()).rejects.toThrow(/sum: an int32 sum is 3221225472, outside int32's range/);
+    [s, onGpu].forEach((t) => t.dispose());
   });
 
   it('fp8 max/min/argmax work; sum/mean of fp8 are rejected', async () => {

@@ -206,7 +206,17 @@ describe.each(DEVICES)('view ops against hand-written values on %s', (device) =>
     expect(u.dtype).toBe('uint8');
     expect(await u.tolist()).toEqual([1, 2, 3, 4, 5, 6]);
     expect(() => tg.cat([a, tg.tensor([[1, 2, 3]], { device })])).toThrow(/sizes must match except in dim 0, got \[2, 2\] and \[1, 3\]/);
-    expect(() => tg.cat([a, a.to('float16')])).toThrow(tg.DTypeError);
+    const mixed = tg.cat([a, a.to('float16')]); // torch promotes mixed dtypes
+    expect(mixed.dtype).toBe('float32');
+    expect(await mixed.tolist()).toEqual([
+      [1, 2],
+      [3, 4],
+      [1, 2],
+      [3, 4],
+    ]);
+    expect(mixed.shape).toEqual([a.shape[0] * 2, ...a.shape.slice(1)]);
+    mixed.dispose();
+    expect(() => tg.cat([a, a.to('float8_e4m3fn')])).toThrow(tg.DTypeError);
     expect(() => tg.cat([])).toThrow(tg.ShapeError);
     expect(() => tg.cat([a, a], 2)).toThrow(tg.ShapeError);
   });

@@ -52,6 +52,7 @@ export function referenceFeatures(c: WhisperConfig): Float32Array {
   const m = c.numMelBins;
   const f = 2 * c.maxSourcePositions;
   const out = new Float32Array(m * f);
-  for (let i = 0; i < m; i++) for (let t = 0; t < f; t++) out[i * f + t] = Math.fround(Math.sin(0.37 * i + 0.21 * t) + 0.5 * Math.cos(0.05 * i * t) + (t / f) * 0.25);
+  for (let i = 0; i < m; i++)
+    for (let t = 0; t < f; t++) out[i * f + t] = Math.fround(Math.sin(0.37 * i + 0.21 * t) + 0.5 * Math.cos(0.05 * i * t) + (t / f) * 0.25);
   return out;
 }

@@ -7,8 +7,9 @@
 // a paged cache token s's entry in the batch index; a row at or past the cache's capacity or the RoPE table's end
 // writes nothing.
 // The header (params, bindings, load_qkv/qn/kn, encode_out/k_cache/v_cache, round_x, WG = 64, MAX_D >= D and each
-// output's LANES / BITS) comes from the description in attention-inputs.ts; POSITION, NORMALIZE and CACHE_ROW (a
-// position's cache row: itself, or through a paged cache's page table) are its code.
+// output's LANES / BITS) comes from the description in attention-inputs.ts; POSITION, NORMALIZE, CACHE_ROW (a
+// position's cache row: itself, or through a paged cache's page table) and K_WRITE / V_WRITE (a row's words from
+// `first` on: packed codes, or an FP8 cache's scaled row, core/kv-fp8.ts) are its code.
 
 var<workgroup> row: array<f32, MAX_D>;
 var<workgroup> red: array<f32, WG>;
@@ -81,21 +82,9 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
     }
   } else if (!is_v) {
     let first = p.k_off + cache_row(pos) * p.ks0 + (j - p.heads) * p.ks1;
-    for (var w = t; w * K_LANES < p.d; w += WG) {
-      var word = 0u;
-      for (var l = 0u; l < K_LANES; l++) {
-        word |= encode_k_cache(round_x(roped(w * K_LANES + l, pos))) << (l * K_BITS);
-      }
-      k_cache[first / K_LANES + w] = word;
-    }
+{{K_WRITE}}
   } else {
     let first = p.v_off + cache_row(pos) * p.vs0 + (j - p.heads - p.kv_heads) * p.vs1;
-    for (var w = t; w * V_LANES < p.d; w += WG) {
-      var word = 0u;
-      for (var l = 0u; l < V_LANES; l++) {
-        word |= encode_v_cache(row[w * V_LANES + l]) << (l * V_BITS);
-      }
-      v_cache[first / V_LANES + w] = word;
-    }
+{{V_WRITE}}
   }
 }

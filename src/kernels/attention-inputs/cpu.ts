@@ -1,11 +1,13 @@
 // CPU reference of attentionInputs: the unfused chain it replaces (per-head RMSNorm, RoPE of the first R dims, copy
 // into the caches), written out in float64 with the same roundings: the RMSNorm output and the RoPE output are
-// stored in qkv's dtype before the next step reads them, as separate rmsNorm / rope / copyInto ops would.
+// stored in qkv's dtype before the next step reads them, as separate rmsNorm / rope / copyInto ops would. An FP8
+// cache gets scaled rows (core/kv-fp8.ts).
 import type { StorageArray } from '../../core/codecs.js';
 import { decodeOne, encodeOne } from '../../core/codecs.js';
 import type { DType } from '../../core/dtype.js';
 import type { AttentionInputsArgs } from './index.js';
 import { castCode } from '../../core/codecs.js';
+import { encodeKvRow, isScaledKv } from '../../core/kv-fp8.js';
 import { store, values } from '../../runtime/cpu/cpu-backend.js';
 import { pagedRowViews } from '../../runtime/cpu/paged-rows.js';
 
@@ -35,6 +37,7 @@ export function attentionInputsReference(a: AttentionInputsArgs<Handle>): Handle
   const write = (cache: AttentionInputsArgs<Handle>['keys'], pos: number, h: number, v: Float64Array) => {
     const [o, s0, s1, s2] = [cache.view.offset, ...cache.view.strides];
     const row = poolRow(pos);
+    if (isScaledKv(cache.dtype)) return encodeKvRow(v, d, cache.handle as Uint8Array, o + row * s0 + h * s1);
     for (let c = 0; c < d; c++) cache.handle[o + row * s0 + h * s1 + c * s2] = castCode(v[c], cache.dtype);
   };
   for (let si = 0; si < s; si++) {

@@ -1,6 +1,7 @@
 // Launcher of attention-inputs.wgsl: q/k RMSNorm + RoPE + the KV-cache write of one layer in one dispatch, at a
 // position that is a number, a device buffer's value (captured decode steps), or both added.
 import { lanesPerWord, type DType } from '../../core/dtype.js';
+import { isScaledKv, kvRowBytes } from '../../core/kv-fp8.js';
 import type { AttentionInputsArgs } from './index.js';
 import { wordBytes, type GpuBuffer, type GpuContext } from '../../runtime/webgpu/gpu-context.js';
 import { bytesOf, defineKernel } from '../../runtime/webgpu/kernels/kernel.js';
@@ -30,6 +31,62 @@ const NORMALIZE = `red[t] = sum_sq;
     }`;
 
 const NO_NORM = 'none';
+
+/** A cache row's words from `first` (an element index): the value of element c is `value` with c bound. */
+function cacheWrite(cache: 'k' | 'v', dtype: DType, value: string): string {
+  const at = (c: string) => value.replaceAll('{c}', c);
+  const n = cache.toUpperCase();
+  if (!isScaledKv(dtype)) {
+    return `    for (var w = t; w * ${n}_LANES < p.d; w += WG) {
+      var word = 0u;
+      for (var l = 0u; l < ${n}_LANES; l++) {
+        word |= encode_${cache}_cache(${at(`w * ${n}_LANES + l`)}) << (l * ${n}_BITS);
+      }
+      ${cache}_cache[first / ${n}_LANES + w] = word;
+    }`;
+  }
+  // core/kv-fp8.ts: the row's largest finite |x| sets a power-of-two scale, codes of x / scale, the scale last.
+  return `    var amax = 0.0;
+    for (var c = t; c < p.d; c += WG) {
+      let a = abs(${at('c')});
+      amax = select(amax, max(amax, a), a <= f32_bits(0x7f7fffffu));
+    }
+    red[t] = amax;
+    workgroupBarrier();
+    for (var step = WG / 2u; step > 0u; step >>= 1u) {
+      if (t < step) {
+        red[t] = max(red[t], red[t + step]);
+      }
+      workgroupBarrier();
+    }
+    let e = kv_scale_exp(red[0]);
+    let inv = bitcast<f32>(u32(127 - e) << 23u);
+    let code_words = (p.d + 3u) / 4u;
+    for (var w = t; w < code_words; w += WG) {
+      var word = 0u;
+      for (var l = 0u; l < 4u; l++) {
+        let c = w * 4u + l;
+        if (c < p.d) {
+          word |= encode_${cache}_cache(${at('c')} * inv) << (l * 8u);
+        }
+      }
+      ${cache}_cache[first / 4u + w] = word;
+    }
+    if (t == 0u) {
+      ${cache}_cache[first / 4u + code_words] = u32(127 + e) << 23u;
+    }`;
+}
+
+/** e of an FP8 cache row's scale 2^e from its largest finite |x| (core/kv-fp8.ts kvScaleExponent). */
+const KV_SCALE_EXP = `fn kv_scale_exp(amax: f32) -> i32 {
+  let a = bitcast<u32>(amax);
+  if (a == 0u || a >= 0x7f800000u) {
+    return 0;
+  }
+  let e = i32(a >> 23u) - 127 - select(7, 8, (a & 0x7fffffu) <= 0x600000u);
+  return clamp(e, -126, 127);
+}
+`;
 
 const attentionInputs = defineKernel({
   name: 'attention-inputs',
@@ -90,12 +147,14 @@ const attentionInputs = defineKernel({
     }
     return c;
   },
-  functions: (v) => roundFn(v.q),
+  functions: (v) => roundFn(v.q) + (isScaledKv(v.k) || isScaledKv(v.v) ? KV_SCALE_EXP : ''),
   code: (v) => ({
     POSITION: v.paged ? 'u32(pages[p.pages_at + 2u * s])' : v.posBuffer ? 'p.pos0 + u32(bitcast<i32>(pos_buf[p.pos_at])) + s' : 'p.pos0 + s',
     TABLE_AT: v.paged ? '  table_at = p.pages_at + u32(pages[p.pages_at + 2u * s + 1u]);' : '',
     NORMALIZE: v.qn !== NO_NORM ? NORMALIZE : '',
     CACHE_ROW: cacheRowFn(v.paged),
+    K_WRITE: cacheWrite('k', v.k, 'round_x(roped({c}, pos))'),
+    V_WRITE: cacheWrite('v', v.v, 'row[{c}]'),
   }),
 });
 
@@ -171,8 +230,7 @@ export function attentionInputsKernel(ctx: GpuContext, a: AttentionInputsArgs<Gp
       bytes:
         bytesOf(qDtype, s * (heads + 2 * kvHeads) * d) +
         bytesOf(qDtype, s * heads * d) +
-        bytesOf(a.keys.dtype, s * kvHeads * d) +
-        bytesOf(a.values.dtype, s * kvHeads * d) +
+        s * kvHeads * (kvRowBytes(a.keys.dtype, d) + kvRowBytes(a.values.dtype, d)) +
         bytesOf(a.cos.dtype, s * d) +
         bytesOf(a.sin.dtype, s * d),
     },

@@ -14,7 +14,8 @@
 // covers keys [split * chunk, +chunk) and writes its un-normalized state (max, sum, acc) for attention-merge.wgsl
 // instead of the output.
 // The header (params, bindings, load_q/k/v, encode_out, WG = 64, the ROWS, LANES, BITS, ROUNDS, Q_FLOATS
-// constants, and gated(): the output gate's sigmoid factor, applied by SINGLE_FINISH) comes from the description in
+// constants, gated(): the output gate's sigmoid factor, applied by SINGLE_FINISH, and k_scale / v_scale: an FP8
+// cache row's power-of-two scale, core/kv-fp8.ts, else 1, exact either way) comes from the description in
 // attention.ts; FINISH, VISIBLE (keys query i sees), CACHE_ROW (key j's row: j, or through a paged cache's page
 // table) and TABLE_AT (paged: where the query's table starts) are the launcher's code.
 
@@ -105,6 +106,10 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
           dot[r] += sh_q[r * p.d + c] * kc;
         }
       }
+      let ks = k_scale(k_row);
+      for (var r = 0u; r < ROWS; r++) {
+        dot[r] *= ks;
+      }
     }
     for (var r = 0u; r < ROWS; r++) {
       sh_s[r * WG + t] = p.scale * dot[r];
@@ -158,10 +163,11 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
         l[r] += pj[r];
       }
       let v_row = p.v_off + cache_row(key) * p.vs0 + kh * p.vs1;
+      let vs = v_scale(v_row);
       for (var a = 0u; a < RL; a++) {
         let c = ((a / LANES) * WG + t) * LANES + a % LANES;
         if (c < p.d) {
-          let vc = load_v(v_row + c * p.vs2);
+          let vc = load_v(v_row + c * p.vs2) * vs;
           for (var r = 0u; r < ROWS; r++) {
             // Keys a row does not see add nothing, even where v is NaN or Inf (0 * Inf would be NaN).
             acc[r * RL + a] += select(0.0, pj[r] * vc, key < row_end[r]);

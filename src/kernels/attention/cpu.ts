@@ -3,6 +3,7 @@
 import type { AttentionOptions, Operand } from '../../runtime/backend.js';
 import type { StorageArray } from '../../core/codecs.js';
 import { store, values } from '../../runtime/cpu/cpu-backend.js';
+import { decodeKvRow, isScaledKv } from '../../core/kv-fp8.js';
 
 type Handle = StorageArray;
 
@@ -38,14 +39,29 @@ export function attentionWeights(
   for (let j = 0; j < visible; j++) p[j] /= sum;
 }
 
+/**
+ * An FP8 KV cache's scaled rows [Skv, Hkv, kvRowWidth(d)] (core/kv-fp8.ts) as float32 [Skv, Hkv, d]: each value
+ * code * scale, exact. Other dtypes pass through.
+ */
+export function dequantizedKv(kv: Operand<Handle>, d: number): Operand<Handle> {
+  if (!isScaledKv(kv.dtype)) return kv;
+  const [rows, h] = kv.view.shape;
+  const [s0, s1] = kv.view.strides;
+  const out = new Float32Array(rows * h * d);
+  for (let j = 0; j < rows; j++) {
+    for (let a = 0; a < h; a++) decodeKvRow(kv.handle, d, kv.view.offset + j * s0 + a * s1, out, (j * h + a) * d);
+  }
+  return { handle: out, dtype: 'float32', view: { shape: [rows, h, d], strides: [h * d, d, 1], offset: 0 } };
+}
+
 /** gate [Sq, Hq, D] (any strides), when given, multiplies the float64 result by sigmoid(gate) before the one rounding. */
 export function attentionReference(q: Operand<Handle>, k: Operand<Handle>, v: Operand<Handle>, options: AttentionOptions, gate?: Operand<Handle>): Handle {
   const [sq, hq, d] = q.view.shape;
   const [skv, hkv] = k.view.shape;
   const group = hkv === 0 ? 1 : hq / hkv;
   const qs = values(q);
-  const ks = values(k);
-  const vs = values(v);
+  const ks = values(dequantizedKv(k, d));
+  const vs = values(dequantizedKv(v, d));
   const out = new Float64Array(qs.length);
   const p = new Float64Array(skv);
   for (let i = 0; i < sq; i++) {

@@ -3,6 +3,7 @@
 // long cache: one per kv head), the keys are split into chunks across workgroups and a second dispatch merges the
 // chunks' states (flash-decoding).
 import { lanesPerWord, type DType } from '../../core/dtype.js';
+import { isScaledKv, kvScaleAt } from '../../core/kv-fp8.js';
 import { ShapeError } from '../../core/errors.js';
 import { numel } from '../../core/shape.js';
 import type { AttentionOptions, PagedKv } from '../../runtime/backend.js';
@@ -48,6 +49,18 @@ function visibleFn(qoffBuffer: boolean, paged: boolean): string {
   }
   return u32(clamp(i32(i) + ${queryOffsetExpr(qoffBuffer)} + 1, 0, i32(p.skv)));
 }`;
+}
+
+/**
+ * WGSL `k_scale(row)` / `v_scale(row)`: the scale of the cache row starting at element `row`, an FP8 cache's
+ * float32 word after the codes (core/kv-fp8.ts), or 1.
+ */
+function kvScaleFns(k: DType, v: DType): string {
+  const fn = (name: string, buffer: string, dtype: DType) =>
+    isScaledKv(dtype)
+      ? `fn ${name}(row: u32) -> f32 {\n  return bitcast<f32>(${buffer}[(row + p.kv_scale_at) >> 2u]);\n}\n`
+      : `fn ${name}(row: u32) -> f32 {\n  return 1.0;\n}\n`;
+  return fn('k_scale', 'k', k) + fn('v_scale', 'v', v);
 }
 
 /** The gate variant of a launch without one. */
@@ -123,6 +136,7 @@ const attention = defineKernel({
     gs0: 'u32',
     gs1: 'u32',
     gs2: 'u32',
+    kv_scale_at: 'u32',
   },
   // With key splits `out` is the float32 partials (raw bits), else the packed output.
   outputs: { out: { packed: 'out' } },
@@ -137,7 +151,7 @@ const attention = defineKernel({
   grid: 'custom',
   workgroupSize: WG,
   constants: (v) => ({ ROWS: v.rows, LANES: lanesPerWord(v.out), BITS: 32 / lanesPerWord(v.out), ROUNDS: v.rounds, Q_FLOATS: v.rows * v.dq }),
-  functions: (v) => gateFn(v.gate),
+  functions: (v) => gateFn(v.gate) + kvScaleFns(v.k, v.v),
   code: (v) => ({
     FINISH: v.split ? SPLIT_FINISH : SINGLE_FINISH,
     VISIBLE: visibleFn(v.qoffBuffer, v.paged),
@@ -196,6 +210,7 @@ export function attentionKernel(
   gate?: GpuOperand,
 ): GpuBuffer {
   const [sq, hq, d] = q.view.shape;
+  // An FP8 cache's rows are wider than d (their scale follows the codes).
   const [poolRows, hkv] = k.view.shape;
   const skv = pages ? pages.maxLength : poolRows;
   const n = numel(q.view.shape);
@@ -278,6 +293,7 @@ export function attentionKernel(
     vs0: v.view.strides[0],
     vs1: v.view.strides[1],
     vs2: v.view.strides[2],
+    kv_scale_at: kvScaleAt(d),
   };
   const split = splits > 1 || pages !== undefined;
   const gateDtype = gate?.dtype ?? NO_GATE;

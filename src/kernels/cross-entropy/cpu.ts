@@ -2,7 +2,7 @@
 // float64 loops, the oracle for the WGSL kernels.
 import type { StorageArray } from '../../core/codecs.js';
 import type { DType } from '../../core/dtype.js';
-import { ShapeError } from '../../core/errors.js';
+import { IndexError } from '../../core/errors.js';
 import type { Operand } from '../../runtime/backend.js';
 import { ints, store, values } from '../../runtime/cpu/cpu-backend.js';
 
@@ -10,7 +10,7 @@ type Handle = StorageArray;
 
 function checkTarget(target: number, row: number, classes: number, ignore: number): void {
   if (target !== ignore && (target < 0 || target >= classes || !Number.isInteger(target))) {
-    throw new ShapeError(`crossEntropy: target ${target} of row ${row} is out of range for ${classes} classes (ignoreIndex ${ignore})`);
+    throw new IndexError(`crossEntropy: target ${target} of row ${row} is out of range for ${classes} classes (ignoreIndex ${ignore})`, 'crossEntropy', target);
   }
 }
 

@@ -2,8 +2,8 @@
 // workgroup per row: each invocation keeps an online (max, sum of exp) over its workgroup-strided part of the row,
 // the states are merged in workgroup memory (softmax-workgroup.wgsl), and invocation 0 writes the row's logsumexp
 // and nll = lse - x[target], as (max - x[target]) + log(sum) so that a small loss keeps its precision. The row is
-// read once. Ignored targets give nll 0; a target outside [0, d) that is not ignored gives NaN (the GPU cannot
-// raise, and checking would need a read back). A NaN anywhere, a +Inf, or a row of all -Inf gives lse NaN (torch).
+// read once. Ignored targets give nll 0; a target outside [0, d) that is not ignored is reported in the device
+// error flag (device-error.ts: raised at the next read back, as torch raises) and its nll is NaN. A NaN anywhere, a +Inf, or a row of all -Inf gives lse NaN (torch).
 // The header (params, bindings, load_x, WG, the online-softmax helpers) comes from the description in
 // cross-entropy.ts.
 
@@ -33,6 +33,7 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
   var loss = 0.0;
   if (label != p.ignore_index) {
     if (label < 0 || u32(label) >= p.d) {
+      report_error(ERR_OP, label, p.d);
       loss = f32_bits(0x7fc00000u);
     } else {
       loss = (row_max - load_x(base + u32(label) * p.col_stride)) + log_sum;

@@ -6,6 +6,7 @@ import { lanesPerWord, type DType } from '../../core/dtype.js';
 import { wordBytes, type GpuBuffer, type GpuContext } from '../../runtime/webgpu/gpu-context.js';
 import type { GpuOperand } from '../../runtime/webgpu/kernels/elementwise.js';
 import { defineKernel } from '../../runtime/webgpu/kernels/kernel.js';
+import { DEVICE_ERROR_WGSL, deviceErrorCode } from '../../runtime/webgpu/kernels/device-error.js';
 import { softmaxWorkgroupWgsl } from '../softmax/webgpu.js';
 import { grid1d, wgslSource } from '../../runtime/webgpu/kernels/wgsl.js';
 
@@ -17,11 +18,12 @@ const crossEntropyForward = defineKernel({
   source: 'cross-entropy.wgsl',
   variant: { dtype: 'dtype', wg: 'number' },
   params: { rows: 'u32', ...LOGITS_PARAMS },
-  outputs: { lse: 'f32', nll: 'f32' },
+  outputs: { lse: 'f32', nll: 'f32', err: 'atomic<u32>' },
   inputs: { x: { packed: 'dtype' }, targets: 'i32' },
   grid: 'custom',
   workgroupSize: (v) => v.wg,
-  functions: () => wgslSource('online-softmax.wgsl') + softmaxWorkgroupWgsl(),
+  constants: () => ({ ERR_OP: deviceErrorCode('crossEntropy') }),
+  functions: () => wgslSource('online-softmax.wgsl') + softmaxWorkgroupWgsl() + DEVICE_ERROR_WGSL,
 });
 
 const crossEntropyBackward = defineKernel({
@@ -61,7 +63,7 @@ export function crossEntropyForwardKernel(ctx: GpuContext, x: GpuOperand, target
     ctx,
     { dtype: x.dtype, wg },
     { rows, ...logitsParams(x, targets, ignore) },
-    { lse, nll, x: x.buffer, targets: targets.buffer },
+    { lse, nll, err: ctx.deviceErrorFlag(), x: x.buffer, targets: targets.buffer },
     { workgroups: grid1d(rows, 1) },
   );
   return [lse, nll];

@@ -6,6 +6,7 @@ import { numel } from '../../core/shape.js';
 import { wordBytes, type GpuBuffer, type GpuContext } from '../../runtime/webgpu/gpu-context.js';
 import type { GpuOperand } from '../../runtime/webgpu/kernels/elementwise.js';
 import { defineKernel } from '../../runtime/webgpu/kernels/kernel.js';
+import { DEVICE_ERROR_WGSL, deviceErrorCode } from '../../runtime/webgpu/kernels/device-error.js';
 
 /**
  * A dtype of each code width, for kernels that copy storage codes unconverted (gather, index_select, pad): they
@@ -30,10 +31,11 @@ const gather = defineKernel({
     dim_size: 'u32',
     dim_stride: 'u32',
   },
-  outputs: { out: { packed: (v) => RAW_CODES[v.lanes], helpers: false } },
+  outputs: { out: { packed: (v) => RAW_CODES[v.lanes], helpers: false }, err: 'atomic<u32>' },
   inputs: { x: { packed: (v) => RAW_CODES[v.lanes] }, idx: 'u32' },
   grid: { words: 'n', element: 'gather_at' },
-  functions: () => RAW_ENCODE,
+  constants: () => ({ ERR_OP: deviceErrorCode('gather') }),
+  functions: () => RAW_ENCODE + DEVICE_ERROR_WGSL,
 });
 
 /** x.gather(dim, index) for any dtype and strided views; index int32 of x's rank. Contiguous output. */
@@ -59,7 +61,7 @@ export function gatherKernel(ctx: GpuContext, x: GpuOperand, dim: number, index:
       dim_size: x.view.shape[dim],
       dim_stride: x.view.strides[dim],
     },
-    { out, x: x.buffer, idx: index.buffer },
+    { out, err: ctx.deviceErrorFlag(), x: x.buffer, idx: index.buffer },
   );
   return out;
 }

@@ -1,6 +1,6 @@
 // The reference of indexSelect (storage codes copied as they are): the oracle its WebGPU kernel is tested against.
 import { allocStorage, type StorageArray } from '../../core/codecs.js';
-import { ShapeError } from '../../core/errors.js';
+import { IndexError } from '../../core/errors.js';
 import { numel } from '../../core/shape.js';
 import type { Operand } from '../../runtime/backend.js';
 import { viewIndices } from '../../runtime/cpu/cpu-backend.js';
@@ -11,7 +11,7 @@ export function indexSelectReference(x: Operand<Handle>, dim: number, index: Ope
   const shape = x.view.shape;
   const ids = Array.from(viewIndices(index.view), (i) => index.handle[i]);
   const bad = ids.find((i) => i < 0 || i >= shape[dim]);
-  if (bad !== undefined) throw new ShapeError(`indexSelect: index ${bad} is out of range for dim ${dim} of size ${shape[dim]}`);
+  if (bad !== undefined) throw new IndexError(`indexSelect: index ${bad} is out of range for dim ${dim} of size ${shape[dim]}`, 'indexSelect', bad);
   const outer = numel(shape.slice(0, dim));
   const inner = numel(shape.slice(dim + 1));
   const src = viewIndices(x.view);

@@ -5,6 +5,7 @@ import { wordBytes, type GpuBuffer, type GpuContext } from '../../runtime/webgpu
 import type { GpuOperand } from '../../runtime/webgpu/kernels/elementwise.js';
 import { RAW_CODES, RAW_ENCODE } from '../gather/webgpu.js';
 import { defineKernel } from '../../runtime/webgpu/kernels/kernel.js';
+import { DEVICE_ERROR_WGSL, deviceErrorCode } from '../../runtime/webgpu/kernels/device-error.js';
 
 const indexSelect = defineKernel({
   name: 'index_select',
@@ -12,10 +13,11 @@ const indexSelect = defineKernel({
   // Codes are copied unconverted: the kernel depends on the lanes a word alone.
   variant: { lanes: 'number' },
   params: { n: 'u32', d: 'u32', inner: 'u32', n_idx: 'u32', x_off: 'u32', idx_off: 'u32' },
-  outputs: { out: { packed: (v) => RAW_CODES[v.lanes], helpers: false } },
+  outputs: { out: { packed: (v) => RAW_CODES[v.lanes], helpers: false }, err: 'atomic<u32>' },
   inputs: { x: { packed: (v) => RAW_CODES[v.lanes] }, idx: 'u32' },
   grid: { words: 'n', element: 'index_select_at' },
-  functions: () => RAW_ENCODE,
+  constants: () => ({ ERR_OP: deviceErrorCode('indexSelect') }),
+  functions: () => RAW_ENCODE + DEVICE_ERROR_WGSL,
 });
 
 /** x (contiguous view, any offset) indexed along dim by a contiguous int32 index -> contiguous output. */
@@ -31,7 +33,7 @@ export function indexSelectKernel(ctx: GpuContext, x: GpuOperand, dim: number, i
     ctx,
     { lanes },
     { n, d: shape[dim], inner, n_idx: nIdx, x_off: x.view.offset, idx_off: index.view.offset },
-    { out, x: x.buffer, idx: index.buffer },
+    { out, err: ctx.deviceErrorFlag(), x: x.buffer, idx: index.buffer },
   );
   return out;
 }

@@ -108,10 +108,14 @@ function decodeTable(dtype: DType): Float64Array | undefined {
  * out[t*k + j] = x_row(t, j) . W[ids[t, j]]^T, or with combine out[t] = sum_j combine[t, j] * (that dot), in float64
  * then rounded once to outDtype. Only the chosen experts are decoded (one at a time, shared by every slot that chose
  * it): a stacked MoE weight is far too large to turn into float64 whole. An FP8 weight is dequantized as
- * code value * scale[e, n / 128, k / 128]. An expert id outside 0..E-1 throws a ShapeError.
+ * code value * scale[e, n / 128, k / 128], a packed 4-bit one (options.int4) by its group's scale and zero point.
+ * An expert id outside 0..E-1 throws a ShapeError.
  */
 export function expertLinearReference(x: Operand<Handle>, weight: Operand<Handle>, ids: Operand<Handle>, options: ExpertLinearOptions<Handle>): Handle {
-  const [numExperts, n, kDim] = weight.view.shape;
+  const q = options.int4;
+  const [numExperts, n, kStored] = weight.view.shape;
+  // Packed 4-bit: eight columns a word.
+  const kDim = q ? kStored * 8 : kStored;
   const [t, slots] = ids.view.shape;
   const xv = values(x);
   // With k = 1 both layouts are the same rows.
@@ -132,12 +136,24 @@ export function expertLinearReference(x: Operand<Handle>, weight: Operand<Handle
     else slotsOf.set(idv[s], [s]);
   }
 
-  const table = decodeTable(weight.dtype);
+  const table = q ? undefined : decodeTable(weight.dtype);
   const { offset, strides } = weight.view;
   const w = new Float64Array(n * kDim);
   const out = new Float64Array((combine ? t : t * slots) * n);
+  const int4 = q && { scale: values(q.scale), zero: values(q.zero), perm: q.perm && values(q.perm), groups: kDim / q.groupSize };
   for (const [e, list] of slotsOf) {
-    for (let row = 0; row < n; row++) {
+    if (q && int4) {
+      // w[n, perm[j]] = (code - zero) * scale of column j's group (formats/int4.ts).
+      for (let row = 0; row < n; row++) {
+        const g0 = (e * n + row) * int4.groups;
+        for (let j = 0; j < kDim; j++) {
+          const word = weight.handle[offset + e * strides[0] + row * strides[1] + (j >> 3) * strides[2]];
+          const g = g0 + Math.floor(j / q.groupSize);
+          w[row * kDim + (int4.perm ? int4.perm[j] : j)] = (((word >>> (4 * (j & 7))) & 15) - int4.zero[g]) * int4.scale[g];
+        }
+      }
+    }
+    for (let row = 0; row < (q ? 0 : n); row++) {
       for (let p = 0; p < kDim; p++) {
         const code = weight.handle[offset + e * strides[0] + row * strides[1] + p * strides[2]];
         let value = table ? table[code] : code;

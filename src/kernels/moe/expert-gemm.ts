@@ -7,9 +7,9 @@ import { lanesPerWord, type DType } from '../../core/dtype.js';
 import { wordBytes, type GpuBuffer, type GpuContext } from '../../runtime/webgpu/gpu-context.js';
 import { viaFloat32, type GpuOperand } from '../../runtime/webgpu/kernels/elementwise.js';
 import type { ExpertLinearKernelOptions } from './expert-linear.js';
-import { tileStoreCode } from '../matmul/gemm.js';
+import { INT4_PARAMS, int4Params, tileStoreCode } from '../matmul/gemm.js';
 import { moePlanKernel, moePlanLayout, PLAN_MAX_EXPERTS } from './moe-plan.js';
-import { defineKernel } from '../../runtime/webgpu/kernels/kernel.js';
+import { defineKernel, type VariantOf } from '../../runtime/webgpu/kernels/kernel.js';
 
 /** Output tile: BM sorted slots x BN columns (BM is also the plan's row tile). */
 const BM = 64;
@@ -38,10 +38,40 @@ export function useGroupedExpertGemm(ctx: GpuContext, weight: GpuOperand, ids: G
   return !withCombine || total * n * 4 <= maxBytes;
 }
 
+const EXPERT_GEMM_VARIANT = {
+  x: 'dtype',
+  w: 'dtype',
+  out: 'dtype',
+  scaled: 'boolean',
+  /** A packed 4-bit weight: its scales' dtype, else 'none'. */
+  int4: 'string',
+  perm: 'boolean',
+} as const;
+
+/** `b_value(base, k, n, e)`: W[e][n, k] dequantized (base: the row's first element, or word when packed 4-bit); `a_col`. */
+function expertGemmFunctions(v: VariantOf<typeof EXPERT_GEMM_VARIANT>): string {
+  const b =
+    v.int4 !== 'none'
+      ? [
+          'fn b_value(base: u32, k: u32, n: u32, e: u32) -> f32 {',
+          '  let word = code_w(base + k / 8u);',
+          '  let g = (e * p.n + n) * p.q_groups + k / p.group;',
+          '  return (f32((word >> ((k % 8u) * 4u)) & 15u) - load_q_zero(p.q_z_off + g)) * load_q_scale(p.q_s_off + g);',
+          '}',
+        ]
+      : [
+          'fn b_value(base: u32, k: u32, n: u32, e: u32) -> f32 {',
+          // FP8 block scales vary along K: applied per element on load, as gemm.ts's `block` recipe.
+          `  return load_w(base + k * p.w_sk)${v.scaled ? ' * scale[(e * p.n_blocks + n / 128u) * p.k_blocks + k / 128u]' : ''};`,
+          '}',
+        ];
+  return [...b, `fn a_col(k: u32) -> u32 {\n  return ${v.perm ? 'perm[p.perm_off + k]' : 'k'};\n}\n`].join('\n');
+}
+
 const expertGemm = defineKernel({
   name: 'expert-gemm',
   source: 'expert-gemm.wgsl',
-  variant: { x: 'dtype', w: 'dtype', out: 'dtype', scaled: 'boolean' },
+  variant: EXPERT_GEMM_VARIANT,
   params: {
     n: 'u32',
     k: 'u32',
@@ -58,16 +88,24 @@ const expertGemm = defineKernel({
     k_blocks: 'u32', // ceil(k / 128)
     n_blocks: 'u32', // ceil(n / 128)
     max_tiles: 'u32',
+    ...INT4_PARAMS,
   },
   outputs: { out: { packed: 'out' } },
-  inputs: { x: { packed: 'x' }, w: { packed: 'w' }, plan: 'u32', scale: { type: 'f32', when: (v) => v.scaled } },
+  inputs: {
+    x: { packed: 'x' },
+    w: { packed: 'w' },
+    plan: 'u32',
+    scale: { type: 'f32', when: (v) => v.scaled },
+    q_scale: { packed: (v) => v.int4 as DType, when: (v) => v.int4 !== 'none' },
+    q_zero: { packed: () => 'uint8' as DType, when: (v) => v.int4 !== 'none' },
+    perm: { type: 'u32', when: (v) => v.perm },
+  },
   grid: 'custom',
   // 16 x 16 invocations (the body's @workgroup_size), a BM x BN output tile.
   workgroupSize: 256,
   constants: () => ({ BM, BN }),
+  functions: expertGemmFunctions,
   code: (v) => ({
-    // FP8 block scales vary along K: applied per element on load, as gemm.ts's `block` recipe.
-    B_SCALE: v.scaled ? ' * scale[(e * p.n_blocks + (col0 + r) / 128u) * p.k_blocks + gk / 128u]' : '',
     STORE: tileStoreCode(lanesPerWord(v.out), (_col, acc) => acc),
   }),
 });
@@ -82,15 +120,17 @@ function groupedGemm(
   plan: GpuBuffer,
   maxTiles: number,
   outDtype: DType,
+  int4: ExpertLinearKernelOptions['int4'],
 ): GpuBuffer {
-  const [experts, n, k] = weight.view.shape;
+  const [experts, n, kStored] = weight.view.shape;
+  const k = int4 ? kStored * 8 : kStored;
   const [t, slots] = ids.view.shape;
   const out = ctx.alloc(wordBytes(t * slots * n, lanesPerWord(outDtype)));
   // A dim of size 1 is never stepped along: its stride does not matter.
   const [se, sn, sk] = weight.view.strides.map((s, d) => (weight.view.shape[d] === 1 ? 0 : s));
   expertGemm.run(
     ctx,
-    { x: x.dtype, w: weight.dtype, out: outDtype, scaled: scale !== undefined },
+    { x: x.dtype, w: weight.dtype, out: outDtype, scaled: scale !== undefined, int4: int4?.scale.dtype ?? 'none', perm: !!int4?.perm },
     {
       n,
       k,
@@ -107,8 +147,9 @@ function groupedGemm(
       k_blocks: Math.ceil(k / 128),
       n_blocks: Math.ceil(n / 128),
       max_tiles: maxTiles,
+      ...int4Params(int4 ? { int4B: int4 } : {}, k),
     },
-    { out, x: x.buffer, w: weight.buffer, plan, scale },
+    { out, x: x.buffer, w: weight.buffer, plan, scale, q_scale: int4?.scale.buffer, q_zero: int4?.zero.buffer, perm: int4?.perm?.buffer },
     { workgroups: [maxTiles, Math.ceil(n / BN), 1] },
   );
   return out;
@@ -176,7 +217,7 @@ export function expertGemmKernel(ctx: GpuContext, x: GpuOperand, weight: GpuOper
   const plan = moePlanKernel(ctx, ids, experts, layout);
   let slotOut: GpuBuffer;
   try {
-    slotOut = groupedGemm(ctx, x, weight, ids, scale, plan, layout.maxTiles, combine ? 'float32' : outDtype);
+    slotOut = groupedGemm(ctx, x, weight, ids, scale, plan, layout.maxTiles, combine ? 'float32' : outDtype, options.int4);
   } finally {
     ctx.release(plan);
   }

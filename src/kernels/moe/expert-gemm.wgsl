@@ -4,8 +4,10 @@
 // accumulating a 4x4 block in f32 from 64x16 / 16x64 tiles staged in workgroup memory. A rows are gathered through
 // the sorted slot list (x row = slot / k, or slot when x has a row per slot); B comes from W[e] ([N, K] rows,
 // dequantized on load, FP8 block scales per element); each output row is scattered to its slot's row of a
-// [T*k, N] result. Grid: (max tiles, N tiles); tiles past the plan's used count return at once. The header
-// (params, bindings, load_x/load_w/encode_out, BM, BN) comes from the description in expert-gemm.ts.
+// [T*k, N] result. Grid: (max tiles, N tiles); tiles past the plan's used count return at once. A packed 4-bit W
+// (b_value) is read by word, each code dequantized with its group's scale and zero; act-order permutes the columns
+// of x (a_col). The header (params, bindings, load_x/load_w/encode_out, b_value, a_col, BM, BN) comes from the
+// description in expert-gemm.ts.
 
 const TK = 16u;
 const SENTINEL = 0xffffffffu;
@@ -55,12 +57,12 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
       let r = t / TK + 16u * q;
       var av = 0.0;
       if (a_ok[q] && gk < p.k) {
-        av = load_x(a_base[q] + gk * p.x_s1);
+        av = load_x(a_base[q] + a_col(gk) * p.x_s1);
       }
       a_tile[r * TK + kk] = av;
       var bv = 0.0;
       if (b_ok[q] && gk < p.k) {
-        bv = load_w(b_base[q] + gk * p.w_sk){{B_SCALE}};
+        bv = b_value(b_base[q], gk, col0 + r, e);
       }
       b_tile[kk * BN + r] = bv;
     }

@@ -7,11 +7,14 @@ import { binaryKernel, viaFloat32, type GpuOperand } from '../../runtime/webgpu/
 import { swigluKernel } from '../swiglu/webgpu.js';
 import { expertGemmKernel, useGroupedExpertGemm } from './expert-gemm.js';
 import { columnReduceWgsl } from '../matmul/gemv.js';
+import { INT4_PARAMS, int4Params, weightBytes } from '../matmul/gemm.js';
 import { bytesOf, defineKernel, type VariantOf } from '../../runtime/webgpu/kernels/kernel.js';
 import { decodeFn, grid1d } from '../../runtime/webgpu/kernels/wgsl.js';
 
 export interface ExpertLinearKernelOptions {
   scale?: GpuBuffer;
+  /** A packed 4-bit weight (int32 words [E, N, K/8]): contiguous group scales and zero points [E, N, K/g], perm [K]. */
+  int4?: { scale: GpuOperand; zero: GpuOperand; groupSize: number; perm?: GpuOperand };
   combine?: GpuOperand;
   outDtype: DType;
   /** silu(gate) * up of the weight's gate rows and up rows (gather only): out [T*k, N/2]. */
@@ -78,6 +81,33 @@ function dotCode(access: WeightAccess, dtype: DType, scaled: boolean): string {
     `  let k = p.chunks * ${perUnit}u + t;`,
     '  if (k < p.k) {',
     `    acc += load_w((row * ${perUnit}u) + k) * load_x(xrow + k * p.x_s1)${scale('k')};`,
+    '  }',
+  ].join('\n');
+}
+
+/**
+ * A packed 4-bit weight, read as 16-byte chunks (32 codes; a word when rows are only word aligned): a chunk lies in
+ * one group (group sizes are multiples of 32), so its zero and scale are read once and the scale multiplies the
+ * chunk's sum; (code - zero) is an exact small integer. K is a multiple of 32: no tail.
+ */
+function int4DotCode(access: WeightAccess): string {
+  const words = access === 'vec4' ? 4 : 1;
+  return [
+    '  let row = p.w_off + e * p.w_se + n * p.w_sn;',
+    '  let groups = (e * p.w_rows + n) * p.q_groups;',
+    '  for (var c = t; c < p.chunks; c += TPO) {',
+    '    let unit = w[row + c];',
+    `    let k0 = c * ${words * 8}u;`,
+    '    let gi = groups + k0 / p.group;',
+    '    let z = load_q_zero(p.q_z_off + gi);',
+    '    var part = 0.0;',
+    `    for (var i = 0u; i < ${words}u; i++) {`,
+    `      let word = ${access === 'vec4' ? 'unit[i]' : 'unit'};`,
+    '      for (var l = 0u; l < 8u; l++) {',
+    '        part += (f32((word >> (l * 4u)) & 15u) - z) * load_x(xrow + a_col(k0 + i * 8u + l) * p.x_s1);',
+    '      }',
+    '    }',
+    '    acc += part * load_q_scale(p.q_s_off + gi);',
     '  }',
   ].join('\n');
 }
@@ -152,6 +182,9 @@ const EXPERT_LINEAR_VARIANT = {
   subgroups: 'boolean',
   activation: ['linear', 'swiglu'],
   residual: 'string',
+  /** A packed 4-bit weight: its scales' dtype, else 'none'. */
+  int4: 'string',
+  perm: 'boolean',
 } as const;
 type ExpertLinearVariant = VariantOf<typeof EXPERT_LINEAR_VARIANT>;
 
@@ -163,11 +196,18 @@ function expertLinearFunctions(v: ExpertLinearVariant): string {
     v.activation === 'swiglu'
       ? SWIGLU_FN
       : `fn finish(v: f32, row: u32, col: u32) -> f32 {\n  return v${v.residual !== 'no-residual' ? ' + load_res(row * p.n + col)' : ''};\n}\n`;
+  const int4 = v.int4 !== 'none';
   return [
     acc,
     // FP8 codes decode through a 256-entry table in workgroup memory, filled with the exact decoder.
-    lut ? 'var<workgroup> fp8_lut: array<f32, 256>;\nfn decode_w(code: u32) -> f32 {\n  return fp8_lut[code];\n}\n' : decodeFn('decode_w', v.w, 'f32'),
-    loadWeightFn(v.access, v.w),
+    int4
+      ? ''
+      : lut
+        ? 'var<workgroup> fp8_lut: array<f32, 256>;\nfn decode_w(code: u32) -> f32 {\n  return fp8_lut[code];\n}\n'
+        : decodeFn('decode_w', v.w, 'f32'),
+    int4 ? '' : loadWeightFn(v.access, v.w),
+    // Act-order: stored column k multiplies activation column perm[k].
+    int4 ? `fn a_col(k: u32) -> u32 {\n  return ${v.perm ? 'perm[p.perm_off + k]' : 'k'};\n}\n` : '',
     v.scaled ? 'fn block_scale(e: u32, n: u32, k: u32) -> f32 {\n  return scale[(e * p.n_blocks + n / 128u) * p.k_blocks + k / 128u];\n}\n' : '',
     finish,
   ].join('\n');
@@ -202,6 +242,8 @@ const expertLinear = defineKernel({
     c_off: 'u32',
     c_s0: 'u32',
     c_s1: 'u32',
+    w_rows: 'u32', // the weight's N (twice p.n with SwiGLU)
+    ...INT4_PARAMS,
   },
   outputs: { out: { packed: 'out' } },
   inputs: {
@@ -212,13 +254,16 @@ const expertLinear = defineKernel({
     scale: { type: 'f32', when: (v) => v.scaled },
     comb: { type: 'u32', when: (v) => v.combine },
     res: { packed: (v) => v.residual as DType, when: (v) => v.residual !== 'no-residual' },
+    q_scale: { packed: (v) => v.int4 as DType, when: (v) => v.int4 !== 'none' },
+    q_zero: { packed: () => 'uint8' as DType, when: (v) => v.int4 !== 'none' },
+    perm: { type: 'u32', when: (v) => v.perm },
   },
   grid: 'custom',
   enables: (v) => (v.subgroups ? ['subgroups'] : []),
   constants: () => ({ TPO, OPW }),
   functions: expertLinearFunctions,
   code: (v) => ({
-    DOT: dotCode(v.access, v.w, v.scaled),
+    DOT: v.int4 !== 'none' ? int4DotCode(v.access) : dotCode(v.access, v.w, v.scaled),
     ACCUMULATE: v.combine ? COMBINE : v.activation === 'swiglu' ? GATHER_SWIGLU : GATHER,
     SUBGROUP_BUILTINS: v.subgroups ? ', @builtin(subgroup_invocation_id) sg_lane: u32, @builtin(subgroup_size) sg_size: u32' : '',
     REDUCE: columnReduceWgsl(v.subgroups, 'Acc()'),
@@ -233,14 +278,15 @@ const expertLinear = defineKernel({
  * scales of an FP8 weight. Accumulates in float32.
  */
 export function expertLinearKernel(ctx: GpuContext, x: GpuOperand, weight: GpuOperand, ids: GpuOperand, options: ExpertLinearKernelOptions): GpuBuffer {
-  const { scale, combine, outDtype, activation, residual } = options;
-  const [numExperts, wRows, k] = weight.view.shape;
+  const { scale, combine, outDtype, activation, residual, int4 } = options;
+  const [numExperts, wRows, kStored] = weight.view.shape;
+  const k = int4 ? kStored * 8 : kStored;
   const [t, slots] = ids.view.shape;
   const rowsOut = combine ? t : t * slots;
   // Prefill-sized batches: sort the slots by expert and run a grouped GEMM (one weight read per 64-slot tile); its
   // epilogues run as the separate ops they stand for.
   if (useGroupedExpertGemm(ctx, weight, ids, combine !== undefined)) {
-    const plain = expertGemmKernel(ctx, x, weight, ids, { scale, combine, outDtype });
+    const plain = expertGemmKernel(ctx, x, weight, ids, { scale, combine, outDtype, int4 });
     if (!activation && !residual) return plain;
     try {
       const view = { shape: [rowsOut, wRows], strides: [wRows, 1], offset: 0 };
@@ -260,6 +306,8 @@ export function expertLinearKernel(ctx: GpuContext, x: GpuOperand, weight: GpuOp
   if (rowsOut * n === 0) return out;
 
   const access = weightAccess(weight);
+  // The op compacts a 4-bit weight: its rows are whole words.
+  if (int4 && access === 'element') throw new Error('expertLinearKernel: a packed 4-bit weight must be contiguous');
   const item = DTYPE_INFO[weight.dtype].itemBytes;
   const unitBytes = access === 'vec4' ? 16 : access === 'word' ? 4 : item;
   const perUnit = unitBytes / item;
@@ -278,6 +326,8 @@ export function expertLinearKernel(ctx: GpuContext, x: GpuOperand, weight: GpuOp
       subgroups: ctx.subgroupReduce(TPO),
       activation: activation ?? 'linear',
       residual: residual?.dtype ?? 'no-residual',
+      int4: int4?.scale.dtype ?? 'none',
+      perm: !!int4?.perm,
     },
     {
       n,
@@ -294,7 +344,7 @@ export function expertLinearKernel(ctx: GpuContext, x: GpuOperand, weight: GpuOp
       w_se: inUnits(se),
       w_sn: inUnits(sn),
       w_sk: sk,
-      chunks: Math.floor(k / perUnit),
+      chunks: Math.floor(kStored / perUnit),
       k_blocks: Math.ceil(k / 128),
       n_blocks: Math.ceil(wRows / 128),
       ids_off: ids.view.offset,
@@ -303,13 +353,26 @@ export function expertLinearKernel(ctx: GpuContext, x: GpuOperand, weight: GpuOp
       c_off: combine?.view.offset ?? 0,
       c_s0: combine?.view.strides[0] ?? 0,
       c_s1: combine?.view.strides[1] ?? 0,
+      w_rows: wRows,
+      ...int4Params(int4 ? { int4B: int4 } : {}, k),
     },
-    { out, x: x.buffer, w: weight.buffer, ids: ids.buffer, scale, comb: combine?.buffer, res: residual?.buffer },
+    {
+      out,
+      x: x.buffer,
+      w: weight.buffer,
+      ids: ids.buffer,
+      scale,
+      comb: combine?.buffer,
+      res: residual?.buffer,
+      q_scale: int4?.scale.buffer,
+      q_zero: int4?.zero.buffer,
+      perm: int4?.perm?.buffer,
+    },
     {
       workgroups: grid1d(colBlocks * rowsOut, 1),
       // Every slot reads its expert's rows (slots sharing an expert are counted twice; at decode they cannot).
       bytes:
-        bytesOf(weight.dtype, t * slots * wRows * k) +
+        t * slots * (int4 ? weightBytes(weight.dtype, { int4B: int4 }, wRows, k) : bytesOf(weight.dtype, wRows * k)) +
         bytesOf(x.dtype, x.view.shape[0] * k) +
         bytesOf(outDtype, rowsOut * n) +
         (residual ? bytesOf(residual.dtype, rowsOut * n) : 0),

@@ -121,6 +121,12 @@ export const expertLinearKernels = defineOpKernels<ExpertLinearArgs<unknown>>({
       outDtype: options.outDtype,
       activation: options.activation,
       residual: options.residual && toGpuOperand(options.residual),
+      int4: options.int4 && {
+        scale: toGpuOperand(options.int4.scale),
+        zero: toGpuOperand(options.int4.zero),
+        groupSize: options.int4.groupSize,
+        perm: options.int4.perm && toGpuOperand(options.int4.perm),
+      },
     });
   },
 });

@@ -19,7 +19,7 @@ export function reduceReference(op: ReduceOp, x: Operand<Handle>, dim: number, o
   for (let o = 0; o < outer; o++) {
     for (let i = 0; i < inner; i++) {
       const base = o * size * inner + i;
-      const r = op === 'argmax' || op === 'argmin' ? argExtreme(v, base, size, inner, op === 'argmax') : fold(op, v, base, size, inner);
+      const r = op === 'argmax' || op === 'argmin' ? argExtreme(v, base, size, inner, op === 'argmax') : fold(op, v, base, size, inner, !isFloating(outDtype));
       // Integer sums wrap like int32 arithmetic (as binary add does and the GPU accumulates), not saturate.
       out[o * inner + i] = op === 'sum' && !isFloating(outDtype) ? r | 0 : r;
     }
@@ -27,9 +27,14 @@ export function reduceReference(op: ReduceOp, x: Operand<Handle>, dim: number, o
   return store(out, outDtype);
 }
 
-function fold(op: Exclude<ReduceOp, 'argmax' | 'argmin'>, v: Float64Array, base: number, size: number, stride: number): number {
+function fold(op: Exclude<ReduceOp, 'argmax' | 'argmin'>, v: Float64Array, base: number, size: number, stride: number, integerOut = false): number {
   const r = REDUCE_F64[op];
   let acc = r.init;
+  // An integer product wraps like int32 multiplication (as the GPU's), which a float64 product would not.
+  if (op === 'prod' && integerOut) {
+    for (let j = 0; j < size; j++) acc = Math.imul(acc, v[base + j * stride]);
+    return acc;
+  }
   for (let j = 0; j < size; j++) acc = r.step(acc, v[base + j * stride]);
   return op === 'mean' ? acc / size : acc;
 }

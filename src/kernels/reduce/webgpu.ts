@@ -18,6 +18,7 @@ const ROWS_MANY_OUTPUTS = 4096;
 function combineBody(op: ReduceOp, c: ComputeType): string {
   const pair = (v: string, i: string) => `vec2<u32>(bitcast<u32>(${v}), ${i})`;
   if (op === 'sum' || op === 'mean') return `  return ${pair('a + v', '0u')};`;
+  if (op === 'prod') return `  return ${pair('a * v', '0u')};`;
   const better = op === 'max' || op === 'argmax' ? 'v > a' : 'v < a';
   const take =
     c === 'f32'
@@ -28,12 +29,13 @@ function combineBody(op: ReduceOp, c: ComputeType): string {
 
 function initValue(op: ReduceOp, c: ComputeType): string {
   if (op === 'sum' || op === 'mean') return c === 'f32' ? '0.0' : '0';
+  if (op === 'prod') return c === 'f32' ? '1.0' : '1';
   const high = op === 'min' || op === 'argmin';
   if (c === 'f32') return high ? 'f32_bits(0x7f800000u)' : 'f32_bits(0xff800000u)';
   return high ? '2147483647' : '(-2147483647 - 1)';
 }
 
-export const REDUCE_OPS = ['sum', 'mean', 'max', 'min', 'argmax', 'argmin'] as const satisfies readonly ReduceOp[];
+export const REDUCE_OPS = ['sum', 'mean', 'max', 'min', 'argmax', 'argmin', 'prod'] as const satisfies readonly ReduceOp[];
 const OPS = REDUCE_OPS;
 
 interface ReduceVariant {

@@ -16,6 +16,11 @@ export interface ShortConvArgs<H> {
   readonly state: Operand<H>;
   /** [H]: the conv's bias (conv_bias), added before the C gate. */
   readonly bias?: Operand<H>;
+  /**
+   * Several sequences in one call (continuous batching): int32 (first row, rows, state slot) per sequence, their
+   * rows one after another in bcx; the state is then a pool [slots, L-1, H] and each sequence continues its slot.
+   */
+  readonly segments?: { readonly index: Operand<H>; readonly count: number };
 }
 
 export const shortConvKernels = defineOpKernels<ShortConvArgs<unknown>>({

@@ -5,12 +5,15 @@
 // One invocation per channel walks the S tokens in order with a window of the last L-1 Bx values in registers.
 // The header and the one-invocation-per-channel loop come from the description in short-conv.ts.
 
-// Channel c over the S tokens.
-fn conv_channel(c: u32) {
+// Channel i % H of sequence i / H over its rows (all S tokens for one sequence).
+fn conv_channel(i: u32) {
+  let c = i % p.h;
+  let seq = i / p.h;
   let window = p.taps - 1u;
+{{SEGMENT}}
   var win: array<f32, MAX_WINDOW>;  // oldest first
   for (var k = 0u; k < window; k++) {
-    win[k] = state[p.st_off + k * p.h + c];
+    win[k] = state[st + k * p.h + c];
   }
   let wrow = p.w_off + c * p.w_s0;
   var taps: array<f32, MAX_WINDOW>;  // the channel's past taps, read once for all S tokens
@@ -19,7 +22,8 @@ fn conv_channel(c: u32) {
   }
   let w_now = load_conv_w(wrow + window * p.w_s1);
   let b = {{BIAS}};
-  for (var t = 0u; t < p.s; t++) {
+  for (var r = 0u; r < rows; r++) {
+    let t = first + r;
     let row = p.in_off + t * 3u * p.h;
     let bx = load_bcx(row + c) * load_bcx(row + 2u * p.h + c);
     var y = b;
@@ -36,6 +40,6 @@ fn conv_channel(c: u32) {
     out[t * p.h + c] = load_bcx(row + p.h + c) * y;
   }
   for (var k = 0u; k < window; k++) {
-    state[p.st_off + k * p.h + c] = win[k];
+    state[st + k * p.h + c] = win[k];
   }
 }

@@ -5,13 +5,11 @@
 import type { Tensor } from '../../core/tensor.js';
 import type { Weight } from '../../formats/checkpoint.js';
 import { attentionInputs } from '../../ops/attention-inputs.js';
-import { arange } from '../../ops/creation.js';
-import { add, eq, mul, sigmoid, where } from '../../ops/elementwise.js';
-import { sum } from '../../ops/reduce.js';
+import { add, mul, sigmoid } from '../../ops/elementwise.js';
 import { linear, type LinearOptions } from '../../ops/matmul.js';
-import { expertLinear, moeRoute, moeRouter, type RouteOpOptions } from '../../ops/moe.js';
+import { expertLinear, moeRoute, moeRouter, type ExpertLinearOpOptions, type RouteOpOptions } from '../../ops/moe.js';
 import { attention, rmsNorm, swiglu } from '../../ops/nn.js';
-import { cat, clone, narrow, reshape, select, unsqueeze } from '../../ops/shape-ops.js';
+import { cat, clone, narrow, reshape, select } from '../../ops/shape-ops.js';
 import { withTempsAsync } from '../../ops/util.js';
 import { tidy } from '../../core/scope.js';
 import type { PagedIndex } from '../../ops/paged-cache.js';
@@ -125,46 +123,32 @@ function sharedExpert(x: Tensor, shared: NonNullable<MoeWeights['shared']>): Ten
   return mul(sigmoid(project(x, shared.gate)), denseMlp(x, shared.mlp));
 }
 
+/** expertLinear's options for a stacked expert weight: FP8 block scales, or 4-bit group scales and zero points. */
+export function expertWeightOptions(w: Weight): { scale?: Tensor; int4?: ExpertLinearOpOptions['int4'] } {
+  return { scale: w.scale, ...(w.int4 ? { int4: w.int4 } : {}) };
+}
+
 /**
  * residual + MoE(x) in three dispatches, the expert ids never leaving the device (a shared expert stacked as expert
- * E rides along as one more slot; one kept apart adds its own dispatches).
+ * E rides along as one more slot; one kept apart adds its own dispatches). FP8 and packed 4-bit experts are
+ * dequantized in the expert kernels, so a decode step reads only the chosen experts' bytes.
  */
 export function fusedMoe(x: Tensor, mlp: MoeWeights, routing: Routing, residual: Tensor): Tensor {
   if (mlp.shared) residual = add(residual, sharedExpert(x, mlp.shared));
   const { ids, weights } = route(x, mlp, routing);
-  if (mlp.gateUp.int4 || mlp.down.int4) return add(residual, everyExpertMoe(x, mlp, ids, weights));
-  const act = expertLinear(x, mlp.gateUp.data, ids, { scale: mlp.gateUp.scale, activation: 'swiglu' });
-  return expertLinear(act, mlp.down.data, ids, { scale: mlp.down.scale, combine: weights, residual });
+  const act = expertLinear(x, mlp.gateUp.data, ids, { ...expertWeightOptions(mlp.gateUp), activation: 'swiglu' });
+  return expertLinear(act, mlp.down.data, ids, { ...expertWeightOptions(mlp.down), combine: weights, residual });
 }
 
-/** Expert e of a stacked [E, ...] weight (its scales and 4-bit zero points too). */
+/** Expert e of a stacked [E, ...] weight (its scales and 4-bit zero points too; a shared permutation stays whole). */
 export function expertWeight(w: Weight, e: number, keep: (t: Tensor) => Tensor = (t) => t): Weight {
+  const q = w.int4;
   return {
     data: keep(select(w.data, 0, e)),
     scale: w.scale && keep(select(w.scale, 0, e)),
     recipe: w.recipe,
-    ...(w.int4 ? { int4: { groupSize: w.int4.groupSize, zero: keep(select(w.int4.zero, 0, e)) } } : {}),
+    ...(q ? { int4: { groupSize: q.groupSize, zero: keep(select(q.zero, 0, e)), ...(q.perm ? { perm: q.perm } : {}) } } : {}),
   };
-}
-
-/**
- * MoE(x) over packed 4-bit experts until the expert kernels read them: every expert's int4 GEMVs (no host read of the
- * routing), each weighted by its routing weight, zero for the tokens that did not choose it. E times the
- * arithmetic of the fused block, the weight bytes read the same once per expert.
- */
-function everyExpertMoe(x: Tensor, mlp: MoeWeights, ids: Tensor, weights: Tensor): Tensor {
-  return tidy(() => {
-    const e = mlp.gateUp.data.shape[0];
-    const chosen = eq(unsqueeze(ids, -1), arange(e, undefined, 1, { dtype: 'int32', device: ids.device }));
-    const dense = sum(where(chosen, unsqueeze(weights, -1), 0), 1); // [T, E]
-    let out: Tensor | undefined;
-    for (let i = 0; i < e; i++) {
-      const y = project(project(x, expertWeight(mlp.gateUp, i), undefined, 'swiglu'), expertWeight(mlp.down, i));
-      const term = mul(y, narrow(dense, 1, i, 1).to(y.dtype));
-      out = out ? add(out, term) : term;
-    }
-    return out!;
-  });
 }
 
 /**

@@ -10,6 +10,7 @@ import { add } from '../../ops/elementwise.js';
 import { indexSelect } from '../../ops/index-select.js';
 import { rmsNorm } from '../../ops/nn.js';
 import { pagedIndex, type PagedIndex } from '../../ops/paged-cache.js';
+import { shortConvSegmentTable } from '../../ops/short-conv.js';
 import { tidy } from '../../core/scope.js';
 import { denseMlp, fusedMoe, lmHead, perExpertMoe, type Routing } from './blocks.js';
 import { runDecoder, runDecoderAsync, type DecoderRun, type DecoderSteps } from './decoder-forward.js';
@@ -48,6 +49,11 @@ export interface DecoderBlocks<Cache> extends DecoderTrunk {
 export interface PagedBatch {
   readonly pages: PagedIndex;
   readonly slots: readonly PagedSlot[];
+  /**
+   * For a pool with state slots: int32 (first row, rows, state slot) per sequence (shortConvSegmentTable), shared by
+   * every recurrent layer of the forward.
+   */
+  readonly stateSegments?: Tensor;
 }
 
 /** A family's layers over a paged KV pool (families that support continuous batching). */
@@ -127,7 +133,16 @@ export function decoderForwardPaged(blocks: PagedDecoderBlocks, tokens: Tensor, 
     pool.pageSize,
     tokens.device,
   );
-  const batch = { pages, slots };
+  const stateSegments = pool.states
+    ? tensor(
+        shortConvSegmentTable(
+          slots.map((s) => s.rows),
+          slots.map((s) => s.sequence.stateSlot!),
+        ),
+        { dtype: 'int32', device: tokens.device },
+      )
+    : undefined;
+  const batch = { pages, slots, stateSegments };
   const head = (h: Tensor) => {
     if (slots.every((s) => s.rows === 1)) return lmHead(h, blocks.norm, blocks.eps, blocks.lmHead, false);
     let end = 0;

@@ -3,6 +3,7 @@
 // cache, its blocks (how a layer mixes tokens, which feed-forward follows) and its weight list.
 import type { DeviceName } from '../../runtime/backend.js';
 import type { DType } from '../../core/dtype.js';
+import { kvCacheShape } from '../../core/kv-fp8.js';
 import { keep, tidy } from '../../core/scope.js';
 import { Tensor } from '../../core/tensor.js';
 import type { Weight } from '../../formats/checkpoint.js';
@@ -178,6 +179,8 @@ export function attentionKvRows(
   dtype: DType,
   device: DeviceName,
 ): { keys: (Tensor | undefined)[]; values: (Tensor | undefined)[] } {
-  const rows = () => isAttention.map((a) => (a ? keep(zeros(shape, { dtype, device })) : undefined));
+  // An FP8 cache's rows are wider than headDim: codes, then their scale (core/kv-fp8.ts).
+  const rowShape = kvCacheShape(shape[0]!, shape[1]!, shape[2]!, dtype);
+  const rows = () => isAttention.map((a) => (a ? keep(zeros(rowShape, { dtype, device })) : undefined));
   return { keys: rows(), values: rows() };
 }

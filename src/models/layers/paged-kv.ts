@@ -6,7 +6,8 @@
 // counted: with a prefix cache (prefix-cache.ts) a full page may be shared by several sequences, and a cached page
 // nobody references is kept until the free list runs dry.
 import type { DeviceName } from '../../runtime/backend.js';
-import { DTYPE_INFO, type DType } from '../../core/dtype.js';
+import type { DType } from '../../core/dtype.js';
+import { kvCacheShape, kvRowBytes } from '../../core/kv-fp8.js';
 import { keep } from '../../core/scope.js';
 import type { Tensor } from '../../core/tensor.js';
 import { tidy } from '../../core/scope.js';
@@ -25,7 +26,7 @@ export interface PagedKvPoolOptions {
   pageSize?: number;
   /** Pages in the pool. */
   pages: number;
-  /** Default float32. */
+  /** Default float32; float8_e4m3fn holds scaled rows (core/kv-fp8.ts). */
   dtype?: DType;
   /** Sequences that may run at once: the state slots a model with recurrent layers allocates (default 16). */
   sequences?: number;
@@ -50,9 +51,9 @@ export interface SequenceStateSlots extends StateSnapshots {
   dispose(): void;
 }
 
-/** Bytes one cached position takes in every layer's keys and values. */
+/** Bytes one cached position takes in every layer's keys and values (FP8: codes and row scales, core/kv-fp8.ts). */
 export function kvBytesPerPosition(g: KvGeometry, dtype: DType = 'float32'): number {
-  return 2 * g.layers * g.kvHeads * g.headDim * DTYPE_INFO[dtype].itemBytes;
+  return 2 * g.layers * g.kvHeads * kvRowBytes(dtype, g.headDim);
 }
 
 export class PagedKvPool {
@@ -77,8 +78,8 @@ export class PagedKvPool {
     this.pages = options.pages;
     if (!Number.isInteger(this.pageSize) || this.pageSize <= 0) throw new RangeError(`PagedKvPool: pageSize must be a positive integer, got ${this.pageSize}`);
     if (!Number.isInteger(this.pages) || this.pages <= 0) throw new RangeError(`PagedKvPool: pages must be a positive integer, got ${this.pages}`);
-    const shape = [this.pages * this.pageSize, geometry.kvHeads, geometry.headDim];
     const dtype = options.dtype ?? 'float32';
+    const shape = kvCacheShape(this.pages * this.pageSize, geometry.kvHeads, geometry.headDim, dtype);
     this.keys = Array.from({ length: geometry.layers }, () => keep(zeros(shape, { dtype, device })));
     this.values = Array.from({ length: geometry.layers }, () => keep(zeros(shape, { dtype, device })));
     // Popped from the end: page 0 first.

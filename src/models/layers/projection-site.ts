@@ -35,7 +35,15 @@ export interface ProjectionSite {
 export type ProjectionDelta = (site: ProjectionSite, x: Tensor) => Tensor | undefined;
 
 export function site(name: string, weight: Weight, rowOffset: number, outFeatures: number, expert?: number): ProjectionSite {
-  return { name, module: name.slice(name.lastIndexOf('.') + 1), inFeatures: weight.data.shape[weight.data.ndim - 1], outFeatures, weight, rowOffset, expert };
+  return {
+    name,
+    module: name.slice(name.lastIndexOf('.') + 1),
+    inFeatures: weight.data.shape[weight.data.ndim - 1] * (weight.int4 ? 8 : 1),
+    outFeatures,
+    weight,
+    rowOffset,
+    expert,
+  };
 }
 
 /**

@@ -117,15 +117,16 @@ export function concatWeights(parts: Weight[], dim: number): Weight {
   return { data, scale, recipe: parts[0].recipe };
 }
 
-/** Stacks [N, K] weights into [E, N, K] (scales into [E, ...]). */
+/**
+ * Stacks [N, K] weights into [E, N, K] (scales into [E, ...]). Act-order 4-bit parts keep the first one's
+ * permutation: the caller checked that they share it (WeightLoader.experts; the expert kernels read one [K] perm).
+ */
 export function stackWeights(parts: Weight[]): Weight {
-  if (parts.some((p) => p.int4?.perm))
-    throw new CheckpointError('act-order (desc_act) 4-bit experts cannot be stacked: each expert permutes K its own way', {});
   const lifted = parts.map((p) => ({
     data: unsqueeze(p.data, 0),
     scale: p.scale && unsqueeze(p.scale, 0),
     recipe: p.recipe,
-    ...(p.int4 ? { int4: { groupSize: p.int4.groupSize, zero: unsqueeze(p.int4.zero, 0) } } : {}),
+    ...(p.int4 ? { int4: { groupSize: p.int4.groupSize, zero: unsqueeze(p.int4.zero, 0), ...(p.int4.perm ? { perm: p.int4.perm } : {}) } } : {}),
   }));
   for (const p of parts) {
     p.data.dispose();
@@ -281,6 +282,16 @@ export class WeightLoader {
       const names = expert(e);
       gateUps.push(await this.gateUp(names.gate, names.up, 'experts'));
       downs.push(await this.linear(names.down));
+    }
+    for (const [parts, what] of [
+      [gateUps, 'gate/up'],
+      [downs, 'down'],
+    ] as const) {
+      if (!(await samePermutation(parts)))
+        throw new CheckpointError(
+          `act-order (desc_act) 4-bit experts need every expert's ${what} projection to share one column permutation (g_idx), and these differ (the fused expert kernels read one)`,
+          { file: this.ck.dir, tensor: `${expert(0).gate}.g_idx` },
+        );
     }
     return { gateUp: this.track(stackWeights(gateUps)), down: this.track(stackWeights(downs)) };
   }

@@ -11,6 +11,7 @@ import { keep } from '../../core/scope.js';
 import type { ForwardOptions, ModelCache, MoeMode, PagedCausalLM } from '../causal-lm.js';
 import type { Routing } from '../layers/blocks.js';
 import { decoderForwardPaged } from '../layers/decoder-blocks.js';
+import { kvCacheShape } from '../../core/kv-fp8.js';
 import { kvBytesPerPosition, PagedKvPool, type KvGeometry, type PagedKvPoolOptions, type PagedSlot } from '../layers/paged-kv.js';
 import { DecoderModel } from '../layers/decoder-model.js';
 import { weightTensors, type Qwen3Weights } from './weights.js';
@@ -38,7 +39,7 @@ export class KvCache implements ModelCache {
     dtype: DType,
     device: DeviceName,
   ) {
-    const shape = [capacity, config.numKeyValueHeads, config.headDim];
+    const shape = kvCacheShape(capacity, config.numKeyValueHeads, config.headDim, dtype);
     this.keys = Array.from({ length: config.numHiddenLayers }, () => keep(zeros(shape, { dtype, device })));
     this.values = Array.from({ length: config.numHiddenLayers }, () => keep(zeros(shape, { dtype, device })));
   }

@@ -79,7 +79,7 @@ export class Qwen35Blocks implements DecoderBlocks<Qwen35Cache>, PagedDecoderBlo
    * Layer i over a paged pool for a batch of sequences (their rows consecutive): attention through the page
    * tables, a DeltaNet layer over every sequence's rows with that sequence's state slot.
    */
-  mixPaged(h: Tensor, i: number, pool: PagedKvPool, { pages, slots }: PagedBatch): Tensor {
+  mixPaged(h: Tensor, i: number, pool: PagedKvPool, { pages, slots, stateSegments }: PagedBatch): Tensor {
     const states = pool.states as DeltaNetStateSlots;
     return tidy(() => {
       const layer = this.weights.layers[i];
@@ -90,7 +90,7 @@ export class Qwen35Blocks implements DecoderBlocks<Qwen35Cache>, PagedDecoderBlo
       // One sequence (a prefill chunk) runs as the contiguous cache does (the chunked form for long chunks);
       // a decode batch is one dispatch over every sequence's slot.
       if (slots.length === 1) return this.deltaNet(x, h, m, states.state(k, slots[0].sequence.stateSlot!));
-      const batch = { rows: slots.map((s) => s.rows), slots: slots.map((s) => s.sequence.stateSlot!) };
+      const batch = { rows: slots.map((s) => s.rows), slots: slots.map((s) => s.sequence.stateSlot!), index: stateSegments };
       return this.deltaNet(x, h, m, { conv: states.conv[k], recurrent: states.recurrent[k] }, batch);
     });
   }

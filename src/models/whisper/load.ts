@@ -11,13 +11,14 @@ import { ensureGeneratedDir } from '../../formats/generated-dir.js';
 import { resolveModelPath, type HubOptions } from '../../hub/download.js';
 import type { DeviceName } from '../../runtime/backend.js';
 import { TextTokenizer } from '../../tokenizer/tokenizer.js';
-import { parseWhisperConfig } from './config.js';
-import { WhisperModel } from './model.js';
+import { whisperFromCheckpoint } from './from-checkpoint.js';
+import type { WhisperModel } from './model.js';
 import { WHISPER_PRESETS } from './presets.js';
 import { writeRandomWhisperCheckpoint } from './random-checkpoint.js';
 import { whisperTokenizerFiles } from './tokenizer-files.js';
 import { WhisperTokenizer } from './tokenizer.js';
-import { loadWhisperWeights } from './weights.js';
+
+export { whisperFromCheckpoint, type WhisperFromCheckpointOptions } from './from-checkpoint.js';
 
 export const DEFAULT_WHISPER_MODEL = 'builtin:whisper-tiny';
 const BUILTIN = 'builtin:';
@@ -62,16 +63,11 @@ function isMultilingual(dir: string, vocabSize: number): boolean {
   return vocabSize >= 51865;
 }
 
-/** The model of an open checkpoint (its config.json must be a Whisper one). */
-export async function whisperFromCheckpoint(ck: Checkpoint, options: Pick<WhisperLoadOptions, 'device' | 'dtype' | 'maxSequence'> = {}): Promise<WhisperModel> {
-  const config = parseWhisperConfig(ck.config, join(ck.dir, 'config.json'));
-  const weights = await loadWhisperWeights(ck, config, { device: options.device, dtype: options.dtype });
-  return new WhisperModel(config, weights, { maxSequence: options.maxSequence });
-}
-
 /** A Whisper model and its tokenizer from a folder, a repo id or `builtin:<preset>`. */
 export async function loadWhisper(source: string = DEFAULT_WHISPER_MODEL, options: WhisperLoadOptions = {}): Promise<LoadedWhisper> {
-  const dir = source.startsWith(BUILTIN) ? await ensureBuiltinWhisper(source.slice(BUILTIN.length), options.onNotice) : await resolveModelPath(source, options.hub);
+  const dir = source.startsWith(BUILTIN)
+    ? await ensureBuiltinWhisper(source.slice(BUILTIN.length), options.onNotice)
+    : await resolveModelPath(source, options.hub);
   await using ck = await Checkpoint.open(dir);
   if (!existsSync(join(dir, 'tokenizer.json'))) throw new CheckpointError('a Whisper checkpoint needs its tokenizer.json', { file: dir });
   const text = TextTokenizer.fromDirectory(dir);

@@ -1,9 +1,9 @@
 // The Whisper family's built-in preset (`--model builtin:whisper-tiny`): whisper-tiny's structure at a smaller width
 // (2 + 2 layers of d_model 64, 4 heads) with the real audio geometry (80 mel bins, 1500 encoder positions: 30 s
 // windows of 3000 frames; 448 decoder positions) and a 2632-token stand-in vocabulary whose special tokens follow
-// the multilingual layout (tokenizer-files.ts). Random weights: its text is gibberish.
+// the multilingual layout (standin-tokenizer.ts). Random weights: its text is gibberish.
 import type { WhisperConfig } from './config.js';
-import { WHISPER_TINY_TEXT_TOKENS, WHISPER_TINY_VOCAB_SIZE } from './tokenizer-files.js';
+import { WHISPER_TINY_TEXT_TOKENS, WHISPER_TINY_VOCAB_SIZE } from './standin-tokenizer.js';
 
 const EOT = WHISPER_TINY_TEXT_TOKENS;
 

@@ -19,6 +19,53 @@ export function erfc(x: number): number {
   return x >= 0 ? r : 2 - r;
 }
 
+/** erf in float64: its Maclaurin series up to |x| = 3 (cancellation costs under 1e-13 there), 1 - erfc beyond. */
+export function erf(x: number): number {
+  if (Number.isNaN(x)) return x;
+  if (Math.abs(x) >= 3) return 1 - erfc(x);
+  const x2 = x * x;
+  let term = x;
+  let sum = x;
+  for (let n = 1; n < 80; n++) {
+    term *= -x2 / n;
+    const add = term / (2 * n + 1);
+    sum += add;
+    if (Math.abs(add) < 1e-17 * Math.abs(sum)) break;
+  }
+  return (2 / Math.sqrt(Math.PI)) * sum;
+}
+
+/** Round half to even (torch.round, numpy.round): JS's Math.round rounds halves up. */
+export function roundHalfEven(x: number): number {
+  if (!Number.isFinite(x)) return x;
+  const f = Math.floor(x);
+  const d = x - f;
+  const r = d > 0.5 || (d === 0.5 && f % 2 !== 0) ? f + 1 : f;
+  return r === 0 ? (x < 0 || Object.is(x, -0) ? -0 : 0) : r;
+}
+
+/** C's fmod (JS's % is exactly that on doubles). */
+export const fmod = (a: number, b: number) => a % b;
+
+/** torch.remainder on floats: fmod moved by b when the signs differ (ATen's formula, so fmod's exactness is kept). */
+export function remainder(a: number, b: number): number {
+  let m = a % b;
+  if (m !== 0 && b < 0 !== m < 0) m += b;
+  return m;
+}
+
+/** torch.floor_divide on floats: ATen's div_floor_floating step by step. */
+export function floorDivide(a: number, b: number): number {
+  if (b === 0) return a / b;
+  const m = a % b;
+  let d = (a - m) / b;
+  if (m !== 0 && b < 0 !== m < 0) d -= 1;
+  if (d === 0) return Object.is(a / b, -0) || a / b < 0 ? -0 : 0;
+  let f = Math.floor(d);
+  if (d - f > 0.5) f += 1;
+  return f;
+}
+
 export const UNARY_F64: Readonly<Record<UnaryOp, (x: number) => number>> = {
   neg: (x) => -x,
   abs: Math.abs,
@@ -32,6 +79,15 @@ export const UNARY_F64: Readonly<Record<UnaryOp, (x: number) => number>> = {
   tanh: Math.tanh,
   sigmoid: (x) => 1 / (1 + Math.exp(-x)),
   relu: (x) => (Number.isNaN(x) ? x : Math.max(x, 0)),
+  sin: Math.sin,
+  cos: Math.cos,
+  erf,
+  floor: Math.floor,
+  ceil: Math.ceil,
+  round: roundHalfEven,
+  // torch.sign: 0 for NaN and for both zeros.
+  sign: (x) => (x > 0 ? 1 : x < 0 ? -1 : 0),
+  reciprocal: (x) => 1 / x,
 };
 
 /** Integer versions with int32 wrap-around, as the GPU computes them. */
@@ -39,6 +95,10 @@ export const UNARY_I32: Partial<Record<UnaryOp, (x: number) => number>> = {
   neg: (x) => -x | 0,
   abs: (x) => Math.abs(x) | 0,
   relu: (x) => Math.max(x, 0),
+  floor: (x) => x,
+  ceil: (x) => x,
+  round: (x) => x,
+  sign: Math.sign,
 };
 
 // maximum/minimum propagate NaN like torch.maximum.
@@ -93,6 +153,9 @@ export const BINARY_F64: Readonly<Record<BinaryOp, (a: number, b: number) => num
   le: (a, b) => +(a <= b),
   gt: (a, b) => +(a > b),
   ge: (a, b) => +(a >= b),
+  remainder,
+  fmod,
+  floor_divide: floorDivide,
 };
 
 export const BINARY_I32: Readonly<Record<BinaryOp, (a: number, b: number) => number>> = {
@@ -102,6 +165,10 @@ export const BINARY_I32: Readonly<Record<BinaryOp, (a: number, b: number) => num
   mul: (a, b) => Math.imul(a, b),
   div: (a, b) => a / b, // true division: callers compute int division in float
   pow: powInt32,
+  // A zero divisor gives 0 (torch raises; a GPU kernel cannot), as the WebGPU kernels do.
+  remainder: (a, b) => (b === 0 ? 0 : remainder(a, b) | 0),
+  fmod: (a, b) => (b === 0 ? 0 : (a % b) | 0),
+  floor_divide: (a, b) => (b === 0 ? 0 : Math.floor(a / b) | 0),
 };
 
 export type Reducer = { init: number; step: (acc: number, x: number) => number };
@@ -111,4 +178,5 @@ export const REDUCE_F64: Readonly<Record<Exclude<ReduceOp, 'argmax' | 'argmin'>,
   mean: { init: 0, step: (a, x) => a + x },
   max: { init: -Infinity, step: nanMax },
   min: { init: Infinity, step: nanMin },
+  prod: { init: 1, step: (a, x) => a * x },
 };

@@ -38,6 +38,11 @@ export interface GpuContext {
    * values with subgroupShuffle: min(limit, the device's smallest subgroup size).
    */
   subgroupShareWidth(limit: number): number;
+  /**
+   * The device-side error flag (kernels/device-error.ts) for a kernel's `err` binding: kernels that read indices
+   * report an out-of-range one there, and the next read back or synchronize() raises it.
+   */
+  deviceErrorFlag(): GpuBuffer;
   /** Limits the kernels must respect. */
   readonly limits: { maxStorageBufferBindingSize: number; maxComputeWorkgroupsPerDimension: number };
 }

@@ -15,6 +15,7 @@ import { binaryKernel, castKernel, fillKernel, scatterKernel, unaryKernel, toGpu
 import { SUBGROUP_PROBE_INVOCATIONS, subgroupProbeKernel } from './kernels/subgroup-probe.js';
 import { checkAdapter, OPTIONAL_FEATURES, REQUIRED_LIMITS } from './requirements.js';
 import { loadGpu } from './runtime.js';
+import { DEVICE_ERROR_WORDS, deviceError } from './kernels/device-error.js';
 
 /** Counters for benchmarks and tests (dispatches per token, submits per read, ...). */
 export interface GpuCounters {
@@ -101,6 +102,9 @@ export class WebGpuBackend implements Backend<GpuBuffer>, GpuContext {
   private passPipeline: GPUComputePipeline | undefined;
   private pending = 0;
   private readonly errors: string[] = [];
+  /** The device-side error flag (kernels/device-error.ts), made on first use; armed while a kernel may have set it. */
+  private errorFlag: GpuBuffer | undefined;
+  private errorFlagArmed = false;
   private lostReason: string | undefined;
 
   private constructor(
@@ -167,6 +171,33 @@ export class WebGpuBackend implements Backend<GpuBuffer>, GpuContext {
   }
 
   // ---- GpuContext ----
+  deviceErrorFlag(): GpuBuffer {
+    // Armed: the next read back (or synchronize) also reads the flag. A replayed step that binds it arms it again.
+    this.errorFlagArmed = true;
+    if (!this.errorFlag) {
+      const buffer = this.gpuDevice.createBuffer({
+        label: 'tensorgpu device error flag',
+        size: DEVICE_ERROR_WORDS * 4,
+        usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST,
+      });
+      this.errorFlag = { buffer, size: DEVICE_ERROR_WORDS * 4 };
+    }
+    return this.errorFlag;
+  }
+
+  /** Copies the error flag to `staging` at byte `at` and zeroes it, in the open encoder (an armed flag only). */
+  private encodeErrorFlagRead(staging: GPUBuffer, at: number): boolean {
+    if (!this.errorFlagArmed || !this.errorFlag) return false;
+    this.errorFlagArmed = false;
+    this.pass?.end();
+    this.pass = undefined;
+    this.passPipeline = undefined;
+    this.encoder ??= this.gpuDevice.createCommandEncoder();
+    this.encoder.copyBufferToBuffer(this.errorFlag.buffer, 0, staging, at, DEVICE_ERROR_WORDS * 4);
+    this.encoder.clearBuffer(this.errorFlag.buffer);
+    return true;
+  }
+
   subgroupReduce(groupSize: number): boolean {
     // Subgroup sizes are powers of two, so every size up to the maximum divides a power-of-two group.
     return this.subgroupsEnabled && this.subgroupMaxSize <= groupSize;
@@ -454,6 +485,7 @@ export class WebGpuBackend implements Backend<GpuBuffer>, GpuContext {
     this.checkAlive();
     if (this.recording) throw new CaptureError(`cannot replay '${step.label}' while recording '${this.recording.label}'`);
     step.checkLive();
+    if (this.errorFlag && step.buffers.has(this.errorFlag.buffer)) this.errorFlagArmed = true;
     for (const d of step.dispatches) {
       let bindGroup = d.bindGroup;
       if (substitute?.size && d.buffers.some((b) => substitute.has(b.buffer))) {
@@ -584,7 +616,12 @@ export class WebGpuBackend implements Backend<GpuBuffer>, GpuContext {
     const from = direct ? src.handle : castKernel(this, toGpuOperand(src), src.dtype, false);
     const offset = direct ? start : 0;
     const size = Math.max(4, Math.ceil((n * item) / 4) * 4);
-    const staging = this.staging.acquire(size);
+    // An armed error flag rides in the same staging buffer, after the data: one map for both.
+    const flagged = this.errorFlagArmed && this.errorFlag !== undefined;
+    // getMappedRange takes offsets in multiples of 8.
+    const flagAt = Math.ceil(size / 8) * 8;
+    const mapped = flagged ? flagAt + DEVICE_ERROR_WORDS * 4 : size;
+    const staging = this.staging.acquire(mapped);
     try {
       if (n > 0) {
         this.pass?.end();
@@ -594,17 +631,45 @@ export class WebGpuBackend implements Backend<GpuBuffer>, GpuContext {
         this.encoder.copyBufferToBuffer(from.buffer, offset, staging, 0, size);
       }
       if (!direct) this.release(from);
+      if (flagged) this.encodeErrorFlagRead(staging, flagAt);
       this.flush();
       this.counters.reads++;
-      await staging.mapAsync(GPUMapMode.READ, 0, size);
+      await staging.mapAsync(GPUMapMode.READ, 0, mapped);
       this.throwPendingErrors();
       const out = allocStorage(src.dtype, n);
       new Uint8Array(out.buffer).set(new Uint8Array(staging.getMappedRange(0, size), 0, n * item));
-      staging.unmap();
+      let error: Error | undefined;
+      try {
+        if (flagged) error = deviceError(new Uint32Array(staging.getMappedRange(flagAt, DEVICE_ERROR_WORDS * 4).slice(0)));
+      } finally {
+        staging.unmap();
+      }
+      if (error) throw error;
       return out;
     } catch (err) {
       this.throwPendingErrors();
       throw err;
+    } finally {
+      this.staging.release(staging);
+    }
+  }
+
+  /** Reads and clears an armed error flag, throwing what a kernel reported (synchronize's check). */
+  private async checkDeviceErrors(): Promise<void> {
+    if (!this.errorFlagArmed || !this.errorFlag) return;
+    const bytes = DEVICE_ERROR_WORDS * 4;
+    const staging = this.staging.acquire(bytes);
+    try {
+      this.encodeErrorFlagRead(staging, 0);
+      this.flush();
+      await staging.mapAsync(GPUMapMode.READ, 0, bytes);
+      let error: Error | undefined;
+      try {
+        error = deviceError(new Uint32Array(staging.getMappedRange(0, bytes).slice(0)));
+      } finally {
+        staging.unmap();
+      }
+      if (error) throw error;
     } finally {
       this.staging.release(staging);
     }
@@ -650,6 +715,7 @@ export class WebGpuBackend implements Backend<GpuBuffer>, GpuContext {
     this.flush();
     await this.gpuDevice.queue.onSubmittedWorkDone();
     this.throwPendingErrors();
+    await this.checkDeviceErrors();
   }
 
   destroy(): void {

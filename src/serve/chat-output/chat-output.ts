@@ -1,6 +1,7 @@
 // A chat completion's output in OpenAI's shapes: the stream's deltas (`reasoning_content`, `content`, `tool_calls`)
 // and the whole message, built from the same deltas so a stream always adds up to the non-streamed answer. It also
-// holds the request to its tool_choice and parallel_tool_calls, which nothing constrains during decoding yet.
+// holds the request to its tool_choice and parallel_tool_calls: a forced call in Qwen3's JSON format is decoded under
+// a grammar (serve/response-format.ts), the other formats are checked here after the fact.
 import { randomBytes } from 'node:crypto';
 import { ToolChoiceError } from './errors.js';
 import { OutputSplitter, type OutputPart, type OutputSplitterOptions } from './output-splitter.js';
@@ -64,7 +65,7 @@ export class ChatOutput {
     const choice = this.options.toolChoice;
     if (this.calls.length === 0 && (choice?.kind === 'required' || choice?.kind === 'function'))
       throw new ToolChoiceError(
-        `tool_choice asked for ${choice.kind === 'required' ? 'a tool call' : `a call of '${choice.name}'`} and the model answered without one (nothing constrains decoding to a call yet)`,
+        `tool_choice asked for ${choice.kind === 'required' ? 'a tool call' : `a call of '${choice.name}'`} and the model answered without one`,
       );
     return deltas;
   }

@@ -2,7 +2,7 @@
 // files it calls. The map kernels (elementwise.ts) supply everything else: bindings, strided or vectorized loads,
 // dtype decode/encode, the loop. A new elementwise op is one entry here plus its CPU reference in
 // runtime/cpu/scalar-ops.ts (docs/kernels.md).
-import { ARITHMETIC_OPS, COMPARISON_OPS, UNARY_OPS, type BinaryOp, type UnaryOp } from '../../backend.js';
+import { ARITHMETIC_OPS, COMPARISON_OPS, DIVISION_OPS, UNARY_OPS, type BinaryOp, type UnaryOp } from '../../backend.js';
 import type { ComputeType } from './wgsl.js';
 
 export interface MapOp {
@@ -30,9 +30,29 @@ const F32_UNARY: Record<UnaryOp, string> = {
   tanh: 'tanh_safe(x)',
   sigmoid: '1.0 / (1.0 + exp_safe(-x))',
   relu: 'select(max(x, 0.0), x, is_nan(x))',
+  sin: 'sin_ieee(x)',
+  cos: 'cos_ieee(x)',
+  erf: 'erf_f32(x)',
+  floor: 'floor(x)',
+  ceil: 'ceil(x)',
+  // WGSL's round is half to even, as torch.round.
+  round: 'round(x)',
+  sign: 'sign_f32(x)',
+  reciprocal: '1.0 / x',
 };
 
-const I32_UNARY: Partial<Record<UnaryOp, string>> = { neg: '-x', abs: 'abs(x)', relu: 'max(x, 0)' };
+/** Unary ops whose helpers live in math-ops.wgsl. */
+const MATH_UNARY: ReadonlySet<string> = new Set(['sin', 'cos', 'erf', 'sign']);
+
+const I32_UNARY: Partial<Record<UnaryOp, string>> = {
+  neg: '-x',
+  abs: 'abs(x)',
+  relu: 'max(x, 0)',
+  floor: 'x',
+  ceil: 'x',
+  round: 'x',
+  sign: 'sign(x)',
+};
 
 function binaryExpr(op: BinaryOp, c: ComputeType): string {
   const one = c === 'f32' ? '1.0' : '1';
@@ -84,7 +104,8 @@ const ops: Record<string, MapOp> = {
   // where(cond, a, b): cond is bool. Of one dtype it selects codes, so FP8 and NaN payloads pass untouched.
   where: { arity: 3, f32: 'select(z, y, x != 0.0)', i32: 'select(z, y, x != 0)', raw: 'select(z, y, x != 0u)' },
 };
-for (const op of UNARY_OPS) ops[op] = { arity: 1, f32: F32_UNARY[op], i32: I32_UNARY[op] };
+for (const op of UNARY_OPS) ops[op] = { arity: 1, f32: F32_UNARY[op], i32: I32_UNARY[op], uses: MATH_UNARY.has(op) ? ['math-ops.wgsl'] : undefined };
+for (const op of DIVISION_OPS) ops[op] = { arity: 2, f32: `${op}_f32(x, y)`, i32: `${op}_i32(x, y)`, uses: ['division-ops.wgsl'] };
 for (const op of [...ARITHMETIC_OPS, ...COMPARISON_OPS]) {
   ops[op] = { arity: 2, f32: binaryExpr(op, 'f32'), i32: binaryExpr(op, 'i32'), uses: op === 'pow' ? ['pow.wgsl'] : undefined };
 }

@@ -17,6 +17,7 @@ import { speculativeCases } from './speculative.bench.js';
 import { gatedDeltaNetCases } from './gated-delta-net.bench.js';
 import { peersCases } from './peers.bench.js';
 import { compileCases } from './compile.bench.js';
+import { whisperCases } from './whisper.bench.js';
 import { matchesFilter, parseArgs, printTable, QUICK_TIME, toRows, UsageError, USAGE, type BenchContext, type RowInput } from './harness.js';
 
 const SOFTWARE_ADAPTER = /swiftshader|llvmpipe|lavapipe|warp|fallback/i;
@@ -47,6 +48,7 @@ async function main(): Promise<number> {
     ...vaeDecodeCases(args.quick),
     ...trainStepCases(args.quick),
     ...audioCases(args.quick),
+    ...whisperCases(args.quick),
     ...gatedDeltaNetCases(args.quick),
     ...serveLoadCases(args.quick),
     ...speculativeCases(args.quick),

@@ -3,7 +3,9 @@
 // weights: the verification overhead on its own) and n-gram prompt lookup on a prompt that repeats itself (its
 // acceptance depends on the random weights). Reported: decode ms per token (the ratio column: plain's / this one's),
 // acceptance rate, tokens per target forward, and a verification of k + 1 positions in plain decode steps. Every
-// speculative run must give plain greedy's tokens.
+// speculative run must give plain greedy's tokens. A second case runs a generated Qwen3.6-shaped model (Gated DeltaNet
+// and gated attention, MoE) with its multi-token-prediction layer (`mtp.*`) as the drafter: with random weights its
+// acceptance is near zero, so the row measures the MTP drafter's cost per round, not a speed-up.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -15,6 +17,9 @@ import { generate, type GenerateOptions, type GenerationStats } from '../src/gen
 import type { BackendName, BenchCase, BenchContext, RowInput } from './harness.js';
 import { median } from './harness.js';
 import { benchConfig } from './moe-decode.bench.js';
+import type { CausalLM } from '../src/models/causal-lm.js';
+import type { Qwen35Config } from '../src/models/qwen3_5/config.js';
+import { QWEN3_5_PRESETS, writeRandomQwen35Checkpoint } from '../src/models/qwen3_5/presets.js';
 
 const K = 4;
 
@@ -23,11 +28,46 @@ function config(quick: boolean): Qwen3Config {
   return { ...c, numHiddenLayers: 2, bosTokenId: 1, eosTokenIds: [2], moe: { ...c.moe!, numExperts: quick ? 16 : 32 } };
 }
 
+/** Qwen3.6-35B-A3B's layer kinds and routing at the Qwen3-MoE case's width, with an MTP layer. */
+function mtpConfig(quick: boolean): Qwen35Config {
+  const c = config(quick);
+  const preset = QWEN3_5_PRESETS['qwen3.6-moe-tiny'];
+  return {
+    ...preset,
+    vocabSize: c.vocabSize,
+    hiddenSize: c.hiddenSize,
+    numHiddenLayers: 2,
+    layerTypes: ['linear_attention', 'full_attention'],
+    bosTokenId: 1,
+    eosTokenIds: [2],
+    mtpLayers: 1,
+    moe: { ...preset.moe!, numExperts: c.moe!.numExperts, numExpertsPerTok: c.moe!.numExpertsPerTok },
+  };
+}
+
+type Variant = { name: string; options: (model: CausalLM) => GenerateOptions };
+
 export function speculativeCases(quick: boolean): BenchCase[] {
   const c = config(quick);
   const tokens = quick ? 17 : 41;
   const shape = `${c.numHiddenLayers}L h${c.hiddenSize} ${c.moe!.numExperts}e top${c.moe!.numExpertsPerTok}, k=${K}, ${tokens} tokens`;
-  return [{ benchmark: 'serve speculative', shape, run: (ctx) => measure(ctx, c, shape, tokens) }];
+  const variants: Variant[] = [
+    { name: 'serve speculative plain', options: () => ({}) },
+    { name: 'serve speculative draft=self', options: (model) => ({ speculative: { kind: 'draft', model }, numSpeculativeTokens: K }) },
+    { name: 'serve speculative ngram', options: () => ({ speculative: { kind: 'ngram' }, numSpeculativeTokens: K }) },
+  ];
+  const write = async (dir: string) => void (await writeRandomQwen3Checkpoint(dir, c, { seed: 9, extraFiles: await qwen3TokenizerFiles() }));
+  const m = mtpConfig(quick);
+  const mtpShape = `qwen3.6 ${m.numHiddenLayers}L (DeltaNet + attention) h${m.hiddenSize} ${m.moe!.numExperts}e top${m.moe!.numExpertsPerTok} + 1 MTP layer, k=${K}, ${tokens} tokens`;
+  const mtpVariants: Variant[] = [
+    { name: 'serve speculative qwen3.6 plain', options: () => ({}) },
+    { name: 'serve speculative mtp', options: () => ({ speculative: { kind: 'mtp' }, numSpeculativeTokens: K }) },
+  ];
+  const writeMtp = async (dir: string) => void (await writeRandomQwen35Checkpoint(dir, m, { seed: 9, mtp: true, extraFiles: await qwen3TokenizerFiles() }));
+  return [
+    { benchmark: 'serve speculative', shape, run: (ctx) => measure(ctx, write, c.vocabSize, variants, shape, tokens) },
+    { benchmark: 'serve speculative mtp', shape: mtpShape, run: (ctx) => measure(ctx, writeMtp, m.vocabSize, mtpVariants, mtpShape, tokens) },
+  ];
 }
 
 interface Measured {
@@ -46,22 +86,25 @@ async function once(loaded: LoadedModel, prompt: readonly number[], options: Gen
   return { ids, stats: r.value };
 }
 
-async function measure(ctx: BenchContext, c: Qwen3Config, shape: string, tokens: number): Promise<RowInput[]> {
+async function measure(
+  ctx: BenchContext,
+  write: (dir: string) => Promise<void>,
+  vocabSize: number,
+  variantsOf: readonly Variant[],
+  shape: string,
+  tokens: number,
+): Promise<RowInput[]> {
   const backend: BackendName = ctx.gpu ? 'webgpu' : 'cpu';
   const dir = mkdtempSync(join(tmpdir(), 'tensorgpu-bench-speculative-'));
   let loaded: LoadedModel | undefined;
   const rows: RowInput[] = [];
   try {
-    await writeRandomQwen3Checkpoint(dir, c, { seed: 9, extraFiles: await qwen3TokenizerFiles() });
+    await write(dir);
     loaded = await loadModel(dir, { device: backend === 'webgpu' ? 'webgpu' : 'cpu', maxSequence: 128 });
     const model = loaded.model;
-    const phrase = Array.from({ length: 8 }, (_, j) => (31 * j + 5) % c.vocabSize);
+    const phrase = Array.from({ length: 8 }, (_, j) => (31 * j + 5) % vocabSize);
     const prompt = [...phrase, ...phrase, ...phrase];
-    const variants: { name: string; options: GenerateOptions }[] = [
-      { name: 'serve speculative plain', options: {} },
-      { name: 'serve speculative draft=self', options: { speculative: { kind: 'draft', model }, numSpeculativeTokens: K } },
-      { name: 'serve speculative ngram', options: { speculative: { kind: 'ngram' }, numSpeculativeTokens: K } },
-    ];
+    const variants = variantsOf.map((v) => ({ name: v.name, options: v.options(model) }));
     const runs = ctx.quick ? 2 : 4;
     const results = new Map<string, Measured[]>();
     for (const v of variants) {

@@ -3,7 +3,8 @@
 // mel: Whisper's log-mel front end (16 kHz; other rates are resampled first on the device). spectrogram: the
 // STFT's power in dB (80 dB range) at the file's own rate.
 import { basename } from 'node:path';
-import { initDevice, releaseDevice, type DeviceRequest } from '../runtime/registry.js';
+import { releaseDevice, type DeviceRequest } from '../runtime/registry.js';
+import { chooseDevice } from './device.js';
 import type { Tensor } from '../core/tensor.js';
 import { resample } from '../audio/resample.js';
 import { amplitudeToDb, spectrogram } from '../audio/spectrogram.js';
@@ -69,7 +70,7 @@ export async function runAudio(
       source = `built-in synthetic signal (chirp 100 Hz -> 7 kHz, tones at 440 Hz, 1 kHz and 3 kHz, noise), ${seconds} s at ${rate} Hz`;
     }
     if (samples.length === 0) throw new Error(`${o.input ?? 'input'}: the audio holds no samples`);
-    const device = await initDevice(o.device, { onNotice: log });
+    const device = await chooseDevice(o.device, log);
     const audio = keep(tensor(samples, { device }));
     await synchronize();
     const before = gpuCounters();

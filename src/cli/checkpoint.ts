@@ -2,12 +2,14 @@
 // checkpoint's tensors, and stream a whole checkpoint onto a device with a progress bar and the figures that
 // matter (GB/s, device and host memory).
 import { basename } from 'node:path';
-import { initDevice, releaseDevice, type DeviceRequest } from '../runtime/registry.js';
+import { releaseDevice, type DeviceRequest } from '../runtime/registry.js';
+import { chooseDevice } from './device.js';
 import { DTYPE_INFO } from '../core/dtype.js';
 import type { Tensor } from '../core/tensor.js';
 import { Checkpoint } from '../formats/checkpoint.js';
 import { familyOf, isSupportedModelType, presetNamed } from '../models/families.js';
 import type { RandomWeightDType } from '../models/random-weights.js';
+import { presetTokenizerFiles } from '../models/builtin.js';
 import { memoryStats, synchronize } from '../runtime/stats.js';
 import { byteProgress, formatBytes } from './progress.js';
 import { localModelPath } from './model-source.js';
@@ -26,8 +28,18 @@ export interface GenerateOptions {
 export async function runGenerateCheckpoint(o: GenerateOptions, out: Out = stdout): Promise<number> {
   const { family, config } = presetNamed(o.preset);
   const t0 = performance.now();
-  const files = await family.writeRandom(o.out, config, { dtype: o.dtype, seed: o.seed, shardBytes: o.shardMb ? o.shardMb * 2 ** 20 : undefined });
-  out(`wrote ${o.preset} (${o.dtype}, seed ${o.seed}) to ${o.out}: ${files.join(', ')} in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+  // With its family's tokenizer files, as the built-in models and `train --full` write them: the folder is a whole
+  // model that `generate --model <out>` runs.
+  const tokenizerFiles = await presetTokenizerFiles(o.preset);
+  const files = await family.writeRandom(o.out, config, {
+    dtype: o.dtype,
+    seed: o.seed,
+    shardBytes: o.shardMb ? o.shardMb * 2 ** 20 : undefined,
+    extraFiles: tokenizerFiles,
+  });
+  out(
+    `wrote ${o.preset} (${o.dtype}, seed ${o.seed}) to ${o.out}: ${[...files, ...Object.keys(tokenizerFiles)].join(', ')} in ${((performance.now() - t0) / 1000).toFixed(1)} s`,
+  );
   return 0;
 }
 
@@ -72,7 +84,7 @@ export interface LoadOptions {
  * tensor.
  */
 export async function runLoadCheckpoint(o: LoadOptions, out: Out = stdout): Promise<number> {
-  const device = await initDevice(o.device, { onNotice: out });
+  const device = await chooseDevice(o.device, out);
   const held: Tensor[] = [];
   let hostPeak = process.memoryUsage().rss;
   const hostBefore = hostPeak;

@@ -1,7 +1,8 @@
 // `tensorgpu demo`: the built-in default job until text generation lands: picks a device ('auto' falls back to CPU
 // with the reason), runs a matmul, an elementwise chain and an FP8 decode step (GEMV + sampling), checks them
 // against the CPU backend, and prints time, throughput, dispatches and peak GPU memory.
-import { initDevice, releaseDevice, webgpuBackend, type DeviceRequest } from '../runtime/registry.js';
+import { releaseDevice, webgpuBackend, type DeviceRequest } from '../runtime/registry.js';
+import { chooseDevice } from './device.js';
 import { manualSeed } from '../core/random.js';
 import type { Tensor } from '../core/tensor.js';
 import { randn } from '../ops/creation.js';
@@ -42,7 +43,7 @@ function maxRelError(a: ArrayLike<number>, b: ArrayLike<number>): number {
 export async function runDemo(options: DemoOptions = {}): Promise<number> {
   const out = options.out ?? ((line: string) => console.log(line));
   const n = options.size ?? 512;
-  const device = await initDevice(options.device ?? 'auto', { onNotice: out });
+  const device = await chooseDevice(options.device ?? 'auto', out);
   const gpu = webgpuBackend();
   out(`device: ${device}${gpu ? ` (${[gpu.adapter.vendor, gpu.adapter.architecture, gpu.adapter.description].filter(Boolean).join(' / ')})` : ''}`);
   try {

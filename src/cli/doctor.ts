@@ -6,6 +6,7 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { release } from 'node:os';
 import { adapterName, diagnose, type Diagnosis } from '../runtime/webgpu/diagnose.js';
+import { isSoftwareAdapter } from './device.js';
 import { checkAdapter, formatLimit, OPTIONAL_FEATURES, REPORTED_LIMITS, REQUIRED_LIMITS, WITHOUT_FEATURE } from '../runtime/webgpu/requirements.js';
 
 export interface DoctorOptions {
@@ -74,7 +75,11 @@ export function formatReport(env: DoctorEnvironment, d: Diagnosis): string[] {
   lines.push('');
 
   if (d.available) {
-    lines.push('WebGPU: available');
+    // The adapter in the headline, and whether `--device auto` takes it (cli/device.ts: not a software one).
+    const software = d.adapter && isSoftwareAdapter(d.adapter);
+    lines.push(
+      `WebGPU: available${d.adapter ? ` (${adapterName(d.adapter)})` : ''}${software ? '; a software adapter: --device auto uses the CPU backend, --device webgpu this adapter' : ''}`,
+    );
   } else {
     lines.push(`WebGPU: unavailable [${d.code}]`);
     if (d.reason) row('reason', d.reason);

@@ -2,9 +2,9 @@
 import { releaseDevice, type DeviceRequest } from '../runtime/registry.js';
 import { generate } from '../generate/generate.js';
 import { withGenerationConfig, type SamplingFallback } from '../generate/generation-defaults.js';
-import { localModelPath, openModel, type KvDTypeName, type WeightDTypeName } from './model-source.js';
-import { resolveModelDir } from '../models/builtin.js';
-import { loadModel } from '../models/load.js';
+import { modelFolder, openModel, type KvDTypeName, type WeightDTypeName } from './model-source.js';
+import { checkModelSource, loadModel } from '../models/load.js';
+import { checkDir } from './validate.js';
 import type { DeviceName } from '../runtime/backend.js';
 import type { CausalLM } from '../models/causal-lm.js';
 import type { SpeculativeConfig, SpeculativeStats } from '../generate/speculative.js';
@@ -46,19 +46,22 @@ export interface GenerateCliOptions {
 export const SPECULATIVE_KINDS = ['ngram', 'draft', 'mtp'] as const;
 export type SpeculativeKind = (typeof SPECULATIVE_KINDS)[number];
 
+/** Throws when --speculative and --draft-model disagree: before anything loads. */
+export function checkSpeculativeFlags(o: { speculative?: SpeculativeKind; draftModel?: string }): void {
+  const kind = o.speculative ?? (o.draftModel ? 'draft' : undefined);
+  if (kind !== 'draft' && o.draftModel) throw new Error(`--draft-model goes with --speculative draft, not ${kind}`);
+  if (kind === 'draft' && !o.draftModel) throw new Error('--speculative draft needs --draft-model <dir|repo|builtin:preset>');
+}
+
 /** The draft model of `--draft-model`, loaded on the target's device; undefined without speculation by a draft. */
 export async function openDraftModel(
   o: { speculative?: SpeculativeKind; draftModel?: string; dtype?: GenerateCliOptions['dtype'] },
   device: DeviceName,
   log: (line: string) => void,
 ): Promise<CausalLM | undefined> {
-  const kind = o.speculative ?? (o.draftModel ? 'draft' : undefined);
-  if (kind !== 'draft') {
-    if (o.draftModel) throw new Error(`--draft-model goes with --speculative draft, not ${kind}`);
-    return undefined;
-  }
-  if (!o.draftModel) throw new Error('--speculative draft needs --draft-model <dir|repo|builtin:preset>');
-  const dir = await localModelPath(await resolveModelDir(o.draftModel, log));
+  checkSpeculativeFlags(o);
+  if (!o.draftModel) return undefined;
+  const dir = await modelFolder(o.draftModel, log);
   const t0 = performance.now();
   const { model } = await loadModel(dir, { device, dtype: o.dtype });
   log(`draft model ${dir} on ${device} (loaded in ${((performance.now() - t0) / 1000).toFixed(1)} s)`);
@@ -96,8 +99,21 @@ export async function runGenerate(
   write: (text: string) => void = (t) => process.stdout.write(t),
   log: (line: string) => void = (l) => process.stderr.write(l + '\n'),
 ): Promise<number> {
+  // Flags that name files or go together are checked before anything loads.
+  checkSpeculativeFlags(o);
+  checkModelSource(o.model);
+  checkModelSource(o.draftModel);
+  if (o.adapter) checkDir('--adapter', o.adapter, 'adapter_config.json');
+  // Ctrl-C stops the generation and prints the statistics so far; a second one quits at once.
+  const abort = new AbortController();
+  let generating = false;
+  const onSigint = () => {
+    if (!generating || abort.signal.aborted) process.exit(130);
+    abort.abort();
+  };
+  process.on('SIGINT', onSigint);
   try {
-    const { loaded, device, dir, loadMs } = await openModel({ ...o, log, maxSequence: undefined });
+    const { loaded, device, dir, loadMs } = await openModel({ ...o, log, maxSequence: undefined, needsTokenizer: 'generate' });
     const { model, tokenizer } = loaded;
     let draft: CausalLM | undefined;
     try {
@@ -124,7 +140,9 @@ export async function runGenerate(
         compile: o.compile,
         speculative: speculativeConfig(o.speculative, draft),
         numSpeculativeTokens: o.numSpeculativeTokens,
+        signal: abort.signal,
       });
+      generating = true;
       let r = await stream.next();
       while (!r.done) {
         write(r.value.text);
@@ -135,7 +153,9 @@ export async function runGenerate(
       const decodeSteps = s.generatedTokens - 1;
       log(
         `${s.promptTokens} prompt tokens, ${s.generatedTokens} generated (${s.stopReason}); prefill ${((s.promptTokens / s.prefillMs) * 1000).toFixed(1)} tok/s, ` +
-          `decode ${decodeSteps > 0 ? ((decodeSteps / s.decodeMs) * 1000).toFixed(1) : '-'} tok/s, ${s.dispatchesPerToken.toFixed(0)} dispatches/token`,
+          `decode ${decodeSteps > 0 ? ((decodeSteps / s.decodeMs) * 1000).toFixed(1) : '-'} tok/s` +
+          // The CPU backend dispatches nothing: the count is a GPU figure.
+          (device === 'webgpu' ? `, ${s.dispatchesPerToken.toFixed(0)} dispatches/token` : ''),
       );
       if (s.speculative) log(describeSpeculation(s.speculative));
       // The signature's line: traced on a first prompt of this length (the eager run), recorded or replayed after.
@@ -148,12 +168,13 @@ export async function runGenerate(
               ?.replace(/^- \(.*\): /, '') ?? 'not run'
           }`,
         );
-      return 0;
+      return s.stopReason === 'aborted' ? 130 : 0;
     } finally {
       draft?.dispose();
       model.dispose();
     }
   } finally {
+    process.off('SIGINT', onSigint);
     releaseDevice();
   }
 }

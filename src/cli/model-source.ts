@@ -1,13 +1,16 @@
 // Resolves `--model` for the model commands: a checkpoint directory of any supported family, a Hugging Face repo
 // id (org/name[@revision][/subfolder], fetched into the shared cache with a progress bar), `builtin:<preset>`, or
 // the built-in default, generated on demand.
-import { initDevice, type DeviceRequest } from '../runtime/registry.js';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import type { DeviceRequest } from '../runtime/registry.js';
 import type { DeviceName } from '../runtime/backend.js';
 import type { DType } from '../core/dtype.js';
-import { resolveModelDir } from '../models/builtin.js';
-import { loadModel, type LoadedModel } from '../models/load.js';
+import { CheckpointError } from '../core/errors.js';
+import { loadModel, resolveModelSource, type LoadedModel } from '../models/load.js';
 import { resolveModelPath } from '../hub/download.js';
 import { byteProgress, downloadProgress } from './progress.js';
+import { chooseDevice } from './device.js';
 
 /** `--kv-dtype`: the KV cache's dtype (fp8: e4m3 codes with a scale per position and kv head, core/kv-fp8.ts). */
 export const KV_DTYPE_NAMES = ['fp8', 'bf16', 'f16', 'f32'] as const;
@@ -29,6 +32,8 @@ export interface ModelSourceOptions {
   /** The KV cache's dtype (default f32). */
   kvDtype?: KvDTypeName;
   maxSequence?: number;
+  /** The command needs tokenizer.json beside the weights: checked before any weight is read. */
+  needsTokenizer?: string;
   log: (line: string) => void;
 }
 
@@ -42,9 +47,29 @@ export async function localModelPath(spec: string): Promise<string> {
   }
 }
 
+/** The local folder `--model` names (resolveModelSource), downloading a repo id with a progress bar. */
+export async function modelFolder(spec: string | undefined, log: (line: string) => void): Promise<string> {
+  const bar = downloadProgress(`downloading ${spec}`);
+  try {
+    return await resolveModelSource(spec, { hub: { onProgress: bar.onProgress }, onNotice: log });
+  } finally {
+    bar.stop();
+  }
+}
+
+/** Throws when `dir` has no tokenizer.json, naming the command that needs it (before any weight is read). */
+export function requireTokenizer(dir: string, command: string): void {
+  if (existsSync(join(dir, 'tokenizer.json'))) return;
+  throw new CheckpointError(
+    `no tokenizer.json: ${command} needs the tokenizer files beside the weights (tokenizer.json, tokenizer_config.json; copy them from the model this checkpoint came from)`,
+    { file: dir },
+  );
+}
+
 export async function openModel(o: ModelSourceOptions): Promise<{ loaded: LoadedModel; device: DeviceName; dir: string; loadMs: number }> {
-  const device = await initDevice(o.device, { onNotice: o.log });
-  const dir = await localModelPath(await resolveModelDir(o.model, o.log));
+  const dir = await modelFolder(o.model, o.log);
+  if (o.needsTokenizer) requireTokenizer(dir, o.needsTokenizer);
+  const device = await chooseDevice(o.device, o.log);
   let bar: ReturnType<typeof byteProgress> | undefined;
   let last = 0;
   const t0 = performance.now();

@@ -2,13 +2,14 @@
 // 503 while the model loads), prints the URL, and on SIGTERM / SIGINT drains, releases the device and exits 0.
 import { basename } from 'node:path';
 import { getDefaultDevice, releaseDevice, type DeviceRequest } from '../runtime/registry.js';
-import type { LoadedModel } from '../models/load.js';
+import { checkModelSource, type LoadedModel } from '../models/load.js';
 import { startServer } from '../serve/server.js';
 import { loadWhisper, type LoadedWhisper } from '../models/whisper/load.js';
 import { openModel, type KvDTypeName } from './model-source.js';
 import { FifoScheduler } from '../serve/scheduler.js';
 import type { CausalLM } from '../models/causal-lm.js';
-import { openDraftModel, speculativeConfig, type SpeculativeKind } from './generate.js';
+import { checkSpeculativeFlags, openDraftModel, speculativeConfig, type SpeculativeKind } from './generate.js';
+import { checkPortFree, listenError } from './validate.js';
 
 export interface ServeCliOptions {
   model?: string;
@@ -45,13 +46,26 @@ export interface ServeCliOptions {
 }
 
 export async function runServe(o: ServeCliOptions, log: (line: string) => void = (l) => process.stderr.write(l + '\n')): Promise<number> {
+  // What the flags name is checked before anything loads: the port, and the flags that go together.
+  checkSpeculativeFlags({ speculative: o.speculative ?? (o.draftModel ? 'draft' : undefined), draftModel: o.draftModel });
+  checkModelSource(o.model);
+  checkModelSource(o.draftModel);
+  await checkPortFree(o.host, o.port);
   const servedModelName =
     o.servedModelName ??
     (o.model ? (o.model.includes('/') && !o.model.startsWith('.') && !o.model.startsWith('/') ? o.model : basename(o.model)) : 'tensorgpu-default');
   let loaded: LoadedModel | undefined;
   let draft: CausalLM | undefined;
   const speculative = o.speculative ?? (o.draftModel ? 'draft' : undefined);
-  const opening = openModel({ model: o.model, device: o.device, dtype: o.dtype, kvDtype: o.kvDtype, maxSequence: o.maxModelLen, log }).then(async (m) => {
+  const opening = openModel({
+    model: o.model,
+    device: o.device,
+    dtype: o.dtype,
+    kvDtype: o.kvDtype,
+    maxSequence: o.maxModelLen,
+    needsTokenizer: 'serve',
+    log,
+  }).then(async (m) => {
     loaded = m.loaded;
     log(`model ${m.dir} on ${m.device} (loaded in ${(m.loadMs / 1000).toFixed(1)} s), served as '${servedModelName}'`);
     draft = await openDraftModel({ ...o, speculative }, m.device, log);
@@ -89,6 +103,8 @@ export async function runServe(o: ServeCliOptions, log: (line: string) => void =
       transcription: whisperLoading && { whisper: whisperLoading, servedModelName: transcribeModel!, maxAudioBytes: o.maxAudioSize },
       scheduler: scheduler || undefined,
       log,
+    }).catch((e: NodeJS.ErrnoException) => {
+      throw e.code && e.syscall === 'listen' ? listenError(o.host, o.port, e) : e;
     });
     process.stdout.write(`tensorgpu serve: listening on ${server.url}/v1\n`);
     const signal = new Promise<NodeJS.Signals>((resolve) => {

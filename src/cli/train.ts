@@ -17,6 +17,7 @@ import { saveAdapter } from '../train/peft.js';
 import { SAMPLE_TRAINING_TEXT } from '../train/sample-text.js';
 import { trainingView } from '../train/decoder-training.js';
 import { openModel, type WeightDTypeName } from './model-source.js';
+import { checkFile } from './validate.js';
 
 export interface TrainCliOptions {
   model?: string;
@@ -71,6 +72,7 @@ export async function trainingTokens(tokenizer: TextTokenizer, path: string | un
 }
 
 export async function runTrain(o: TrainCliOptions, log: (line: string) => void = (l) => process.stderr.write(l + '\n')): Promise<number> {
+  if (o.data) checkFile('--data', o.data);
   let interrupted = false;
   const onSigint = () => {
     if (interrupted) process.exit(130);
@@ -79,7 +81,15 @@ export async function runTrain(o: TrainCliOptions, log: (line: string) => void =
   };
   process.on('SIGINT', onSigint);
   try {
-    const { loaded, device, dir } = await openModel({ model: o.model, device: o.device, dtype: o.dtype, groupSize: o.groupSize, maxSequence: o.seqLen, log });
+    const { loaded, device, dir } = await openModel({
+      model: o.model,
+      device: o.device,
+      dtype: o.dtype,
+      groupSize: o.groupSize,
+      maxSequence: o.seqLen,
+      needsTokenizer: 'train',
+      log,
+    });
     const { model, tokenizer } = loaded;
     try {
       if (!tokenizer) throw new Error(`${dir} has no tokenizer.json`);

@@ -4,7 +4,8 @@
 // segments; a progress bar over the audio's duration on a terminal, and the realtime factor at the end.
 import { writeFile } from 'node:fs/promises';
 import { SingleBar } from 'cli-progress';
-import { initDevice, releaseDevice, type DeviceRequest } from '../runtime/registry.js';
+import { releaseDevice, type DeviceRequest } from '../runtime/registry.js';
+import { chooseDevice } from './device.js';
 import { DEFAULT_WHISPER_MODEL, loadWhisper } from '../models/whisper/load.js';
 import type { WhisperTask } from '../models/whisper/tokenizer.js';
 import { loadAudioFile } from '../transcribe/audio-input.js';
@@ -57,7 +58,7 @@ export async function runTranscribe(
     return v;
   });
   try {
-    const device = await initDevice(o.device, { onNotice: log });
+    const device = await chooseDevice(o.device, log);
     // A bad or undecodable file fails before the model loads.
     const audio = await loadAudioFile(o.input, device);
     if (audio.samples.length === 0) throw new RangeError(`${o.input}: the audio holds no samples`);

@@ -2,7 +2,8 @@
 // decoder (default: a built-in random-weight wan2.1-tiny) to PNG frames plus, for several frames, an animated
 // preview; with the decode time and, on WebGPU, the dispatch count and peak GPU memory.
 import { extname, basename, dirname, join } from 'node:path';
-import { initDevice, releaseDevice, type DeviceRequest } from '../runtime/registry.js';
+import { releaseDevice, type DeviceRequest } from '../runtime/registry.js';
+import { chooseDevice } from './device.js';
 import { Generator } from '../core/random.js';
 import type { Tensor } from '../core/tensor.js';
 import { readLatents } from '../formats/latents-file.js';
@@ -65,7 +66,7 @@ export async function runVaeDecode(
     const previewPath = o.preview === false ? undefined : (o.preview ?? defaultPreviewPath(o.out));
     if (previewPath && previewFormat(previewPath) !== 'gif' && !hasFfmpeg())
       throw new Error(`--preview ${previewPath}: writing ${extname(previewPath)} needs ffmpeg on PATH, and none was found (a .gif preview needs nothing)`);
-    const device = await initDevice(o.device, { onNotice: log });
+    const device = await chooseDevice(o.device, log);
     // A bad latents file fails before the model is generated or loaded.
     if (o.latents) z = await readLatents(o.latents, { device });
     const loaded = await loadVaePart(o.model, 'decoder', device, log);

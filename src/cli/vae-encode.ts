@@ -3,7 +3,8 @@
 // video VAE's encoder (default: the built-in random-weight wan2.1-tiny) to the latent posterior's mean in a
 // .safetensors file that vae-decode reads back: the inverse of vae-decode.
 import { extname } from 'node:path';
-import { initDevice, releaseDevice, type DeviceRequest } from '../runtime/registry.js';
+import { releaseDevice, type DeviceRequest } from '../runtime/registry.js';
+import { chooseDevice } from './device.js';
 import type { Tensor } from '../core/tensor.js';
 import { writeLatents } from '../formats/latents-file.js';
 import { expandFramePattern, readVideoPng } from '../media/png-frames.js';
@@ -38,7 +39,7 @@ export async function runVaeEncode(
   try {
     if (extname(o.out).toLowerCase() !== '.safetensors')
       throw new Error(`--out ${o.out}: latents are written as .safetensors (what vae-decode --latents and diffusers read)`);
-    const device = await initDevice(o.device, { onNotice: log });
+    const device = await chooseDevice(o.device, log);
     // Missing or unreadable frames fail before the model is generated or loaded.
     const video = isVideoFile(o.input) ? extractVideoFrames(o.input) : undefined;
     let paths: string[];

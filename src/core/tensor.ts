@@ -9,6 +9,7 @@ import { Storage } from './storage.js';
 import type { Dims, ReduceOptions } from '../ops/reduce.js';
 import type { VarOptions } from '../ops/statistics.js';
 import type { CastOptions } from '../ops/convert.js';
+import type { CumsumOptions, SortOptions, SortResult, TopkOptions } from '../ops/scan-sort.js';
 
 /**
  * The op functions and the backward pass Tensor's methods call. core imports nothing above it (data flows one way:
@@ -510,6 +511,16 @@ export class Tensor {
   }
   argmin(dim?: number, options?: ReduceOptions): Tensor {
     return ops.argmin(this, dim, options);
+  }
+
+  cumsum(dim: number, options?: CumsumOptions): Tensor {
+    return ops.cumsum(this, dim, options);
+  }
+  sort(options?: SortOptions): SortResult {
+    return ops.sort(this, options);
+  }
+  topk(k: number, options?: TopkOptions): SortResult {
+    return ops.topk(this, k, options);
   }
 
   indexSelect(dim: number, index: Tensor): Tensor {

@@ -1,5 +1,6 @@
 // What proposes tokens for speculative decoding (generate/speculative.ts verifies them): n-gram prompt lookup
-// (vLLM's ngram proposer, transformers' prompt_lookup_decoding) and a draft model sharing the target's vocabulary.
+// (vLLM's ngram proposer, transformers' prompt_lookup_decoding) and a draft model sharing the target's vocabulary;
+// the target's own MTP layer is mtp-drafter.ts.
 // A drafter sees the whole history each round, and hears back how many of its tokens were kept, so it can roll its
 // own state back.
 import { keep, tidy } from '../core/scope.js';
@@ -26,6 +27,11 @@ export interface Drafter {
   propose(history: readonly number[], k: number): Promise<Draft>;
   /** The target kept `accepted` of the last proposal's tokens. */
   accepted(accepted: number): void;
+  /**
+   * The target's forward (its logits, as CausalLM.forward's), for a drafter that reads what the forward computes
+   * besides the logits (the MTP drafter keeps the hidden states); absent: the session runs model.forward.
+   */
+  forwardTarget?(tokens: Tensor, cache: ModelCache, options: { lastOnly?: boolean }): Promise<Tensor>;
   dispose(): void;
 }
 

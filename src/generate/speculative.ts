@@ -8,7 +8,8 @@
 // past it, and attention reads rows below it). Conv and recurrent states (LFM2, Qwen3.5 / Qwen3.6) are overwritten
 // in place, so they are copied before a verification that drafts anything; on a partial acceptance the copy is
 // restored, the length set back to the verification's start, and the kept tokens are fed again at the front of the
-// next verification's forward (no extra forward). The draft model's cache rolls back the same way.
+// next verification's forward (no extra forward). The draft model's cache rolls back the same way; the MTP drafter
+// (mtp-drafter.ts) runs the target's forwards itself to keep their hidden states, and refeeds its rows each round.
 import { keep, tidy } from '../core/scope.js';
 import type { Tensor } from '../core/tensor.js';
 import { tensor } from '../ops/creation.js';
@@ -18,6 +19,7 @@ import type { CausalLM, ModelCache } from '../models/causal-lm.js';
 import { defaultGenerator, Generator } from '../core/random.js';
 import type { TextTokenizer } from '../tokenizer/tokenizer.js';
 import { ModelDrafter, NgramDrafter, SpeculativeError, type Drafter } from './drafters.js';
+import { mtpDrafter } from './mtp-drafter.js';
 
 export type { Draft, Drafter } from './drafters.js';
 export { SpeculativeError } from './drafters.js';
@@ -58,8 +60,6 @@ export interface SpeculativeStats {
 
 /** Why these options decode plainly even with `speculative` set (undefined: speculation runs). */
 export function speculationBlocker(options: GenerateOptions): string | undefined {
-  // 'mtp' goes on to its own error.
-  if (options.speculative?.kind === 'mtp') return undefined;
   if ((options.repetitionPenalty ?? 1) !== 1 || (options.presencePenalty ?? 0) !== 0 || (options.frequencyPenalty ?? 0) !== 0)
     return 'repetition / presence / frequency penalties are not supported with speculation';
   if (options.responseFormat) return 'a response format (constrained decoding) is not supported with speculation';
@@ -71,8 +71,7 @@ export function speculationBlocker(options: GenerateOptions): string | undefined
 export function makeDrafter(target: CausalLM, config: SpeculativeConfig, settings: ProbsSettings, uniform: () => number): Drafter {
   if (config.kind === 'ngram') return new NgramDrafter({ n: config.n, minN: config.minN });
   if (config.kind === 'custom') return config.drafter;
-  if (config.kind === 'mtp')
-    throw new SpeculativeError("speculative 'mtp': not yet: the Qwen3.6 checkpoints' mtp.* layer is not loaded (use 'draft' with a smaller model, or 'ngram')");
+  if (config.kind === 'mtp') return mtpDrafter(target, settings, uniform);
   const draft = config.model;
   if (draft.config.vocabSize !== target.config.vocabSize)
     throw new SpeculativeError(
@@ -116,11 +115,17 @@ export class SpeculativeSession {
   async prefill(ids: readonly number[]): Promise<number> {
     const input = tensor([...ids], { dtype: 'int32', device: this.model.device });
     try {
-      const logits = await this.model.forward(input, this.cache, { compile: this.options.compilePrefill });
+      const logits = await this.forward(input, true);
       return (await this.pick(logits, 1))[0]!.next;
     } finally {
       input.dispose();
     }
+  }
+
+  /** The target's forward at the cache's rows: the drafter's own when it has one (the MTP drafter keeps hidden states). */
+  private forward(ids: Tensor, lastOnly: boolean): Promise<Tensor> {
+    if (this.drafter.forwardTarget) return this.drafter.forwardTarget(ids, this.cache, { lastOnly });
+    return this.model.forward(ids, this.cache, { lastOnly, compile: lastOnly ? this.options.compilePrefill : undefined });
   }
 
   /** Whether the cache has room for one more verification (of at least the last token). */
@@ -147,7 +152,7 @@ export class SpeculativeSession {
     const ids = tensor(input, { dtype: 'int32', device: this.model.device });
     let verdict: { accepted: number; next: number };
     try {
-      const logits = await this.model.forward(ids, this.cache, { lastOnly: false });
+      const logits = await this.forward(ids, false);
       const rows = tidy(() => narrow(logits, 0, input.length - (m + 1), m + 1));
       logits.dispose();
       verdict = await this.verify(rows, drafted, draft.probs);

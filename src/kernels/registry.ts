@@ -33,6 +33,8 @@ import { indexSelectKernels } from './index-select/index.js';
 import { matmulKernels } from './matmul/index.js';
 import { reduceKernels } from './reduce/index.js';
 import { sumIntKernels } from './sum-int/index.js';
+import { scanKernels } from './scan/index.js';
+import { sortKernels } from './sort/index.js';
 import { type OpKernels, runOpKernels } from './op-kernels.js';
 import { shortConvKernels } from './short-conv/index.js';
 import { fusedMapKernels, fusedReduceKernels, reduceMapKernels } from './fused-map/index.js';
@@ -79,6 +81,8 @@ export const OP_KERNELS = {
   matmul: matmulKernels,
   reduce: reduceKernels,
   sumInt: sumIntKernels,
+  scan: scanKernels,
+  sort: sortKernels,
   fusedMap: fusedMapKernels,
   fusedReduce: fusedReduceKernels,
   reduceMap: reduceMapKernels,

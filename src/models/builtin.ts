@@ -23,6 +23,14 @@ const TOKENIZER_FILES: Record<string, () => Promise<Record<string, string>>> = {
   'Qwen3.5': qwen3_5TokenizerFiles,
 };
 
+/**
+ * The tokenizer files (tokenizer.json, tokenizer_config.json) a preset's family ships with: written beside its
+ * weights by the built-in models and `checkpoint generate`, so the folder loads as a whole model.
+ */
+export async function presetTokenizerFiles(preset: string): Promise<Record<string, string>> {
+  return TOKENIZER_FILES[presetNamed(preset).family.name]!();
+}
+
 /** Bumped whenever a generator or preset changes what is written. */
 const LAYOUT_VERSION = 4;
 
@@ -38,7 +46,7 @@ export async function ensureBuiltinModel(
   return ensureGeneratedDir(
     dir,
     async (staging) => {
-      await family.writeRandom(staging, config, { dtype, seed, extraFiles: await TOKENIZER_FILES[family.name]!() });
+      await family.writeRandom(staging, config, { dtype, seed, extraFiles: await presetTokenizerFiles(preset) });
     },
     () => options.onNotice?.(`generating the built-in ${preset} model (random ${dtype} weights, ${family.name}-shaped tokenizer) in ${dir}`),
   );

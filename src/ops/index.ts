@@ -28,3 +28,4 @@ export * from './math.js';
 export * from './statistics.js';
 export * from './layout.js';
 export * from './scatter.js';
+export * from './scan-sort.js';

@@ -176,6 +176,8 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   });
   app.addHook('onResponse', async (request, reply) => {
     metrics.requests.inc({ route: request.routeOptions.url ?? 'unmatched', status: String(reply.statusCode) });
+    // One line per request (the access log); a streamed answer's time is until its last chunk.
+    log(`${request.method} ${request.url} ${reply.statusCode} ${reply.elapsedTime.toFixed(0)} ms`);
   });
   app.setErrorHandler((err: FastifyError, _request, reply) => sendError(reply, err instanceof ApiError ? err : fromFastify(err)));
   app.setNotFoundHandler((request, reply) =>
@@ -188,10 +190,12 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   });
   app.get('/metrics', async (_request, reply) => reply.type(metrics.registry.contentType).send(await metrics.registry.metrics()));
 
+  // /v1/models' `created`: when this server started serving the model (OpenAI gives the model's creation time).
+  const created = Math.floor(Date.now() / 1000);
   const modelCard = () => ({
     id: options.servedModelName,
     object: 'model',
-    created: 0,
+    created,
     owned_by: 'tensorgpu',
     ...(state.served ? { max_model_len: state.served.contextLength } : {}),
   });

@@ -60,7 +60,8 @@ export interface Transcript {
   language: string;
   /** Seconds of audio. */
   duration: number;
-  stats: { windows: number; decodeSteps: number; capturedDispatches: number; mode: 'eager' | 'replay' };
+  /** hostMs: host time of the decode steps (the logits read back excluded). */
+  stats: { windows: number; decodeSteps: number; capturedDispatches: number; mode: 'eager' | 'replay'; hostMs: number };
 }
 
 /** mulberry32: a small seeded generator for the sampling draws. */
@@ -207,7 +208,13 @@ export async function transcribe(model: WhisperModel, tokenizer: WhisperTokenize
       segments: allSegments,
       language,
       duration,
-      stats: { windows: session.stats.windows, decodeSteps: steps, capturedDispatches: session.stats.capturedDispatches, mode: session.stats.mode },
+      stats: {
+        windows: session.stats.windows,
+        decodeSteps: steps,
+        capturedDispatches: session.stats.capturedDispatches,
+        mode: session.stats.mode,
+        hostMs: session.stats.hostMs,
+      },
     };
   } finally {
     session.dispose();

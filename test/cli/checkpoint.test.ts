@@ -97,13 +97,17 @@ describe('tensorgpu checkpoint generate / inspect / load (preset)', () => {
     presetLines = await run((out) => runGenerateCheckpoint({ preset: 'qwen3-tiny', out: preset, dtype: 'fp8', seed: 1, shardMb: 16 }, out));
     expect(presetLines).toHaveLength(1);
     expect(presetLines[0]).toMatch(
-      new RegExp(`^wrote qwen3-tiny \\(fp8, seed 1\\) to ${preset}: model-00001-of-00002\\.safetensors, model-00002-of-00002\\.safetensors in [\\d.]+ s$`),
+      new RegExp(
+        `^wrote qwen3-tiny \\(fp8, seed 1\\) to ${preset}: model-00001-of-00002\\.safetensors, model-00002-of-00002\\.safetensors, tokenizer\\.json, tokenizer_config\\.json in [\\d.]+ s$`,
+      ),
     );
     expect((await readdir(preset)).sort()).toEqual([
       'config.json',
       'model-00001-of-00002.safetensors',
       'model-00002-of-00002.safetensors',
       'model.safetensors.index.json',
+      'tokenizer.json',
+      'tokenizer_config.json',
     ]);
     const config = parseQwen3Config(JSON.parse(await readFile(join(preset, 'config.json'), 'utf8')));
     expect(config).toEqual(randomCheckpointConfig(QWEN3_PRESETS['qwen3-tiny'], 'fp8'));

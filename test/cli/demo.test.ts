@@ -15,7 +15,7 @@ describe('tensorgpu demo', () => {
 
   it.skipIf(!gpuUsable && !required)('on WebGPU, checks its results against the CPU backend', async () => {
     const lines: string[] = [];
-    expect(await runDemo({ device: 'auto', size: 67, out: (l) => lines.push(l) })).toBe(0);
+    expect(await runDemo({ device: 'webgpu', size: 67, out: (l) => lines.push(l) })).toBe(0);
     expect(lines[0]).toMatch(/^device: webgpu/);
     expect(lines.some((l) => l.startsWith('check vs CPU backend: matmul max rel error'))).toBe(true);
   });

@@ -8,17 +8,25 @@
 // sigmoid gate in its epilogue, and o_proj with the residual. Only the attention layers keep a KV cache.
 import type { DeviceName } from '../../runtime/backend.js';
 import type { DType } from '../../core/dtype.js';
-import { keep } from '../../core/scope.js';
+import { keep, tidy } from '../../core/scope.js';
 import type { Tensor } from '../../core/tensor.js';
 import { gatedDeltaNetStateBytes, newGatedDeltaNetState, type GatedDeltaNetState } from '../../ops/gated-delta-net.js';
-import type { ModelCache, MoeMode, PagedCausalLM } from '../causal-lm.js';
+import { reserve, type ModelCache, type MoeMode, type PagedCausalLM } from '../causal-lm.js';
 import type { Routing } from '../layers/blocks.js';
 import { decoderForwardPaged } from '../layers/decoder-blocks.js';
+import { runDecoder } from '../layers/decoder-forward.js';
+import { project } from '../layers/blocks.js';
+import { cast } from '../../ops/convert.js';
+import { indexSelect } from '../../ops/index-select.js';
+import { rmsNorm } from '../../ops/nn.js';
+import { narrow } from '../../ops/shape-ops.js';
 import { attentionKvRows, byLayerKind, DecoderModel } from '../layers/decoder-model.js';
 import { kvBytesPerPosition, PagedKvPool, type KvGeometry, type PagedKvPoolOptions, type PagedSlot } from '../layers/paged-kv.js';
 import { DeltaNetStateSlots } from './state-slots.js';
 import type { Qwen35Config } from './config.js';
-import { qwen35WeightTensors, type Qwen35Weights } from './weights.js';
+import { qwen35MtpWeightTensors, qwen35WeightTensors, type Qwen35Weights } from './weights.js';
+import { MTP_PREFIX } from './layout.js';
+import { Qwen35Mtp, qwen35FeedForward } from './mtp.js';
 import { deltaNetGeometry, Qwen35Blocks } from './blocks.js';
 
 export interface Qwen35ModelOptions {
@@ -129,6 +137,51 @@ export class Qwen35Model extends DecoderModel<Qwen35Cache> implements PagedCausa
 
   weightTensors(): Tensor[] {
     return qwen35WeightTensors(this.weights);
+  }
+
+  /**
+   * The multi-token-prediction layer (speculative decoding's `mtp` drafter), or why there is none: the first
+   * tensor missing from the checkpoint.
+   */
+  multiTokenPredictor(): Qwen35Mtp | { missing: string; mtpLayers: number } {
+    if (!this.weights.mtp) return { missing: `${MTP_PREFIX}fc.weight`, mtpLayers: this.config.mtpLayers };
+    this.mtp ??= new Qwen35Mtp(this, this.weights.mtp, { capacity: this.options.maxSequence, dtype: this.options.kvDtype ?? 'float32' });
+    return this.mtp;
+  }
+
+  private mtp?: Qwen35Mtp;
+
+  /**
+   * The forward (fused MoE, eager) that also keeps the hidden states after the final norm at every row, float32
+   * [S, hidden]: what the MTP layer reads. The logits are the plain forward's.
+   */
+  forwardWithHidden(tokens: Tensor, cache: ModelCache, options: { lastOnly?: boolean } = {}): { logits: Tensor; hidden: Tensor } {
+    const c = cache as Qwen35Cache;
+    const s = tokens.shape[0];
+    const start = reserve(c, s);
+    const b = this.blocks;
+    let hidden: Tensor | undefined;
+    const run = runDecoder(
+      {
+        numLayers: b.numLayers,
+        embed: (t) => cast(indexSelect(b.embedTokens, 0, t), 'float32'),
+        mix: (h, i) => b.mix(h, i, c, { start }),
+        feedForward: (x, i) => tidy(() => qwen35FeedForward(b, x, i)),
+        head: (h) => {
+          hidden = keep(rmsNorm(h, b.norm, b.eps));
+          return project((options.lastOnly ?? true) && s > 1 ? narrow(hidden, 0, s - 1, 1) : hidden, b.lmHead);
+        },
+      },
+      tokens,
+    );
+    c.length = start + s;
+    this.lastForward = { dispatches: run.dispatches, perLayer: run.perLayer, byKind: byLayerKind(run.layers, (i) => this.layerKind(i)) };
+    return { logits: run.logits, hidden: hidden! };
+  }
+
+  override dispose(): void {
+    super.dispose();
+    if (this.weights.mtp) for (const t of qwen35MtpWeightTensors(this.weights.mtp)) t.dispose();
   }
 
   protected feedForwards() {

@@ -50,13 +50,17 @@ export const QWEN3_5_PRESETS: Readonly<Record<string, Qwen35Config>> = {
   },
 };
 
-/** expertsOneByOne: the layout FP8 checkpoints use (the default for dtype 'fp8'), for any dtype. */
+/**
+ * expertsOneByOne: the layout FP8 checkpoints use (the default for dtype 'fp8'), for any dtype. mtp: also write the
+ * multi-token-prediction layer (`mtp.*`, config.mtpLayers of them, at least one; off by default).
+ */
 export async function writeRandomQwen35Checkpoint(
   dir: string,
   config: Qwen35Config,
-  options: RandomCheckpointOptions & { expertsOneByOne?: boolean } = {},
+  options: RandomCheckpointOptions & { expertsOneByOne?: boolean; mtp?: boolean } = {},
 ): Promise<string[]> {
   const dtype = options.dtype ?? 'bfloat16';
-  const specs = qwen35CheckpointSpecs(config, options.expertsOneByOne ?? dtype === 'fp8');
-  return writeRandomCheckpoint(dir, specs, qwen35ToHfConfig(savedConfig(config, dtype)), { ...options, dtype });
+  const saved = options.mtp ? { ...config, mtpLayers: Math.max(1, config.mtpLayers) } : config;
+  const specs = qwen35CheckpointSpecs(saved, options.expertsOneByOne ?? dtype === 'fp8', { mtp: options.mtp });
+  return writeRandomCheckpoint(dir, specs, qwen35ToHfConfig(savedConfig(saved, dtype)), { ...options, dtype });
 }

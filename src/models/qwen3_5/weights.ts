@@ -24,7 +24,8 @@ import {
   type MoeWeights,
   type WeightLoadingOptions,
 } from '../layers/weights.js';
-import { qwen35CheckpointLayout, TEXT_PREFIX } from './layout.js';
+import { MTP_PREFIX, qwen35CheckpointLayout, qwen35CheckpointSpecs, TEXT_PREFIX } from './layout.js';
+import type { WeightSpec } from '../random-weights.js';
 import type { Qwen35Config } from './config.js';
 
 export interface DeltaNetWeights {
@@ -69,24 +70,47 @@ export interface Qwen35Weights {
   readonly layers: readonly Qwen35LayerWeights[];
   readonly norm: Tensor;
   readonly lmHead: Weight;
+  /** The multi-token-prediction layer, when the checkpoint has one (not in qwen35WeightTensors: the drafter's alone). */
+  readonly mtp?: Qwen35MtpWeights;
+}
+
+/** `mtp.*`: the speculative drafter of the release (the embedding and lm_head are the text model's). */
+export interface Qwen35MtpWeights {
+  /** 1 + pre_fc_norm_embedding / pre_fc_norm_hidden / norm, float32 [H]. */
+  readonly preFcNormEmbedding: Tensor;
+  readonly preFcNormHidden: Tensor;
+  /** [H, 2H] over concat(normed embedding, normed hidden). */
+  readonly fc: Weight;
+  /** Full attention decoder layers. */
+  readonly layers: readonly Qwen35LayerWeights[];
+  readonly norm: Tensor;
 }
 
 const parts = (w: Weight | readonly Weight[]): Weight[] => ('data' in w ? [w as Weight] : [...(w as readonly Weight[])]);
 
 export function qwen35WeightTensors(w: Qwen35Weights): Tensor[] {
   const out: Tensor[] = [w.embedTokens, w.norm, ...(w.lmHead.data === w.embedTokens ? [] : weightParts(w.lmHead))];
-  for (const l of w.layers) {
-    out.push(l.inputNorm, l.postNorm);
-    const m = l.mixer;
-    if (m.kind === 'linear_attention') out.push(...parts(m.inProj).flatMap(weightParts), m.conv, m.aLog, m.dtBias, m.norm, ...weightParts(m.outProj));
-    else out.push(...parts(m.qkvg).flatMap(weightParts), ...weightParts(m.o), m.qNorm, m.kNorm);
-    const f = l.mlp;
-    out.push(...weightParts(f.gateUp), ...weightParts(f.down));
-    if (f.kind === 'moe') {
-      out.push(...weightParts(f.router));
-      if (f.shared) out.push(...weightParts(f.shared.mlp.gateUp), ...weightParts(f.shared.mlp.down), ...weightParts(f.shared.gate));
-    }
+  for (const l of w.layers) out.push(...layerTensors(l));
+  return out;
+}
+
+function layerTensors(l: Qwen35LayerWeights): Tensor[] {
+  const out: Tensor[] = [l.inputNorm, l.postNorm];
+  const m = l.mixer;
+  if (m.kind === 'linear_attention') out.push(...parts(m.inProj).flatMap(weightParts), m.conv, m.aLog, m.dtBias, m.norm, ...weightParts(m.outProj));
+  else out.push(...parts(m.qkvg).flatMap(weightParts), ...weightParts(m.o), m.qNorm, m.kNorm);
+  const f = l.mlp;
+  out.push(...weightParts(f.gateUp), ...weightParts(f.down));
+  if (f.kind === 'moe') {
+    out.push(...weightParts(f.router));
+    if (f.shared) out.push(...weightParts(f.shared.mlp.gateUp), ...weightParts(f.shared.mlp.down), ...weightParts(f.shared.gate));
   }
+  return out;
+}
+
+export function qwen35MtpWeightTensors(w: Qwen35MtpWeights): Tensor[] {
+  const out = [w.preFcNormEmbedding, w.preFcNormHidden, ...weightParts(w.fc), w.norm];
+  for (const l of w.layers) out.push(...layerTensors(l));
   return out;
 }
 
@@ -148,66 +172,95 @@ function regroupQueryGate(w: Weight, heads: number, d: number): Weight {
 
 export async function loadQwen35Weights(ck: Checkpoint, c: Qwen35Config, options: WeightLoadingOptions = {}): Promise<Qwen35Weights> {
   checkQwen35Layout(ck, c);
+  const withMtp = c.mtpLayers > 0 && ck.has(`${MTP_PREFIX}fc.weight`);
+  if (withMtp) checkLayout(ck, mtpLayout(ck, c));
   const load = new WeightLoader(ck, options);
   const p = TEXT_PREFIX;
-  // A projection that joins a stack: unquantized when FP8 is made at load (the stack is quantized whole).
-  const part = (prefix: string) => load.linear(prefix, !options.quantize);
   try {
     const embedTokens = await load.plain(`${p}embed_tokens.weight`);
     const layers: Qwen35LayerWeights[] = [];
-    for (let i = 0; i < c.numHiddenLayers; i++) {
-      const l = `${p}layers.${i}`;
-      const inputNorm = centred(load, await load.plain(`${l}.input_layernorm.weight`, 'float32'));
-      let mixer: DeltaNetWeights | GatedAttentionWeights;
-      if (c.layerTypes[i] === 'linear_attention') {
-        const a = `${l}.linear_attn`;
-        const projs = [await part(`${a}.in_proj_qkv`), await part(`${a}.in_proj_z`), await part(`${a}.in_proj_b`), await part(`${a}.in_proj_a`)];
-        const stored = await load.plain(`${a}.conv1d.weight`);
-        const conv = load.adopt(reshape(stored, [stored.shape[0], stored.shape[2]]));
-        stored.dispose();
-        // A_log, dt_bias and the gated norm's weight in one float32 buffer: the kernel binds it once.
-        const head = [await load.plain(`${a}.A_log`, 'float32'), await load.plain(`${a}.dt_bias`, 'float32'), await load.plain(`${a}.norm.weight`, 'float32')];
-        const params = load.adopt(cat(head, 0));
-        for (const t of head) t.dispose();
-        const hv = c.linear.numValueHeads;
-        mixer = {
-          kind: 'linear_attention',
-          inProj: track(load, stackRows(projs, options.quantize)),
-          conv,
-          aLog: load.adopt(narrow(params, 0, 0, hv)),
-          dtBias: load.adopt(narrow(params, 0, hv, hv)),
-          norm: load.adopt(narrow(params, 0, 2 * hv, c.linear.valueHeadDim)),
-          outProj: await load.linear(`${a}.out_proj`),
-        };
-        params.dispose(); // the three views hold its storage
-      } else {
-        const a = `${l}.self_attn`;
-        const q = regroupQueryGate(await part(`${a}.q_proj`), c.numAttentionHeads, c.headDim);
-        const k = await part(`${a}.k_proj`);
-        const v = await part(`${a}.v_proj`);
-        // The gate rows are the second half of the regrouped q: split so k and v sit between queries and gates.
-        const half = c.numAttentionHeads * c.headDim;
-        const [queries, gates] = splitRows(q, half);
-        mixer = {
-          kind: 'full_attention',
-          qkvg: track(load, stackRows([queries, k, v, gates], options.quantize)),
-          o: await load.linear(`${a}.o_proj`),
-          qNorm: centred(load, await load.plain(`${a}.q_norm.weight`, 'float32')),
-          kNorm: centred(load, await load.plain(`${a}.k_norm.weight`, 'float32')),
-        };
-      }
-      const postNorm = centred(load, await load.plain(`${l}.post_attention_layernorm.weight`, 'float32'));
-      const m = `${l}.mlp`;
-      const mlp = c.moe ? await loadMoe(load, ck, c, m, options.quantize) : await load.denseMlp(`${m}.gate_proj`, `${m}.up_proj`, `${m}.down_proj`);
-      layers.push({ inputNorm, postNorm, mixer, mlp });
-    }
+    for (let i = 0; i < c.numHiddenLayers; i++) layers.push(await loadLayer(load, ck, c, `${p}layers.${i}`, c.layerTypes[i], options));
     const norm = centred(load, await load.plain(`${p}norm.weight`, 'float32'));
     const lmHead = c.tieWordEmbeddings ? { data: embedTokens } : await load.linear('lm_head', false);
-    return { embedTokens, layers, norm, lmHead };
+    const mtp = withMtp ? await loadMtp(load, ck, c, options) : undefined;
+    return { embedTokens, layers, norm, lmHead, ...(mtp && { mtp }) };
   } catch (e) {
     load.release();
     throw e;
   }
+}
+
+/** The MTP's tensors, its experts stored one by one when its first layer has no fused tensor (as the text model's). */
+function mtpLayout(ck: Checkpoint, c: Qwen35Config): WeightSpec[] {
+  const oneByOne = c.moe !== undefined && !ck.has(`${MTP_PREFIX}layers.0.mlp.experts.gate_up_proj`);
+  return qwen35CheckpointSpecs(c, oneByOne, { mtp: true }).filter((s) => s.name.startsWith(MTP_PREFIX));
+}
+
+async function loadMtp(load: WeightLoader, ck: Checkpoint, c: Qwen35Config, options: WeightLoadingOptions): Promise<Qwen35MtpWeights> {
+  const p = MTP_PREFIX;
+  const preFcNormEmbedding = centred(load, await load.plain(`${p}pre_fc_norm_embedding.weight`, 'float32'));
+  const preFcNormHidden = centred(load, await load.plain(`${p}pre_fc_norm_hidden.weight`, 'float32'));
+  const fc = await load.linear(`${p}fc`);
+  const layers: Qwen35LayerWeights[] = [];
+  for (let i = 0; i < c.mtpLayers; i++) layers.push(await loadLayer(load, ck, c, `${p}layers.${i}`, 'full_attention', options));
+  const norm = centred(load, await load.plain(`${p}norm.weight`, 'float32'));
+  return { preFcNormEmbedding, preFcNormHidden, fc, layers, norm };
+}
+
+/** One decoder layer under `l` (the text model's `...layers.N`, or the MTP's `mtp.layers.N`). */
+async function loadLayer(
+  load: WeightLoader,
+  ck: Checkpoint,
+  c: Qwen35Config,
+  l: string,
+  type: Qwen35Config['layerTypes'][number],
+  options: WeightLoadingOptions,
+): Promise<Qwen35LayerWeights> {
+  // A projection that joins a stack: unquantized when FP8 is made at load (the stack is quantized whole).
+  const part = (prefix: string) => load.linear(prefix, !options.quantize);
+  const inputNorm = centred(load, await load.plain(`${l}.input_layernorm.weight`, 'float32'));
+  let mixer: DeltaNetWeights | GatedAttentionWeights;
+  if (type === 'linear_attention') {
+    const a = `${l}.linear_attn`;
+    const projs = [await part(`${a}.in_proj_qkv`), await part(`${a}.in_proj_z`), await part(`${a}.in_proj_b`), await part(`${a}.in_proj_a`)];
+    const stored = await load.plain(`${a}.conv1d.weight`);
+    const conv = load.adopt(reshape(stored, [stored.shape[0], stored.shape[2]]));
+    stored.dispose();
+    // A_log, dt_bias and the gated norm's weight in one float32 buffer: the kernel binds it once.
+    const head = [await load.plain(`${a}.A_log`, 'float32'), await load.plain(`${a}.dt_bias`, 'float32'), await load.plain(`${a}.norm.weight`, 'float32')];
+    const params = load.adopt(cat(head, 0));
+    for (const t of head) t.dispose();
+    const hv = c.linear.numValueHeads;
+    mixer = {
+      kind: 'linear_attention',
+      inProj: track(load, stackRows(projs, options.quantize)),
+      conv,
+      aLog: load.adopt(narrow(params, 0, 0, hv)),
+      dtBias: load.adopt(narrow(params, 0, hv, hv)),
+      norm: load.adopt(narrow(params, 0, 2 * hv, c.linear.valueHeadDim)),
+      outProj: await load.linear(`${a}.out_proj`),
+    };
+    params.dispose(); // the three views hold its storage
+  } else {
+    const a = `${l}.self_attn`;
+    const q = regroupQueryGate(await part(`${a}.q_proj`), c.numAttentionHeads, c.headDim);
+    const k = await part(`${a}.k_proj`);
+    const v = await part(`${a}.v_proj`);
+    // The gate rows are the second half of the regrouped q: split so k and v sit between queries and gates.
+    const half = c.numAttentionHeads * c.headDim;
+    const [queries, gates] = splitRows(q, half);
+    mixer = {
+      kind: 'full_attention',
+      qkvg: track(load, stackRows([queries, k, v, gates], options.quantize)),
+      o: await load.linear(`${a}.o_proj`),
+      qNorm: centred(load, await load.plain(`${a}.q_norm.weight`, 'float32')),
+      kNorm: centred(load, await load.plain(`${a}.k_norm.weight`, 'float32')),
+    };
+  }
+  const postNorm = centred(load, await load.plain(`${l}.post_attention_layernorm.weight`, 'float32'));
+  const m = `${l}.mlp`;
+  const mlp = c.moe ? await loadMoe(load, ck, c, m, options.quantize) : await load.denseMlp(`${m}.gate_proj`, `${m}.up_proj`, `${m}.down_proj`);
+  return { inputNorm, postNorm, mixer, mlp };
 }
 
 function track<W extends Weight | Weight[]>(load: WeightLoader, w: W): W {

@@ -22,13 +22,14 @@ import type { Qwen35Config } from '../src/models/qwen3_5/config.js';
 import { writeRandomQwen35Checkpoint } from '../src/models/qwen3_5/presets.js';
 import type { BenchCase, BenchContext, RowInput } from './harness.js';
 
-/** The four rows of one model: `${prefix} bf16 fused captured`, ... */
+/** The five rows of one model: `${prefix} bf16 fused captured`, ... */
 function rowNames(prefix: string) {
   return {
     fused: `${prefix} bf16 fused captured`,
     eager: `${prefix} bf16 fused eager`,
     loop: `${prefix} bf16 per-expert loop`,
     fp8: `${prefix} fp8 fused captured`,
+    int4: `${prefix} int4 fused captured`,
   };
 }
 
@@ -134,25 +135,28 @@ export function moeDecodeCases(quick: boolean): BenchCase[] {
 }
 
 async function measure(ctx: BenchContext, prefix: string, write: (dir: string) => Promise<unknown>, shape: string): Promise<RowInput[]> {
-  const { fused: FUSED, eager: EAGER, loop: LOOP, fp8: FP8 } = rowNames(prefix);
-  if (!ctx.gpu) return [FUSED, EAGER, LOOP, FP8].map((benchmark) => ({ benchmark, shape, backend: 'cpu', note: 'WebGPU only' }));
+  const { fused: FUSED, eager: EAGER, loop: LOOP, fp8: FP8, int4: INT4 } = rowNames(prefix);
+  if (!ctx.gpu) return [FUSED, EAGER, LOOP, FP8, INT4].map((benchmark) => ({ benchmark, shape, backend: 'cpu', note: 'WebGPU only' }));
   const dir = mkdtempSync(join(tmpdir(), 'tensorgpu-bench-moe-'));
   const steps = ctx.quick ? 4 : 8;
   const rows: RowInput[] = [];
   try {
     await write(dir);
-    for (const dtype of ['bfloat16', 'fp8'] as const) {
-      const { model } = await loadModel(dir, { device: 'webgpu', dtype: dtype === 'fp8' ? 'fp8' : undefined, maxSequence: 64 });
+    // int4: quantized at load (affine, groups of 128 along K); the decode reads the chosen experts' 4-bit bytes.
+    for (const dtype of ['bfloat16', 'fp8', 'int4'] as const) {
+      const { model } = await loadModel(dir, { device: 'webgpu', dtype: dtype === 'bfloat16' ? undefined : dtype, maxSequence: 64 });
       try {
         const active = model.activeWeightBytes();
         const runs: [string, MoeMode, boolean][] =
           dtype === 'fp8'
             ? [[FP8, 'fused', true]]
-            : [
-                [FUSED, 'fused', true],
-                [EAGER, 'fused', false],
-                [LOOP, 'per-expert', false],
-              ];
+            : dtype === 'int4'
+              ? [[INT4, 'fused', true]]
+              : [
+                  [FUSED, 'fused', true],
+                  [EAGER, 'fused', false],
+                  [LOOP, 'per-expert', false],
+                ];
         for (const [benchmark, mode, capture] of runs) {
           model.moeMode = mode;
           await measureDecode(model, { promptTokens: 2, decodeSteps: 1, capture }); // compiles every pipeline

@@ -8,6 +8,10 @@
 // The multi-turn case: 4 concurrent conversations of 4 turns (2 of 3 in quick runs), each turn's prompt the previous one plus a reply and a
 // new user message (token ids, a 48-token system prefix shared by all), with the prefix cache and without
 // (--no-prefix-cache): prefill tokens saved and time to first token; the texts must match.
+// The captured batched step: 8 greedy sequences on one BatchScheduler with captured decode steps (replayed per
+// batch-size bucket, serve/captured-step.ts) and on one with eager steps, same model, same run: dispatches and host
+// µs per batched decode forward (queueing only, no GPU wait), the ratio of `serve step captured` against eager; the
+// tokens must match.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -17,6 +21,8 @@ import { loadModel, type LoadedModel } from '../src/models/load.js';
 import { writeRandomQwen3Checkpoint } from '../src/models/qwen3/random-checkpoint.js';
 import { gpuCounters } from '../src/runtime/stats.js';
 import { startServer, type RunningServer } from '../src/serve/server.js';
+import { BatchScheduler } from '../src/serve/batch-scheduler.js';
+import type { PagedCausalLM } from '../src/models/causal-lm.js';
 import type { BenchCase, BenchContext, RowInput } from './harness.js';
 import { benchConfig } from './moe-decode.bench.js';
 
@@ -107,7 +113,68 @@ export function serveLoadCases(quick: boolean): BenchCase[] {
   return [
     { benchmark: 'serve', shape, run: (ctx) => measure(ctx, c, shape) },
     { benchmark: 'serve', shape: turns, run: (ctx) => measureMultiTurn(ctx, c, turns) },
+    { benchmark: 'serve', shape: `${c.numHiddenLayers}L h${c.hiddenSize} ${c.moe!.numExperts}e, 8 sequences`, run: (ctx) => measureCapturedStep(ctx, c) },
   ];
+}
+
+/** Host µs and dispatches per batched decode forward, captured (replayed) against eager, in one run. */
+async function measureCapturedStep(ctx: BenchContext, c: Qwen3Config): Promise<RowInput[]> {
+  const shape = `${c.numHiddenLayers}L h${c.hiddenSize} ${c.moe!.numExperts}e, 8 sequences`;
+  const names = ['serve step captured', 'serve step eager'];
+  if (!ctx.gpu) return names.map((benchmark) => ({ benchmark, shape, backend: 'cpu' as const, note: 'WebGPU only' }));
+  const maxTokens = ctx.quick ? 8 : 24;
+  const prompts = Array.from({ length: 8 }, (_, i) => Array.from({ length: 4 + (i % 3) }, (_, j) => (89 * i + 17 * j + 5) % c.vocabSize));
+  const dir = mkdtempSync(join(tmpdir(), 'tensorgpu-bench-serve-step-'));
+  let loaded: LoadedModel | undefined;
+  const rows: RowInput[] = [];
+  try {
+    await writeRandomQwen3Checkpoint(dir, c, { seed: 9, extraFiles: await qwen3TokenizerFiles() });
+    loaded = await loadModel(dir, { device: 'webgpu', maxSequence: 256 });
+    const model = loaded.model as PagedCausalLM;
+    const texts: number[][][] = [];
+    // Eager first (it compiles the pipelines), then captured, then eager again for the timed eager figures.
+    const runs: { capture: boolean; stats: BatchScheduler['decodeStats'] }[] = [];
+    for (const capture of [false, true, false]) {
+      const pool = model.newKvPool({ pageSize: 16, pages: 8 * Math.ceil((8 + maxTokens) / 16) + 8, sequences: 8 });
+      const sched = new BatchScheduler(model, loaded.tokenizer!, pool, { maxQueue: 16, maxBatch: 8, maxSequence: 256, capture });
+      try {
+        const seqs = prompts.map((promptIds) => sched.submit({ promptIds, options: { maxNewTokens: maxTokens, temperature: 0, stopTokenIds: [-1] } }));
+        const got: number[][] = [];
+        for (const seq of seqs) {
+          const ids: number[] = [];
+          for await (const t of seq.tokens) ids.push(t.id);
+          got.push(ids);
+        }
+        texts.push(got);
+        runs.push({ capture, stats: structuredClone(sched.decodeStats) });
+      } finally {
+        sched.dispose();
+      }
+    }
+    const wrong = texts[1]!.findIndex((t, i) => JSON.stringify(t) !== JSON.stringify(texts[2]![i]));
+    if (wrong >= 0) throw new Error(`serve step: sequence ${wrong} gave other tokens with captured steps than with eager ones`);
+    for (const [i, { stats }] of [runs[1]!, runs[2]!].entries()) {
+      const mode = i === 0 ? 'replay' : 'eager';
+      const steps = stats.steps[mode];
+      const hostUs = (stats.hostMs[mode] / steps) * 1000;
+      const dispatches = stats.dispatches[mode] / steps;
+      const recorded = i === 0 ? `; ${stats.steps.record} steps recorded (one per bucket), ${stats.steps.eager} eager` : '';
+      const note = `${mode}: ${steps} batched steps, ${hostUs.toFixed(0)} us host and ${dispatches.toFixed(1)} dispatches per step${recorded}; tokens equal`;
+      ctx.log(`  ${names[i]}: ${note}`);
+      rows.push({
+        benchmark: names[i]!,
+        shape,
+        backend: 'webgpu',
+        timing: { medianMs: hostUs / 1000, minMs: hostUs / 1000, runs: steps, dispatchesPerRun: dispatches },
+        baselineBenchmark: names[1],
+        note,
+      });
+    }
+  } finally {
+    loaded?.model.dispose();
+    rmSync(dir, { recursive: true, force: true });
+  }
+  return rows;
 }
 
 /** Multi-turn chats with and without the prefix cache: prefill tokens, hits and time to first token. */

@@ -25,7 +25,7 @@ export { withBatchInvariance, batchInvariant } from './core/batch-invariance.js'
 export { noGrad, enableGrad, isGradEnabled } from './autograd/grad-mode.js';
 export type { Shape } from './core/shape.js';
 export type { DeviceName } from './runtime/backend.js';
-export { initDevice, releaseDevice, getDefaultDevice, setDefaultDevice, type DeviceRequest } from './runtime/registry.js';
+export { initDevice, releaseDevice, getDefaultDevice, setDefaultDevice, type DeviceRequest, type InitDeviceOptions } from './runtime/registry.js';
 export { diagnose, isAvailable, type Diagnosis, type DiagnosisCode } from './runtime/webgpu/diagnose.js';
 export { memoryStats, resetPeakMemory, emptyCache, synchronize, gpuCounters, startProfiling, resetProfile, stopProfiling } from './runtime/stats.js';
 export type { KernelTime } from './runtime/webgpu/profiler.js';

@@ -93,8 +93,20 @@ async function plantCachedFile(url: string, store: tg.WeightCacheStoreKind, byte
   await s.put(url, async (write) => (await write(new Uint8Array(bytes)), { size: bytes.length }));
 }
 
+/** What initDevice('auto') takes in this page (the library's rule: hardware adapter, CPU, then a software one). */
+async function autoDevice(allowSoftwareAdapter: boolean) {
+  const notices: string[] = [];
+  try {
+    const device = await tg.initDevice('auto', { allowSoftwareAdapter, onNotice: (line) => notices.push(line) });
+    return { device, notices, adapter: (await tg.diagnose()).adapter ?? null };
+  } finally {
+    tg.releaseDevice();
+  }
+}
+
 (globalThis as Record<string, unknown>).tensorgpuHarness = {
   parity,
+  autoDevice,
   generateIds,
   generateFromUrl,
   loadSafetensors,

@@ -10,7 +10,7 @@ import { resample } from '../audio/resample.js';
 import { amplitudeToDb, spectrogram } from '../audio/spectrogram.js';
 import { syntheticSignal } from '../audio/synthetic.js';
 import { logMelSpectrogram, WHISPER_HOP_LENGTH, WHISPER_SAMPLE_RATE } from '../audio/whisper.js';
-import { writeSpectrogramPng } from '../media/spectrogram-image.js';
+import { spectrogramLayout, writeSpectrogramPng, type SpectrogramAxes } from '../media/spectrogram-image.js';
 import { writeSafetensors, tensorSource } from '../formats/safetensors-writer.js';
 import { readWav, toMono } from '../media/wav.js';
 import { tensor } from '../ops/creation.js';
@@ -77,14 +77,17 @@ export async function runAudio(
     const t0 = performance.now();
     let front: (a: Tensor) => Tensor;
     let what: string;
+    let axes: SpectrogramAxes;
     if (feature === 'mel') {
       const nMels = o.nMels ?? 80;
       front = (a) => logMelSpectrogram(rate === WHISPER_SAMPLE_RATE ? a : resample(a, rate, WHISPER_SAMPLE_RATE), { nMels });
+      axes = { x: { label: 'time (s)', step: WHISPER_HOP_LENGTH / WHISPER_SAMPLE_RATE }, y: { label: 'mel bin', step: 1 } };
       what = `Whisper log-mel, ${nMels} mels, ${WHISPER_HOP_LENGTH / 16} ms hop${rate === WHISPER_SAMPLE_RATE ? '' : ` (resampled ${rate} -> ${WHISPER_SAMPLE_RATE} Hz on the device)`}`;
     } else {
       const nFft = o.nFft ?? 512;
       const hop = o.hop ?? Math.max(1, Math.floor(nFft / 4));
       front = (a) => amplitudeToDb(spectrogram(a, { nFft, hopLength: hop }), { topDb: 80 });
+      axes = { x: { label: 'time (s)', step: hop / rate }, y: { label: 'frequency (Hz)', step: rate / nFft } };
       what = `power spectrogram in dB (80 dB range), n_fft ${nFft}, hop ${hop}, ${(rate / nFft).toFixed(1)} Hz per bin`;
     }
     // One call of a compiled function is its trace, which is the eager run: what compile() buys here is the check
@@ -95,7 +98,9 @@ export async function runAudio(
     const ms = performance.now() - t0;
     const after = gpuCounters();
     const [rows, cols] = features.shape;
-    await writeSpectrogramPng(o.out, values, rows, cols, { colormap: 'magma', scale: o.scale ?? 1 });
+    const picture = { scale: o.scale ?? 1, axes };
+    await writeSpectrogramPng(o.out, values, rows, cols, { colormap: 'magma', ...picture });
+    const size = spectrogramLayout(rows, cols, picture);
     if (o.save) {
       await writeSafetensors(o.save, [[feature === 'mel' ? 'log_mel' : 'spectrogram_db', tensorSource(features)]], {
         sample_rate: String(feature === 'mel' ? WHISPER_SAMPLE_RATE : rate),
@@ -106,7 +111,7 @@ export async function runAudio(
     out(`features: ${what}: [${rows}, ${cols}] on ${device} in ${ms.toFixed(0)} ms`);
     if (device === 'webgpu') out(`webgpu: ${after.dispatches - before.dispatches} dispatches`);
     out(
-      `picture: ${o.out} (${cols * (o.scale ?? 1)}x${rows * (o.scale ?? 1)}, time on x, ${feature === 'mel' ? 'mel bin' : 'frequency'} on y, low at the bottom)`,
+      `picture: ${o.out} (${size.width}x${size.height}: a ${cols * picture.scale}x${rows * picture.scale} heat map with axes, time (s) on x, ${feature === 'mel' ? 'mel bin' : 'frequency (Hz)'} on y, low at the bottom)`,
     );
     if (o.save) out(`saved: ${o.save}`);
     const signature = compiled?.stats().signatures[0];

@@ -1,6 +1,7 @@
 // `tensorgpu bench`: prefill and decode throughput of a Qwen3 / Qwen3-MoE checkpoint (default: the built-in
 // model), dispatches and reads per token, the weight bytes a token must read and the bandwidth that implies, peak
 // GPU memory; for MoE models, the fused MoE block against a per-expert loop on the same weights.
+import type { DeviceName } from '../runtime/backend.js';
 import { releaseDevice, webgpuBackend, type DeviceRequest } from '../runtime/registry.js';
 import { measureDispatchFloor } from '../runtime/webgpu/dispatch-floor.js';
 import { formatProfile, gbs, profileDecode } from '../generate/profile.js';
@@ -112,13 +113,7 @@ export async function runBench(
       out(`weight bytes a decode step must read (active weights once): ${formatBytes(active)}`);
       const memory = cacheBytesText(model);
       if (memory) out(memory);
-      for (const [name, r] of Object.entries(results)) {
-        out(
-          `${name.padEnd(10)} prefill ${r.promptTokens} tokens: ${((r.promptTokens / r.prefillMs) * 1000).toFixed(1)} tok/s | decode ${r.decodeSteps} tokens: ${r.decodeTokensPerSecond.toFixed(2)} tok/s, ` +
-            `${r.dispatchesPerToken.toFixed(0)} dispatches/token (${layerDispatchesText(r)}), ${r.readsPerToken.toFixed(0)} reads/token, host ${r.hostMicrosPerToken.toFixed(0)} µs/token, ` +
-            `${gbs((active * r.decodeTokensPerSecond) / 1e9)} GB/s of active weights, peak GPU ${formatBytes(r.peakGpuBytes)}`,
-        );
-      }
+      for (const [name, r] of Object.entries(results)) out(decodeRowText(name, r, device, active));
       const cap = results.captured;
       const eager = results.eager;
       if (cap && eager && device === 'webgpu') {
@@ -136,8 +131,9 @@ export async function runBench(
       const fused = results.captured ?? results.eager;
       if (fused && results['per-expert']) {
         const p = results['per-expert'];
+        const dispatches = device === 'webgpu' ? `, ${p.dispatchesPerToken.toFixed(0)} -> ${fused.dispatchesPerToken.toFixed(0)} dispatches/token` : '';
         out(
-          `fused (${results.captured ? 'captured' : 'eager'}) vs per-expert: ${(fused.decodeTokensPerSecond / p.decodeTokensPerSecond).toFixed(2)}x decode tok/s, ${p.dispatchesPerToken.toFixed(0)} -> ${fused.dispatchesPerToken.toFixed(0)} dispatches/token`,
+          `fused (${results.captured ? 'captured' : 'eager'}) vs per-expert: ${(fused.decodeTokensPerSecond / p.decodeTokensPerSecond).toFixed(2)}x decode tok/s${dispatches}`,
         );
       }
       if (profile) for (const line of formatProfile(profile)) out(line);
@@ -177,6 +173,21 @@ function cacheBytesText(model: object): string | undefined {
   const kv = m.kvBytesPerPosition();
   const state = m.stateBytesPerSequence();
   return `cache per sequence: recurrent state ${formatBytes(state)} (constant in the context) + KV ${formatBytes(kv)} per position (attention layers only; ${formatBytes(state + 4096 * kv)} at 4096 positions)`;
+}
+
+/**
+ * One decode row. Dispatches, read-backs and peak GPU memory are WebGPU figures: on the CPU they would read as
+ * "0 dispatches/token" and "peak GPU 0 B", so the CPU row gives throughput, host time and bandwidth only.
+ */
+export function decodeRowText(name: string, r: DecodeMeasurement, device: DeviceName, activeBytes: number): string {
+  const gpu = device === 'webgpu';
+  return [
+    `${name.padEnd(10)} prefill ${r.promptTokens} tokens: ${((r.promptTokens / r.prefillMs) * 1000).toFixed(1)} tok/s | decode ${r.decodeSteps} tokens: ${r.decodeTokensPerSecond.toFixed(2)} tok/s`,
+    ...(gpu ? [`${r.dispatchesPerToken.toFixed(0)} dispatches/token (${layerDispatchesText(r)})`, `${r.readsPerToken.toFixed(0)} reads/token`] : []),
+    `host ${r.hostMicrosPerToken.toFixed(0)} µs/token`,
+    `${gbs((activeBytes * r.decodeTokensPerSecond) / 1e9)} GB/s of active weights`,
+    ...(gpu ? [`peak GPU ${formatBytes(r.peakGpuBytes)}`] : []),
+  ].join(', ');
 }
 
 /** Captured against eager host time per token, said the right way round: "2.0x less host work" or "1.6x more". */

@@ -34,6 +34,8 @@ export async function runGenerateCheckpoint(o: GenerateOptions, out: Out = stdou
   const files = await family.writeRandom(o.out, config, {
     dtype: o.dtype,
     seed: o.seed,
+    // As the built-in models: logits spread like a trained model's, so the random text varies with --seed.
+    outputSpread: true,
     shardBytes: o.shardMb ? o.shardMb * 2 ** 20 : undefined,
     extraFiles: tokenizerFiles,
   });

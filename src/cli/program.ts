@@ -61,7 +61,6 @@ function byteSize(v: string): number {
   return bytes;
 }
 
-const WEIGHT_DTYPES = ['fp8', 'float32', 'float16', 'bfloat16'] as const;
 /** --dtype of generate, bench and train: the weight dtypes and int4 (packed 4-bit, --group-size along K). */
 const LOAD_DTYPES = ['fp8', 'int4', 'float32', 'float16', 'bfloat16'] as const;
 const LOAD_DTYPE_HELP = 'fp8 / int4 quantize linear weights at load (int4: affine, groups of --group-size along K); float32/float16/bfloat16 convert them';
@@ -132,7 +131,7 @@ export function buildProgram(): Command {
     .option('--compile', 'run the prefill through compile(): traced for the prompt length, recorded and replayed when a prompt of that length comes again')
     .option(
       '--speculative <kind>',
-      'speculative decoding: ngram (prompt lookup), draft (--draft-model) or mtp (Qwen3.6; not yet); greedy output is unchanged',
+      'speculative decoding: ngram (prompt lookup), draft (--draft-model) or mtp (the multi-token-prediction layer Qwen3.5 / Qwen3.6 checkpoints ship, mtp.*); greedy output is unchanged',
       choice(SPECULATIVE_KINDS),
     )
     .option(
@@ -371,7 +370,8 @@ export function buildProgram(): Command {
       `Hugging Face checkpoint directory, a Hub repo id (org/name[@revision]), or ${BUILTIN_PREFIX}<preset> (${presetNames().join(', ')})`,
     )
     .option('--device <device>', 'auto, webgpu or cpu', deviceName, 'auto')
-    .option('--dtype <dtype>', 'fp8 quantizes linear weights at load; float32/float16/bfloat16 convert them', choice(WEIGHT_DTYPES))
+    .option('--dtype <dtype>', LOAD_DTYPE_HELP, choice(LOAD_DTYPES))
+    .option('--group-size <g>', GROUP_SIZE_HELP, positiveInt)
     .option('--host <host>', 'address to bind', '127.0.0.1')
     .option('--port <n>', 'port to listen on (0 = any free port; the URL is printed)', port, 8000)
     .option('--api-key <key>', 'require Authorization: Bearer <key> on /v1/*')
@@ -404,7 +404,7 @@ export function buildProgram(): Command {
     .option('--max-audio-size <size>', 'largest audio upload to the audio routes, e.g. 25MiB (the default)', byteSize)
     .option(
       '--speculative <kind>',
-      'speculative decoding for every request (requests then run one at a time): ngram, draft (--draft-model) or mtp (not yet)',
+      'speculative decoding for every request (requests then run one at a time): ngram, draft (--draft-model) or mtp (the multi-token-prediction layer of Qwen3.5 / Qwen3.6 checkpoints)',
       choice(SPECULATIVE_KINDS),
     )
     .option('--draft-model <dir|repo>', `the draft model for --speculative draft (a folder, a repo id or ${BUILTIN_PREFIX}<preset>)`)

@@ -14,7 +14,9 @@ import { checkPortFree, listenError } from './validate.js';
 export interface ServeCliOptions {
   model?: string;
   device: DeviceRequest;
-  dtype?: 'fp8' | 'float32' | 'float16' | 'bfloat16';
+  dtype?: 'fp8' | 'int4' | 'float32' | 'float16' | 'bfloat16';
+  /** int4's group size along K (32, 64 or 128; default 128). */
+  groupSize?: number;
   /** The KV pool's dtype (default f32; fp8 holds about twice the positions of bf16 in --kv-memory). */
   kvDtype?: KvDTypeName;
   host: string;
@@ -46,6 +48,28 @@ export interface ServeCliOptions {
 }
 
 export async function runServe(o: ServeCliOptions, log: (line: string) => void = (l) => process.stderr.write(l + '\n')): Promise<number> {
+  // Listened for from the start, so a signal that arrives while the port is checked or the model loads also ends in
+  // a clean close and exit 0. A second one takes the default action (the process ends at once), for an impatient
+  // Ctrl-C during the drain.
+  let stopListening = () => {};
+  const signal = new Promise<NodeJS.Signals>((resolve) => {
+    const onTerm = () => (stopListening(), resolve('SIGTERM'));
+    const onInt = () => (stopListening(), resolve('SIGINT'));
+    stopListening = () => {
+      process.off('SIGTERM', onTerm);
+      process.off('SIGINT', onInt);
+    };
+    process.on('SIGTERM', onTerm);
+    process.on('SIGINT', onInt);
+  });
+  try {
+    return await serveUntilSignal(o, signal, log);
+  } finally {
+    stopListening();
+  }
+}
+
+async function serveUntilSignal(o: ServeCliOptions, signal: Promise<NodeJS.Signals>, log: (line: string) => void): Promise<number> {
   // What the flags name is checked before anything loads: the port, and the flags that go together.
   checkSpeculativeFlags({ speculative: o.speculative ?? (o.draftModel ? 'draft' : undefined), draftModel: o.draftModel });
   checkModelSource(o.model);
@@ -61,6 +85,7 @@ export async function runServe(o: ServeCliOptions, log: (line: string) => void =
     model: o.model,
     device: o.device,
     dtype: o.dtype,
+    groupSize: o.groupSize,
     kvDtype: o.kvDtype,
     maxSequence: o.maxModelLen,
     needsTokenizer: 'serve',
@@ -107,10 +132,6 @@ export async function runServe(o: ServeCliOptions, log: (line: string) => void =
       throw e.code && e.syscall === 'listen' ? listenError(o.host, o.port, e) : e;
     });
     process.stdout.write(`tensorgpu serve: listening on ${server.url}/v1\n`);
-    const signal = new Promise<NodeJS.Signals>((resolve) => {
-      process.once('SIGTERM', () => resolve('SIGTERM'));
-      process.once('SIGINT', () => resolve('SIGINT'));
-    });
     try {
       // A model that fails to load ends the command (with the listener closed), as a signal does.
       const outcome = await Promise.race([signal, server.ready.then(() => signal)]);

@@ -1,4 +1,4 @@
-// `tensorgpu web`: serves the browser pages (dist/web: the chat demo, the test harness) on 127.0.0.1. The folder is
+// `tensorgpu web`: serves the browser pages (dist/web: index.html listing them, the chat demo, the test harness) on 127.0.0.1. The folder is
 // plain static files, so any static host serves it as well; this is the one-command way to open it locally.
 import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -39,7 +39,7 @@ export async function runWeb(opts: WebCliOptions): Promise<number> {
   }
   const server = await serveStatic({ '/': dir, ...peerAssets() }, { host: opts.host, port: opts.port });
   console.log(
-    `tensorgpu web: ${server.url}/chat.html (the chat demo), ${server.url}/ops.html (op parity), ${server.url}/bench.html (benchmarks against TF.js and ONNX Runtime Web); Ctrl-C stops`,
+    `tensorgpu web: ${server.url}/ (the pages: ${server.url}/chat.html the chat demo, transcribe.html, ops.html op parity, bench.html benchmarks against TF.js and ONNX Runtime Web); Ctrl-C stops`,
   );
   await new Promise<void>((resolve) => {
     const stop = () => resolve();

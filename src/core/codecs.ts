@@ -9,7 +9,11 @@ import { DTypeError } from './errors.js';
 
 export type Fp8Format = 'e4m3fn' | 'e5m2';
 
-/** Storage array for `n` elements of dtype: Float32Array (float32), Uint16Array (float16/bfloat16 bits), Uint8Array (fp8 codes, uint8, bool 0/1), Int32Array (int32). */
+/**
+ * Storage array for `n` elements of dtype: Float32Array (float32), Uint16Array (float16/bfloat16 bits), Uint8Array
+ * (fp8 codes, uint8, bool 0/1), Int32Array (int32; int64 as 2n words, lo then hi, the bytes of a little-endian
+ * BigInt64Array, so files and GPU buffers take them as they are).
+ */
 export type StorageArray = Float32Array | Uint16Array | Uint8Array | Int32Array;
 
 // One shared float32 <-> bits view; JS is single-threaded per realm, so reuse is safe and allocation-free.
@@ -204,9 +208,55 @@ export function allocStorage(dtype: DType, n: number): StorageArray {
       return new Uint8Array(n);
     case 'int32':
       return new Int32Array(n);
+    case 'int64':
+      return new Int32Array(2 * n);
     default:
       throw new DTypeError(`unknown dtype '${String(dtype)}'`);
   }
+}
+
+const TWO32 = 2 ** 32;
+
+/**
+ * int64 storage (2n words) of JS numbers: fractions truncate toward zero (torch.tensor([1.7], dtype=torch.int64) is
+ * 1); a value whose integer part is not a safe integer (|x| > 2^53 - 1, NaN, Inf) is a RangeError, since a double
+ * there no longer names one integer: pass a BigInt64Array instead.
+ */
+export function encodeInt64(values: ArrayLike<number> | ArrayLike<bigint>): Int32Array {
+  const n = values.length;
+  const out = new Int32Array(2 * n);
+  for (let i = 0; i < n; i++) {
+    const v = values[i];
+    if (typeof v === 'bigint') {
+      const w = BigInt.asIntN(64, v);
+      if (w !== v) throw new RangeError(`int64: ${v} is outside int64's range [-2^63, 2^63 - 1]`);
+      out[2 * i] = Number(BigInt.asIntN(32, w));
+      out[2 * i + 1] = Number(w >> 32n);
+      continue;
+    }
+    const t = Math.trunc(v);
+    if (!Number.isSafeInteger(t))
+      throw new RangeError(`int64: ${v} is not a safe integer (|x| <= 2^53 - 1): a number past 2^53 names no single integer; pass a BigInt64Array`);
+    const hi = Math.floor(t / TWO32);
+    out[2 * i] = t - hi * TWO32; // the Int32Array store wraps the low word
+    out[2 * i + 1] = hi;
+  }
+  return out;
+}
+
+/** int64 storage words (lo, hi per element) as a BigInt64Array (a copy). */
+export function decodeInt64(storage: Int32Array): BigInt64Array {
+  const out = new BigInt64Array(storage.length >> 1);
+  new Int32Array(out.buffer).set(storage);
+  return out;
+}
+
+/** The value of int64 words as a JS number; a RangeError when it is not a safe integer (read it as a BigInt64Array). */
+export function int64Number(lo: number, hi: number): number {
+  const v = hi * TWO32 + (lo >>> 0);
+  if (!Number.isSafeInteger(v))
+    throw new RangeError(`int64 value ${(BigInt(hi) << 32n) | BigInt(lo >>> 0)} is not a safe integer for a JS number; use toBigInt64Array()`);
+  return v;
 }
 
 /**
@@ -215,6 +265,7 @@ export function allocStorage(dtype: DType, n: number): StorageArray {
  */
 export function encodeValues(dtype: DType, values: ArrayLike<number>, options?: { saturate?: boolean }): StorageArray {
   const n = values.length;
+  if (dtype === 'int64') return encodeInt64(values);
   const saturate = options?.saturate ?? false;
   switch (dtype) {
     case 'float32':
@@ -277,6 +328,8 @@ export function decodeOne(dtype: DType, code: number): number {
       return code & 0xff;
     case 'bool':
       return code !== 0 ? 1 : 0;
+    case 'int64':
+      throw new DTypeError('int64: an element is two storage words, not one code (decodeInt64 / int64Number)');
     default:
       throw new DTypeError(`unknown dtype '${String(dtype)}'`);
   }
@@ -301,6 +354,8 @@ export function encodeOne(dtype: DType, x: number, saturate = false): number {
       return (x | 0) & 0xff;
     case 'bool':
       return x !== 0 ? 1 : 0;
+    case 'int64':
+      throw new DTypeError('int64: an element is two storage words, not one code (encodeInt64)');
     default:
       throw new DTypeError(`unknown dtype '${String(dtype)}'`);
   }
@@ -315,6 +370,7 @@ const STORAGE_NAME: Readonly<Record<DType, string>> = {
   int32: 'Int32Array',
   uint8: 'Uint8Array',
   bool: 'Uint8Array',
+  int64: 'Int32Array',
 };
 
 function checkStorage(dtype: DType, storage: StorageArray): void {
@@ -328,11 +384,14 @@ function checkStorage(dtype: DType, storage: StorageArray): void {
   if (!ok) {
     throw new DTypeError(`storage for dtype '${dtype}' must be a ${expected}, got ${storage.constructor.name}`);
   }
+  if (dtype === 'int64' && storage.length % 2 !== 0) throw new DTypeError(`int64 storage holds two words an element, got ${storage.length} words`);
 }
 
 /** Decode storage into the widened array users get from toArray(): Float32Array for all floats, Int32Array for int32, Uint8Array for uint8 and bool. */
 export function decodeStorage(dtype: DType, storage: StorageArray): Float32Array | Int32Array | Uint8Array {
   checkStorage(dtype, storage);
+  // toArray()'s type has no room for a BigInt64Array without breaking every caller that does arithmetic on it.
+  if (dtype === 'int64') throw new DTypeError('toArray() of an int64 tensor: use toBigInt64Array(), or tolist()/item() for values that are safe integers');
   const n = storage.length;
   switch (dtype) {
     case 'float32':
@@ -368,6 +427,8 @@ export function castCode(x: number, dtype: DType, saturate = false): number {
       return Number.isNaN(x) ? 0 : Math.max(-2147483648, Math.min(2147483647, Math.trunc(x))) & 255;
     case 'bool':
       return x !== 0 ? 1 : 0;
+    case 'int64':
+      throw new DTypeError('int64: an element is two storage words, not one code');
     default:
       return encodeOne(dtype, x, saturate);
   }

@@ -1,14 +1,18 @@
 import { DTypeError } from './errors.js';
+import type { View } from './shape.js';
 
+/** The dtypes packed in 32-bit words (1, 2 or 4 a word), which every generic kernel takes. */
 export const DTYPES = ['float32', 'float16', 'bfloat16', 'float8_e4m3fn', 'float8_e5m2', 'int32', 'uint8', 'bool'] as const;
+/** Dtypes of two words an element (int64), with their own kernels (kernels/int64/) and a narrower set of ops. */
+export const WIDE_DTYPES = ['int64'] as const;
 
-export type DType = (typeof DTYPES)[number];
+export type DType = (typeof DTYPES)[number] | (typeof WIDE_DTYPES)[number];
 
 export interface DTypeInfo {
-  /** Bytes one element occupies in storage: FP8 really takes one byte. */
-  readonly itemBytes: 1 | 2 | 4;
+  /** Bytes one element occupies in storage: FP8 really takes one byte, int64 two 32-bit words (lo, hi). */
+  readonly itemBytes: 1 | 2 | 4 | 8;
   readonly isFloating: boolean;
-  /** Rank in the promotion lattice (bool < uint8 < int32 < low-precision floats < float32). */
+  /** Rank in the promotion lattice (bool < uint8 < int32 < int64 < low-precision floats < float32). */
   readonly kind: 'bool' | 'int' | 'float';
 }
 
@@ -21,6 +25,7 @@ export const DTYPE_INFO: Readonly<Record<DType, DTypeInfo>> = {
   int32: { itemBytes: 4, isFloating: false, kind: 'int' },
   uint8: { itemBytes: 1, isFloating: false, kind: 'int' },
   bool: { itemBytes: 1, isFloating: false, kind: 'bool' },
+  int64: { itemBytes: 8, isFloating: false, kind: 'int' },
 };
 
 /** Short aliases accepted wherever a dtype is named (PyTorch spellings and common abbreviations). */
@@ -37,13 +42,15 @@ const ALIASES: Readonly<Record<string, DType>> = {
   i32: 'int32',
   int: 'int32',
   u8: 'uint8',
+  i64: 'int64',
+  long: 'int64',
 };
 
 export function parseDType(name: string): DType {
-  if ((DTYPES as readonly string[]).includes(name)) return name as DType;
+  if ((DTYPES as readonly string[]).includes(name) || (WIDE_DTYPES as readonly string[]).includes(name)) return name as DType;
   const alias = ALIASES[name];
   if (alias) return alias;
-  throw new DTypeError(`unknown dtype '${name}'; expected one of ${DTYPES.join(', ')}`);
+  throw new DTypeError(`unknown dtype '${name}'; expected one of ${[...DTYPES, ...WIDE_DTYPES].join(', ')}`);
 }
 
 export function isFloating(dtype: DType): boolean {
@@ -54,9 +61,27 @@ export function isFp8(dtype: DType): boolean {
   return dtype === 'float8_e4m3fn' || dtype === 'float8_e5m2';
 }
 
-/** Elements of this dtype packed in one 32-bit storage word (GPU buffers are arrays of u32). */
+/**
+ * Elements of this dtype packed in one 32-bit storage word (GPU buffers are arrays of u32). int64 takes two words an
+ * element, which no packed-word kernel handles: it has its own kernels (kernels/int64/), so asking is a DTypeError.
+ */
 export function lanesPerWord(dtype: DType): 1 | 2 | 4 {
+  if (dtype === 'int64')
+    throw new DTypeError('int64 takes two 32-bit words an element and has no packed-word kernel (cast it, or use an op that supports int64)');
   return (4 / DTYPE_INFO[dtype].itemBytes) as 1 | 2 | 4;
+}
+
+/** 32-bit words of storage `n` elements of dtype occupy (at least one: a buffer is never empty). */
+export function storageWords(dtype: DType, n: number): number {
+  return Math.max(1, Math.ceil((n * DTYPE_INFO[dtype].itemBytes) / 4));
+}
+
+/**
+ * An int64 view as the int32 view of its words: element [..i] is the pair [..i, 0] (lo) and [..i, 1] (hi). Every
+ * data movement (copies, reads, gathers of rows, where) of int64 runs as this view on the int32 kernels.
+ */
+export function int64WordView(view: View): View {
+  return { shape: [...view.shape, 2], strides: [...view.strides.map((s) => s * 2), 1], offset: view.offset * 2 };
 }
 
 /**
@@ -72,7 +97,7 @@ export function promoteTypes(a: DType, b: DType): DType {
   if (ka === 'float' && kb === 'float') return 'float32'; // float16 with bfloat16: no common 16-bit type
   if (ka === 'float') return a;
   if (kb === 'float') return b;
-  if (ka === 'int' && kb === 'int') return a === 'int32' || b === 'int32' ? 'int32' : 'uint8';
+  if (ka === 'int' && kb === 'int') return a === 'int64' || b === 'int64' ? 'int64' : a === 'int32' || b === 'int32' ? 'int32' : 'uint8';
   return ka === 'int' ? a : b;
 }
 
@@ -123,7 +148,8 @@ function combineCategories(higher: DType | undefined, lower: DType | undefined):
 export function castIsExact(from: DType, to: DType): boolean {
   if (from === to || from === 'bool') return true;
   if (from === 'uint8') return to !== 'float8_e4m3fn' && to !== 'float8_e5m2';
-  if (from === 'int32') return false; // not even float32 holds 2^24 + 1
+  if (from === 'int32') return to === 'int64'; // not even float32 holds 2^24 + 1
+  if (from === 'int64') return false;
   if (to === 'float32') return isFloating(from);
   return isFp8(from) && (to === 'float16' || to === 'bfloat16'); // FP8's 2-3 mantissa bits and exponents fit both
 }

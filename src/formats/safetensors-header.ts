@@ -24,7 +24,7 @@ export const SAFETENSORS_DTYPES: Readonly<Record<string, { readonly bytes: numbe
   I32: { bytes: 4, dtype: 'int32' },
   U32: { bytes: 4 },
   F32: { bytes: 4, dtype: 'float32' },
-  I64: { bytes: 8 },
+  I64: { bytes: 8, dtype: 'int64' },
   U64: { bytes: 8 },
   F64: { bytes: 8 },
 };

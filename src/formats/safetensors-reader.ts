@@ -106,7 +106,7 @@ export class SafetensorsFile implements AsyncDisposable {
 
   /**
    * Reads a tensor onto a device in chunks: the next chunk's read overlaps the previous chunk's device write.
-   * Formats without a tensorgpu dtype (F64, I64, ...) are an error naming the tensor.
+   * Formats without a tensorgpu dtype (F64, U64, ...) are an error naming the tensor (I64 loads as int64).
    */
   async load(name: string, options: TensorLoadOptions = {}): Promise<Tensor> {
     const e = this.entry(name);

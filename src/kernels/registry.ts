@@ -35,6 +35,7 @@ import { reduceKernels } from './reduce/index.js';
 import { sumIntKernels } from './sum-int/index.js';
 import { scanKernels } from './scan/index.js';
 import { sortKernels } from './sort/index.js';
+import { int64BinaryKernels, int64CastKernels, int64RowsKernels } from './int64/index.js';
 import { type OpKernels, runOpKernels } from './op-kernels.js';
 import { shortConvKernels } from './short-conv/index.js';
 import { fusedMapKernels, fusedReduceKernels, reduceMapKernels } from './fused-map/index.js';
@@ -83,6 +84,9 @@ export const OP_KERNELS = {
   sumInt: sumIntKernels,
   scan: scanKernels,
   sort: sortKernels,
+  int64Binary: int64BinaryKernels,
+  int64Cast: int64CastKernels,
+  int64Rows: int64RowsKernels,
   fusedMap: fusedMapKernels,
   fusedReduce: fusedReduceKernels,
   reduceMap: reduceMapKernels,

@@ -1,11 +1,15 @@
 // A training loss curve as a PNG: the raw per-step loss as a thin light line and its bias-corrected moving average
-// as a thick dark one, on a gridded plot with tick labels and a title in a built-in 5x7 bitmap font. Everything is
+// as a thick dark one, on a gridded plot with tick labels, a legend and a title in the built-in 5x7 bitmap font
+// (bitmap-font.ts). Everything is
 // drawn here on an RGB raster; pngjs only encodes it, so no canvas or font library is needed.
 import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import { PNG } from 'pngjs';
+import { formatTicks, niceTicks } from './axis-ticks.js';
+import { drawText, GLYPH_H, textWidth } from './bitmap-font.js';
+import { Raster, type Rgb } from './raster.js';
 
-export type Rgb = readonly [number, number, number];
+export type { Rgb };
+export { niceTicks };
 
 /** The plot's colours, exported so tests (and callers compositing the image) can find each element by colour. */
 export const LOSS_PLOT_COLORS = {
@@ -26,273 +30,6 @@ export interface LossPlotOptions {
   title?: string;
   /** EMA weight of the previous value, in [0, 1) (default 0.9, as TensorBoard's slider). 0 draws the raw loss. */
   smoothing?: number;
-}
-
-// ---------------------------------------------------------------------------------------------------------------
-// Raster
-
-/** An RGB image with clipped drawing primitives: pixels outside the image are dropped, never wrapped. */
-class Raster {
-  readonly data: Buffer;
-
-  constructor(
-    readonly width: number,
-    readonly height: number,
-    background: Rgb,
-  ) {
-    this.data = Buffer.alloc(width * height * 3);
-    this.fillRect(0, 0, width, height, background);
-  }
-
-  setPixel(x: number, y: number, color: Rgb): void {
-    if (x < 0 || y < 0 || x >= this.width || y >= this.height) return;
-    const i = (y * this.width + x) * 3;
-    this.data[i] = color[0];
-    this.data[i + 1] = color[1];
-    this.data[i + 2] = color[2];
-  }
-
-  fillRect(x: number, y: number, w: number, h: number, color: Rgb): void {
-    const x0 = Math.max(0, x);
-    const y0 = Math.max(0, y);
-    const x1 = Math.min(this.width, x + w);
-    const y1 = Math.min(this.height, y + h);
-    for (let py = y0; py < y1; py++) for (let px = x0; px < x1; px++) this.setPixel(px, py, color);
-  }
-
-  /** A filled disc of the given diameter centred on (x, y); diameter 1 is a single pixel. */
-  dot(x: number, y: number, color: Rgb, diameter = 1): void {
-    const cx = Math.round(x);
-    const cy = Math.round(y);
-    if (diameter <= 1) return this.setPixel(cx, cy, color);
-    const r = diameter / 2;
-    const reach = Math.floor(r);
-    for (let dy = -reach; dy <= reach; dy++) {
-      for (let dx = -reach; dx <= reach; dx++) if (dx * dx + dy * dy <= r * r) this.setPixel(cx + dx, cy + dy, color);
-    }
-  }
-
-  /** A Bresenham line stamped with a round brush of the given thickness. */
-  line(x0: number, y0: number, x1: number, y1: number, color: Rgb, thickness = 1): void {
-    // Non-finite or far-off endpoints can only come from a degenerate value range; skip rather than loop for ages.
-    const limit = 4 * Math.max(this.width, this.height);
-    for (const v of [x0, y0, x1, y1]) if (!Number.isFinite(v) || Math.abs(v) > limit) return;
-    let x = Math.round(x0);
-    let y = Math.round(y0);
-    const xe = Math.round(x1);
-    const ye = Math.round(y1);
-    const dx = Math.abs(xe - x);
-    const dy = -Math.abs(ye - y);
-    const sx = x < xe ? 1 : -1;
-    const sy = y < ye ? 1 : -1;
-    let err = dx + dy;
-    for (;;) {
-      this.dot(x, y, color, thickness);
-      if (x === xe && y === ye) return;
-      const e2 = 2 * err;
-      if (e2 >= dy) {
-        err += dy;
-        x += sx;
-      }
-      if (e2 <= dx) {
-        err += dx;
-        y += sy;
-      }
-    }
-  }
-
-  /** A one-pixel outline of the rectangle with corners (x0, y0) and (x1, y1), both inclusive. */
-  strokeRect(x0: number, y0: number, x1: number, y1: number, color: Rgb): void {
-    this.line(x0, y0, x1, y0, color);
-    this.line(x1, y0, x1, y1, color);
-    this.line(x1, y1, x0, y1, color);
-    this.line(x0, y1, x0, y0, color);
-  }
-
-  toPng(): Buffer {
-    const png = new PNG({ width: this.width, height: this.height });
-    png.data = this.data;
-    // RGB in and out: pngjs packs the bytes as given, with no RGBA round trip.
-    return PNG.sync.write(png, { colorType: 2, inputColorType: 2, inputHasAlpha: false });
-  }
-}
-
-// ---------------------------------------------------------------------------------------------------------------
-// Font
-
-const GLYPH_W = 5;
-const GLYPH_H = 7;
-const ADVANCE = GLYPH_W + 1;
-
-// Seven rows of five columns each, '#' = ink. Enough for numbers (fixed and exponential), the axis labels and
-// ordinary titles; anything else is drawn as a box so a missing glyph is visible rather than silently dropped.
-const GLYPH_ROWS: Record<string, string> = {
-  '0': '.###. #...# #..## #.#.# ##..# #...# .###.',
-  '1': '..#.. .##.. ..#.. ..#.. ..#.. ..#.. .###.',
-  '2': '.###. #...# ....# ...#. ..#.. .#... #####',
-  '3': '##### ...#. ..#.. ...#. ....# #...# .###.',
-  '4': '...#. ..##. .#.#. #..#. ##### ...#. ...#.',
-  '5': '##### #.... ####. ....# ....# #...# .###.',
-  '6': '..##. .#... #.... ####. #...# #...# .###.',
-  '7': '##### ....# ...#. ..#.. .#... .#... .#...',
-  '8': '.###. #...# #...# .###. #...# #...# .###.',
-  '9': '.###. #...# #...# .#### ....# ...#. .##..',
-  ' ': '..... ..... ..... ..... ..... ..... .....',
-  '.': '..... ..... ..... ..... ..... .##.. .##..',
-  ',': '..... ..... ..... ..... .##.. ..#.. .#...',
-  ':': '..... .##.. .##.. ..... .##.. .##.. .....',
-  '-': '..... ..... ..... .###. ..... ..... .....',
-  '+': '..... ..#.. ..#.. ##### ..#.. ..#.. .....',
-  '=': '..... ..... ##### ..... ##### ..... .....',
-  _: '..... ..... ..... ..... ..... ..... #####',
-  '/': '..... ....# ...#. ..#.. .#... #.... .....',
-  '%': '##... ##..# ...#. ..#.. .#... #..## ...##',
-  '(': '...#. ..#.. .#... .#... .#... ..#.. ...#.',
-  ')': '.#... ..#.. ...#. ...#. ...#. ..#.. .#...',
-  '[': '.###. .#... .#... .#... .#... .#... .###.',
-  ']': '.###. ...#. ...#. ...#. ...#. ...#. .###.',
-  A: '.###. #...# #...# ##### #...# #...# #...#',
-  B: '####. #...# #...# ####. #...# #...# ####.',
-  C: '.###. #...# #.... #.... #.... #...# .###.',
-  D: '###.. #..#. #...# #...# #...# #..#. ###..',
-  E: '##### #.... #.... ####. #.... #.... #####',
-  F: '##### #.... #.... ####. #.... #.... #....',
-  G: '.###. #...# #.... #.### #...# #...# .####',
-  H: '#...# #...# #...# ##### #...# #...# #...#',
-  I: '.###. ..#.. ..#.. ..#.. ..#.. ..#.. .###.',
-  J: '..### ...#. ...#. ...#. ...#. #..#. .##..',
-  K: '#...# #..#. #.#.. ##... #.#.. #..#. #...#',
-  L: '#.... #.... #.... #.... #.... #.... #####',
-  M: '#...# ##.## #.#.# #.#.# #...# #...# #...#',
-  N: '#...# #...# ##..# #.#.# #..## #...# #...#',
-  O: '.###. #...# #...# #...# #...# #...# .###.',
-  P: '####. #...# #...# ####. #.... #.... #....',
-  Q: '.###. #...# #...# #...# #.#.# #..#. .##.#',
-  R: '####. #...# #...# ####. #.#.. #..#. #...#',
-  S: '.#### #.... #.... .###. ....# ....# ####.',
-  T: '##### ..#.. ..#.. ..#.. ..#.. ..#.. ..#..',
-  U: '#...# #...# #...# #...# #...# #...# .###.',
-  V: '#...# #...# #...# #...# #...# .#.#. ..#..',
-  W: '#...# #...# #...# #.#.# #.#.# #.#.# .#.#.',
-  X: '#...# #...# .#.#. ..#.. .#.#. #...# #...#',
-  Y: '#...# #...# .#.#. ..#.. ..#.. ..#.. ..#..',
-  Z: '##### ....# ...#. ..#.. .#... #.... #####',
-  a: '..... ..... .###. ....# .#### #...# .####',
-  b: '#.... #.... #.##. ##..# #...# #...# ####.',
-  c: '..... ..... .###. #.... #.... #...# .###.',
-  d: '....# ....# .##.# #..## #...# #...# .####',
-  e: '..... ..... .###. #...# ##### #.... .###.',
-  f: '..##. .#..# .#... ###.. .#... .#... .#...',
-  g: '..... .#### #...# #...# .#### ....# .###.',
-  h: '#.... #.... #.##. ##..# #...# #...# #...#',
-  i: '..#.. ..... .##.. ..#.. ..#.. ..#.. .###.',
-  j: '...#. ..... ..##. ...#. ...#. #..#. .##..',
-  k: '#.... #.... #..#. #.#.. ##... #.#.. #..#.',
-  l: '.##.. ..#.. ..#.. ..#.. ..#.. ..#.. .###.',
-  m: '..... ..... ##.#. #.#.# #.#.# #...# #...#',
-  n: '..... ..... #.##. ##..# #...# #...# #...#',
-  o: '..... ..... .###. #...# #...# #...# .###.',
-  p: '..... ..... ####. #...# ####. #.... #....',
-  q: '..... ..... .##.# #..## .#### ....# ....#',
-  r: '..... ..... #.##. ##..# #.... #.... #....',
-  s: '..... ..... .###. #.... .###. ....# ####.',
-  t: '.#... .#... ###.. .#... .#... .#..# ..##.',
-  u: '..... ..... #...# #...# #...# #..## .##.#',
-  v: '..... ..... #...# #...# #...# .#.#. ..#..',
-  w: '..... ..... #...# #...# #.#.# #.#.# .#.#.',
-  x: '..... ..... #...# .#.#. ..#.. .#.#. #...#',
-  y: '..... ..... #...# #...# .#### ....# .###.',
-  z: '..... ..... ##### ...#. ..#.. .#... #####',
-};
-
-/** Each glyph as GLYPH_H row bitmasks, bit (GLYPH_W - 1 - col) set where column col has ink. */
-const GLYPHS: ReadonlyMap<string, readonly number[]> = new Map(Object.entries(GLYPH_ROWS).map(([ch, rows]) => [ch, parseGlyph(ch, rows)]));
-
-function parseGlyph(ch: string, rows: string): number[] {
-  const lines = rows.split(' ');
-  if (lines.length !== GLYPH_H || lines.some((l) => l.length !== GLYPH_W)) {
-    throw new Error(`loss-plot font: glyph ${JSON.stringify(ch)} is not ${GLYPH_W}x${GLYPH_H}`);
-  }
-  return lines.map((l) => [...l].reduce((bits, c) => (bits << 1) | (c === '#' ? 1 : 0), 0));
-}
-
-// The outline drawn for characters the font lacks.
-const MISSING_GLYPH = parseGlyph('?', '##### #...# #...# #...# #...# #...# #####');
-
-/** Width in pixels of `text` drawn at `scale` (no trailing gap). */
-function textWidth(text: string, scale: number): number {
-  const n = [...text].length;
-  return n === 0 ? 0 : (n * ADVANCE - 1) * scale;
-}
-
-/**
- * Draws `text` with its top-left corner at (x, y), each font pixel a scale x scale block. `vertical` turns it 90
- * degrees counter-clockwise (reading bottom to top, as a y-axis label), with (x, y) then its bottom-left corner.
- */
-function drawText(r: Raster, text: string, x: number, y: number, scale: number, color: Rgb, vertical = false): void {
-  [...text].forEach((ch, i) => {
-    const rows = GLYPHS.get(ch) ?? MISSING_GLYPH;
-    for (let gy = 0; gy < GLYPH_H; gy++) {
-      for (let gx = 0; gx < GLYPH_W; gx++) {
-        if (!((rows[gy] >> (GLYPH_W - 1 - gx)) & 1)) continue;
-        const along = (i * ADVANCE + gx) * scale;
-        const across = gy * scale;
-        if (vertical) r.fillRect(x + across, y - along - scale, scale, scale, color);
-        else r.fillRect(x + along, y + across, scale, scale, color);
-      }
-    }
-  });
-}
-
-// ---------------------------------------------------------------------------------------------------------------
-// Axis ticks
-
-/**
- * About `count` round tick values (1, 2 or 5 x 10^k apart) lying within [min, max], in increasing order; the
- * bounds may come in either order. min == max gives that single value; a non-finite bound gives none.
- */
-export function niceTicks(min: number, max: number, count: number): number[] {
-  if (!Number.isFinite(min) || !Number.isFinite(max)) return [];
-  if (min > max) [min, max] = [max, min];
-  if (min === max) return [min];
-  const step = tickStep(max - min, Math.max(1, Math.round(count)));
-  // Small steps divide by their (integral) inverse so 0.1-spaced ticks come out as 0.3, not 0.30000000000000004.
-  const inverse = step < 1 ? Math.round(1 / step) : 0;
-  const at = (k: number): number => (inverse ? k / inverse : k * step) + 0; // + 0 turns -0 into 0
-  const first = Math.ceil(min / step - 1e-9);
-  const last = Math.floor(max / step + 1e-9);
-  const ticks: number[] = [];
-  for (let k = first; k <= last; k++) ticks.push(at(k));
-  return ticks;
-}
-
-/** The 1/2/5 x 10^k step nearest to span / count (the same thresholds as d3's ticks: sqrt 50, sqrt 10, sqrt 2). */
-function tickStep(span: number, count: number): number {
-  const raw = span / count;
-  const magnitude = 10 ** Math.floor(Math.log10(raw));
-  const norm = raw / magnitude;
-  const factor = norm >= Math.sqrt(50) ? 10 : norm >= Math.sqrt(10) ? 5 : norm >= Math.sqrt(2) ? 2 : 1;
-  return factor * magnitude;
-}
-
-/**
- * Labels for one axis's ticks, all in one notation: fixed with as many decimals as the spacing needs, or
- * exponential (2.5e-5, 1e+6) when fixed would be too long to read.
- */
-function formatTicks(ticks: readonly number[]): string[] {
-  if (ticks.length === 0) return [];
-  const spacing = ticks.length > 1 ? Math.abs(ticks[1] - ticks[0]) : 0;
-  const largest = Math.max(...ticks.map(Math.abs));
-  const exponential = largest >= 1e6 || (spacing > 0 && spacing < 1e-4) || (spacing === 0 && largest > 0 && largest < 1e-4);
-  if (exponential) {
-    const digits = (v: number): number =>
-      spacing > 0 && v !== 0 ? Math.min(6, Math.max(0, Math.floor(Math.log10(Math.abs(v))) - Math.floor(Math.log10(spacing) + 1e-9))) : 0;
-    // toExponential pads with zeros (2.50e-5); strip them so labels stay short.
-    return ticks.map((v) => v.toExponential(digits(v)).replace(/\.?0+e/, 'e'));
-  }
-  const reference = spacing > 0 ? spacing : largest;
-  const decimals = reference > 0 ? Math.max(0, -Math.floor(Math.log10(reference) + 1e-9)) : 0;
-  return ticks.map((v) => v.toFixed(decimals));
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -317,7 +54,7 @@ export function smoothLosses(losses: readonly number[], smoothing: number): numb
 // The plot
 
 /** The plot area's pixel bounds, all inclusive, and the data range they show. */
-interface PlotArea {
+export interface PlotArea {
   left: number;
   top: number;
   right: number;
@@ -380,15 +117,94 @@ function validateOptions(options: LossPlotOptions): Required<LossPlotOptions> {
   return { width, height, title, smoothing };
 }
 
-/**
- * Renders a loss curve as PNG bytes: step (1..N) across, loss up, the raw loss as a thin light line and its
- * bias-corrected EMA as a thick dark one. Non-finite losses are skipped, breaking both lines there.
- */
-export function renderLossPlot(losses: readonly number[], options: LossPlotOptions = {}): Buffer {
-  const { width, height, title, smoothing } = validateOptions(options);
-  const colors = LOSS_PLOT_COLORS;
-  const r = new Raster(width, height, colors.background);
+/** A legend entry: a short line in the series' colour and width, then its label. */
+interface LegendEntry {
+  label: string;
+  color: Rgb;
+  thickness: number;
+}
 
+/** The legend box's pixel bounds, all inclusive. */
+export interface LegendBox {
+  left: number;
+  top: number;
+  right: number;
+  bottom: number;
+}
+
+/** Where renderLossPlot draws things, for tests and callers compositing the image. */
+export interface LossPlotLayout {
+  /** The plot area inside the frame (inclusive pixel bounds) and the step and loss ranges it shows. */
+  area: PlotArea;
+  /** The legend (undefined when there are fewer than two finite losses: no lines to tell apart). */
+  legend?: LegendBox;
+  /** The legend's entries, top to bottom: the raw loss, then its moving average when smoothing is above 0. */
+  legendLabels: string[];
+}
+
+interface PlotGeometry extends LossPlotLayout {
+  scale: number;
+  titleScale: number;
+  pad: number;
+  tickLen: number;
+  lineH: number;
+  xTicks: number[];
+  yTicks: number[];
+  entries: LegendEntry[];
+}
+
+/** The legend's entries: raw and smoothed when smoothing draws two lines, else the one line as "loss". */
+function legendEntries(smoothing: number, scale: number): LegendEntry[] {
+  const colors = LOSS_PLOT_COLORS;
+  if (smoothing === 0) return [{ label: 'loss', color: colors.smoothed, thickness: scale + 1 }];
+  return [
+    { label: 'loss', color: colors.raw, thickness: 1 },
+    { label: `smoothed (EMA ${smoothing})`, color: colors.smoothed, thickness: scale + 1 },
+  ];
+}
+
+/**
+ * The legend's corner: the first of top-right, top-left, bottom-right, bottom-left (matplotlib's 'best' order,
+ * roughly) whose box the curves' points cross least, so it hides as little of them as it can.
+ */
+function placeLegend(area: PlotArea, losses: readonly number[], smoothed: readonly number[], w: number, h: number, inset: number): LegendBox {
+  const corners: LegendBox[] = [
+    { left: area.right - inset - w + 1, top: area.top + inset, right: area.right - inset, bottom: area.top + inset + h - 1 },
+    { left: area.left + inset, top: area.top + inset, right: area.left + inset + w - 1, bottom: area.top + inset + h - 1 },
+    { left: area.right - inset - w + 1, top: area.bottom - inset - h + 1, right: area.right - inset, bottom: area.bottom - inset },
+    { left: area.left + inset, top: area.bottom - inset - h + 1, right: area.left + inset + w - 1, bottom: area.bottom - inset },
+  ];
+  const covered = (box: LegendBox): number => {
+    let n = 0;
+    // Points along each segment, a few pixels apart, so a steep segment crossing the box counts too.
+    for (const values of [losses, smoothed]) {
+      for (let i = 0; i + 1 < values.length; i++) {
+        if (!Number.isFinite(values[i]) || !Number.isFinite(values[i + 1])) continue;
+        const x0 = toPixelX(area, i + 1);
+        const y0 = toPixelY(area, values[i]);
+        const x1 = toPixelX(area, i + 2);
+        const y1 = toPixelY(area, values[i + 1]);
+        const samples = Math.max(1, Math.ceil(Math.hypot(x1 - x0, y1 - y0) / 3));
+        for (let k = 0; k < samples; k++) {
+          const x = x0 + ((x1 - x0) * k) / samples;
+          const y = y0 + ((y1 - y0) * k) / samples;
+          if (x >= box.left - 2 && x <= box.right + 2 && y >= box.top - 2 && y <= box.bottom + 2) n++;
+        }
+      }
+    }
+    return n;
+  };
+  let best = corners[0];
+  let bestCount = Infinity;
+  for (const box of corners) {
+    const n = covered(box);
+    if (n < bestCount) [best, bestCount] = [box, n];
+  }
+  return best;
+}
+
+/** The plot's geometry: margins from the text sizes, the plot area, ticks and the legend's place. */
+function layout(losses: readonly number[], width: number, height: number, smoothing: number): PlotGeometry {
   // Text, margins and line widths grow with the image so a large plot stays readable.
   const scale = Math.max(1, Math.floor(Math.min(width, height) / 240));
   const titleScale = scale + 1;
@@ -401,16 +217,66 @@ export function renderLossPlot(losses: readonly number[], options: LossPlotOptio
   const yTicks = niceTicks(yRange[0], yRange[1], 5);
   // Steps are whole numbers; with no steps at all there is nothing to number.
   const xTicks = losses.length === 0 ? [] : niceTicks(xRange[0], xRange[1], 5).filter(Number.isInteger);
-  const yLabels = formatTicks(yTicks);
-  const xLabels = formatTicks(xTicks);
-  const yLabelW = Math.max(0, ...yLabels.map((l) => textWidth(l, scale)));
-  const xLabelW = Math.max(0, ...xLabels.map((l) => textWidth(l, scale)));
+  const yLabelW = Math.max(0, ...formatTicks(yTicks).map((l) => textWidth(l, scale)));
+  const xLabelW = Math.max(0, ...formatTicks(xTicks).map((l) => textWidth(l, scale)));
 
   const left = pad + lineH + pad + yLabelW + pad + tickLen;
   const top = pad + GLYPH_H * titleScale + pad;
   const right = width - 1 - Math.max(2 * pad, Math.ceil(xLabelW / 2) + pad);
   const bottom = height - 1 - (tickLen + pad + lineH + pad + lineH + pad);
   const area: PlotArea = { left, top, right: Math.max(right, left + 1), bottom: Math.max(bottom, top + 1), x: xRange, y: yRange };
+
+  const entries = legendEntries(smoothing, scale);
+  let legend: LegendBox | undefined;
+  if (losses.filter(Number.isFinite).length >= 2) {
+    // Each row: pad, a swatch line as long as four glyphs, pad, the label, pad; rows lineH + pad apart.
+    const swatch = 4 * (GLYPH_H - 2) * scale;
+    const w = pad + swatch + pad + Math.max(...entries.map((e) => textWidth(e.label, scale))) + pad;
+    const h = pad + entries.length * (lineH + pad);
+    // Only where it fits inside the plot area, with room left over for the curves.
+    if (w + 2 * pad <= (area.right - area.left) / 2 && h + 2 * pad <= (area.bottom - area.top) / 2)
+      legend = placeLegend(area, losses, smoothLosses(losses, smoothing), w, h, pad);
+  }
+  return { area, legend, legendLabels: legend ? entries.map((e) => e.label) : [], scale, titleScale, pad, tickLen, lineH, xTicks, yTicks, entries };
+}
+
+/** Where renderLossPlot would draw the plot area and the legend for these losses and options. */
+export function lossPlotLayout(losses: readonly number[], options: LossPlotOptions = {}): LossPlotLayout {
+  const { width, height, smoothing } = validateOptions(options);
+  const { area, legend, legendLabels } = layout(losses, width, height, smoothing);
+  return { area, legend, legendLabels };
+}
+
+/** The legend: a framed box on the background colour, one swatch line and label per series. */
+function drawLegend(r: Raster, box: LegendBox, entries: readonly LegendEntry[], g: PlotGeometry): void {
+  const colors = LOSS_PLOT_COLORS;
+  r.fillRect(box.left, box.top, box.right - box.left + 1, box.bottom - box.top + 1, colors.background);
+  r.strokeRect(box.left, box.top, box.right, box.bottom, colors.frame);
+  const swatch = 4 * (GLYPH_H - 2) * g.scale;
+  entries.forEach((e, i) => {
+    const rowTop = box.top + g.pad + i * (g.lineH + g.pad);
+    const midY = rowTop + Math.floor(g.lineH / 2);
+    const x0 = box.left + g.pad;
+    // The brush is round: inset the ends by its radius so the swatch stays inside its slot.
+    const inset = Math.floor(e.thickness / 2);
+    r.line(x0 + inset, midY, x0 + swatch - 1 - inset, midY, e.color, e.thickness);
+    drawText(r, e.label, x0 + swatch + g.pad, rowTop, g.scale, colors.text);
+  });
+}
+
+/**
+ * Renders a loss curve as PNG bytes: step (1..N) across, loss up, the raw loss as a thin light line and its
+ * bias-corrected EMA as a thick dark one, with a legend naming both in the corner the curves leave freest.
+ * Non-finite losses are skipped, breaking both lines there.
+ */
+export function renderLossPlot(losses: readonly number[], options: LossPlotOptions = {}): Buffer {
+  const { width, height, title, smoothing } = validateOptions(options);
+  const colors = LOSS_PLOT_COLORS;
+  const r = new Raster(width, height, colors.background);
+  const g = layout(losses, width, height, smoothing);
+  const { area, scale, titleScale, pad, tickLen, lineH, xTicks, yTicks } = g;
+  const yLabels = formatTicks(yTicks);
+  const xLabels = formatTicks(xTicks);
 
   for (const t of yTicks) r.line(area.left, toPixelY(area, t), area.right, toPixelY(area, t), colors.grid);
   for (const t of xTicks) r.line(toPixelX(area, t), area.top, toPixelX(area, t), area.bottom, colors.grid);
@@ -421,6 +287,7 @@ export function renderLossPlot(losses: readonly number[], options: LossPlotOptio
     const note = 'no data';
     drawText(r, note, Math.round((area.left + area.right - textWidth(note, scale)) / 2), Math.round((area.top + area.bottom - lineH) / 2), scale, colors.text);
   }
+  if (g.legend) drawLegend(r, g.legend, g.entries, g);
 
   r.strokeRect(area.left, area.top, area.right, area.bottom, colors.frame);
   yTicks.forEach((t, i) => {

@@ -1,11 +1,13 @@
 // A spectrogram (or any [rows, cols] grid of values) as a PNG heat map: time across, row 0 (the lowest frequency or
-// mel bin) at the bottom as in librosa's specshow, values mapped linearly through a perceptual colormap. The pixels
-// are computed here; pngjs only encodes them, as for the loss plot.
+// mel bin) at the bottom as in librosa's specshow, values mapped linearly through a perceptual colormap, optionally
+// framed by axes with round tick values and titles (seconds across, Hz or mel bin up) in the built-in bitmap font.
+// The pixels are computed here; pngjs only encodes them, as for the loss plot.
 import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import { PNG } from 'pngjs';
 import { ShapeError } from '../core/errors.js';
-import type { Rgb } from './loss-plot.js';
+import { formatTicks, niceTicks } from './axis-ticks.js';
+import { ADVANCE, drawText, GLYPH_H, textWidth } from './bitmap-font.js';
+import { Raster, type Rgb } from './raster.js';
 
 export type SpectrogramColormap = 'magma' | 'viridis';
 
@@ -18,6 +20,49 @@ export interface SpectrogramPngOptions {
   colormap?: SpectrogramColormap;
   /** Each value becomes a scale x scale block of pixels (a positive integer, default 1). */
   scale?: number;
+  /**
+   * Axes on the left and bottom of the heat map, with tick marks, round tick values and a title each, on a white
+   * margin that makes the image larger than cols*scale x rows*scale (spectrogramLayout gives the size and where the
+   * heat map sits; its pixels are the same as without axes). Default none: the bare heat map.
+   */
+  axes?: SpectrogramAxes;
+}
+
+/** One axis: the value at the centre of column (or row) i is start + i * step. */
+export interface SpectrogramAxis {
+  /** Title, e.g. 'time (s)', 'frequency (Hz)', 'mel bin'. */
+  label: string;
+  /** Value at the centre of column or row 0 (default 0). */
+  start?: number;
+  /** Value per column or row, positive and finite: hop / sample rate for time, sample rate / n_fft for an STFT bin. */
+  step: number;
+}
+
+export interface SpectrogramAxes {
+  /** Across, over columns (time frames). */
+  x: SpectrogramAxis;
+  /** Up, over rows (frequency or mel bins), row 0 at the bottom. */
+  y: SpectrogramAxis;
+}
+
+/** The axes' colours: the margin, the axis lines and tick marks, and the labels. */
+export const SPECTROGRAM_AXIS_COLORS = {
+  background: [255, 255, 255],
+  axis: [90, 90, 90],
+  text: [40, 40, 40],
+} as const satisfies Record<string, Rgb>;
+
+/** Where spectrogramPng puts things: the image size and the heat map's top-left corner and size, in pixels. */
+export interface SpectrogramLayout {
+  width: number;
+  height: number;
+  /** The heat map: cols*scale x rows*scale pixels with its top-left corner at (left, top). */
+  map: { left: number; top: number; width: number; height: number };
+  /** Font pixel size of the labels. */
+  textScale: number;
+  /** The ticks drawn on each axis, as values, with their pixel column (x) or row (y) and label. */
+  xTicks: { value: number; pixel: number; label: string }[];
+  yTicks: { value: number; pixel: number; label: string }[];
 }
 
 /**
@@ -122,19 +167,129 @@ function validate(values: Float32Array, rows: number, cols: number, options: Spe
 }
 
 /**
+ * Ticks for an axis of `n` cells of `cellPx` pixels each: round values within the cells' centres, as many as fit
+ * with labels `gap` pixels apart (`size` measures a label along the axis). pixel(i) is where cell i's centre is.
+ */
+function axisTicks(
+  axis: SpectrogramAxis,
+  n: number,
+  lengthPx: number,
+  size: (label: string) => number,
+  gap: number,
+  pixel: (cell: number) => number,
+): { value: number; pixel: number; label: string }[] {
+  const start = axis.start ?? 0;
+  const end = start + (n - 1) * axis.step;
+  for (let count = Math.max(2, Math.floor(lengthPx / 40)); count >= 1; count--) {
+    const values = niceTicks(start, end, count);
+    const labels = formatTicks(values);
+    const ticks = values.map((value, i) => ({ value, pixel: Math.floor(pixel((value - start) / axis.step) + 1e-9), label: labels[i] }));
+    // Neighbouring labels, centred on their ticks, must not touch.
+    const fits = ticks.every((t, i) => i === 0 || Math.abs(t.pixel - ticks[i - 1].pixel) >= (size(t.label) + size(ticks[i - 1].label)) / 2 + gap);
+    if (fits || count === 1) return ticks;
+  }
+  return [];
+}
+
+function validateAxis(name: string, axis: SpectrogramAxis): void {
+  if (!(axis.step > 0 && Number.isFinite(axis.step))) throw new RangeError(`spectrogramPng: axes.${name}.step must be positive and finite, got ${axis.step}`);
+  if (axis.start !== undefined && !Number.isFinite(axis.start)) throw new RangeError(`spectrogramPng: axes.${name}.start must be finite, got ${axis.start}`);
+}
+
+/**
+ * The image spectrogramPng draws for a rows x cols grid: without axes the heat map alone; with them a margin of
+ * left = pad + text + pad + widest y label + pad + tick, bottom = tick + pad + text + pad + text + pad, top and
+ * right = enough for the last tick labels to overhang, where text is 7 * textScale pixels, pad 3 * textScale and
+ * tick 4 * textScale, and textScale 1 below 480 pixels on the heat map's shorter side (then one more per 240).
+ */
+export function spectrogramLayout(rows: number, cols: number, options: Pick<SpectrogramPngOptions, 'scale' | 'axes'> = {}): SpectrogramLayout {
+  const scale = options.scale ?? 1;
+  const mapW = cols * scale;
+  const mapH = rows * scale;
+  const axes = options.axes;
+  if (!axes) return { width: mapW, height: mapH, map: { left: 0, top: 0, width: mapW, height: mapH }, textScale: 1, xTicks: [], yTicks: [] };
+  validateAxis('x', axes.x);
+  validateAxis('y', axes.y);
+  const textScale = Math.max(1, Math.floor(Math.min(mapW, mapH) / 240));
+  const text = GLYPH_H * textScale;
+  const pad = 3 * textScale;
+  const tick = 4 * textScale;
+  // Positions first relative to the map's top-left corner; labels' widths then set the margins.
+  const xTicks = axisTicks(
+    axes.x,
+    cols,
+    mapW,
+    (l) => textWidth(l, textScale),
+    2 * ADVANCE * textScale,
+    (c) => c * scale + (scale - 1) / 2,
+  );
+  const yTicks = axisTicks(
+    axes.y,
+    rows,
+    mapH,
+    () => text,
+    pad,
+    (r) => mapH - 1 - (r * scale + (scale - 1) / 2),
+  );
+  const yLabelW = Math.max(0, ...yTicks.map((t) => textWidth(t.label, textScale)));
+  const left = pad + text + pad + yLabelW + pad + tick;
+  const top = Math.max(pad, Math.ceil(text / 2) - Math.min(mapH, ...yTicks.map((t) => t.pixel)) + 1);
+  const overhang = Math.max(0, ...xTicks.map((t) => t.pixel + Math.ceil(textWidth(t.label, textScale) / 2) - (mapW - 1)));
+  const right = Math.max(pad, overhang + 1);
+  const bottom = tick + pad + text + pad + text + pad;
+  return {
+    width: left + mapW + right,
+    height: top + mapH + bottom,
+    map: { left, top, width: mapW, height: mapH },
+    textScale,
+    xTicks: xTicks.map((t) => ({ ...t, pixel: t.pixel + left })),
+    yTicks: yTicks.map((t) => ({ ...t, pixel: t.pixel + top })),
+  };
+}
+
+/** Draws the axis lines (one pixel outside the heat map), tick marks, tick labels and titles. */
+function drawAxes(r: Raster, l: SpectrogramLayout, axes: SpectrogramAxes): void {
+  const colors = SPECTROGRAM_AXIS_COLORS;
+  const s = l.textScale;
+  const text = GLYPH_H * s;
+  const pad = 3 * s;
+  const tick = 4 * s;
+  const { left, top, width, height } = l.map;
+  const axisX = left - 1;
+  const axisY = top + height;
+  r.fillRect(axisX, top, 1, height + 1, colors.axis);
+  r.fillRect(axisX, axisY, width + 1, 1, colors.axis);
+  for (const t of l.xTicks) {
+    r.fillRect(t.pixel, axisY + 1, 1, tick, colors.axis);
+    drawText(r, t.label, t.pixel - Math.floor(textWidth(t.label, s) / 2), axisY + 1 + tick + pad, s, colors.text);
+  }
+  for (const t of l.yTicks) {
+    r.fillRect(axisX - tick, t.pixel, tick, 1, colors.axis);
+    drawText(r, t.label, axisX - tick - pad - textWidth(t.label, s), t.pixel - Math.floor(text / 2), s, colors.text);
+  }
+  const midX = left + Math.floor(width / 2);
+  const midY = top + Math.floor(height / 2);
+  drawText(r, axes.x.label, midX - Math.floor(textWidth(axes.x.label, s) / 2), axisY + 1 + tick + pad + text + pad, s, colors.text);
+  drawText(r, axes.y.label, pad, midY + Math.floor(textWidth(axes.y.label, s) / 2), s, colors.text, true);
+}
+
+/**
  * Renders `values` (row-major [rows, cols]: value (r, c) at values[r * cols + c], rows = frequency or mel bins,
- * cols = time frames) as an RGB PNG of cols*scale x rows*scale pixels, row 0 at the bottom. [min, max] maps
- * linearly onto the colormap, values outside clamp to its ends, +-Infinity included; NaN is black. When min equals
- * max (constant data, say), values above it take the last color and the rest the first.
+ * cols = time frames) as an RGB PNG whose heat map is cols*scale x rows*scale pixels, row 0 at the bottom (the whole
+ * image when there are no axes; see spectrogramLayout). [min, max] maps linearly onto the colormap, values outside
+ * clamp to its ends, +-Infinity included; NaN is black. When min equals max (constant data, say), values above it
+ * take the last color and the rest the first.
  */
 export function spectrogramPng(values: Float32Array, rows: number, cols: number, options: SpectrogramPngOptions = {}): Buffer {
   const { scale, anchors, min, max } = validate(values, rows, cols, options);
+  const layout = spectrogramLayout(rows, cols, options);
+  const { width, height } = layout;
+  const raster = new Raster(width, height, SPECTROGRAM_AXIS_COLORS.background);
+  const data = raster.data;
   const span = max - min;
-  const width = cols * scale;
-  const height = rows * scale;
   const rowBytes = width * 3;
-  const data = Buffer.alloc(rowBytes * height);
-  const line = Buffer.alloc(rowBytes);
+  const line = Buffer.alloc(cols * scale * 3);
+  const mapLeft = layout.map.left * 3;
   for (let r = 0; r < rows; r++) {
     for (let c = 0; c < cols; c++) {
       const v = values[r * cols + c];
@@ -146,13 +301,11 @@ export function spectrogramPng(values: Float32Array, rows: number, cols: number,
       }
     }
     // Image rows run top to bottom, so data row r lands `rows - 1 - r` blocks down.
-    const top = (rows - 1 - r) * scale;
-    for (let k = 0; k < scale; k++) line.copy(data, (top + k) * rowBytes);
+    const top = layout.map.top + (rows - 1 - r) * scale;
+    for (let k = 0; k < scale; k++) line.copy(data, (top + k) * rowBytes + mapLeft);
   }
-  const png = new PNG({ width, height });
-  png.data = data;
-  // RGB in and out: pngjs packs the bytes as given, with no RGBA round trip.
-  return PNG.sync.write(png, { colorType: 2, inputColorType: 2, inputHasAlpha: false });
+  if (options.axes) drawAxes(raster, layout, options.axes);
+  return raster.toPng();
 }
 
 /** Writes spectrogramPng's image to `path`, creating its parent directory. */

@@ -31,8 +31,8 @@ export async function presetTokenizerFiles(preset: string): Promise<Record<strin
   return TOKENIZER_FILES[presetNamed(preset).family.name]!();
 }
 
-/** Bumped whenever a generator or preset changes what is written. */
-const LAYOUT_VERSION = 4;
+/** Bumped whenever a generator or preset changes what is written (6: outputSpread). */
+const LAYOUT_VERSION = 6;
 
 /** The directory of a built-in preset, generating it first if needed (a few seconds, once). */
 export async function ensureBuiltinModel(
@@ -46,7 +46,8 @@ export async function ensureBuiltinModel(
   return ensureGeneratedDir(
     dir,
     async (staging) => {
-      await family.writeRandom(staging, config, { dtype, seed, extraFiles: await presetTokenizerFiles(preset) });
+      // outputSpread: logits spread like a trained model's, so the random text varies (random-weights.ts).
+      await family.writeRandom(staging, config, { dtype, seed, outputSpread: true, extraFiles: await presetTokenizerFiles(preset) });
     },
     () => options.onNotice?.(`generating the built-in ${preset} model (random ${dtype} weights, ${family.name}-shaped tokenizer) in ${dir}`),
   );

@@ -4,6 +4,7 @@
 import type { DeviceName } from '../runtime/backend.js';
 import { DTYPE_INFO, type DType } from '../core/dtype.js';
 import type { KvGeometry, PagedKvPool, PagedKvPoolOptions, PagedSlot } from './layers/paged-kv.js';
+import type { PagedStepInputs } from './layers/decoder-blocks.js';
 import type { Tensor } from '../core/tensor.js';
 
 /** How the MoE block runs: fused (expert ids stay on the device) or a per-expert loop (the baseline it beats). */
@@ -98,6 +99,13 @@ export interface PagedCausalLM extends CausalLM {
    * values into its pages (reserved by the caller), and returns float32 logits [slots, vocab] of each slot's last token.
    */
   forwardPaged(tokens: Tensor, slots: readonly PagedSlot[], pool: PagedKvPool): Tensor;
+  /**
+   * forwardPaged with the page index (and state segments) built by the caller and no host work: what a captured
+   * batched decode step records (serve/captured-step.ts). Families whose batched step is not capturable yet lack it.
+   */
+  forwardPagedStep?(tokens: Tensor, slots: readonly PagedSlot[], pool: PagedKvPool, inputs: PagedStepInputs): Tensor;
+  /** Positions the model's tables (RoPE) cover: a captured step's key length stays within them. */
+  readonly ropePositions?: number;
 }
 
 export function isPagedLM(model: CausalLM): model is PagedCausalLM {

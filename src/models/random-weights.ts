@@ -55,6 +55,12 @@ export interface RandomCheckpointOptions {
   shardBytes?: number;
   /** Extra files to write next to the weights (tokenizer.json, tokenizer_config.json, ...). */
   extraFiles?: Record<string, string>;
+  /**
+   * Scale the output projection so the logits spread like a trained model's (std OUTPUT_LOGIT_STD) rather than
+   * being dominated by one token: the built-in presets' choice, off by default so every other checkpoint (and the
+   * reference fixtures written from them) keeps its values. See outputSpreadValues.
+   */
+  outputSpread?: boolean;
 }
 
 /** The quantization_config FP8 checkpoints carry (128x128 blocks, dynamic activations). */
@@ -98,6 +104,39 @@ export function randomValues(spec: WeightSpec, seed: number): Float32Array {
   return out;
 }
 
+/** The logits' standard deviation `outputSpread` aims at: softmax at temperature 1 stays spread over many tokens. */
+export const OUTPUT_LOGIT_STD = 2.5;
+
+/** The final norm's names (LFM2 calls its final norm embedding_norm; Qwen3.5 nests the text model). */
+const FINAL_NORMS = new Set(['model.norm.weight', 'model.embedding_norm.weight', 'model.language_model.norm.weight']);
+
+/**
+ * `outputSpread`'s values for a tensor, or undefined to keep randomValues'. The logits are the final norm's output
+ * (RMS ~1 per element times its weight) dotted with a row of the output matrix:
+ * - an untied lm_head (std 1/sqrt(hidden)) gives logits of std ~1, too flat for greedy decoding to look like text
+ *   and for temperature to matter, so it grows to std OUTPUT_LOGIT_STD/sqrt(hidden);
+ * - a tied embedding (std 1) gives logits of std ~sqrt(hidden), and the input token's own row, still the largest
+ *   part of the residual stream, has a logit of ~hidden: the model repeats one token. Shrinking the embedding would
+ *   leave the attention layers' context average to pick one token whatever the input, so instead the final norm's
+ *   weight becomes zero-mean with std OUTPUT_LOGIT_STD/sqrt(hidden): random signs cancel the self-match
+ *   (sum_i w_i e_i^2 has mean 0) and the logits get std ~OUTPUT_LOGIT_STD, each token's next one a random function
+ *   of it, as with an untied head.
+ */
+function outputSpreadValues(spec: WeightSpec, tied: boolean, seed: number): Float32Array | undefined {
+  if (spec.role === 'lm_head') {
+    const v = randomValues(spec, seed);
+    for (let i = 0; i < v.length; i++) v[i] *= OUTPUT_LOGIT_STD;
+    return v;
+  }
+  if (!tied || !FINAL_NORMS.has(spec.name) || (spec.role !== 'norm' && spec.role !== 'centered-norm')) return undefined;
+  // A bias-role draw is zero-mean with std 0.1; a centred norm stores w - 1 for a multiplier w.
+  const v = randomValues({ ...spec, role: 'bias' }, seed);
+  const factor = OUTPUT_LOGIT_STD / Math.sqrt(spec.shape[0]) / 0.1;
+  const offset = spec.role === 'centered-norm' ? -1 : 0;
+  for (let i = 0; i < v.length; i++) v[i] = v[i] * factor + offset;
+  return v;
+}
+
 /** Roles stored float32 whatever the checkpoint's dtype. */
 const FLOAT32_ROLES: readonly WeightRole[] = ['selection-bias', 'float32-norm', 'a-log'];
 
@@ -106,16 +145,18 @@ function bytesOf(a: ArrayBufferView): Uint8Array {
 }
 
 /** Each spec as a lazily produced tensor source in the checkpoint dtype (FP8 linears with their block scales). */
-export function randomSources(specs: readonly WeightSpec[], dtype: RandomWeightDType, seed: number): [string, TensorSource][] {
+export function randomSources(specs: readonly WeightSpec[], dtype: RandomWeightDType, seed: number, outputSpread = false): [string, TensorSource][] {
   const out: [string, TensorSource][] = [];
   const plain: DType = dtype === 'fp8' ? 'bfloat16' : dtype;
+  const tied = !specs.some((s) => s.role === 'lm_head');
   for (const spec of specs) {
+    const values = (): Float32Array => (outputSpread && outputSpreadValues(spec, tied, seed)) || randomValues(spec, seed);
     if (dtype === 'fp8' && spec.role === 'linear') {
       // Quantized once, on the CPU backend with the library's own quantize (the GPU path is tested against it).
       let cached: { data: Uint8Array; scale: Uint8Array } | undefined;
       const quantized = async () => {
         if (!cached) {
-          const x = tensor(randomValues(spec, seed), { device: 'cpu' }).reshape([...spec.shape]);
+          const x = tensor(values(), { device: 'cpu' }).reshape([...spec.shape]);
           const q = quantize(x, { granularity: 'block128' });
           cached = { data: await toBytes(q.data), scale: await toBytes(q.scale) };
           for (const t of [x, q.data, q.scale]) t.dispose();
@@ -128,7 +169,7 @@ export function randomSources(specs: readonly WeightSpec[], dtype: RandomWeightD
       continue;
     }
     const stored: DType = FLOAT32_ROLES.includes(spec.role) ? 'float32' : plain;
-    out.push([spec.name, { dtype: stored, shape: spec.shape, bytes: () => bytesOf(encodeValues(stored, randomValues(spec, seed))) }]);
+    out.push([spec.name, { dtype: stored, shape: spec.shape, bytes: () => bytesOf(encodeValues(stored, values())) }]);
   }
   return out;
 }
@@ -140,7 +181,7 @@ export async function writeRandomCheckpoint(
   config: Record<string, unknown>,
   options: RandomCheckpointOptions = {},
 ): Promise<string[]> {
-  return writeCheckpoint(dir, randomSources(specs, options.dtype ?? 'bfloat16', options.seed ?? 0), {
+  return writeCheckpoint(dir, randomSources(specs, options.dtype ?? 'bfloat16', options.seed ?? 0, options.outputSpread), {
     config,
     shardBytes: options.shardBytes,
     extraFiles: options.extraFiles,
@@ -151,8 +192,8 @@ export async function writeRandomCheckpoint(
 export async function randomCheckpointInMemory(
   specs: readonly WeightSpec[],
   config: Record<string, unknown>,
-  options: Pick<RandomCheckpointOptions, 'dtype' | 'seed'> = {},
+  options: Pick<RandomCheckpointOptions, 'dtype' | 'seed' | 'outputSpread'> = {},
 ): Promise<Checkpoint> {
-  const bytes = await encodeSafetensors(randomSources(specs, options.dtype ?? 'bfloat16', options.seed ?? 0), { format: 'pt' });
+  const bytes = await encodeSafetensors(randomSources(specs, options.dtype ?? 'bfloat16', options.seed ?? 0, options.outputSpread), { format: 'pt' });
   return Checkpoint.fromFiles('memory', config, [await SafetensorsFile.fromBytes(bytes)]);
 }

@@ -1,6 +1,6 @@
 import { getDefaultDevice, backendFor } from '../runtime/registry.js';
 import type { DeviceName } from '../runtime/backend.js';
-import { encodeValues } from '../core/codecs.js';
+import { encodeInt64, encodeValues } from '../core/codecs.js';
 import { isFloating, parseDType, type DType } from '../core/dtype.js';
 import { DTypeError, ShapeError } from '../core/errors.js';
 import { defaultGenerator, type Generator } from '../core/random.js';
@@ -28,7 +28,7 @@ export interface RandomOptions extends CreateOptions {
 }
 
 type Nested = number | boolean | readonly Nested[];
-export type TensorData = Nested | Float32Array | Float64Array | Int32Array | Uint8Array | Uint16Array | Int16Array | Int8Array;
+export type TensorData = Nested | Float32Array | Float64Array | Int32Array | Uint8Array | Uint16Array | Int16Array | Int8Array | BigInt64Array;
 
 function resolve(options: CreateOptions, fallback: DType): { dtype: DType; device: DeviceName } {
   return {
@@ -76,9 +76,23 @@ function flattenNested(data: Nested, out: number[]): boolean {
 
 /**
  * A tensor from nested arrays, a number, or a typed array (give `shape` for a typed array that is not 1-D).
- * Numbers default to float32, booleans to bool, Int32Array to int32, Uint8Array to uint8.
+ * Numbers default to float32, booleans to bool, Int32Array to int32, Uint8Array to uint8, BigInt64Array to int64
+ * (int64 from numbers: exact up to 2^53, a RangeError past it).
  */
 export function tensor(data: TensorData, options: CreateOptions & { shape?: readonly number[] } = {}): Tensor {
+  if (data instanceof BigInt64Array) {
+    // int64 values exactly, past 2^53 too; another dtype is a cast from them.
+    const shape = options.shape ?? [data.length];
+    if (numel(shape) !== data.length) throw new ShapeError(`tensor(): shape ${formatShape(shape)} does not hold ${data.length} values`);
+    checkShape(shape);
+    const { dtype, device } = resolve(options, 'int64');
+    const backend = backendFor(device);
+    const wide = wrap(backend, backend.upload('int64', encodeInt64(data)), 'int64', shape);
+    if (dtype === 'int64') return leaf(wide, options);
+    const out = wide.to(dtype);
+    wide.dispose();
+    return leaf(out, options);
+  }
   if (ArrayBuffer.isView(data)) {
     const shape = options.shape ?? [data.length];
     if (numel(shape) !== data.length) throw new ShapeError(`tensor(): shape ${formatShape(shape)} does not hold ${data.length} values`);

@@ -21,8 +21,10 @@ import { commonBackend, wrap } from './util.js';
 import { differentiable, type SaveSpec } from '../autograd/function.js';
 import { isGradEnabled } from '../autograd/grad-mode.js';
 import { binaryRule, sumTo, unaryRule } from './grad-rules.js';
+import { int64Binary, int64Unary, int64Where } from './int64.js';
 
 function unary(op: UnaryOp, x: Tensor, floatOnly: boolean): Tensor {
+  if (x.dtype === 'int64') return int64Unary(op, x);
   const backend = x.storage.backend;
   if (isFp8(x.dtype)) throw new DTypeError(`${op} does not take ${x.dtype} (tensor ${x.describe()}): FP8 is a storage format; cast with .to('float32') first`);
   if (x.dtype === 'bool' && !floatOnly) throw new DTypeError(`${op} does not take bool (tensor ${x.describe()})`);
@@ -193,6 +195,8 @@ function binaryShape(x: Tensor, y: Tensor): Shape {
 
 function binary(op: BinaryOp, x: TensorOrScalar, y: TensorOrScalar): Tensor {
   if (typeof x === 'number' && typeof y === 'number') throw new DTypeError(`${op} needs at least one tensor operand`);
+  if ((typeof x !== 'number' && x.dtype === 'int64') || (typeof y !== 'number' && y.dtype === 'int64'))
+    return int64Binary(op, x, y, (a, b) => binary(op, a, b));
   const backend = backendOf(op, typeof x === 'number' ? undefined : x, typeof y === 'number' ? undefined : y);
   const common = UNRECORDED.has(op) && !COMPARISONS.has(op) ? gradMapDtype(x as Tensor, y as Tensor) : commonDtype(op, x, y);
   const outDtype: DType = COMPARISONS.has(op) ? 'bool' : common;
@@ -387,6 +391,7 @@ export function where(cond: Tensor, a: TensorOrScalar, b: TensorOrScalar): Tenso
     throw new DTypeError(`where: ${ta.describe()} and ${tb.describe()} have no common dtype (FP8 mixes with nothing); cast first`);
   // torch.where promotes a and b as arithmetic does (0-d tensors and JS numbers by category only).
   const dtype = resultType(a, b);
+  if (dtype === 'int64') return int64Where(cond, a, b);
   const shape = broadcastShapes(broadcastShapes(cond.shape, ta?.shape ?? []), tb?.shape ?? []);
   const operand = (t: Tensor | undefined, n: number | undefined): Operand<unknown> | ScalarOperand =>
     t ? broadcastOperand(t, shape) : { scalar: n!, dtype: isFloating(dtype) || !Number.isInteger(n) ? 'float32' : 'int32' };

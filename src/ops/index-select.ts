@@ -4,6 +4,8 @@ import { formatShape, normalizeDim } from '../core/shape.js';
 import type { Tensor } from '../core/tensor.js';
 import { contiguous } from './shape-ops.js';
 import { commonBackend, wrap } from './util.js';
+import { indexInt32 } from './int64.js';
+import { int64WordView } from '../core/dtype.js';
 import { differentiable, notDifferentiable } from '../autograd/function.js';
 
 /**
@@ -12,8 +14,16 @@ import { differentiable, notDifferentiable } from '../autograd/function.js';
  * read back or synchronize() on WebGPU (the device error flag; never a silent zero).
  */
 export function indexSelect(x: Tensor, dim: number, index: Tensor): Tensor {
+  const narrow = index.dtype === 'int64' && index.ndim <= 1 ? indexInt32(index) : undefined;
+  if (narrow) {
+    try {
+      return indexSelect(x, dim, narrow);
+    } finally {
+      narrow.dispose();
+    }
+  }
   const backend = commonBackend('indexSelect', x, index);
-  if (index.dtype !== 'int32') throw new DTypeError(`indexSelect: index must be int32, got ${index.describe()}`);
+  if (index.dtype !== 'int32') throw new DTypeError(`indexSelect: index must be int32, got ${index.describe()} (int64 is taken too)`);
   if (index.ndim > 1) throw new ShapeError(`indexSelect: index must be 0-D or 1-D, got ${index.describe()}`);
   if (x.ndim === 0) throw new ShapeError('indexSelect: cannot index a 0-d tensor');
   const d = normalizeDim(dim, x.ndim);
@@ -22,6 +32,11 @@ export function indexSelect(x: Tensor, dim: number, index: Tensor): Tensor {
     try {
       const shape = [...x.shape];
       shape[d] = idx.numel;
+      // int64 rows move as the int32 pairs of their words (a trailing dim of 2 the selection never touches).
+      if (x.dtype === 'int64') {
+        const words = { handle: x.operand().handle, dtype: 'int32' as const, view: int64WordView(x.layout) };
+        return wrap(backend, runKernel('indexSelect', backend, { x: words, dim: d, index: idx.operand() }), 'int64', shape);
+      }
       return wrap(backend, runKernel('indexSelect', backend, { x: x.operand(), dim: d, index: idx.operand() }), x.dtype, shape);
     } finally {
       idx.dispose();
@@ -50,8 +65,16 @@ function indexSelectRule(g: Tensor, index: Tensor, shape: readonly number[], d: 
  * raise an IndexError (on WebGPU at the next read back, as indexSelect).
  */
 export function gather(x: Tensor, dim: number, index: Tensor): Tensor {
+  const narrow = indexInt32(index);
+  if (narrow) {
+    try {
+      return gather(x, dim, narrow);
+    } finally {
+      narrow.dispose();
+    }
+  }
   const backend = commonBackend('gather', x, index);
-  if (index.dtype !== 'int32') throw new DTypeError(`gather: index must be int32, got ${index.describe()}`);
+  if (index.dtype !== 'int32') throw new DTypeError(`gather: index must be int32, got ${index.describe()} (int64 is taken too)`);
   if (index.ndim !== x.ndim) throw new ShapeError(`gather: index ${index.describe()} must have the rank of x ${x.describe()}`);
   const d = normalizeDim(dim, Math.max(x.ndim, 1));
   if (x.ndim === 0) throw new ShapeError('gather: cannot gather from a 0-d tensor');
@@ -69,7 +92,7 @@ export function gather(x: Tensor, dim: number, index: Tensor): Tensor {
  * (repeated ids add up).
  */
 export function embedding(input: Tensor, weight: Tensor): Tensor {
-  if (input.dtype !== 'int32') throw new DTypeError(`embedding: ids must be int32, got ${input.describe()}`);
+  if (input.dtype !== 'int32' && input.dtype !== 'int64') throw new DTypeError(`embedding: ids must be int32, got ${input.describe()} (int64 is taken too)`);
   if (weight.ndim !== 2) throw new ShapeError(`embedding: weight must be 2-D [V, D], got ${weight.describe()}`);
   const flat = input.reshape(-1);
   const rows = indexSelect(weight, 0, flat);

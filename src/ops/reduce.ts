@@ -7,6 +7,7 @@ import type { Tensor } from '../core/tensor.js';
 import { reshape } from './shape-ops.js';
 import { where } from './elementwise.js';
 import { commonBackend, wrap } from './util.js';
+import { int64SumDim } from './int64.js';
 import { differentiable, notDifferentiable } from '../autograd/function.js';
 
 export interface ReduceOptions {
@@ -22,6 +23,7 @@ function outDtypeOf(op: ReduceOp, x: Tensor): DType {
   if (op === 'mean' && !isFloating(x.dtype)) {
     throw new DTypeError(`mean needs a floating tensor, got ${x.describe()} (torch.mean likewise); cast with .to('float32')`);
   }
+  if (op === 'sum' && x.dtype === 'int64') return 'int64';
   if (op === 'sum' && !isFloating(x.dtype)) return 'int32'; // torch: int64; exact here, RangeError past int32 (sum-int)
   return x.dtype;
 }
@@ -52,6 +54,15 @@ function reduce(op: ReduceOp, x: Tensor, dim: number | undefined, options: Reduc
   }
   const outShape = x.shape.filter((_, i) => i !== d);
   // Integer sums accumulate exactly (torch sums ints into int64): int32 when the sum fits, else a RangeError.
+  if (op === 'sum' && x.dtype === 'int64') {
+    const sum = int64SumDim(x, d);
+    return options.keepdim
+      ? reshapeOwned(
+          sum,
+          x.shape.map((s, i) => (i === d ? 1 : s)),
+        )
+      : sum;
+  }
   const handle =
     op === 'sum' && !isFloating(x.dtype)
       ? runKernel('sumInt', backend, { x: x.operand(), dim: d })

@@ -13,6 +13,7 @@ import { gather } from './index-select.js';
 import { scatterAdd } from './scatter.js';
 import { reshape } from './shape-ops.js';
 import { commonBackend, wrap } from './util.js';
+import { int64Cumsum } from './int64.js';
 
 export interface CumsumOptions {
   /** Cast x to this dtype before summing (torch's dtype=). */
@@ -76,6 +77,13 @@ export function cumsum(x: Tensor, dim: number, options: CumsumOptions = {}): Ten
   const target = options.dtype ?? x.dtype;
   if (isFp8(target)) throw new DTypeError(`cumsum does not take ${target} (tensor ${x.describe()}); cast with .to('float32') first`);
   const input = target === x.dtype ? x : cast(x, target);
+  if (target === 'int64') {
+    try {
+      return int64Cumsum(input, dim);
+    } finally {
+      if (input !== x) input.dispose();
+    }
+  }
   try {
     const outDtype: DType = isFloating(target) ? target : 'int32';
     return asRow(

@@ -2,6 +2,7 @@
 import { DeviceUnavailableError } from '../core/errors.js';
 import type { Backend, DeviceName } from './backend.js';
 import { CpuBackend } from './cpu/cpu-backend.js';
+import { autoDeviceChoice, type AutoDeviceOptions } from './device-choice.js';
 import { diagnose, fallbackNotice } from './webgpu/diagnose.js';
 import { WebGpuBackend } from './webgpu/webgpu-backend.js';
 
@@ -34,30 +35,43 @@ export function setDefaultDevice(device: DeviceName): void {
   defaultDevice = device;
 }
 
+export interface InitDeviceOptions extends AutoDeviceOptions {
+  /**
+   * Receives the line saying which device 'auto' took and why (device-choice.ts). Without it, the lines where
+   * 'auto' settles for the CPU go to stderr (console.warn in a browser) and a WebGPU choice prints nothing.
+   */
+  onNotice?: (line: string) => void;
+}
+
 /**
- * Gets a device ready and makes it the default. 'webgpu' throws DeviceUnavailableError with the diagnosis;
- * 'auto' picks WebGPU when usable and otherwise falls back to CPU, printing one line that says why
- * (`onNotice` receives it instead of stderr when given).
+ * Gets a device ready and makes it the default. 'webgpu' takes any adapter, software ones included, and throws
+ * DeviceUnavailableError with the diagnosis when there is none. 'auto' takes a hardware adapter, else the CPU; a
+ * software adapter (SwiftShader, llvmpipe, WARP) only with `allowSoftwareAdapter`, then ahead of the CPU. It says
+ * which and why (device-choice.ts). An 'auto' call while a WebGPU device is already up keeps it.
  */
-export async function initDevice(request: DeviceRequest = 'auto', options: { onNotice?: (line: string) => void } = {}): Promise<DeviceName> {
+export async function initDevice(request: DeviceRequest = 'auto', options: InitDeviceOptions = {}): Promise<DeviceName> {
   if (request === 'cpu') {
     defaultDevice = 'cpu';
     return 'cpu';
   }
-  const notify = options.onNotice ?? ((line: string) => (globalThis.process?.stderr ? process.stderr.write(line + '\n') : console.warn(line)));
+  const warn = (line: string) => (globalThis.process?.stderr ? process.stderr.write(line + '\n') : console.warn(line));
+  const notify = options.onNotice ?? warn;
+  let chosen: string | undefined;
   if (request === 'auto' && !webgpuBackend()) {
     // Probe out of process first: a missing driver then costs no native noise on our stderr, and a driver that
     // crashes takes down the probe, not the caller.
-    const d = await diagnose();
-    if (!d.available) {
-      notify(fallbackNotice(d));
+    const choice = autoDeviceChoice(await diagnose(), options);
+    if (choice.device === 'cpu') {
+      notify(choice.reason);
       defaultDevice = 'cpu';
       return 'cpu';
     }
+    chosen = choice.reason;
   }
   try {
     await startWebGpu();
     defaultDevice = 'webgpu';
+    if (chosen) options.onNotice?.(chosen);
     return 'webgpu';
   } catch (err) {
     if (request === 'webgpu') throw err;

@@ -15,6 +15,9 @@
 // the front with its tokens so far, recomputed when it is admitted again), so the oldest always progress.
 // Decode steps run batch-invariant (core/batch-invariance.ts): a sequence's tokens do not depend on its neighbours.
 // Prefill chunks run alone, with boundaries fixed by the sequence's own prompt.
+// On WebGPU the decode forward is captured per batch-size bucket and replayed (captured-step.ts): same tokens, far
+// less host work; it runs eagerly, with the reason in `decodeMode`, on the CPU, with TENSORGPU_CAPTURE=0 or
+// `capture: false`, and for a family whose batched step is not capturable yet.
 // With the prefix cache (models/layers/prefix-cache.ts, on by default), every page a sequence fills is indexed by
 // the hash of its token prefix; an admitted sequence shares the cached pages its ids start with and prefills from
 // the first token after them (at least its last token is always computed, for its logits: when the whole prompt is
@@ -36,6 +39,7 @@ import { indexSelect } from '../ops/index-select.js';
 import { sampleRows } from '../ops/sample.js';
 import { cat, narrow } from '../ops/shape-ops.js';
 import { gpuCounters } from '../runtime/stats.js';
+import { CapturedDecodeSteps, type DecodeStepMode } from './captured-step.js';
 import { ContextLengthError, QueueFullError, UnavailableError } from './errors.js';
 import {
   cancelQueued,
@@ -50,8 +54,11 @@ import {
 } from './scheduler.js';
 
 export interface BatchObserver extends SchedulerObserver {
-  /** After each step: sequences in its decode forward, and the GPU dispatches the step queued. */
-  onStep?(decodeBatch: number, dispatches: number): void;
+  /**
+   * After each step: sequences in its decode forward, the GPU dispatches the step queued, and how its decode
+   * forward ran (undefined when it had none).
+   */
+  onStep?(decodeBatch: number, dispatches: number, mode?: DecodeStepMode): void;
   /** A sequence was admitted with `hitTokens` of its `promptTokens` (ids so far) already in cached pages. */
   onPrefixLookup?(promptTokens: number, hitTokens: number): void;
   /** A prefill chunk of `tokens` tokens ran. */
@@ -72,7 +79,16 @@ export interface BatchSchedulerOptions {
    * layers needs a pool with snapshot slots (PagedKvPoolOptions.snapshots), else its sequences share nothing.
    */
   prefixCache?: boolean;
+  /** Capture the batched decode step per batch-size bucket and replay it (default true; WebGPU only). */
+  capture?: boolean;
   observer?: BatchObserver;
+}
+
+/** Decode forwards by how they ran, with their host time (queueing only) and the dispatches they queued. */
+export interface DecodeStepStats {
+  steps: Record<DecodeStepMode, number>;
+  hostMs: Record<DecodeStepMode, number>;
+  dispatches: Record<DecodeStepMode, number>;
 }
 
 /** A sequence on the worker: its pages, what it still has to prefill, and its output so far. */
@@ -141,6 +157,13 @@ export class BatchScheduler implements Scheduler {
   readonly prefixCache: PrefixCache | undefined;
   /** The first choice of a group (submitGroup), by each later choice: they wait until its prompt is cached. */
   private readonly leaderOf = new WeakMap<Job, Job>();
+  /** The recorded batched decode steps. */
+  readonly captured: CapturedDecodeSteps;
+  readonly decodeStats: DecodeStepStats = {
+    steps: { record: 0, replay: 0, eager: 0 },
+    hostMs: { record: 0, replay: 0, eager: 0 },
+    dispatches: { record: 0, replay: 0, eager: 0 },
+  };
 
   constructor(
     private readonly model: PagedCausalLM,
@@ -153,6 +176,13 @@ export class BatchScheduler implements Scheduler {
     this.maxPositions = Math.min(options.maxSequence, pool.pages * pool.pageSize);
     const recurrent = pool.states !== undefined;
     if ((options.prefixCache ?? true) && (!recurrent || pool.states!.snapshotSlots > 0)) this.prefixCache = pool.enablePrefixCache();
+    this.captured = new CapturedDecodeSteps(model, pool, { maxBatch: this.maxBatch, maxPositions: this.maxPositions, capture: options.capture });
+  }
+
+  /** How decode steps run: 'replay' (captured per batch-size bucket) or 'eager' with the reason. */
+  get decodeMode(): { mode: 'replay' | 'eager'; reason?: string; buckets: readonly number[] } {
+    const reason = this.captured.reason;
+    return reason === undefined ? { mode: 'replay', buckets: this.captured.buckets } : { mode: 'eager', reason, buckets: [] };
   }
 
   /** Prompt tokens served from cached pages so far. */
@@ -224,8 +254,9 @@ export class BatchScheduler implements Scheduler {
     );
   }
 
-  /** Frees the KV pool (after drain). */
+  /** Frees the recorded steps and the KV pool (after drain). */
   dispose(): void {
+    this.captured.dispose();
     this.pool.dispose();
   }
 
@@ -350,6 +381,7 @@ export class BatchScheduler implements Scheduler {
     const rows: SampleRow[] = [];
     const temps: Tensor[] = [];
     let decodeBatch = 0;
+    let mode: DecodeStepMode | undefined;
     try {
       // One prefill chunk of the oldest sequence that still has prompt to run.
       const joining = this.active.find((r) => !r.decoding);
@@ -377,12 +409,18 @@ export class BatchScheduler implements Scheduler {
       const batch = fed.filter((r) => this.active.includes(r));
       if (batch.length > 0) {
         const slots = batch.map((r) => ({ sequence: r.sequence, start: r.ids.length - 1, rows: 1 }));
-        const logits = this.forward(
-          batch.map((r) => r.ids[r.ids.length - 1]!),
-          slots,
-          true,
-        );
-        temps.push(logits);
+        const tokens = batch.map((r) => r.ids[r.ids.length - 1]!);
+        const t0 = performance.now();
+        const f0 = gpuCounters().dispatches;
+        const captured = this.captured.run(tokens, slots);
+        // A captured step's logits are its fixed output buffer (kept for the next replay).
+        const logits = captured?.logits ?? this.forward(tokens, slots, true);
+        if (!captured) temps.push(logits);
+        mode = captured?.mode ?? 'eager';
+        const stats = this.decodeStats;
+        stats.steps[mode]++;
+        stats.hostMs[mode] += performance.now() - t0;
+        stats.dispatches[mode] += gpuCounters().dispatches - f0;
         batch.forEach((run, row) => {
           run.filled = run.ids.length;
           this.indexPages(run);
@@ -400,7 +438,7 @@ export class BatchScheduler implements Scheduler {
         run.decodeSteps++;
       }
       rows.forEach(({ run }, i) => this.accept(run, ids[i]!, raw[i]));
-      this.options.observer?.onStep?.(decodeBatch, dispatches);
+      this.options.observer?.onStep?.(decodeBatch, dispatches, mode);
     } catch (err) {
       for (const run of [...this.active]) this.fail(run, err);
     } finally {

@@ -1,6 +1,6 @@
 // The server's Prometheus metrics (prom-client), in a registry of its own so several servers in one process (tests)
 // do not share counters: requests by route and status, tokens, queue depth, running sequences, latency histograms,
-// prefill and prefix-cache tokens, and the device's memory (runtime/stats' memoryStats(), read at scrape time).
+// decode steps by mode (captured replay or eager), prefill and prefix-cache tokens, and the device's memory (runtime/stats' memoryStats(), read at scrape time).
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { memoryStats } from '../runtime/stats.js';
 import type { BatchObserver } from './batch-scheduler.js';
@@ -34,6 +34,12 @@ export class ServerMetrics {
   readonly stepDispatches = new Counter({
     name: 'tensorgpu_step_dispatches_total',
     help: 'GPU dispatches queued by scheduler steps',
+    registers: [this.registry],
+  });
+  readonly decodeSteps = new Counter({
+    name: 'tensorgpu_decode_steps_total',
+    help: 'Batched decode forwards by how they ran: record (captured while running), replay (a captured step), eager',
+    labelNames: ['mode'] as const,
     registers: [this.registry],
   });
   readonly prefillTokens = new Counter({
@@ -104,8 +110,9 @@ export class ServerMetrics {
   /** Feeds the queue and latency metrics from a scheduler. */
   observer(): BatchObserver {
     return {
-      onStep: (batch, dispatches) => {
+      onStep: (batch, dispatches, mode) => {
         if (batch > 0) this.decodeBatch.observe(batch);
+        if (mode) this.decodeSteps.inc({ mode });
         this.stepDispatches.inc(dispatches);
       },
       onLoad: (waiting, running) => {

@@ -150,9 +150,15 @@ function makeScheduler(loaded: LoadedModel, contextLength: number, options: Serv
     ? `; recurrent state ${(((maxBatch + snapshots) * model.stateBytesPerSequence()) / 2 ** 20).toFixed(1)} MiB (${maxBatch} slots${snapshots > 0 ? `, ${snapshots} prefix-cache snapshots` : ''})`
     : '';
   log(
-    `scheduler: continuous batching, up to ${maxBatch} sequences a step; KV cache ${pages} pages of ${pageSize} positions (${((pages * perPage) / 2 ** 20).toFixed(1)} MiB)${states}; prefix cache ${scheduler.prefixCache ? 'on' : 'off'}`,
+    `scheduler: continuous batching, up to ${maxBatch} sequences a step; KV cache ${pages} pages of ${pageSize} positions (${((pages * perPage) / 2 ** 20).toFixed(1)} MiB)${states}; prefix cache ${scheduler.prefixCache ? 'on' : 'off'}; ${decodeModeText(scheduler)}`,
   );
   return scheduler;
+}
+
+/** The startup line's decode mode: captured buckets, or eager and why. */
+function decodeModeText(scheduler: BatchScheduler): string {
+  const m = scheduler.decodeMode;
+  return m.mode === 'replay' ? `decode steps captured and replayed (batch buckets ${m.buckets.join(', ')})` : `decode steps eager (${m.reason})`;
 }
 
 export async function startServer(options: ServeOptions): Promise<RunningServer> {

@@ -33,6 +33,8 @@ export async function serveStatic(mounts: Record<string, string>, listen: { host
       return;
     }
     if (log.length < 10_000) log.push(`${req.method} ${path}${req.headers.range ? ` ${req.headers.range}` : ''}`);
+    // A folder's URL is its index.html, as static hosts serve it (dist/web/index.html lists the pages).
+    if (path.endsWith('/')) path += 'index.html';
     const prefix = Object.keys(mounts)
       .filter((p) => path.startsWith(p))
       .sort((a, b) => b.length - a.length)[0];

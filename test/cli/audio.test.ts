@@ -7,6 +7,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PNG } from 'pngjs';
+import { spectrogramLayout } from '../../src/media/spectrogram-image.js';
 import { runAudio } from '../../src/cli/audio.js';
 import { AudioFormatError, encodeWav, logMelSpectrogram, resample, SafetensorsFile, setDefaultDevice, syntheticSignal, tensor } from '../../src/index.js';
 import { expectClose } from '../helpers/compare.js';
@@ -35,8 +36,13 @@ describe.skipIf(!gpu.available)(`tensorgpu audio ${gpu.skipReason}`, () => {
     expect(code).toBe(0);
     expect(lines.join('\n')).toMatch(/\[128, 200\] on webgpu/);
     expect(lines.join('\n')).toMatch(/webgpu: 3 dispatches/);
+    // The heat map (200 frames x 128 mels at scale 2) inside the axes' margins, as the picture line reports it.
     const png = PNG.sync.read(readFileSync(out));
-    expect([png.width, png.height]).toEqual([400, 256]);
+    const layout = spectrogramLayout(128, 200, { scale: 2, axes: { x: { label: 'time (s)', step: 0.01 }, y: { label: 'mel bin', step: 1 } } });
+    expect([layout.map.width, layout.map.height]).toEqual([400, 256]);
+    expect([png.width, png.height]).toEqual([layout.width, layout.height]);
+    expect(png.width).toBeGreaterThan(400);
+    expect(lines.join('\n')).toContain(`(${layout.width}x${layout.height}: a 400x256 heat map with axes, time (s) on x, mel bin on y`);
     const file = await SafetensorsFile.open(save);
     try {
       const saved = await file.load('log_mel', { device: 'cpu' });
@@ -117,7 +123,10 @@ describe.skipIf(!gpu.available)(`tensorgpu audio ${gpu.skipReason}`, () => {
       ),
     ).toBe(0);
     const png = PNG.sync.read(readFileSync(out));
-    expect([png.width, png.height]).toEqual([251, 129]);
+    const layout = spectrogramLayout(129, 251, { axes: { x: { label: 'time (s)', step: 64 / 16000 }, y: { label: 'frequency (Hz)', step: 16000 / 256 } } });
+    expect([layout.map.width, layout.map.height]).toEqual([251, 129]);
+    expect([png.width, png.height]).toEqual([layout.width, layout.height]);
+    expect(lines.join('\n')).toContain('frequency (Hz) on y');
     const file = await SafetensorsFile.open(save);
     try {
       const db = (await (await file.load('spectrogram_db', { device: 'cpu' })).toArray()) as Float32Array;

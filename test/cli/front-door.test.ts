@@ -16,12 +16,13 @@ import { runTrain } from '../../src/cli/train.js';
 import { runServe } from '../../src/cli/serve.js';
 import { runGenerateCheckpoint } from '../../src/cli/checkpoint.js';
 import { hostWorkRatio } from '../../src/cli/bench.js';
-import { autoDeviceChoice, chooseDevice } from '../../src/cli/device.js';
+import { chooseDevice } from '../../src/cli/device.js';
+import { autoDeviceChoice } from '../../src/runtime/device-choice.js';
 import { formatReport, type DoctorEnvironment } from '../../src/cli/doctor.js';
 import { loadModel } from '../../src/models/load.js';
 import { startServer } from '../../src/serve/server.js';
-import { releaseDevice } from '../../src/runtime/registry.js';
-import { diagnose, type AdapterSummary } from '../../src/runtime/webgpu/diagnose.js';
+import { initDevice, releaseDevice } from '../../src/runtime/registry.js';
+import { diagnose, type AdapterSummary, type Diagnosis } from '../../src/runtime/webgpu/diagnose.js';
 import type { LoadedModel } from '../../src/models/load.js';
 import { writeTinyChatModel } from '../helpers/qwen3.js';
 
@@ -80,6 +81,14 @@ describe('flags are checked as they are parsed, in one line naming the flag', ()
     expect(parse(['train', '--seed', '0']).opts).toMatchObject({ seed: 0 });
     expect(parse(['checkpoint', 'generate', '--out', 'x', '--seed', '0']).opts).toMatchObject({ seed: 0 });
     expect(parse(['serve', '--port', '0']).opts).toMatchObject({ port: 0 });
+  });
+
+  it('--help for generate and serve describes mtp as it is (implemented), with no "not yet" left', () => {
+    for (const command of ['generate', 'serve']) {
+      const help = parse([command, '--help']).out;
+      expect(help).toMatch(/mtp\s+\(the\s+multi-token-prediction\s+layer/);
+      expect(help).not.toMatch(/not yet/);
+    }
   });
 
   it('--version prints the package version', () => {
@@ -254,18 +263,34 @@ describe('--device auto: a hardware adapter, then the CPU, then a software adapt
     isFallbackAdapter,
   });
 
-  it('chooses by the diagnosis and says why', () => {
-    expect(autoDeviceChoice({ available: true, adapter: adapter('NVIDIA H100') })).toEqual({
+  const ok = (a: AdapterSummary): Diagnosis => ({ available: true, backend: 'webgpu', runtime: 'node', code: 'ok', adapter: a, nativeMessages: [] });
+
+  it('chooses by the diagnosis and says why (the library rule, runtime/device-choice.ts)', () => {
+    expect(autoDeviceChoice(ok(adapter('NVIDIA H100')))).toEqual({
       device: 'webgpu',
       reason: 'device: webgpu (hardware adapter NVIDIA H100 (v))',
     });
-    const sw = autoDeviceChoice({ available: true, adapter: adapter('SwiftShader driver 5.0.0') });
+    const sw = autoDeviceChoice(ok(adapter('SwiftShader driver 5.0.0')));
     expect(sw.device).toBe('cpu');
     expect(sw.reason).toMatch(
-      /^device: cpu \(the only WebGPU adapter, SwiftShader driver 5\.0\.0 \(v\), is a software renderer, slower than the CPU backend; --device webgpu uses it anyway\)$/,
+      /^device: cpu \(the only WebGPU adapter, SwiftShader driver 5\.0\.0 \(v\), is a software renderer, slower than the CPU backend; ask for webgpu \(--device webgpu, initDevice\('webgpu'\)\) to use it anyway\)$/,
     );
-    expect(autoDeviceChoice({ available: true, adapter: adapter('some adapter', true) }).device).toBe('cpu');
-    expect(autoDeviceChoice({ available: false })).toEqual({ device: 'auto' });
+    expect(autoDeviceChoice(ok(adapter('some adapter', true))).device).toBe('cpu');
+    expect(autoDeviceChoice(ok(adapter('llvmpipe (LLVM 15.0.6, 256 bits)'))).device).toBe('cpu');
+    expect(autoDeviceChoice(ok(adapter('Microsoft Basic Render Driver'))).device).toBe('cpu');
+    expect(autoDeviceChoice(ok(adapter('SwiftShader driver 5.0.0')), { allowSoftwareAdapter: true })).toEqual({
+      device: 'webgpu',
+      reason: 'device: webgpu (software adapter SwiftShader driver 5.0.0 (v), taken because allowSoftwareAdapter is set: expect CPU speeds)',
+    });
+    const none = autoDeviceChoice({
+      available: false,
+      backend: 'webgpu',
+      runtime: 'node',
+      code: 'no-gpu-driver',
+      reason: 'no GPU adapter',
+      nativeMessages: [],
+    });
+    expect(none).toEqual({ device: 'cpu', reason: 'tensorgpu: WebGPU unavailable (no GPU adapter); using CPU. Run `npx tensorgpu doctor` for details.' });
   });
 
   it('here: auto takes the CPU over a software adapter, and --device webgpu still takes it', async () => {
@@ -273,12 +298,25 @@ describe('--device auto: a hardware adapter, then the CPU, then a software adapt
     const logs: string[] = [];
     try {
       const device = await chooseDevice('auto', (l) => logs.push(l));
-      if (d.available && d.adapter && autoDeviceChoice(d).device === 'cpu') {
-        expect(device).toBe('cpu');
-        expect(logs).toEqual([autoDeviceChoice(d).reason]);
-        expect(await chooseDevice('webgpu', () => {})).toBe('webgpu');
-      } else if (d.available) expect(device).toBe('webgpu');
-      else expect(device).toBe('cpu');
+      expect(device).toBe(autoDeviceChoice(d).device);
+      expect(logs).toEqual([autoDeviceChoice(d).reason]);
+      if (d.available) expect(await chooseDevice('webgpu', () => {})).toBe('webgpu');
+    } finally {
+      releaseDevice();
+    }
+  });
+
+  it('the library: initDevice(auto) follows the same rule, says it through onNotice, and allowSoftwareAdapter takes a software adapter', async () => {
+    const d = await diagnose();
+    try {
+      const logs: string[] = [];
+      expect(await initDevice('auto', { onNotice: (l) => logs.push(l) })).toBe(autoDeviceChoice(d).device);
+      expect(logs).toEqual([autoDeviceChoice(d).reason]);
+      releaseDevice();
+      const allowed: string[] = [];
+      const device = await initDevice('auto', { allowSoftwareAdapter: true, onNotice: (l) => allowed.push(l) });
+      expect(device).toBe(d.available ? 'webgpu' : 'cpu');
+      expect(allowed).toEqual([autoDeviceChoice(d, { allowSoftwareAdapter: true }).reason]);
     } finally {
       releaseDevice();
     }
@@ -322,5 +360,14 @@ describe('polish', () => {
     } finally {
       await server.close(100);
     }
+  });
+});
+
+describe('serve loads int4 weights like generate', () => {
+  it('takes --dtype int4 --group-size 64 and hands both to the model loader; --dtype int3 is refused', () => {
+    const { opts, error } = parse(['serve', '--dtype', 'int4', '--group-size', '64']);
+    expect(error).toBeUndefined();
+    expect(opts).toMatchObject({ dtype: 'int4', groupSize: 64 });
+    expect(parse(['serve', '--dtype', 'int3']).error).toMatch(/^tensorgpu: --dtype int3: expected one of fp8, int4, .* \(did you mean int4\?\)\n$/);
   });
 });

@@ -47,7 +47,10 @@ describe('model commands on the CPU', () => {
     expect(lines.some((l) => l.startsWith('eager ') && l.includes('decode 2 tokens'))).toBe(true);
     expect(lines.some((l) => l.startsWith('captured'))).toBe(false);
     expect(lines.some((l) => l.startsWith('per-expert'))).toBe(true);
-    expect(lines.at(-1)).toMatch(/^fused \(eager\) vs per-expert: [\d.]+x decode tok\/s, 0 -> 0 dispatches\/token$/);
+    // Dispatches and read-backs are WebGPU figures: the CPU prints none (not "0 dispatches/token").
+    expect(lines.at(-1)).toMatch(/^fused \(eager\) vs per-expert: [\d.]+x decode tok\/s$/);
+    expect(lines.filter((l) => /dispatch|reads\/token|peak GPU/.test(l))).toEqual([]);
+    expect(lines.find((l) => l.startsWith('eager '))).toMatch(/tok\/s, host \d+ µs\/token, [\d.]+ GB\/s of active weights$/);
     const json: string[] = [];
     await runBench(
       { model: dir, device: 'cpu', promptTokens: 2, decodeTokens: 1, moe: 'fused', json: true },
@@ -93,7 +96,7 @@ describe('model commands on the CPU', () => {
     ).rejects.toThrow(/unknown preset 'lfm2-huge' \(presets: .*lfm2-moe-tiny/);
   });
 
-  it('builtin:qwen3.6-moe-tiny generates through the chat template; bench reports state bytes and dispatches by layer kind', async () => {
+  it('builtin:qwen3.6-moe-tiny generates through the chat template; bench reports state bytes', async () => {
     let text = '';
     const logs: string[] = [];
     const code = await runGenerate(
@@ -123,6 +126,7 @@ describe('model commands on the CPU', () => {
     expect(lines).toContain(
       'cache per sequence: recurrent state 123.0 KiB (constant in the context) + KV 4.0 KiB per position (attention layers only; 16.1 MiB at 4096 positions)',
     );
-    expect(lines.find((l) => l.startsWith('eager'))).toMatch(/\(0\/layer linear_attention, 0\/layer full_attention\)/);
+    // Dispatches by layer kind are a WebGPU figure (test/models/qwen3_5.test.ts); the CPU row has none.
+    expect(lines.find((l) => l.startsWith('eager'))).not.toMatch(/dispatch|\/layer/);
   });
 });

@@ -28,6 +28,7 @@ describe('tensorgpu web: the static server', () => {
     dir = mkdtempSync(join(tmpdir(), 'tensorgpu-web-'));
     mkdirSync(join(dir, 'site'));
     writeFileSync(join(dir, 'site', 'chat.html'), '<p>0123456789</p>');
+    writeFileSync(join(dir, 'site', 'index.html'), '<a href="chat.html">chat</a>');
     writeFileSync(join(dir, 'secret.txt'), 'outside');
     server = await serveStatic({ '/': join(dir, 'site') });
   });
@@ -44,6 +45,10 @@ describe('tensorgpu web: the static server', () => {
     expect(part).toMatchObject({ status: 206, body: '0123' });
     expect(part.headers['content-range']).toBe('bytes 3-6/17');
     expect((await get(server.url, '/chat.html', { Range: 'bytes=99-' })).status).toBe(416);
+  });
+
+  it("serves a folder's URL as its index.html (web/index.html lists the pages)", async () => {
+    expect(await get(server.url, '/')).toMatchObject({ status: 200, body: '<a href="chat.html">chat</a>' });
   });
 
   it('answers 404 outside the folder and 400 for a malformed path, and keeps serving', async () => {

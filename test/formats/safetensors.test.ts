@@ -32,6 +32,7 @@ const FORMAT: Record<DType, string> = {
   int32: 'I32',
   uint8: 'U8',
   bool: 'BOOL',
+  int64: 'I64',
 };
 
 let dir = '';
@@ -96,6 +97,7 @@ const SHAPES: Record<DType, number[][]> = {
     [4, 0],
   ],
   bool: [[11], [2, 0, 2]],
+  int64: [[3, 5], [], [0]],
 };
 
 const CASES: Case[] = DTYPES.flatMap((dtype) =>
@@ -326,9 +328,9 @@ describe('safetensors round trip on the CPU', () => {
     }
   });
 
-  it('writes formats tensorgpu cannot load (F64, I64): listed and readable as bytes, load() names the tensor', async () => {
+  it('writes formats tensorgpu cannot load (F64, U64): listed and readable as bytes, load() names the tensor', async () => {
     const f64 = { dtype: 'F64', shape: [3], bytes: randomBytes('uint8', [24]) };
-    const i64 = { dtype: 'I64', shape: [1, 2], bytes: randomBytes('uint8', [16]) };
+    const i64 = { dtype: 'U64', shape: [1, 2], bytes: randomBytes('uint8', [16]) };
     const ok = { dtype: 'bfloat16' as DType, shape: [3], bytes: randomBytes('bfloat16', [3]) };
     const path = freshPath('f64');
     await writeSafetensors(path, [
@@ -797,11 +799,11 @@ describe('malformed safetensors files fail with a located CheckpointError', () =
     }
   });
 
-  it('a known dtype tensorgpu cannot hold (F64, I64, U16, F8_E8M0) parses; load() fails naming the tensor', async () => {
+  it('a known dtype tensorgpu cannot hold (F64, U64, U16, F8_E8M0) parses; load() fails naming the tensor', async () => {
     const header = JSON.stringify({
       ok: entry('F32', [1], [0, 4]),
       d: entry('F64', [2], [4, 20]),
-      l: entry('I64', [1], [20, 28]),
+      l: entry('U64', [1], [20, 28]),
       u: entry('U16', [3], [28, 34]),
       e: entry('F8_E8M0', [2], [34, 36]),
     });
@@ -811,7 +813,7 @@ describe('malformed safetensors files fail with a located CheckpointError', () =
       expect(f.names).toEqual(['ok', 'd', 'l', 'u', 'e']);
       for (const [name, format] of [
         ['d', 'F64'],
-        ['l', 'I64'],
+        ['l', 'U64'],
         ['u', 'U16'],
         ['e', 'F8_E8M0'],
       ]) {

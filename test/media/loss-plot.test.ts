@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PNG } from 'pngjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LOSS_PLOT_COLORS, niceTicks, renderLossPlot, smoothLosses, writeLossPlot, type Rgb } from '../../src/media/loss-plot.js';
+import { LOSS_PLOT_COLORS, lossPlotLayout, niceTicks, renderLossPlot, smoothLosses, writeLossPlot, type Rgb } from '../../src/media/loss-plot.js';
 
 let dir = '';
 beforeAll(async () => {
@@ -156,6 +156,68 @@ describe('renderLossPlot', () => {
     expect(() => renderLossPlot([1], { height: 10.5 })).toThrow(RangeError);
     expect(() => renderLossPlot([1], { smoothing: 1 })).toThrow(RangeError);
     expect(() => renderLossPlot([1], { smoothing: NaN })).toThrow(RangeError);
+  });
+
+  it('draws a legend: a framed box holding a swatch of each line and a label, in the corner the curve leaves free', () => {
+    const img = decode(renderLossPlot(decreasing));
+    const layout = lossPlotLayout(decreasing);
+    const box = layout.legend!;
+    expect(layout.legendLabels).toEqual(['loss', 'smoothed (EMA 0.9)']);
+    // Inside the plot area, top right (a decreasing curve is high on the left).
+    expect(box.left).toBeGreaterThan(layout.area.left);
+    expect(box.right).toBeLessThan(layout.area.right);
+    expect(box.top).toBeGreaterThan(layout.area.top);
+    expect(box.left).toBeGreaterThan((layout.area.left + layout.area.right) / 2);
+    expect(box.bottom).toBeLessThan((layout.area.top + layout.area.bottom) / 2);
+    const inBox = (color: Rgb) => pixelsOf(img, color).filter(([x, y]) => x > box.left && x < box.right && y > box.top && y < box.bottom);
+    // The frame on all four sides.
+    for (const [x, y] of [
+      [Math.round((box.left + box.right) / 2), box.top],
+      [Math.round((box.left + box.right) / 2), box.bottom],
+      [box.left, Math.round((box.top + box.bottom) / 2)],
+      [box.right, Math.round((box.top + box.bottom) / 2)],
+    ])
+      expect(pixel(img, x, y)).toEqual([...LOSS_PLOT_COLORS.frame]);
+    // Each swatch is a horizontal line in its series' colour, the raw one above the smoothed one; labels in text colour
+    // to their right; nothing of the curves shows through.
+    const raw = inBox(LOSS_PLOT_COLORS.raw);
+    const smoothed = inBox(LOSS_PLOT_COLORS.smoothed);
+    expect(raw.length).toBeGreaterThan(15);
+    expect(smoothed.length).toBeGreaterThan(30);
+    const rows = (px: [number, number][]) => new Set(px.map(([, y]) => y));
+    expect(rows(raw).size).toBe(1);
+    expect(rows(smoothed).size).toBeLessThanOrEqual(4);
+    expect(Math.max(...raw.map(([, y]) => y))).toBeLessThan(Math.min(...smoothed.map(([, y]) => y)));
+    const text = inBox(LOSS_PLOT_COLORS.text);
+    expect(text.length).toBeGreaterThan(100);
+    expect(Math.min(...text.map(([x]) => x))).toBeGreaterThan(Math.max(...raw.map(([x]) => x)));
+    expect(inBox(LOSS_PLOT_COLORS.grid)).toHaveLength(0);
+  });
+
+  it("moves the legend out of a rising curve's way, names one line when smoothing is 0, and skips it with no line", () => {
+    const rising = [...decreasing].reverse();
+    const layout = lossPlotLayout(rising);
+    expect(layout.legend!.right).toBeLessThan((layout.area.left + layout.area.right) / 2);
+    expect(layout.legend!.bottom).toBeLessThan((layout.area.top + layout.area.bottom) / 2);
+    const img = decode(renderLossPlot(rising));
+    const box = layout.legend!;
+    expect(pixelsOf(img, LOSS_PLOT_COLORS.smoothed).filter(([x, y]) => x > box.left && x < box.right && y > box.top && y < box.bottom).length).toBeGreaterThan(
+      30,
+    );
+
+    const single = lossPlotLayout(decreasing, { smoothing: 0 });
+    expect(single.legendLabels).toEqual(['loss']);
+    const plain = decode(renderLossPlot(decreasing, { smoothing: 0 }));
+    const b = single.legend!;
+    expect(pixelsOf(plain, LOSS_PLOT_COLORS.raw).filter(([x, y]) => x > b.left && x < b.right && y > b.top && y < b.bottom)).toHaveLength(0);
+    expect(b.bottom - b.top).toBeLessThan(box.bottom - box.top);
+
+    for (const losses of [[], [2.5], [NaN, 1]]) {
+      expect(lossPlotLayout(losses).legend).toBeUndefined();
+      expect(lossPlotLayout(losses).legendLabels).toEqual([]);
+    }
+    // Too small a plot for a legend beside the curves: none rather than one covering them.
+    expect(lossPlotLayout(decreasing, { width: 120, height: 80 }).legend).toBeUndefined();
   });
 
   it('writeLossPlot writes the same bytes, creating the directory', async () => {

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { PNG } from 'pngjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ShapeError } from '../../src/core/errors.js';
-import { SPECTROGRAM_COLORMAPS, spectrogramPng, writeSpectrogramPng } from '../../src/media/spectrogram-image.js';
+import { SPECTROGRAM_AXIS_COLORS, SPECTROGRAM_COLORMAPS, spectrogramLayout, spectrogramPng, writeSpectrogramPng } from '../../src/media/spectrogram-image.js';
 
 let dir = '';
 beforeAll(async () => {
@@ -126,6 +126,91 @@ describe('spectrogramPng', () => {
     expect(() => spectrogramPng(ramp, 3, 4, { scale: 1.5 })).toThrow(RangeError);
     expect(() => spectrogramPng(ramp, 3, 4, { min: 2, max: 1 })).toThrow(/min 2 is above max 1/);
     expect(() => spectrogramPng(ramp, 3, 4, { min: NaN })).toThrow(/min must be finite/);
+  });
+});
+
+describe('spectrogramPng with axes', () => {
+  // 80 mel bins x 500 frames of 10 ms (Whisper's hop): 5 s across, bins 0..79 up.
+  const rows = 80;
+  const cols = 500;
+  const mel = Float32Array.from({ length: rows * cols }, (_, i) => Math.floor(i / cols) + (i % cols) / cols);
+  const axes = { x: { label: 'time (s)', step: 0.01 }, y: { label: 'mel bin', step: 1 } };
+  const axisColor = [...SPECTROGRAM_AXIS_COLORS.axis];
+  const textColor = [...SPECTROGRAM_AXIS_COLORS.text];
+  const same = (a: number[], b: number[]) => a[0] === b[0] && a[1] === b[1] && a[2] === b[2];
+
+  it('grows the image by the documented margins and keeps the heat map pixels as without axes', () => {
+    const layout = spectrogramLayout(rows, cols, { axes });
+    const img = PNG.sync.read(spectrogramPng(mel, rows, cols, { axes }));
+    const bare = PNG.sync.read(spectrogramPng(mel, rows, cols));
+    expect([img.width, img.height]).toEqual([layout.width, layout.height]);
+    const { left, top, width, height } = layout.map;
+    expect([width, height]).toEqual([cols, rows]);
+    // left = pad 3 + text 7 + pad 3 + widest y label ('50' or '75': 11) + pad 3 + tick 4; bottom = 4 + 3 + 7 + 3 + 7 + 3.
+    const yLabelW = Math.max(...layout.yTicks.map((t) => t.label.length * 6 - 1));
+    expect(left).toBe(3 + 7 + 3 + yLabelW + 3 + 4);
+    expect(layout.height - top - rows).toBe(4 + 3 + 7 + 3 + 7 + 3);
+    expect(layout.width).toBeGreaterThan(left + cols);
+    for (const [x, y] of [
+      [0, 0],
+      [cols - 1, 0],
+      [0, rows - 1],
+      [cols - 1, rows - 1],
+      [250, 40],
+    ])
+      expect(pixel(img, left + x, top + y)).toEqual(pixel(bare, x, y));
+    // Without axes the layout is the bare map.
+    expect(spectrogramLayout(rows, cols, { scale: 2 })).toMatchObject({ width: 2 * cols, height: 2 * rows, map: { left: 0, top: 0 } });
+  });
+
+  it('draws the axis lines on the left and bottom edges, tick marks at round values, and their labels', () => {
+    const layout = spectrogramLayout(rows, cols, { axes });
+    const img = PNG.sync.read(spectrogramPng(mel, rows, cols, { axes }));
+    const { left, top } = layout.map;
+    // The axis lines run one pixel outside the map, along its whole height and width.
+    for (let y = top; y <= top + rows; y++) expect(pixel(img, left - 1, y)).toEqual(axisColor);
+    for (let x = left - 1; x < left + cols; x++) expect(pixel(img, x, top + rows)).toEqual(axisColor);
+    // Time ticks every 0.5 s from 0.0 to 4.5 (frame i's centre is i * 10 ms), mel bins 0 and 50.
+    expect(layout.xTicks.map((t) => t.label)).toEqual(['0.0', '0.5', '1.0', '1.5', '2.0', '2.5', '3.0', '3.5', '4.0', '4.5']);
+    expect(layout.xTicks.map((t) => t.pixel - left)).toEqual([0, 50, 100, 150, 200, 250, 300, 350, 400, 450]);
+    expect(layout.yTicks.map((t) => t.label)).toEqual(['0', '50']);
+    expect(layout.yTicks.map((t) => t.pixel - top)).toEqual([rows - 1, rows - 1 - 50]);
+    for (const t of layout.xTicks) {
+      for (let d = 1; d <= 4; d++) expect(pixel(img, t.pixel, top + rows + d)).toEqual(axisColor);
+      // Its label: text pixels below the mark, within half a label's width of it.
+      let ink = 0;
+      for (let y = top + rows + 8; y < top + rows + 15; y++) for (let x = t.pixel - 9; x <= t.pixel + 9; x++) if (same(pixel(img, x, y), textColor)) ink++;
+      expect(ink, `label ${t.label}`).toBeGreaterThan(8);
+    }
+    for (const t of layout.yTicks) {
+      for (let d = 2; d <= 5; d++) expect(pixel(img, left - d, t.pixel)).toEqual(axisColor);
+      let ink = 0;
+      for (let y = t.pixel - 3; y <= t.pixel + 3; y++) for (let x = left - 5 - 3 - 11; x < left - 5 - 3 + 1; x++) if (same(pixel(img, x, y), textColor)) ink++;
+      expect(ink, `label ${t.label}`).toBeGreaterThan(8);
+    }
+    // Axis titles: text under the time labels, and a vertical one at the far left.
+    let below = 0;
+    for (let y = top + rows + 18; y < layout.height; y++) for (let x = 0; x < layout.width; x++) if (same(pixel(img, x, y), textColor)) below++;
+    expect(below).toBeGreaterThan(30);
+    let side = 0;
+    for (let y = 0; y < layout.height; y++) for (let x = 0; x < 3 + 7; x++) if (same(pixel(img, x, y), textColor)) side++;
+    expect(side).toBeGreaterThan(30);
+  });
+
+  it('frequency in Hz from a start and step, ticks within the data, scale and text size growing together', () => {
+    // A 512-point STFT at 16 kHz: 257 bins of 31.25 Hz, 0..8000 Hz; scale 2 gives a 514-pixel-high map, text x2.
+    const layout = spectrogramLayout(257, 300, { scale: 2, axes: { x: { label: 'time (s)', step: 0.008 }, y: { label: 'frequency (Hz)', step: 31.25 } } });
+    expect(layout.textScale).toBe(2);
+    const ys = layout.yTicks.map((t) => t.value);
+    expect(ys[0]).toBe(0);
+    expect(ys[ys.length - 1]).toBe(8000);
+    expect(layout.yTicks[0].pixel).toBe(layout.map.top + 512);
+    expect(layout.yTicks[ys.length - 1].pixel).toBe(layout.map.top);
+    // The top label overhangs the map: the top margin makes room for half of it.
+    expect(layout.map.top).toBeGreaterThanOrEqual(7);
+    const shifted = spectrogramLayout(10, 10, { axes: { x: { label: 't', start: 1, step: 1 }, y: { label: 'bin', step: 1 } } });
+    expect(shifted.xTicks[0].value).toBeGreaterThanOrEqual(1);
+    expect(() => spectrogramPng(ramp, 3, 4, { axes: { x: { label: 't', step: 0 }, y: { label: 'f', step: 1 } } })).toThrow(/axes.x.step must be positive/);
   });
 });
 

@@ -211,6 +211,7 @@ describe('reading values out: toArray, tolist, item', () => {
       int32: 'Int32Array',
       uint8: 'Uint8Array',
       bool: 'Uint8Array',
+      int64: 'BigInt64Array',
     };
     for (const dtype of DTYPES) {
       expect((await tg.tensor([1, 0, 1], { dtype }).toArray()).constructor.name, dtype).toBe(kinds[dtype]);

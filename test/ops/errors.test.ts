@@ -95,7 +95,7 @@ describe.each(DEVICES)('bad input on %s', (device) => {
 
   it('unknown dtype names are a DTypeError naming the name', () => {
     expect(() => tg.zeros([2], { device, dtype: 'float64' })).toThrow(/unknown dtype 'float64'/);
-    expect(() => t([2]).to('int64' as DType)).toThrow(tg.DTypeError);
+    expect(() => t([2]).to('uint64' as DType)).toThrow(tg.DTypeError);
     expect(() => tg.parseDType('f8')).toThrow(/unknown dtype 'f8'/);
     expect(tg.parseDType('half')).toBe('float16');
   });

@@ -32,6 +32,7 @@ const POOLS: Record<DType, number[]> = {
   int32: [0, 1, -1, 2147483647, -2147483648, 123456789, -7, 42],
   uint8: [0, 1, 2, 127, 128, 200, 254, 255],
   bool: [0, 1],
+  int64: [0, 1, -1, 2 ** 40, -(2 ** 53) + 1, 42],
 };
 
 function randomValues(n: number, dtype: DType, seed: number): number[] {

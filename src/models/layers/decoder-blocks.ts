@@ -56,6 +56,15 @@ export interface PagedBatch {
   readonly stateSegments?: Tensor;
 }
 
+/**
+ * A batched step's device inputs built by the caller instead of the forward: a captured step's fixed buffers
+ * (serve/captured-step.ts), rewritten with writeTensor before each replay.
+ */
+export interface PagedStepInputs {
+  readonly pages: PagedIndex;
+  readonly stateSegments?: Tensor;
+}
+
 /** A family's layers over a paged KV pool (families that support continuous batching). */
 export interface PagedDecoderBlocks extends DecoderTrunk {
   /** The token mixer of layer i for a batch of sequences, its state in the pool. */
@@ -125,23 +134,34 @@ export function decoderForwardPerExpert<Cache>(
 
 /**
  * decoderForward for a batch of sequences over a paged KV pool, their tokens consecutive: logits [slots, vocab],
- * one row per sequence (its last token's).
+ * one row per sequence (its last token's). With `inputs`, the page index and state segments are the caller's (no
+ * upload: a captured step), and only the slots' count and rows are read.
  */
-export function decoderForwardPaged(blocks: PagedDecoderBlocks, tokens: Tensor, slots: readonly PagedSlot[], pool: PagedKvPool): DecoderRun {
-  const pages = pagedIndex(
-    slots.map((s) => ({ pages: s.sequence.pages, start: s.start, rows: s.rows })),
-    pool.pageSize,
-    tokens.device,
-  );
-  const stateSegments = pool.states
-    ? tensor(
-        shortConvSegmentTable(
-          slots.map((s) => s.rows),
-          slots.map((s) => s.sequence.stateSlot!),
-        ),
-        { dtype: 'int32', device: tokens.device },
-      )
-    : undefined;
+export function decoderForwardPaged(
+  blocks: PagedDecoderBlocks,
+  tokens: Tensor,
+  slots: readonly PagedSlot[],
+  pool: PagedKvPool,
+  inputs?: PagedStepInputs,
+): DecoderRun {
+  const pages =
+    inputs?.pages ??
+    pagedIndex(
+      slots.map((s) => ({ pages: s.sequence.pages, start: s.start, rows: s.rows })),
+      pool.pageSize,
+      tokens.device,
+    );
+  const stateSegments = inputs
+    ? inputs.stateSegments
+    : pool.states
+      ? tensor(
+          shortConvSegmentTable(
+            slots.map((s) => s.rows),
+            slots.map((s) => s.sequence.stateSlot!),
+          ),
+          { dtype: 'int32', device: tokens.device },
+        )
+      : undefined;
   const batch = { pages, slots, stateSegments };
   const head = (h: Tensor) => {
     if (slots.every((s) => s.rows === 1)) return lmHead(h, blocks.norm, blocks.eps, blocks.lmHead, false);

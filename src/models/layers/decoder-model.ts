@@ -55,6 +55,12 @@ export abstract class DecoderModel<Cache extends ModelCache> implements CausalLM
   }
 
   abstract newCache(): Cache;
+
+  /** Positions the RoPE tables cover: the longest key range a batched step may attend over. */
+  get ropePositions(): number {
+    return this.rope.cos.shape[0]!;
+  }
+
   /** Layer i's kind, for the per-kind dispatch counts (hybrid families override it). */
   protected layerKind(_i: number): string {
     return 'decoder';

@@ -48,6 +48,11 @@ export interface SequenceStateSlots extends StateSnapshots {
   give(slot: number): void;
   /** Snapshot slots in all (kept by the prefix cache at page boundaries). */
   readonly snapshotSlots: number;
+  /**
+   * A slot no sequence ever holds, for the padding rows of a captured batched step (serve/captured-step.ts) to
+   * read and write; absent where the family's batched step is not captured.
+   */
+  readonly scratchSlot?: number;
   dispose(): void;
 }
 

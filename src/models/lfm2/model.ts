@@ -13,7 +13,7 @@ import { zeros } from '../../ops/creation.js';
 import { keep } from '../../core/scope.js';
 import type { ModelCache, MoeMode, PagedCausalLM } from '../causal-lm.js';
 import type { Routing } from '../layers/blocks.js';
-import { decoderForwardPaged } from '../layers/decoder-blocks.js';
+import { decoderForwardPaged, type PagedStepInputs } from '../layers/decoder-blocks.js';
 import { attentionKvRows, byLayerKind, DecoderModel } from '../layers/decoder-model.js';
 import { kvBytesPerPosition, PagedKvPool, type KvGeometry, type PagedKvPoolOptions, type PagedSlot } from '../layers/paged-kv.js';
 import { ConvStateSlots } from './state-slots.js';
@@ -114,7 +114,11 @@ export class Lfm2Model extends DecoderModel<Lfm2Cache> implements PagedCausalLM 
   }
 
   forwardPaged(tokens: Tensor, slots: readonly PagedSlot[], pool: PagedKvPool): Tensor {
-    const run = decoderForwardPaged(this.blocks, tokens, slots, pool);
+    return this.forwardPagedStep(tokens, slots, pool);
+  }
+
+  forwardPagedStep(tokens: Tensor, slots: readonly PagedSlot[], pool: PagedKvPool, inputs?: PagedStepInputs): Tensor {
+    const run = decoderForwardPaged(this.blocks, tokens, slots, pool, inputs);
     this.lastForward = { dispatches: run.dispatches, perLayer: run.perLayer, byKind: byLayerKind(run.layers, (i) => this.layerKind(i)) };
     return run.logits;
   }

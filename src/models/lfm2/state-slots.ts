@@ -16,6 +16,7 @@ export class ConvStateSlots implements SequenceStateSlots {
   readonly conv: Tensor[];
   private readonly freeList: number[];
   private readonly freeSnapshotList: number[];
+  readonly scratchSlot: number;
 
   constructor(
     layers: number,
@@ -31,7 +32,9 @@ export class ConvStateSlots implements SequenceStateSlots {
     if (!Number.isInteger(snapshotSlots) || snapshotSlots < 0)
       throw new RangeError(`ConvStateSlots: snapshot slots must be a non-negative integer, got ${snapshotSlots}`);
     const all = slots + snapshotSlots;
-    this.conv = Array.from({ length: layers }, () => keep(zeros([all, window, channels], { device })));
+    this.scratchSlot = all;
+    // One more slot past the snapshots: the scratch slot of a captured batched step's padding rows.
+    this.conv = Array.from({ length: layers }, () => keep(zeros([all + 1, window, channels], { device })));
     this.freeList = Array.from({ length: slots }, (_, i) => slots - 1 - i);
     this.freeSnapshotList = Array.from({ length: snapshotSlots }, (_, i) => all - 1 - i);
   }

@@ -10,7 +10,7 @@ import { zeros } from '../../ops/creation.js';
 import { keep } from '../../core/scope.js';
 import type { ForwardOptions, ModelCache, MoeMode, PagedCausalLM } from '../causal-lm.js';
 import type { Routing } from '../layers/blocks.js';
-import { decoderForwardPaged } from '../layers/decoder-blocks.js';
+import { decoderForwardPaged, type PagedStepInputs } from '../layers/decoder-blocks.js';
 import { kvCacheShape } from '../../core/kv-fp8.js';
 import { kvBytesPerPosition, PagedKvPool, type KvGeometry, type PagedKvPoolOptions, type PagedSlot } from '../layers/paged-kv.js';
 import { DecoderModel } from '../layers/decoder-model.js';
@@ -86,7 +86,11 @@ export class Qwen3Model extends DecoderModel<KvCache> implements PagedCausalLM {
   }
 
   forwardPaged(tokens: Tensor, slots: readonly PagedSlot[], pool: PagedKvPool): Tensor {
-    const run = decoderForwardPaged(this.blocks, tokens, slots, pool);
+    return this.forwardPagedStep(tokens, slots, pool);
+  }
+
+  forwardPagedStep(tokens: Tensor, slots: readonly PagedSlot[], pool: PagedKvPool, inputs?: PagedStepInputs): Tensor {
+    const run = decoderForwardPaged(this.blocks, tokens, slots, pool, inputs);
     this.lastForward = { dispatches: run.dispatches, perLayer: run.perLayer };
     return run.logits;
   }

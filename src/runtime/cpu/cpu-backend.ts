@@ -1,6 +1,7 @@
-import { allocStorage, castCode, decodeOne, scalarValue, type StorageArray } from '../../core/codecs.js';
+import { allocStorage, castCode, decodeOne, encodeInt64, scalarValue, type StorageArray } from '../../core/codecs.js';
 
-import { DTYPE_INFO, type DType } from '../../core/dtype.js';
+import { DTYPE_INFO, int64WordView, type DType } from '../../core/dtype.js';
+import { DTypeError } from '../../core/errors.js';
 import { coalesceViews, numel, type Shape, type View } from '../../core/shape.js';
 import { isScalarOperand, type Backend, type BinaryOp, type Operand, type ScalarOperand, type UnaryOp } from '../backend.js';
 import { BINARY_F64, BINARY_I32, UNARY_F64, UNARY_I32 } from './scalar-ops.js';
@@ -51,8 +52,22 @@ function gatherCodes(src: Operand<Handle>): Handle {
   return out;
 }
 
+/**
+ * An int64 operand as the int32 operand of its words (element [..i] is [..i, 0] lo, [..i, 1] hi): how int64 data
+ * moves (reads, copies, where) through the int32 paths.
+ */
+export function int64Words<H>(x: Operand<H>): Operand<H> {
+  return { handle: x.handle, dtype: 'int32', view: int64WordView(x.view) };
+}
+
+/** int64 reaching a float64 path: no int64 value survives a double past 2^53, so this refuses it. */
+function refuseInt64(what: string): never {
+  throw new DTypeError(`${what} does not support int64 (it would compute in float64); use an op that supports int64, or cast first`);
+}
+
 /** The view's values as float64, row-major. */
 export function values(src: Operand<Handle>): Float64Array {
+  if (src.dtype === 'int64') refuseInt64('this op');
   // Contiguous runs of dims merge (a [1, rows, L] batch of rows is 2-D), so more views take the loop below.
   const { shape, strides, offset } = src.view.shape.length > 2 ? coalesceViews([src.view])[0] : src.view;
   const h = src.handle;
@@ -114,6 +129,12 @@ export class CpuBackend implements Backend<Handle> {
   async synchronize(): Promise<void> {}
 
   fill(dtype: DType, n: number, value: number): Handle {
+    if (dtype === 'int64') {
+      const [lo, hi] = encodeInt64([value]);
+      const out = new Int32Array(2 * n);
+      for (let i = 0; i < n; i++) [out[2 * i], out[2 * i + 1]] = [lo, hi];
+      return out;
+    }
     const out = allocStorage(dtype, n);
     out.fill(castCode(value, dtype));
     return out;
@@ -122,16 +143,19 @@ export class CpuBackend implements Backend<Handle> {
   free(): void {}
 
   async read(src: Operand<Handle>): Promise<StorageArray> {
-    return gatherCodes(src);
+    return gatherCodes(src.dtype === 'int64' ? int64Words(src) : src);
   }
 
   cast(src: Operand<Handle>, outDtype: DType, saturate: boolean): Handle {
     // A saturating fp8 -> same fp8 cast still clamps Inf (e5m2) to the largest finite value, as the GPU kernel does.
+    if (src.dtype === 'int64' && outDtype === 'int64') return gatherCodes(int64Words(src));
+    if (src.dtype === 'int64' || outDtype === 'int64') refuseInt64(`the backend cast ${src.dtype} -> ${outDtype} (ops/convert routes it)`);
     if (src.dtype === outDtype && !saturate) return gatherCodes(src);
     return store(values(src), outDtype, saturate);
   }
 
   copyInto(src: Operand<Handle>, dst: Operand<Handle>): void {
+    if (src.dtype === 'int64' && dst.dtype === 'int64') return this.copyInto(int64Words(src), int64Words(dst));
     const v = values(src);
     const idx = viewIndices(dst.view);
     for (let i = 0; i < idx.length; i++) dst.handle[idx[i]] = castCode(v[i], dst.dtype);
@@ -157,6 +181,12 @@ export class CpuBackend implements Backend<Handle> {
   }
 
   where(cond: Operand<Handle>, a: Operand<Handle> | ScalarOperand, b: Operand<Handle> | ScalarOperand, outShape: Shape, outDtype: DType): Handle {
+    if (outDtype === 'int64') {
+      if (isScalarOperand(a) || isScalarOperand(b) || a.dtype !== 'int64' || b.dtype !== 'int64') refuseInt64('where with a number or a non-int64 side');
+      // The condition repeats over each element's two words.
+      const pairs = { ...cond, view: { shape: [...cond.view.shape, 2], strides: [...cond.view.strides, 0], offset: cond.view.offset } };
+      return this.where(pairs, int64Words(a), int64Words(b), [...outShape, 2], 'int32');
+    }
     const n = numel(outShape);
     const c = gatherCodes(cond);
     // Storage of each side in outDtype; of outDtype already, codes are selected as they are (NaN payloads, FP8).

@@ -120,7 +120,10 @@ export function diagnose(options: DiagnoseOptions = {}): Promise<Diagnosis> {
         runtime: detectRuntime(),
         code: 'probe-failed',
         reason: `the WebGPU probe failed unexpectedly: ${errorText(e)}`,
-        hint: 'Please report this at the tensorgpu issue tracker with the output of `npx tensorgpu doctor --json`.',
+        hint:
+          detectRuntime() === 'node'
+            ? 'Please report this at the tensorgpu issue tracker with the output of `npx tensorgpu doctor --json`.'
+            : "Please report this at the tensorgpu issue tracker with the browser's name and version (and chrome://gpu's report).",
         nativeMessages: [],
       };
     }
@@ -139,6 +142,15 @@ export function fallbackNotice(d: Diagnosis): string {
   const reason = firstLine(d.reason ?? d.code);
   const more = d.runtime === 'node' ? 'Run `npx tensorgpu doctor` for details.' : d.hint ? firstLine(d.hint) : '';
   return `tensorgpu: WebGPU unavailable (${reason}); using CPU. ${more}`.trimEnd();
+}
+
+// CPU renderers of WebGPU: SwiftShader (Chrome's), Mesa llvmpipe/lavapipe/softpipe, WARP on Windows (which names
+// itself the Microsoft Basic Render Driver). Browsers and Dawn may instead only set isFallbackAdapter.
+const SOFTWARE_ADAPTER = /swiftshader|llvmpipe|lavapipe|softpipe|microsoft basic render|\bwarp\b|software/i;
+
+/** Whether an adapter renders in software on the CPU (what doctor calls a fallback adapter). */
+export function isSoftwareAdapter(a: Pick<AdapterSummary, 'description' | 'device' | 'architecture' | 'isFallbackAdapter'> & { vendor?: string }): boolean {
+  return a.isFallbackAdapter === true || SOFTWARE_ADAPTER.test(`${a.vendor ?? ''} ${a.description} ${a.device} ${a.architecture}`);
 }
 
 /** A human name for an adapter: the description when the driver gives one, else vendor/architecture/device. */
@@ -168,7 +180,9 @@ async function probeHere(runtime: string, timeoutMs: number): Promise<ProbeResul
   const result: ProbeResult = { runtime, platform: runtime, dawnOptions: [], stderr: '', browser };
   if (!browser.hasGpu) return result;
   const { gpu } = await loadGpu();
-  return { ...result, output: await probeInProcess(gpu, timeoutMs) };
+  const output = await probeInProcess(gpu, timeoutMs);
+  // In process, an unfinished probe can only mean the timeout fired: there is no child to exit or crash.
+  return { ...result, output, ...(output.finished ? {} : { timedOut: true, timeoutMs }) };
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -218,12 +232,23 @@ export function classifyProbe(r: ProbeResult): Diagnosis {
     );
   }
   if (r.spawnError !== undefined) {
-    return fail('probe-failed', `could not start the probe process: ${r.spawnError}`, reportHint());
+    return fail('probe-failed', `could not start the probe process: ${r.spawnError}`, reportHint(r));
   }
 
   const out = r.output;
   const limitMs = r.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   const seconds = limitMs < 1000 ? `${limitMs} ms` : `${Math.round(limitMs / 100) / 10} s`;
+  if (r.timedOut && r.browser) {
+    // navigator.gpu answers through the browser's GPU process: no driver to check by hand, no probe process.
+    const who = r.runtime === 'browser' ? "the browser's WebGPU" : `${r.runtime}'s WebGPU`;
+    return fail(
+      'probe-failed',
+      `${who} did not answer within ${seconds} (stuck ${STAGE_TEXT[out?.stage ?? 'adapter']})`,
+      r.runtime === 'browser'
+        ? "The browser's GPU process may be hung or have crashed: reload the page, check chrome://gpu (about:support in Firefox), or restart the browser."
+        : `Restart ${r.runtime}; if it persists, its GPU driver may be hung.`,
+    );
+  }
   if (r.timedOut) {
     return fail(
       'probe-failed',
@@ -233,7 +258,11 @@ export function classifyProbe(r: ProbeResult): Diagnosis {
   }
   if (!out) {
     const how = r.signal ? `was killed by ${r.signal}` : `exited with code ${r.exitCode ?? 'unknown'}`;
-    return fail('probe-failed', `the WebGPU probe ${how} before reporting anything`, reportHint());
+    return fail('probe-failed', `the WebGPU probe ${how} before reporting anything`, reportHint(r));
+  }
+  if (!out.finished && r.browser) {
+    // An in-process probe stops unfinished only on its timeout (probeHere sets timedOut); a recorded result may not.
+    return classifyProbe({ ...r, timedOut: true });
   }
   if (!out.finished) {
     const how = r.signal ? `crashed (${r.signal})` : `exited with code ${r.exitCode ?? 'unknown'}`;
@@ -295,10 +324,9 @@ export function classifyProbe(r: ProbeResult): Diagnosis {
       adapter,
     );
   }
-  const note =
-    adapter.isFallbackAdapter || /swiftshader|llvmpipe|lavapipe/i.test(`${adapter.description} ${adapter.device}`)
-      ? 'This adapter is a software renderer running on the CPU: it works, but expect it to be far slower than a GPU.'
-      : undefined;
+  const note = isSoftwareAdapter(adapter)
+    ? 'This adapter is a software renderer running on the CPU: it works, but expect it to be far slower than a GPU.'
+    : undefined;
   return { available: true, backend: 'webgpu', runtime: r.runtime, code: 'ok', adapter, ...(note ? { hint: note } : {}), nativeMessages };
 }
 
@@ -433,7 +461,8 @@ function driverCrashHint(r: ProbeResult): string {
     : 'The GPU driver crashed the probe: update it, or use the CPU device.';
 }
 
-function reportHint(): string {
+function reportHint(r: ProbeResult): string {
+  if (r.browser) return "Please report this with the browser's name and version (and chrome://gpu's report).";
   return 'Please report this with the output of `npx tensorgpu doctor --json`; meanwhile use the CPU device.';
 }
 

@@ -1,8 +1,9 @@
 // The WebGPU device: buffer pools with accounting, a pipeline cache, and one command encoder that batches every
 // dispatch until something is read back.
 import { envVar } from '../../core/env.js';
-import { allocStorage, castCode, type StorageArray } from '../../core/codecs.js';
-import { DTYPE_INFO, lanesPerWord, type DType } from '../../core/dtype.js';
+import { allocStorage, castCode, encodeInt64, type StorageArray } from '../../core/codecs.js';
+import { DTYPE_INFO, int64WordView, storageWords, type DType } from '../../core/dtype.js';
+import { DTypeError } from '../../core/errors.js';
 import { DeviceUnavailableError, ShapeError } from '../../core/errors.js';
 import { contiguousView, isContiguous, numel, type Shape } from '../../core/shape.js';
 import { type Backend, type BinaryOp, isScalarOperand, type Operand, type ScalarOperand, type UnaryOp } from '../backend.js';
@@ -10,7 +11,7 @@ import { BufferPool, sizeClass, type MemoryStats } from './buffer-pool.js';
 import { bindingSignature, layoutEntries, UniformArena } from './bindings.js';
 import { CaptureError, CapturedStep } from './capture.js';
 import { GpuProfiler, type KernelTime } from './profiler.js';
-import { wordBytes, type GpuBuffer, type GpuContext } from './gpu-context.js';
+import type { GpuBuffer, GpuContext } from './gpu-context.js';
 import { binaryKernel, castKernel, fillKernel, scatterKernel, unaryKernel, toGpuOperand, whereKernel, type GpuOperand } from './kernels/elementwise.js';
 import { SUBGROUP_PROBE_INVOCATIONS, subgroupProbeKernel } from './kernels/subgroup-probe.js';
 import { checkAdapter, OPTIONAL_FEATURES, REQUIRED_LIMITS } from './requirements.js';
@@ -472,8 +473,12 @@ export class WebGpuBackend implements Backend<GpuBuffer>, GpuContext {
   abortCapture(): void {
     const step = this.recording;
     this.recording = undefined;
-    if (step) this.settleReusable(step);
-    step?.dispose();
+    if (!step) return;
+    // The dispatches recorded so far are encoded but not submitted yet, and they bind the step's uniform arena:
+    // submit them before the arena is destroyed (else the next submit fails with "used in submit while destroyed").
+    this.flush();
+    this.settleReusable(step);
+    step.dispose();
   }
 
   /**
@@ -573,6 +578,7 @@ export class WebGpuBackend implements Backend<GpuBuffer>, GpuContext {
   }
 
   // ---- Backend ----
+  // int64 moves as the int32 view of its words (int64Words); its arithmetic lives in kernels/int64/.
   upload(_dtype: DType, data: StorageArray): GpuBuffer {
     this.refuseWhileRecording('a host upload');
     const bytes = new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
@@ -583,7 +589,7 @@ export class WebGpuBackend implements Backend<GpuBuffer>, GpuContext {
   }
 
   allocBytes(dtype: DType, n: number): GpuBuffer {
-    return this.alloc(wordBytes(n, lanesPerWord(dtype)));
+    return this.alloc(4 * storageWords(dtype, n));
   }
 
   writeBytes(handle: GpuBuffer, byteOffset: number, bytes: Uint8Array): void {
@@ -594,6 +600,14 @@ export class WebGpuBackend implements Backend<GpuBuffer>, GpuContext {
   }
 
   fill(dtype: DType, n: number, value: number): GpuBuffer {
+    // int64: n pairs of words, the int32 fill when both words match (0, -1), else an upload of the pattern.
+    if (dtype === 'int64') {
+      const [lo, hi] = encodeInt64([value]);
+      if (lo === hi) return fillKernel(this, 'int32', 2 * n, lo);
+      const words = new Int32Array(2 * n);
+      for (let i = 0; i < n; i++) [words[2 * i], words[2 * i + 1]] = [lo, hi];
+      return this.upload(dtype, words);
+    }
     // The kernel takes the element's raw storage bits (a float32 code is its bit pattern, not its value).
     const one = allocStorage(dtype, 1);
     one[0] = castCode(value, dtype);
@@ -613,7 +627,11 @@ export class WebGpuBackend implements Backend<GpuBuffer>, GpuContext {
     const start = src.view.offset * item;
     // Contiguous word-aligned views are copied straight out; anything else is compacted on the GPU first.
     const direct = isContiguous(src.view) && start % 4 === 0;
-    const from = direct ? src.handle : castKernel(this, toGpuOperand(src), src.dtype, false);
+    const from = direct
+      ? src.handle
+      : src.dtype === 'int64'
+        ? castKernel(this, int64Words(src), 'int32', false)
+        : castKernel(this, toGpuOperand(src), src.dtype, false);
     const offset = direct ? start : 0;
     const size = Math.max(4, Math.ceil((n * item) / 4) * 4);
     // An armed error flag rides in the same staging buffer, after the data: one map for both.
@@ -676,10 +694,14 @@ export class WebGpuBackend implements Backend<GpuBuffer>, GpuContext {
   }
 
   cast(src: Operand<GpuBuffer>, outDtype: DType, saturate: boolean): GpuBuffer {
+    if (src.dtype === 'int64' && outDtype === 'int64') return castKernel(this, int64Words(src), 'int32', false);
+    if (src.dtype === 'int64' || outDtype === 'int64')
+      throw new DTypeError(`the backend cast ${src.dtype} -> ${outDtype} does not take int64 (ops/convert routes it to the int64 kernels)`);
     return castKernel(this, toGpuOperand(src), outDtype, saturate);
   }
 
   copyInto(src: Operand<GpuBuffer>, dst: Operand<GpuBuffer>): void {
+    if (src.dtype === 'int64' && dst.dtype === 'int64') return scatterKernel(this, int64Words(src), int64Words(dst));
     scatterKernel(this, toGpuOperand(src), toGpuOperand(dst));
   }
 
@@ -692,6 +714,17 @@ export class WebGpuBackend implements Backend<GpuBuffer>, GpuContext {
   }
 
   where(cond: Operand<GpuBuffer>, a: Operand<GpuBuffer> | ScalarOperand, b: Operand<GpuBuffer> | ScalarOperand, outShape: Shape, outDtype: DType): GpuBuffer {
+    if (outDtype === 'int64') {
+      if (isScalarOperand(a) || isScalarOperand(b) || a.dtype !== 'int64' || b.dtype !== 'int64')
+        throw new DTypeError('where with a number or a non-int64 side does not support an int64 result (ops/elementwise converts them)');
+      // The condition repeats over each element's two words.
+      const pairs = {
+        buffer: cond.handle,
+        dtype: cond.dtype,
+        view: { shape: [...cond.view.shape, 2], strides: [...cond.view.strides, 0], offset: cond.view.offset },
+      };
+      return whereKernel(this, pairs, int64Words(a), int64Words(b), [...outShape, 2], 'int32');
+    }
     return whereKernel(this, toGpuOperand(cond), mapInput(a), mapInput(b), outShape, outDtype);
   }
 
@@ -766,4 +799,9 @@ function copyPadded(bytes: Uint8Array): Uint8Array {
   const out = new Uint8Array(Math.ceil(bytes.byteLength / 4) * 4);
   out.set(bytes);
   return out;
+}
+
+/** An int64 operand as the int32 operand of its words: how int64 data moves through the int32 copy kernels. */
+function int64Words(x: Operand<GpuBuffer>): GpuOperand {
+  return { buffer: x.handle, dtype: 'int32', view: int64WordView(x.view) };
 }

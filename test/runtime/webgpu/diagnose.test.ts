@@ -178,6 +178,24 @@ describe('classifyProbe', () => {
     expect(d.hint).toMatch(/hardware acceleration/);
   });
 
+  it("a browser whose navigator.gpu never answers: the browser's own wording, nothing about a probe process or the CPU device", () => {
+    const page: ProbeResult = {
+      runtime: 'browser',
+      platform: 'browser',
+      dawnOptions: [],
+      stderr: '',
+      browser: { hasNavigator: true, hasGpu: true, secureContext: true },
+      output: { stage: 'adapter', finished: false },
+    };
+    for (const r of [{ ...page, timedOut: true, timeoutMs: 15_000 }, page]) {
+      const d = classifyProbe(r);
+      expect(d.code).toBe('probe-failed');
+      expect(d.reason).toBe("the browser's WebGPU did not answer within 15 s (stuck requesting a GPU adapter)");
+      expect(d.hint).toMatch(/reload the page, check chrome:\/\/gpu/);
+      expect(`${d.reason} ${d.hint}`).not.toMatch(/probe|exited|CPU device|npx|vulkaninfo/);
+    }
+  });
+
   it('webgpu-package-broken: native addon fails to dlopen', () => {
     const d = classifyProbe({
       ...linux,

@@ -2,6 +2,7 @@
 // (scripts/embed-wgsl.mjs -> wgsl-sources.generated.ts): no kernel is read from disk at run time. Every dtype is
 // stored packed in array<u32>: 1, 2 or 4 elements a word.
 import { DTYPE_INFO, lanesPerWord, type DType } from '../../../core/dtype.js';
+import { DTypeError } from '../../../core/errors.js';
 import { WGSL_SOURCES } from './wgsl-sources.generated.js';
 
 /** The text of an embedded .wgsl file, by file name. */
@@ -84,8 +85,13 @@ export function decodeExpr(dtype: DType, code: string, c: ComputeType): string {
     case 'uint8':
     case 'bool':
       return asI32(`i32(${code})`);
+    case 'int64':
+      throw new DTypeError(INT64_NO_PACKED);
   }
 }
+
+/** int64 is two words an element: it has its own kernels (kernels/int64/), never the packed-word helpers. */
+const INT64_NO_PACKED = 'int64 has no packed-word kernel helpers (two words an element): this op does not support int64; cast first';
 
 /** `fn NAME(code: u32) -> C`: decodes one storage code of dtype (codes already unpacked from their word). */
 export function decodeFn(name: string, dtype: DType, c: ComputeType): string {
@@ -118,7 +124,8 @@ export function encodeFn(name: string, dtype: DType, c: ComputeType, saturate = 
   const f = c === 'f32' ? 'v' : 'f32(v)';
   const i = c === 'i32' ? 'v' : 'i32_from_f32(v)';
   const sat = saturate ? 'true' : 'false';
-  const body: Record<DType, string> = {
+  if (dtype === 'int64') throw new DTypeError(INT64_NO_PACKED);
+  const body: Record<Exclude<DType, 'int64'>, string> = {
     float32: `bitcast<u32>(${f})`,
     float16: `f32_to_f16(${f})`,
     bfloat16: `f32_to_bf16(${f})`,

@@ -314,6 +314,12 @@ export function buildProgram(): Command {
     .option('--initial-prompt <text>', 'text the first window is conditioned on (names, spelling)')
     .option('--without-timestamps', 'decode with <|notimestamps|> (one segment per window)')
     .option('--max-tokens <n>', 'tokens sampled per 30 s window at most (default 224)', positiveInt)
+    .option(
+      '--dtype <dtype>',
+      'fp8 / int4: quantize the attention and MLP projections at load (int4: affine, groups of --group-size along K)',
+      choice(['fp8', 'int4'] as const),
+    )
+    .option('--group-size <g>', GROUP_SIZE_HELP, positiveInt)
     .option('--no-capture', 'run every decoder step eagerly (no captured step)')
     .action(async (file: string, opts: Omit<TranscribeCliOptions, 'input' | 'noCapture'> & { capture?: boolean }) => {
       process.exitCode = await runTranscribe({ ...opts, input: file, noCapture: opts.capture === false });

@@ -30,6 +30,10 @@ export interface TranscribeCliOptions {
   /** Tokens sampled per 30 s window at most (default 224). */
   maxTokens?: number;
   noCapture?: boolean;
+  /** Quantize the projections at load: FP8 128x128 blocks, or packed 4 bits in groups of groupSize along K. */
+  dtype?: 'fp8' | 'int4';
+  /** int4 group size (32, 64 or 128; default 128). */
+  groupSize?: number;
 }
 
 export function formatTranscript(t: Transcript, format: TranscriptFormat): string {
@@ -57,6 +61,7 @@ export async function runTranscribe(
     if (!(v >= 0)) throw new RangeError(`--temperature takes numbers >= 0, got '${t}'`);
     return v;
   });
+  if (o.groupSize !== undefined && o.dtype !== 'int4') throw new RangeError('--group-size applies to --dtype int4 only');
   try {
     const device = await chooseDevice(o.device, log);
     // A bad or undecodable file fails before the model loads.
@@ -64,9 +69,9 @@ export async function runTranscribe(
     if (audio.samples.length === 0) throw new RangeError(`${o.input}: the audio holds no samples`);
     const seconds = audio.samples.length / 16000;
     const tLoad = performance.now();
-    const { model, tokenizer } = await loadWhisper(o.model ?? DEFAULT_WHISPER_MODEL, { device, onNotice: log });
+    const { model, tokenizer } = await loadWhisper(o.model ?? DEFAULT_WHISPER_MODEL, { device, dtype: o.dtype, groupSize: o.groupSize, onNotice: log });
     log(
-      `model: ${o.model ?? DEFAULT_WHISPER_MODEL} (${model.config.encoderLayers}+${model.config.decoderLayers} layers, d_model ${model.config.dModel}) on ${device}, loaded in ${((performance.now() - tLoad) / 1000).toFixed(1)} s`,
+      `model: ${o.model ?? DEFAULT_WHISPER_MODEL} (${model.config.encoderLayers}+${model.config.decoderLayers} layers, d_model ${model.config.dModel}${o.dtype ? `, ${o.dtype} projections` : ''}) on ${device}, loaded in ${((performance.now() - tLoad) / 1000).toFixed(1)} s`,
     );
     log(`input: ${audio.description}, ${seconds.toFixed(2)} s`);
     const bar = process.stderr.isTTY

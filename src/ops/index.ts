@@ -29,3 +29,4 @@ export * from './statistics.js';
 export * from './layout.js';
 export * from './scatter.js';
 export * from './scan-sort.js';
+export { toBigInt64Array } from './int64.js';

@@ -10,6 +10,8 @@ import { commonBackend, requireDTypes, wrap } from './util.js';
 import { differentiable } from '../autograd/function.js';
 import { sumTo } from './grad-rules.js';
 import { swigluGrad } from './nn.js';
+import { mul } from './elementwise.js';
+import { sum } from './reduce.js';
 
 const MATMUL_DTYPES = ['float32', 'float16', 'bfloat16'] as const;
 
@@ -18,6 +20,7 @@ const MATMUL_DTYPES = ['float32', 'float16', 'bfloat16'] as const;
  * Accumulates in float32 whatever the input dtype; FP8 operands go through scaledMm instead.
  */
 export function matmul(x: Tensor, y: Tensor): Tensor {
+  if (isIntegerMatmul(x, y)) return integerMatmul(x, y);
   return differentiable(
     'matmul',
     [x, y],
@@ -25,6 +28,36 @@ export function matmul(x: Tensor, y: Tensor): Tensor {
     (g, s) => matmulRule(g, s.inputs[0] as Tensor, s.inputs[1] as Tensor, s.needs),
     { inputs: [0, 1] },
   );
+}
+
+const INTEGER_MATMUL_DTYPES: ReadonlySet<string> = new Set(['int32', 'uint8', 'int64']);
+const isIntegerMatmul = (x: Tensor, y: Tensor) => INTEGER_MATMUL_DTYPES.has(x.dtype) && INTEGER_MATMUL_DTYPES.has(y.dtype);
+
+/**
+ * torch.matmul of integer tensors (CPU torch has it; CUDA does not), composed: [..., m, k, 1] * [..., 1, k, n]
+ * summed over k, exact in the promoted dtype (an int32 result past int32's range raises, as sum does, where torch
+ * wraps). It materializes m * k * n products: meant for the small integer matmuls ported code has, not for speed.
+ */
+function integerMatmul(x: Tensor, y: Tensor): Tensor {
+  if (x.ndim === 0 || y.ndim === 0) throw new ShapeError(`matmul: both operands need at least 1 dim, got ${formatShape(x.shape)} and ${formatShape(y.shape)}`);
+  const a = x.ndim === 1 ? unsqueeze(x, 0) : x;
+  const b = y.ndim === 1 ? unsqueeze(y, 1) : y;
+  const owned: Tensor[] = [];
+  const own = (t: Tensor) => (owned.push(t), t);
+  try {
+    const [m, k] = a.shape.slice(-2);
+    const [k2, n] = b.shape.slice(-2);
+    if (k !== k2) throw new ShapeError(`matmul: inner dims differ: ${formatShape(x.shape)} @ ${formatShape(y.shape)} (${k} vs ${k2})`);
+    const products = own(mul(own(unsqueeze(a, -1)), own(unsqueeze(b, -3))));
+    const out = own(sum(products, -2));
+    const batch = out.shape.slice(0, -2);
+    const result = reshape(out, [...batch, ...(x.ndim > 1 ? [m] : []), ...(y.ndim > 1 ? [n] : [])]);
+    return result;
+  } finally {
+    for (const t of owned) t.dispose();
+    if (a !== x) a.dispose();
+    if (b !== y) b.dispose();
+  }
 }
 
 /** d(x @ y): g @ y^T and x^T @ g, with 1-D operands' dims restored and broadcast batch dims summed away. */

@@ -6,64 +6,11 @@ import { describe, expect, it } from 'vitest';
 import * as tg from '../../src/index.js';
 import { DTypeError, ShapeError, memoryStats, noGrad, enableGrad, setDefaultDevice, synchronize, tensor, type Tensor } from '../../src/index.js';
 import { expectClose, randomTensor, tolerance } from '../helpers/compare.js';
+import { gradcheck } from '../helpers/gradcheck.js';
 import { setupWebGpu } from '../helpers/webgpu.js';
 
 const gpu = await setupWebGpu();
 setDefaultDevice('cpu');
-
-type Fn = (...xs: Tensor[]) => Tensor;
-
-/** sum(fn(xs) * r) for a fixed random cotangent r: checks the whole Jacobian-vector product, not just ones. */
-function scalarized(fn: Fn, cotangent: Tensor | undefined): Fn {
-  return (...xs) => {
-    const y = fn(...xs);
-    return cotangent ? y.mul(cotangent).sum() : y.sum();
-  };
-}
-
-async function valueOf(fn: Fn, xs: Tensor[]): Promise<number> {
-  const y = noGrad(() => fn(...xs));
-  const v = await y.item();
-  y.dispose();
-  return v;
-}
-
-/**
- * Analytic gradients of fn at xs (float32 on the CPU) against central differences with step eps, in float64 on
- * the host: |analytic - numeric| <= atol + rtol |numeric| element by element.
- */
-async function gradcheck(label: string, fn: Fn, xs: Tensor[], opts: { eps?: number; atol?: number; rtol?: number } = {}): Promise<void> {
-  const { eps = 1e-2, atol = 2e-3, rtol = 1e-2 } = opts;
-  const y0 = noGrad(() => fn(...xs));
-  const r = y0.numel > 1 ? randomTensor(y0.shape, 'float32') : undefined;
-  y0.dispose();
-  const f = scalarized(fn, r);
-  const leaves = xs.map((x) => x.detach().requiresGrad_());
-  const loss = f(...leaves);
-  loss.backward();
-  for (let k = 0; k < xs.length; k++) {
-    const base = Array.from(await xs[k].toArray());
-    const numeric = new Float64Array(base.length);
-    for (let i = 0; i < base.length; i++) {
-      const at = (delta: number) => {
-        const v = base.slice();
-        v[i] += delta;
-        return tensor(v, { shape: xs[k].shape, dtype: 'float32' });
-      };
-      const plus = at(eps);
-      const minus = at(-eps);
-      const others = (t: Tensor) => xs.map((x, j) => (j === k ? t : x));
-      numeric[i] = ((await valueOf(f, others(plus))) - (await valueOf(f, others(minus)))) / (2 * eps);
-      plus.dispose();
-      minus.dispose();
-    }
-    const analytic = await leaves[k].grad!.toArray();
-    expectClose(analytic, numeric, { atol, rtol }, `${label}: d/dx${k}`);
-  }
-  loss.dispose();
-  r?.dispose();
-  leaves.forEach((l) => (l.zeroGrad(), l.dispose()));
-}
 
 const R = (shape: number[], dist: 'normal' | 'positive' = 'normal', scale = 1) => randomTensor(shape, 'float32', dist, scale);
 

@@ -1,5 +1,5 @@
-// Analytic gradients against central differences on the CPU backend (the same check as
-// test/autograd/gradcheck.test.ts), for op tests outside that file.
+// Analytic gradients against central differences on the CPU backend: the backward rules' check, shared by
+// test/autograd/gradcheck.test.ts and the op tests.
 import { noGrad, tensor, type Tensor } from '../../src/index.js';
 import { expectClose, randomTensor } from './compare.js';
 

@@ -5,20 +5,19 @@ import { existsSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CheckpointError } from '../../core/errors.js';
-import type { DType } from '../../core/dtype.js';
 import { Checkpoint } from '../../formats/checkpoint.js';
 import { ensureGeneratedDir } from '../../formats/generated-dir.js';
 import { resolveModelPath, type HubOptions } from '../../hub/download.js';
 import type { DeviceName } from '../../runtime/backend.js';
 import { TextTokenizer } from '../../tokenizer/tokenizer.js';
-import { whisperFromCheckpoint } from './from-checkpoint.js';
+import { whisperFromCheckpoint, type WhisperWeightDType } from './from-checkpoint.js';
 import type { WhisperModel } from './model.js';
 import { WHISPER_PRESETS } from './presets.js';
 import { writeRandomWhisperCheckpoint } from './random-checkpoint.js';
 import { whisperTokenizerFiles } from './tokenizer-files.js';
 import { WhisperTokenizer } from './tokenizer.js';
 
-export { whisperFromCheckpoint, type WhisperFromCheckpointOptions } from './from-checkpoint.js';
+export { whisperFromCheckpoint, type WhisperFromCheckpointOptions, type WhisperWeightDType } from './from-checkpoint.js';
 
 export const DEFAULT_WHISPER_MODEL = 'builtin:whisper-tiny';
 const BUILTIN = 'builtin:';
@@ -27,8 +26,10 @@ const LAYOUT_VERSION = 1;
 
 export interface WhisperLoadOptions {
   device?: DeviceName;
-  /** Convert the weights to this dtype at load (default: as stored). */
-  dtype?: DType;
+  /** A float dtype to convert the weights to, or 'fp8' / 'int4' to quantize the projections (default: as stored). */
+  dtype?: WhisperWeightDType;
+  /** int4 group size along K: 32, 64 or 128 (default 128). */
+  groupSize?: number;
   /** Decoder positions the cache holds (default max_target_positions). */
   maxSequence?: number;
   hub?: HubOptions;

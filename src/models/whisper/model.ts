@@ -32,7 +32,7 @@ function layerNorm(x: Tensor, w: LayerNormWeights): Tensor {
 }
 
 function project(x: Tensor, l: LinearWeights, residual?: Tensor): Tensor {
-  return linear(x, l.weight, l.bias, residual ? { residual } : {});
+  return linear(x, l.weight, l.bias, { ...l.quant, ...(residual ? { residual } : {}) });
 }
 
 function activate(x: Tensor, fn: WhisperConfig['activationFunction']): Tensor {

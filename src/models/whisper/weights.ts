@@ -2,11 +2,15 @@
 // attention's q, k, v, out (k with no bias: a zero bias is stacked in its place where q|k|v or k|v are fused), the
 // decoder self-attention's q|k|v stacked into one projection (the cache write is fused after it), the
 // cross-attention's k|v stacked (run once per audio), and proj_out tied to embed_tokens unless the config unties it.
+// With `quantize`, the attention and MLP projections (stacks included, quantized whole) become FP8 128x128 blocks or
+// packed 4-bit groups at load, as the text models' are; the convs, embeddings, positions, norms and proj_out stay.
 import type { Tensor } from '../../core/tensor.js';
-import type { Checkpoint } from '../../formats/checkpoint.js';
+import { quantizeWeightInt4, type Checkpoint, type Weight } from '../../formats/checkpoint.js';
 import { zeros } from '../../ops/creation.js';
+import { quantize as quantizeTensor } from '../../ops/quantize.js';
 import { cat } from '../../ops/shape-ops.js';
-import { checkLayout, WeightLoader, type WeightLoadingOptions } from '../layers/weights.js';
+import { weightScaleOptions } from '../layers/blocks.js';
+import { checkLayout, weightParts, WeightLoader, type WeightLoadingOptions } from '../layers/weights.js';
 import type { WhisperConfig } from './config.js';
 import { whisperWeightSpecs } from './layout.js';
 
@@ -14,6 +18,20 @@ export interface LinearWeights {
   /** [out, in] as stored. */
   readonly weight: Tensor;
   readonly bias?: Tensor;
+  /** When quantized (FP8 blocks or packed 4-bit): the options linear() dequantizes `weight` with. */
+  readonly quant?: ReturnType<typeof weightScaleOptions>;
+}
+
+/** A loaded Weight (quantized or not) as the forward's LinearWeights. */
+function linearWeights(w: Weight, bias?: Tensor): LinearWeights {
+  return { weight: w.data, bias, ...(w.scale ? { quant: weightScaleOptions(w) } : {}) };
+}
+
+/** A LinearWeights' tensors: the weight, its bias and, when quantized, its scales and zero points. */
+function linearTensors(l: LinearWeights): Tensor[] {
+  const q = l.quant;
+  const quant = q ? [...(q.weightScale ? [q.weightScale] : []), ...(q.int4 ? [q.int4.zero, ...(q.int4.perm ? [q.int4.perm] : [])] : [])] : [];
+  return [l.weight, ...(l.bias ? [l.bias] : []), ...quant];
 }
 
 export interface LayerNormWeights {
@@ -66,7 +84,7 @@ export interface WhisperWeights {
 
 export function whisperWeightTensors(w: WhisperWeights): Tensor[] {
   const out: Tensor[] = [];
-  const lin = (l: LinearWeights) => out.push(l.weight, ...(l.bias ? [l.bias] : []));
+  const lin = (l: LinearWeights) => out.push(...linearTensors(l));
   const ln = (l: LayerNormWeights) => out.push(l.weight, l.bias);
   lin(w.conv1);
   lin(w.conv2);
@@ -98,10 +116,27 @@ export async function loadWhisperWeights(ck: Checkpoint, config: WhisperConfig, 
     return t;
   };
   try {
-    const linear = async (p: string, bias = true): Promise<LinearWeights> => ({
-      weight: await load.plain(`${p}.weight`),
-      bias: bias ? await load.plain(`${p}.bias`) : undefined,
-    });
+    const conv = async (p: string): Promise<LinearWeights> => ({ weight: await load.plain(`${p}.weight`), bias: await load.plain(`${p}.bias`) });
+    // A projection: quantized by the loader when asked (a K int4 groups do not divide stays float).
+    const linear = async (p: string, bias = true): Promise<LinearWeights> =>
+      linearWeights(await load.linear(p), bias ? await load.plain(`${p}.bias`) : undefined);
+    // Row blocks stacked into one projection: quantized after the stack, so FP8 blocks need not line up with seams.
+    const stacked = async (prefixes: readonly string[], bias: Tensor): Promise<LinearWeights> => {
+      load.adopt(bias);
+      const parts: Tensor[] = [];
+      for (const p of prefixes) parts.push(await part(`${p}.weight`));
+      const plain = load.adopt(cat(parts, 0));
+      const { quantize } = options;
+      if (!quantize) return { weight: plain, bias };
+      const q: Weight | undefined =
+        quantize === 'int4'
+          ? await quantizeWeightInt4(plain, prefixes.join('|'), options)
+          : { ...quantizeTensor(plain, { dtype: quantize, granularity: 'block128' }), recipe: 'block' };
+      if (!q) return { weight: plain, bias }; // a K that int4 groups do not divide: stays float
+      plain.dispose();
+      for (const t of weightParts(q)) load.adopt(t);
+      return linearWeights(q, bias);
+    };
     const layerNorm = async (p: string): Promise<LayerNormWeights> => ({ weight: await load.plain(`${p}.weight`), bias: await load.plain(`${p}.bias`) });
     const zeroBias = (like: Tensor) => {
       const t = zeros([d], { device: like.device, dtype: like.dtype });
@@ -109,8 +144,8 @@ export async function loadWhisperWeights(ck: Checkpoint, config: WhisperConfig, 
       return t;
     };
     const e = 'model.encoder';
-    const conv1 = await linear(`${e}.conv1`);
-    const conv2 = await linear(`${e}.conv2`);
+    const conv1 = await conv(`${e}.conv1`);
+    const conv2 = await conv(`${e}.conv2`);
     const encoderPositions = await load.plain(`${e}.embed_positions.weight`);
     const encoderLayers: EncoderLayerWeights[] = [];
     for (let i = 0; i < config.encoderLayers; i++) {
@@ -136,15 +171,9 @@ export async function loadWhisperWeights(ck: Checkpoint, config: WhisperConfig, 
       const s = `${p}.self_attn`;
       const x = `${p}.encoder_attn`;
       const qBias = await part(`${s}.q_proj.bias`);
-      const qkv = {
-        weight: load.adopt(cat([await part(`${s}.q_proj.weight`), await part(`${s}.k_proj.weight`), await part(`${s}.v_proj.weight`)], 0)),
-        bias: load.adopt(cat([qBias, zeroBias(qBias), await part(`${s}.v_proj.bias`)], 0)),
-      };
+      const qkv = await stacked([`${s}.q_proj`, `${s}.k_proj`, `${s}.v_proj`], cat([qBias, zeroBias(qBias), await part(`${s}.v_proj.bias`)], 0));
       const vBias = await part(`${x}.v_proj.bias`);
-      const crossKv = {
-        weight: load.adopt(cat([await part(`${x}.k_proj.weight`), await part(`${x}.v_proj.weight`)], 0)),
-        bias: load.adopt(cat([zeroBias(vBias), vBias], 0)),
-      };
+      const crossKv = await stacked([`${x}.k_proj`, `${x}.v_proj`], cat([zeroBias(vBias), vBias], 0));
       decoderLayers.push({
         selfAttnLayerNorm: await layerNorm(`${p}.self_attn_layer_norm`),
         qkv,

@@ -6,7 +6,7 @@
 // the shared expert has the routed experts' width it becomes expert E of those stacks and its gate row E of the
 // router, so the fused MoE block serves it in the same dispatches.
 import type { Tensor } from '../../core/tensor.js';
-import type { Checkpoint, Weight } from '../../formats/checkpoint.js';
+import { quantizeWeightInt4, type Checkpoint, type Weight } from '../../formats/checkpoint.js';
 import { isFp8 } from '../../core/dtype.js';
 import { CheckpointError } from '../../core/errors.js';
 import { cast } from '../../ops/convert.js';
@@ -127,14 +127,21 @@ function centred(load: WeightLoader, w: Tensor): Tensor {
 }
 
 /**
- * Weights stacked by rows when they can be (one dtype; FP8 blocks on the seams), else apart. With FP8 quantization
- * at load the parts come in unquantized and the stack is quantized whole, so its 128-row blocks need not line up
- * with the seams (the DeltaNet's b and a are one row per value head).
+ * Weights stacked by rows when they can be (one dtype; FP8 blocks on the seams), else apart. With quantization at
+ * load the parts come in unquantized and the stack is quantized whole: FP8's 128-row blocks need not line up with
+ * the seams (the DeltaNet's b and a are one row per value head), and int4's groups run along K within a row, so the
+ * stack quantizes as its parts would one by one.
  */
-function stackRows(ws: Weight[], quantize?: WeightLoadingOptions['quantize']): Weight | Weight[] {
-  // int4 at load quantizes the pieces one by one (load.linear); only FP8 re-quantizes a stack whole.
-  if (quantize === 'float8_e4m3fn' && ws.every((w) => !w.scale && !isFp8(w.data.dtype))) {
+async function stackRows(ws: Weight[], name: string, options: WeightLoadingOptions): Promise<Weight | Weight[]> {
+  const { quantize } = options;
+  if (quantize && ws.every((w) => !w.scale && !w.int4 && !isFp8(w.data.dtype))) {
     const plain = concatWeights(ws, 0);
+    if (quantize === 'int4') {
+      const q = await quantizeWeightInt4(plain.data, name, options);
+      if (!q) return plain;
+      plain.data.dispose();
+      return q;
+    }
     const q = quantizeTensor(plain.data, { dtype: quantize, granularity: 'block128' });
     plain.data.dispose();
     return { data: q.data, scale: q.scale, recipe: 'block' };
@@ -143,9 +150,19 @@ function stackRows(ws: Weight[], quantize?: WeightLoadingOptions['quantize']): W
   return oneKind(ws) && aligned ? concatWeights(ws, 0) : ws;
 }
 
-/** Whether weights can share one tensor: one dtype, and scales (or none) of one recipe. */
+/**
+ * Whether weights can share one tensor: one dtype, scales (or none) of one recipe, one int4 group size. Act-order
+ * 4-bit weights stay apart: a stack keeps one column permutation and theirs may differ.
+ */
 const oneKind = (ws: readonly Weight[]): boolean =>
-  ws.every((w) => w.data.dtype === ws[0].data.dtype && !!w.scale === !!ws[0].scale && w.recipe === ws[0].recipe);
+  ws.every(
+    (w) =>
+      w.data.dtype === ws[0].data.dtype &&
+      !!w.scale === !!ws[0].scale &&
+      w.recipe === ws[0].recipe &&
+      w.int4?.groupSize === ws[0].int4?.groupSize &&
+      !w.int4?.perm,
+  );
 
 /**
  * q_proj [Hq * 2D, H], per head [query | gate] -> [all queries; all gates] (its block scales likewise when whole
@@ -216,7 +233,7 @@ async function loadLayer(
   type: Qwen35Config['layerTypes'][number],
   options: WeightLoadingOptions,
 ): Promise<Qwen35LayerWeights> {
-  // A projection that joins a stack: unquantized when FP8 is made at load (the stack is quantized whole).
+  // A projection that joins a stack: unquantized when quantizing at load (the stack is quantized whole).
   const part = (prefix: string) => load.linear(prefix, !options.quantize);
   const inputNorm = centred(load, await load.plain(`${l}.input_layernorm.weight`, 'float32'));
   let mixer: DeltaNetWeights | GatedAttentionWeights;
@@ -233,7 +250,7 @@ async function loadLayer(
     const hv = c.linear.numValueHeads;
     mixer = {
       kind: 'linear_attention',
-      inProj: track(load, stackRows(projs, options.quantize)),
+      inProj: track(load, await stackRows(projs, `${a}.in_proj_qkv|z|b|a`, options)),
       conv,
       aLog: load.adopt(narrow(params, 0, 0, hv)),
       dtBias: load.adopt(narrow(params, 0, hv, hv)),
@@ -251,7 +268,7 @@ async function loadLayer(
     const [queries, gates] = splitRows(q, half);
     mixer = {
       kind: 'full_attention',
-      qkvg: track(load, stackRows([queries, k, v, gates], options.quantize)),
+      qkvg: track(load, await stackRows([queries, k, v, gates], `${a}.q|k|v|gate`, options)),
       o: await load.linear(`${a}.o_proj`),
       qNorm: centred(load, await load.plain(`${a}.q_norm.weight`, 'float32')),
       kNorm: centred(load, await load.plain(`${a}.k_norm.weight`, 'float32')),
@@ -259,7 +276,7 @@ async function loadLayer(
   }
   const postNorm = centred(load, await load.plain(`${l}.post_attention_layernorm.weight`, 'float32'));
   const m = `${l}.mlp`;
-  const mlp = c.moe ? await loadMoe(load, ck, c, m, options.quantize) : await load.denseMlp(`${m}.gate_proj`, `${m}.up_proj`, `${m}.down_proj`);
+  const mlp = c.moe ? await loadMoe(load, ck, c, m, options) : await load.denseMlp(`${m}.gate_proj`, `${m}.up_proj`, `${m}.down_proj`);
   return { inputNorm, postNorm, mixer, mlp };
 }
 
@@ -284,10 +301,28 @@ function splitRows(w: Weight, n: number): [Weight, Weight] {
   return out;
 }
 
-/** Fused 3-D experts as stored (quantized at load on request when whole 128-row blocks fit each expert). */
-async function loadFusedExperts(load: WeightLoader, name: string, quantize: WeightLoadingOptions['quantize']): Promise<Weight> {
+/**
+ * Fused 3-D experts as stored, quantized at load on request: FP8 when whole 128-row blocks fit each expert, int4 in
+ * the packed layout of experts stored one by one (stackWeights): data [E, N, K/8], scales and zero points
+ * [E, N, K/g]. int4 groups run along K within a row, so quantizing the [E * N, K] rows at once is expert by expert.
+ */
+async function loadFusedExperts(load: WeightLoader, name: string, options: WeightLoadingOptions): Promise<Weight> {
+  const { quantize } = options;
   const data = await load.plain(name);
   const [e, n, k] = data.shape;
+  if (quantize === 'int4' && !isFp8(data.dtype)) {
+    const rows = reshape(data, [e * n, k]);
+    const q = await quantizeWeightInt4(rows, name, options);
+    rows.dispose();
+    if (!q) return { data };
+    data.dispose();
+    const lift = (t: Tensor) => {
+      const out = load.adopt(reshape(t, [e, n, t.shape[1]]));
+      t.dispose();
+      return out;
+    };
+    return { data: lift(q.data), scale: lift(q.scale!), int4: { groupSize: q.int4!.groupSize, zero: lift(q.int4!.zero) } };
+  }
   if (quantize !== 'float8_e4m3fn' || isFp8(data.dtype) || n % 128 !== 0) return { data };
   const q = tidy(() => quantizeTensor(reshape(data, [e * n, k]), { dtype: quantize, granularity: 'block128' }));
   data.dispose();
@@ -297,14 +332,14 @@ async function loadFusedExperts(load: WeightLoader, name: string, quantize: Weig
   return out;
 }
 
-async function loadMoe(load: WeightLoader, ck: Checkpoint, c: Qwen35Config, m: string, quantize: WeightLoadingOptions['quantize']): Promise<Qwen35MoeWeights> {
+async function loadMoe(load: WeightLoader, ck: Checkpoint, c: Qwen35Config, m: string, options: WeightLoadingOptions): Promise<Qwen35MoeWeights> {
   const moe = c.moe!;
   const router = await load.linear(`${m}.gate`, false);
   let experts: Pick<MoeWeights, 'gateUp' | 'down'>;
   if (ck.has(`${m}.experts.gate_up_proj`)) {
     experts = {
-      gateUp: await loadFusedExperts(load, `${m}.experts.gate_up_proj`, quantize),
-      down: await loadFusedExperts(load, `${m}.experts.down_proj`, quantize),
+      gateUp: await loadFusedExperts(load, `${m}.experts.gate_up_proj`, options),
+      down: await loadFusedExperts(load, `${m}.experts.down_proj`, options),
     };
   } else {
     experts = await load.experts(moe.numExperts, (e) => ({
@@ -324,7 +359,21 @@ async function loadMoe(load: WeightLoader, ck: Checkpoint, c: Qwen35Config, m: s
     !gate.scale;
   if (!joins) return { kind: 'moe', router, ...experts, sharedInStack: false, shared: { mlp: shared, gate } };
   const stack = (stacked: Weight, one: Weight): Weight =>
-    track(load, concatWeights([stacked, { data: unsqueeze(one.data, 0), scale: one.scale && unsqueeze(one.scale, 0), recipe: one.recipe }], 0));
+    track(
+      load,
+      concatWeights(
+        [
+          stacked,
+          {
+            data: unsqueeze(one.data, 0),
+            scale: one.scale && unsqueeze(one.scale, 0),
+            recipe: one.recipe,
+            ...(one.int4 ? { int4: { groupSize: one.int4.groupSize, zero: unsqueeze(one.int4.zero, 0) } } : {}),
+          },
+        ],
+        0,
+      ),
+    );
   const gateUp = stack(experts.gateUp, shared.gateUp);
   const down = stack(experts.down, shared.down);
   for (const t of [...weightParts(shared.gateUp), ...weightParts(shared.down)]) t.dispose();

@@ -14,12 +14,15 @@ export function indexSelectReference(x: Operand<Handle>, dim: number, index: Ope
   if (bad !== undefined) throw new IndexError(`indexSelect: index ${bad} is out of range for dim ${dim} of size ${shape[dim]}`, 'indexSelect', bad);
   const outer = numel(shape.slice(0, dim));
   const inner = numel(shape.slice(dim + 1));
-  const src = viewIndices(x.view);
+  // Storage offsets of x with `dim` dropped (outer x inner): a selected slice is that plus id * stride, so a lookup
+  // into an embedding table walks only the rows it reads, not the whole table.
+  const base = viewIndices({ shape: shape.filter((_, d) => d !== dim), strides: x.view.strides.filter((_, d) => d !== dim), offset: x.view.offset });
+  const step = x.view.strides[dim];
   const out = allocStorage(x.dtype, outer * ids.length * inner);
   let at = 0;
   for (let o = 0; o < outer; o++) {
     for (const id of ids) {
-      for (let j = 0; j < inner; j++) out[at++] = x.handle[src[(o * shape[dim] + id) * inner + j]];
+      for (let j = 0; j < inner; j++) out[at++] = x.handle[base[o * inner + j] + id * step];
     }
   }
   return out;

@@ -4,7 +4,7 @@ import { numel } from '../../core/shape.js';
 import type { DType } from '../../core/dtype.js';
 import type { StorageArray } from '../../core/codecs.js';
 import type { MatmulDims, MatmulScaling, Operand } from '../../runtime/backend.js';
-import { type CpuBackend, store, values } from '../../runtime/cpu/cpu-backend.js';
+import { type CpuBackend, store, valueTable, values } from '../../runtime/cpu/cpu-backend.js';
 import { swigluReference } from '../swiglu/cpu.js';
 import { int4DequantValues } from '../int4/cpu.js';
 
@@ -44,23 +44,11 @@ export function matmulReference(
   const { m, n, k } = dims;
   const batch = numel(dims.batch);
   const va = values(a);
-  const vb = values(b);
-  applyBlockScales(va, vb, dims, scaling);
-  const out = new Float64Array(batch * m * n);
-  const row = new Float64Array(n);
-  for (let bi = 0; bi < batch; bi++) {
-    const ao = bi * m * k;
-    const bo = bi * k * n;
-    for (let i = 0; i < m; i++) {
-      row.fill(0);
-      for (let p = 0; p < k; p++) {
-        const av = va[ao + i * k + p];
-        const bRow = bo + p * n;
-        for (let j = 0; j < n; j++) row[j] += av * vb[bRow + j];
-      }
-      out.set(row, (bi * m + i) * n);
-    }
-  }
+  const blockScaled = scaling.scaleA?.recipe === 'block' || scaling.scaleB?.recipe === 'block';
+  const out =
+    batch === 1 && !blockScaled && b.view.shape.length === 2 && b.view.strides[0] === 1 && b.dtype !== 'int64'
+      ? productWithRowsOfB(va, b, m, n, k)
+      : productOfValues(va, values(b), dims, scaling);
   if (!scaling.scaleA && !scaling.scaleB && !scaling.bias && !scaling.scaleResult && !scaling.residual) return store(out, outDtype);
   const sa = scaling.scaleA;
   const sb = scaling.scaleB;
@@ -79,6 +67,54 @@ export function matmulReference(
   }
   // Scaled FP8 outputs saturate, as the GPU epilogue does.
   return store(out, outDtype, true);
+}
+
+/** a [batch, m, k] times b [batch, k, n], both decoded, summing over k in order. */
+function productOfValues(va: Float64Array, vb: Float64Array, dims: MatmulDims, scaling: MatmulScaling<Handle>): Float64Array {
+  const { m, n, k } = dims;
+  const batch = numel(dims.batch);
+  applyBlockScales(va, vb, dims, scaling);
+  const out = new Float64Array(batch * m * n);
+  const row = new Float64Array(n);
+  for (let bi = 0; bi < batch; bi++) {
+    const ao = bi * m * k;
+    const bo = bi * k * n;
+    for (let i = 0; i < m; i++) {
+      row.fill(0);
+      for (let p = 0; p < k; p++) {
+        const av = va[ao + i * k + p];
+        const bRow = bo + p * n;
+        for (let j = 0; j < n; j++) row[j] += av * vb[bRow + j];
+      }
+      out.set(row, (bi * m + i) * n);
+    }
+  }
+  return out;
+}
+
+/**
+ * a [m, k] times a b whose k-stride is 1: a weight stored [n, k], read transposed. Each weight row is decoded once
+ * into a k-vector and dotted with a's rows, instead of materializing the transposed weight (a 151k-row lm_head per
+ * decode step). The sums run over k in the same order as productOfValues, so the results are bit-identical.
+ */
+function productWithRowsOfB(va: Float64Array, b: Operand<Handle>, m: number, n: number, k: number): Float64Array {
+  const table = valueTable(b.dtype);
+  const h = b.handle;
+  const rowStride = b.view.strides[1];
+  const out = new Float64Array(m * n);
+  const col = new Float64Array(k);
+  for (let j = 0; j < n; j++) {
+    const at = b.view.offset + j * rowStride;
+    if (table) for (let p = 0; p < k; p++) col[p] = table[h[at + p]];
+    else for (let p = 0; p < k; p++) col[p] = h[at + p];
+    for (let i = 0; i < m; i++) {
+      const ao = i * k;
+      let sum = 0;
+      for (let p = 0; p < k; p++) sum += va[ao + p] * col[p];
+      out[i * n + j] = sum;
+    }
+  }
+  return out;
 }
 
 /** Multiplies 1x128 / 128x128 block scales into the operand values (2-D a [m, k], b [k, n]). */

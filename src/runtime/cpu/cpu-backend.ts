@@ -41,6 +41,12 @@ function decodeTable(dtype: DType): Float64Array {
   return table;
 }
 
+/** The storage-code -> value table of a dtype, or undefined where the storage holds the values themselves. */
+export function valueTable(dtype: DType): Float64Array | undefined {
+  const direct = dtype === 'float32' || dtype === 'int32' || dtype === 'uint8' || dtype === 'bool';
+  return direct ? undefined : decodeTable(dtype);
+}
+
 /** The view's storage codes, row-major, unconverted. */
 function gatherCodes(src: Operand<Handle>): Handle {
   const idx = viewIndices(src.view);
@@ -71,8 +77,7 @@ export function values(src: Operand<Handle>): Float64Array {
   // Contiguous runs of dims merge (a [1, rows, L] batch of rows is 2-D), so more views take the loop below.
   const { shape, strides, offset } = src.view.shape.length > 2 ? coalesceViews([src.view])[0] : src.view;
   const h = src.handle;
-  const direct = src.dtype === 'float32' || src.dtype === 'int32' || src.dtype === 'uint8' || src.dtype === 'bool';
-  const table = direct ? undefined : decodeTable(src.dtype);
+  const table = valueTable(src.dtype);
   // Rank <= 2 (weights, transposed weights, rows): nested loops, no index array; model-sized tensors hit this.
   if (shape.length <= 2) {
     const [rows, cols] = shape.length === 2 ? shape : [1, shape[0] ?? 1];

@@ -1,7 +1,7 @@
 // The `tensorgpu` command line: each subcommand lives in its own module; this file only declares the flags and
 // parses them (with their checks, validate.ts). main.ts runs it.
 import { readFileSync } from 'node:fs';
-import { Command, InvalidArgumentError } from 'commander';
+import { Command, InvalidArgumentError, Option } from 'commander';
 import { runGenerateCheckpoint, runInspectCheckpoint, runLoadCheckpoint } from './checkpoint.js';
 import { runDemo } from './demo.js';
 import { runGenerate, SPECULATIVE_KINDS, type GenerateCliOptions } from './generate.js';
@@ -66,6 +66,13 @@ const LOAD_DTYPES = ['fp8', 'int4', 'float32', 'float16', 'bfloat16'] as const;
 const LOAD_DTYPE_HELP = 'fp8 / int4 quantize linear weights at load (int4: affine, groups of --group-size along K); float32/float16/bfloat16 convert them';
 const GROUP_SIZE_HELP = 'int4 group size along K: 32, 64 or 128 (default 128)';
 
+/** --device, the same flag on every command that runs kernels. */
+const deviceFlag = () => new Option('--device <device>', 'auto, webgpu or cpu').argParser(deviceName).default('auto');
+/** --dtype: the load dtypes, unless a command takes fewer. */
+const dtypeFlag = (help = LOAD_DTYPE_HELP, dtypes: readonly string[] = LOAD_DTYPES) => new Option('--dtype <dtype>', help).argParser(choice(dtypes));
+/** int4's --group-size. */
+const groupSizeFlag = () => new Option('--group-size <g>', GROUP_SIZE_HELP).argParser(positiveInt);
+
 /** The `tensorgpu` command line, every subcommand with its flags. Flag values are checked as they are parsed. */
 export function buildProgram(): Command {
   const program = new Command('tensorgpu')
@@ -87,7 +94,7 @@ export function buildProgram(): Command {
   program
     .command('demo')
     .description('run a matmul and an elementwise chain on the best device and check them against the CPU backend')
-    .option('--device <device>', 'auto, webgpu or cpu', deviceName, 'auto')
+    .addOption(deviceFlag())
     .option('--size <n>', 'square matmul size', positiveInt, 512)
     .action(async (opts: { device: 'auto' | 'webgpu' | 'cpu'; size: number }) => {
       process.exitCode = await runDemo({ device: opts.device, size: opts.size });
@@ -118,9 +125,9 @@ export function buildProgram(): Command {
     )
     .option('--repetition-penalty <r>', "HF repetition penalty, 1 = off (default: generation_config.json's, else 1)", numberIn('(0, inf)'))
     .option('--seed <n>', 'sampling seed (an integer >= 0)', nonNegativeInt)
-    .option('--device <device>', 'auto, webgpu or cpu', deviceName, 'auto')
-    .option('--dtype <dtype>', LOAD_DTYPE_HELP, choice(LOAD_DTYPES))
-    .option('--group-size <g>', GROUP_SIZE_HELP, positiveInt)
+    .addOption(deviceFlag())
+    .addOption(dtypeFlag())
+    .addOption(groupSizeFlag())
     .option('--kv-dtype <dtype>', 'the KV cache: f32 (default), bf16, f16, or fp8 (e4m3 with a scale per position and kv head)', choice(KV_DTYPE_NAMES))
     .option('--raw', 'send the prompt as is, without the chat template')
     .option('--think', "let Qwen3 / Qwen3.5 think first (the chat template's enable_thinking)")
@@ -168,9 +175,9 @@ export function buildProgram(): Command {
     .option('--no-master-weights', 'with --full and 16-bit weights: update them directly, without float32 master copies')
     .option('--compile', "run each step through compile(): traced, fused and replayed from the third step (the update's step count on the device)")
     .option('--seed <n>', 'adapter initialization seed', nonNegativeInt, 0)
-    .option('--device <device>', 'auto, webgpu or cpu', deviceName, 'auto')
-    .option('--dtype <dtype>', 'fp8 / int4 quantize the frozen base at load (int4 + LoRA: QLoRA); float32/float16/bfloat16 convert it', choice(LOAD_DTYPES))
-    .option('--group-size <g>', GROUP_SIZE_HELP, positiveInt)
+    .addOption(deviceFlag())
+    .addOption(dtypeFlag('fp8 / int4 quantize the frozen base at load (int4 + LoRA: QLoRA); float32/float16/bfloat16 convert it'))
+    .addOption(groupSizeFlag())
     .action(async (opts: TrainCliOptions) => {
       process.exitCode = await runTrain(opts);
     });
@@ -182,9 +189,9 @@ export function buildProgram(): Command {
       '--model <dir|repo>',
       `Hugging Face checkpoint directory, a Hub repo id (org/name[@revision]), or ${BUILTIN_PREFIX}<preset> (${presetNames().join(', ')})`,
     )
-    .option('--device <device>', 'auto, webgpu or cpu', deviceName, 'auto')
-    .option('--dtype <dtype>', LOAD_DTYPE_HELP, choice(LOAD_DTYPES))
-    .option('--group-size <g>', GROUP_SIZE_HELP, positiveInt)
+    .addOption(deviceFlag())
+    .addOption(dtypeFlag())
+    .addOption(groupSizeFlag())
     .option('--prompt-tokens <n>', 'prefill length', positiveInt, 32)
     .option('--decode-tokens <n>', 'decode steps', positiveInt, 16)
     .option('--moe <mode>', 'fused, per-expert or both', choice(['fused', 'per-expert', 'both'] as const), 'both')
@@ -227,7 +234,7 @@ export function buildProgram(): Command {
       .option('--no-preview', 'write no animated preview')
       .option('--fps <n>', 'frame rate of the preview', positiveInt, 16)
       .option('--seed <n>', 'seed of the default random latents', nonNegativeInt, 1)
-      .option('--device <device>', 'auto, webgpu or cpu', deviceName, 'auto')
+      .addOption(deviceFlag())
       .option('--denormalize', "apply the config's latents_mean / latents_std (z * std + mean) before decoding, as the Wan pipeline does")
       .option('--compile', "run each chunk's decoder through compile(): from the fourth latent frame on, chunks replay one recording"),
     'decode',
@@ -264,7 +271,7 @@ export function buildProgram(): Command {
         'a PNG, numbered PNGs as a printf pattern (frames-%04d.png: from the first index in 0..4 to the first gap), or a video file (.mp4, .webm, .mov, .mkv, .avi, .gif: decoded by ffmpeg on PATH)',
       )
       .option('--out <file>', ".safetensors file for the latents (tensor 'latents', [1, z_dim, T, h, w])", 'latents.safetensors')
-      .option('--device <device>', 'auto, webgpu or cpu', deviceName, 'auto')
+      .addOption(deviceFlag())
       .option('--normalize', "write (z - latents_mean) / latents_std with the config's statistics, as the Wan pipeline feeds its transformer"),
     'encode',
   ).action(async (opts: TilingFlagValues & { model?: string; input: string; out: string; device: DeviceFlag; normalize?: boolean }) => {
@@ -279,7 +286,7 @@ export function buildProgram(): Command {
       .description(description)
       .option('--out <file>', 'PNG to write (time on x, frequency on y)', defaultOut)
       .option('--save <file>', '.safetensors file for the feature tensor')
-      .option('--device <device>', 'auto, webgpu or cpu', deviceName, 'auto')
+      .addOption(deviceFlag())
       .option('--seconds <n>', 'length of the built-in signal when no input is given', positiveInt, 10)
       .option('--scale <n>', 'pixels per value in the picture', positiveInt, 1)
       .option('--compile', 'run the front end through compile() (one call: traced, which is the eager run; the API replays later calls)');
@@ -305,7 +312,7 @@ export function buildProgram(): Command {
       '--model <dir|repo|builtin:whisper-tiny>',
       'a Whisper checkpoint folder or Hub id (openai/whisper-tiny ...); default the built-in random-weight preset',
     )
-    .option('--device <device>', 'auto, webgpu or cpu', deviceName, 'auto')
+    .addOption(deviceFlag())
     .option('--language <code>', 'spoken language (en, de, ... or a name); detected from the first 30 s when absent')
     .option('--task <task>', 'transcribe, or translate (to English)', choice(['transcribe', 'translate'] as const), 'transcribe')
     .option('--output-format <format>', 'text, srt, vtt or json (segments)', choice(['text', 'srt', 'vtt', 'json'] as const), 'text')
@@ -314,12 +321,8 @@ export function buildProgram(): Command {
     .option('--initial-prompt <text>', 'text the first window is conditioned on (names, spelling)')
     .option('--without-timestamps', 'decode with <|notimestamps|> (one segment per window)')
     .option('--max-tokens <n>', 'tokens sampled per 30 s window at most (default 224)', positiveInt)
-    .option(
-      '--dtype <dtype>',
-      'fp8 / int4: quantize the attention and MLP projections at load (int4: affine, groups of --group-size along K)',
-      choice(['fp8', 'int4'] as const),
-    )
-    .option('--group-size <g>', GROUP_SIZE_HELP, positiveInt)
+    .addOption(dtypeFlag('fp8 / int4: quantize the attention and MLP projections at load (int4: affine, groups of --group-size along K)', ['fp8', 'int4']))
+    .addOption(groupSizeFlag())
     .option('--no-capture', 'run every decoder step eagerly (no captured step)')
     .action(async (file: string, opts: Omit<TranscribeCliOptions, 'input' | 'noCapture'> & { capture?: boolean }) => {
       process.exitCode = await runTranscribe({ ...opts, input: file, noCapture: opts.capture === false });
@@ -355,13 +358,9 @@ export function buildProgram(): Command {
     .command('load')
     .description('stream a whole checkpoint onto a device, with progress, throughput and memory figures')
     .requiredOption('--model <dir|repo>', 'checkpoint directory, .safetensors file or Hub repo id (org/name[@revision][/subfolder])')
-    .option('--device <device>', 'auto, webgpu or cpu', deviceName, 'auto')
-    .option(
-      '--dtype <dtype>',
-      'fp8 / int4 quantize float linear weights at load (int4: the error of each is printed); float32/float16/bfloat16 convert',
-      choice(['fp8', 'int4', 'float32', 'float16', 'bfloat16'] as const),
-    )
-    .option('--group-size <g>', 'int4 group size along K: 32, 64 or 128', positiveInt)
+    .addOption(deviceFlag())
+    .addOption(dtypeFlag('fp8 / int4 quantize float linear weights at load (int4: the error of each is printed); float32/float16/bfloat16 convert'))
+    .addOption(groupSizeFlag())
     .action(
       async (opts: { model: string; device: 'auto' | 'webgpu' | 'cpu'; dtype?: 'fp8' | 'int4' | 'float32' | 'float16' | 'bfloat16'; groupSize?: number }) => {
         process.exitCode = await runLoadCheckpoint(opts);
@@ -375,9 +374,9 @@ export function buildProgram(): Command {
       '--model <dir|repo>',
       `Hugging Face checkpoint directory, a Hub repo id (org/name[@revision]), or ${BUILTIN_PREFIX}<preset> (${presetNames().join(', ')})`,
     )
-    .option('--device <device>', 'auto, webgpu or cpu', deviceName, 'auto')
-    .option('--dtype <dtype>', LOAD_DTYPE_HELP, choice(LOAD_DTYPES))
-    .option('--group-size <g>', GROUP_SIZE_HELP, positiveInt)
+    .addOption(deviceFlag())
+    .addOption(dtypeFlag())
+    .addOption(groupSizeFlag())
     .option('--host <host>', 'address to bind', '127.0.0.1')
     .option('--port <n>', 'port to listen on (0 = any free port; the URL is printed)', port, 8000)
     .option('--api-key <key>', 'require Authorization: Bearer <key> on /v1/*')

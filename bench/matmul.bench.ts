@@ -1,10 +1,12 @@
 // f32 matmul, WebGPU against the CPU reference backend: square GEMMs and the decode-time GEMV (one token's
 // activation row through a weight matrix), with the weight in both layouts; and the tiled GEMM with its subgroup
 // variant (A shared by subgroupShuffle) against the workgroup-memory tile on the same adapter.
-import { matmul, randn, synchronize, Generator, type Tensor } from '../src/index.js';
+import { linear, matmul, randn, synchronize, Generator, type Tensor } from '../src/index.js';
+import { quantizeInt4 } from '../src/ops/int4.js';
 import { webgpuBackend } from '../src/runtime/registry.js';
 import { gemmShareWidth, gemmTuning } from '../src/kernels/matmul/gemm.js';
 import { gemvKnTuning } from '../src/kernels/matmul/gemv-kn.js';
+import { gemvTuning } from '../src/kernels/matmul/gemv.js';
 import { primeGpu, timeIt, type BenchCase, type BenchContext, type RowInput, type TimeOptions } from './harness.js';
 
 /** A CPU run predicted to take longer than this is skipped (the CPU backend is a plain-JS oracle, not a BLAS). */
@@ -46,7 +48,15 @@ export function matmulCases(quick: boolean): BenchCase[] {
       cpu: { gflops: undefined },
     });
   return quick
-    ? [square(128), square(256), gemv(1024, 1024, 'nk'), gemv(1024, 1024, 'kn'), subgroupCase(256, 256, 256, 'kn'), gemvKnCase(1, 1024, 1024)]
+    ? [
+        square(128),
+        square(256),
+        gemv(1024, 1024, 'nk'),
+        gemv(1024, 1024, 'kn'),
+        subgroupCase(256, 256, 256, 'kn'),
+        gemvKnCase(1, 1024, 1024),
+        gemvNkCase(1, 1024, 1024, 'bfloat16'),
+      ]
     : [
         square(256),
         square(512),
@@ -58,6 +68,10 @@ export function matmulCases(quick: boolean): BenchCase[] {
         gemvKnCase(1, 4096, 4096),
         gemvKnCase(4, 4096, 1024),
         gemvKnCase(1, 4096, 256),
+        gemvNkCase(1, 4096, 4096, 'float32'),
+        gemvNkCase(1, 4096, 4096, 'bfloat16'),
+        gemvNkCase(4, 4096, 1024, 'bfloat16'),
+        gemvNkCase(1, 4096, 4096, 'int4'),
       ];
 }
 
@@ -225,6 +239,56 @@ async function measure(ctx: BenchContext, spec: MatmulSpec, shape: string): Prom
     }
     return rows;
   } finally {
+    for (const t of owned.reverse()) t.dispose();
+  }
+}
+
+const NK_SCALAR = 'gemv x@W.T scalar activation loads';
+const NK_VEC4 = 'gemv x@W.T vec4 activation chunks';
+
+/**
+ * The [N, K] decode GEMV (a float32 activation, the decode steps' case) with the activation read one scalar per
+ * weight and row (gemvTuning.vectorActivations off, the kernel before) and as 16-byte chunks dotted with 4 decoded
+ * weights (on), one run, same inputs.
+ */
+function gemvNkCase(m: number, k: number, n: number, weight: 'float32' | 'bfloat16' | 'int4'): BenchCase {
+  const shape = `[${m},${k}]x[${n},${k}].T ${weight}`;
+  return { benchmark: 'gemv x@W.T activation loads', shape, run: (ctx) => measureGemvNk(ctx, m, k, n, weight, shape) };
+}
+
+async function measureGemvNk(ctx: BenchContext, m: number, k: number, n: number, weight: 'float32' | 'bfloat16' | 'int4', shape: string): Promise<RowInput[]> {
+  if (!ctx.gpu) return [{ benchmark: NK_VEC4, shape, backend: 'cpu', note: 'WebGPU only' }];
+  const owned: Tensor[] = [];
+  const own = (t: Tensor): Tensor => (owned.push(t), t);
+  try {
+    const g = new Generator(778);
+    const a = own(randn([m, k], { device: 'webgpu', generator: g }));
+    const w32 = own(randn([n, k], { device: 'webgpu', generator: g }));
+    let run: () => Tensor;
+    if (weight === 'int4') {
+      const q = quantizeInt4(w32, 128);
+      const [data, scale, zero] = [own(q.data), own(q.scale), own(q.zero)];
+      run = () => linear(a, data, undefined, { weightScale: scale, int4: { zero, groupSize: q.groupSize } });
+    } else {
+      const w = weight === 'float32' ? w32 : own(w32.to(weight));
+      run = () => linear(a, w);
+    }
+    const rows: RowInput[] = [];
+    for (const vec of [false, true]) {
+      const benchmark = vec ? NK_VEC4 : NK_SCALAR;
+      gemvTuning.vectorActivations = vec;
+      run().dispose();
+      await synchronize();
+      ctx.log(`  webgpu ${benchmark} ${shape}`);
+      const timing = await timeIt(async () => {
+        run().dispose();
+        await synchronize();
+      }, ctx.time);
+      rows.push({ benchmark, shape, backend: 'webgpu', timing, flops: 2 * m * n * k, baselineBenchmark: vec ? NK_SCALAR : undefined });
+    }
+    return rows;
+  } finally {
+    gemvTuning.vectorActivations = true;
     for (const t of owned.reverse()) t.dispose();
   }
 }

@@ -26,6 +26,9 @@ export const GEMV_MAX_M = 4;
  * every group running the 4-row shader with a runtime row count, so each row's sum is the same whatever the batch.
  */
 export const GEMV_GROUPED_MAX_M = 64;
+/** vectorActivations off: the scalar activation loads everywhere (the bench's baseline row). */
+export const gemvTuning = { vectorActivations: true };
+
 /** Invocations a workgroup: TPO per output column times OPW columns. */
 const WORKGROUP = 256;
 
@@ -65,6 +68,23 @@ const INT4_CHUNK_BODY = [
   '      part *= load_q_scale(p.q_s_off + gi);',
 ].join('\n');
 
+/**
+ * The int4 chunk with float32 activations read as vec4s (the avec variant): each word's 8 codes become two vec4s
+ * dotted with 4-column activation chunks, m vec4 loads per 8 weights instead of 8 m scalar loads.
+ */
+const INT4_CHUNK_BODY_AVEC = [
+  '      let gi = n * p.q_groups + k0 / p.group;',
+  '      let z = load_q_zero(p.q_z_off + gi);',
+  '      for (var w = 0u; w < 4u; w++) {',
+  '        let word = chunk[w];',
+  '        let lo = vec4<f32>(f32(word & 15u), f32((word >> 4u) & 15u), f32((word >> 8u) & 15u), f32((word >> 12u) & 15u)) - z;',
+  '        let hi = vec4<f32>(f32((word >> 16u) & 15u), f32((word >> 20u) & 15u), f32((word >> 24u) & 15u), f32(word >> 28u)) - z;',
+  '        let q = k0 / 4u + w * 2u;',
+  '        part += a_dot(lo, q) + a_dot(hi, q + 1u);',
+  '      }',
+  '      part *= load_q_scale(p.q_s_off + gi);',
+].join('\n');
+
 // A loop, not an unrolled block: 16 inlined FP8 decodes per chunk made SwiftShader's shader compiler hang, and GPU
 // compilers unroll constant-trip loops themselves.
 function chunkBody(dtype: DType): string {
@@ -77,6 +97,33 @@ function chunkBody(dtype: DType): string {
     `        for (var l = 0u; l < ${lanes}u; l++) {`,
     `          part += decode_w(${code}) * a_vec(k0 + w * ${lanes}u + l);`,
     '        }',
+    '      }',
+  ].join('\n');
+}
+
+/**
+ * The avec variant's chunk: 4 weights at a time decoded into a vec4 and dotted with each row's 16-byte activation
+ * chunk (a_dot), instead of one strided, decoded scalar load per weight and row (a_vec).
+ */
+function chunkBodyAvec(dtype: DType): string {
+  const lanes = lanesPerWord(dtype);
+  const bits = 32 / lanes;
+  const mask = `${(2 ** bits - 1) >>> 0}u`;
+  // Static lane shifts: a shader compiler keeps wv in registers (a runtime component index may spill it).
+  const lane = (word: string, l: number) => (lanes === 1 ? word : l === lanes - 1 ? `(${word} >> ${l * bits}u)` : `((${word} >> ${l * bits}u) & ${mask})`);
+  const vec = (codes: string[]) => `vec4<f32>(${codes.map((c) => `decode_w(${c})`).join(', ')})`;
+  if (lanes === 1) return `      part += a_dot(${vec(['chunk.x', 'chunk.y', 'chunk.z', 'chunk.w'])}, k0 / 4u);`;
+  if (lanes === 2) {
+    return [
+      `      part += a_dot(${vec([lane('chunk.x', 0), lane('chunk.x', 1), lane('chunk.y', 0), lane('chunk.y', 1)])}, k0 / 4u);`,
+      `      part += a_dot(${vec([lane('chunk.z', 0), lane('chunk.z', 1), lane('chunk.w', 0), lane('chunk.w', 1)])}, k0 / 4u + 1u);`,
+    ].join('\n');
+  }
+  // 8-bit codes: one word is one vec4 (a loop over the words, as chunkBody: 16 inlined decodes hung SwiftShader).
+  return [
+    '      for (var w = 0u; w < 4u; w++) {',
+    '        let word = chunk[w];',
+    `        part += a_dot(${vec([0, 1, 2, 3].map((l) => lane('word', l)))}, k0 / 4u + w);`,
     '      }',
   ].join('\n');
 }
@@ -183,6 +230,7 @@ const GEMV_VARIANT = {
   ...SCALING_VARIANT,
   subgroups: 'boolean',
   swiglu: 'boolean',
+  avec: 'boolean',
 } as const;
 type GemvVariant = VariantOf<typeof GEMV_VARIANT>;
 
@@ -211,11 +259,30 @@ function gemvFunctions(v: GemvVariant): string {
     aRow,
     lut ? 'var<workgroup> fp8_lut: array<f32, 256>;\nfn decode_w(code: u32) -> f32 {\n  return fp8_lut[code];\n}\n' : decodeFn('decode_w', v.b, 'f32'),
     `fn a_vec(k: u32) -> vec4<f32> {\n  return vec4<f32>(${rows.join(', ')});\n}\n`,
+    v.avec ? aDotFn(m) : '',
     blockScaled(v) ? `fn block_scale(n: u32, k: u32) -> vec4<f32> {\n  return vec4<f32>(${[0, 1, 2, 3].map(aScale).join(', ')}) * ${bScale};\n}\n` : '',
     epilogueWgsl(v),
     activationColumnWgsl(v),
     columnValueFn(v.swiglu, WORKGROUP / v.tpo),
   ].join('\n');
+}
+
+/** `a_dot(wv, q)`: wv dotted with 16-byte chunk q of each activation row (rows past m give 0). */
+function aDotFn(m: number): string {
+  const rows = [0, 1, 2, 3].map((r) => (r < m ? `dot(wv, xv[(p.a_off + ${r}u * p.a_sm) / 4u + q])` : '0.0'));
+  return `fn a_dot(wv: vec4<f32>, q: u32) -> vec4<f32> {\n  return vec4<f32>(${rows.join(', ')});\n}\n`;
+}
+
+/**
+ * Whether the activation can be read as vec4<f32> chunks: float32, k contiguous, every row 16-byte aligned, not the
+ * grouped (batch-invariant) form nor act-order int4 (its columns are permuted). The decode steps' activations are
+ * float32 rows like this.
+ */
+export function activationVectorizes(a: GpuOperand, m: number, grouped: boolean, s: GemmScaling): boolean {
+  const [sm, sk] = a.view.strides;
+  return (
+    gemvTuning.vectorActivations && a.dtype === 'float32' && !grouped && !s.int4B?.perm && sk === 1 && a.view.offset % 4 === 0 && (m === 1 || sm % 4 === 0)
+  );
 }
 
 const gemv = defineKernel({
@@ -237,7 +304,8 @@ const gemv = defineKernel({
     ...INT4_PARAMS,
   },
   outputs: { out: { packed: 'out', saturate: true } },
-  inputs: { x: { packed: 'a' }, w: { type: 'vec4<u32>', packed: 'b' }, ...SCALING_INPUTS },
+  // xv: the same activation buffer as vec4<f32> chunks (avec); x stays bound for the row tails.
+  inputs: { x: { packed: 'a' }, xv: { type: 'vec4<f32>', when: (v) => v.avec }, w: { type: 'vec4<u32>', packed: 'b' }, ...SCALING_INPUTS },
   grid: 'custom',
   workgroupSize: WORKGROUP,
   enables: (v) => (v.subgroups ? ['subgroups'] : []),
@@ -247,7 +315,7 @@ const gemv = defineKernel({
     const reduce = columnReduceWgsl(v.subgroups, 'vec4<f32>(0.0)');
     const lut = isFp8(v.b);
     return {
-      CHUNK_BODY: v.int4 !== 'none' ? INT4_CHUNK_BODY : chunkBody(v.b),
+      CHUNK_BODY: v.int4 !== 'none' ? (v.avec ? INT4_CHUNK_BODY_AVEC : INT4_CHUNK_BODY) : v.avec ? chunkBodyAvec(v.b) : chunkBody(v.b),
       CHUNK_SCALE: blockScaled(v) ? ' * block_scale(n, k0)' : '',
       TAIL_SCALE: blockScaled(v) ? ' * block_scale(n, k)' : '',
       STORE: storeCode(lanesPerWord(v.out), v.m, WORKGROUP / v.tpo, v.grouped),
@@ -281,10 +349,11 @@ export function gemvKernel(ctx: GpuContext, a: GpuOperand, b: GpuOperand, dims: 
   const [, sn] = b.view.strides;
   // Batch-invariant: every row count runs the same 4-row shader in groups (its rows' sums do not depend on m).
   const grouped = batchInvariant();
+  const avec = activationVectorizes(a, m, grouped, s);
   const [gx, gy] = grid1d(Math.ceil(n / (WORKGROUP / tpo)), 1);
   gemv.run(
     ctx,
-    { tpo, m: grouped ? GEMV_MAX_M : m, grouped, a: a.dtype, b: b.dtype, out: outDtype, ...scalingVariant(s), subgroups, swiglu },
+    { tpo, m: grouped ? GEMV_MAX_M : m, grouped, a: a.dtype, b: b.dtype, out: outDtype, ...scalingVariant(s), subgroups, swiglu, avec },
     {
       n,
       k,
@@ -299,7 +368,7 @@ export function gemvKernel(ctx: GpuContext, a: GpuOperand, b: GpuOperand, dims: 
       m,
       ...int4Params(s, k),
     },
-    { out, x: a.buffer, w: b.buffer, ...scalingBuffers(s) },
+    { out, x: a.buffer, ...(avec ? { xv: a.buffer } : {}), w: b.buffer, ...scalingBuffers(s) },
     {
       workgroups: [gx, gy, grouped ? Math.ceil(m / GEMV_MAX_M) : 1],
       bytes: weightBytes(b.dtype, s, dims.n, k) + bytesOf(a.dtype, m * k) + bytesOf(outDtype, m * n),

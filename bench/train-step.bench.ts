@@ -4,7 +4,8 @@
 // recorded step needs) and with the MoE experts composed per expert (the path before the grouped expert backward).
 // And the AdamW update alone: over the adapters' parameter arena (one dispatch), per tensor (the same kernel, one
 // dispatch each), and written op by op. Dispatches per step, optimizer dispatches, peak GPU memory and
-// optimizer-state bytes per trained parameter are machine-independent.
+// optimizer-state bytes per trained parameter are machine-independent. And full fine-tuning (`train step full`):
+// the expert stacks trained through the grouped expert weight gradient, against the experts composed per expert.
 import { ensureBuiltinModel } from '../src/models/builtin.js';
 import { loadModel } from '../src/models/load.js';
 import { FineTune, packSequences } from '../src/train/fine-tune.js';
@@ -19,7 +20,56 @@ const SEQ = 32;
 
 export function trainStepCases(quick: boolean): BenchCase[] {
   const shape = `builtin qwen3-moe-tiny S=${SEQ} lora r8`;
-  return [{ benchmark: 'train step', shape, run: (ctx) => measure(ctx, shape, quick) }];
+  const full = `builtin qwen3-moe-tiny S=${SEQ} full`;
+  return [
+    { benchmark: 'train step', shape, run: (ctx) => measure(ctx, shape, quick) },
+    { benchmark: 'train step full', shape: full, run: (ctx) => measureFull(ctx, full, quick) },
+  ];
+}
+
+/**
+ * Full fine-tuning (every weight trained, the expert stacks included) on WebGPU: the experts grouped (moeExperts with
+ * the grouped expert weight gradient) against composed per expert (the only path before it), same model and data.
+ */
+async function measureFull(ctx: BenchContext, shape: string, quick: boolean): Promise<RowInput[]> {
+  if (!ctx.gpu) return [];
+  const dir = await ensureBuiltinModel({ onNotice: ctx.log });
+  const tokenizer = TextTokenizer.fromDirectory(dir);
+  const sequences = packSequences(tokenizer.encode(SAMPLE_TRAINING_TEXT), SEQ);
+  const time = { warmup: 0, minRuns: 1, maxRuns: quick ? 1 : 3, minMs: 0, maxMs: quick ? 0 : 20000 };
+  const { model } = await loadModel(dir, { device: 'webgpu', maxSequence: SEQ });
+  const rows: RowInput[] = [];
+  try {
+    const variants = [
+      { benchmark: 'train step full composed experts', forward: { moeComposed: true } },
+      { benchmark: 'train step full', forward: {} },
+    ];
+    for (const variant of variants) {
+      const run = new FineTune(model, { kind: 'full' }, { steps: 100, lr: 1e-5, forward: variant.forward });
+      try {
+        let at = 0;
+        let result = await run.step(sequences[0]);
+        const t = await timeIt(async () => {
+          result = await run.step(sequences[at++ % sequences.length]);
+        }, time);
+        const why = `${result.dispatches} dispatches/step, ${result.optimizerDispatches} in the optimizer, ${run.parameterCount} trained values`;
+        ctx.log(`  ${variant.benchmark}: ${why}`);
+        rows.push({
+          benchmark: variant.benchmark,
+          shape,
+          backend: 'webgpu',
+          timing: { ...t, dispatchesPerRun: result.dispatches },
+          baselineBenchmark: variant.benchmark === 'train step full' ? 'train step full composed experts' : undefined,
+          note: why,
+        });
+      } finally {
+        run.dispose();
+      }
+    }
+  } finally {
+    model.dispose();
+  }
+  return rows;
 }
 
 /** AdamW written op by op (what the fused kernel replaces): about a dozen dispatches per parameter tensor. */

@@ -53,7 +53,7 @@ export interface SignatureStats {
   /** Buffers the recording binds and their bytes (intermediates share buffers by lifetime). */
   readonly recordedBuffers?: { readonly count: number; readonly bytes: number };
   readonly deadOps: number;
-  /** Adds folded into a matmul's epilogue (bias, residual). */
+  /** Ops folded into a matmul's epilogue (bias and residual adds, activations). */
   readonly epilogues: number;
   /** Values fn keeps alive without returning them (written back after each run). */
   readonly escapees: number;
@@ -577,7 +577,7 @@ export function compile<A extends unknown[], R>(fn: (...args: A) => R, options: 
           (e.dispatches !== undefined ? `, ${e.dispatches} dispatches per replay` : '') +
           (e.replayBytes ? `, ${e.replayBytes} bytes per replay` : '') +
           (e.recordedBuffers ? `, ${e.recordedBuffers.count} buffers bound (${e.recordedBuffers.bytes} bytes)` : '') +
-          `; ${e.epilogues} adds folded into matmul epilogues; ${e.deadOps} dead ops dropped; ${e.escapees} kept values written back`,
+          `; ${e.epilogues} ops (adds, activations) folded into matmul epilogues; ${e.deadOps} dead ops dropped; ${e.escapees} kept values written back`,
       );
       if (e.fusedGroups.length)
         lines.push(`  elementwise bytes ${e.elementwiseBytes.unfused} one by one -> ${e.elementwiseBytes.fused} fused`, ...e.fusedGroups.map((g) => `  ${g}`));

@@ -12,7 +12,7 @@ import { formatShape, isContiguous, numel, type Shape, type View } from '../core
 import type { MatmulArgs } from '../kernels/matmul/index.js';
 import type { ReduceArgs } from '../kernels/reduce/index.js';
 import { FUSED_MAP_MAX_BUFFERS, FUSED_MAP_MAX_SCALARS, type FusedMapArgs, type FusedNode, type FusedRef } from '../kernels/fused-map/index.js';
-import { isScalarOperand, type Backend, type Operand, type ReduceOp, type ScalarOperand } from '../runtime/backend.js';
+import { EPILOGUE_UNARY_OPS, isScalarOperand, type Backend, type EpilogueUnary, type Operand, type ReduceOp, type ScalarOperand } from '../runtime/backend.js';
 import { forEachHandle, type Trace, type TracedCall } from './trace.js';
 
 export interface FusedGroup {
@@ -106,7 +106,9 @@ export function buildProgram(trace: Trace, outputs: ReadonlySet<object>): Progra
     live[i] = false;
     for (const h of argHandles[i]) uses.set(h, (uses.get(h) ?? 0) - 1);
   }
-  const epilogues = compileTuning.epilogues ? fuseEpilogues(calls, live, argHandles, kept) : new Map<number, TracedCall>();
+  const { rewritten: epilogues, folded } = compileTuning.epilogues
+    ? fuseEpilogues(calls, live, argHandles, kept)
+    : { rewritten: new Map<number, TracedCall>(), folded: 0 };
   const kept_ = calls.map((c, i) => ({ c: epilogues.get(i) ?? c, i })).filter((x) => live[x.i]);
   for (const [i, c] of epilogues) argHandles[i] = handlesOf(c, c.args);
 
@@ -180,8 +182,8 @@ export function buildProgram(trace: Trace, outputs: ReadonlySet<object>): Progra
   return {
     steps: steps.map((s, k) => ({ ...s.step, frees: frees[k] })),
     escapees,
-    deadCalls: live.filter((l) => !l).length - epilogues.size,
-    epilogues: epilogues.size,
+    deadCalls: live.filter((l) => !l).length - folded,
+    epilogues: folded,
   };
 }
 
@@ -189,9 +191,17 @@ export function buildProgram(trace: Trace, outputs: ReadonlySet<object>): Progra
  * GEMM epilogues: `add(matmul(a, b), r)` where r is a [n] row broadcast (a bias) or a plain [m, n] tensor (a
  * residual) becomes the matmul with that epilogue, which adds r to the float32 product before the one store, as the
  * add would (float32 results of 2-D products; r must exist when the matmul runs and nothing may write it between).
- * Returns the rewritten matmul calls by index; the adds are marked dead.
+ * An activation (gelu, silu, relu, tanh, sigmoid) of the matmul's result (after its bias) folds the same way: the
+ * epilogue computes it with the elementwise op's own expression, so the bits are the eager ones; a residual add
+ * may still follow it. Returns the rewritten matmul calls by index and how many ops folded; those are marked dead.
  */
-function fuseEpilogues(calls: readonly TracedCall[], live: boolean[], argHandles: object[][], kept: (h: object) => boolean): Map<number, TracedCall> {
+function fuseEpilogues(
+  calls: readonly TracedCall[],
+  live: boolean[],
+  argHandles: object[][],
+  kept: (h: object) => boolean,
+): { rewritten: Map<number, TracedCall>; folded: number } {
+  let folded = 0;
   const out = new Map<number, TracedCall>();
   const producer = new Map<object, number>();
   const readers = new Map<object, number[]>();
@@ -200,8 +210,26 @@ function fuseEpilogues(calls: readonly TracedCall[], live: boolean[], argHandles
     forEachHandle(c.backend, c.out, (h) => producer.set(h, i));
     for (const h of argHandles[i]) (readers.get(h) ?? readers.set(h, []).get(h)!).push(i);
   });
-  calls.forEach((add, j) => {
-    if (!live[j] || add.method !== 'binary' || add.args[0] !== 'add' || add.args[4] !== 'float32') return;
+  calls.forEach((call, j) => {
+    if (!live[j] || call.args[call.method === 'binary' ? 4 : 2] !== 'float32') return;
+    // act(matmul): the activation in the epilogue, before any residual (so not after one).
+    if (call.method === 'unary' && (EPILOGUE_UNARY_OPS as readonly string[]).includes(call.args[0] as string)) {
+      const x = call.args[1] as Operand<object>;
+      const i = producer.get(x.handle);
+      const mm = i === undefined ? undefined : (out.get(i) ?? calls[i]);
+      if (i === undefined || mm?.method !== 'kernel' || mm.name !== 'matmul' || mm.out !== x.handle || kept(x.handle)) return;
+      if ((readers.get(x.handle) ?? []).length !== 1 || !isPlain(x.view, x.view.shape)) return;
+      const args = mm.args[0] as MatmulArgs<object>;
+      const s = args.scaling ?? {};
+      if (args.dims.batch.length || args.outDtype !== 'float32' || s.activation || s.residual || s.unary) return;
+      out.set(i, { ...mm, args: [{ ...args, scaling: { ...s, unary: call.args[0] as EpilogueUnary } }], out: call.out });
+      forEachHandle(call.backend, call.out, (h) => producer.set(h, i));
+      live[j] = false;
+      folded++;
+      return;
+    }
+    const add = call;
+    if (add.method !== 'binary' || add.args[0] !== 'add') return;
     const shape = add.args[3] as Shape;
     if (shape.length !== 2) return;
     const [m, n] = shape;
@@ -210,26 +238,29 @@ function fuseEpilogues(calls: readonly TracedCall[], live: boolean[], argHandles
       const r = operands[1 - k];
       if (isScalarOperand(x) || isScalarOperand(r) || !isPlain(x.view, shape) || kept(x.handle) || r.handle === x.handle) continue;
       const i = producer.get(x.handle);
-      const mm = i === undefined ? undefined : calls[i];
+      const mm = i === undefined ? undefined : (out.get(i) ?? calls[i]);
       if (i === undefined || mm?.method !== 'kernel' || mm.name !== 'matmul' || mm.out !== x.handle) continue;
       if ((readers.get(x.handle) ?? []).length !== 1) continue;
       const args = mm.args[0] as MatmulArgs<object>;
       const s = args.scaling ?? {};
       if (args.dims.batch.length || args.outDtype !== 'float32' || s.activation || s.residual || !DTYPE_INFO[r.dtype].isFloating) continue;
+      // After an activation only a residual can follow (the epilogue's order); a row would be a bias inside it.
+      const row = r.view.offset === 0 && r.view.strides[0] === 0 && r.view.strides[1] === 1 && !s.unary;
       // r must already exist when the matmul runs, and no call in between may write anything (only pure ones run).
       const made = producer.get(r.handle);
       if ((made !== undefined && made > i) || calls.slice(i + 1, j).some((c, d) => live[i + 1 + d] && !PURE.has(c.method))) continue;
-      const row = r.view.offset === 0 && r.view.strides[0] === 0 && r.view.strides[1] === 1;
       let scaling: MatmulArgs<object>['scaling'];
       if (row && !s.bias) scaling = { ...s, bias: { handle: r.handle, dtype: r.dtype, view: { shape: [n], strides: [1], offset: 0 } } };
       else if (isPlain(r.view, [m, n])) scaling = { ...s, residual: r };
       else continue;
       out.set(i, { ...mm, args: [{ ...args, scaling }], out: add.out });
+      forEachHandle(add.backend, add.out, (h) => producer.set(h, i));
       live[j] = false;
+      folded++;
       return;
     }
   });
-  return out;
+  return { rewritten: out, folded };
 }
 
 /**

@@ -24,7 +24,7 @@ import { sampleKernels, sampleRowsKernels } from './sample/index.js';
 import { quantizeBlocksKernels } from './quantize-blocks/index.js';
 import { int4DequantKernels, int4QuantizeKernels } from './int4/index.js';
 import { swigluKernels } from './swiglu/index.js';
-import { expertLinearKernels, moeRouteKernels, moeRouterKernels, swigluBackwardKernels } from './moe/index.js';
+import { expertLinearKernels, expertWeightGradKernels, moeRouteKernels, moeRouterKernels, swigluBackwardKernels } from './moe/index.js';
 import { attentionKernels } from './attention/index.js';
 import { attentionBackwardKernels } from './attention-backward/index.js';
 import { fftKernels, stftKernels } from './fft/index.js';
@@ -73,6 +73,7 @@ export const OP_KERNELS = {
   moeRouter: moeRouterKernels,
   swigluBackward: swigluBackwardKernels,
   expertLinear: expertLinearKernels,
+  expertWeightGrad: expertWeightGradKernels,
   attention: attentionKernels,
   attentionBackward: attentionBackwardKernels,
   fft: fftKernels,

@@ -81,6 +81,13 @@ export function gather(x: Tensor, dim: number, index: Tensor): Tensor {
   index.shape.forEach((s, i) => {
     if (i !== d && s > x.shape[i]) throw new ShapeError(`gather: index ${formatShape(index.shape)} is larger than x ${formatShape(x.shape)} in dim ${i}`);
   });
+  if (x.dtype === 'int64') {
+    // int64 elements move as the int32 pairs of their words: each index read twice (a stride-0 trailing dim of 2).
+    const words = { handle: x.operand().handle, dtype: 'int32' as const, view: int64WordView(x.layout) };
+    const pair = index.operand();
+    const pairs = { ...pair, view: { shape: [...pair.view.shape, 2], strides: [...pair.view.strides, 0], offset: pair.view.offset } };
+    return wrap(backend, runKernel('gather', backend, { x: words, dim: d, index: pairs }), 'int64', index.shape);
+  }
   return notDifferentiable('gather', [x, index], () =>
     wrap(backend, runKernel('gather', backend, { x: x.operand(), dim: d, index: index.operand() }), x.dtype, index.shape),
   );

@@ -2,21 +2,19 @@
 // the int32 view of the words for data movement (the backends' read/copy/where). Every other op refuses int64 with
 // a DTypeError naming it (util.ts commonBackend), never computing on it in float.
 import { decodeInt64, encodeInt64, int64Number } from '../core/codecs.js';
-import { isFloating, resultType, type DType } from '../core/dtype.js';
+import { int64WordView, isFloating, resultType, type DType } from '../core/dtype.js';
 import { DTypeError } from '../core/errors.js';
 import { broadcastShapes, broadcastView, normalizeDim, numel, type Shape } from '../core/shape.js';
-import type { Tensor, TensorOrScalar } from '../core/tensor.js';
+import { Tensor, type TensorOrScalar } from '../core/tensor.js';
 import { runKernel } from '../kernels/registry.js';
-import type { Int64MapOp } from '../kernels/int64/index.js';
+import type { Int64MapOp, Int64RowsOp } from '../kernels/int64/index.js';
 import { COMPARISON_OPS, type Backend, type BinaryOp, type ComparisonOp, type Operand } from '../runtime/backend.js';
-import { commonBackend, wrap } from './util.js';
+import { commonBackend, INT64_SUPPORTED, wrap } from './util.js';
 
-const INT64_BINARY: ReadonlySet<string> = new Set<string>(['add', 'sub', 'mul', 'maximum', 'minimum', ...COMPARISON_OPS]);
+const INT64_BINARY: ReadonlySet<string> = new Set<string>(['add', 'sub', 'mul', 'maximum', 'minimum', 'floor_divide', 'remainder', 'fmod', ...COMPARISON_OPS]);
 
 export function refuseInt64(op: string, t: { describe(): string }): never {
-  throw new DTypeError(
-    `${op} does not support int64 (tensor ${t.describe()}); supported on int64: add, sub, mul, neg, abs, maximum, minimum, comparisons, where, sum, cumsum, indexing, casts`,
-  );
+  throw new DTypeError(`${op} does not support int64 (tensor ${t.describe()}); ${INT64_SUPPORTED}`);
 }
 
 /** t converted to or from int64 (contiguous; `index`: int64 -> int32 for an index, INT32_MIN where it does not fit). */
@@ -24,6 +22,11 @@ export function castInt64(t: Tensor, to: DType, index = false): Tensor {
   const backend = commonBackend('to', t);
   const out = index ? 'int32' : to;
   return wrap(backend, runKernel('int64Cast', backend, { x: t.operand(), to: out, index }), out, t.shape);
+}
+
+/** The int32 words of int64 t (low, high) as a view with a trailing dim of 2, sharing t's storage. */
+export function int64Words(t: Tensor): Tensor {
+  return new Tensor(t.storage, int64WordView(t.layout), 'int32');
 }
 
 /** A 0-d int64 tensor holding a JS integer (a RangeError past 2^53, as tensor() gives). */
@@ -59,18 +62,30 @@ export function int64Binary(op: BinaryOp, x: TensorOrScalar, y: TensorOrScalar, 
       return next(side(x), side(y));
     }
     if (!INT64_BINARY.has(op)) refuseInt64(op, tensors.find((t) => t.dtype === 'int64')!);
-    const side = (t: TensorOrScalar): Tensor => {
+    // A number side goes to the kernel as its value (no upload: a compiled step may not create tensors from host data).
+    let scalar: { side: 'a' | 'b'; value: bigint } | undefined;
+    const side = (t: TensorOrScalar, which: 'a' | 'b'): Tensor | undefined => {
       if (typeof t === 'number') {
         if (!Number.isInteger(t)) throw new DTypeError(`${op}: ${t} is not an integer for an int64 result`);
-        return keep(int64Scalar(backend, t));
+        if (!Number.isSafeInteger(t)) throw new RangeError(`${op}: ${t} is not a safe integer (|x| <= 2^53 - 1); pass an int64 tensor`);
+        scalar = { side: which, value: BigInt(t) };
+        return undefined;
       }
       return t.dtype === 'int64' ? t : keep(castInt64(t, 'int64'));
     };
-    const a = side(x);
-    const b = side(y);
+    const ta = side(x, 'a');
+    const tb = side(y, 'b');
+    const a = (ta ?? tb)!;
+    const b = (tb ?? ta)!;
     const shape = broadcastShapes(a.shape, b.shape);
     const outDtype: DType = (COMPARISON_OPS as readonly string[]).includes(op) ? 'bool' : 'int64';
-    const handle = runKernel('int64Binary', backend, { op: op as Int64MapOp | ComparisonOp, a: operandOf(a, shape), b: operandOf(b, shape), shape });
+    const handle = runKernel('int64Binary', backend, {
+      op: op as Int64MapOp | ComparisonOp,
+      a: operandOf(a, shape),
+      b: operandOf(b, shape),
+      shape,
+      ...(scalar ? { scalar } : {}),
+    });
     return wrap(backend, handle, outDtype, shape);
   } finally {
     for (const t of temps) t.dispose();
@@ -110,15 +125,15 @@ function dimLast(x: Tensor, d: number): { moved: Tensor; back: number[] } {
   return { moved: x.permute(order), back };
 }
 
-/** Sum of int64 x over dim d (int64, exact modulo 2^64 as torch). */
-export function int64SumDim(x: Tensor, d: number): Tensor {
-  const backend = commonBackend('sum', x);
+/** op of int64 x over dim d (prod, max, min: int64, wrapping as torch; argmax / argmin: the first index, int64). */
+export function int64ReduceDim(x: Tensor, d: number, op: Exclude<Int64RowsOp, 'scan'>): Tensor {
+  const backend = commonBackend(op, x);
   const { moved } = dimLast(x, d);
   try {
     const len = x.shape[d];
     const rows = numel(x.shape) === 0 ? numel(x.shape.filter((_, i) => i !== d)) : numel(x.shape) / len;
     const shape = x.shape.filter((_, i) => i !== d);
-    return wrap(backend, runKernel('int64Rows', backend, { x: moved.operand(), rows, len, scan: false }), 'int64', shape);
+    return wrap(backend, runKernel('int64Rows', backend, { x: moved.operand(), rows, len, op }), 'int64', shape);
   } finally {
     moved.dispose();
   }
@@ -136,7 +151,7 @@ export function int64Cumsum(x: Tensor, dim: number): Tensor {
   try {
     const len = x.shape[d];
     const rows = len === 0 ? 0 : numel(x.shape) / len;
-    const scanned = wrap(backend, runKernel('int64Rows', backend, { x: moved.operand(), rows, len, scan: true }), 'int64', moved.shape);
+    const scanned = wrap(backend, runKernel('int64Rows', backend, { x: moved.operand(), rows, len, op: 'scan' }), 'int64', moved.shape);
     const out = scanned.permute(back);
     scanned.dispose();
     return out;

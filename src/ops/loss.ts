@@ -48,7 +48,7 @@ export function crossEntropy(logits: Tensor, targets: Tensor, options: CrossEntr
       });
       const lse = wrap(backend, lseH, 'float32', [rows]);
       const nll = wrap(backend, nllH, 'float32', [rows]);
-      // The counted targets, for the mean and its gradient (int32: sum of a bool).
+      // The counted targets, for the mean and its gradient (int64: sum of a bool).
       const count = reduction === 'mean' ? t.ne(ignore).sum() : undefined;
       const loss = reduction === 'none' ? nll.reshape(targets.shape) : count ? nll.sum().div(count) : nll.sum();
       return { lse, count, out: loss.dtype === logits.dtype ? loss : loss.to(logits.dtype) };

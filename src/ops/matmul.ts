@@ -1,4 +1,4 @@
-import type { ScaleRecipe } from '../runtime/backend.js';
+import { EPILOGUE_UNARY_OPS, type EpilogueUnary, type ScaleRecipe } from '../runtime/backend.js';
 import { runKernel } from '../kernels/registry.js';
 import { isFp8 } from '../core/dtype.js';
 import { DTypeError, ShapeError } from '../core/errors.js';
@@ -8,10 +8,11 @@ import { compact, reshape, unsqueeze } from './shape-ops.js';
 import { checkInt4, dequantizeInt4 } from './int4.js';
 import { commonBackend, requireDTypes, wrap } from './util.js';
 import { differentiable } from '../autograd/function.js';
-import { sumTo } from './grad-rules.js';
+import { sumTo, unaryRule } from './grad-rules.js';
 import { swigluGrad } from './nn.js';
-import { mul } from './elementwise.js';
+import { gelu, mul, relu, sigmoid, silu, tanh } from './elementwise.js';
 import { sum } from './reduce.js';
+import { cast } from './convert.js';
 
 const MATMUL_DTYPES = ['float32', 'float16', 'bfloat16'] as const;
 
@@ -35,8 +36,7 @@ const isIntegerMatmul = (x: Tensor, y: Tensor) => INTEGER_MATMUL_DTYPES.has(x.dt
 
 /**
  * torch.matmul of integer tensors (CPU torch has it; CUDA does not), composed: [..., m, k, 1] * [..., 1, k, n]
- * summed over k, exact in the promoted dtype (an int32 result past int32's range raises, as sum does, where torch
- * wraps). It materializes m * k * n products: meant for the small integer matmuls ported code has, not for speed.
+ * summed over k in int64, then in the promoted dtype (an int32 result past int32's range wraps, as torch's). It materializes m * k * n products: meant for the small integer matmuls ported code has, not for speed.
  */
 function integerMatmul(x: Tensor, y: Tensor): Tensor {
   if (x.ndim === 0 || y.ndim === 0) throw new ShapeError(`matmul: both operands need at least 1 dim, got ${formatShape(x.shape)} and ${formatShape(y.shape)}`);
@@ -49,7 +49,9 @@ function integerMatmul(x: Tensor, y: Tensor): Tensor {
     const [k2, n] = b.shape.slice(-2);
     if (k !== k2) throw new ShapeError(`matmul: inner dims differ: ${formatShape(x.shape)} @ ${formatShape(y.shape)} (${k} vs ${k2})`);
     const products = own(mul(own(unsqueeze(a, -1)), own(unsqueeze(b, -3))));
-    const out = own(sum(products, -2));
+    // The sum is int64 (torch's sum of ints); the matmul keeps the operands' promoted dtype, wrapping as torch's.
+    const wide = own(sum(products, -2));
+    const out = wide.dtype === products.dtype ? wide : own(cast(wide, products.dtype));
     const batch = out.shape.slice(0, -2);
     const result = reshape(out, [...batch, ...(x.ndim > 1 ? [m] : []), ...(y.ndim > 1 ? [n] : [])]);
     return result;
@@ -116,8 +118,11 @@ export interface LinearOptions {
   /**
    * 'swiglu': the weight's N rows are gate rows then up rows (a stacked gate|up projection) and the result is
    * silu(x . gate^T) * (x . up^T), [..., N/2], the residual (if any) added after: one dispatch on the decode GEMV.
+   * 'gelu', 'gelu_tanh', 'silu', 'relu', 'tanh', 'sigmoid': act(x . W^T + bias) in the kernel's epilogue (computed on
+   * the float32 result, as the op after a float32 linear would), the residual (if any) added after; every path
+   * (GEMV, GEMM, CPU) in one dispatch.
    */
-  activation?: 'swiglu';
+  activation?: 'swiglu' | EpilogueUnary;
   /**
    * The weight is packed 4-bit (formats/int4.ts): `weight` its int32 words [N, K/8], weightScale its group scales
    * [N, K/groupSize], these its zero points (uint8, same shape) and, under act-order, the activation column of each
@@ -160,17 +165,31 @@ export function linear(x: Tensor, weight: Tensor, bias?: Tensor, options: Linear
     'linear',
     [x, weight, bias, options.residual, options.weightScale],
     () => linearForward(x, weight, bias, options),
-    (g, s) => linearRule(g, s.inputs[0] as Tensor, s.inputs[1] as Tensor, s.needs, { ...options, weightScale: s.inputs[4] as Tensor | undefined }),
-    { inputs: [0, 1, 4] },
+    (g, s) =>
+      linearRule(g, s.inputs[0] as Tensor, s.inputs[1] as Tensor, s.inputs[2] as Tensor | undefined, s.needs, {
+        ...options,
+        weightScale: s.inputs[4] as Tensor | undefined,
+      }),
+    { inputs: [0, 1, 2, 4] },
   );
 }
+
+/** The epilogue activations as ops (linear's backward runs their own rules). */
+const EPILOGUE_ACTIVATIONS: Record<EpilogueUnary, (x: Tensor) => Tensor> = {
+  silu,
+  gelu: (x) => gelu(x),
+  gelu_tanh: (x) => gelu(x, { approximate: 'tanh' }),
+  relu,
+  tanh,
+  sigmoid,
+};
 
 /**
  * d linear: dx = g @ W (a linear over W^T, any weight dtype; an FP8 weight dequantized for it), dW = g^T @ x,
  * db = sum of g's rows, dresidual = g. With the fused swiglu, the pre-activation is recomputed (one more linear)
  * rather than kept from the forward. FP8 weights are frozen: they have no gradient.
  */
-function linearRule(g: Tensor, x: Tensor, weight: Tensor, needs: readonly boolean[], options: LinearOptions): (Tensor | undefined)[] {
+function linearRule(g: Tensor, x: Tensor, weight: Tensor, bias: Tensor | undefined, needs: readonly boolean[], options: LinearOptions): (Tensor | undefined)[] {
   const [n, k] = options.int4 ? [weight.shape[0], weight.shape[1] * 8] : weight.shape;
   const quantized = options.weightScale !== undefined;
   if (quantized && needs[1]) throw new DTypeError(`linear: an ${weight.dtype} weight has no gradient (FP8 weights are frozen; train adapters on top of them)`);
@@ -178,6 +197,11 @@ function linearRule(g: Tensor, x: Tensor, weight: Tensor, needs: readonly boolea
   if (options.activation === 'swiglu') {
     const pre = linearForward(x, weight, undefined, { weightScale: options.weightScale, recipe: options.recipe, int4: options.int4 });
     g = swigluGrad(pre, g);
+  } else if (options.activation) {
+    // The pre-activation recomputed (bias included), then the op's own backward rule.
+    const pre = linearForward(x, weight, bias, { weightScale: options.weightScale, recipe: options.recipe, int4: options.int4 });
+    const act = EPILOGUE_ACTIVATIONS[options.activation](pre);
+    g = unaryRule(options.activation, g, pre, act);
   }
   const rows = reshape(g, [g.numel / n, n]);
   const xs = reshape(x, [x.numel / k, k]);
@@ -232,9 +256,11 @@ function linearForward(x: Tensor, weight: Tensor, bias?: Tensor, options: Linear
     if (bias.ndim !== 1 || bias.shape[0] !== n) throw new ShapeError(`linear: bias must have shape [${n}], got ${formatShape(bias.shape)}`);
   }
   const lead = x.shape.slice(0, -1);
-  const swiglu = options.activation !== undefined;
+  const activation = options.activation;
+  if (activation !== undefined && activation !== 'swiglu' && !(EPILOGUE_UNARY_OPS as readonly string[]).includes(activation))
+    throw new RangeError(`linear: activation must be 'swiglu' or one of ${EPILOGUE_UNARY_OPS.join(', ')}, got ${String(activation)}`);
+  const swiglu = activation === 'swiglu';
   if (swiglu) {
-    if (options.activation !== 'swiglu') throw new RangeError(`linear: activation must be 'swiglu', got ${String(options.activation)}`);
     if (n % 2 !== 0) throw new ShapeError(`linear: swiglu needs an even N (gate rows then up rows), got weight ${formatShape(weight.shape)}`);
     if (bias) throw new ShapeError('linear: swiglu does not take a bias');
   }
@@ -258,7 +284,7 @@ function linearForward(x: Tensor, weight: Tensor, bias?: Tensor, options: Linear
       ...(s && recipe ? { scaleB: { handle: s.storage.handle, recipe } } : {}),
       ...(s && z && int4 ? { int4B: { scale: s.operand(), zero: z.operand(), groupSize: int4.groupSize, ...(pm ? { perm: pm.operand() } : {}) } } : {}),
       ...(r ? { residual: { ...r.operand(), view: { shape: [m, outCols], strides: [outCols, 1], offset: 0 } } } : {}),
-      ...(swiglu ? { activation: 'swiglu' as const } : {}),
+      ...(swiglu ? { activation: 'swiglu' as const } : activation ? { unary: activation } : {}),
     };
     const handle = runKernel('matmul', backend, { a: rows.operand(), b: wT, dims: { batch: [], m, n, k }, outDtype: x.dtype, scaling });
     const out = wrap(backend, handle, x.dtype, [m, outCols]);

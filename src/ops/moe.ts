@@ -228,10 +228,11 @@ export interface MoeExpertsOptions {
  * out[t] = residual[t] + sum_j weights[t, j] * down[e] . swiglu(gateUp[e] . x[t]), e = ids[t, j].
  * x [T, H]; gateUp [E, 2I, H] (gate rows then up rows of each stacked expert) and down [E, H, I], float weights
  * without block scales; ids int32 [T, k] (from moeRoute, read on the device: no read back), weights float32 [T, k].
- * Differentiable in x, weights and residual: the backward is the grouped expert GEMM run on transposed expert
- * weights (dx) and a per-slot dot (d weights), a few dispatches per block whatever the number of experts. The expert
- * weights are constants here: for their gradients (full fine-tuning, adapters on expert projections) compose the
- * block from per-expert linears instead (models/layers/training-moe.ts does).
+ * Differentiable in x, weights, residual and the expert weights: the backward is the grouped expert GEMM run on
+ * transposed expert weights (dx), a per-slot dot (d weights) and expertWeightGrad (d gateUp, d down: one routing
+ * plan and one grouped dispatch per stack), a few dispatches per block whatever the number of experts. The expert
+ * weights' gradients are float32 sums, cast to the weights' dtype as linear's are. Adapters on expert projections
+ * still need the block composed from per-expert linears (models/layers/training-moe.ts does).
  */
 export function moeExperts(x: Tensor, gateUp: Tensor, down: Tensor, ids: Tensor, weights: Tensor, options: MoeExpertsOptions = {}): Tensor {
   const { residual } = options;
@@ -257,12 +258,7 @@ export function moeExperts(x: Tensor, gateUp: Tensor, down: Tensor, ids: Tensor,
     throw new ShapeError(`moeExperts: weights must be ${formatShape(ids.shape)} like ids, got ${formatShape(weights.shape)}`);
   if (residual && residual.shape.join() !== [t, h].join())
     throw new ShapeError(`moeExperts: residual must be [${t}, ${h}], got ${formatShape(residual.shape)}`);
-  if (needsGrad(gateUp, down)) {
-    throw new TensorGpuError(
-      'moeExperts: the expert weights require grad; their gradients are not computed here (compose the experts per expert, or detach them)',
-    );
-  }
-  if (!needsGrad(x, weights, residual)) {
+  if (!needsGrad(x, weights, residual, gateUp, down)) {
     const act = expertLinear(x, gateUp, ids, { activation: 'swiglu' });
     try {
       return expertLinear(act, down, ids, { combine: weights, residual });
@@ -276,29 +272,79 @@ export function moeExperts(x: Tensor, gateUp: Tensor, down: Tensor, ids: Tensor,
     const a = swiglu(pre);
     return [pre, a, expertLinear(a, down, ids, { combine: weights, residual })];
   });
-  const needs = [x.requiresGrad, weights.requiresGrad, residual?.requiresGrad ?? false];
-  const saved = [hgu, act, ids, weights, gateUp, down];
-  const node = record(out, 'moeExperts', [x, weights, residual], saved, (g, [sHgu, sAct, sIds, sWeights, sGateUp, sDown]) => {
+  const needs = [x.requiresGrad, weights.requiresGrad, residual?.requiresGrad ?? false, gateUp.requiresGrad, down.requiresGrad];
+  const saved = [hgu, act, ids, weights, gateUp, down, x];
+  const inputs = [x, weights, residual, gateUp, down];
+  const node = record(out, 'moeExperts', inputs, saved, (g, [sHgu, sAct, sIds, sWeights, sGateUp, sDown, sX]) => {
     const gf = float32(g);
     // The output's gradient through each slot's down projection, before its routing weight: [T*k, I].
-    const dAct = expertLinear(gf, sDown.transpose(1, 2), sIds);
-    const dWeights = needs[1] ? dAct.mul(sAct).sum(-1).reshape(sIds.shape) : undefined;
-    let dx: Tensor | undefined;
-    if (needs[0]) {
-      // swiglu's backward is linear in its incoming gradient: the routing weight is applied once, in the combine.
-      const dPre = swigluBackward(sHgu, dAct);
-      dx = expertLinear(dPre, sGateUp.transpose(1, 2), sIds, { combine: sWeights });
-      dPre.dispose();
-    }
-    dAct.dispose();
+    const dAct = needs[0] || needs[1] || needs[3] ? expertLinear(gf, sDown.transpose(1, 2), sIds) : undefined;
+    const dWeights = needs[1] ? dAct!.mul(sAct).sum(-1).reshape(sIds.shape) : undefined;
+    // swiglu's backward is linear in its incoming gradient: the routing weight is applied once, in the combine
+    // (dx) or as each slot's weight in the outer products (d gateUp, d down).
+    const dPre = needs[0] || needs[3] ? swigluBackward(sHgu, dAct!) : undefined;
+    dAct?.dispose();
+    const dx = needs[0] ? expertLinear(dPre!, sGateUp.transpose(1, 2), sIds, { combine: sWeights }) : undefined;
+    const terms = [...(needs[3] ? [{ g: dPre!, x: sX }] : []), ...(needs[4] ? [{ g: gf, x: sAct }] : [])];
+    const stacks = terms.length > 0 ? expertWeightGrad(sIds, e, terms, { combine: sWeights }) : [];
+    dPre?.dispose();
     if (gf !== g) gf.dispose();
+    const dGateUp = needs[3] ? stacks[0] : undefined;
+    const dDown = needs[4] ? stacks[stacks.length - 1] : undefined;
     // A view of g: the sweep disposes the gradient it passed in.
-    return [dx, dWeights, needs[2] ? g.reshape(g.shape) : undefined];
+    return [dx, dWeights, needs[2] ? g.reshape(g.shape) : undefined, dGateUp, dDown];
   });
   // The node holds views of what it saved.
   hgu.dispose();
   act.dispose();
   return node;
+}
+
+export interface ExpertWeightGradOptions {
+  /** float32 [T, k]: each slot's outer product times its weight (the routing weights of the combine). */
+  combine?: Tensor;
+}
+
+/**
+ * The gradients of stacked expert weights [E, N, K] of expert-indexed linear layers (expertLinear) over the same ids
+ * int32 [T, k], one float32 [E, N, K] per term: grad[e] = sum over the slots s with ids[s] = e of
+ * combine[s] * g_row(s)^T outer x_row(s), with g [T or T*k, N] the layer output's gradient and x [T or T*k, K] its
+ * input (a row per token, shared by its slots, or a row per slot), as linear's dW = g^T x over each expert's slots.
+ * An expert no slot chose gets zeros. On WebGPU the slots are grouped by expert on the device (the grouped GEMM's
+ * routing plan, built once for all terms, so at most 1024 experts) and each term is one dispatch; no read back. A
+ * backward building block: not differentiable itself.
+ */
+export function expertWeightGrad(ids: Tensor, experts: number, terms: readonly { g: Tensor; x: Tensor }[], options: ExpertWeightGradOptions = {}): Tensor[] {
+  const { combine } = options;
+  const backend = commonBackend('expertWeightGrad', ids, ...terms.flatMap(({ g, x }) => [g, x]), ...(combine ? [combine] : []));
+  requireDTypes('expertWeightGrad', ids, ['int32']);
+  if (ids.ndim !== 2) throw new ShapeError(`expertWeightGrad: ids must be [T, k], got ${formatShape(ids.shape)}`);
+  if (!Number.isInteger(experts) || experts < 1) throw new RangeError(`expertWeightGrad: experts must be an integer >= 1, got ${experts}`);
+  const [t, slots] = ids.shape;
+  for (const { g, x } of terms) {
+    requireDTypes('expertWeightGrad g', g, FLOAT_DTYPES);
+    requireDTypes('expertWeightGrad x', x, FLOAT_DTYPES);
+    const rows = (u: Tensor) => u.ndim === 2 && (u.shape[0] === t || u.shape[0] === t * slots);
+    if (!rows(g) || !rows(x))
+      throw new ShapeError(
+        `expertWeightGrad: g and x must be [${t}, N] / [${t}, K] or [${t * slots}, ...] for ids ${formatShape(ids.shape)}, got ${formatShape(g.shape)} and ${formatShape(x.shape)}`,
+      );
+  }
+  if (combine) {
+    requireDTypes('expertWeightGrad combine', combine, ['float32']);
+    if (combine.shape.join() !== ids.shape.join())
+      throw new ShapeError(`expertWeightGrad: combine must be ${formatShape(ids.shape)} like ids, got ${formatShape(combine.shape)}`);
+  }
+  if (needsGrad(ids, combine, ...terms.flatMap(({ g, x }) => [g, x])))
+    throw new TensorGpuError('expertWeightGrad is not differentiable: call it under noGrad() or detach() its inputs');
+  if (terms.length === 0) return [];
+  const handles = runKernel('expertWeightGrad', backend, {
+    ids: ids.operand(),
+    experts,
+    terms: terms.map(({ g, x }) => ({ g: g.operand(), x: x.operand() })),
+    combine: combine?.operand(),
+  });
+  return handles.map((h, i) => wrap(backend, h, 'float32', [experts, terms[i].g.shape[1], terms[i].x.shape[1]]));
 }
 
 /**

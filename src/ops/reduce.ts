@@ -1,4 +1,4 @@
-import type { ReduceOp } from '../runtime/backend.js';
+import type { Backend, ReduceOp } from '../runtime/backend.js';
 import { runKernel } from '../kernels/registry.js';
 import { isFloating, isFp8, type DType } from '../core/dtype.js';
 import { DTypeError, ShapeError } from '../core/errors.js';
@@ -7,7 +7,7 @@ import type { Tensor } from '../core/tensor.js';
 import { reshape } from './shape-ops.js';
 import { where } from './elementwise.js';
 import { commonBackend, wrap } from './util.js';
-import { int64SumDim } from './int64.js';
+import { castInt64, int64ReduceDim, refuseInt64 } from './int64.js';
 import { differentiable, notDifferentiable } from '../autograd/function.js';
 
 export interface ReduceOptions {
@@ -16,15 +16,15 @@ export interface ReduceOptions {
 }
 
 function outDtypeOf(op: ReduceOp, x: Tensor): DType {
-  if (op === 'argmax' || op === 'argmin') return 'int32'; // torch returns int64; int32 is our widest integer
+  if (op === 'argmax' || op === 'argmin') return 'int64';
   if (isFp8(x.dtype) && op !== 'max' && op !== 'min') {
     throw new DTypeError(`${op} does not take ${x.dtype} (tensor ${x.describe()}); cast with .to('float32') first`);
   }
   if (op === 'mean' && !isFloating(x.dtype)) {
     throw new DTypeError(`mean needs a floating tensor, got ${x.describe()} (torch.mean likewise); cast with .to('float32')`);
   }
-  if (op === 'sum' && x.dtype === 'int64') return 'int64';
-  if (op === 'sum' && !isFloating(x.dtype)) return 'int32'; // torch: int64; exact here, RangeError past int32 (sum-int)
+  // torch sums and multiplies integers and bools into int64.
+  if ((op === 'sum' || op === 'prod') && !isFloating(x.dtype)) return 'int64';
   return x.dtype;
 }
 
@@ -53,26 +53,39 @@ function reduce(op: ReduceOp, x: Tensor, dim: number | undefined, options: Reduc
     throw new ShapeError(`${op} over dim ${d} of size 0 (tensor ${x.describe()}) has no identity`);
   }
   const outShape = x.shape.filter((_, i) => i !== d);
-  // Integer sums accumulate exactly (torch sums ints into int64): int32 when the sum fits, else a RangeError.
-  if (op === 'sum' && x.dtype === 'int64') {
-    const sum = int64SumDim(x, d);
-    return options.keepdim
-      ? reshapeOwned(
-          sum,
-          x.shape.map((s, i) => (i === d ? 1 : s)),
-        )
-      : sum;
-  }
-  const handle =
-    op === 'sum' && !isFloating(x.dtype)
-      ? runKernel('sumInt', backend, { x: x.operand(), dim: d })
-      : runKernel('reduce', backend, { op, x: x.operand(), dim: d, outDtype });
-  const out = wrap(backend, handle, outDtype, outShape);
+  const out = reduceToDtype(op, x, d, outDtype, outShape, backend);
   if (!options.keepdim) return out;
   return reshapeOwned(
     out,
     x.shape.map((s, i) => (i === d ? 1 : s)),
   );
+}
+
+/** One dim reduced: integer sums exact into int64, other int64 reductions on the int64 row kernels, indices widened. */
+function reduceToDtype(op: ReduceOp, x: Tensor, d: number, outDtype: DType, outShape: number[], backend: Backend): Tensor {
+  if (op === 'sum' && outDtype === 'int64') return wrap(backend, runKernel('sumInt', backend, { x: x.operand(), dim: d }), 'int64', outShape);
+  if (x.dtype === 'int64') {
+    if (op === 'mean') refuseInt64(op, x);
+    return int64ReduceDim(x, d, op as Exclude<ReduceOp, 'mean' | 'sum'>);
+  }
+  if (op === 'prod' && outDtype === 'int64') {
+    const wide = castInt64(x, 'int64');
+    try {
+      return int64ReduceDim(wide, d, 'prod');
+    } finally {
+      wide.dispose();
+    }
+  }
+  if (op === 'argmax' || op === 'argmin') {
+    // The reduce kernels give int32 indices; torch's are int64.
+    const index = wrap(backend, runKernel('reduce', backend, { op, x: x.operand(), dim: d, outDtype: 'int32' }), 'int32', outShape);
+    try {
+      return castInt64(index, 'int64');
+    } finally {
+      index.dispose();
+    }
+  }
+  return wrap(backend, runKernel('reduce', backend, { op, x: x.operand(), dim: d, outDtype }), outDtype, outShape);
 }
 
 /** Reshape that disposes the input (used on intermediate results only). */
@@ -148,19 +161,16 @@ export const sum = (x: Tensor, dim?: Dims, o?: ReduceOptions) => differentiable(
 export const mean = (x: Tensor, dim?: Dims, o?: ReduceOptions) => differentiable('mean', [x], () => reduceAny('mean', x, dim, o), reduceRule('mean', x, dim));
 export const max = (x: Tensor, dim?: Dims, o?: ReduceOptions) => notDifferentiable('max', [x], () => reduceAny('max', x, dim, o));
 export const min = (x: Tensor, dim?: Dims, o?: ReduceOptions) => notDifferentiable('min', [x], () => reduceAny('min', x, dim, o));
+/** torch.amax: the maximum over one dim, several or all (max here gives values only, so the two are one op). */
+export const amax = (x: Tensor, dim?: Dims, o?: ReduceOptions) => max(x, dim, o);
+/** torch.amin: the minimum over one dim, several or all. */
+export const amin = (x: Tensor, dim?: Dims, o?: ReduceOptions) => min(x, dim, o);
 /**
  * The product over one dim or all (torch.prod; several dims are taken too, as by sum). Integer and bool tensors
- * multiply in int32 and wrap (torch uses int64).
+ * multiply into int64, wrapping modulo 2^64 (as torch).
  */
 export function prod(x: Tensor, dim?: Dims, o?: ReduceOptions): Tensor {
-  if (!isFloating(x.dtype) && x.dtype !== 'int32') {
-    const wide = x.to('int32');
-    try {
-      return prod(wide, dim, o);
-    } finally {
-      wide.dispose();
-    }
-  }
+  if (!isFloating(x.dtype)) return reduceAny('prod', x, dim, o);
   return differentiable(
     'prod',
     [x],
@@ -169,5 +179,7 @@ export function prod(x: Tensor, dim?: Dims, o?: ReduceOptions): Tensor {
     { inputs: [0] },
   );
 }
+/** The index of the first maximum along dim (or of all elements flattened), int64 as torch.argmax; NaN counts as the maximum. */
 export const argmax = (x: Tensor, dim?: number, o?: ReduceOptions) => reduce('argmax', x, dim, o);
+/** The index of the first minimum along dim (or of all elements flattened), int64 as torch.argmin. */
 export const argmin = (x: Tensor, dim?: number, o?: ReduceOptions) => reduce('argmin', x, dim, o);

@@ -7,22 +7,26 @@ import './tensor-methods.js';
 
 /**
  * The ops that take int64 tensors (ops/int64.ts routes them): data movement, the elementwise ops (whose routing
- * refuses the ones int64 lacks by name), sum and cumsum. Every other op raises a DTypeError naming itself.
+ * refuses the ones int64 lacks by name), the reductions but mean, and cumsum. Every other op raises a DTypeError
+ * naming itself.
  */
 const INT64_OPS: ReadonlySet<string> = new Set([
-  ...['to', 'toArray', 'toBytes', 'clone', 'copyInto', 'cat', 'where', 'indexSelect', 'sum', 'cumsum'],
+  ...['to', 'toArray', 'toBytes', 'clone', 'copyInto', 'cat', 'where', 'indexSelect', 'gather', 'sort', 'cumsum'],
+  ...['sum', 'prod', 'max', 'min', 'argmax', 'argmin'],
   ...['add', 'sub', 'mul', 'div', 'pow', 'maximum', 'minimum', 'remainder', 'fmod', 'floor_divide'],
   ...['eq', 'ne', 'lt', 'le', 'gt', 'ge'],
 ]);
+
+/** What int64 tensors take, for the errors that refuse one (here and ops/int64.ts refuseInt64). */
+export const INT64_SUPPORTED =
+  'supported on int64: add, sub, mul, neg, abs, maximum, minimum, floor_divide, div with rounding_mode, remainder, fmod, comparisons, where, sum, prod, max, min, argmax, argmin, cumsum, sort, topk, cat, indexing (indexSelect, gather) and casts';
 
 /** The one backend all inputs live on; mixing devices is an error (as in PyTorch), never an implicit copy. */
 export function commonBackend(op: string, ...tensors: Tensor[]): Backend {
   const first = tensors[0].storage.backend;
   for (const t of tensors) {
     if (t.dtype === 'int64' && !INT64_OPS.has(op))
-      throw new DTypeError(
-        `${op} does not support int64 (tensor ${t.describe()}); int64 takes add, sub, mul, neg, abs, maximum, minimum, comparisons, where, sum, cumsum, cat, indexing and casts: cast it first`,
-      );
+      throw new DTypeError(`${op} does not support int64 (tensor ${t.describe()}); ${INT64_SUPPORTED}: cast it first`);
     if (t.storage.backend !== first) {
       throw new DeviceMismatchError(
         `${op}: expected all tensors on one device, got ${tensors.map((x) => `${x.describe()} on ${x.device}`).join(' and ')}; move one with await t.to('${first.device}')`,

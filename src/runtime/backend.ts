@@ -77,6 +77,10 @@ export type ScaleRecipe = 'tensor' | 'row' | 'block';
  * Scales and epilogue terms of a scaled matmul (torch._scaled_mm). Scale handles hold contiguous float32:
  * a: tensor [1], row [m], block [m, ceil(k/128)]; b: tensor [1], row [n], block [ceil(n/128), ceil(k/128)].
  */
+/** Activations a matmul can apply in its epilogue (MatmulScaling.unary, linear's `activation`). */
+export const EPILOGUE_UNARY_OPS = ['silu', 'gelu', 'gelu_tanh', 'relu', 'tanh', 'sigmoid'] as const;
+export type EpilogueUnary = (typeof EPILOGUE_UNARY_OPS)[number];
+
 export interface MatmulScaling<H> {
   readonly scaleA?: { readonly handle: H; readonly recipe: ScaleRecipe };
   readonly scaleB?: { readonly handle: H; readonly recipe: ScaleRecipe };
@@ -91,6 +95,11 @@ export interface MatmulScaling<H> {
    * [m, n/2] = silu(gate) * up, the residual (then [m, n/2]) added after; batch-less products only.
    */
   readonly activation?: 'swiglu';
+  /**
+   * An activation of each result, after the scales and bias, before the residual: act(a . b + bias) + residual, each
+   * value computed in float32 as the elementwise op computes it (compile() folds `act(matmul)` into this).
+   */
+  readonly unary?: EpilogueUnary;
   /**
    * b is a packed 4-bit weight (formats/int4.ts): b's handle holds the int32 words of the [n, k] weight, b.view the
    * words' [k/8, n] transposed view (k/8 rows, as the dense weight's [k, n]); these are its contiguous group scales

@@ -2,7 +2,12 @@
 // tolerance that fits the output dtype. Random inputs come from a seeded generator on the host, so every run and
 // both devices see identical values.
 import { expect } from 'vitest';
-import { Generator, tensor, type DType, type Tensor } from '../../src/index.js';
+import { Generator, tensor, toBigInt64Array, type DType, type Tensor } from '../../src/index.js';
+
+/** The values of t as numbers: toArray(), or for int64 each value as a number (exact up to 2^53). */
+export async function readNumbers(t: Tensor): Promise<Float32Array | Int32Array | Uint8Array | Float64Array> {
+  return t.dtype === 'int64' ? Float64Array.from(await toBigInt64Array(t), Number) : t.toArray();
+}
 
 export interface Tolerance {
   /** Absolute slack, for results near zero. */
@@ -91,8 +96,8 @@ export function toGpu(xs: readonly Tensor[]): Promise<Tensor[]> {
 }
 
 export interface BothResult {
-  cpu: Float32Array | Int32Array | Uint8Array;
-  gpu: Float32Array | Int32Array | Uint8Array;
+  cpu: Float32Array | Int32Array | Uint8Array | Float64Array;
+  gpu: Float32Array | Int32Array | Uint8Array | Float64Array;
   shape: readonly number[];
   dtype: DType;
 }
@@ -112,6 +117,12 @@ export async function checkBoth(inputs: readonly Tensor[], fn: (...xs: Tensor[])
     expect(rg.device, label).toBe('webgpu');
     expect(rg.shape, label).toEqual(rc.shape);
     expect(rg.dtype, label).toBe(rc.dtype);
+    if (rc.dtype === 'int64') {
+      // int64 compares exactly, as BigInts (past 2^53 a number would hide a difference).
+      const [cpu, gpu] = await Promise.all([toBigInt64Array(rc), toBigInt64Array(rg)]);
+      expect(Array.from(gpu, String), label).toEqual(Array.from(cpu, String));
+      return { cpu: Float64Array.from(cpu, Number), gpu: Float64Array.from(gpu, Number), shape: rc.shape, dtype: rc.dtype };
+    }
     const [cpu, gpu] = await Promise.all([rc.toArray(), rg.toArray()]);
     expectClose(gpu, cpu, check, label);
     return { cpu, gpu, shape: rc.shape, dtype: rc.dtype };

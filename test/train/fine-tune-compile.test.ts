@@ -46,4 +46,36 @@ describe.each(gpu.available ? (['cpu', 'webgpu'] as const) : (['cpu'] as const))
     compiled.weights.forEach((w, i) => w.forEach((v, j) => expect(v).toBeCloseTo(eager.weights[i][j], 5)));
     if (device === 'webgpu') expect(compiled.steps[4].dispatches).toBeLessThan(eager.steps[4].dispatches);
   }, 240_000);
+
+  it('full fine-tuning of an MoE model compiles too (the grouped experts give the expert stacks their gradients, no read back)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'tensorgpu-finetune-compile-full-'));
+    const tiny = QWEN3_PRESETS['qwen3-moe-tiny'];
+    const config = {
+      ...tiny,
+      vocabSize: 256,
+      bosTokenId: 0,
+      eosTokenIds: [1],
+      numHiddenLayers: 2,
+      hiddenSize: 32,
+      intermediateSize: 64,
+      moe: { ...tiny.moe!, numExperts: 8, moeIntermediateSize: 16 },
+    };
+    await writeRandomQwen3Checkpoint(dir, config, { dtype: 'float32', seed: 4 });
+    const run = async (compile: boolean) => {
+      const { model } = await tg.loadModel(dir, { device, maxSequence: 16 });
+      const tune = new FineTune(model, { kind: 'full' }, { steps: 10, lr: 5e-3, warmupSteps: 2, capturable: true, compile });
+      const steps = [];
+      for (let k = 0; k < 4; k++) steps.push(await tune.step(Array.from({ length: 13 }, (_, i) => (i * 37 + k * 11) % 256)));
+      const weights = await Promise.all(tune.params.map(async (p) => Array.from(await p.toArray())));
+      const status = tune.compileStatus;
+      tune.dispose();
+      model.dispose();
+      return { steps, weights, status };
+    };
+    const eager = await run(false);
+    const compiled = await run(true);
+    expect(compiled.status).toBe(device === 'webgpu' ? 'recorded' : 'program');
+    for (let k = 0; k < 4; k++) expect(compiled.steps[k].loss).toBeCloseTo(eager.steps[k].loss, 5);
+    compiled.weights.forEach((w, i) => w.forEach((v, j) => expect(v).toBeCloseTo(eager.weights[i][j], 5)));
+  }, 240_000);
 });

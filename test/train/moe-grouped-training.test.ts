@@ -86,6 +86,27 @@ async function step(name: string, device: 'cpu' | 'webgpu', composed: boolean, e
   return out;
 }
 
+/** Full fine-tuning: logits, the gradient of every weight (the expert stacks included) and the step's dispatches. */
+async function fullStep(name: string, device: 'cpu' | 'webgpu', composed: boolean) {
+  const m = await loadModel(dirs[name], { device, maxSequence: 16 });
+  loaded.push(m);
+  const view = trainingView(m.model);
+  const weights = m.model.weightTensors();
+  for (const w of weights) w.requiresGrad_();
+  const [inputs, labels] = [tensor(IDS.slice(0, 10), { dtype: 'int32', device }), tensor(IDS.slice(1, 11), { dtype: 'int32', device })];
+  await synchronize();
+  const before = gpuCounters().dispatches;
+  const logits = await trainingLogits(view, inputs, undefined, { moeComposed: composed });
+  const loss = crossEntropy(logits, labels);
+  loss.backward();
+  const dispatches = gpuCounters().dispatches - before;
+  const out = { logits: await logits.toArray(), grads: [] as ArrayLike<number>[], shapes: weights.map((w) => w.shape.join('x')), dispatches };
+  for (const w of weights) out.grads.push(w.grad ? await w.grad.toArray() : new Float32Array(w.numel));
+  for (const t of [inputs, labels, logits, loss]) t.dispose();
+  for (const w of weights) w.zeroGrad();
+  return out;
+}
+
 describe('MoE training: grouped experts vs per-expert ops', () => {
   for (const name of ['qwen3moe', 'lfm2moe', 'qwen3.6 stacked shared', 'qwen3.6 shared beside']) {
     for (const device of devices) {
@@ -104,6 +125,25 @@ describe('MoE training: grouped experts vs per-expert ops', () => {
         if (device === 'webgpu') expect(grouped.dispatches, `grouped ${grouped.dispatches} vs composed ${composed.dispatches}`).toBeLessThan(most);
       });
     }
+  }
+
+  for (const device of devices) {
+    it(`full fine-tuning of qwen3moe on ${device}: the grouped experts give the same gradients of every weight, expert stacks included`, async () => {
+      const grouped = await fullStep('qwen3moe', device, false);
+      const composed = await fullStep('qwen3moe', device, true);
+      expectClose(grouped.logits, composed.logits, { atol: 2e-5, rtol: 1e-4 }, 'logits');
+      const atol = device === 'cpu' ? 1e-5 : 1e-4;
+      let stacks = 0;
+      grouped.grads.forEach((g, i) => {
+        const [e, n, k] = grouped.shapes[i].split('x').map(Number);
+        if (k !== undefined && e === 8 && n * k > 0) stacks++;
+        expectClose(g, composed.grads[i], { atol, rtol: 1e-3 }, `weight ${i} [${grouped.shapes[i]}]`);
+      });
+      // gateUp and down of both layers.
+      expect(stacks).toBe(4);
+      if (device === 'webgpu')
+        expect(grouped.dispatches, `grouped ${grouped.dispatches} vs composed ${composed.dispatches}`).toBeLessThan(composed.dispatches / 2);
+    });
   }
 
   it('adapters on the experts keep the per-expert path: the same step either way', async () => {

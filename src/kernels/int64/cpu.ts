@@ -7,7 +7,7 @@ import { numel, type Shape } from '../../core/shape.js';
 import type { ComparisonOp, Operand } from '../../runtime/backend.js';
 import { values, viewIndices } from '../../runtime/cpu/cpu-backend.js';
 
-export type Int64MapOp = 'add' | 'sub' | 'mul' | 'maximum' | 'minimum' | 'neg' | 'abs';
+export type Int64MapOp = 'add' | 'sub' | 'mul' | 'maximum' | 'minimum' | 'neg' | 'abs' | 'floor_divide' | 'remainder' | 'fmod';
 
 type Handle = StorageArray;
 
@@ -37,6 +37,10 @@ const MAP: Record<Int64MapOp, (a: bigint, b: bigint) => bigint> = {
   minimum: (a, b) => (b < a ? b : a),
   neg: (a) => -a,
   abs: (a) => (a < 0n ? -a : a),
+  // A zero divisor gives 0, as the int32 kernels (torch raises); BigInt's / and % truncate toward zero.
+  floor_divide: (a, b) => (b === 0n ? 0n : a / b - (a % b !== 0n && a < 0n !== b < 0n ? 1n : 0n)),
+  remainder: (a, b) => (b === 0n ? 0n : a % b !== 0n && a < 0n !== b < 0n ? (a % b) + b : a % b),
+  fmod: (a, b) => (b === 0n ? 0n : a % b),
 };
 
 const COMPARE: Record<ComparisonOp, (a: bigint, b: bigint) => boolean> = {
@@ -48,10 +52,17 @@ const COMPARE: Record<ComparisonOp, (a: bigint, b: bigint) => boolean> = {
   ge: (a, b) => a >= b,
 };
 
-export function int64BinaryReference(op: Int64MapOp | ComparisonOp, a: Operand<Handle>, b: Operand<Handle>, shape: Shape): Handle {
+export function int64BinaryReference(
+  op: Int64MapOp | ComparisonOp,
+  a: Operand<Handle>,
+  b: Operand<Handle>,
+  shape: Shape,
+  scalar?: { side: 'a' | 'b'; value: bigint },
+): Handle {
   const n = numel(shape);
-  const va = int64Values(a);
-  const vb = int64Values(b);
+  const side = (x: Operand<Handle>, which: 'a' | 'b') => (scalar?.side === which ? new BigInt64Array(n).fill(scalar.value) : int64Values(x));
+  const va = side(a, 'a');
+  const vb = side(b, 'b');
   if (op in COMPARE) {
     const f = COMPARE[op as ComparisonOp];
     const out = new Uint8Array(n);
@@ -118,17 +129,28 @@ export function int64CastReference(x: Operand<Handle>, to: DType, index: boolean
   return out;
 }
 
-/** Sums (scan: running sums) along the last dim of x viewed as [rows, len]. */
-export function int64RowsReference(x: Operand<Handle>, rows: number, len: number, scan: boolean): Handle {
+/** What int64Rows computes along each row: running sums (scan), a product, an extreme or its first index (sums: sumInt). */
+export type Int64RowsOp = 'scan' | 'prod' | 'max' | 'min' | 'argmax' | 'argmin';
+
+/** op along the last dim of x viewed as [rows, len] (int64 results; an arg op gives the index as int64). */
+export function int64RowsReference(x: Operand<Handle>, rows: number, len: number, op: Int64RowsOp): Handle {
   const v = int64Values(x);
-  const out = new BigInt64Array(scan ? rows * len : rows);
+  const out = new BigInt64Array(op === 'scan' ? rows * len : rows);
   for (let r = 0; r < rows; r++) {
-    let acc = 0n;
-    for (let j = 0; j < len; j++) {
-      acc = BigInt.asIntN(64, acc + v[r * len + j]);
-      if (scan) out[r * len + j] = acc;
+    const row = v.subarray(r * len, (r + 1) * len);
+    if (op === 'scan' || op === 'prod') {
+      let acc = op === 'prod' ? 1n : 0n;
+      for (let j = 0; j < len; j++) {
+        acc = BigInt.asIntN(64, op === 'prod' ? acc * row[j] : acc + row[j]);
+        if (op === 'scan') out[r * len + j] = acc;
+      }
+      if (op === 'prod') out[r] = acc;
+      continue;
     }
-    if (!scan) out[r] = acc;
+    const larger = op === 'max' || op === 'argmax';
+    let best = 0;
+    for (let j = 1; j < len; j++) if (larger ? row[j] > row[best] : row[j] < row[best]) best = j;
+    out[r] = op === 'argmax' || op === 'argmin' ? BigInt(best) : row[best];
   }
   return int64Storage(out);
 }

@@ -131,3 +131,53 @@ fn view_offset(e: u32, rank: u32, shape: array<vec4<u32>, 2>, strides: array<vec
   }
   return at;
 }
+
+fn u64_lt(a: vec2<u32>, b: vec2<u32>) -> bool {
+  return a.y < b.y || (a.y == b.y && a.x < b.x);
+}
+
+struct U64DivMod {
+  q: vec2<u32>,
+  r: vec2<u32>,
+}
+
+// n / d and n % d of unsigned 64-bit values (d != 0) by shift-and-subtract, one quotient bit a step. The remainder
+// stays below d <= 2^63 (d is a magnitude of an int64), so shifting it left never drops a bit.
+fn u64_divmod(n: vec2<u32>, d: vec2<u32>) -> U64DivMod {
+  var q = vec2<u32>(0u, 0u);
+  var r = vec2<u32>(0u, 0u);
+  for (var i = 63u; i < 64u; i--) {
+    let word = select(n.x, n.y, i >= 32u);
+    let bit = (word >> (i & 31u)) & 1u;
+    r = vec2<u32>((r.x << 1u) | bit, (r.y << 1u) | (r.x >> 31u));
+    if (!u64_lt(r, d)) {
+      r = i64_sub(r, d);
+      if (i >= 32u) {
+        q.y |= 1u << (i - 32u);
+      } else {
+        q.x |= 1u << i;
+      }
+    }
+  }
+  return U64DivMod(q, r);
+}
+
+// Signed division of int64 a by b: the quotient (floored: rounded down, else toward zero) or the remainder (floored:
+// with b's sign as torch.remainder, else with a's as torch.fmod). A zero divisor gives 0 (the int32 kernels' rule);
+// -2^63 / -1 wraps to -2^63 as in two's complement.
+fn i64_divide(a: vec2<u32>, b: vec2<u32>, floored: bool, want_remainder: bool) -> vec2<u32> {
+  if (b.x == 0u && b.y == 0u) {
+    return vec2<u32>(0u, 0u);
+  }
+  let a_neg = bitcast<i32>(a.y) < 0;
+  let b_neg = bitcast<i32>(b.y) < 0;
+  let m = u64_divmod(select(a, i64_neg(a), a_neg), select(b, i64_neg(b), b_neg));
+  var q = select(m.q, i64_neg(m.q), a_neg != b_neg);
+  var r = select(m.r, i64_neg(m.r), a_neg);
+  let inexact = m.r.x != 0u || m.r.y != 0u;
+  if (floored && inexact && a_neg != b_neg) {
+    q = i64_sub(q, vec2<u32>(1u, 0u));
+    r = i64_add(r, b);
+  }
+  return select(q, r, want_remainder);
+}

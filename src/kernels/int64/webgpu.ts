@@ -10,7 +10,7 @@ import { castKernel, type GpuOperand } from '../../runtime/webgpu/kernels/elemen
 import { defineKernel } from '../../runtime/webgpu/kernels/kernel.js';
 import { withContiguous } from '../../runtime/webgpu/kernels/nn-util.js';
 import { wgslSource } from '../../runtime/webgpu/kernels/wgsl.js';
-import type { Int64MapOp } from './cpu.js';
+import type { Int64MapOp, Int64RowsOp } from './cpu.js';
 
 const MAX_RANK = 8;
 const MATH = () => wgslSource('int64-math.wgsl');
@@ -23,6 +23,9 @@ const MAP_OPS: Record<Int64MapOp, string> = {
   minimum: 'select(a, b, i64_lt(b, a))',
   neg: 'i64_neg(a)',
   abs: 'select(a, i64_neg(a), bitcast<i32>(a.y) < 0)',
+  floor_divide: 'i64_divide(a, b, true, false)',
+  remainder: 'i64_divide(a, b, true, true)',
+  fmod: 'i64_divide(a, b, false, true)',
 };
 
 const COMPARE_OPS: Record<ComparisonOp, string> = {
@@ -34,30 +37,51 @@ const COMPARE_OPS: Record<ComparisonOp, string> = {
   ge: '!i64_lt(a, b)',
 };
 
-const VIEW_PARAMS = { n: 'u32', rank: 'u32', a_off: 'u32', b_off: 'u32', shape: 'u32[8]', a_strides: 'i32[8]', b_strides: 'i32[8]' } as const;
+const VIEW_PARAMS = {
+  n: 'u32',
+  rank: 'u32',
+  a_off: 'u32',
+  b_off: 'u32',
+  s_lo: 'u32',
+  s_hi: 'u32',
+  shape: 'u32[8]',
+  a_strides: 'i32[8]',
+  b_strides: 'i32[8]',
+} as const;
+
+/** Which side of a binary op is a number (its words in the params: a number needs no buffer, so no upload). */
+export type Int64ScalarSide = 'none' | 'a' | 'b';
+const SCALAR_SIDES: Int64ScalarSide[] = ['none', 'a', 'b'];
+
+/** The A and B loads of int64-map / int64-compare: a buffer element, or the number in the params. */
+function sideLoads(scalar: Int64ScalarSide) {
+  const load = (side: 'a' | 'b') =>
+    scalar === side ? 'vec2<u32>(p.s_lo, p.s_hi)' : `vec2<u32>(${side}_words[2u * i${side}], ${side}_words[2u * i${side} + 1u])`;
+  return { A: load('a'), B: load('b') };
+}
 
 const int64Map = defineKernel({
   name: 'int64_map',
   source: 'int64-map.wgsl',
-  variant: { op: Object.keys(MAP_OPS) as Int64MapOp[] },
+  variant: { op: Object.keys(MAP_OPS) as Int64MapOp[], scalar: SCALAR_SIDES },
   params: VIEW_PARAMS,
   outputs: { out: 'u32' },
   inputs: { a_words: 'u32', b_words: 'u32' },
   grid: { threads: 'n', invoke: 'int64_map_at' },
   functions: MATH,
-  code: (v) => ({ OP: MAP_OPS[v.op] }),
+  code: (v) => ({ OP: MAP_OPS[v.op], ...sideLoads(v.scalar) }),
 });
 
 const int64Compare = defineKernel({
   name: 'int64_compare',
   source: 'int64-compare.wgsl',
-  variant: { op: Object.keys(COMPARE_OPS) as ComparisonOp[] },
+  variant: { op: Object.keys(COMPARE_OPS) as ComparisonOp[], scalar: SCALAR_SIDES },
   params: VIEW_PARAMS,
   outputs: { out: { packed: () => 'bool', compute: 'i32' } },
   inputs: { a_words: 'u32', b_words: 'u32' },
   grid: { words: 'n', element: 'int64_compare_at' },
   functions: MATH,
-  code: (v) => ({ OP: COMPARE_OPS[v.op] }),
+  code: (v) => ({ OP: COMPARE_OPS[v.op], ...sideLoads(v.scalar) }),
 });
 
 const int64From = defineKernel({
@@ -95,19 +119,35 @@ const int64To = defineKernel({
   }),
 });
 
+const FIRST = 'vec2<u32>(x[2u * base], x[2u * base + 1u])';
+const WRITE_ACC = 'out[2u * r] = acc.x;\n  out[2u * r + 1u] = acc.y;';
+const WRITE_BEST = 'out[2u * r] = best;\n  out[2u * r + 1u] = 0u;';
+const KEEP = (cond: string) => `if (${cond}) {\n      acc = v;\n      best = j;\n    }`;
+
+const ROWS_CODE: Record<Int64RowsOp, { INIT: string; START: string; STEP: string; END: string }> = {
+  scan: {
+    INIT: 'vec2<u32>(0u, 0u)',
+    START: '0u',
+    STEP: 'acc = i64_add(acc, v);\n    out[2u * k - 2u * p.x_off] = acc.x;\n    out[2u * k - 2u * p.x_off + 1u] = acc.y;',
+    END: '',
+  },
+  prod: { INIT: 'vec2<u32>(1u, 0u)', START: '0u', STEP: 'acc = i64_mul(acc, v);', END: WRITE_ACC },
+  max: { INIT: FIRST, START: '1u', STEP: KEEP('i64_lt(acc, v)'), END: WRITE_ACC },
+  min: { INIT: FIRST, START: '1u', STEP: KEEP('i64_lt(v, acc)'), END: WRITE_ACC },
+  argmax: { INIT: FIRST, START: '1u', STEP: KEEP('i64_lt(acc, v)'), END: WRITE_BEST },
+  argmin: { INIT: FIRST, START: '1u', STEP: KEEP('i64_lt(v, acc)'), END: WRITE_BEST },
+};
+
 const int64Rows = defineKernel({
   name: 'int64_rows',
   source: 'int64-rows.wgsl',
-  variant: { scan: 'boolean' },
+  variant: { op: Object.keys(ROWS_CODE) as Int64RowsOp[] },
   params: { n: 'u32', len: 'u32', x_off: 'u32' },
   outputs: { out: 'u32' },
   inputs: { x: 'u32' },
   grid: { threads: 'n', invoke: 'int64_rows_at' },
   functions: MATH,
-  code: (v) => ({
-    EACH: v.scan ? 'let o = r * p.len + j;\n    out[2u * o] = acc.x;\n    out[2u * o + 1u] = acc.y;' : '',
-    END: v.scan ? '' : 'out[2u * r] = acc.x;\n  out[2u * r + 1u] = acc.y;',
-  }),
+  code: (v) => ROWS_CODE[v.op],
 });
 
 /** A contiguous copy of an int64 view (the int32 copy of its words). */
@@ -116,7 +156,7 @@ export function int64Contiguous(ctx: GpuContext, x: GpuOperand): GpuBuffer {
 }
 
 /** Runs kernel on x (int64), or on a contiguous copy of it when x is strided. */
-function withContiguousInt64<R>(ctx: GpuContext, x: GpuOperand, kernel: (x: GpuOperand) => R): R {
+export function withContiguousInt64<R>(ctx: GpuContext, x: GpuOperand, kernel: (x: GpuOperand) => R): R {
   if (isContiguous(x.view)) return kernel(x);
   const compact = int64Contiguous(ctx, x);
   try {
@@ -126,7 +166,7 @@ function withContiguousInt64<R>(ctx: GpuContext, x: GpuOperand, kernel: (x: GpuO
   }
 }
 
-function viewParams(shape: Shape, a: View, b: View, n: number) {
+function viewParams(shape: Shape, a: View, b: View, n: number, value: bigint) {
   const [va, vb] = coalesceViews([a, b]);
   if (va.shape.length > MAX_RANK) throw new ShapeError(`int64 kernels index at most ${MAX_RANK} non-mergeable dims, got shape ${formatShape(shape)}`);
   const pad = (xs: readonly number[]) => [...xs, ...new Array<number>(MAX_RANK - xs.length).fill(0)];
@@ -136,21 +176,34 @@ function viewParams(shape: Shape, a: View, b: View, n: number) {
     rank: dims,
     a_off: va.offset,
     b_off: vb.offset,
+    s_lo: Number(BigInt.asUintN(32, value)),
+    s_hi: Number(BigInt.asUintN(32, value >> 32n)),
     shape: pad(dims ? va.shape : []).map((s, i) => (i < dims ? s : 1)),
     a_strides: pad(va.strides),
     b_strides: pad(vb.strides),
   };
 }
 
-/** op over int64 views a, b already broadcast to shape: an int64 result, or bool for a comparison. */
-export function int64BinaryKernel(ctx: GpuContext, op: Int64MapOp | ComparisonOp, a: GpuOperand, b: GpuOperand, shape: Shape): GpuBuffer {
+/**
+ * op over int64 views a, b already broadcast to shape: an int64 result, or bool for a comparison. With `scalar` a
+ * side, that side is the number `value` (its operand is only bound, never read).
+ */
+export function int64BinaryKernel(
+  ctx: GpuContext,
+  op: Int64MapOp | ComparisonOp,
+  a: GpuOperand,
+  b: GpuOperand,
+  shape: Shape,
+  scalar: Int64ScalarSide = 'none',
+  value = 0n,
+): GpuBuffer {
   const n = numel(shape);
   const compare = op in COMPARE_OPS;
   const out = ctx.alloc(compare ? wordBytes(n, 4) : Math.max(4, 8 * n));
   if (n === 0) return out;
-  const params = viewParams(shape, a.view, b.view, n);
-  if (compare) int64Compare.run(ctx, { op: op as ComparisonOp }, params, { out, a_words: a.buffer, b_words: b.buffer });
-  else int64Map.run(ctx, { op: op as Int64MapOp }, params, { out, a_words: a.buffer, b_words: b.buffer });
+  const params = viewParams(shape, a.view, b.view, n, value);
+  if (compare) int64Compare.run(ctx, { op: op as ComparisonOp, scalar }, params, { out, a_words: a.buffer, b_words: b.buffer });
+  else int64Map.run(ctx, { op: op as Int64MapOp, scalar }, params, { out, a_words: a.buffer, b_words: b.buffer });
   return out;
 }
 
@@ -176,11 +229,11 @@ function bytesPerElement(dtype: DType): number {
   return dtype === 'float32' || dtype === 'int32' ? 4 : dtype === 'float16' || dtype === 'bfloat16' ? 2 : 1;
 }
 
-/** Sums (scan: running sums) along the last dim of x viewed as [rows, len]; contiguous int64 output. */
-export function int64RowsKernel(ctx: GpuContext, x: GpuOperand, rows: number, len: number, scan: boolean): GpuBuffer {
+/** op along the last dim of x viewed as [rows, len] (Int64RowsOp); contiguous int64 output. */
+export function int64RowsKernel(ctx: GpuContext, x: GpuOperand, rows: number, len: number, op: Int64RowsOp): GpuBuffer {
   return withContiguousInt64(ctx, x, (cx) => {
-    const out = ctx.alloc(Math.max(4, 8 * (scan ? rows * len : rows)));
-    if (rows > 0) int64Rows.run(ctx, { scan }, { n: rows, len, x_off: cx.view.offset }, { out, x: cx.buffer });
+    const out = ctx.alloc(Math.max(4, 8 * (op === 'scan' ? rows * len : rows)));
+    if (rows > 0) int64Rows.run(ctx, { op }, { n: rows, len, x_off: cx.view.offset }, { out, x: cx.buffer });
     return out;
   });
 }

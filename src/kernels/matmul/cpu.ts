@@ -6,6 +6,7 @@ import type { StorageArray } from '../../core/codecs.js';
 import type { MatmulDims, MatmulScaling, Operand } from '../../runtime/backend.js';
 import { type CpuBackend, store, valueTable, values } from '../../runtime/cpu/cpu-backend.js';
 import { swigluReference } from '../swiglu/cpu.js';
+import { UNARY_F64 } from '../../runtime/cpu/scalar-ops.js';
 import { int4DequantValues } from '../int4/cpu.js';
 
 type Handle = StorageArray;
@@ -49,7 +50,9 @@ export function matmulReference(
     batch === 1 && !blockScaled && b.view.shape.length === 2 && b.view.strides[0] === 1 && b.dtype !== 'int64'
       ? productWithRowsOfB(va, b, m, n, k)
       : productOfValues(va, values(b), dims, scaling);
-  if (!scaling.scaleA && !scaling.scaleB && !scaling.bias && !scaling.scaleResult && !scaling.residual) return store(out, outDtype);
+  if (!scaling.scaleA && !scaling.scaleB && !scaling.bias && !scaling.scaleResult && !scaling.residual && !scaling.unary) return store(out, outDtype);
+  // The activation sees the float32 value the GPU epilogue holds, as the elementwise op after a float32 matmul would.
+  const act = scaling.unary ? UNARY_F64[scaling.unary] : undefined;
   const sa = scaling.scaleA;
   const sb = scaling.scaleB;
   const bias = scaling.bias ? values(scaling.bias) : undefined;
@@ -61,8 +64,10 @@ export function matmulReference(
       if (sa && sa.recipe !== 'block') v *= sa.handle[sa.recipe === 'row' ? i : 0];
       if (sb && sb.recipe !== 'block') v *= sb.handle[sb.recipe === 'row' ? j : 0];
       if (bias) v += bias[j];
+      v *= result;
+      if (act) v = Math.fround(act(Math.fround(v)));
       // The GPU epilogue rounds the product to float32 before adding the residual, as matmul then add would.
-      out[i * n + j] = residual ? Math.fround(v * result) + residual[i * n + j] : v * result;
+      out[i * n + j] = residual ? Math.fround(v) + residual[i * n + j] : v;
     }
   }
   // Scaled FP8 outputs saturate, as the GPU epilogue does.

@@ -3,7 +3,9 @@
 import { lanesPerWord, type DType } from '../../core/dtype.js';
 import { ShapeError } from '../../core/errors.js';
 import { coalesceViews, formatShape, numel } from '../../core/shape.js';
-import type { MatmulDims } from '../../runtime/backend.js';
+import { EPILOGUE_UNARY_OPS, type EpilogueUnary, type MatmulDims } from '../../runtime/backend.js';
+import { mapExpression } from '../../runtime/webgpu/kernels/map-ops.js';
+import { wgslSource } from '../../runtime/webgpu/kernels/wgsl.js';
 import { wordBytes, type GpuBuffer, type GpuContext } from '../../runtime/webgpu/gpu-context.js';
 import { viaFloat32, type GpuOperand } from '../../runtime/webgpu/kernels/elementwise.js';
 import { bytesOf, defineKernel, type VariantOf } from '../../runtime/webgpu/kernels/kernel.js';
@@ -27,6 +29,8 @@ export interface GemmScaling {
   residual?: GpuOperand;
   /** Decode GEMV only: rows n and n + N/2 of the weight are gate and up, the output [m, N/2] is silu(gate) * up. */
   activation?: 'swiglu';
+  /** act(result) before the residual, in float32 with the elementwise op's expression. */
+  unary?: EpilogueUnary;
   /**
    * b is a packed 4-bit weight (int32 words, b.view their [k/8, n] transposed view): contiguous scales and zero points
    * [n, k/groupSize], and the act-order column permutation [k] read on the activation side.
@@ -54,6 +58,8 @@ export const SCALING_VARIANT = {
   /** A packed 4-bit b: its scales' dtype, else 'none'. */
   int4: 'string',
   perm: 'boolean',
+  /** The epilogue's activation (EpilogueUnary), else 'none'. */
+  unary: 'string',
 } as const;
 export type ScalingVariant = VariantOf<typeof SCALING_VARIANT>;
 
@@ -66,6 +72,7 @@ export function scalingVariant(s: GemmScaling): ScalingVariant {
     residual: s.residual?.dtype ?? 'none',
     int4: s.int4B?.scale.dtype ?? 'none',
     perm: !!s.int4B?.perm,
+    unary: s.unary ?? 'none',
   };
 }
 
@@ -133,11 +140,20 @@ export function epilogueWgsl(v: ScalingVariant): string {
     `  var r = v${scaleTerm('scale_a', v.scaleA, 'm')}${scaleTerm('scale_b', v.scaleB, 'n')};`,
     v.bias !== 'none' ? '  r += load_bias(n);' : '',
     v.scaleResult ? '  r *= scale_result[0];' : '',
+    v.unary !== 'none' ? '  r = epilogue_unary(r);' : '',
     v.residual !== 'none' ? '  r += load_residual(m * p.n + n);' : '',
     '  return r;',
     '}',
   ];
-  return lines.filter(Boolean).join('\n') + '\n';
+  return unaryWgsl(v.unary) + lines.filter(Boolean).join('\n') + '\n';
+}
+
+/** `epilogue_unary(x)`: the elementwise op's own f32 expression (map-ops.ts) and its helpers, so the bits match. */
+function unaryWgsl(op: string): string {
+  if (op === 'none') return '';
+  if (!(EPILOGUE_UNARY_OPS as readonly string[]).includes(op)) throw new Error(`matmul epilogue: no activation ${op}`);
+  const expr = mapExpression(op, 'f32');
+  return `${wgslSource('float-math.wgsl')}\nfn epilogue_unary(x: f32) -> f32 {\n  return ${expr};\n}\n`;
 }
 
 /** `a_value` / `b_value`: an operand element dequantized; block scales vary along K, so they apply per element here. */

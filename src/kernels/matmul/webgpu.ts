@@ -27,6 +27,7 @@ export function matmulWebGpu(
     bias: scaling.bias && toGpuOperand(scaling.bias),
     scaleResult: scaling.scaleResult,
     residual: scaling.residual && toGpuOperand(scaling.residual),
+    unary: scaling.unary,
     int4B: scaling.int4B && {
       scale: toGpuOperand(scaling.int4B.scale),
       zero: toGpuOperand(scaling.int4B.zero),

@@ -199,3 +199,43 @@ export function swigluBackwardReference(x: Operand<Handle>, g: Operand<Handle>):
   }
   return store(out, 'float32');
 }
+
+/**
+ * The gradient of a stacked expert weight [E, N, K] for each term: grad[e] = sum over the slots s with ids[s] = e of
+ * combine[s] * g_row(s)^T outer x_row(s), g [T or T*k, N], x [T or T*k, K] (a row per token or per slot), in
+ * float64, stored as float32 [E, N, K]. An expert no slot chose gets zeros; an id outside 0..E-1 throws.
+ */
+export function expertWeightGradReference(
+  ids: Operand<Handle>,
+  experts: number,
+  terms: readonly { g: Operand<Handle>; x: Operand<Handle> }[],
+  combine: Operand<Handle> | undefined,
+): Handle[] {
+  const [t, slots] = ids.view.shape;
+  const idv = values(ids);
+  const bad = idv.find((e) => e < 0 || e >= experts);
+  if (bad !== undefined) throw new ShapeError(`expertWeightGrad: expert id ${bad} is out of range for ${experts} experts`);
+  const cw = combine ? values(combine) : undefined;
+  return terms.map(({ g, x }) => {
+    const n = g.view.shape[1];
+    const k = x.view.shape[1];
+    const gv = values(g);
+    const xv = values(x);
+    const gPerSlot = g.view.shape[0] === t * slots;
+    const xPerSlot = x.view.shape[0] === t * slots;
+    const out = new Float64Array(experts * n * k);
+    for (let s = 0; s < idv.length; s++) {
+      const token = Math.floor(s / slots);
+      const gBase = (gPerSlot ? s : token) * n;
+      const xBase = (xPerSlot ? s : token) * k;
+      const c = cw ? cw[s] : 1;
+      const base = idv[s] * n * k;
+      for (let row = 0; row < n; row++) {
+        const a = c * gv[gBase + row];
+        const o = base + row * k;
+        for (let col = 0; col < k; col++) out[o + col] += a * xv[xBase + col];
+      }
+    }
+    return store(out, 'float32');
+  });
+}

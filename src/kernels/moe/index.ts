@@ -7,7 +7,8 @@ import { swigluReference } from '../swiglu/cpu.js';
 import { toGpuOperand } from '../../runtime/webgpu/kernels/elementwise.js';
 import { matmulKernels } from '../matmul/index.js';
 import { defineOpKernels, runOpKernels } from '../op-kernels.js';
-import { expertLinearReference, moeRouteReference, swigluBackwardReference } from './cpu.js';
+import { expertLinearReference, expertWeightGradReference, moeRouteReference, swigluBackwardReference } from './cpu.js';
+import { expertWeightGradKernel } from './expert-weight-grad.js';
 import { swigluBackwardKernel } from './swiglu-backward.js';
 import { expertLinearKernel } from './expert-linear.js';
 import { FUSED_ROUTER_MAX_EXPERTS, type GpuRouteOptions, moeRouteKernel } from './moe-route.js';
@@ -145,5 +146,37 @@ export const swigluBackwardKernels = defineOpKernels<SwigluBackwardArgs<unknown>
   webgpu: (backend, args) => {
     const { x, g } = args as SwigluBackwardArgs<never>;
     return swigluBackwardKernel(backend, toGpuOperand(x), toGpuOperand(g));
+  },
+});
+
+/**
+ * The gradients of stacked expert weights [E, N, K] of expert-indexed linear layers over the same ids int32 [T, k]:
+ * for each term, grad[e] = sum over the slots s with ids[s] = e of combine[s] * g_row(s)^T outer x_row(s), where g
+ * [T or T*k, N] is the layer output's gradient and x [T or T*k, K] its input (a row per token or per slot), combine
+ * float32 [T, k] (absent: 1). float32 [E, N, K] each, accumulated in float32 (float64 on the CPU); an expert no
+ * slot chose gets zeros.
+ */
+export interface ExpertWeightGradArgs<H> {
+  readonly ids: Operand<H>;
+  readonly experts: number;
+  readonly terms: readonly { readonly g: Operand<H>; readonly x: Operand<H> }[];
+  readonly combine?: Operand<H>;
+}
+
+/** Returns one handle per term; on WebGPU one plan dispatch, then one per term. */
+export const expertWeightGradKernels = defineOpKernels<ExpertWeightGradArgs<unknown>, unknown[]>({
+  cpu: (_backend, args) => {
+    const { ids, experts, terms, combine } = args as ExpertWeightGradArgs<never>;
+    return expertWeightGradReference(ids, experts, terms, combine);
+  },
+  webgpu: (backend, args) => {
+    const { ids, experts, terms, combine } = args as ExpertWeightGradArgs<never>;
+    return expertWeightGradKernel(
+      backend,
+      toGpuOperand(ids),
+      experts,
+      terms.map(({ g, x }) => ({ g: toGpuOperand(g), x: toGpuOperand(x) })),
+      combine && toGpuOperand(combine),
+    );
   },
 });

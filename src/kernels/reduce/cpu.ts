@@ -9,21 +9,32 @@ import { REDUCE_F64 } from '../../runtime/cpu/scalar-ops.js';
 
 type Handle = StorageArray;
 
-export function reduceReference(op: ReduceOp, x: Operand<Handle>, dim: number, outDtype: DType): Handle {
-  const shape = x.view.shape;
+/**
+ * The loop every reduce reference shares: x (row-major, shape) viewed as [outer, size, inner] around dim; fn gets each
+ * output's index o and the first element, count and stride of the row it folds.
+ */
+export function forEachRow(shape: readonly number[], dim: number, fn: (o: number, base: number, size: number, stride: number) => void): void {
   const outer = numel(shape.slice(0, dim));
   const size = shape[dim];
   const inner = numel(shape.slice(dim + 1));
-  const v = values(x);
-  const out = new Float64Array(outer * inner);
   for (let o = 0; o < outer; o++) {
-    for (let i = 0; i < inner; i++) {
-      const base = o * size * inner + i;
-      const r = op === 'argmax' || op === 'argmin' ? argExtreme(v, base, size, inner, op === 'argmax') : fold(op, v, base, size, inner, !isFloating(outDtype));
-      // Integer sums wrap like int32 arithmetic (as binary add does and the GPU accumulates), not saturate.
-      out[o * inner + i] = op === 'sum' && !isFloating(outDtype) ? r | 0 : r;
-    }
+    for (let i = 0; i < inner; i++) fn(o * inner + i, o * size * inner + i, size, inner);
   }
+}
+
+/** The number of outputs of a reduction of dim. */
+export function rowCount(shape: readonly number[], dim: number): number {
+  return numel(shape.slice(0, dim)) * numel(shape.slice(dim + 1));
+}
+
+export function reduceReference(op: ReduceOp, x: Operand<Handle>, dim: number, outDtype: DType): Handle {
+  const v = values(x);
+  const out = new Float64Array(rowCount(x.view.shape, dim));
+  forEachRow(x.view.shape, dim, (o, base, size, inner) => {
+    const r = op === 'argmax' || op === 'argmin' ? argExtreme(v, base, size, inner, op === 'argmax') : fold(op, v, base, size, inner, !isFloating(outDtype));
+    // Integer sums wrap like int32 arithmetic (as binary add does and the GPU accumulates), not saturate.
+    out[o] = op === 'sum' && !isFloating(outDtype) ? r | 0 : r;
+  });
   return store(out, outDtype);
 }
 

@@ -1,27 +1,18 @@
-// The reference of sumInt: float64 sums of the integers (exact while partial sums stay under 2^53), checked against
-// int32's range.
+// The reference of sumInt: BigInt sums of the integers along dim (exact, wrapping modulo 2^64 as torch's int64),
+// over the loop every reduce reference shares (reduce/cpu.ts).
 import type { StorageArray } from '../../core/codecs.js';
-import { numel } from '../../core/shape.js';
 import type { Operand } from '../../runtime/backend.js';
-import { store, values } from '../../runtime/cpu/cpu-backend.js';
+import { values } from '../../runtime/cpu/cpu-backend.js';
+import { int64Storage, int64Values } from '../int64/cpu.js';
+import { forEachRow, rowCount } from '../reduce/cpu.js';
 
 export function sumIntReference(x: Operand<StorageArray>, dim: number): StorageArray {
-  const shape = x.view.shape;
-  const outer = numel(shape.slice(0, dim));
-  const size = shape[dim];
-  const inner = numel(shape.slice(dim + 1));
-  const v = values(x);
-  const out = new Float64Array(outer * inner);
-  for (let o = 0; o < outer; o++) {
-    for (let i = 0; i < inner; i++) {
-      let acc = 0;
-      for (let j = 0; j < size; j++) acc += v[(o * size + j) * inner + i];
-      if (acc < -2147483648 || acc > 2147483647)
-        throw new RangeError(
-          `sum: an int32 sum is ${acc}, outside int32's range (torch returns int64; tensorgpu has no int64 yet): cast to float32 first or sum smaller parts`,
-        );
-      out[o * inner + i] = acc;
-    }
-  }
-  return store(out, 'int32');
+  const v = x.dtype === 'int64' ? int64Values(x) : Array.from(values(x), BigInt);
+  const out = new BigInt64Array(rowCount(x.view.shape, dim));
+  forEachRow(x.view.shape, dim, (o, base, size, inner) => {
+    let acc = 0n;
+    for (let j = 0; j < size; j++) acc += v[base + j * inner];
+    out[o] = BigInt.asIntN(64, acc);
+  });
+  return int64Storage(out);
 }

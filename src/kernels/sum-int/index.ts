@@ -1,8 +1,7 @@
-// sumInt: the sum of an integer (int32, uint8, bool) tensor along one dim, accumulated exactly (64-bit on the GPU,
-// float64 on the CPU: exact while partial sums stay under 2^53) and returned as int32 when it fits. torch returns
-// int64; tensorgpu has no int64 yet, so a sum outside int32's range raises a RangeError (at once on the CPU, at the
-// next read back or synchronize() on WebGPU, through the device error flag) instead of wrapping.
+// sumInt: the sum of an integer (int32, uint8, bool, int64) tensor along one dim, as int64 (torch sums integers into
+// int64): exact, wrapping modulo 2^64 (64-bit partial sums on the GPU, BigInt on the CPU).
 import type { Operand } from '../../runtime/backend.js';
+import { withContiguousInt64 } from '../int64/webgpu.js';
 import { toGpuOperand } from '../../runtime/webgpu/kernels/elementwise.js';
 import { withContiguous } from '../../runtime/webgpu/kernels/nn-util.js';
 import { defineOpKernels } from '../op-kernels.js';
@@ -21,6 +20,7 @@ export const sumIntKernels = defineOpKernels<SumIntArgs<unknown>>({
   },
   webgpu: (backend, args) => {
     const a = args as SumIntArgs<never>;
-    return withContiguous(backend, toGpuOperand(a.x), (cx) => sumIntKernel(backend, cx, a.dim));
+    const x = toGpuOperand(a.x);
+    return (x.dtype === 'int64' ? withContiguousInt64 : withContiguous)(backend, x, (cx) => sumIntKernel(backend, cx, a.dim));
   },
 });

@@ -1,8 +1,8 @@
-// An exact integer sum along one dim of a contiguous [outer, size, inner] tensor, one workgroup per output element:
-// each invocation adds its workgroup-strided part in 64-bit two's complement (vec2<u32>: low, high word), the parts
-// merge by the fixed tree of workgroup-reduce.wgsl, and invocation 0 writes the int32 result, or, when it does not
-// fit int32 (torch would return int64), reports it in the device error flag (device-error.ts).
-// The header (params, bindings, load_x, WG, add64, sum64, report_error64) comes from the description in webgpu.ts.
+// The int64 sum of an int32 / uint8 / bool / int64 tensor along one dim of a contiguous [outer, size, inner] view,
+// one workgroup per output element (torch sums integers into int64): each invocation adds its workgroup-strided part
+// in 64-bit two's complement (vec2<u32>: low, high word), the parts merge by the fixed tree of workgroup-reduce.wgsl,
+// and invocation 0 writes the two words, wrapping modulo 2^64 as torch.
+// The header (params, bindings, load64, WG, add64, sum64) comes from the descriptions in webgpu.ts.
 
 @compute @workgroup_size(WG)
 fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
@@ -14,17 +14,13 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
   var acc = vec2<u32>(0u, 0u);
   if (live) {
     for (var j = t; j < p.size; j += WG) {
-      let v = load_x(base + j * p.inner);
-      acc = add64(acc, vec2<u32>(bitcast<u32>(v), select(0u, 0xffffffffu, v < 0)));
+      acc = add64(acc, load64(base + j * p.inner));
     }
   }
   let total = sum64(t, acc);
   if (t != 0u || !live) {
     return;
   }
-  let fits = (total.y == 0u && total.x < 0x80000000u) || (total.y == 0xffffffffu && total.x >= 0x80000000u);
-  if (!fits) {
-    report_error64(ERR_OP, total);
-  }
-  out[o] = bitcast<i32>(total.x);
+  out[2u * o] = total.x;
+  out[2u * o + 1u] = total.y;
 }

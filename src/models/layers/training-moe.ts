@@ -1,4 +1,5 @@
-// The MoE feed-forward for training, differentiable in the router scores and (through the LoRA sites) every expert.
+// The MoE feed-forward for training, differentiable in the router scores and every expert (its stacked weights in
+// full fine-tuning, or through the LoRA sites).
 import type { Tensor } from '../../core/tensor.js';
 import type { Weight } from '../../formats/checkpoint.js';
 import { noGrad } from '../../autograd/grad-mode.js';
@@ -29,12 +30,13 @@ export type SiteAwareDelta = ProjectionDelta & { readonly covers?: (site: Projec
 
 /**
  * Whether the grouped expert ops (moeExperts: a few dispatches per layer) can run the experts: their weights are
- * frozen float weights (no gradient wanted, no FP8 block scales), no adapter touches an expert projection, and a
- * shared expert is either stacked as the last expert (its gate the router's last row) or beside them.
+ * float weights without FP8 block scales (frozen, or trained in full: moeExperts gives the stacks' gradients), no
+ * adapter touches an expert projection, and a shared expert is either stacked as the last expert (its gate the
+ * router's last row) or beside them.
  */
 function groupedExpertsApply(ff: MoeTrainingFeedForward, delta: SiteAwareDelta | undefined): boolean {
   const { gateUp, down } = ff.weights;
-  if (gateUp.scale || down.scale || gateUp.data.requiresGrad || down.data.requiresGrad) return false;
+  if (gateUp.scale || down.scale) return false;
   const shared = ff.shared;
   if (shared?.expert !== undefined && shared.expert !== ff.experts.length) return false;
   if (!delta) return true;
@@ -126,7 +128,7 @@ export function trainingMoe(
   return perExpertTrainingMoe(x, residual, ff, routing, delta);
 }
 
-/** trainingMoe's per-expert form (expert weights trained, FP8 experts): the chosen ids read back once per layer. */
+/** trainingMoe's per-expert form (adapters on expert projections, FP8 experts): the chosen ids read back once per layer. */
 async function perExpertTrainingMoe(
   x: Tensor,
   residual: Tensor,

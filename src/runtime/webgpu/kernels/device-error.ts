@@ -1,12 +1,12 @@
-// The device-side error flag: kernels that read indices (index_select, gather, cross_entropy) or could overflow an
-// integer result record the first offender in one small storage buffer instead of writing a silent zero; the backend
-// reads it back with the next read or synchronize() and raises (CUDA's device-side assert is the model). Words:
-// [0] reports so far (the first reporter wins the rest), [1] the op's code, [2] the value (an index, as i32),
-// [3] the bound it broke (the dim's size), [4] and [5] a 64-bit value's low and high words where one is reported.
+// The device-side error flag: kernels that read indices (index_select, gather, cross_entropy) record the first
+// offender in one small storage buffer instead of writing a silent zero; the backend reads it back with the next read
+// or synchronize() and raises (CUDA's device-side assert is the model). Words: [0] reports so far (the first reporter
+// wins the rest), [1] the op's code, [2] the value (an index, as i32), [3] the bound it broke (the dim's size); the
+// rest are spare.
 import { IndexError } from '../../../core/errors.js';
 
 /** The ops that report, by code (code = position + 1; 0 means no error). */
-export const DEVICE_ERROR_OPS = ['indexSelect', 'gather', 'crossEntropy', 'sum'] as const;
+export const DEVICE_ERROR_OPS = ['indexSelect', 'gather', 'crossEntropy'] as const;
 export type DeviceErrorOp = (typeof DEVICE_ERROR_OPS)[number];
 
 export const DEVICE_ERROR_WORDS = 8;
@@ -27,14 +27,6 @@ fn report_error(op: u32, value: i32, bound: u32) {
     atomicStore(&err[3], bound);
   }
 }
-
-fn report_error64(op: u32, value: vec2<u32>) {
-  if (atomicAdd(&err[0], 1u) == 0u) {
-    atomicStore(&err[1], op);
-    atomicStore(&err[4], value.x);
-    atomicStore(&err[5], value.y);
-  }
-}
 `;
 
 /** The error a flag read back describes, or undefined when no kernel reported. */
@@ -42,12 +34,6 @@ export function deviceError(words: Uint32Array): Error | undefined {
   if (words[0] === 0) return undefined;
   const op = DEVICE_ERROR_OPS[words[1] - 1] ?? `kernel ${words[1]}`;
   const more = words[0] > 1 ? ` (${words[0]} reports in this batch; the first is shown)` : '';
-  if (op === 'sum') {
-    const value = words[4] + (words[5] | 0) * 2 ** 32;
-    return new RangeError(
-      `sum: an int32 sum is ${value}, outside int32's range (torch returns int64; tensorgpu has no int64 yet): cast to float32 first or sum smaller parts${more}`,
-    );
-  }
   const index = words[2] | 0;
   const bound = words[3];
   const what = op === 'crossEntropy' ? `target ${index} is out of range for ${bound} classes` : `index ${index} is out of range for a dim of size ${bound}`;

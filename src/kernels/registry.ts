@@ -10,6 +10,7 @@ import { logMelKernels } from './log-mel/index.js';
 import { ropeKernels } from './rope/index.js';
 import { upsample2xKernels } from './upsample2x/index.js';
 import { indexAddKernels } from './index-add/index.js';
+import { scatterTargetsKernels } from './scatter-targets/index.js';
 import { padKernels } from './pad/index.js';
 import { overlapAddKernels } from './overlap-add/index.js';
 import { resampleKernels } from './resample/index.js';
@@ -49,6 +50,7 @@ export const OP_KERNELS = {
   rope: ropeKernels,
   upsample2x: upsample2xKernels,
   indexAdd: indexAddKernels,
+  scatterTargets: scatterTargetsKernels,
   pad: padKernels,
   overlapAdd: overlapAddKernels,
   resample: resampleKernels,

@@ -11,7 +11,7 @@ import './tensor-methods.js';
  * naming itself.
  */
 const INT64_OPS: ReadonlySet<string> = new Set([
-  ...['to', 'toArray', 'toBytes', 'clone', 'copyInto', 'cat', 'where', 'indexSelect', 'gather', 'sort', 'cumsum'],
+  ...['to', 'toArray', 'toBytes', 'clone', 'copyInto', 'cat', 'where', 'indexSelect', 'gather', 'scatter', 'sort', 'cumsum'],
   ...['sum', 'prod', 'max', 'min', 'argmax', 'argmin'],
   ...['add', 'sub', 'mul', 'div', 'pow', 'maximum', 'minimum', 'remainder', 'fmod', 'floor_divide'],
   ...['eq', 'ne', 'lt', 'le', 'gt', 'ge'],
@@ -19,7 +19,7 @@ const INT64_OPS: ReadonlySet<string> = new Set([
 
 /** What int64 tensors take, for the errors that refuse one (here and ops/int64.ts refuseInt64). */
 export const INT64_SUPPORTED =
-  'supported on int64: add, sub, mul, neg, abs, maximum, minimum, floor_divide, div with rounding_mode, remainder, fmod, comparisons, where, sum, prod, max, min, argmax, argmin, cumsum, sort, topk, cat, indexing (indexSelect, gather) and casts';
+  'supported on int64: add, sub, mul, neg, abs, maximum, minimum, floor_divide, div with rounding_mode, remainder, fmod, comparisons, where, sum, prod, max, min, argmax, argmin, cumsum, sort, topk, cat, indexing (indexSelect, gather, scatter, scatterAdd) and casts';
 
 /** The one backend all inputs live on; mixing devices is an error (as in PyTorch), never an implicit copy. */
 export function commonBackend(op: string, ...tensors: Tensor[]): Backend {

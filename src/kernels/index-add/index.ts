@@ -8,8 +8,9 @@ import { indexAddKernel } from './webgpu.js';
 /**
  * The scatter-add of indexSelect's backward (torch.index_add_ into zeros): float32 contiguous out of source's
  * shape with `size` at dim, zeros, then out[.., index[i], ..] += source[.., i, ..] for i in increasing order (a
- * fixed order on every device: no atomics). source: any float dtype; index: 1-D int32 of source.shape[dim]
- * entries. An index outside [0, size): CPU throws, GPU adds nothing.
+ * fixed order on every device: no atomics). source: any float dtype, or contiguous int64 (exact int64 sums, int64
+ * out: scatterAdd of int64); index: 1-D int32 of source.shape[dim] entries. An index outside [0, size): CPU throws,
+ * GPU adds nothing.
  */
 export interface IndexAddArgs<H> {
   readonly source: Operand<H>;

@@ -3,6 +3,7 @@
 // of the `size` chain heads, the chains, the sums), no float atomics, and the sum order is the index order whatever
 // the GPU schedules.
 import { lanesPerWord } from '../../core/dtype.js';
+import { ShapeError } from '../../core/errors.js';
 import { isContiguous, numel } from '../../core/shape.js';
 import { wordBytes, type GpuBuffer, type GpuContext } from '../../runtime/webgpu/gpu-context.js';
 import { fillKernel, type GpuOperand } from '../../runtime/webgpu/kernels/elementwise.js';
@@ -34,25 +35,42 @@ const indexAdd = defineKernel({
   functions: (v) => `fn src_at(e: u32) -> u32 {\n  return ${v.strided ? 'strided_offset(e, p.src_off, p.rank, p.shape, p.strides)' : 'p.src_off + e'};\n}\n`,
 });
 
+const indexAddInt64 = defineKernel({
+  name: 'index_add_int64',
+  source: 'index-add-int64.wgsl',
+  params: { n: 'u32', t: 'u32', size: 'u32', inner: 'u32', src_off: 'u32' },
+  outputs: { out: 'u32' },
+  inputs: { src: 'u32', head: 'u32', next: 'u32' },
+  grid: { threads: 'n', invoke: 'index_add_int64_at' },
+});
+
 /** Source views of at most this rank are read through their strides in place (strided_offset's limit). */
 const MAX_STRIDED_RANK = 8;
 
 /**
  * out float32 [outer, size, inner] (source's shape with `size` at dim) = zeros, then out[.., index[i], ..] +=
- * source[.., i, ..] for i in increasing order. source: any view of a float dtype (read in place up to rank 8); index:
- * 1-D int32 of source.shape[dim] entries, any stride. Indices outside [0, size) add nothing.
+ * source[.., i, ..] for i in increasing order. source: any view of a float dtype (read in place up to rank 8), or
+ * contiguous int64 (exact int64 sums, int64 out); index: 1-D int32 of source.shape[dim] entries, any stride. Indices
+ * outside [0, size) add nothing.
  */
 export function indexAddKernel(ctx: GpuContext, source: GpuOperand, dim: number, index: GpuOperand, size: number): GpuBuffer {
   const shape = source.view.shape;
   const t = shape[dim];
   const inner = numel(shape.slice(dim + 1));
   const n = numel(shape.slice(0, dim)) * size * inner;
-  if (n === 0 || t === 0) return fillKernel(ctx, 'float32', n, 0);
+  const int64 = source.dtype === 'int64';
+  if (int64 && !isContiguous(source.view)) throw new ShapeError('indexAdd: an int64 source must be contiguous');
+  if (n === 0 || t === 0) return int64 ? fillKernel(ctx, 'int32', 2 * n, 0) : fillKernel(ctx, 'float32', n, 0);
   const idx = { t, size, idx_off: index.view.offset, idx_stride: index.view.strides[0] ?? 0 };
   const head = fillKernel(ctx, 'int32', size, -1);
   const next = ctx.alloc(wordBytes(t, 1));
   try {
     indexAddChain.run(ctx, {}, idx, { head, next, idx: index.buffer }, { workgroups: grid1d(t, CHAIN_WG) });
+    if (int64) {
+      const out = ctx.alloc(wordBytes(2 * n, 1));
+      indexAddInt64.run(ctx, {}, { n, t, size, inner, src_off: source.view.offset }, { out, src: source.buffer, head, next });
+      return out;
+    }
     const out = ctx.alloc(wordBytes(n, lanesPerWord('float32')));
     const run = (src: GpuOperand, strided: boolean) =>
       indexAdd.run(

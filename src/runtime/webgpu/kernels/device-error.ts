@@ -1,12 +1,12 @@
-// The device-side error flag: kernels that read indices (index_select, gather, cross_entropy) record the first
-// offender in one small storage buffer instead of writing a silent zero; the backend reads it back with the next read
-// or synchronize() and raises (CUDA's device-side assert is the model). Words: [0] reports so far (the first reporter
-// wins the rest), [1] the op's code, [2] the value (an index, as i32), [3] the bound it broke (the dim's size); the
-// rest are spare.
+// The device-side error flag: kernels that read indices (index_select, gather, cross_entropy, scatter's targets)
+// record the first offender in one small storage buffer instead of writing a silent zero; the backend reads it back
+// with the next read or synchronize() and raises (CUDA's device-side assert is the model). Words: [0] reports so far
+// (the first reporter wins the rest), [1] the op's code, [2] the value (an index, as i32; an int64 one past int32 as
+// INT32_MIN or INT32_MAX), [3] the bound it broke (the dim's size); the rest are spare.
 import { IndexError } from '../../../core/errors.js';
 
 /** The ops that report, by code (code = position + 1; 0 means no error). */
-export const DEVICE_ERROR_OPS = ['indexSelect', 'gather', 'crossEntropy'] as const;
+export const DEVICE_ERROR_OPS = ['indexSelect', 'gather', 'crossEntropy', 'scatter'] as const;
 export type DeviceErrorOp = (typeof DEVICE_ERROR_OPS)[number];
 
 export const DEVICE_ERROR_WORDS = 8;

@@ -24,7 +24,7 @@ import { binaryRule, sumTo, unaryRule } from './grad-rules.js';
 import { int64Binary, int64Unary, int64Where } from './int64.js';
 
 function unary(op: UnaryOp, x: Tensor, floatOnly: boolean): Tensor {
-  if (x.dtype === 'int64') return int64Unary(op, x);
+  if (x.dtype === 'int64') return unaryOfInt64(op, x, floatOnly);
   const backend = x.storage.backend;
   if (isFp8(x.dtype)) throw new DTypeError(`${op} does not take ${x.dtype} (tensor ${x.describe()}): FP8 is a storage format; cast with .to('float32') first`);
   if (x.dtype === 'bool' && !floatOnly) throw new DTypeError(`${op} does not take bool (tensor ${x.describe()})`);
@@ -33,6 +33,25 @@ function unary(op: UnaryOp, x: Tensor, floatOnly: boolean): Tensor {
   // Without grad an op is its kernel alone: no closures, no tape (differentiable would make both only to drop them).
   if (!isGradEnabled() || !x.requiresGrad) return wrap(backend, backend.unary(op, x.operand(), outDtype), outDtype, x.shape);
   return recordedUnary(op, x, backend, outDtype);
+}
+
+/**
+ * A unary op of an int64 tensor, as torch: float functions (exp, sin, sqrt, ...) of the value converted to float32
+ * (torch's default float dtype); floor / ceil / round keep the integers, relu is max(x, 0) and sign (x > 0) - (x < 0),
+ * all int64; neg and abs run the int64 kernels.
+ */
+function unaryOfInt64(op: UnaryOp, x: Tensor, floatOnly: boolean): Tensor {
+  const temps: Tensor[] = [];
+  const temp = (t: Tensor) => (temps.push(t), t);
+  try {
+    if (floatOnly) return unary(op, temp(x.to('float32')), true);
+    if (op === 'floor' || op === 'ceil' || op === 'round') return add(x, 0);
+    if (op === 'relu') return maximum(x, 0);
+    if (op === 'sign') return sub(temp(temp(gt(x, 0)).to('int64')), temp(temp(lt(x, 0)).to('int64')));
+    return int64Unary(op, x);
+  } finally {
+    for (const t of temps) t.dispose();
+  }
 }
 
 /**

@@ -164,12 +164,21 @@ describe.each(devices)('int64 on %s', (device) => {
     }
   });
 
-  it('where, cat and ops without int64 raise a DTypeError naming the op', async () => {
+  it('where, cat, unary ops, and ops without int64 raise a DTypeError naming the op', async () => {
     const a = on(device, BigInt64Array.of(2n ** 40n, -5n, 7n));
     const cond = tensor([true, false, true], { device });
     expect(Array.from(await big(tg.where(cond, a, -(2 ** 35))))).toEqual([2n ** 40n, -(2n ** 35n), 7n]);
     expect(Array.from(await big(tg.cat([a, a.slice(0, 1, 2)])))).toEqual([2n ** 40n, -5n, 7n, -5n]);
-    expect(() => tg.exp(a)).toThrow(/exp does not support int64/);
+    // Float functions of int64 compute on the value as float32 (torch's default float dtype).
+    const e = tg.exp(on(device, BigInt64Array.of(-3n, 0n, 2n)));
+    expect(e.dtype).toBe('float32');
+    const ev = await e.toArray();
+    [Math.exp(-3), 1, Math.exp(2)].forEach((want, i) => expect(ev[i]).toBeCloseTo(want, 5));
+    // floor / ceil / round keep the integers; relu and sign stay int64.
+    const v = on(device, BigInt64Array.of(-(2n ** 40n), 0n, 3n, 2n ** 62n));
+    for (const f of [tg.floor, tg.ceil, tg.round]) expect(Array.from(await big(f(v)))).toEqual([-(2n ** 40n), 0n, 3n, 2n ** 62n]);
+    expect(Array.from(await big(tg.relu(v)))).toEqual([0n, 0n, 3n, 2n ** 62n]);
+    expect(Array.from(await big(tg.sign(v)))).toEqual([-1n, 0n, 1n, 1n]);
     // matmul of integers is composed (test/ops/matmul-int.test.ts), int64 included.
     const mm = tg.matmul(a.reshape([3, 1]), a.reshape([1, 3]));
     expect([mm.dtype, ...mm.shape]).toEqual(['int64', 3, 3]);

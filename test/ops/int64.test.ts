@@ -184,7 +184,13 @@ describe.each(devices)('int64 on %s', (device) => {
     expect([mm.dtype, ...mm.shape]).toEqual(['int64', 3, 3]);
     mm.dispose();
     expect(() => tg.mean(a)).toThrow(DTypeError);
-    expect(() => tg.pow(a, 2)).toThrow(/pow does not support int64/);
+    // pow: ATen's powi, wrapping; a tensor exponent below 0 gives 1 / +-1 / 0, a negative number exponent raises.
+    const base = on(device, BigInt64Array.of(3n, -2n, 1n, -1n, -1n, 7n, 0n, 2n));
+    const expo = on(device, BigInt64Array.of(40n, 63n, -5n, -3n, -4n, -1n, 0n, 64n));
+    const want = [3n ** 40n, -(2n ** 63n), 1n, -1n, 1n, 0n, 1n, 0n].map((v) => BigInt.asIntN(64, v));
+    expect(Array.from(await big(tg.pow(base, expo)))).toEqual(want);
+    expect(Array.from(await big(tg.pow(a, 2)))).toEqual([BigInt.asIntN(64, 2n ** 80n), 25n, 49n]);
+    expect(() => tg.pow(a, -1)).toThrow(DTypeError);
   });
 });
 

@@ -7,7 +7,7 @@ import { numel, type Shape } from '../../core/shape.js';
 import type { ComparisonOp, Operand } from '../../runtime/backend.js';
 import { values, viewIndices } from '../../runtime/cpu/cpu-backend.js';
 
-export type Int64MapOp = 'add' | 'sub' | 'mul' | 'maximum' | 'minimum' | 'neg' | 'abs' | 'floor_divide' | 'remainder' | 'fmod';
+export type Int64MapOp = 'add' | 'sub' | 'mul' | 'maximum' | 'minimum' | 'neg' | 'abs' | 'floor_divide' | 'remainder' | 'fmod' | 'pow';
 
 type Handle = StorageArray;
 
@@ -29,6 +29,14 @@ export function int64Storage(v: BigInt64Array): Int32Array {
   return new Int32Array(v.buffer.slice(v.byteOffset, v.byteOffset + v.byteLength));
 }
 
+/** torch's integer pow (ATen's powi), wrapping modulo 2^64 at every multiply; see i64_pow in int64-math.wgsl. */
+function powi(a: bigint, b: bigint): bigint {
+  if (b < 0n) return a === 1n ? 1n : a === -1n ? (b % 2n !== 0n ? -1n : 1n) : 0n;
+  let r = 1n;
+  for (let base = a, e = b; e > 0n; e >>= 1n, base = BigInt.asIntN(64, base * base)) if (e & 1n) r = BigInt.asIntN(64, r * base);
+  return r;
+}
+
 const MAP: Record<Int64MapOp, (a: bigint, b: bigint) => bigint> = {
   add: (a, b) => a + b,
   sub: (a, b) => a - b,
@@ -41,6 +49,7 @@ const MAP: Record<Int64MapOp, (a: bigint, b: bigint) => bigint> = {
   floor_divide: (a, b) => (b === 0n ? 0n : a / b - (a % b !== 0n && a < 0n !== b < 0n ? 1n : 0n)),
   remainder: (a, b) => (b === 0n ? 0n : a % b !== 0n && a < 0n !== b < 0n ? (a % b) + b : a % b),
   fmod: (a, b) => (b === 0n ? 0n : a % b),
+  pow: powi,
 };
 
 const COMPARE: Record<ComparisonOp, (a: bigint, b: bigint) => boolean> = {

@@ -181,3 +181,31 @@ fn i64_divide(a: vec2<u32>, b: vec2<u32>, floored: bool, want_remainder: bool) -
   }
   return select(q, r, want_remainder);
 }
+
+// torch's integer pow (ATen's powi): squaring with wrapping multiplies; a negative exponent gives 1 for a = 1,
+// +-1 for a = -1 (by the exponent's parity) and 0 otherwise.
+fn i64_pow(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> {
+  if (bitcast<i32>(b.y) < 0) {
+    if (a.x == 1u && a.y == 0u) {
+      return a;
+    }
+    if (a.x == 0xffffffffu && a.y == 0xffffffffu) {
+      return select(vec2<u32>(1u, 0u), a, (b.x & 1u) == 1u);
+    }
+    return vec2<u32>(0u, 0u);
+  }
+  var base = a;
+  var e = b;
+  var r = vec2<u32>(1u, 0u);
+  loop {
+    if (e.x == 0u && e.y == 0u) {
+      break;
+    }
+    if ((e.x & 1u) == 1u) {
+      r = i64_mul(r, base);
+    }
+    base = i64_mul(base, base);
+    e = u64_shr(e, 1u);
+  }
+  return r;
+}

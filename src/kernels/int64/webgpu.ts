@@ -26,6 +26,7 @@ const MAP_OPS: Record<Int64MapOp, string> = {
   floor_divide: 'i64_divide(a, b, true, false)',
   remainder: 'i64_divide(a, b, true, true)',
   fmod: 'i64_divide(a, b, false, true)',
+  pow: 'i64_pow(a, b)',
 };
 
 const COMPARE_OPS: Record<ComparisonOp, string> = {

@@ -3,10 +3,13 @@
 // - transcribe: wall time of a whole transcription (log-mel, encoder, greedy decoding with timestamps, 32 tokens a
 //   window at most); the realtime factor is audio seconds per wall second.
 // - encoder: one 30 s window's forward, its dispatches (machine-independent).
+// - encoder, 90 s: the three 30 s windows of a 90 s input one at a time (what transcribe does with timestamps)
+//   against one batched forward over [3, 80, 3000] (encodeWindows: what transcribe --batch-windows does where the
+//   windows are known ahead); WebGPU only, one timed run each (a window takes tens of seconds on SwiftShader).
 // - decoder host µs per token: the decode step replayed from a capture against the same step run eagerly; the
 //   host time excludes the logits read back, so it is the launch cost a token pays.
 // Random weights decode gibberish; the counts and the ratios are what to read.
-import { gpuCounters, loadWhisper, logMelSpectrogram, synchronize, syntheticSignal, tensor, type LoadedWhisper } from '../src/index.js';
+import { cat, gpuCounters, loadWhisper, logMelSpectrogram, synchronize, syntheticSignal, tensor, type LoadedWhisper } from '../src/index.js';
 import { transcribe } from '../src/transcribe/transcribe.js';
 import { timeIt, type BenchCase, type BenchContext, type RowInput } from './harness.js';
 
@@ -18,6 +21,7 @@ export function whisperCases(quick: boolean): BenchCase[] {
   return [
     { benchmark: 'whisper-tiny transcribe', shape: `${seconds} s`, run: (ctx) => measureTranscribe(ctx, seconds) },
     { benchmark: 'whisper-tiny encoder', shape: '[1,80,3000]', run: (ctx) => measureEncoder(ctx) },
+    { benchmark: 'whisper-tiny encoder 90 s', shape: '3 windows', run: (ctx) => measureBatchedEncoder(ctx) },
   ];
 }
 
@@ -100,4 +104,44 @@ async function measureEncoder(ctx: BenchContext): Promise<RowInput[]> {
     }
   }
   return rows;
+}
+
+async function measureBatchedEncoder(ctx: BenchContext): Promise<RowInput[]> {
+  const shape = '3 windows';
+  const ONE = 'whisper-tiny encoder 90 s, one window at a time';
+  const BATCHED = 'whisper-tiny encoder 90 s, batched';
+  if (!ctx.gpu) return [ONE, BATCHED].map((benchmark) => ({ benchmark, shape, backend: 'cpu', note: 'WebGPU only' }));
+  ctx.log(`  webgpu ${BATCHED}`);
+  const { model } = await load('webgpu');
+  const audio = tensor(syntheticSignal(90), { device: 'webgpu' });
+  const mel = logMelSpectrogram(audio, { nMels: 80 });
+  const views = [0, 1, 2].map((i) => mel.narrow(1, i * 3000, 3000));
+  const slices = views.map((v) => v.contiguous());
+  const windows = slices.map((t) => t.unsqueeze(0));
+  const batch = cat(windows);
+  const once = { ...ctx.time, warmup: 0, minRuns: 1, maxRuns: 1 };
+  try {
+    const oneByOne = await timeIt(async () => {
+      for (const w of windows) model.encode(w).dispose();
+      await synchronize();
+    }, once);
+    const batched = await timeIt(async () => {
+      model.encodeWindows(batch).dispose();
+      await synchronize();
+    }, once);
+    return [
+      { benchmark: ONE, shape, backend: 'webgpu', timing: oneByOne, note: `${ONE}: ${oneByOne.dispatchesPerRun} encoder dispatches` },
+      {
+        benchmark: BATCHED,
+        shape,
+        backend: 'webgpu',
+        timing: batched,
+        baselineBenchmark: ONE,
+        note: `${BATCHED}: ${batched.dispatchesPerRun} encoder dispatches for [3, 80, 3000]`,
+      },
+    ];
+  } finally {
+    for (const t of [batch, ...windows, ...slices, ...views, mel, audio]) t.dispose();
+    model.dispose();
+  }
 }

@@ -321,6 +321,7 @@ export function buildProgram(): Command {
     .option('--initial-prompt <text>', 'text the first window is conditioned on (names, spelling)')
     .option('--without-timestamps', 'decode with <|notimestamps|> (one segment per window)')
     .option('--max-tokens <n>', 'tokens sampled per 30 s window at most (default 224)', positiveInt)
+    .option('--batch-windows <n>', '30 s windows encoded in one encoder forward (default 4 with --without-timestamps, else 1)', positiveInt)
     .addOption(dtypeFlag('fp8 / int4: quantize the attention and MLP projections at load (int4: affine, groups of --group-size along K)', ['fp8', 'int4']))
     .addOption(groupSizeFlag())
     .option('--no-capture', 'run every decoder step eagerly (no captured step)')

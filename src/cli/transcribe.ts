@@ -29,6 +29,8 @@ export interface TranscribeCliOptions {
   withoutTimestamps?: boolean;
   /** Tokens sampled per 30 s window at most (default 224). */
   maxTokens?: number;
+  /** Windows per batched encoder forward (default 4 with withoutTimestamps, else 1). */
+  batchWindows?: number;
   noCapture?: boolean;
   /** Quantize the projections at load: FP8 128x128 blocks, or packed 4 bits in groups of groupSize along K. */
   dtype?: 'fp8' | 'int4';
@@ -92,6 +94,7 @@ export async function runTranscribe(
         initialPrompt: o.initialPrompt,
         withoutTimestamps: o.withoutTimestamps,
         sampleLen: o.maxTokens,
+        batchWindows: o.batchWindows,
         capture: !o.noCapture,
         onProgress: (done) => bar?.update(Number(done.toFixed(1))),
       });
@@ -105,7 +108,7 @@ export async function runTranscribe(
     else out(text);
     const s = transcript.stats;
     log(
-      `language: ${transcript.language}; ${transcript.segments.length} segment(s) from ${s.windows} window(s), ${s.decodeSteps} decoder steps (${s.mode === 'replay' ? `captured step of ${s.capturedDispatches} dispatches, replayed` : 'eager'})`,
+      `language: ${transcript.language}; ${transcript.segments.length} segment(s) from ${s.windows} window(s) (${s.encoderPasses} encoder pass(es)), ${s.decodeSteps} decoder steps (${s.mode === 'replay' ? `captured step of ${s.capturedDispatches} dispatches, replayed` : 'eager'})`,
     );
     log(`realtime factor: ${(elapsed / seconds).toFixed(3)} (${elapsed.toFixed(2)} s for ${seconds.toFixed(2)} s of audio; below 1 is faster than realtime)`);
     if (o.out) log(`wrote ${o.out}`);

@@ -23,6 +23,12 @@ export interface DecodeMeasurement {
    * for the GPU: the median over the steps, as a software adapter's worker threads compete for the same cores.
    */
   hostMicrosPerToken: number;
+  /**
+   * The least host µs of one step. Every replayed step does the same host work (two scalar writes, the replay's
+   * encoding, one submit, one read), so on a loaded machine the spread above this is the thread being preempted,
+   * not work: compare captured rows by this figure.
+   */
+  hostMicrosPerTokenMin: number;
   /** How the steps ran: 'replay' (captured) or 'eager'. */
   mode: DecodeSessionStats['mode'];
   /** Peak live GPU bytes during the run (weights included). */
@@ -67,6 +73,7 @@ export async function measureDecode(
       dispatchesPerLayerKind: perKind,
       readsPerToken: (after.reads - before.reads) / n,
       hostMicrosPerToken: median(host) * 1000,
+      hostMicrosPerTokenMin: host.length ? Math.min(...host) * 1000 : 0,
       mode: session.stats.mode,
       peakGpuBytes: memoryStats().peakLiveBytes,
     };

@@ -11,7 +11,18 @@ import type { Int64MapOp, Int64RowsOp } from '../kernels/int64/index.js';
 import { COMPARISON_OPS, type Backend, type BinaryOp, type ComparisonOp, type Operand } from '../runtime/backend.js';
 import { commonBackend, INT64_SUPPORTED, wrap } from './util.js';
 
-const INT64_BINARY: ReadonlySet<string> = new Set<string>(['add', 'sub', 'mul', 'maximum', 'minimum', 'floor_divide', 'remainder', 'fmod', 'pow', ...COMPARISON_OPS]);
+const INT64_BINARY: ReadonlySet<string> = new Set<string>([
+  'add',
+  'sub',
+  'mul',
+  'maximum',
+  'minimum',
+  'floor_divide',
+  'remainder',
+  'fmod',
+  'pow',
+  ...COMPARISON_OPS,
+]);
 
 export function refuseInt64(op: string, t: { describe(): string }): never {
   throw new DTypeError(`${op} does not support int64 (tensor ${t.describe()}); ${INT64_SUPPORTED}`);

@@ -5,17 +5,19 @@
 // no-speech is likely, cut into segments at its timestamp pairs, and seek moved to the last timestamp (segments.ts).
 // The previous windows' text is the next window's prompt (condition_on_previous_text), reset after a window decoded
 // above temperature 0.5; `initialPrompt` comes first. Word timestamps, clip_timestamps and the hallucination-silence
-// heuristic are not ported.
+// heuristic are not ported. With batchWindows > 1 the encoder runs over several windows at once, ahead of the
+// seeking (window-batches.ts): a batched window is used only where seeking lands on its start.
 import { logMelSpectrogram, WHISPER_HOP_LENGTH, WHISPER_SAMPLE_RATE } from '../audio/whisper.js';
 import { tidy } from '../core/scope.js';
 import { tensor } from '../ops/creation.js';
 import { pad } from '../ops/pad.js';
-import { contiguous, narrow } from '../ops/shape-ops.js';
+import { cat, contiguous, narrow, unsqueeze } from '../ops/shape-ops.js';
 import type { WhisperModel } from '../models/whisper/model.js';
 import { WhisperSession } from '../models/whisper/session.js';
 import { languageCode, type WhisperTask, type WhisperTokenizer } from '../models/whisper/tokenizer.js';
 import { decodeWindow, detectLanguage, type WindowResult } from './decoding.js';
 import { windowSegments } from './segments.js';
+import { WindowBatches } from './window-batches.js';
 
 export interface TranscribeOptions {
   /** A language code or name; detected from the first window when absent (multilingual models), else 'en'. */
@@ -29,6 +31,14 @@ export interface TranscribeOptions {
   conditionOnPreviousText?: boolean;
   initialPrompt?: string;
   withoutTimestamps?: boolean;
+  /**
+   * Windows encoded in one batched encoder forward (default 4 without timestamps, 1 with). The windows of a batch
+   * start at fixed 30 s strides from the current seek; one is used only when seeking lands exactly on its start,
+   * which it always does without timestamps (every window advances a whole window) and with timestamps only when a
+   * window ends without a partial segment or is skipped as silence: otherwise the rest of the batch is dropped and a
+   * new one starts at the new seek (encoder work wasted, never a different transcript).
+   */
+  batchWindows?: number;
   /** Tokens sampled per window at most (default 224). */
   sampleLen?: number;
   /** Seed of the sampling draws above temperature 0. */
@@ -61,7 +71,15 @@ export interface Transcript {
   /** Seconds of audio. */
   duration: number;
   /** hostMs: host time of the decode steps (the logits read back excluded). */
-  stats: { windows: number; decodeSteps: number; capturedDispatches: number; mode: 'eager' | 'replay'; hostMs: number };
+  stats: {
+    windows: number;
+    /** Encoder forwards (one per batch of windows). */
+    encoderPasses: number;
+    decodeSteps: number;
+    capturedDispatches: number;
+    mode: 'eager' | 'replay';
+    hostMs: number;
+  };
 }
 
 /** mulberry32: a small seeded generator for the sampling draws. */
@@ -91,6 +109,8 @@ export async function transcribe(model: WhisperModel, tokenizer: WhisperTokenize
   const task = options.task ?? 'transcribe';
   const random = seeded(options.seed ?? 0);
   const duration = audio.length / WHISPER_SAMPLE_RATE;
+  const batchWindows = options.batchWindows ?? (options.withoutTimestamps ? 4 : 1);
+  if (!Number.isInteger(batchWindows) || batchWindows < 1) throw new RangeError(`batchWindows must be an integer >= 1, got ${batchWindows}`);
 
   const samples = tensor(audio, { device: model.device });
   // openai pads N_SAMPLES (one 30 s window) of zeros; a model with shorter windows gets one of its own windows, so
@@ -99,13 +119,40 @@ export async function transcribe(model: WhisperModel, tokenizer: WhisperTokenize
   samples.dispose();
   const contentFrames = mel.shape[1] - nFrames;
   const session = new WhisperSession(model, { capture: options.capture });
+  const features = (seek: number, size: number) =>
+    tidy(() => {
+      const slice = contiguous(narrow(mel, 1, seek, size));
+      return size < nFrames ? pad(slice, [0, nFrames - size]) : slice;
+    });
   const windowAt = (seek: number, size: number) => {
-    session.setFeatures(
-      tidy(() => {
-        const slice = contiguous(narrow(mel, 1, seek, size));
-        return size < nFrames ? pad(slice, [0, nFrames - size]) : slice;
-      }),
-    );
+    const f = features(seek, size);
+    try {
+      session.setFeatures(f);
+    } finally {
+      f.dispose();
+    }
+  };
+  const batches = new WindowBatches(
+    (seeks) => {
+      session.countEncoderPass();
+      return tidy(() => {
+        const windows = seeks.map((at) => unsqueeze(features(at, Math.min(nFrames, contentFrames - at)), 0));
+        return model.encodeWindows(windows.length === 1 ? windows[0] : cat(windows));
+      });
+    },
+    batchWindows,
+    nFrames,
+    contentFrames,
+  );
+  /** Sets the window at `seek` (its content frames, at most one window), from a batch of windows when batching. */
+  const contentWindowAt = (seek: number) => {
+    if (batchWindows === 1) return windowAt(seek, Math.min(nFrames, contentFrames - seek));
+    const encoded = batches.at(seek);
+    try {
+      session.setEncoded(encoded);
+    } finally {
+      encoded.dispose();
+    }
   };
   try {
     let language: string;
@@ -116,7 +163,10 @@ export async function transcribe(model: WhisperModel, tokenizer: WhisperTokenize
     } else if (!tokenizer.multilingual) {
       language = 'en';
     } else {
-      windowAt(0, Math.min(nFrames, mel.shape[1]));
+      // openai detects on mel[:, :3000], which past the content holds the padding's log-mel, not zeros: the same
+      // window as the first content window only when the content fills it.
+      if (contentFrames >= nFrames) contentWindowAt(0);
+      else windowAt(0, Math.min(nFrames, mel.shape[1]));
       language = (await detectLanguage(session, tokenizer)).language;
     }
 
@@ -157,7 +207,7 @@ export async function transcribe(model: WhisperModel, tokenizer: WhisperTokenize
       const timeOffset = (seek * WHISPER_HOP_LENGTH) / WHISPER_SAMPLE_RATE;
       const segmentSize = Math.min(nFrames, contentFrames - seek);
       const segmentDuration = (segmentSize * WHISPER_HOP_LENGTH) / WHISPER_SAMPLE_RATE;
-      windowAt(seek, segmentSize);
+      contentWindowAt(seek);
       const result = await decodeWithFallback();
       if (noSpeechThreshold !== null) {
         let skip = result.noSpeechProb > noSpeechThreshold;
@@ -210,6 +260,7 @@ export async function transcribe(model: WhisperModel, tokenizer: WhisperTokenize
       duration,
       stats: {
         windows: session.stats.windows,
+        encoderPasses: session.stats.encoderPasses,
         decodeSteps: steps,
         capturedDispatches: session.stats.capturedDispatches,
         mode: session.stats.mode,
@@ -217,6 +268,7 @@ export async function transcribe(model: WhisperModel, tokenizer: WhisperTokenize
       },
     };
   } finally {
+    batches.dispose();
     session.dispose();
     mel.dispose();
   }

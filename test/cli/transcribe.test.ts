@@ -97,6 +97,14 @@ describe('tensorgpu transcribe', () => {
     expect(vtt.out.split('\n').filter((l) => l.includes(' --> ')).length).toBe(t.segments.length);
   }, 120_000);
 
+  it('--batch-windows: the 3 windows of 5 s without timestamps in one encoder pass, the same text as one at a time', async () => {
+    const batched = await run({ withoutTimestamps: true, batchWindows: 3, maxTokens: 3 });
+    const single = await run({ withoutTimestamps: true, batchWindows: 1, maxTokens: 3 });
+    expect(batched.log).toMatch(/from 3 window\(s\) \(1 encoder pass\(es\)\)/);
+    expect(single.log).toMatch(/from 3 window\(s\) \(3 encoder pass\(es\)\)/);
+    expect(batched.out).toBe(single.out);
+  }, 120_000);
+
   it.skipIf(!hasFfmpeg)(
     'an mp3 is decoded through ffmpeg',
     async () => {

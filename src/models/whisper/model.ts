@@ -18,7 +18,7 @@ import { add, gelu, relu, silu } from '../../ops/elementwise.js';
 import { indexSelect } from '../../ops/index-select.js';
 import { linear } from '../../ops/matmul.js';
 import { attention } from '../../ops/nn.js';
-import { contiguous, copyInto, narrow, reshape, transpose } from '../../ops/shape-ops.js';
+import { cat, contiguous, copyInto, narrow, reshape, transpose } from '../../ops/shape-ops.js';
 import { groupNorm } from '../../ops/vae-ops.js';
 import { decoderHeadDim, encoderHeadDim, inputFrames, type WhisperConfig } from './config.js';
 import { whisperWeightTensors, type LayerNormWeights, type LinearWeights, type WhisperWeights } from './weights.js';
@@ -141,24 +141,50 @@ export class WhisperModel {
         `Whisper expects input features [1, ${c.numMelBins}, ${frames}] (num_mel_bins, 2 x max_source_positions), got ${inputFeatures.describe()}`,
       );
     }
+    return tidy(() => reshape(this.encodeBatch(reshape(inputFeatures, shape)), [c.maxSourcePositions, c.dModel]));
+  }
+
+  /**
+   * The encoder over several windows in one forward: features [B, nMels, frames] -> float32 [B, maxSource, d], each
+   * window's rows those encode() gives it alone. The convolutions, norms and projections run once over all B * 1500
+   * rows (B times fewer dispatches, larger GEMMs); only the self-attention runs per window (it mixes a window's rows).
+   */
+  encodeWindows(features: Tensor): Tensor {
+    const c = this.config;
+    const frames = inputFrames(c);
+    if (features.ndim !== 3 || features.shape[0] < 1 || features.shape[1] !== c.numMelBins || features.shape[2] !== frames) {
+      throw new ShapeError(`encodeWindows expects input features [B, ${c.numMelBins}, ${frames}], got ${features.describe()}`);
+    }
+    return this.encodeBatch(features);
+  }
+
+  private encodeBatch(features: Tensor): Tensor {
+    const c = this.config;
     const w = this.weights;
     const heads = c.encoderAttentionHeads;
     const dh = encoderHeadDim(c);
     const s = c.maxSourcePositions;
+    const b = features.shape[0];
+    const rows = b * s;
     return tidy(() => {
-      const x = reshape(inputFeatures.dtype === 'float32' ? inputFeatures : cast(inputFeatures, 'float32'), shape);
+      const x = features.dtype === 'float32' ? features : cast(features, 'float32');
       let h = gelu(conv1d(x, w.conv1.weight, w.conv1.bias, { padding: 1 }));
       h = gelu(conv1d(h, w.conv2.weight, w.conv2.bias, { stride: 2, padding: 1 }));
-      h = add(transpose(reshape(h, [c.dModel, s]), 0, 1), w.encoderPositions);
+      h = reshape(add(transpose(h, 1, 2), w.encoderPositions), [rows, c.dModel]);
+      // Windows are independent but for attention: attend within each window's rows, then join the windows again.
+      const attend = (q: Tensor, k: Tensor, v: Tensor) =>
+        b === 1
+          ? attention(q, k, v)
+          : cat(Array.from({ length: b }, (_, i) => attention(narrow(q, 0, i * s, s), narrow(k, 0, i * s, s), narrow(v, 0, i * s, s))));
       for (const l of w.encoderLayers) {
         const y = layerNorm(h, l.selfAttnLayerNorm);
-        const q = reshape(project(y, l.q), [s, heads, dh]);
-        const k = reshape(project(y, l.k), [s, heads, dh]);
-        const v = reshape(project(y, l.v), [s, heads, dh]);
-        h = project(reshape(attention(q, k, v), [s, c.dModel]), l.out, h);
+        const q = reshape(project(y, l.q), [rows, heads, dh]);
+        const k = reshape(project(y, l.k), [rows, heads, dh]);
+        const v = reshape(project(y, l.v), [rows, heads, dh]);
+        h = project(reshape(attend(q, k, v), [rows, c.dModel]), l.out, h);
         h = project(activate(project(layerNorm(h, l.finalLayerNorm), l.fc1), c.activationFunction), l.fc2, h);
       }
-      return layerNorm(h, w.encoderLayerNorm);
+      return reshape(layerNorm(h, w.encoderLayerNorm), [b, s, c.dModel]);
     });
   }
 

@@ -26,8 +26,10 @@ export interface WhisperSessionStats {
   capturedDispatches: number;
   /** Host time of the decode steps (ms), excluding the logits read back. */
   hostMs: number;
-  /** Encoder passes. */
+  /** Windows whose encoder output was set (a window decoded again after a seek counts again). */
   windows: number;
+  /** Encoder forwards run (one per window, or one per batch of windows). */
+  encoderPasses: number;
 }
 
 export class WhisperSession {
@@ -37,7 +39,16 @@ export class WhisperSession {
   private readonly logits: Tensor;
   private graph: CapturedGraph | undefined;
   private readonly captureWanted: boolean;
-  readonly stats: WhisperSessionStats = { mode: 'eager', recordedSteps: 0, replayedSteps: 0, eagerSteps: 0, capturedDispatches: 0, hostMs: 0, windows: 0 };
+  readonly stats: WhisperSessionStats = {
+    mode: 'eager',
+    recordedSteps: 0,
+    replayedSteps: 0,
+    eagerSteps: 0,
+    capturedDispatches: 0,
+    hostMs: 0,
+    windows: 0,
+    encoderPasses: 0,
+  };
 
   constructor(
     readonly model: WhisperModel,
@@ -62,6 +73,18 @@ export class WhisperSession {
       encoded.dispose();
     }
     this.stats.windows++;
+    this.stats.encoderPasses++;
+  }
+
+  /** Keeps the cross-attention K / V of a window encoded beforehand (a row [maxSource, d] of encodeWindows). */
+  setEncoded(encoded: Tensor): void {
+    this.model.setAudio(this.cache, encoded);
+    this.stats.windows++;
+  }
+
+  /** Counts an encoder forward run outside the session (encodeWindows over several windows is one). */
+  countEncoderPass(): void {
+    this.stats.encoderPasses++;
   }
 
   /** Runs a new prompt from position 0; returns the logits of `rows` (default: the last position), each [vocab]. */

@@ -5,7 +5,7 @@
 // rows grow with each token (written in place by attentionInputs, whose RoPE is the identity here: cos 1, sin 0),
 // and the cross-attention's K / V are projected once per audio window into fixed buffers, so one decode step is the
 // same dispatches at every position and every window and can be captured and replayed (session.ts).
-import type { DeviceName } from '../../runtime/backend.js';
+import type { DeviceName, EpilogueUnary } from '../../runtime/backend.js';
 import { ShapeError } from '../../core/errors.js';
 import type { DType } from '../../core/dtype.js';
 import { keep, tidy } from '../../core/scope.js';
@@ -14,7 +14,7 @@ import { attentionInputs } from '../../ops/attention-inputs.js';
 import { conv1d } from '../../ops/conv.js';
 import { cast } from '../../ops/convert.js';
 import { ones, tensor, zeros } from '../../ops/creation.js';
-import { add, gelu, relu, silu } from '../../ops/elementwise.js';
+import { add, gelu } from '../../ops/elementwise.js';
 import { indexSelect } from '../../ops/index-select.js';
 import { linear } from '../../ops/matmul.js';
 import { attention } from '../../ops/nn.js';
@@ -35,19 +35,20 @@ function project(x: Tensor, l: LinearWeights, residual?: Tensor): Tensor {
   return linear(x, l.weight, l.bias, { ...l.quant, ...(residual ? { residual } : {}) });
 }
 
-function activate(x: Tensor, fn: WhisperConfig['activationFunction']): Tensor {
-  switch (fn) {
-    case 'gelu':
-      return gelu(x);
-    case 'gelu_new':
-    case 'gelu_pytorch_tanh':
-      return gelu(x, { approximate: 'tanh' });
-    case 'relu':
-      return relu(x);
-    case 'silu':
-    case 'swish':
-      return silu(x);
-  }
+/** transformers' ACT2FN name as the matmul epilogue's activation (one dispatch for fc1 and its activation). */
+const EPILOGUE_ACTIVATION: Record<WhisperConfig['activationFunction'], EpilogueUnary> = {
+  gelu: 'gelu',
+  gelu_new: 'gelu_tanh',
+  gelu_pytorch_tanh: 'gelu_tanh',
+  relu: 'relu',
+  silu: 'silu',
+  swish: 'silu',
+};
+
+/** fc2(act(fc1(x))) + residual: the activation in fc1's epilogue, the residual in fc2's. */
+function feedForward(x: Tensor, fc1: LinearWeights, fc2: LinearWeights, fn: WhisperConfig['activationFunction'], residual: Tensor): Tensor {
+  const h = linear(x, fc1.weight, fc1.bias, { ...fc1.quant, activation: EPILOGUE_ACTIVATION[fn] });
+  return project(h, fc2, residual);
 }
 
 /** The decoder's caches: self-attention rows [maxTarget, H, Dh] and cross-attention K / V [maxSource, H, Dh]. */
@@ -182,7 +183,7 @@ export class WhisperModel {
         const k = reshape(project(y, l.k), [rows, heads, dh]);
         const v = reshape(project(y, l.v), [rows, heads, dh]);
         h = project(reshape(attend(q, k, v), [rows, c.dModel]), l.out, h);
-        h = project(activate(project(layerNorm(h, l.finalLayerNorm), l.fc1), c.activationFunction), l.fc2, h);
+        h = feedForward(layerNorm(h, l.finalLayerNorm), l.fc1, l.fc2, c.activationFunction, h);
       }
       return reshape(layerNorm(h, w.encoderLayerNorm), [b, s, c.dModel]);
     });
@@ -234,7 +235,7 @@ export class WhisperModel {
         x = project(reshape(attn, [n, c.dModel]), l.selfOut, x);
         const cq = reshape(project(layerNorm(x, l.encoderAttnLayerNorm), l.crossQ), [n, heads, dh]);
         x = project(reshape(attention(cq, cache.crossKeys[i], cache.crossValues[i]), [n, c.dModel]), l.crossOut, x);
-        x = project(activate(project(layerNorm(x, l.finalLayerNorm), l.fc1), c.activationFunction), l.fc2, x);
+        x = feedForward(layerNorm(x, l.finalLayerNorm), l.fc1, l.fc2, c.activationFunction, x);
       });
       if (options.rows) x = indexSelect(x, 0, tensor([...options.rows], { dtype: 'int32', device: this.device }));
       return linear(layerNorm(x, w.decoderLayerNorm), w.projOut);

@@ -64,8 +64,11 @@ export const gatedDeltaNetStateBytes = (g: GatedDeltaNetGeometry): number =>
 export interface GatedDeltaNetBatch {
   /** Rows of each sequence, in order (they add up to S). */
   readonly rows: readonly number[];
-  /** Each sequence's slot in the pools (distinct). */
-  readonly slots: readonly number[];
+  /**
+   * Each sequence's slot in the pools (distinct), checked here; may be left out with `index` (a captured step's
+   * table, rewritten before each replay: its slots are the device's to read, padding rows sharing a scratch slot).
+   */
+  readonly slots?: readonly number[];
   /**
    * The same as int32 (first row, rows, slot) per sequence already on the device (one upload shared by every layer
    * of a forward, see shortConvSegmentTable); built here when absent.
@@ -136,14 +139,18 @@ export function gatedDeltaNet(
   if (batch) {
     if (state.recurrent.shape[0] !== slots)
       throw new ShapeError(`gatedDeltaNet: the conv and recurrent pools must have as many slots, got ${slots} and ${state.recurrent.shape[0]}`);
-    if (batch.rows.length !== batch.slots.length)
-      throw new RangeError(`gatedDeltaNet: batch.rows and batch.slots must have one entry per sequence, got ${batch.rows.length} and ${batch.slots.length}`);
+    const ids = batch.slots;
+    if (!ids && !batch.index) throw new RangeError('gatedDeltaNet: a batch needs its slots or its device index');
+    if (ids && batch.rows.length !== ids.length)
+      throw new RangeError(`gatedDeltaNet: batch.rows and batch.slots must have one entry per sequence, got ${batch.rows.length} and ${ids.length}`);
     if (batch.rows.some((r) => !Number.isInteger(r) || r < 0) || batch.rows.reduce((x, y) => x + y, 0) !== s) {
       throw new RangeError(`gatedDeltaNet: batch.rows must be counts adding up to the ${s} rows, got [${batch.rows.join(', ')}]`);
     }
-    if (batch.slots.some((k) => !Number.isInteger(k) || k < 0 || k >= slots) || new Set(batch.slots).size !== batch.slots.length) {
-      throw new RangeError(`gatedDeltaNet: batch.slots must be distinct slots below ${slots}, got [${batch.slots.join(', ')}]`);
+    if (ids && (ids.some((k) => !Number.isInteger(k) || k < 0 || k >= slots) || new Set(ids).size !== ids.length)) {
+      throw new RangeError(`gatedDeltaNet: batch.slots must be distinct slots below ${slots}, got [${ids.join(', ')}]`);
     }
+    if (batch.index && (batch.index.dtype !== 'int32' || batch.index.shape.join() !== String(3 * batch.rows.length)))
+      throw new ShapeError(`gatedDeltaNet: batch.index must be int32 [${3 * batch.rows.length}], got ${batch.index.dtype} ${formatShape(batch.index.shape)}`);
   }
   const conv = weights.conv.ndim === 3 && weights.conv.shape[1] === 1 ? reshape(weights.conv, [weights.conv.shape[0], weights.conv.shape[2]]) : weights.conv;
   const owned: Tensor[] = conv !== weights.conv ? [conv] : [];
@@ -167,7 +174,7 @@ export function gatedDeltaNet(
         const table: number[] = [];
         let first = 0;
         batch.rows.forEach((rows, i) => {
-          table.push(first, rows, batch.slots[i]);
+          table.push(first, rows, batch.slots![i]);
           first += rows;
         });
         index = tensor(table, { dtype: 'int32', device: qkv.device });

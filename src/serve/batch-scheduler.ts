@@ -88,8 +88,12 @@ export interface BatchSchedulerOptions {
 export interface DecodeStepStats {
   steps: Record<DecodeStepMode, number>;
   hostMs: Record<DecodeStepMode, number>;
+  /** The host ms of the last STEP_TIMES_KEPT steps of each mode (for medians: a preempted step skews the mean). */
+  stepHostMs: Record<DecodeStepMode, number[]>;
   dispatches: Record<DecodeStepMode, number>;
 }
+
+const STEP_TIMES_KEPT = 256;
 
 /** A sequence on the worker: its pages, what it still has to prefill, and its output so far. */
 class Running {
@@ -162,6 +166,7 @@ export class BatchScheduler implements Scheduler {
   readonly decodeStats: DecodeStepStats = {
     steps: { record: 0, replay: 0, eager: 0 },
     hostMs: { record: 0, replay: 0, eager: 0 },
+    stepHostMs: { record: [], replay: [], eager: [] },
     dispatches: { record: 0, replay: 0, eager: 0 },
   };
 
@@ -419,7 +424,10 @@ export class BatchScheduler implements Scheduler {
         mode = captured?.mode ?? 'eager';
         const stats = this.decodeStats;
         stats.steps[mode]++;
-        stats.hostMs[mode] += performance.now() - t0;
+        const hostMs = performance.now() - t0;
+        stats.hostMs[mode] += hostMs;
+        const times = stats.stepHostMs[mode];
+        if (times.push(hostMs) > STEP_TIMES_KEPT) times.shift();
         stats.dispatches[mode] += gpuCounters().dispatches - f0;
         batch.forEach((run, row) => {
           run.filled = run.ids.length;

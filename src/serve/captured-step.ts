@@ -12,7 +12,8 @@
 //
 // One int32 buffer per shape holds the step's inputs: the tokens [rows], the page index (per row its position and
 // where its page table starts, then one table of lengthBucket / pageSize pages per row) and, for recurrent layers,
-// the state segments (first row, rows, slot per row). It is written with one writeTensor before each replay.
+// the state segments (first row, rows, slot per row), from which LFM2's short conv and Qwen3.5's Gated DeltaNet
+// read each row's state slot on the device. It is written with one writeTensor before each replay.
 // Sampling stays outside the recorded step (one sampleRows dispatch, as in the eager step), so penalties, grammar
 // masks and per-row parameters never stop a step from being replayed.
 import { withBatchInvariance } from '../core/batch-invariance.js';

@@ -1,7 +1,8 @@
 // Captured batched decode steps (serve/captured-step.ts): on WebGPU the continuous-batching scheduler records its
 // decode forward once per batch-size bucket and replays it. Greedy tokens of a batch of requests equal the eager
-// steps' (capture off), for the tiny Qwen3-MoE and LFM2 (conv states per sequence), with sequences joining (one
-// prefill a step) and leaving (staggered lengths) so the bucket changes between steps and padded rows run; the
+// steps' (capture off), for the tiny Qwen3-MoE, LFM2 (conv states per sequence) and the built-in Qwen3.5 / Qwen3.6
+// presets (Gated DeltaNet conv and recurrent states per sequence, padding rows on the scratch slot), with sequences
+// joining (one prefill a step) and leaving (staggered lengths) so the bucket changes between steps and padded rows run; the
 // fallbacks say why they are eager; the server reports the mode in /metrics and its startup line.
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -13,6 +14,8 @@ import { LFM2_PRESETS, writeRandomLfm2Checkpoint } from '../../src/models/lfm2/r
 import { lfm2TokenizerFiles } from '../../src/models/lfm2/tokenizer.js';
 import { loadModel, type LoadedModel } from '../../src/models/load.js';
 import { writeRandomQwen3Checkpoint } from '../../src/models/qwen3/random-checkpoint.js';
+import { QWEN3_5_PRESETS, writeRandomQwen35Checkpoint } from '../../src/models/qwen3_5/presets.js';
+import { qwen3_5TokenizerFiles } from '../../src/models/qwen3_5/tokenizer-files.js';
 import { BatchScheduler, type BatchSchedulerOptions } from '../../src/serve/batch-scheduler.js';
 import { decodeBuckets } from '../../src/serve/captured-step.js';
 import type { Sequence } from '../../src/serve/scheduler.js';
@@ -23,6 +26,10 @@ import { metric, serve } from './helpers.js';
 
 const gpu = await setupWebGpu();
 setDefaultDevice('cpu');
+
+/** The built-in Qwen3.5 (dense) and Qwen3.6 (MoE) presets' shapes: DeltaNet layers with a state slot per sequence. */
+const QWEN3_5 = ['qwen3.5-tiny', 'qwen3.6-moe-tiny'] as const;
+type Family = 'qwen3' | 'lfm2' | (typeof QWEN3_5)[number];
 
 const dirs: Record<string, string> = {};
 const models: LoadedModel[] = [];
@@ -41,13 +48,33 @@ beforeAll(async () => {
     { ...LFM2_PRESETS['lfm2-tiny']!, hiddenSize: 64, intermediateSize: 128, headDim: 16, vocabSize: 512 },
     { seed: 5, extraFiles: await lfm2TokenizerFiles() },
   );
+  // The built-in presets' layer pattern and kinds (dense Qwen3.5, Qwen3.6 with MoE and a shared expert) at the
+  // widths SwiftShader runs in seconds: a 512-row vocabulary (not the release's 248,320-row lm_head), hidden 64.
+  for (const preset of QWEN3_5) {
+    const c = QWEN3_5_PRESETS[preset]!;
+    const narrow = {
+      vocabSize: 512,
+      eosTokenIds: [2],
+      hiddenSize: 64,
+      intermediateSize: c.moe ? 1 : 128,
+      headDim: 32,
+      rotaryDim: 8,
+      mropeSection: undefined,
+      numHiddenLayers: 4,
+      layerTypes: c.layerTypes.slice(0, 4),
+      linear: { ...c.linear, keyHeadDim: 16, valueHeadDim: 16 },
+      moe: c.moe && { numExperts: 8, numExpertsPerTok: 2, moeIntermediateSize: 32, sharedExpertIntermediateSize: 32 },
+    };
+    dirs[preset] = mkdtempSync(join(tmpdir(), `tensorgpu-captured-${preset}-`));
+    await writeRandomQwen35Checkpoint(dirs[preset], { ...c, ...narrow }, { seed: 7, outputSpread: true, extraFiles: await qwen3_5TokenizerFiles() });
+  }
 }, 60_000);
 
 afterAll(() => {
   for (const m of models) m.model.dispose();
 });
 
-async function load(family: 'qwen3' | 'lfm2', device: 'cpu' | 'webgpu'): Promise<LoadedModel> {
+async function load(family: Family, device: 'cpu' | 'webgpu'): Promise<LoadedModel> {
   const m = await loadModel(dirs[family]!, { device, maxSequence: 256 });
   models.push(m);
   return m;
@@ -82,9 +109,9 @@ const requests = (maxNewTokens: number) =>
  * Three requests at once (joining one prefill a step: batches of 1, 2, then 3 padded to 4), a fourth after the
  * first's first token, then leaving one by one; returns tokens, decode batch sizes and the scheduler's stats.
  */
-async function run(m: LoadedModel, capture: boolean) {
+async function run(m: LoadedModel, capture: boolean, maxNewTokens = 4) {
   const { sched, batches } = scheduler(m, { capture });
-  const reqs = requests(4);
+  const reqs = requests(maxNewTokens);
   const first = reqs.slice(0, 3).map((r) => sched.submit(r));
   const ids = (await first[0]!.tokens[Symbol.asyncIterator]().next()).value!.id;
   const later = reqs.slice(3).map((r) => sched.submit(r));
@@ -98,15 +125,17 @@ async function run(m: LoadedModel, capture: boolean) {
 }
 
 describe.skipIf(!gpu.available)(`captured batched decode steps on WebGPU ${gpu.skipReason}`, () => {
-  for (const family of ['qwen3', 'lfm2'] as const) {
+  for (const family of ['qwen3', 'lfm2', ...QWEN3_5] as const) {
     it(`${family}: greedy tokens equal the eager steps', with sequences joining and leaving between steps`, async () => {
       const m = await load(family, 'webgpu');
-      const eager = await run(m, false);
-      const captured = await run(m, true);
+      // Fewer tokens for the DeltaNet models: SwiftShader runs their steps slowly.
+      const n = family.startsWith('qwen3.') ? 3 : 4;
+      const eager = await run(m, false, n);
+      const captured = await run(m, true, n);
       expect(eager.stats.steps.replay + eager.stats.steps.record).toBe(0);
       expect(captured.tokens).toEqual(eager.tokens);
       // The first token of each sequence is sampled from a prefill; the decode steps grow its list.
-      expect(captured.tokens.map((t) => t.length)).toEqual([4, 6, 8, 10]);
+      expect(captured.tokens.map((t) => t.length)).toEqual([n, n + 2, n + 4, n + 6]);
       // Buckets changed between steps (the batch grew and shrank): several shapes recorded, most steps replayed.
       const sizes = new Set(captured.batches);
       expect(sizes.size).toBeGreaterThanOrEqual(3);

@@ -87,10 +87,13 @@ export class Qwen35Blocks implements DecoderBlocks<Qwen35Cache>, PagedDecoderBlo
       const m = layer.mixer;
       const k = this.kindIndex[i];
       if (m.kind === 'full_attention') return this.gatedAttention(x, h, m, pool.keys[k], pool.values[k], { pages });
-      // One sequence (a prefill chunk) runs as the contiguous cache does (the chunked form for long chunks);
-      // a decode batch is one dispatch over every sequence's slot.
-      if (slots.length === 1) return this.deltaNet(x, h, m, states.state(k, slots[0].sequence.stateSlot!));
-      const batch = { rows: slots.map((s) => s.rows), slots: slots.map((s) => s.sequence.stateSlot!), index: stateSegments };
+      // One sequence of several rows (a prefill chunk) runs as the contiguous cache does (the chunked form for long
+      // chunks); decode rows are one dispatch over every sequence's slot, the slots read from the segment table on
+      // the device, so a captured step replays for whichever sequences (and padding rows' scratch slot) it is fed.
+      if (slots.length === 1 && slots[0].rows > 1) return this.deltaNet(x, h, m, states.state(k, slots[0].sequence.stateSlot!));
+      // (A captured step's padding rows hold no slot: its table names the scratch slot, and only the table is read.)
+      const ids = slots.map((s) => s.sequence.stateSlot);
+      const batch = { rows: slots.map((s) => s.rows), slots: ids.every((k) => k !== undefined) ? ids : undefined, index: stateSegments };
       return this.deltaNet(x, h, m, { conv: states.conv[k], recurrent: states.recurrent[k] }, batch);
     });
   }

@@ -13,7 +13,7 @@ import type { Tensor } from '../../core/tensor.js';
 import { gatedDeltaNetStateBytes, newGatedDeltaNetState, type GatedDeltaNetState } from '../../ops/gated-delta-net.js';
 import { reserve, type ModelCache, type MoeMode, type PagedCausalLM } from '../causal-lm.js';
 import type { Routing } from '../layers/blocks.js';
-import { decoderForwardPaged } from '../layers/decoder-blocks.js';
+import { decoderForwardPaged, type PagedStepInputs } from '../layers/decoder-blocks.js';
 import { runDecoder } from '../layers/decoder-forward.js';
 import { project } from '../layers/blocks.js';
 import { cast } from '../../ops/convert.js';
@@ -130,7 +130,11 @@ export class Qwen35Model extends DecoderModel<Qwen35Cache> implements PagedCausa
   }
 
   forwardPaged(tokens: Tensor, slots: readonly PagedSlot[], pool: PagedKvPool): Tensor {
-    const run = decoderForwardPaged(this.blocks, tokens, slots, pool);
+    return this.forwardPagedStep(tokens, slots, pool);
+  }
+
+  forwardPagedStep(tokens: Tensor, slots: readonly PagedSlot[], pool: PagedKvPool, inputs?: PagedStepInputs): Tensor {
+    const run = decoderForwardPaged(this.blocks, tokens, slots, pool, inputs);
     this.lastForward = { dispatches: run.dispatches, perLayer: run.perLayer, byKind: byLayerKind(run.layers, (i) => this.layerKind(i)) };
     return run.logits;
   }

@@ -16,6 +16,7 @@ export class DeltaNetStateSlots extends StateSlotPool {
   /** Per DeltaNet layer (in layer order), every slot's conv window and recurrent state. */
   readonly conv: Tensor[];
   readonly recurrent: Tensor[];
+  readonly scratchSlot: number;
 
   constructor(
     layers: number,
@@ -27,8 +28,11 @@ export class DeltaNetStateSlots extends StateSlotPool {
     super('DeltaNetStateSlots', slots, snapshotSlots);
     const g = geometry;
     const all = slots + snapshotSlots;
-    this.conv = Array.from({ length: layers }, () => keep(zeros([all, g.valueHeads, g.convKernel - 1, 2 * g.keyDim + g.valueDim], { device })));
-    this.recurrent = Array.from({ length: layers }, () => keep(zeros([all, g.valueHeads, g.keyDim, g.valueDim], { device })));
+    this.scratchSlot = all;
+    // One more slot past the snapshots: the scratch slot of a captured batched step's padding rows (several padding
+    // rows share it; what they leave there is never read by a sequence).
+    this.conv = Array.from({ length: layers }, () => keep(zeros([all + 1, g.valueHeads, g.convKernel - 1, 2 * g.keyDim + g.valueDim], { device })));
+    this.recurrent = Array.from({ length: layers }, () => keep(zeros([all + 1, g.valueHeads, g.keyDim, g.valueDim], { device })));
   }
 
   protected get pools(): readonly Tensor[] {

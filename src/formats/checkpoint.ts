@@ -13,7 +13,7 @@ import type { SafetensorsEntry } from './safetensors-header.js';
 import { directoryFolder, pickedFolder, urlFolder, type CheckpointFolder, type PickedFile } from './checkpoint-folders.js';
 import { SafetensorsFile, type TensorLoadOptions } from './safetensors-reader.js';
 import type { CachedUrlOptions } from './weight-cache.js';
-import { hasInt4Weight, int4QuantizationOf, loadInt4Weight } from './int4.js';
+import { hasInt4Weight, int4QuantizationOf, int4SchemeOf, loadInt4Weight } from './int4.js';
 
 /** Weight file names tried in a directory, in order: transformers' then diffusers'. */
 const SINGLE_FILES = ['model.safetensors', 'diffusion_pytorch_model.safetensors'];
@@ -191,7 +191,13 @@ export class Checkpoint implements AsyncDisposable {
           file: this.dir,
           tensor: prefix,
         });
-      return loadInt4Weight(this, prefix, q, options);
+      const scheme = int4SchemeOf(q, prefix, `${this.dir}/config.json`);
+      if (scheme.excludedBy)
+        throw new CheckpointError(`stored in 4 bits, but quantization_config's ${scheme.excludedBy} leaves this module unquantized`, {
+          file: this.dir,
+          tensor: prefix,
+        });
+      return loadInt4Weight(this, prefix, scheme.config, options);
     }
     const entry = this.entry(name);
     const stored = entry.dtype;

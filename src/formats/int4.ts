@@ -34,6 +34,21 @@ export interface Int4QuantizationConfig {
   readonly actOrder: boolean;
   /** Module names or patterns left unquantized (GPTQ/AWQ modules_to_not_convert, compressed-tensors ignore). */
   readonly ignore: readonly string[];
+  /** GPTQModel's per-module rules (GPTQ `dynamic`), in order: the first whose pattern matches a module decides. */
+  readonly dynamic: readonly Int4DynamicRule[];
+}
+
+/**
+ * One GPTQModel `dynamic` rule: its key is a Python regex matched (re.match: anchored at the start) against the
+ * module's full name, `-:` skipping the module (left unquantized), `+:` or no prefix overriding the base scheme.
+ */
+export interface Int4DynamicRule {
+  /** The key as written (errors name it). */
+  readonly key: string;
+  readonly skip: boolean;
+  readonly pattern: RegExp;
+  /** The overrides of the fields that change how the weight is stored (bits is checked when a module matches). */
+  readonly overrides: { readonly bits?: number; readonly groupSize?: number | null; readonly symmetric?: boolean; readonly actOrder?: boolean };
 }
 
 const INT4_METHODS: readonly string[] = ['gptq', 'awq', 'compressed-tensors'];
@@ -65,6 +80,7 @@ export function parseInt4Quantization(f: Fields, file: string): Int4Quantization
     four(f, 'bits');
     const format = f.string('checkpoint_format', 'gptq');
     if (format !== 'gptq' && format !== 'gptq_v2') f.fail('checkpoint_format', "'gptq' or 'gptq_v2'");
+    if (f.string('pack_dtype', 'int32') !== 'int32') f.fail('pack_dtype', "'int32' (qweight / qzeros packed in int32 words)");
     return {
       method,
       bits: 4,
@@ -73,6 +89,7 @@ export function parseInt4Quantization(f: Fields, file: string): Int4Quantization
       zeroPlusOne: format === 'gptq',
       actOrder: f.bool('desc_act', false),
       ignore: strings('modules_to_not_convert'),
+      dynamic: dynamicRules(f, format, groupOf),
     };
   }
   if (method === 'awq') {
@@ -88,6 +105,7 @@ export function parseInt4Quantization(f: Fields, file: string): Int4Quantization
       zeroPlusOne: false,
       actOrder: false,
       ignore: strings('modules_to_not_convert'),
+      dynamic: [],
     };
   }
   const format = f.string('format');
@@ -119,7 +137,83 @@ export function parseInt4Quantization(f: Fields, file: string): Int4Quantization
   if (parsed.length === 0) f.fail('config_groups', 'at least one group');
   if (!parsed.every((p) => p.groupSize === parsed[0].groupSize && p.symmetric === parsed[0].symmetric && p.actOrder === parsed[0].actOrder))
     f.fail('config_groups', 'groups of one scheme (mixed group sizes or symmetry are not supported)');
-  return { method, bits: 4, ...parsed[0], zeroPlusOne: false, ignore: strings('ignore') };
+  const ignore = strings('ignore');
+  for (const e of ignore) {
+    if (!e.startsWith('re:')) continue;
+    try {
+      new RegExp(e.slice(3));
+    } catch {
+      f.fail('ignore', `a list of module names and 're:' regular expressions ('${e}' is not one)`);
+    }
+  }
+  return { method, bits: 4, ...parsed[0], zeroPlusOne: false, ignore, dynamic: [] };
+}
+
+/**
+ * GPTQModel's `dynamic`: every rule's key compiled, every override that changes how weights are stored checked
+ * (bits, group_size, sym, desc_act, the packing); the others (damp_percent, mse, ...) only steered calibration.
+ */
+function dynamicRules(f: Fields, format: string, groupOf: (g: Fields, key: string) => number | undefined): Int4DynamicRule[] {
+  const d = f.object('dynamic');
+  if (!d) return [];
+  return Object.keys(d.raw()).map((key): Int4DynamicRule => {
+    const rule = d.object(key) ?? d.fail(key, 'an object of overrides');
+    const skip = key.startsWith('-:');
+    const source = key.replace(/^[-+]:/, '');
+    let pattern: RegExp;
+    try {
+      pattern = new RegExp(`^(?:${source})`);
+    } catch {
+      return d.fail(key, 'a regular expression (as key)');
+    }
+    const raw = rule.raw();
+    if (raw.format !== undefined && raw.format !== format) rule.fail('format', `'${format}' (one packing for the whole checkpoint)`);
+    if (raw.checkpoint_format !== undefined && raw.checkpoint_format !== format)
+      rule.fail('checkpoint_format', `'${format}' (one packing for the whole checkpoint)`);
+    if (raw.pack_dtype !== undefined && raw.pack_dtype !== 'int32') rule.fail('pack_dtype', "'int32'");
+    if (raw.quant_method !== undefined && raw.quant_method !== 'gptq') rule.fail('quant_method', "'gptq'");
+    const overrides = {
+      ...(rule.has('bits') && { bits: rule.int('bits') }),
+      ...(rule.has('group_size') && { groupSize: groupOf(rule, 'group_size') ?? null }),
+      ...(rule.has('sym') && { symmetric: rule.bool('sym', true) }),
+      ...(rule.has('desc_act') && { actOrder: rule.bool('desc_act', false) }),
+    };
+    return { key, skip, pattern, overrides };
+  });
+}
+
+/** Whether `module` is named by a modules_to_not_convert entry: the name itself or a run of its dotted parts. */
+function namedBy(module: string, entry: string): boolean {
+  return module === entry || module.endsWith(`.${entry}`) || module.startsWith(`${entry}.`) || module.includes(`.${entry}.`);
+}
+
+/**
+ * The scheme of one module of the checkpoint (its full name, `${prefix}` of `${prefix}.qweight`): the base one with
+ * its GPTQModel `dynamic` overrides, and `excludedBy` when the config leaves the module unquantized (a `-:` rule,
+ * modules_to_not_convert, compressed-tensors `ignore`: exact names and `re:` regexes, re.match). A module the config
+ * stores in other than 4 bits is an error naming it and the field.
+ */
+export function int4SchemeOf(q: Int4QuantizationConfig, module: string, file: string): { config: Int4QuantizationConfig; excludedBy?: string } {
+  if (q.method === 'compressed-tensors') {
+    const hit = q.ignore.find((e) => (e.startsWith('re:') ? new RegExp(`^(?:${e.slice(3)})`).test(module) : e === module));
+    return hit === undefined ? { config: q } : { config: q, excludedBy: `ignore entry '${hit}'` };
+  }
+  const named = q.ignore.find((e) => namedBy(module, e));
+  if (named !== undefined) return { config: q, excludedBy: `modules_to_not_convert entry '${named}'` };
+  const rule = q.dynamic.find((r) => r.pattern.test(module));
+  if (!rule) return { config: q };
+  if (rule.skip) return { config: q, excludedBy: `dynamic rule '${rule.key}'` };
+  const o = rule.overrides;
+  if (o.bits !== undefined && o.bits !== 4)
+    throw new CheckpointError(`quantization_config.dynamic['${rule.key}'].bits is ${o.bits}: only 4-bit weights are supported`, { file, tensor: module });
+  return {
+    config: {
+      ...q,
+      ...(o.groupSize !== undefined && { groupSize: o.groupSize ?? undefined }),
+      ...(o.symmetric !== undefined && { symmetric: o.symmetric }),
+      ...(o.actOrder !== undefined && { actOrder: o.actOrder }),
+    },
+  };
 }
 
 /** The int4 config of a checkpoint's config.json (top level or a vision-language text_config), when it has one. */

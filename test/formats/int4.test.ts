@@ -72,6 +72,37 @@ describe(`int4 checkpoint readers ${gpu.skipReason}`, () => {
     await rejects('gptq-g32-sym-v1', (q) => (q.checkpoint_format = 'marlin'), /checkpoint_format must be/);
   });
 
+  it('checks GPTQModel dynamic rules: the packing they state, their regexes, bits per module, and modules they exclude', async () => {
+    const dyn = (rules: Record<string, unknown>) => (q: Record<string, unknown>) => (q.dynamic = rules);
+    await rejects('gptq-g32-sym-v1', dyn({ '+:lay.*': { bits: 8 } }), /tensor 'layer'.*dynamic\['\+:lay\.\*'\]\.bits is 8/);
+    await rejects('gptq-g32-sym-v1', dyn({ layer: { checkpoint_format: 'gptq_v2' } }), /dynamic\.layer\.checkpoint_format must be 'gptq'/);
+    await rejects('gptq-g32-sym-v1', dyn({ layer: { group_size: 48 } }), /dynamic\.layer\.group_size must be -1 or a multiple of 32/);
+    await rejects('gptq-g32-sym-v1', dyn({ '-:(': {} }), /dynamic\.-:\( must be a regular expression/);
+    await rejects('gptq-g32-sym-v1', dyn({ '-:^lay': {} }), /tensor 'layer'.*dynamic rule '-:\^lay' leaves this module unquantized/);
+    await rejects('gptq-g32-sym-v1', (q) => (q.pack_dtype = 'int16'), /pack_dtype must be 'int32'/);
+    await rejects('gptq-g32-sym-v1', (q) => (q.modules_to_not_convert = ['layer']), /modules_to_not_convert entry 'layer' leaves this module unquantized/);
+    await rejects('ct-g32-sym-oddn', (q) => (q.ignore = ['lm_head', 're:(']), /ignore must be a list of module names and 're:' regular expressions/);
+    await rejects('ct-g32-sym-oddn', (q) => (q.ignore = ['re:la.er']), /ignore entry 're:la\.er' leaves this module unquantized/);
+    // The first matching rule decides: a group_size override reads the stored g128 weight under a g64 base scheme;
+    // a rule that does not match leaves the base one (here the stored g128).
+    for (const [base, rules] of [
+      [64, { lay: { group_size: 128 }, '-:lay': {} }],
+      [128, { 'model\\.layer': { bits: 8, group_size: 32 } }],
+    ] as const) {
+      const ck = await openCase('gptq-g128-asym-v2-actorder', (q) => {
+        q.group_size = base;
+        q.dynamic = rules;
+      });
+      try {
+        const w = await ck.loadWeight('layer');
+        expect(w.int4?.groupSize).toBe(128);
+        disposeWeight(w);
+      } finally {
+        await ck.close();
+      }
+    }
+  });
+
   it('rejects mixed compressed-tensors groups, 8-bit, quantized activations, and an asymmetric weight without zero points', async () => {
     await rejects(
       'ct-g32-sym-oddn',

@@ -174,6 +174,13 @@ function regroupQueryGate(w: Weight, heads: number, d: number): Weight {
     tidy(() => reshape(contiguous(permute(reshape(t, [heads, 2, rows, cols]), [1, 0, 2, 3])), [2 * heads * rows, cols]));
   if (w.scale && w.recipe === 'block' && d % 128 !== 0)
     throw new CheckpointError(`q_proj: FP8 128-row blocks need head_dim (${d}) to be a multiple of 128 to regroup queries and gates`, {});
+  if (w.int4) {
+    // Packed 4 bits: data, group scales and zero points are all [rows, ..]; the column order (perm) is untouched.
+    const rowsOf = (t: Tensor) => regroup(t, d, t.shape[1]);
+    const out: Weight = { data: rowsOf(w.data), scale: rowsOf(w.scale!), int4: { ...w.int4, zero: rowsOf(w.int4.zero) } };
+    for (const t of [w.data, w.scale!, w.int4.zero]) t.dispose();
+    return out;
+  }
   const data = regroup(w.data, d, h);
   if (w.scale && w.recipe !== 'block' && w.recipe !== 'row') throw new CheckpointError('q_proj: a per-tensor FP8 scale cannot be regrouped per head', {});
   const scale =
@@ -285,10 +292,24 @@ function track<W extends Weight | Weight[]>(load: WeightLoader, w: W): W {
   return w;
 }
 
-/** Rows [0, n) and [n, end) of a weight (block scales split on the 128-row block edge, row scales per row). */
+/**
+ * Rows [0, n) and [n, end) of a weight (block scales split on the 128-row block edge, row scales per row; packed
+ * 4-bit group scales and zero points per row, each half with its own copy of the column permutation).
+ */
 function splitRows(w: Weight, n: number): [Weight, Weight] {
   const rows = w.data.shape[0];
   const piece = (t: Tensor, from: number, len: number) => tidy(() => contiguous(narrow(t, 0, from, len)));
+  if (w.int4) {
+    const q = w.int4;
+    const half = (from: number, len: number): Weight => ({
+      data: piece(w.data, from, len),
+      scale: piece(w.scale!, from, len),
+      int4: { groupSize: q.groupSize, zero: piece(q.zero, from, len), ...(q.perm ? { perm: piece(q.perm, 0, q.perm.shape[0]) } : {}) },
+    });
+    const out: [Weight, Weight] = [half(0, n), half(n, rows - n)];
+    for (const t of weightParts(w)) t.dispose();
+    return out;
+  }
   const scaleAt = w.recipe === 'block' ? n / 128 : n;
   const part = (from: number, len: number, scaleFrom: number, scaleLen: number): Weight => ({
     data: piece(w.data, from, len),

@@ -196,3 +196,12 @@ export async function takeValues(t: Tensor): Promise<Float32Array> {
   t.dispose();
   return v;
 }
+
+/** The largest |got - want| over the largest |want|: an error relative to the tensor's scale (logits, features). */
+export function maxRelativeToScale(got: ArrayLike<number>, want: ArrayLike<number>): number {
+  let scale = 0;
+  for (let i = 0; i < want.length; i++) scale = Math.max(scale, Math.abs(want[i]));
+  let worst = 0;
+  for (let i = 0; i < want.length; i++) worst = Math.max(worst, Math.abs(got[i] - want[i]) / scale);
+  return worst;
+}

@@ -22,6 +22,7 @@ import { QWEN3_5_REFERENCE_CASES } from '../../tools/qwen3_5-reference/presets.j
 import { measureDecode } from '../../src/generate/measure.js';
 import { loadModel } from '../../src/models/load.js';
 import type { CausalLM } from '../../src/models/causal-lm.js';
+import { maxRelativeToScale } from '../helpers/compare.js';
 import { setupWebGpu } from '../helpers/webgpu.js';
 
 const gpu = await setupWebGpu();
@@ -67,14 +68,6 @@ async function greedy(model: CausalLM, prompt: number[], steps: number): Promise
     input = [best];
   }
   return { tokens, logits };
-}
-
-function maxRel(got: Float32Array, want: Float32Array): number {
-  let scale = 0;
-  for (const v of want) scale = Math.max(scale, Math.abs(v));
-  let worst = 0;
-  for (let i = 0; i < want.length; i++) worst = Math.max(worst, Math.abs(got[i] - want[i]) / scale);
-  return worst;
 }
 
 /** Qwen3.6-MoE with widths int4 groups of 32 divide (K = hidden 32, value dim 64, attention 64, experts 32). */
@@ -129,14 +122,14 @@ describe(`--dtype int4 on a generated Qwen3-MoE ${gpu.skipReason}`, () => {
     const deq = (await loadModel(await writeDequantizedCopy(dir), { device: 'cpu', maxSequence: 32 })).model;
     const ref = await greedy(deq, PROMPT, STEPS);
     deq.dispose();
-    expect(maxRel(want.logits[0], ref.logits[0]), 'prefill logits vs dequantized float32').toBeLessThan(1e-4);
+    expect(maxRelativeToScale(want.logits[0], ref.logits[0]), 'prefill logits vs dequantized float32').toBeLessThan(1e-4);
 
     if (gpu.available) {
       const g = (await loadModel(dir, { device: 'webgpu', dtype: 'int4', groupSize: GROUP, maxSequence: 32 })).model;
       const got = await greedy(g, PROMPT, STEPS);
       g.dispose();
       expect(got.tokens).toEqual(want.tokens);
-      for (let s = 0; s < STEPS; s++) expect(maxRel(got.logits[s], want.logits[s]), `webgpu step ${s}`).toBeLessThan(1e-4);
+      for (let s = 0; s < STEPS; s++) expect(maxRelativeToScale(got.logits[s], want.logits[s]), `webgpu step ${s}`).toBeLessThan(1e-4);
     }
   });
 });
@@ -175,7 +168,7 @@ describe(`--dtype int4 on a generated Qwen3.6-MoE ${gpu.skipReason}`, () => {
     const deq = (await loadModel(await writeDequantizedCopy(dir, quantized), { device: 'cpu', maxSequence: 32 })).model;
     const ref = await greedy(deq, PROMPT, STEPS);
     deq.dispose();
-    expect(maxRel(want.logits[0], ref.logits[0]), 'prefill logits vs dequantized float32').toBeLessThan(1e-4);
+    expect(maxRelativeToScale(want.logits[0], ref.logits[0]), 'prefill logits vs dequantized float32').toBeLessThan(1e-4);
 
     if (gpu.available) {
       const g = (await loadModel(dir, { device: 'webgpu', dtype: 'int4', groupSize: GROUP, maxSequence: 32 })).model;
@@ -184,7 +177,7 @@ describe(`--dtype int4 on a generated Qwen3.6-MoE ${gpu.skipReason}`, () => {
       const m = await measureDecode(g, { promptTokens: 4, decodeSteps: 2 });
       g.dispose();
       expect(got.tokens).toEqual(want.tokens);
-      for (let s = 0; s < STEPS; s++) expect(maxRel(got.logits[s], want.logits[s]), `webgpu step ${s}`).toBeLessThan(1e-4);
+      for (let s = 0; s < STEPS; s++) expect(maxRelativeToScale(got.logits[s], want.logits[s]), `webgpu step ${s}`).toBeLessThan(1e-4);
       expect(m.dispatchesPerLayerKind).toEqual({ linear_attention: 8, full_attention: 9 });
     }
   });

@@ -14,6 +14,7 @@ import { loadQwen3, type LoadedModel } from '../../src/models/qwen3/load.js';
 import { writeRandomQwen3Checkpoint } from '../../src/models/qwen3/random-checkpoint.js';
 import { int4LayerTensors, int4QuantizationConfig, type Int4FixtureCase } from '../../tools/int4-reference/cases.js';
 import { randomCodes } from '../../tools/int4-reference/int4_reference.js';
+import { maxRelativeToScale } from '../helpers/compare.js';
 import { setupWebGpu } from '../helpers/webgpu.js';
 
 const gpu = await setupWebGpu();
@@ -123,14 +124,6 @@ async function logits(m: LoadedModel, ids: number[][]): Promise<Float32Array[]> 
   return out;
 }
 
-function maxRel(got: Float32Array, want: Float32Array): number {
-  let scale = 0;
-  for (const v of want) scale = Math.max(scale, Math.abs(v));
-  let worst = 0;
-  for (let i = 0; i < want.length; i++) worst = Math.max(worst, Math.abs(got[i] - want[i]) / scale);
-  return worst;
-}
-
 const STEPS = [[3, 17, 250, 9, 41, 7], [88], [5]];
 
 describe(`int4 checkpoints end to end ${gpu.skipReason}`, () => {
@@ -146,13 +139,13 @@ describe(`int4 checkpoints end to end ${gpu.skipReason}`, () => {
       const f = await loadQwen3(fdir, { device: 'cpu', maxSequence: 32 });
       const want = await logits(f, STEPS);
       const got = await logits(q, STEPS);
-      for (let i = 0; i < STEPS.length; i++) expect(maxRel(got[i], want[i]), `cpu step ${i}`).toBeLessThan(1e-5);
+      for (let i = 0; i < STEPS.length; i++) expect(maxRelativeToScale(got[i], want[i]), `cpu step ${i}`).toBeLessThan(1e-5);
       q.model.dispose();
       f.model.dispose();
       if (gpu.available) {
         const g = await loadQwen3(qdir, { device: 'webgpu', maxSequence: 32 });
         const gl = await logits(g, STEPS);
-        for (let i = 0; i < STEPS.length; i++) expect(maxRel(gl[i], got[i]), `webgpu step ${i}`).toBeLessThan(1e-4);
+        for (let i = 0; i < STEPS.length; i++) expect(maxRelativeToScale(gl[i], got[i]), `webgpu step ${i}`).toBeLessThan(1e-4);
         g.model.dispose();
       }
     });

@@ -20,6 +20,7 @@ import { writeRandomQwen35Checkpoint } from '../../src/models/qwen3_5/presets.js
 import { int4LayerTensors, int4QuantizationConfig, type Int4FixtureCase } from '../../tools/int4-reference/cases.js';
 import { randomCodes } from '../../tools/int4-reference/int4_reference.js';
 import { QWEN3_5_REFERENCE_CASES } from '../../tools/qwen3_5-reference/presets.js';
+import { maxRelativeToScale } from '../helpers/compare.js';
 import { setupWebGpu } from '../helpers/webgpu.js';
 
 const gpu = await setupWebGpu();
@@ -158,14 +159,6 @@ async function logits(m: LoadedModel, steps: readonly number[][]): Promise<Float
   return out;
 }
 
-function maxRel(got: Float32Array, want: Float32Array): number {
-  let scale = 0;
-  for (const v of want) scale = Math.max(scale, Math.abs(v));
-  let worst = 0;
-  for (let i = 0; i < want.length; i++) worst = Math.max(worst, Math.abs(got[i] - want[i]) / scale);
-  return worst;
-}
-
 /** A prefill, then two decode steps. */
 const STEPS = [[3, 17, 200, 9, 41, 7], [88], [5]];
 
@@ -204,13 +197,13 @@ describe(`Qwen3.6-MoE int4 checkpoints end to end ${gpu.skipReason}`, () => {
       expect(q.model).toBeInstanceOf(Qwen35Model);
       const want = await logits(f, STEPS);
       const got = await logits(q, STEPS);
-      for (let i = 0; i < STEPS.length; i++) expect(maxRel(got[i], want[i]), `cpu step ${i}`).toBeLessThan(1e-5);
+      for (let i = 0; i < STEPS.length; i++) expect(maxRelativeToScale(got[i], want[i]), `cpu step ${i}`).toBeLessThan(1e-5);
       q.model.dispose();
       f.model.dispose();
       if (gpu.available) {
         const g = await loadModel(qdir, { device: 'webgpu', maxSequence: 32 });
         const gl = await logits(g, STEPS);
-        for (let i = 0; i < STEPS.length; i++) expect(maxRel(gl[i], got[i]), `webgpu step ${i}`).toBeLessThan(1e-4);
+        for (let i = 0; i < STEPS.length; i++) expect(maxRelativeToScale(gl[i], got[i]), `webgpu step ${i}`).toBeLessThan(1e-4);
         g.model.dispose();
       }
     });

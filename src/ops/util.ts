@@ -19,7 +19,7 @@ const INT64_OPS: ReadonlySet<string> = new Set([
 
 /** What int64 tensors take, for the errors that refuse one (here and ops/int64.ts refuseInt64). */
 export const INT64_SUPPORTED =
-  'supported on int64: add, sub, mul, pow, neg, abs, maximum, minimum, floor_divide, div with rounding_mode, remainder, fmod, comparisons, where, sum, prod, max, min, argmax, argmin, cumsum, sort, topk, cat, indexing (indexSelect, gather, scatter, scatterAdd) and casts';
+  'supported on int64: add, sub, mul, pow, neg, abs, floor / ceil / round / relu / sign, float functions (exp, sin, ... as float32), maximum, minimum, floor_divide, div with rounding_mode, remainder, fmod, comparisons, where, sum, prod, max, min, argmax, argmin, cumsum, sort, topk, cat, indexing (indexSelect, gather, scatter, scatterAdd) and casts';
 
 /** The one backend all inputs live on; mixing devices is an error (as in PyTorch), never an implicit copy. */
 export function commonBackend(op: string, ...tensors: Tensor[]): Backend {

@@ -12,7 +12,7 @@ import { writeSafetensors, type TensorSource } from '../../src/formats/safetenso
 import type { Qwen3Config } from '../../src/models/qwen3/config.js';
 import { loadQwen3, type LoadedModel } from '../../src/models/qwen3/load.js';
 import { writeRandomQwen3Checkpoint } from '../../src/models/qwen3/random-checkpoint.js';
-import { int4LayerTensors, int4QuantizationConfig, type Int4FixtureCase } from '../../tools/int4-reference/cases.js';
+import { int4LayerTensors, int4QuantizationConfig, type Int4FixtureCase, divideScalesBy16 } from '../../tools/int4-reference/cases.js';
 import { randomCodes } from '../../tools/int4-reference/int4_reference.js';
 import { maxRelativeToScale } from '../helpers/compare.js';
 import { setupWebGpu } from '../helpers/webgpu.js';
@@ -90,17 +90,7 @@ async function writeInt4Pair(
   }
   await ck.close();
   // The float copy's weights are the port's divided by 16: the 4-bit copy's scales are divided by 16 too (exact).
-  for (const entry of q) {
-    if (!/\.(scales|weight_scale)$/.test(entry[0])) continue;
-    const s = entry[1];
-    const bytes = await s.bytes();
-    const dtype = s.dtype as string;
-    const half = new Uint16Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength));
-    // float16 / bfloat16 exponent minus 4 (normal numbers far from underflow): an exact division by 16.
-    const shift = dtype === 'bfloat16' ? 7 : 10;
-    for (let i = 0; i < half.length; i++) half[i] -= 4 << shift;
-    entry[1] = { ...s, bytes: () => new Uint8Array(half.buffer) };
-  }
+  await divideScalesBy16(q);
   const config0 = JSON.parse(readFileSync(join(src, 'config.json'), 'utf8')) as Record<string, unknown>;
   const qdir = mkdtempSync(join(tmpdir(), 'tensorgpu-int4-q-'));
   const fdir = mkdtempSync(join(tmpdir(), 'tensorgpu-int4-f-'));

@@ -17,7 +17,7 @@ import { loadModel, type LoadedModel } from '../../src/models/load.js';
 import type { Qwen35Config } from '../../src/models/qwen3_5/config.js';
 import { Qwen35Model } from '../../src/models/qwen3_5/model.js';
 import { writeRandomQwen35Checkpoint } from '../../src/models/qwen3_5/presets.js';
-import { int4LayerTensors, int4QuantizationConfig, type Int4FixtureCase } from '../../tools/int4-reference/cases.js';
+import { int4LayerTensors, int4QuantizationConfig, type Int4FixtureCase, divideScalesBy16 } from '../../tools/int4-reference/cases.js';
 import { randomCodes } from '../../tools/int4-reference/int4_reference.js';
 import { QWEN3_5_REFERENCE_CASES } from '../../tools/qwen3_5-reference/presets.js';
 import { maxRelativeToScale } from '../helpers/compare.js';
@@ -108,15 +108,7 @@ async function writeInt4Pair(config: Qwen35Config, format: Format, o: PairOption
   }
   await ck.close();
   // The float copy's weights are the port's divided by 16: the 4-bit copy's scales are divided by 16 too (exact).
-  for (const entry of q) {
-    if (!/\.(scales|weight_scale)$/.test(entry[0])) continue;
-    const s = entry[1];
-    const bytes = await s.bytes();
-    const half = new Uint16Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength));
-    const shift = (s.dtype as string) === 'bfloat16' ? 7 : 10;
-    for (let i = 0; i < half.length; i++) half[i] -= 4 << shift;
-    entry[1] = { ...s, bytes: () => new Uint8Array(half.buffer) };
-  }
+  await divideScalesBy16(q);
   const quant = { ...int4QuantizationConfig(format), ...exclusionsOf(o), ...o.extra };
   const config0 = JSON.parse(readFileSync(join(src, 'config.json'), 'utf8')) as Record<string, unknown>;
   const qdir = mkdtempSync(join(tmpdir(), 'tensorgpu-q35-int4-q-'));

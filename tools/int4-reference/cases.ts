@@ -166,3 +166,20 @@ export function int4FixtureTensors(c: Int4FixtureCase): { tensors: [string, Tens
   tensors.push(['expected', { dtype: 'float32', shape: [c.n, c.k], bytes: () => new Uint8Array(expected.buffer) }]);
   return { tensors, config: { quantization_config: int4QuantizationConfig(c) } };
 }
+
+/**
+ * The group scales (`.scales` / `.weight_scale`, float16 or bfloat16) of these tensors divided by 16, exactly: the
+ * exponent minus 4 (normal numbers far from underflow). The end-to-end tests pair them with float copies whose
+ * weights are the port's divided by 16, which keeps a random model's activations moderate.
+ */
+export async function divideScalesBy16(tensors: [string, TensorSource][]): Promise<void> {
+  for (const entry of tensors) {
+    if (!/\.(scales|weight_scale)$/.test(entry[0])) continue;
+    const s = entry[1];
+    const bytes = await s.bytes();
+    const half = new Uint16Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength));
+    const shift = (s.dtype as string) === 'bfloat16' ? 7 : 10;
+    for (let i = 0; i < half.length; i++) half[i] -= 4 << shift;
+    entry[1] = { ...s, bytes: () => new Uint8Array(half.buffer) };
+  }
+}

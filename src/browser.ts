@@ -10,6 +10,7 @@ export {
   TensorGpuError,
   ShapeError,
   IndexError,
+  ZeroDivisionError,
   InPlaceError,
   DTypeError,
   DeviceMismatchError,

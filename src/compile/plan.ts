@@ -11,7 +11,14 @@ import { DTYPE_INFO, type DType } from '../core/dtype.js';
 import { formatShape, isContiguous, numel, type Shape, type View } from '../core/shape.js';
 import type { MatmulArgs } from '../kernels/matmul/index.js';
 import type { ReduceArgs } from '../kernels/reduce/index.js';
-import { FUSED_MAP_MAX_BUFFERS, FUSED_MAP_MAX_SCALARS, type FusedMapArgs, type FusedNode, type FusedRef } from '../kernels/fused-map/index.js';
+import {
+  FUSED_MAP_MAX_BUFFERS,
+  FUSED_MAP_MAX_SCALARS,
+  errorFlagBindings,
+  type FusedMapArgs,
+  type FusedNode,
+  type FusedRef,
+} from '../kernels/fused-map/index.js';
 import { EPILOGUE_UNARY_OPS, isScalarOperand, type Backend, type EpilogueUnary, type Operand, type ReduceOp, type ScalarOperand } from '../runtime/backend.js';
 import { forEachHandle, type Trace, type TracedCall } from './trace.js';
 
@@ -280,7 +287,12 @@ function reductionOf(
   if (!isPlain(args.x.view, shape) || (readers.get(args.x.handle) ?? []).length !== 1) return undefined;
   const group = fuseGroup(run, readers, kept);
   const scalars = group.args.nodes.reduce((s, n) => s + n.args.filter((a) => 'scalar' in a).length, 0);
-  if (group.outs.length !== 1 || group.outs[0] !== args.x.handle || group.args.inputs.length + 1 > FUSED_MAP_MAX_BUFFERS || scalars > FUSED_MAP_MAX_SCALARS)
+  if (
+    group.outs.length !== 1 ||
+    group.outs[0] !== args.x.handle ||
+    group.args.inputs.length + 1 + errorFlagBindings(group.args.nodes) > FUSED_MAP_MAX_BUFFERS ||
+    scalars > FUSED_MAP_MAX_SCALARS
+  )
     return undefined;
   const outBytes = (numel(shape) / Math.max(1, shape[args.dim])) * DTYPE_INFO[args.outDtype].itemBytes;
   const xBytes = numel(shape) * DTYPE_INFO[args.x.dtype].itemBytes;
@@ -318,7 +330,13 @@ function reductionEpilogueOf(
   const group = fuseGroup(next, readers, kept);
   const scalars = group.args.nodes.reduce((s, n) => s + n.args.filter((a) => 'scalar' in a).length, 0);
   const k = group.args.inputs.findIndex((x) => x.handle === out);
-  if (group.outs.length !== 1 || k < 0 || group.args.inputs.length + 1 > FUSED_MAP_MAX_BUFFERS || scalars > FUSED_MAP_MAX_SCALARS) return undefined;
+  if (
+    group.outs.length !== 1 ||
+    k < 0 ||
+    group.args.inputs.length + 1 + errorFlagBindings(group.args.nodes) > FUSED_MAP_MAX_BUFFERS ||
+    scalars > FUSED_MAP_MAX_SCALARS
+  )
+    return undefined;
   // The reduction's result becomes the chain's last input.
   const end = group.args.inputs.length - 1;
   const swap = (ref: FusedRef): FusedRef => ('input' in ref ? { input: ref.input === k ? end : ref.input === end ? k : ref.input } : ref);
@@ -340,7 +358,7 @@ function reductionEpilogueOf(
 /** One run as fused groups: the whole run, or pieces when it binds more buffers or numbers than a kernel takes. */
 function fuseRun(run: { c: TracedCall; i: number }[], readers: Map<object, number[]>, kept: (h: object) => boolean): FusedGroup[] {
   const group = fuseGroup(run, readers, kept);
-  const buffers = group.args.inputs.length + group.outs.length;
+  const buffers = group.args.inputs.length + group.outs.length + errorFlagBindings(group.args.nodes);
   const scalars = group.args.nodes.reduce((s, n) => s + n.args.filter((r) => 'scalar' in r).length, 0);
   if ((buffers <= FUSED_MAP_MAX_BUFFERS && scalars <= FUSED_MAP_MAX_SCALARS) || run.length === 1) return [group];
   const half = Math.ceil(run.length / 2);

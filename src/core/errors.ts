@@ -90,5 +90,20 @@ export class IndexError extends ShapeError {
   }
 }
 
+/**
+ * An integer division (floor_divide, remainder, fmod, div with a rounding mode) by zero: torch's CPU raises
+ * "ZeroDivisionError". Raised at once on the CPU; on WebGPU the kernel records it in the device-side error flag and
+ * the next read back or synchronize() raises it, as IndexError.
+ */
+export class ZeroDivisionError extends TensorGpuError {
+  constructor(
+    /** The op that divided (floor_divide, remainder or fmod). */
+    readonly op: string,
+    where = '',
+  ) {
+    super(`${op}: integer division by zero${where}`);
+  }
+}
+
 /** An in-place op autograd cannot allow (torch's "a leaf Variable that requires grad is being used in an in-place operation"). */
 export class InPlaceError extends TensorGpuError {}

@@ -13,7 +13,7 @@ import {
 import { castIsExact, isFloating, isFp8, promoteTypes, resultType, type DType } from '../core/dtype.js';
 import { castCode, decodeOne } from '../core/codecs.js';
 import { cast } from './convert.js';
-import { DTypeError } from '../core/errors.js';
+import { DTypeError, ZeroDivisionError } from '../core/errors.js';
 import { broadcastShapes, broadcastView, sameShape, type Shape, type View } from '../core/shape.js';
 import type { Tensor, TensorOrScalar } from '../core/tensor.js';
 import type { Backend } from '../runtime/backend.js';
@@ -340,8 +340,8 @@ export const mul = arithmetic('mul');
 /**
  * a / b (torch.div): true division (integers give float32), or with `roundingMode` 'floor' (floorDivide) or
  * 'trunc' (the quotient rounded toward zero; integers stay integers, as torch). A float16/bfloat16 'trunc' truncates
- * the quotient rounded to that dtype (torch truncates the float32 quotient first). An integer division by zero gives
- * 0 where torch raises.
+ * the quotient rounded to that dtype (torch truncates the float32 quotient first). An integer division by zero
+ * raises ZeroDivisionError (see floorDivide).
  */
 export function div(a: TensorOrScalar, b: TensorOrScalar, options?: DivOptions): Tensor {
   const mode = options?.roundingMode;
@@ -379,12 +379,23 @@ export function pow(x: TensorOrScalar, y: TensorOrScalar): Tensor {
   return binary('pow', x, y);
 }
 export const minimum = arithmetic('minimum');
-/** x mod y with the divisor's sign (torch.remainder, Python's %); integers stay integers (a zero divisor gives 0). */
-export const remainder = (a: TensorOrScalar, b: TensorOrScalar) => binary('remainder', a, b);
-/** x mod y with the dividend's sign (torch.fmod, C's fmod); exact for floats. */
-export const fmod = (a: TensorOrScalar, b: TensorOrScalar) => binary('fmod', a, b);
-/** floor(x / y) (torch.floor_divide, div(rounding_mode='floor')); integers stay integers (a zero divisor gives 0). */
-export const floorDivide = (a: TensorOrScalar, b: TensorOrScalar) => binary('floor_divide', a, b);
+/**
+ * An integer division op: integers stay integers, and a zero divisor raises ZeroDivisionError as torch's CPU does
+ * (a number 0 at once; a tensor's zero on the CPU at once, on WebGPU at the next read back or synchronize(), through
+ * the device error flag).
+ */
+function integerDivision(op: DivisionOp) {
+  return (a: TensorOrScalar, b: TensorOrScalar): Tensor => {
+    if (b === 0 && typeof a !== 'number' && !isFloating(commonDtype(op, a, b))) throw new ZeroDivisionError(op);
+    return binary(op, a, b);
+  };
+}
+/** x mod y with the divisor's sign (torch.remainder, Python's %); integers stay integers (a zero divisor raises). */
+export const remainder = integerDivision('remainder');
+/** x mod y with the dividend's sign (torch.fmod, C's fmod); exact for floats; an integer zero divisor raises. */
+export const fmod = integerDivision('fmod');
+/** floor(x / y) (torch.floor_divide, div(rounding_mode='floor')); integers stay integers (a zero divisor raises). */
+export const floorDivide = integerDivision('floor_divide');
 export const eq = comparison('eq');
 export const ne = comparison('ne');
 export const lt = comparison('lt');

@@ -39,7 +39,7 @@ export interface FusedMapArgs<H> {
   readonly outputs: readonly number[];
 }
 
-export { FUSED_MAP_MAX_BUFFERS, FUSED_MAP_MAX_SCALARS } from './limits.js';
+export { FUSED_MAP_MAX_BUFFERS, FUSED_MAP_MAX_SCALARS, errorFlagBindings } from './limits.js';
 
 /** reduce(op) over `dim` of a chain's one output (`outputs: [m]`): the chain is evaluated where the reduction loads. */
 export interface FusedReduceArgs<H> {

@@ -7,7 +7,8 @@ import { coalesceViews, contiguousView, numel, type Shape } from '../../core/sha
 import { wordBytes, type GpuBuffer, type GpuContext } from '../../runtime/webgpu/gpu-context.js';
 import { accessOf, castCompute, scalarCode, whereCompute, type GpuOperand, type MapCompute } from '../../runtime/webgpu/kernels/elementwise.js';
 import { defineKernel } from '../../runtime/webgpu/kernels/kernel.js';
-import { MAP_OPS, mapExpression } from '../../runtime/webgpu/kernels/map-ops.js';
+import { ZERO_DIVISOR_WGSL } from '../../runtime/webgpu/kernels/device-error.js';
+import { MAP_OPS, mapExpression, mapReports } from '../../runtime/webgpu/kernels/map-ops.js';
 import { codeFn, computeTypeOf, decodeExpr, encodeFn, grid1d, wgslSource } from '../../runtime/webgpu/kernels/wgsl.js';
 import type { ReduceOp } from '../../runtime/backend.js';
 import {
@@ -21,7 +22,7 @@ import {
   reduceWorkgroupFunctions,
 } from '../reduce/webgpu.js';
 import type { FusedMapArgs, FusedNode, FusedRef } from './index.js';
-import { FUSED_MAP_MAX_BUFFERS, FUSED_MAP_MAX_SCALARS } from './limits.js';
+import { FUSED_MAP_MAX_BUFFERS, FUSED_MAP_MAX_SCALARS, errorFlagBindings } from './limits.js';
 
 const MAX_RANK = 8;
 /** Stride slots in the uniforms: strided inputs take `rank` each. */
@@ -69,9 +70,13 @@ const mapName = (node: FusedNode): string => (node.kind === 'unary' || node.kind
 /** Element k of a u32[N] uniform array (laid out as array<vec4<u32>>). */
 const uniformAt = (array: string, k: number | string) => (typeof k === 'number' ? `p.${array}[${k >> 2}][${k & 3}]` : `p.${array}[(${k}) / 4u][(${k}) % 4u]`);
 
+/** Whether a node of the chain reports to the device error flag (an integer division), so the kernel binds `err`. */
+const chainReports = (spec: ChainSpec) => spec.nodes.some((n) => n.compute !== 'raw' && mapReports(n.op, n.compute));
+
 function generate(spec: ChainSpec): { functions: string; stores: string; loads: string; element: string } {
   const parts: string[] = [];
   const files = new Set<string>();
+  if (chainReports(spec)) parts.push(ZERO_DIVISOR_WGSL);
   if (spec.nodes.some((n) => n.compute === 'f32')) files.add('float-math.wgsl');
   for (const n of spec.nodes) for (const f of MAP_OPS[n.op]?.uses ?? []) files.add(f);
   for (const f of files) parts.push(wgslSource(f));
@@ -151,6 +156,11 @@ const slot = (k: number, count: (s: ChainSpec) => number, vec4: (s: ChainSpec) =
   when: (v: { spec: string }) => count(specOf(v.spec)) > k,
   type: (v: { spec: string }) => (vec4(specOf(v.spec)) ? ('vec4<u32>' as const) : ('u32' as const)),
 });
+/** The device error flag: bound (after the outputs) when the chain reports. */
+const ERR = { err: { type: 'atomic<u32>' as const, when: (v: { spec: string }) => chainReports(specOf(v.spec)) } };
+/** The flag's buffer for a chain that reports, else nothing. */
+const errBuffer = (ctx: GpuContext, spec: ChainSpec): { err?: GpuBuffer } => (chainReports(spec) ? { err: ctx.deviceErrorFlag() } : {});
+
 const OUTPUTS = Object.fromEntries(
   Array.from({ length: FUSED_MAP_MAX_BUFFERS }, (_, k) => [
     `out${k}`,
@@ -186,7 +196,7 @@ const fusedMap = defineKernel({
   source: 'fused-map.wgsl',
   variant: { spec: 'string' },
   params: CHAIN_PARAMS,
-  outputs: OUTPUTS,
+  outputs: { ...OUTPUTS, ...ERR },
   inputs: INPUTS,
   grid: 'custom',
   functions: (v) => generate(specOf(v.spec)).functions,
@@ -258,11 +268,11 @@ export function fusedMapKernel(ctx: GpuContext, args: GpuChain): GpuBuffer[] {
     return ctx.alloc(lanes === 1 ? Math.max(16, Math.ceil(n / 4) * 16) : wordBytes(n, lanes));
   });
   if (n === 0) return outs;
-  if (args.inputs.length + outs.length > FUSED_MAP_MAX_BUFFERS)
+  if (args.inputs.length + outs.length + errorFlagBindings(args.nodes) > FUSED_MAP_MAX_BUFFERS)
     throw new ShapeError(`fusedMap binds at most ${FUSED_MAP_MAX_BUFFERS} buffers, got ${args.inputs.length} inputs and ${outs.length} outputs`);
   const prepared = prepareChain(args, true);
   const chain = { ...prepared, spec: { ...prepared.spec, outVec4: args.outputs.map((m) => lanesPerWord(args.nodes[m].dtype) === 1) } };
-  const buffers: Record<string, GpuBuffer> = { ...chain.inputs };
+  const buffers: Record<string, GpuBuffer> = { ...chain.inputs, ...errBuffer(ctx, chain.spec) };
   outs.forEach((b, k) => (buffers[`out${k}`] = b));
   const bytes = chain.inputBytes + args.outputs.reduce((s, m) => s + n * DTYPE_INFO[args.nodes[m].dtype].itemBytes, 0);
   fusedMap.run(ctx, { spec: JSON.stringify(chain.spec) }, chain.params, buffers as never, { threads: Math.ceil(n / 4), bytes });
@@ -293,7 +303,7 @@ const reduceChainRows = defineKernel({
   source: 'reduce-rows.wgsl',
   variant: { spec: 'string', layout: ['rows'], op: REDUCE_OPS, dtype: 'dtype', outDtype: 'dtype' },
   params: { ...REDUCE_PARAMS, ...CHAIN_PARAMS },
-  outputs: { out: { packed: 'outDtype', compute: reduceResultType } },
+  outputs: { out: { packed: 'outDtype', compute: reduceResultType }, ...ERR },
   inputs: INPUTS,
   grid: { words: 'n_out', element: 'reduce_at' },
   workgroupSize: 64,
@@ -306,7 +316,7 @@ const reduceChainWorkgroups = defineKernel({
   source: 'reduce.wgsl',
   variant: { spec: 'string', layout: ['wg'], op: REDUCE_OPS, dtype: 'dtype', outDtype: 'dtype', wg: 'number' },
   params: { ...REDUCE_PARAMS, ...CHAIN_PARAMS },
-  outputs: { out: { packed: 'outDtype', compute: reduceResultType } },
+  outputs: { out: { packed: 'outDtype', compute: reduceResultType }, ...ERR },
   inputs: INPUTS,
   grid: 'custom',
   workgroupSize: (v) => v.wg,
@@ -324,11 +334,12 @@ export function fusedReduceKernel(ctx: GpuContext, args: GpuChain, op: ReduceOp,
   const lanes = lanesPerWord(outDtype);
   const out = ctx.alloc(wordBytes(nOut, lanes));
   if (nOut === 0) return out;
-  if (args.inputs.length + 1 > FUSED_MAP_MAX_BUFFERS) throw new ShapeError(`fusedReduce binds at most ${FUSED_MAP_MAX_BUFFERS} buffers`);
+  if (args.inputs.length + 1 + errorFlagBindings(args.nodes) > FUSED_MAP_MAX_BUFFERS)
+    throw new ShapeError(`fusedReduce binds at most ${FUSED_MAP_MAX_BUFFERS} buffers`);
   const chain = prepareChain(args);
   const dtype = args.nodes[args.outputs[0]].dtype;
   const params = { n_out: nOut, size, inner, offset: 0, ...chain.params };
-  const buffers = { ...chain.inputs, out } as never;
+  const buffers = { ...chain.inputs, ...errBuffer(ctx, chain.spec), out } as never;
   const spec = JSON.stringify(chain.spec);
   const layout = reduceLayout(size, nOut);
   if (layout.kind === 'rows') reduceChainRows.run(ctx, { spec, layout: 'rows', op, dtype, outDtype }, params, buffers, { bytes: chain.inputBytes });
@@ -363,7 +374,7 @@ const reduceMapRows = defineKernel({
   source: 'reduce-rows.wgsl',
   variant: { spec: 'string', layout: ['rows'], op: REDUCE_OPS, dtype: 'dtype', outDtype: 'dtype', finalDtype: 'dtype' },
   params: { ...REDUCE_PARAMS, ...CHAIN_PARAMS },
-  outputs: { out: { packed: 'finalDtype', compute: (v) => computeTypeOf(v.finalDtype) } },
+  outputs: { out: { packed: 'finalDtype', compute: (v) => computeTypeOf(v.finalDtype) }, ...ERR },
   inputs: { x: { packed: 'dtype', compute: (v) => computeTypeOf(v.dtype) }, ...INPUTS },
   grid: { words: 'n_out', element: 'reduce_at' },
   workgroupSize: 64,
@@ -376,7 +387,7 @@ const reduceMapWorkgroups = defineKernel({
   source: 'reduce.wgsl',
   variant: { spec: 'string', layout: ['wg'], op: REDUCE_OPS, dtype: 'dtype', outDtype: 'dtype', finalDtype: 'dtype', wg: 'number' },
   params: { ...REDUCE_PARAMS, ...CHAIN_PARAMS },
-  outputs: { out: { packed: 'finalDtype', compute: (v) => computeTypeOf(v.finalDtype) } },
+  outputs: { out: { packed: 'finalDtype', compute: (v) => computeTypeOf(v.finalDtype) }, ...ERR },
   inputs: { x: { packed: 'dtype', compute: (v) => computeTypeOf(v.dtype) }, ...INPUTS },
   grid: 'custom',
   workgroupSize: (v) => v.wg,
@@ -396,13 +407,14 @@ export function reduceMapKernel(ctx: GpuContext, x: GpuOperand, op: ReduceOp, di
   const lanes = lanesPerWord(finalDtype);
   const out = ctx.alloc(wordBytes(nOut, lanes));
   if (nOut === 0) return out;
-  if (args.inputs.length - 1 + 2 > FUSED_MAP_MAX_BUFFERS) throw new ShapeError(`reduceMap binds at most ${FUSED_MAP_MAX_BUFFERS} buffers`);
+  if (args.inputs.length - 1 + 2 + errorFlagBindings(args.nodes) > FUSED_MAP_MAX_BUFFERS)
+    throw new ShapeError(`reduceMap binds at most ${FUSED_MAP_MAX_BUFFERS} buffers`);
   if (numel(args.shape) !== nOut) throw new ShapeError(`reduceMap: a chain over ${numel(args.shape)} elements after a reduction to ${nOut}`);
   const prepared = prepareChain(args);
   const spec = JSON.stringify({ ...prepared.spec, reducedLast: true });
   const params = { n_out: nOut, size, inner, offset: x.view.offset, ...prepared.params };
   const { [`in${args.inputs.length - 1}`]: _reduced, ...inputs } = prepared.inputs;
-  const buffers = { ...inputs, x: x.buffer, out } as never;
+  const buffers = { ...inputs, ...errBuffer(ctx, prepared.spec), x: x.buffer, out } as never;
   const v = { spec, op, dtype: x.dtype, outDtype, finalDtype };
   const bytes = numel(x.view.shape) * DTYPE_INFO[x.dtype].itemBytes + prepared.inputBytes;
   const layout = reduceLayout(size, nOut);

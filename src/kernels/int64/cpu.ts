@@ -3,6 +3,7 @@
 // round twice); float16/bfloat16 then round that float32, as torch's casts from int64 go through float.
 import { allocStorage, castCode, type StorageArray } from '../../core/codecs.js';
 import { isFloating, type DType } from '../../core/dtype.js';
+import { ZeroDivisionError } from '../../core/errors.js';
 import { numel, type Shape } from '../../core/shape.js';
 import type { ComparisonOp, Operand } from '../../runtime/backend.js';
 import { values, viewIndices } from '../../runtime/cpu/cpu-backend.js';
@@ -37,6 +38,10 @@ function powi(a: bigint, b: bigint): bigint {
   return r;
 }
 
+const zeroDivisor = (op: string): never => {
+  throw new ZeroDivisionError(op);
+};
+
 const MAP: Record<Int64MapOp, (a: bigint, b: bigint) => bigint> = {
   add: (a, b) => a + b,
   sub: (a, b) => a - b,
@@ -45,10 +50,10 @@ const MAP: Record<Int64MapOp, (a: bigint, b: bigint) => bigint> = {
   minimum: (a, b) => (b < a ? b : a),
   neg: (a) => -a,
   abs: (a) => (a < 0n ? -a : a),
-  // A zero divisor gives 0, as the int32 kernels (torch raises); BigInt's / and % truncate toward zero.
-  floor_divide: (a, b) => (b === 0n ? 0n : a / b - (a % b !== 0n && a < 0n !== b < 0n ? 1n : 0n)),
-  remainder: (a, b) => (b === 0n ? 0n : a % b !== 0n && a < 0n !== b < 0n ? (a % b) + b : a % b),
-  fmod: (a, b) => (b === 0n ? 0n : a % b),
+  // A zero divisor raises, as torch's CPU does; BigInt's / and % truncate toward zero.
+  floor_divide: (a, b) => (b === 0n ? zeroDivisor('floor_divide') : a / b - (a % b !== 0n && a < 0n !== b < 0n ? 1n : 0n)),
+  remainder: (a, b) => (b === 0n ? zeroDivisor('remainder') : a % b !== 0n && a < 0n !== b < 0n ? (a % b) + b : a % b),
+  fmod: (a, b) => (b === 0n ? zeroDivisor('fmod') : a % b),
   pow: powi,
 };
 

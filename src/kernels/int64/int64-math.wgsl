@@ -163,7 +163,7 @@ fn u64_divmod(n: vec2<u32>, d: vec2<u32>) -> U64DivMod {
 }
 
 // Signed division of int64 a by b: the quotient (floored: rounded down, else toward zero) or the remainder (floored:
-// with b's sign as torch.remainder, else with a's as torch.fmod). A zero divisor gives 0 (the int32 kernels' rule);
+// with b's sign as torch.remainder, else with a's as torch.fmod). A zero divisor gives 0 (the map reports it first: nonzero_i64);
 // -2^63 / -1 wraps to -2^63 as in two's complement.
 fn i64_divide(a: vec2<u32>, b: vec2<u32>, floored: bool, want_remainder: bool) -> vec2<u32> {
   if (b.x == 0u && b.y == 0u) {

@@ -8,6 +8,7 @@ import type { ComparisonOp } from '../../runtime/backend.js';
 import { wordBytes, type GpuBuffer, type GpuContext } from '../../runtime/webgpu/gpu-context.js';
 import { castKernel, type GpuOperand } from '../../runtime/webgpu/kernels/elementwise.js';
 import { defineKernel } from '../../runtime/webgpu/kernels/kernel.js';
+import { deviceErrorCode, ZERO_DIVISOR_WGSL } from '../../runtime/webgpu/kernels/device-error.js';
 import { withContiguous } from '../../runtime/webgpu/kernels/nn-util.js';
 import { wgslSource } from '../../runtime/webgpu/kernels/wgsl.js';
 import type { Int64MapOp, Int64RowsOp } from './cpu.js';
@@ -23,11 +24,15 @@ const MAP_OPS: Record<Int64MapOp, string> = {
   minimum: 'select(a, b, i64_lt(b, a))',
   neg: 'i64_neg(a)',
   abs: 'select(a, i64_neg(a), bitcast<i32>(a.y) < 0)',
-  floor_divide: 'i64_divide(a, b, true, false)',
-  remainder: 'i64_divide(a, b, true, true)',
-  fmod: 'i64_divide(a, b, false, true)',
+  // A zero divisor gives 0 and is reported (nonzero_i64), so the read back raises ZeroDivisionError.
+  floor_divide: `i64_divide(a, nonzero_i64(b, ${deviceErrorCode('floor_divide')}u), true, false)`,
+  remainder: `i64_divide(a, nonzero_i64(b, ${deviceErrorCode('remainder')}u), true, true)`,
+  fmod: `i64_divide(a, nonzero_i64(b, ${deviceErrorCode('fmod')}u), false, true)`,
   pow: 'i64_pow(a, b)',
 };
+
+/** The int64 ops that divide: they bind the device error flag. */
+const divides = (op: Int64MapOp) => op === 'floor_divide' || op === 'remainder' || op === 'fmod';
 
 const COMPARE_OPS: Record<ComparisonOp, string> = {
   eq: 'i64_eq(a, b)',
@@ -66,10 +71,10 @@ const int64Map = defineKernel({
   source: 'int64-map.wgsl',
   variant: { op: Object.keys(MAP_OPS) as Int64MapOp[], scalar: SCALAR_SIDES },
   params: VIEW_PARAMS,
-  outputs: { out: 'u32' },
+  outputs: { out: 'u32', err: { type: 'atomic<u32>', when: (v) => divides(v.op) } },
   inputs: { a_words: 'u32', b_words: 'u32' },
   grid: { threads: 'n', invoke: 'int64_map_at' },
-  functions: MATH,
+  functions: (v) => (divides(v.op) ? ZERO_DIVISOR_WGSL : '') + MATH(),
   code: (v) => ({ OP: MAP_OPS[v.op], ...sideLoads(v.scalar) }),
 });
 
@@ -204,7 +209,10 @@ export function int64BinaryKernel(
   if (n === 0) return out;
   const params = viewParams(shape, a.view, b.view, n, value);
   if (compare) int64Compare.run(ctx, { op: op as ComparisonOp, scalar }, params, { out, a_words: a.buffer, b_words: b.buffer });
-  else int64Map.run(ctx, { op: op as Int64MapOp, scalar }, params, { out, a_words: a.buffer, b_words: b.buffer });
+  else {
+    const err = divides(op as Int64MapOp) ? ctx.deviceErrorFlag() : undefined;
+    int64Map.run(ctx, { op: op as Int64MapOp, scalar }, params, { out, err, a_words: a.buffer, b_words: b.buffer });
+  }
   return out;
 }
 

@@ -1,4 +1,5 @@
 // Scalar definitions of every elementwise op, in float64: the reference the GPU kernels are measured against.
+import { ZeroDivisionError } from '../../core/errors.js';
 import type { BinaryOp, ReduceOp, UnaryOp } from '../backend.js';
 
 /** erfc with fractional error < 1.2e-7 everywhere (Numerical Recipes' Chebyshev fit), so gelu stays accurate for x << 0. */
@@ -158,6 +159,10 @@ export const BINARY_F64: Readonly<Record<BinaryOp, (a: number, b: number) => num
   floor_divide: floorDivide,
 };
 
+const zeroDivisor = (op: string): never => {
+  throw new ZeroDivisionError(op);
+};
+
 export const BINARY_I32: Readonly<Record<BinaryOp, (a: number, b: number) => number>> = {
   ...BINARY_F64,
   add: (a, b) => (a + b) | 0,
@@ -165,10 +170,10 @@ export const BINARY_I32: Readonly<Record<BinaryOp, (a: number, b: number) => num
   mul: (a, b) => Math.imul(a, b),
   div: (a, b) => a / b, // true division: callers compute int division in float
   pow: powInt32,
-  // A zero divisor gives 0 (torch raises; a GPU kernel cannot), as the WebGPU kernels do.
-  remainder: (a, b) => (b === 0 ? 0 : remainder(a, b) | 0),
-  fmod: (a, b) => (b === 0 ? 0 : (a % b) | 0),
-  floor_divide: (a, b) => (b === 0 ? 0 : Math.floor(a / b) | 0),
+  // A zero divisor raises, as torch's CPU does (the WebGPU kernels report it to the device error flag).
+  remainder: (a, b) => (b === 0 ? zeroDivisor('remainder') : remainder(a, b) | 0),
+  fmod: (a, b) => (b === 0 ? zeroDivisor('fmod') : (a % b) | 0),
+  floor_divide: (a, b) => (b === 0 ? zeroDivisor('floor_divide') : Math.floor(a / b) | 0),
 };
 
 export type Reducer = { init: number; step: (acc: number, x: number) => number };

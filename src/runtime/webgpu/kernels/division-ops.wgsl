@@ -48,7 +48,8 @@ fn floor_divide_f32(x: f32, y: f32) -> f32 {
   }
   return f;
 }
-// Integer forms; a zero divisor gives 0 (torch raises; a kernel cannot).
+// Integer forms. A zero divisor gives 0 here; the maps wrap the divisor in nonzero_i32 (device-error.ts), which
+// reports it, so the next read back raises ZeroDivisionError as torch does.
 fn fmod_i32(x: i32, y: i32) -> i32 {
   return select(x % select(y, 1, y == 0), 0, y == 0);
 }

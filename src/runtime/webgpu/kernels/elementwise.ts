@@ -9,7 +9,8 @@ import { isScalarOperand, type BinaryOp, type Operand, type ScalarOperand, type 
 import { castCode, scalarValue } from '../../../core/codecs.js';
 import { wordBytes, type GpuBuffer, type GpuContext } from '../gpu-context.js';
 import { defineKernel } from './kernel.js';
-import { MAP_OPS, mapExpression } from './map-ops.js';
+import { ZERO_DIVISOR_WGSL } from './device-error.js';
+import { MAP_OPS, mapExpression, mapReports } from './map-ops.js';
 import { computeTypeOf, decodeExpr, encodeFn, wgslSource, type ComputeType } from './wgsl.js';
 
 const MAX_RANK = 8;
@@ -108,11 +109,15 @@ function opFunctions(v: MapVariant & { inC: MapCompute; outC: MapCompute }): str
   const outType = valueType(v.outC);
   const files = [...(v.inC === 'f32' ? ['float-math.wgsl'] : []), ...(op.uses ?? [])];
   return (
+    (mapReports(v.op, v.inC) ? ZERO_DIVISOR_WGSL : '') +
     files.map(wgslSource).join('\n') +
     `alias OutC = ${outType};\n` +
     `fn op(${args.map((_, k) => `${NAMES[k]}: ${inType}`).join(', ')}) -> OutC {\n  return ${mapExpression(v.op, v.inC)};\n}\n`
   );
 }
+
+/** The device error flag, bound by a map whose op reports (an integer division: a zero divisor). */
+const ERROR_FLAG = { type: 'atomic<u32>', when: (v: MapVariant & { inC: MapCompute }) => mapReports(v.op, v.inC) } as const;
 
 type StridedVariant = MapVariant & { readonly inC: MapCompute };
 /** Tensor argument `slot` of the strided map: packed in its dtype, bound when the map has that many tensors. */
@@ -146,7 +151,10 @@ const stridedMap = defineKernel({
     scalar1: 'u32',
     scalar2: 'u32', // storage code of a number argument, by argument
   },
-  outputs: { out: { packed: 'out', compute: (v) => helperCompute(v.outC), saturate: (v) => v.saturate, helpers: (v) => v.outC !== 'raw' } },
+  outputs: {
+    out: { packed: 'out', compute: (v) => helperCompute(v.outC), saturate: (v) => v.saturate, helpers: (v) => v.outC !== 'raw' },
+    err: ERROR_FLAG,
+  },
   inputs: { in0: stridedInput(0), in1: stridedInput(1), in2: stridedInput(2) },
   grid: { words: 'n', element: 'map_element' },
   functions: (v) => {
@@ -241,7 +249,7 @@ const linearMap = defineKernel({
     scalar1: 'u32',
     scalar2: 'u32',
   },
-  outputs: { out: { type: (v) => (v.outWord === 'vec4' ? 'vec4<u32>' : 'u32') } },
+  outputs: { out: { type: (v) => (v.outWord === 'vec4' ? 'vec4<u32>' : 'u32') }, err: ERROR_FLAG },
   inputs: { in0: linearInput(0), in1: linearInput(1), in2: linearInput(2) },
   grid: 'custom',
   functions: (v) => {
@@ -362,8 +370,9 @@ const stridedParams: Writable<Parameters<typeof stridedMap.run>[2]> = {
   scalar1: 0,
   scalar2: 0,
 };
-const mapBuffers: { out: GpuBuffer; in0: GpuBuffer | undefined; in1: GpuBuffer | undefined; in2: GpuBuffer | undefined } = {
+const mapBuffers: { out: GpuBuffer; err: GpuBuffer | undefined; in0: GpuBuffer | undefined; in1: GpuBuffer | undefined; in2: GpuBuffer | undefined } = {
   out: undefined as unknown as GpuBuffer,
+  err: undefined,
   in0: undefined,
   in1: undefined,
   in2: undefined,
@@ -455,6 +464,8 @@ function runMap(
   const raw = inC === 'raw' ? outDtype : undefined;
   const b = mapBuffers;
   b.out = out;
+  const reports = mapReports(op, inC);
+  b.err = reports ? ctx.deviceErrorFlag() : undefined;
   b.in0 = b.in1 = b.in2 = undefined;
   let slot = 0;
   let linear = linearPath;
@@ -490,7 +501,8 @@ function runMap(
     // interleaved in one process (docs/benchmarks.md, issue 35). A GPU skips the untaken branch, so this is neutral
     // there, and every adapter takes the same path: which one depends only on the buffers' alignment. Unaligned
     // views (word bindings) keep the unrolled tail: reading a whole vec4 past their end is not in their buffer.
-    let tailFree = outWord === 'vec4';
+    // A reporting op maps real elements only: the padding's words could be a zero divisor.
+    let tailFree = outWord === 'vec4' && !reports;
     for (let k = 0; k < count; k++) {
       const s = argSlot[k];
       if (s < 0) continue;
@@ -552,7 +564,7 @@ function runMap(
     stridedMap.run(ctx, v, p, b);
     p.shape = p.strides0 = p.strides1 = p.strides2 = NO_DIMS;
   }
-  b.in0 = b.in1 = b.in2 = undefined;
+  b.err = b.in0 = b.in1 = b.in2 = undefined;
   mapInputs[0] = mapInputs[1] = mapInputs[2] = undefined;
   return out;
 }

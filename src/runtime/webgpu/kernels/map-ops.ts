@@ -3,6 +3,7 @@
 // dtype decode/encode, the loop. A new elementwise op is one entry here plus its CPU reference in
 // runtime/cpu/scalar-ops.ts (docs/kernels.md).
 import { ARITHMETIC_OPS, COMPARISON_OPS, DIVISION_OPS, UNARY_OPS, type BinaryOp, type UnaryOp } from '../../backend.js';
+import { deviceErrorCode } from './device-error.js';
 import type { ComputeType } from './wgsl.js';
 
 export interface MapOp {
@@ -15,6 +16,11 @@ export interface MapOp {
   readonly raw?: string;
   /** .wgsl files of helper functions the expressions call (float-math.wgsl is always there for f32). */
   readonly uses?: readonly string[];
+  /**
+   * The i32 expression reports a zero divisor to the device error flag (torch raises ZeroDivisionError): a kernel
+   * holding it binds `err` and includes ZERO_DIVISOR_WGSL (see mapReports).
+   */
+  readonly i32Reports?: boolean;
 }
 
 const F32_UNARY: Record<UnaryOp, string> = {
@@ -105,7 +111,10 @@ const ops: Record<string, MapOp> = {
   where: { arity: 3, f32: 'select(z, y, x != 0.0)', i32: 'select(z, y, x != 0)', raw: 'select(z, y, x != 0u)' },
 };
 for (const op of UNARY_OPS) ops[op] = { arity: 1, f32: F32_UNARY[op], i32: I32_UNARY[op], uses: MATH_UNARY.has(op) ? ['math-ops.wgsl'] : undefined };
-for (const op of DIVISION_OPS) ops[op] = { arity: 2, f32: `${op}_f32(x, y)`, i32: `${op}_i32(x, y)`, uses: ['division-ops.wgsl'] };
+for (const op of DIVISION_OPS) {
+  const i32 = `${op}_i32(x, nonzero_i32(y, ${deviceErrorCode(op)}u))`;
+  ops[op] = { arity: 2, f32: `${op}_f32(x, y)`, i32, uses: ['division-ops.wgsl'], i32Reports: true };
+}
 for (const op of [...ARITHMETIC_OPS, ...COMPARISON_OPS]) {
   ops[op] = { arity: 2, f32: binaryExpr(op, 'f32'), i32: binaryExpr(op, 'i32'), uses: op === 'pow' ? ['pow.wgsl'] : undefined };
 }
@@ -116,6 +125,11 @@ ops.gelu_grad = { arity: 2, f32: 'g_gelu(x, y)', uses: ['grad-maps.wgsl'] };
 ops.gelu_tanh_grad = { arity: 2, f32: 'g_gelu_tanh(x, y)', uses: ['grad-maps.wgsl'] };
 
 export const MAP_OPS: Readonly<Record<string, MapOp>> = ops;
+
+/** Whether op's expression in compute type c reports to the device error flag (an integer division). */
+export function mapReports(name: string, c: ComputeType | 'raw'): boolean {
+  return c === 'i32' && MAP_OPS[name]?.i32Reports === true;
+}
 
 /** The op's expression in compute type c ('raw': storage codes); throws when the op has none for it. */
 export function mapExpression(name: string, c: ComputeType | 'raw'): string {

@@ -5,7 +5,8 @@
 // And the AdamW update alone: over the adapters' parameter arena (one dispatch), per tensor (the same kernel, one
 // dispatch each), and written op by op. Dispatches per step, optimizer dispatches, peak GPU memory and
 // optimizer-state bytes per trained parameter are machine-independent. And full fine-tuning (`train step full`):
-// the expert stacks trained through the grouped expert weight gradient, against the experts composed per expert.
+// the expert stacks trained through the grouped expert weight gradient, against the experts composed per expert;
+// and LoRA on every expert projection (`train step lora experts`), the adapters stacked, against per expert.
 import { ensureBuiltinModel } from '../src/models/builtin.js';
 import { loadModel } from '../src/models/load.js';
 import { FineTune, packSequences } from '../src/train/fine-tune.js';
@@ -21,10 +22,61 @@ const SEQ = 32;
 export function trainStepCases(quick: boolean): BenchCase[] {
   const shape = `builtin qwen3-moe-tiny S=${SEQ} lora r8`;
   const full = `builtin qwen3-moe-tiny S=${SEQ} full`;
+  const experts = `builtin qwen3-moe-tiny S=${SEQ} lora r8 every projection`;
   return [
     { benchmark: 'train step', shape, run: (ctx) => measure(ctx, shape, quick) },
     { benchmark: 'train step full', shape: full, run: (ctx) => measureFull(ctx, full, quick) },
+    { benchmark: 'train step lora experts', shape: experts, run: (ctx) => measureExpertLora(ctx, experts, quick) },
   ];
+}
+
+/**
+ * LoRA r=8 on every projection, each routed expert's gate / up / down included, on WebGPU: the experts' adapters
+ * kept stacked and run by differentiable expertLinears, against the experts composed per expert (the only path for
+ * them before), same model, adapter and data.
+ */
+async function measureExpertLora(ctx: BenchContext, shape: string, quick: boolean): Promise<RowInput[]> {
+  if (!ctx.gpu) return [];
+  const dir = await ensureBuiltinModel({ onNotice: ctx.log });
+  const tokenizer = TextTokenizer.fromDirectory(dir);
+  const sequences = packSequences(tokenizer.encode(SAMPLE_TRAINING_TEXT), SEQ);
+  const time = { warmup: 0, minRuns: 1, maxRuns: quick ? 1 : 3, minMs: 0, maxMs: quick ? 0 : 20000 };
+  const { model } = await loadModel(dir, { device: 'webgpu', maxSequence: SEQ });
+  const view = trainingView(model);
+  const targets = [...new Set(view.sites.map((s) => s.module))];
+  const adapter = LoraAdapter.create(view.sites, { rank: 8, alpha: 16, targetModules: targets }, { device: 'webgpu', generator: new Generator(0) });
+  const rows: RowInput[] = [];
+  try {
+    for (const variant of [
+      { benchmark: 'train step lora experts composed', forward: { moeComposed: true } },
+      { benchmark: 'train step lora experts', forward: {} },
+    ]) {
+      const run = new FineTune(model, { kind: 'lora', adapter }, { steps: 100, lr: 1e-3, forward: variant.forward });
+      try {
+        let at = 0;
+        let result = await run.step(sequences[0]);
+        const t = await timeIt(async () => {
+          result = await run.step(sequences[at++ % sequences.length]);
+        }, time);
+        const why = `${result.dispatches} dispatches/step, ${result.optimizerDispatches} in the optimizer, ${adapter.modules.size} adapted projections (${adapter.stacks.length} expert stacks)`;
+        ctx.log(`  ${variant.benchmark}: ${why}`);
+        rows.push({
+          benchmark: variant.benchmark,
+          shape,
+          backend: 'webgpu',
+          timing: { ...t, dispatchesPerRun: result.dispatches },
+          baselineBenchmark: variant.benchmark === 'train step lora experts' ? 'train step lora experts composed' : undefined,
+          note: why,
+        });
+      } finally {
+        run.dispose();
+      }
+    }
+  } finally {
+    adapter.dispose();
+    model.dispose();
+  }
+  return rows;
 }
 
 /**

@@ -8,6 +8,7 @@ import { isFp8 } from '../core/dtype.js';
 import { formatShape } from '../core/shape.js';
 import type { Tensor } from '../core/tensor.js';
 import { compact } from './shape-ops.js';
+import { full } from './creation.js';
 import { commonBackend, requireDTypes, wrap } from './util.js';
 import { noGrad } from '../autograd/grad-mode.js';
 import { needsGrad, record } from '../autograd/node.js';
@@ -151,8 +152,36 @@ export interface ExpertLinearOpOptions {
  * int32 [T, k]; x: [T, K] (each token's row for all its slots) or [T*k, K] (a row per slot). Returns [T*k, N], or
  * [T, N] with combine. The result has x's dtype. An expert id outside 0..E-1 throws on the CPU; on the GPU (which
  * cannot raise without a read back) that slot contributes zeros.
+ *
+ * The plain form (float weight, no combine, activation or residual) is differentiable in x and the weight: dx is
+ * the same grouped GEMM over the transposed stack (summing a token's slots when x has a row per token), d weight
+ * one expertWeightGrad dispatch; a few dispatches whatever the number of experts (LoRA adapters stacked per expert
+ * train through it: models/layers/training-moe.ts).
  */
 export function expertLinear(x: Tensor, weight: Tensor, ids: Tensor, options: ExpertLinearOpOptions = {}): Tensor {
+  const plain = Object.values(options).every((v) => v === undefined);
+  if (plain && needsGrad(x, weight)) return differentiableExpertLinear(x, weight, ids);
+  return expertLinearForward(x, weight, ids, options);
+}
+
+/** expertLinear's plain form with its backward (see expertLinear). */
+function differentiableExpertLinear(x: Tensor, weight: Tensor, ids: Tensor): Tensor {
+  const out = noGrad(() => expertLinearForward(x, weight, ids, {}));
+  const perToken = x.shape[0] === ids.shape[0] && ids.shape[1] > 1;
+  const needs = [x.requiresGrad, weight.requiresGrad];
+  return record(out, 'expertLinear', [x, weight], [x, weight, ids], (g, [sX, sW, sIds]) => {
+    const gf = float32(g);
+    // A token's row served all its slots: its gradient is the sum of theirs (a combine with weight 1).
+    const ones = needs[0] && perToken ? full(sIds.shape, 1, { device: g.device }) : undefined;
+    const dx = needs[0] ? expertLinearForward(gf, sW.transpose(1, 2), sIds, { combine: ones }) : undefined;
+    ones?.dispose();
+    const [dW] = needs[1] ? expertWeightGrad(sIds, sW.shape[0], [{ g: gf, x: sX }]) : [undefined];
+    if (gf !== g) gf.dispose();
+    return [dx, dW];
+  });
+}
+
+function expertLinearForward(x: Tensor, weight: Tensor, ids: Tensor, options: ExpertLinearOpOptions): Tensor {
   const { scale, combine, activation, residual, int4 } = options;
   const extra = [scale, combine, residual, int4?.zero, int4?.perm].filter((u): u is Tensor => u !== undefined);
   const backend = commonBackend('expertLinear', x, weight, ids, ...extra);
@@ -232,7 +261,7 @@ export interface MoeExpertsOptions {
  * transposed expert weights (dx), a per-slot dot (d weights) and expertWeightGrad (d gateUp, d down: one routing
  * plan and one grouped dispatch per stack), a few dispatches per block whatever the number of experts. The expert
  * weights' gradients are float32 sums, cast to the weights' dtype as linear's are. Adapters on expert projections
- * still need the block composed from per-expert linears (models/layers/training-moe.ts does).
+ * compose the block from differentiable expertLinears instead (models/layers/training-moe.ts).
  */
 export function moeExperts(x: Tensor, gateUp: Tensor, down: Tensor, ids: Tensor, weights: Tensor, options: MoeExpertsOptions = {}): Tensor {
   const { residual } = options;

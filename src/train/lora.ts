@@ -14,6 +14,7 @@ import { dequantizeInt4, quantizeInt4 } from '../ops/int4.js';
 import { TensorGpuError } from '../core/errors.js';
 import { flatParameters } from '../optim/flat-parameters.js';
 import { copyInto } from '../ops/shape-ops.js';
+import { stack } from '../ops/layout.js';
 import type { Weight } from '../formats/checkpoint.js';
 import type { TrainingFamily, TrainingView } from './decoder-training.js';
 import { siteParts, sitePlacements, type ProjectionDelta, type ProjectionSite } from '../models/layers/projection-site.js';
@@ -64,19 +65,53 @@ export interface LoraPair {
   readonly b: Tensor;
 }
 
+/**
+ * The adapters of one projection of every routed expert (`...experts.<e>.gate_proj` for e = 0..E-1), kept as two
+ * stacked trainable tensors: A [E, r, in] and B [E, out, r]. The grouped MoE training forward runs them with
+ * expertLinear (a few dispatches for all experts); each expert's own A and B are views of them.
+ */
+export interface LoraExpertStack extends LoraPair {
+  /** The member sites' names, expert 0 first. */
+  readonly sites: readonly string[];
+}
+
+/** A routed expert's site path with its expert index taken out (the key of its projection's stack), else undefined. */
+const stackKey = (s: ProjectionSite) =>
+  s.expert !== undefined && !s.interleaved && /\.experts\.\d+\./.test(s.name) ? s.name.replace(/\.experts\.\d+\./, '.experts.*.') : undefined;
+
+/** The chosen sites of each routed-expert projection, when they are experts 0..E-1 of one weight's rows (E >= 2). */
+function expertStacks(chosen: readonly ProjectionSite[]): ProjectionSite[][] {
+  const byKey = new Map<string, ProjectionSite[]>();
+  for (const s of chosen) {
+    const key = stackKey(s);
+    if (key !== undefined) byKey.set(key, [...(byKey.get(key) ?? []), s]);
+  }
+  return [...byKey.values()].filter(
+    (g) =>
+      g.length >= 2 && g.every((s, e) => s.expert === e && s.weight === g[0].weight && s.rowOffset === g[0].rowOffset && s.outFeatures === g[0].outFeatures),
+  );
+}
+
 export class LoraAdapter {
+  /** Member site name -> its stack and expert index. */
+  private readonly stackOf = new Map<string, { stack: LoraExpertStack; expert: number }>();
+
   constructor(
     readonly config: LoraConfig,
-    /** By site name. */
+    /** By site name (an expert kept in a stack: views of its slices, for merge and export). */
     readonly modules: ReadonlyMap<string, LoraPair>,
+    /** Per-expert adapters kept stacked (the trainable tensors of their sites). */
+    readonly stacks: readonly LoraExpertStack[] = [],
   ) {
     if (!Number.isInteger(config.rank) || config.rank < 1) throw new RangeError(`LoRA rank must be a positive integer, got ${config.rank}`);
     if (!(config.alpha > 0)) throw new RangeError(`LoRA alpha must be > 0, got ${config.alpha}`);
+    for (const stack of stacks) stack.sites.forEach((name, expert) => this.stackOf.set(name, { stack, expert }));
   }
 
   /**
    * Fresh adapters on every site whose module is targeted (A kaiming-uniform, B zeros; float32, requiring grad),
-   * all in one parameter arena.
+   * all in one parameter arena. The routed experts' adapters of one projection are kept stacked (LoraExpertStack);
+   * their values are those of per-site adapters drawn in site order.
    */
   static create(sites: readonly ProjectionSite[], config: LoraConfig, options: { device?: DeviceName; generator?: Generator } = {}): LoraAdapter {
     const chosen = sites.filter((s) => targets(s, config.targetModules));
@@ -84,41 +119,103 @@ export class LoraAdapter {
       throw new RangeError(
         `LoRA: no projection matches target modules [${config.targetModules.join(', ')}] (the model has ${[...new Set(sites.map((s) => s.module))].join(', ')})`,
       );
-    // A and B of every module live in one arena (their gradients in another): one AdamW dispatch per step.
-    const initial = chosen.flatMap((s) => {
-      const bound = 1 / Math.sqrt(s.inFeatures);
-      return [
-        tidy(() =>
-          rand([config.rank, s.inFeatures], { device: options.device, generator: options.generator })
-            .mul(2 * bound)
-            .sub(bound),
-        ),
-        zeros([s.outFeatures, config.rank], { device: options.device }),
-      ];
-    });
+    const device = options.device;
+    // Every A drawn in site order, whatever holds it.
+    const drawn = new Map(
+      chosen.map((s) => {
+        const bound = 1 / Math.sqrt(s.inFeatures);
+        return [
+          s.name,
+          tidy(() =>
+            rand([config.rank, s.inFeatures], { device, generator: options.generator })
+              .mul(2 * bound)
+              .sub(bound),
+          ),
+        ] as const;
+      }),
+    );
+    const groups = expertStacks(chosen);
+    const groupOf = new Map(groups.flatMap((g) => g.map((s) => [s.name, g] as const)));
+    // A and B of every module (a stack where its experts are stacked) live in one arena, in parameters() order
+    // (their gradients in another): one AdamW dispatch per step.
+    const units: { sites: ProjectionSite[]; stacked: boolean }[] = [];
+    for (const s of chosen) {
+      const g = groupOf.get(s.name);
+      if (!g) units.push({ sites: [s], stacked: false });
+      else if (g[0] === s) units.push({ sites: g, stacked: true });
+    }
+    const initial = noGrad(() =>
+      units.flatMap(({ sites: members, stacked }) => {
+        const [s] = members;
+        if (!stacked) return [drawn.get(s.name)!, zeros([s.outFeatures, config.rank], { device })];
+        return [stack(members.map((m) => drawn.get(m.name)!)), zeros([members.length, s.outFeatures, config.rank], { device })];
+      }),
+    );
     const params = flatParameters(initial);
-    for (const t of initial) t.dispose();
-    const modules = new Map<string, LoraPair>(chosen.map((s, i) => [s.name, { a: params[2 * i], b: params[2 * i + 1] }]));
-    return new LoraAdapter(config, modules);
+    for (const t of [...initial, ...drawn.values()]) t.dispose();
+    const modules = new Map<string, LoraPair>();
+    const stacks: LoraExpertStack[] = [];
+    units.forEach(({ sites: members, stacked }, i) => {
+      const [a, b] = [params[2 * i], params[2 * i + 1]];
+      if (!stacked) return modules.set(members[0].name, { a, b });
+      stacks.push({ a, b, sites: members.map((m) => m.name) });
+      members.forEach((m, e) =>
+        modules.set(
+          m.name,
+          noGrad(() => ({ a: a.select(0, e), b: b.select(0, e) })),
+        ),
+      );
+    });
+    // modules in site order, as a per-site adapter lists them.
+    return new LoraAdapter(config, new Map(chosen.map((s) => [s.name, modules.get(s.name)!])), stacks);
   }
 
   get scaling(): number {
     return this.config.alpha / (this.config.rsLora ? Math.sqrt(this.config.rank) : this.config.rank);
   }
 
-  /** The trainable tensors, A then B of each module in site order. */
+  /** The trainable tensors, A then B of each module in site order (of a stack, its two tensors where its expert 0 is). */
   parameters(): Tensor[] {
-    return [...this.modules.values()].flatMap((m) => [m.a, m.b]);
+    const out: Tensor[] = [];
+    for (const [name, m] of this.modules) {
+      const stacked = this.stackOf.get(name);
+      if (!stacked) out.push(m.a, m.b);
+      else if (stacked.expert === 0) out.push(stacked.stack.a, stacked.stack.b);
+    }
+    return out;
+  }
+
+  /**
+   * A module's gradients after backward: its pair's own, or for an expert kept in a stack its slices of the stacks'
+   * gradients (views; zeros for an expert no token chose). Undefined where no gradient reached it.
+   */
+  gradients(name: string): { a?: Tensor; b?: Tensor } {
+    const stacked = this.stackOf.get(name);
+    if (!stacked) {
+      const m = this.modules.get(name);
+      return { a: m?.a.grad, b: m?.b.grad };
+    }
+    const { stack, expert } = stacked;
+    return { a: stack.a.grad?.select(0, expert), b: stack.b.grad?.select(0, expert) };
   }
 
   /** The delta the training forward adds at each site: scaling * (x A^T) B^T. */
   readonly delta: SiteAwareDelta = Object.assign(
     ((site, x) => {
-      const m = this.modules.get(site.name);
+      const stacked = this.stackOf.get(site.name);
+      // An expert of a stack: its slices of the trainable stacks (views that carry the gradient back to them).
+      const m = stacked ? { a: stacked.stack.a.select(0, stacked.expert), b: stacked.stack.b.select(0, stacked.expert) } : this.modules.get(site.name);
       return m && linear(linear(x, m.a), m.b).mul(this.scaling);
     }) satisfies ProjectionDelta,
-    // Sites it leaves alone (an MoE's experts under attention-only targets) may run fused ops without a delta.
-    { covers: (site: ProjectionSite) => this.modules.has(site.name) },
+    {
+      // Sites it leaves alone (an MoE's experts under attention-only targets) may run fused ops without a delta.
+      covers: (site: ProjectionSite) => this.modules.has(site.name),
+      expertStack: (sites: readonly ProjectionSite[]) => {
+        const first = this.stackOf.get(sites[0]?.name ?? '');
+        if (!first || first.stack.sites.length !== sites.length || sites.some((s, e) => first.stack.sites[e] !== s.name)) return undefined;
+        return { a: first.stack.a, b: first.stack.b, scaling: this.scaling };
+      },
+    },
   );
 
   /**
@@ -190,6 +287,8 @@ export class LoraAdapter {
   }
 
   dispose(): void {
-    for (const t of this.parameters()) t.dispose();
+    // A stacked expert's pair are views of the stacks: both released (dispose is idempotent).
+    for (const m of this.modules.values()) for (const t of [m.a, m.b]) t.dispose();
+    for (const s of this.stacks) for (const t of [s.a, s.b]) t.dispose();
   }
 }

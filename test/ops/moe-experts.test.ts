@@ -7,6 +7,7 @@
 // CPU oracle: T = 1, N and K past one 64-wide tile, more than 64 slots an expert, strided and bfloat16 inputs.
 import { describe, expect, it } from 'vitest';
 import {
+  expertLinear,
   expertWeightGrad,
   gpuCounters,
   moeExperts,
@@ -193,6 +194,47 @@ function anyIds(t: number, k: number, e: number, idle: readonly number[], seed: 
     return pool[(s >>> 8) % pool.length];
   });
 }
+
+describe('expertLinear: differentiable in x and the stacked weight (the plain form)', () => {
+  // x with a row per token (shared by its k slots: its gradient sums theirs) or a row per slot.
+  for (const perSlot of [false, true]) {
+    it(`matches central differences (x ${perSlot ? '[T*k, K]' : '[T, K]'}, an idle expert)`, async () => {
+      const c: Case = { t: 5, h: 7, i: 3, e: 4, k: 2, idle: [2] };
+      const ids = tensor(Int32Array.from(randomIds(c, 3)), { shape: [c.t, c.k] });
+      const x = randomTensor([perSlot ? c.t * c.k : c.t, c.h]);
+      const w = randomTensor([c.e, c.i, c.h], 'float32', 'normal', 0.5);
+      await gradcheck('expertLinear (x, weight)', (a, b) => expertLinear(a, b, ids), [x, w], { atol: 3e-3, rtol: 1e-2 });
+      for (const t of [ids, x, w]) t.dispose();
+    });
+  }
+
+  it.skipIf(!gpu.available)('WebGPU gives the CPU gradients; no slot on an expert gives it zeros', async () => {
+    const c: Case = { t: 9, h: 20, i: 12, e: 6, k: 3, idle: [0, 4] };
+    const host = {
+      ids: randomIds(c, 8),
+      x: randomTensor([c.t, c.h]),
+      w: randomTensor([c.e, c.i, c.h], 'float32', 'normal', 0.5),
+      r: randomTensor([c.t * c.k, c.i]),
+    };
+    const grads = async (device: 'cpu' | 'webgpu') => {
+      const on = async (t: Tensor) => (device === 'cpu' ? t.clone() : await t.to('webgpu'));
+      const [x, w, r] = await Promise.all([host.x, host.w, host.r].map(on));
+      x.requiresGrad_();
+      w.requiresGrad_();
+      const ids = tensor(Int32Array.from(host.ids), { shape: [c.t, c.k], device });
+      const y = expertLinear(x, w, ids);
+      y.mul(r).sum().backward();
+      const out = { y: await y.toArray(), dx: await x.grad!.toArray(), dw: await w.grad!.toArray() };
+      for (const t of [x, w, r, ids, y]) t.dispose();
+      return out;
+    };
+    const [want, got] = [await grads('cpu'), await grads('webgpu')];
+    for (const key of ['y', 'dx', 'dw'] as const) expectClose(got[key], want[key], { atol: 2e-4, rtol: 2e-4 }, key);
+    const idle = Array.from(want.dw.slice(0, c.i * c.h));
+    expect(idle.every((v) => v === 0)).toBe(true);
+    expect(Array.from(want.dw).some((v) => v !== 0)).toBe(true);
+  });
+});
 
 describe('expertWeightGrad: the grouped expert weight gradient', () => {
   interface GradCase {

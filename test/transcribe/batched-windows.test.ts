@@ -1,5 +1,5 @@
 // Batched encoder windows (issue 39): encodeWindows over B windows gives each window the rows encode() gives it
-// alone (CPU and WebGPU), in fewer encoder dispatches than B encodes; transcribe() with batchWindows > 1 gives the
+// alone (CPU and WebGPU), in the encoder dispatches of one window (plus one); transcribe() with batchWindows > 1 gives the
 // same transcript as one window at a time, without timestamps (fixed 30 s strides: every window of a batch is
 // used) and with them (a batch is speculative: a window is used only when seeking lands on its start), with and
 // without language detection; a seek between a batch's window starts drops the batch and encodes from there. A tiny random Whisper with 2 s windows (100 encoder positions), 5 s of audio: 3 windows.
@@ -80,7 +80,9 @@ describe(`Whisper encoder over batched windows ${gpu.skipReason}`, () => {
       if (device === 'webgpu') {
         await synchronize();
         console.log(`encoder dispatches: 3 windows batched ${batchedDispatches}, one by one ${oneByOne}`);
-        expect(batchedDispatches).toBeLessThan(oneByOne);
+        // Every op, attention included, runs once over the three windows: one window's dispatches and the final
+        // reorder of the rows (position-major inside, window-major out).
+        expect(batchedDispatches).toBeLessThanOrEqual(oneByOne / 3 + 1);
       }
     },
     180_000,

@@ -5,10 +5,10 @@ import type { Weight } from '../../formats/checkpoint.js';
 import { noGrad } from '../../autograd/grad-mode.js';
 import { float32 } from '../../ops/grad-rules.js';
 import { tidy } from '../../core/scope.js';
-import { tensor } from '../../ops/creation.js';
+import { tensor, zeros } from '../../ops/creation.js';
 import { linear } from '../../ops/matmul.js';
 import { arange } from '../../ops/creation.js';
-import { moeExperts, moeRoute } from '../../ops/moe.js';
+import { expertLinear, moeExperts, moeRoute } from '../../ops/moe.js';
 import { swiglu } from '../../ops/nn.js';
 import { cat, select } from '../../ops/shape-ops.js';
 import { softmax } from '../../ops/softmax.js';
@@ -26,22 +26,89 @@ export interface TrainingMoeOptions {
  * An adapter's delta that can say which sites it adapts (LoraAdapter's does): a site it does not cover adds nothing.
  * A delta without `covers` may adapt any site.
  */
-export type SiteAwareDelta = ProjectionDelta & { readonly covers?: (site: ProjectionSite) => boolean };
+export type SiteAwareDelta = ProjectionDelta & {
+  readonly covers?: (site: ProjectionSite) => boolean;
+  /**
+   * The adapters of `sites` (one projection of experts 0..E-1) as stacked trainable tensors A [E, r, in] and
+   * B [E, out, r] with their scaling, where the adapter keeps them so: the grouped experts then run them.
+   */
+  readonly expertStack?: (sites: readonly ProjectionSite[]) => ExpertAdapterStack | undefined;
+};
+
+/** One projection's adapters of every routed expert, stacked: delta = scaling * (x A[e]^T) B[e]^T. */
+export interface ExpertAdapterStack {
+  readonly a: Tensor;
+  readonly b: Tensor;
+  readonly scaling: number;
+}
+
+/** The routed experts' adapters of each projection, stacked (undefined: that projection has none). */
+interface ExpertAdapters {
+  readonly gate?: ExpertAdapterStack;
+  readonly up?: ExpertAdapterStack;
+  readonly down?: ExpertAdapterStack;
+}
+
+const PROJECTIONS = ['gate', 'up', 'down'] as const;
 
 /**
- * Whether the grouped expert ops (moeExperts: a few dispatches per layer) can run the experts: their weights are
- * float weights without FP8 block scales (frozen, or trained in full: moeExperts gives the stacks' gradients), no
- * adapter touches an expert projection, and a shared expert is either stacked as the last expert (its gate the
- * router's last row) or beside them.
+ * The adapters on the routed experts' projections as stacks, {} when no adapter touches them, or undefined when
+ * some do but not as stacks over every expert (the per-expert form runs them then).
+ */
+function expertAdapters(ff: MoeTrainingFeedForward, delta: SiteAwareDelta | undefined): ExpertAdapters | undefined {
+  if (!delta) return {};
+  const covers = delta.covers;
+  if (!covers) return undefined;
+  const out: Record<string, ExpertAdapterStack> = {};
+  for (const p of PROJECTIONS) {
+    const sites = ff.experts.map((e) => e[p]);
+    const covered = sites.filter((s) => covers(s)).length;
+    if (covered === 0) continue;
+    const stack = covered === sites.length ? delta.expertStack?.(sites) : undefined;
+    if (!stack) return undefined;
+    out[p] = stack;
+  }
+  // The stacked gate|up rows: each expert's gate rows, then its up rows.
+  const [first] = ff.experts;
+  if ((out.gate || out.up) && (first.gate.rowOffset !== 0 || first.up.rowOffset !== first.gate.outFeatures)) return undefined;
+  return out;
+}
+
+/**
+ * Whether the grouped expert ops (a few dispatches per layer) can run the experts: their weights are float weights
+ * without FP8 block scales (frozen, or trained in full: moeExperts gives the stacks' gradients), an adapter on
+ * expert projections keeps them stacked (expertAdapters), and a shared expert is either stacked as the last expert
+ * (its gate the router's last row) or beside them.
  */
 function groupedExpertsApply(ff: MoeTrainingFeedForward, delta: SiteAwareDelta | undefined): boolean {
   const { gateUp, down } = ff.weights;
   if (gateUp.scale || down.scale) return false;
   const shared = ff.shared;
   if (shared?.expert !== undefined && shared.expert !== ff.experts.length) return false;
-  if (!delta) return true;
-  const covers = delta.covers;
-  return covers !== undefined && !ff.experts.some((e) => [e.gate, e.up, e.down].some((s) => covers(s)));
+  return expertAdapters(ff, delta) !== undefined;
+}
+
+/**
+ * residual + the routed experts with adapters on their projections, from differentiable expertLinears: each
+ * projection's base and LoRA terms (x A[e]^T then . B[e]^T, scaled) for every slot at once, swiglu, then each
+ * token's slots summed with their routing weights. A few dispatches per projection whatever the number of experts;
+ * the gradients of the stacks come from expertWeightGrad.
+ */
+function adaptedExperts(x: Tensor, residual: Tensor, mlp: MoeWeights, ids: Tensor, weights: Tensor, lora: ExpertAdapters): Tensor {
+  const [t, k] = ids.shape;
+  const xf = float32(x);
+  const term = (input: Tensor, s: ExpertAdapterStack) => expertLinear(expertLinear(input, s.a, ids), s.b, ids).mul(s.scaling);
+  let pre = expertLinear(x, mlp.gateUp.data, ids);
+  if (lora.gate || lora.up) {
+    const half = pre.shape[1] / 2;
+    const none = () => zeros([t * k, half], { device: x.device });
+    pre = pre.add(cat([lora.gate ? term(xf, lora.gate) : none(), lora.up ? term(xf, lora.up) : none()], 1));
+  }
+  const act = swiglu(pre);
+  let y = expertLinear(act, mlp.down.data, ids);
+  if (lora.down) y = y.add(term(float32(act), lora.down));
+  const combined = y.reshape([t, k, y.shape[1]]).mul(weights.unsqueeze(-1)).sum(1);
+  return residual.add(combined.dtype === residual.dtype ? combined : combined.to(residual.dtype));
 }
 
 /** Whether an adapter touches a shared expert's projections (it then runs as a dense MLP with the deltas). */
@@ -60,8 +127,11 @@ function groupedTrainingMoe(x: Tensor, residual: Tensor, ff: MoeTrainingFeedForw
   const { topK, scoring, normalize, normalizeEps, scale } = routing;
   const experts = ff.experts.length;
   const shared = ff.shared;
-  // A stacked shared expert no adapter touches is one more slot of every token (id E); else it runs beside.
-  const sharedSlot = shared?.expert !== undefined && !adapted(shared, delta);
+  const lora = expertAdapters(ff, delta)!;
+  const adaptedRouted = lora.gate !== undefined || lora.up !== undefined || lora.down !== undefined;
+  // A stacked shared expert no adapter touches is one more slot of every token (id E) of moeExperts; else (or when
+  // the routed experts carry adapters) it runs beside.
+  const sharedSlot = shared?.expert !== undefined && !adapted(shared, delta) && !adaptedRouted;
   return tidy(() => {
     const all = linear(x, mlp.router.data, undefined, weightScaleOptions(mlp.router));
     const logits = all.shape[1] > experts ? all.narrow(1, 0, experts) : all;
@@ -92,7 +162,7 @@ function groupedTrainingMoe(x: Tensor, residual: Tensor, ff: MoeTrainingFeedForw
     if (normalize) weights = weights.div(weights.sum(-1, { keepdim: true }).add(normalizeEps ?? 0));
     if (scale !== undefined && scale !== 1) weights = weights.mul(scale);
     if (sharedSlot) weights = cat([weights, float32(all.narrow(1, experts, 1)).sigmoid()], 1);
-    let out = moeExperts(x, mlp.gateUp.data, mlp.down.data, ids, weights, { residual });
+    let out = adaptedRouted ? adaptedExperts(x, residual, mlp, ids, weights, lora) : moeExperts(x, mlp.gateUp.data, mlp.down.data, ids, weights, { residual });
     if (shared && !sharedSlot) out = out.add(sharedExpertOutput(x, all, mlp, shared, delta));
     return out;
   });
@@ -128,7 +198,10 @@ export function trainingMoe(
   return perExpertTrainingMoe(x, residual, ff, routing, delta);
 }
 
-/** trainingMoe's per-expert form (adapters on expert projections, FP8 experts): the chosen ids read back once per layer. */
+/**
+ * trainingMoe's per-expert form (FP8 experts; adapters on expert projections not kept stacked, as a loaded PEFT
+ * adapter's): the chosen ids read back once per layer.
+ */
 async function perExpertTrainingMoe(
   x: Tensor,
   residual: Tensor,

@@ -18,7 +18,7 @@ import { add, gelu } from '../../ops/elementwise.js';
 import { indexSelect } from '../../ops/index-select.js';
 import { linear } from '../../ops/matmul.js';
 import { attention } from '../../ops/nn.js';
-import { cat, contiguous, copyInto, narrow, reshape, transpose } from '../../ops/shape-ops.js';
+import { contiguous, copyInto, narrow, permute, reshape, transpose, unsqueeze } from '../../ops/shape-ops.js';
 import { groupNorm } from '../../ops/vae-ops.js';
 import { decoderHeadDim, encoderHeadDim, inputFrames, type WhisperConfig } from './config.js';
 import { whisperWeightTensors, type LayerNormWeights, type LinearWeights, type WhisperWeights } from './weights.js';
@@ -147,8 +147,9 @@ export class WhisperModel {
 
   /**
    * The encoder over several windows in one forward: features [B, nMels, frames] -> float32 [B, maxSource, d], each
-   * window's rows those encode() gives it alone. The convolutions, norms and projections run once over all B * 1500
-   * rows (B times fewer dispatches, larger GEMMs); only the self-attention runs per window (it mixes a window's rows).
+   * window's rows those encode() gives it alone. Every op runs once over all B * 1500 rows (B times fewer dispatches,
+   * larger GEMMs), the self-attention included: the rows are held position-major ([S, B, d]), so a layer's q, k and v
+   * are [S, B * heads, dh] as they are, and the windows are just more heads of one attention dispatch.
    */
   encodeWindows(features: Tensor): Tensor {
     const c = this.config;
@@ -171,21 +172,19 @@ export class WhisperModel {
       const x = features.dtype === 'float32' ? features : cast(features, 'float32');
       let h = gelu(conv1d(x, w.conv1.weight, w.conv1.bias, { padding: 1 }));
       h = gelu(conv1d(h, w.conv2.weight, w.conv2.bias, { stride: 2, padding: 1 }));
-      h = reshape(add(transpose(h, 1, 2), w.encoderPositions), [rows, c.dModel]);
-      // Windows are independent but for attention: attend within each window's rows, then join the windows again.
-      const attend = (q: Tensor, k: Tensor, v: Tensor) =>
-        b === 1
-          ? attention(q, k, v)
-          : cat(Array.from({ length: b }, (_, i) => attention(narrow(q, 0, i * s, s), narrow(k, 0, i * s, s), narrow(v, 0, i * s, s))));
+      // Row p * B + i is position p of window i (for B = 1 the usual order): every op but attention is row by row,
+      // and attention over [S, B * heads, dh] keeps each window's heads to its own rows.
+      h = reshape(add(permute(h, [2, 0, 1]), unsqueeze(w.encoderPositions, 1)), [rows, c.dModel]);
       for (const l of w.encoderLayers) {
         const y = layerNorm(h, l.selfAttnLayerNorm);
-        const q = reshape(project(y, l.q), [rows, heads, dh]);
-        const k = reshape(project(y, l.k), [rows, heads, dh]);
-        const v = reshape(project(y, l.v), [rows, heads, dh]);
-        h = project(reshape(attend(q, k, v), [rows, c.dModel]), l.out, h);
+        const q = reshape(project(y, l.q), [s, b * heads, dh]);
+        const k = reshape(project(y, l.k), [s, b * heads, dh]);
+        const v = reshape(project(y, l.v), [s, b * heads, dh]);
+        h = project(reshape(attention(q, k, v), [rows, c.dModel]), l.out, h);
         h = feedForward(layerNorm(h, l.finalLayerNorm), l.fc1, l.fc2, c.activationFunction, h);
       }
-      return reshape(layerNorm(h, w.encoderLayerNorm), [b, s, c.dModel]);
+      const out = reshape(layerNorm(h, w.encoderLayerNorm), [s, b, c.dModel]);
+      return b === 1 ? reshape(out, [1, s, c.dModel]) : contiguous(transpose(out, 0, 1));
     });
   }
 

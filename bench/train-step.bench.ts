@@ -9,7 +9,7 @@
 // and LoRA on every expert projection (`train step lora experts`), the adapters stacked, against per expert.
 import { ensureBuiltinModel } from '../src/models/builtin.js';
 import { loadModel } from '../src/models/load.js';
-import { FineTune, packSequences } from '../src/train/fine-tune.js';
+import { FineTune, packSequences, type Trainable } from '../src/train/fine-tune.js';
 import { defaultLoraTargets, LoraAdapter } from '../src/train/lora.js';
 import { trainingLogits, trainingView } from '../src/train/decoder-training.js';
 import { SAMPLE_TRAINING_TEXT } from '../src/train/sample-text.js';
@@ -31,41 +31,47 @@ export function trainStepCases(quick: boolean): BenchCase[] {
 }
 
 /**
- * LoRA r=8 on every projection, each routed expert's gate / up / down included, on WebGPU: the experts' adapters
- * kept stacked and run by differentiable expertLinears, against the experts composed per expert (the only path for
- * them before), same model, adapter and data.
+ * One step of the built-in model on WebGPU with the MoE experts composed per expert (the only path before the
+ * grouped one) and grouped, same model, trainable and data: `benchmark` is the grouped row, `benchmark composed`
+ * its baseline. `trainable` makes what is trained (and returns its release), `describe` the row's note.
  */
-async function measureExpertLora(ctx: BenchContext, shape: string, quick: boolean): Promise<RowInput[]> {
+async function groupedVsComposed(
+  ctx: BenchContext,
+  shape: string,
+  quick: boolean,
+  benchmark: string,
+  lr: number,
+  trainable: (model: Awaited<ReturnType<typeof loadModel>>['model']) => { trainable: Trainable; release?: () => void },
+  describe: (run: FineTune) => string,
+): Promise<RowInput[]> {
   if (!ctx.gpu) return [];
   const dir = await ensureBuiltinModel({ onNotice: ctx.log });
   const tokenizer = TextTokenizer.fromDirectory(dir);
   const sequences = packSequences(tokenizer.encode(SAMPLE_TRAINING_TEXT), SEQ);
   const time = { warmup: 0, minRuns: 1, maxRuns: quick ? 1 : 3, minMs: 0, maxMs: quick ? 0 : 20000 };
   const { model } = await loadModel(dir, { device: 'webgpu', maxSequence: SEQ });
-  const view = trainingView(model);
-  const targets = [...new Set(view.sites.map((s) => s.module))];
-  const adapter = LoraAdapter.create(view.sites, { rank: 8, alpha: 16, targetModules: targets }, { device: 'webgpu', generator: new Generator(0) });
+  const made = trainable(model);
   const rows: RowInput[] = [];
   try {
     for (const variant of [
-      { benchmark: 'train step lora experts composed', forward: { moeComposed: true } },
-      { benchmark: 'train step lora experts', forward: {} },
+      { benchmark: `${benchmark} composed`, forward: { moeComposed: true } },
+      { benchmark, forward: {} },
     ]) {
-      const run = new FineTune(model, { kind: 'lora', adapter }, { steps: 100, lr: 1e-3, forward: variant.forward });
+      const run = new FineTune(model, made.trainable, { steps: 100, lr, forward: variant.forward });
       try {
         let at = 0;
         let result = await run.step(sequences[0]);
         const t = await timeIt(async () => {
           result = await run.step(sequences[at++ % sequences.length]);
         }, time);
-        const why = `${result.dispatches} dispatches/step, ${result.optimizerDispatches} in the optimizer, ${adapter.modules.size} adapted projections (${adapter.stacks.length} expert stacks)`;
+        const why = `${result.dispatches} dispatches/step, ${result.optimizerDispatches} in the optimizer, ${describe(run)}`;
         ctx.log(`  ${variant.benchmark}: ${why}`);
         rows.push({
           benchmark: variant.benchmark,
           shape,
           backend: 'webgpu',
           timing: { ...t, dispatchesPerRun: result.dispatches },
-          baselineBenchmark: variant.benchmark === 'train step lora experts' ? 'train step lora experts composed' : undefined,
+          baselineBenchmark: variant.benchmark === benchmark ? `${benchmark} composed` : undefined,
           note: why,
         });
       } finally {
@@ -73,55 +79,45 @@ async function measureExpertLora(ctx: BenchContext, shape: string, quick: boolea
       }
     }
   } finally {
-    adapter.dispose();
+    made.release?.();
     model.dispose();
   }
   return rows;
 }
 
 /**
- * Full fine-tuning (every weight trained, the expert stacks included) on WebGPU: the experts grouped (moeExperts with
- * the grouped expert weight gradient) against composed per expert (the only path before it), same model and data.
+ * LoRA r=8 on every projection, each routed expert's gate / up / down included: the experts' adapters kept stacked
+ * and run by differentiable expertLinears, against the experts composed per expert.
  */
-async function measureFull(ctx: BenchContext, shape: string, quick: boolean): Promise<RowInput[]> {
-  if (!ctx.gpu) return [];
-  const dir = await ensureBuiltinModel({ onNotice: ctx.log });
-  const tokenizer = TextTokenizer.fromDirectory(dir);
-  const sequences = packSequences(tokenizer.encode(SAMPLE_TRAINING_TEXT), SEQ);
-  const time = { warmup: 0, minRuns: 1, maxRuns: quick ? 1 : 3, minMs: 0, maxMs: quick ? 0 : 20000 };
-  const { model } = await loadModel(dir, { device: 'webgpu', maxSequence: SEQ });
-  const rows: RowInput[] = [];
-  try {
-    const variants = [
-      { benchmark: 'train step full composed experts', forward: { moeComposed: true } },
-      { benchmark: 'train step full', forward: {} },
-    ];
-    for (const variant of variants) {
-      const run = new FineTune(model, { kind: 'full' }, { steps: 100, lr: 1e-5, forward: variant.forward });
-      try {
-        let at = 0;
-        let result = await run.step(sequences[0]);
-        const t = await timeIt(async () => {
-          result = await run.step(sequences[at++ % sequences.length]);
-        }, time);
-        const why = `${result.dispatches} dispatches/step, ${result.optimizerDispatches} in the optimizer, ${run.parameterCount} trained values`;
-        ctx.log(`  ${variant.benchmark}: ${why}`);
-        rows.push({
-          benchmark: variant.benchmark,
-          shape,
-          backend: 'webgpu',
-          timing: { ...t, dispatchesPerRun: result.dispatches },
-          baselineBenchmark: variant.benchmark === 'train step full' ? 'train step full composed experts' : undefined,
-          note: why,
-        });
-      } finally {
-        run.dispose();
-      }
-    }
-  } finally {
-    model.dispose();
-  }
-  return rows;
+function measureExpertLora(ctx: BenchContext, shape: string, quick: boolean): Promise<RowInput[]> {
+  let adapter: LoraAdapter | undefined;
+  return groupedVsComposed(
+    ctx,
+    shape,
+    quick,
+    'train step lora experts',
+    1e-3,
+    (model) => {
+      const view = trainingView(model);
+      const targets = [...new Set(view.sites.map((s) => s.module))];
+      adapter = LoraAdapter.create(view.sites, { rank: 8, alpha: 16, targetModules: targets }, { device: 'webgpu', generator: new Generator(0) });
+      return { trainable: { kind: 'lora', adapter }, release: () => adapter?.dispose() };
+    },
+    () => `${adapter!.modules.size} adapted projections (${adapter!.stacks.length} expert stacks)`,
+  );
+}
+
+/** Full fine-tuning (every weight trained, the expert stacks included through the grouped expert weight gradient). */
+function measureFull(ctx: BenchContext, shape: string, quick: boolean): Promise<RowInput[]> {
+  return groupedVsComposed(
+    ctx,
+    shape,
+    quick,
+    'train step full',
+    1e-5,
+    () => ({ trainable: { kind: 'full' } }),
+    (run) => `${run.parameterCount} trained values`,
+  );
 }
 
 /** AdamW written op by op (what the fused kernel replaces): about a dozen dispatches per parameter tensor. */

@@ -6,7 +6,8 @@
 // dispatch each), and written op by op. Dispatches per step, optimizer dispatches, peak GPU memory and
 // optimizer-state bytes per trained parameter are machine-independent. And full fine-tuning (`train step full`):
 // the expert stacks trained through the grouped expert weight gradient, against the experts composed per expert;
-// and LoRA on every expert projection (`train step lora experts`), the adapters stacked, against per expert.
+// LoRA on every expert projection (`train step lora experts`), the adapters stacked, against per expert; and LoRA
+// on attention over FP8 expert stacks (`train step fp8 experts`), x's gradient through the transposed stacks.
 import { ensureBuiltinModel } from '../src/models/builtin.js';
 import { loadModel } from '../src/models/load.js';
 import { FineTune, packSequences, type Trainable } from '../src/train/fine-tune.js';
@@ -23,10 +24,12 @@ export function trainStepCases(quick: boolean): BenchCase[] {
   const shape = `builtin qwen3-moe-tiny S=${SEQ} lora r8`;
   const full = `builtin qwen3-moe-tiny S=${SEQ} full`;
   const experts = `builtin qwen3-moe-tiny S=${SEQ} lora r8 every projection`;
+  const fp8 = `builtin qwen3-moe-tiny S=${SEQ} fp8 at load, lora r8`;
   return [
     { benchmark: 'train step', shape, run: (ctx) => measure(ctx, shape, quick) },
     { benchmark: 'train step full', shape: full, run: (ctx) => measureFull(ctx, full, quick) },
     { benchmark: 'train step lora experts', shape: experts, run: (ctx) => measureExpertLora(ctx, experts, quick) },
+    { benchmark: 'train step fp8 experts', shape: fp8, run: (ctx) => measureFp8Experts(ctx, fp8, quick) },
   ];
 }
 
@@ -43,13 +46,14 @@ async function groupedVsComposed(
   lr: number,
   trainable: (model: Awaited<ReturnType<typeof loadModel>>['model']) => { trainable: Trainable; release?: () => void },
   describe: (run: FineTune) => string,
+  dtype?: 'fp8',
 ): Promise<RowInput[]> {
   if (!ctx.gpu) return [];
   const dir = await ensureBuiltinModel({ onNotice: ctx.log });
   const tokenizer = TextTokenizer.fromDirectory(dir);
   const sequences = packSequences(tokenizer.encode(SAMPLE_TRAINING_TEXT), SEQ);
   const time = { warmup: 0, minRuns: 1, maxRuns: quick ? 1 : 3, minMs: 0, maxMs: quick ? 0 : 20000 };
-  const { model } = await loadModel(dir, { device: 'webgpu', maxSequence: SEQ });
+  const { model } = await loadModel(dir, { device: 'webgpu', maxSequence: SEQ, dtype });
   const made = trainable(model);
   const rows: RowInput[] = [];
   try {
@@ -104,6 +108,29 @@ function measureExpertLora(ctx: BenchContext, shape: string, quick: boolean): Pr
       return { trainable: { kind: 'lora', adapter }, release: () => adapter?.dispose() };
     },
     () => `${adapter!.modules.size} adapted projections (${adapter!.stacks.length} expert stacks)`,
+  );
+}
+
+/** LoRA r=8 on the attention projections of the built-in model with its weights FP8 at load (frozen FP8 expert stacks). */
+function measureFp8Experts(ctx: BenchContext, shape: string, quick: boolean): Promise<RowInput[]> {
+  let adapter: LoraAdapter | undefined;
+  return groupedVsComposed(
+    ctx,
+    shape,
+    quick,
+    'train step fp8 experts',
+    1e-3,
+    (model) => {
+      const view = trainingView(model);
+      adapter = LoraAdapter.create(
+        view.sites,
+        { rank: 8, alpha: 16, targetModules: defaultLoraTargets(view) },
+        { device: 'webgpu', generator: new Generator(0) },
+      );
+      return { trainable: { kind: 'lora', adapter }, release: () => adapter?.dispose() };
+    },
+    () => `${adapter!.modules.size} adapted projections, experts FP8`,
+    'fp8',
   );
 }
 

@@ -153,27 +153,34 @@ export interface ExpertLinearOpOptions {
  * [T, N] with combine. The result has x's dtype. An expert id outside 0..E-1 throws on the CPU; on the GPU (which
  * cannot raise without a read back) that slot contributes zeros.
  *
- * The plain form (float weight, no combine, activation or residual) is differentiable in x and the weight: dx is
- * the same grouped GEMM over the transposed stack (summing a token's slots when x has a row per token), d weight
- * one expertWeightGrad dispatch; a few dispatches whatever the number of experts (LoRA adapters stacked per expert
- * train through it: models/layers/training-moe.ts).
+ * The plain form (no combine, activation, residual or int4) is differentiable in x and a float weight: dx is the
+ * same grouped GEMM over the transposed stack (summing a token's slots when x has a row per token; an FP8 stack's
+ * block scales read transposed), d weight one expertWeightGrad dispatch; a few dispatches whatever the number of
+ * experts (the MoE training forward and the LoRA adapters stacked per expert run through it:
+ * models/layers/training-moe.ts). An FP8 stack is frozen (no weight gradient).
  */
 export function expertLinear(x: Tensor, weight: Tensor, ids: Tensor, options: ExpertLinearOpOptions = {}): Tensor {
-  const plain = Object.values(options).every((v) => v === undefined);
-  if (plain && needsGrad(x, weight)) return differentiableExpertLinear(x, weight, ids);
+  const { scale, combine, activation, residual, int4 } = options;
+  const plain = !combine && !activation && !residual && !int4;
+  if (plain && needsGrad(x, weight)) return differentiableExpertLinear(x, weight, ids, scale);
   return expertLinearForward(x, weight, ids, options);
 }
 
-/** expertLinear's plain form with its backward (see expertLinear). */
-function differentiableExpertLinear(x: Tensor, weight: Tensor, ids: Tensor): Tensor {
-  const out = noGrad(() => expertLinearForward(x, weight, ids, {}));
+/**
+ * expertLinear's plain form with its backward (see expertLinear). An FP8 stack (block scales) is frozen: x's
+ * gradient runs the kernels over its transpose with the scales read transposed.
+ */
+function differentiableExpertLinear(x: Tensor, weight: Tensor, ids: Tensor, scale: Tensor | undefined): Tensor {
+  if (scale && weight.requiresGrad) throw new TensorGpuError(`expertLinear: an ${weight.dtype} weight has no gradient (it is frozen; train an adapter)`);
+  const out = noGrad(() => expertLinearForward(x, weight, ids, { scale }));
   const perToken = x.shape[0] === ids.shape[0] && ids.shape[1] > 1;
   const needs = [x.requiresGrad, weight.requiresGrad];
-  return record(out, 'expertLinear', [x, weight], [x, weight, ids], (g, [sX, sW, sIds]) => {
+  const saved = [x, weight, ids, ...(scale ? [scale] : [])];
+  return record(out, 'expertLinear', [x, weight], saved, (g, [sX, sW, sIds, sScale]) => {
     const gf = float32(g);
     // A token's row served all its slots: its gradient is the sum of theirs (a combine with weight 1).
     const ones = needs[0] && perToken ? full(sIds.shape, 1, { device: g.device }) : undefined;
-    const dx = needs[0] ? expertLinearForward(gf, sW.transpose(1, 2), sIds, { combine: ones }) : undefined;
+    const dx = needs[0] ? expertLinearForward(gf, sW.transpose(1, 2), sIds, { combine: ones, scale: sScale }, true) : undefined;
     ones?.dispose();
     const [dW] = needs[1] ? expertWeightGrad(sIds, sW.shape[0], [{ g: gf, x: sX }]) : [undefined];
     if (gf !== g) gf.dispose();
@@ -181,7 +188,8 @@ function differentiableExpertLinear(x: Tensor, weight: Tensor, ids: Tensor): Ten
   });
 }
 
-function expertLinearForward(x: Tensor, weight: Tensor, ids: Tensor, options: ExpertLinearOpOptions): Tensor {
+/** expertLinear's forward; transposed: the weight is the transpose of the FP8 stack its scales belong to. */
+function expertLinearForward(x: Tensor, weight: Tensor, ids: Tensor, options: ExpertLinearOpOptions, transposed = false): Tensor {
   const { scale, combine, activation, residual, int4 } = options;
   const extra = [scale, combine, residual, int4?.zero, int4?.perm].filter((u): u is Tensor => u !== undefined);
   const backend = commonBackend('expertLinear', x, weight, ids, ...extra);
@@ -202,7 +210,7 @@ function expertLinearForward(x: Tensor, weight: Tensor, ids: Tensor, options: Ex
     checkInt4('expertLinear', { data: weight, scale, ...int4 });
   } else if (isFp8(weight.dtype)) {
     if (!scale) throw new DTypeError(`expertLinear: an ${weight.dtype} weight needs its block scales (options.scale)`);
-    const want = [e, Math.ceil(n / 128), Math.ceil(k / 128)];
+    const want = transposed ? [e, Math.ceil(k / 128), Math.ceil(n / 128)] : [e, Math.ceil(n / 128), Math.ceil(k / 128)];
     requireDTypes('expertLinear scale', scale, ['float32']);
     if (scale.shape.join() !== want.join()) throw new ShapeError(`expertLinear: scale must be [${want.join(', ')}], got ${formatShape(scale.shape)}`);
   } else {
@@ -234,6 +242,7 @@ function expertLinearForward(x: Tensor, weight: Tensor, ids: Tensor, options: Ex
       ids: ids.operand(),
       options: {
         scale: int4 ? undefined : packedScale?.storage.handle,
+        scaleTransposed: transposed,
         combine: combine?.operand(),
         outDtype: x.dtype,
         activation,

@@ -181,6 +181,11 @@ export interface RouteOptions<H> {
 export interface ExpertLinearOptions<H> {
   /** float32 block scales [E, ceil(N/128), ceil(K/128)] of an FP8 weight. */
   readonly scale?: H;
+  /**
+   * The weight [E, N, K] is the transpose (a view) of the FP8 stack [E, K, N] the scales belong to: they are
+   * [E, ceil(K/128), ceil(N/128)], element (n, k) scaled by scale[e, k / 128, n / 128] (a backward's dx).
+   */
+  readonly scaleTransposed?: boolean;
   /** float32 [T, k] routing weights: sum the slots of each token, weighted. */
   readonly combine?: Operand<H>;
   readonly outDtype: DType;

@@ -121,21 +121,32 @@ export class LoraAdapter {
       );
     const device = options.device;
     // Every A drawn in site order, whatever holds it.
-    const drawn = new Map(
+    const pairs = new Map(
       chosen.map((s) => {
         const bound = 1 / Math.sqrt(s.inFeatures);
-        return [
-          s.name,
-          tidy(() =>
-            rand([config.rank, s.inFeatures], { device, generator: options.generator })
-              .mul(2 * bound)
-              .sub(bound),
-          ),
-        ] as const;
+        const a = tidy(() =>
+          rand([config.rank, s.inFeatures], { device, generator: options.generator })
+            .mul(2 * bound)
+            .sub(bound),
+        );
+        return [s.name, { a, b: zeros([s.outFeatures, config.rank], { device }) }] as const;
       }),
     );
-    const groups = expertStacks(chosen);
-    const groupOf = new Map(groups.flatMap((g) => g.map((s) => [s.name, g] as const)));
+    try {
+      return LoraAdapter.fromPairs(config, chosen, pairs);
+    } finally {
+      for (const { a, b } of pairs.values()) for (const t of [a, b]) t.dispose();
+    }
+  }
+
+  /**
+   * An adapter holding copies of `pairs` (float32, by site name) for the sites that have one, in site order: every
+   * A and B (a stack where the routed experts of a projection all have one) in one trainable parameter arena. The
+   * caller keeps `pairs`.
+   */
+  static fromPairs(config: LoraConfig, sites: readonly ProjectionSite[], pairs: ReadonlyMap<string, LoraPair>): LoraAdapter {
+    const chosen = sites.filter((s) => pairs.has(s.name));
+    const groupOf = new Map(expertStacks(chosen).flatMap((g) => g.map((s) => [s.name, g] as const)));
     // A and B of every module (a stack where its experts are stacked) live in one arena, in parameters() order
     // (their gradients in another): one AdamW dispatch per step.
     const units: { sites: ProjectionSite[]; stacked: boolean }[] = [];
@@ -146,13 +157,14 @@ export class LoraAdapter {
     }
     const initial = noGrad(() =>
       units.flatMap(({ sites: members, stacked }) => {
-        const [s] = members;
-        if (!stacked) return [drawn.get(s.name)!, zeros([s.outFeatures, config.rank], { device })];
-        return [stack(members.map((m) => drawn.get(m.name)!)), zeros([members.length, s.outFeatures, config.rank], { device })];
+        const [a, b] = [(m: ProjectionSite) => pairs.get(m.name)!.a, (m: ProjectionSite) => pairs.get(m.name)!.b];
+        return stacked ? [stack(members.map(a)), stack(members.map(b))] : [a(members[0]), b(members[0])];
       }),
     );
     const params = flatParameters(initial);
-    for (const t of [...initial, ...drawn.values()]) t.dispose();
+    units.forEach(({ stacked }, i) => {
+      if (stacked) for (const t of initial.slice(2 * i, 2 * i + 2)) t.dispose();
+    });
     const modules = new Map<string, LoraPair>();
     const stacks: LoraExpertStack[] = [];
     units.forEach(({ sites: members, stacked }, i) => {

@@ -122,5 +122,11 @@ export async function loadAdapter(dir: string, sites: readonly ProjectionSite[],
     await file[Symbol.asyncDispose]();
   }
   if (modules.size === 0) throw new CheckpointError('the adapter holds no LoRA weights', { file: path });
-  return new LoraAdapter(config, new Map([...modules].map(([k, p]) => [k, { a: p.a!, b: p.b! }])));
+  // In one parameter arena, in the model's site order, the routed experts' pairs stacked (as LoraAdapter.create).
+  const pairs = new Map([...modules].map(([k, p]) => [k, { a: p.a!, b: p.b! }]));
+  try {
+    return LoraAdapter.fromPairs(config, sites, pairs);
+  } finally {
+    for (const p of pairs.values()) for (const t of [p.a, p.b]) t.dispose();
+  }
 }

@@ -236,6 +236,57 @@ describe('expertLinear: differentiable in x and the stacked weight (the plain fo
   });
 });
 
+describe('expertLinear over a frozen FP8 stack: x gradient through the transposed stack', () => {
+  // N and K span several 128-blocks, unequally, so a scale read untransposed would land on another block.
+  const [e, n, k] = [3, 200, 300];
+  const [nb, kb] = [Math.ceil(n / 128), Math.ceil(k / 128)];
+  /** The stack's codes, its block scales, and the float32 stack they stand for. */
+  async function stacks() {
+    const codes = randomTensor([e, n, k], 'float32', 'normal', 2).to('float8_e4m3fn');
+    const scale = randomTensor([e, nb, kb], 'float32', 'positive');
+    const [w, sc] = [await codes.to('float32').toArray(), await scale.toArray()];
+    const deq = Float32Array.from(w, (v, i) => {
+      const [ee, row, col] = [Math.floor(i / (n * k)), Math.floor(i / k) % n, i % k];
+      return v * sc[(ee * nb + Math.floor(row / 128)) * kb + Math.floor(col / 128)];
+    });
+    return { codes, scale, dequantized: tensor(deq, { shape: [e, n, k] }) };
+  }
+  const devices: ('cpu' | 'webgpu')[] = gpu.available ? ['cpu', 'webgpu'] : ['cpu'];
+  for (const device of devices) {
+    // 5 tokens x 2 slots: the per-slot GEMV; 40 x 2: the grouped GEMM.
+    for (const t of [5, 40]) {
+      it(`${device}, ${t * 2} slots: the dequantized stack's output and dx`, async () => {
+        const host = await stacks();
+        const on = async (x: Tensor) => (device === 'cpu' ? x.clone() : await x.to('webgpu'));
+        const c: Case = { t, h: k, i: n, e, k: 2, idle: [] };
+        const ids = tensor(Int32Array.from(randomIds(c, 11)), { shape: [t, 2], device });
+        const [xHost, rHost] = [randomTensor([t, k]), randomTensor([t * 2, n])];
+        const run = async (w: Tensor, scale?: Tensor) => {
+          const [x, r] = [await on(xHost), await on(rHost)];
+          x.requiresGrad_();
+          const y = expertLinear(x, w, ids, { scale });
+          y.mul(r).sum().backward();
+          const out = { y: await y.toArray(), dx: await x.grad!.toArray() };
+          for (const u of [x, r, y]) u.dispose();
+          return out;
+        };
+        const got = await run(await on(host.codes), await on(host.scale));
+        const want = await run(await on(host.dequantized));
+        expectClose(got.y, want.y, { atol: 1e-4, rtol: 1e-4 }, 'y');
+        expectClose(got.dx, want.dx, { atol: 1e-4, rtol: 1e-4 }, 'dx');
+        expect(Array.from(got.dx).some((v) => v !== 0)).toBe(true);
+        ids.dispose();
+      });
+    }
+  }
+
+  it('the FP8 stack itself gets no gradient: asking for one is an error', () => {
+    const w = randomTensor([2, 4, 8]).to('float8_e4m3fn').requiresGrad_();
+    const ids = tensor(Int32Array.from([0, 1]), { shape: [2, 1] });
+    expect(() => expertLinear(randomTensor([2, 8]), w, ids, { scale: tensor(Float32Array.from([1, 1]), { shape: [2, 1, 1] }) })).toThrow(/frozen/);
+  });
+});
+
 describe('expertWeightGrad: the grouped expert weight gradient', () => {
   interface GradCase {
     t: number;

@@ -19,6 +19,7 @@ import { LFM2_REFERENCE_CASES } from '../../tools/lfm2-reference/presets.js';
 import { QWEN3_5_REFERENCE_CASES } from '../../tools/qwen3_5-reference/presets.js';
 import { trainingLogits, trainingView } from '../../src/train/decoder-training.js';
 import { defaultLoraTargets, LoraAdapter } from '../../src/train/lora.js';
+import { loadAdapter, saveAdapter } from '../../src/train/peft.js';
 import { expectClose } from '../helpers/compare.js';
 import { setupWebGpu } from '../helpers/webgpu.js';
 
@@ -62,8 +63,8 @@ afterAll(() => {
 });
 
 /** Logits, the loss's gradients of a LoRA adapter (attention-only, or every projection) and the step's dispatches. */
-async function step(name: string, device: 'cpu' | 'webgpu', composed: boolean, experts: boolean) {
-  const m = await loadModel(dirs[name], { device, maxSequence: 16 });
+async function step(name: string, device: 'cpu' | 'webgpu', composed: boolean, experts: boolean, dtype?: 'fp8') {
+  const m = await loadModel(dirs[name], { device, maxSequence: 16, dtype });
   loaded.push(m);
   const view = trainingView(m.model);
   const targets = experts ? [...new Set(view.sites.map((s) => s.module))] : defaultLoraTargets(view);
@@ -78,7 +79,14 @@ async function step(name: string, device: 'cpu' | 'webgpu', composed: boolean, e
   const loss = crossEntropy(logits, labels);
   loss.backward();
   const dispatches = gpuCounters().dispatches - before;
-  const out = { logits: await logits.toArray(), grads: [] as ArrayLike<number>[], dispatches, modules: adapter.modules.size };
+  const moe = view.layers.map((l) => l.ff).find((ff) => ff.kind === 'moe');
+  const out = {
+    logits: await logits.toArray(),
+    grads: [] as ArrayLike<number>[],
+    dispatches,
+    modules: adapter.modules.size,
+    expertDtype: moe?.weights.gateUp.data.dtype,
+  };
   // An adapter of an expert no token chose has no gradient: zeros.
   for (const p of adapter.parameters()) out.grads.push(p.grad ? await p.grad.toArray() : new Float32Array(p.numel));
   for (const t of [inputs, labels, logits, loss]) t.dispose();
@@ -145,6 +153,49 @@ describe('MoE training: grouped experts vs per-expert ops', () => {
         expect(grouped.dispatches, `grouped ${grouped.dispatches} vs composed ${composed.dispatches}`).toBeLessThan(composed.dispatches / 2);
     });
   }
+
+  for (const device of devices) {
+    it(`qwen3moe with FP8 experts (quantized at load) on ${device}: the grouped experts over the frozen FP8 stacks, adapters on attention or on every projection`, async () => {
+      for (const experts of [false, true]) {
+        const grouped = await step('qwen3moe', device, false, experts, 'fp8');
+        const composed = await step('qwen3moe', device, true, experts, 'fp8');
+        expect(grouped.expertDtype).toBe('float8_e4m3fn');
+        expectClose(grouped.logits, composed.logits, { atol: 2e-5, rtol: 1e-4 }, `experts ${experts}: logits`);
+        const atol = device === 'cpu' ? 1e-5 : 1e-4;
+        grouped.grads.forEach((g, i) => expectClose(g, composed.grads[i], { atol, rtol: 1e-3 }, `experts ${experts}: adapter tensor ${i}`));
+        expect(grouped.grads.some((g) => Array.from(g).some((v) => v !== 0))).toBe(true);
+        if (device === 'webgpu')
+          expect(grouped.dispatches, `grouped ${grouped.dispatches} vs composed ${composed.dispatches}`).toBeLessThan(composed.dispatches / 2);
+      }
+    });
+  }
+
+  it('an adapter on the experts saved in PEFT files loads back stacked: the same tensors, stacks and logits', async () => {
+    const m = await loadModel(dirs.qwen3moe, { device: 'cpu', maxSequence: 16 });
+    loaded.push(m);
+    const view = trainingView(m.model);
+    const targets = [...new Set(view.sites.map((s) => s.module))];
+    const adapter = LoraAdapter.create(view.sites, { rank: 2, alpha: 4, targetModules: targets }, { generator: new Generator(3) });
+    for (const { b } of adapter.modules.values()) tidy(() => copyInto(b, randn(b.shape, { generator: new Generator(4) }).mul(0.1)));
+    const dir = mkdtempSync(join(tmpdir(), 'tensorgpu-moe-adapter-'));
+    try {
+      await saveAdapter(dir, adapter);
+      const back = await loadAdapter(dir, view.sites);
+      // gate, up and down of both layers' 8 experts.
+      expect(back.stacks.map((s) => s.sites.length)).toEqual([8, 8, 8, 8, 8, 8]);
+      expect([...back.modules.keys()]).toEqual([...adapter.modules.keys()]);
+      const values = (a: LoraAdapter) => Promise.all(a.parameters().map(async (p) => Array.from(await p.toArray())));
+      expect(await values(back)).toEqual(await values(adapter));
+      const ids = tensor(IDS.slice(0, 10), { dtype: 'int32' });
+      const [want, got] = [await trainingLogits(view, ids, adapter.delta), await trainingLogits(view, ids, back.delta)];
+      expect(Array.from(await got.toArray())).toEqual(Array.from(await want.toArray()));
+      for (const t of [ids, want, got]) t.dispose();
+      back.dispose();
+    } finally {
+      adapter.dispose();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 
   for (const name of ['qwen3moe', 'qwen3.6 stacked shared']) {
     for (const device of devices) {

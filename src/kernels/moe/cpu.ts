@@ -157,7 +157,10 @@ export function expertLinearReference(x: Operand<Handle>, weight: Operand<Handle
       for (let p = 0; p < kDim; p++) {
         const code = weight.handle[offset + e * strides[0] + row * strides[1] + p * strides[2]];
         let value = table ? table[code] : code;
-        if (scale) value *= scale[(e * nb + Math.floor(row / 128)) * kb + Math.floor(p / 128)];
+        if (scale)
+          value *= options.scaleTransposed
+            ? scale[(e * kb + Math.floor(p / 128)) * nb + Math.floor(row / 128)]
+            : scale[(e * nb + Math.floor(row / 128)) * kb + Math.floor(p / 128)];
         w[row * kDim + p] = value;
       }
     }

@@ -43,10 +43,17 @@ const EXPERT_GEMM_VARIANT = {
   w: 'dtype',
   out: 'dtype',
   scaled: 'boolean',
+  /** The block scales belong to the weight's transpose (ExpertLinearOptions.scaleTransposed). */
+  scaleT: 'boolean',
   /** A packed 4-bit weight: its scales' dtype, else 'none'. */
   int4: 'string',
   perm: 'boolean',
 } as const;
+
+/** WGSL index of W[e]'s (n, k) block scale: [E, n_blocks, k_blocks], or [E, k_blocks, n_blocks] for a transposed stack. */
+export function blockScaleIndex(transposed: boolean): string {
+  return transposed ? '(e * p.k_blocks + k / 128u) * p.n_blocks + n / 128u' : '(e * p.n_blocks + n / 128u) * p.k_blocks + k / 128u';
+}
 
 /** `b_value(base, k, n, e)`: W[e][n, k] dequantized (base: the row's first element, or word when packed 4-bit); `a_col`. */
 function expertGemmFunctions(v: VariantOf<typeof EXPERT_GEMM_VARIANT>): string {
@@ -62,7 +69,7 @@ function expertGemmFunctions(v: VariantOf<typeof EXPERT_GEMM_VARIANT>): string {
       : [
           'fn b_value(base: u32, k: u32, n: u32, e: u32) -> f32 {',
           // FP8 block scales vary along K: applied per element on load, as gemm.ts's `block` recipe.
-          `  return load_w(base + k * p.w_sk)${v.scaled ? ' * scale[(e * p.n_blocks + n / 128u) * p.k_blocks + k / 128u]' : ''};`,
+          `  return load_w(base + k * p.w_sk)${v.scaled ? ` * scale[${blockScaleIndex(v.scaleT)}]` : ''};`,
           '}',
         ];
   return [...b, `fn a_col(k: u32) -> u32 {\n  return ${v.perm ? 'perm[p.perm_off + k]' : 'k'};\n}\n`].join('\n');
@@ -117,6 +124,7 @@ function groupedGemm(
   weight: GpuOperand,
   ids: GpuOperand,
   scale: GpuBuffer | undefined,
+  scaleTransposed: boolean,
   plan: GpuBuffer,
   maxTiles: number,
   outDtype: DType,
@@ -130,7 +138,15 @@ function groupedGemm(
   const [se, sn, sk] = weight.view.strides.map((s, d) => (weight.view.shape[d] === 1 ? 0 : s));
   expertGemm.run(
     ctx,
-    { x: x.dtype, w: weight.dtype, out: outDtype, scaled: scale !== undefined, int4: int4?.scale.dtype ?? 'none', perm: !!int4?.perm },
+    {
+      x: x.dtype,
+      w: weight.dtype,
+      out: outDtype,
+      scaled: scale !== undefined,
+      scaleT: scale !== undefined && scaleTransposed,
+      int4: int4?.scale.dtype ?? 'none',
+      perm: !!int4?.perm,
+    },
     {
       n,
       k,
@@ -217,7 +233,7 @@ export function expertGemmKernel(ctx: GpuContext, x: GpuOperand, weight: GpuOper
   const plan = moePlanKernel(ctx, ids, experts, layout);
   let slotOut: GpuBuffer;
   try {
-    slotOut = groupedGemm(ctx, x, weight, ids, scale, plan, layout.maxTiles, combine ? 'float32' : outDtype, options.int4);
+    slotOut = groupedGemm(ctx, x, weight, ids, scale, !!options.scaleTransposed, plan, layout.maxTiles, combine ? 'float32' : outDtype, options.int4);
   } finally {
     ctx.release(plan);
   }

@@ -5,7 +5,7 @@ import { DTYPE_INFO, isFp8, lanesPerWord, type DType } from '../../core/dtype.js
 import { wordBytes, type GpuBuffer, type GpuContext } from '../../runtime/webgpu/gpu-context.js';
 import { binaryKernel, viaFloat32, type GpuOperand } from '../../runtime/webgpu/kernels/elementwise.js';
 import { swigluKernel } from '../swiglu/webgpu.js';
-import { expertGemmKernel, useGroupedExpertGemm } from './expert-gemm.js';
+import { blockScaleIndex, expertGemmKernel, useGroupedExpertGemm } from './expert-gemm.js';
 import { columnReduceWgsl } from '../matmul/gemv.js';
 import { INT4_PARAMS, int4Params, weightBytes } from '../matmul/gemm.js';
 import { bytesOf, defineKernel, type VariantOf } from '../../runtime/webgpu/kernels/kernel.js';
@@ -13,6 +13,8 @@ import { decodeFn, grid1d } from '../../runtime/webgpu/kernels/wgsl.js';
 
 export interface ExpertLinearKernelOptions {
   scale?: GpuBuffer;
+  /** The scales are laid out for the weight's transpose ([E, ceil(K/128), ceil(N/128)]): see ExpertLinearOptions. */
+  scaleTransposed?: boolean;
   /** A packed 4-bit weight (int32 words [E, N, K/8]): contiguous group scales and zero points [E, N, K/g], perm [K]. */
   int4?: { scale: GpuOperand; zero: GpuOperand; groupSize: number; perm?: GpuOperand };
   combine?: GpuOperand;
@@ -179,6 +181,8 @@ const EXPERT_LINEAR_VARIANT = {
   out: 'dtype',
   combine: 'boolean',
   scaled: 'boolean',
+  /** The block scales belong to the weight's transpose. */
+  scaleT: 'boolean',
   subgroups: 'boolean',
   activation: ['linear', 'swiglu'],
   residual: 'string',
@@ -208,7 +212,7 @@ function expertLinearFunctions(v: ExpertLinearVariant): string {
     int4 ? '' : loadWeightFn(v.access, v.w),
     // Act-order: stored column k multiplies activation column perm[k].
     int4 ? `fn a_col(k: u32) -> u32 {\n  return ${v.perm ? 'perm[p.perm_off + k]' : 'k'};\n}\n` : '',
-    v.scaled ? 'fn block_scale(e: u32, n: u32, k: u32) -> f32 {\n  return scale[(e * p.n_blocks + n / 128u) * p.k_blocks + k / 128u];\n}\n' : '',
+    v.scaled ? `fn block_scale(e: u32, n: u32, k: u32) -> f32 {\n  return scale[${blockScaleIndex(v.scaleT)}];\n}\n` : '',
     finish,
   ].join('\n');
 }
@@ -278,7 +282,7 @@ const expertLinear = defineKernel({
  * scales of an FP8 weight. Accumulates in float32.
  */
 export function expertLinearKernel(ctx: GpuContext, x: GpuOperand, weight: GpuOperand, ids: GpuOperand, options: ExpertLinearKernelOptions): GpuBuffer {
-  const { scale, combine, outDtype, activation, residual, int4 } = options;
+  const { scale, scaleTransposed, combine, outDtype, activation, residual, int4 } = options;
   const [numExperts, wRows, kStored] = weight.view.shape;
   const k = int4 ? kStored * 8 : kStored;
   const [t, slots] = ids.view.shape;
@@ -286,7 +290,7 @@ export function expertLinearKernel(ctx: GpuContext, x: GpuOperand, weight: GpuOp
   // Prefill-sized batches: sort the slots by expert and run a grouped GEMM (one weight read per 64-slot tile); its
   // epilogues run as the separate ops they stand for.
   if (useGroupedExpertGemm(ctx, weight, ids, combine !== undefined)) {
-    const plain = expertGemmKernel(ctx, x, weight, ids, { scale, combine, outDtype, int4 });
+    const plain = expertGemmKernel(ctx, x, weight, ids, { scale, scaleTransposed, combine, outDtype, int4 });
     if (!activation && !residual) return plain;
     try {
       const view = { shape: [rowsOut, wRows], strides: [wRows, 1], offset: 0 };
@@ -323,6 +327,7 @@ export function expertLinearKernel(ctx: GpuContext, x: GpuOperand, weight: GpuOp
       out: outDtype,
       combine: !!combine,
       scaled: scale !== undefined,
+      scaleT: scale !== undefined && !!scaleTransposed,
       subgroups: ctx.subgroupReduce(TPO),
       activation: activation ?? 'linear',
       residual: residual?.dtype ?? 'no-residual',

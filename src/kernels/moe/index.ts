@@ -118,6 +118,7 @@ export const expertLinearKernels = defineOpKernels<ExpertLinearArgs<unknown>>({
     const { x, weight, ids, options } = args as ExpertLinearArgs<never>;
     return expertLinearKernel(backend, toGpuOperand(x), toGpuOperand(weight), toGpuOperand(ids), {
       scale: options.scale,
+      scaleTransposed: options.scaleTransposed,
       combine: options.combine && toGpuOperand(options.combine),
       outDtype: options.outDtype,
       activation: options.activation,

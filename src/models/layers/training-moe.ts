@@ -76,36 +76,37 @@ function expertAdapters(ff: MoeTrainingFeedForward, delta: SiteAwareDelta | unde
 
 /**
  * Whether the grouped expert ops (a few dispatches per layer) can run the experts: their weights are float weights
- * without FP8 block scales (frozen, or trained in full: moeExperts gives the stacks' gradients), an adapter on
- * expert projections keeps them stacked (expertAdapters), and a shared expert is either stacked as the last expert
- * (its gate the router's last row) or beside them.
+ * (frozen, or trained in full: moeExperts gives the stacks' gradients) or frozen FP8 stacks with block scales (not
+ * packed 4-bit), an adapter on expert projections keeps them stacked (expertAdapters), and a shared expert is
+ * either stacked as the last expert (its gate the router's last row) or beside them.
  */
 function groupedExpertsApply(ff: MoeTrainingFeedForward, delta: SiteAwareDelta | undefined): boolean {
   const { gateUp, down } = ff.weights;
-  if (gateUp.scale || down.scale) return false;
+  if (gateUp.int4 || down.int4) return false;
   const shared = ff.shared;
   if (shared?.expert !== undefined && shared.expert !== ff.experts.length) return false;
   return expertAdapters(ff, delta) !== undefined;
 }
 
 /**
- * residual + the routed experts with adapters on their projections, from differentiable expertLinears: each
- * projection's base and LoRA terms (x A[e]^T then . B[e]^T, scaled) for every slot at once, swiglu, then each
- * token's slots summed with their routing weights. A few dispatches per projection whatever the number of experts;
- * the gradients of the stacks come from expertWeightGrad.
+ * residual + the routed experts from differentiable expertLinears (with adapters on their projections, or over FP8
+ * stacks, which moeExperts does not take): each projection's base (FP8 dequantized in the kernel) and LoRA terms
+ * (x A[e]^T then . B[e]^T, scaled) for every slot at once, swiglu, then each token's slots summed with their routing
+ * weights. A few dispatches per projection whatever the number of experts; the stacks' gradients come from
+ * expertWeightGrad, x's through the transposed stacks.
  */
 function adaptedExperts(x: Tensor, residual: Tensor, mlp: MoeWeights, ids: Tensor, weights: Tensor, lora: ExpertAdapters): Tensor {
   const [t, k] = ids.shape;
   const xf = float32(x);
   const term = (input: Tensor, s: ExpertAdapterStack) => expertLinear(expertLinear(input, s.a, ids), s.b, ids).mul(s.scaling);
-  let pre = expertLinear(x, mlp.gateUp.data, ids);
+  let pre = expertLinear(x, mlp.gateUp.data, ids, { scale: mlp.gateUp.scale });
   if (lora.gate || lora.up) {
     const half = pre.shape[1] / 2;
     const none = () => zeros([t * k, half], { device: x.device });
     pre = pre.add(cat([lora.gate ? term(xf, lora.gate) : none(), lora.up ? term(xf, lora.up) : none()], 1));
   }
   const act = swiglu(pre);
-  let y = expertLinear(act, mlp.down.data, ids);
+  let y = expertLinear(act, mlp.down.data, ids, { scale: mlp.down.scale });
   if (lora.down) y = y.add(term(float32(act), lora.down));
   const combined = y.reshape([t, k, y.shape[1]]).mul(weights.unsqueeze(-1)).sum(1);
   return residual.add(combined.dtype === residual.dtype ? combined : combined.to(residual.dtype));
@@ -128,10 +129,12 @@ function groupedTrainingMoe(x: Tensor, residual: Tensor, ff: MoeTrainingFeedForw
   const experts = ff.experts.length;
   const shared = ff.shared;
   const lora = expertAdapters(ff, delta)!;
-  const adaptedRouted = lora.gate !== undefined || lora.up !== undefined || lora.down !== undefined;
+  // moeExperts takes float stacks without adapters; else the block is composed from expertLinears.
+  const composedExperts =
+    lora.gate !== undefined || lora.up !== undefined || lora.down !== undefined || mlp.gateUp.scale !== undefined || mlp.down.scale !== undefined;
   // A stacked shared expert no adapter touches is one more slot of every token (id E) of moeExperts; else (or when
-  // the routed experts carry adapters) it runs beside.
-  const sharedSlot = shared?.expert !== undefined && !adapted(shared, delta) && !adaptedRouted;
+  // the block is composed) it runs beside.
+  const sharedSlot = shared?.expert !== undefined && !adapted(shared, delta) && !composedExperts;
   return tidy(() => {
     const all = linear(x, mlp.router.data, undefined, weightScaleOptions(mlp.router));
     const logits = all.shape[1] > experts ? all.narrow(1, 0, experts) : all;
@@ -162,7 +165,9 @@ function groupedTrainingMoe(x: Tensor, residual: Tensor, ff: MoeTrainingFeedForw
     if (normalize) weights = weights.div(weights.sum(-1, { keepdim: true }).add(normalizeEps ?? 0));
     if (scale !== undefined && scale !== 1) weights = weights.mul(scale);
     if (sharedSlot) weights = cat([weights, float32(all.narrow(1, experts, 1)).sigmoid()], 1);
-    let out = adaptedRouted ? adaptedExperts(x, residual, mlp, ids, weights, lora) : moeExperts(x, mlp.gateUp.data, mlp.down.data, ids, weights, { residual });
+    let out = composedExperts
+      ? adaptedExperts(x, residual, mlp, ids, weights, lora)
+      : moeExperts(x, mlp.gateUp.data, mlp.down.data, ids, weights, { residual });
     if (shared && !sharedSlot) out = out.add(sharedExpertOutput(x, all, mlp, shared, delta));
     return out;
   });
@@ -199,8 +204,8 @@ export function trainingMoe(
 }
 
 /**
- * trainingMoe's per-expert form (FP8 experts; adapters on expert projections not kept stacked, as a loaded PEFT
- * adapter's): the chosen ids read back once per layer.
+ * trainingMoe's per-expert form (packed 4-bit experts; adapters on expert projections not kept stacked): the chosen
+ * ids read back once per layer.
  */
 async function perExpertTrainingMoe(
   x: Tensor,

@@ -7,7 +7,8 @@
 // optimizer-state bytes per trained parameter are machine-independent. And full fine-tuning (`train step full`):
 // the expert stacks trained through the grouped expert weight gradient, against the experts composed per expert;
 // LoRA on every expert projection (`train step lora experts`), the adapters stacked, against per expert; and LoRA
-// on attention over FP8 expert stacks (`train step fp8 experts`), x's gradient through the transposed stacks.
+// on attention over FP8 / packed 4-bit expert stacks (`train step fp8 experts`, `int4 experts`), x's gradient
+// through the transposed stacks.
 import { ensureBuiltinModel } from '../src/models/builtin.js';
 import { loadModel } from '../src/models/load.js';
 import { FineTune, packSequences, type Trainable } from '../src/train/fine-tune.js';
@@ -25,11 +26,13 @@ export function trainStepCases(quick: boolean): BenchCase[] {
   const full = `builtin qwen3-moe-tiny S=${SEQ} full`;
   const experts = `builtin qwen3-moe-tiny S=${SEQ} lora r8 every projection`;
   const fp8 = `builtin qwen3-moe-tiny S=${SEQ} fp8 at load, lora r8`;
+  const int4 = `builtin qwen3-moe-tiny S=${SEQ} int4 at load, lora r8`;
   return [
     { benchmark: 'train step', shape, run: (ctx) => measure(ctx, shape, quick) },
     { benchmark: 'train step full', shape: full, run: (ctx) => measureFull(ctx, full, quick) },
     { benchmark: 'train step lora experts', shape: experts, run: (ctx) => measureExpertLora(ctx, experts, quick) },
-    { benchmark: 'train step fp8 experts', shape: fp8, run: (ctx) => measureFp8Experts(ctx, fp8, quick) },
+    { benchmark: 'train step fp8 experts', shape: fp8, run: (ctx) => measureQuantizedExperts(ctx, fp8, quick, 'fp8') },
+    { benchmark: 'train step int4 experts', shape: int4, run: (ctx) => measureQuantizedExperts(ctx, int4, quick, 'int4') },
   ];
 }
 
@@ -46,7 +49,7 @@ async function groupedVsComposed(
   lr: number,
   trainable: (model: Awaited<ReturnType<typeof loadModel>>['model']) => { trainable: Trainable; release?: () => void },
   describe: (run: FineTune) => string,
-  dtype?: 'fp8',
+  dtype?: 'fp8' | 'int4',
 ): Promise<RowInput[]> {
   if (!ctx.gpu) return [];
   const dir = await ensureBuiltinModel({ onNotice: ctx.log });
@@ -111,14 +114,14 @@ function measureExpertLora(ctx: BenchContext, shape: string, quick: boolean): Pr
   );
 }
 
-/** LoRA r=8 on the attention projections of the built-in model with its weights FP8 at load (frozen FP8 expert stacks). */
-function measureFp8Experts(ctx: BenchContext, shape: string, quick: boolean): Promise<RowInput[]> {
+/** LoRA r=8 on the attention projections of the built-in model with its weights FP8 or 4-bit at load (frozen expert stacks). */
+function measureQuantizedExperts(ctx: BenchContext, shape: string, quick: boolean, dtype: 'fp8' | 'int4'): Promise<RowInput[]> {
   let adapter: LoraAdapter | undefined;
   return groupedVsComposed(
     ctx,
     shape,
     quick,
-    'train step fp8 experts',
+    `train step ${dtype} experts`,
     1e-3,
     (model) => {
       const view = trainingView(model);
@@ -129,8 +132,8 @@ function measureFp8Experts(ctx: BenchContext, shape: string, quick: boolean): Pr
       );
       return { trainable: { kind: 'lora', adapter }, release: () => adapter?.dispose() };
     },
-    () => `${adapter!.modules.size} adapted projections, experts FP8`,
-    'fp8',
+    () => `${adapter!.modules.size} adapted projections, experts ${dtype}`,
+    dtype,
   );
 }
 

@@ -159,18 +159,20 @@ function weightRecipe(scale: Tensor, n: number, k: number, given?: ScaleRecipe):
  * every weight byte once.
  */
 export function linear(x: Tensor, weight: Tensor, bias?: Tensor, options: LinearOptions = {}): Tensor {
-  // The FP8 scale is saved with x and the weight: backward dequantizes with it after the caller may have disposed
-  // its view (an expert's slice of a stacked scale).
+  // The FP8 / 4-bit scale and a 4-bit weight's zero points and permutation are saved with x and the weight: backward
+  // dequantizes with them after the caller may have disposed its views (an expert's slices of stacked ones).
+  const q = options.int4;
   return differentiable(
     'linear',
-    [x, weight, bias, options.residual, options.weightScale],
+    [x, weight, bias, options.residual, options.weightScale, q?.zero, q?.perm],
     () => linearForward(x, weight, bias, options),
     (g, s) =>
       linearRule(g, s.inputs[0] as Tensor, s.inputs[1] as Tensor, s.inputs[2] as Tensor | undefined, s.needs, {
         ...options,
         weightScale: s.inputs[4] as Tensor | undefined,
+        int4: q && { ...q, zero: s.inputs[5] as Tensor, perm: s.inputs[6] as Tensor | undefined },
       }),
-    { inputs: [0, 1, 2, 4] },
+    { inputs: [0, 1, 2, 4, 5, 6] },
   );
 }
 

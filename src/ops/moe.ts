@@ -8,7 +8,8 @@ import { isFp8 } from '../core/dtype.js';
 import { formatShape } from '../core/shape.js';
 import type { Tensor } from '../core/tensor.js';
 import { compact } from './shape-ops.js';
-import { full } from './creation.js';
+import { full, zeros } from './creation.js';
+import { scatter } from './scatter.js';
 import { commonBackend, requireDTypes, wrap } from './util.js';
 import { noGrad } from '../autograd/grad-mode.js';
 import { needsGrad, record } from '../autograd/node.js';
@@ -161,26 +162,31 @@ export interface ExpertLinearOpOptions {
  */
 export function expertLinear(x: Tensor, weight: Tensor, ids: Tensor, options: ExpertLinearOpOptions = {}): Tensor {
   const { scale, combine, activation, residual, int4 } = options;
-  const plain = !combine && !activation && !residual && !int4;
-  if (plain && needsGrad(x, weight)) return differentiableExpertLinear(x, weight, ids, scale);
+  const plain = !combine && !activation && !residual;
+  if (plain && needsGrad(x, weight)) return differentiableExpertLinear(x, weight, ids, scale, int4);
   return expertLinearForward(x, weight, ids, options);
 }
 
 /**
- * expertLinear's plain form with its backward (see expertLinear). An FP8 stack (block scales) is frozen: x's
- * gradient runs the kernels over its transpose with the scales read transposed.
+ * expertLinear's plain form with its backward (see expertLinear). An FP8 stack (block scales) or a packed 4-bit one
+ * is frozen: x's gradient runs the kernels over its transpose (FP8: the scales read transposed; 4-bit: the codes
+ * read down the stored rows, then act-order's column permutation applied).
  */
-function differentiableExpertLinear(x: Tensor, weight: Tensor, ids: Tensor, scale: Tensor | undefined): Tensor {
+function differentiableExpertLinear(x: Tensor, weight: Tensor, ids: Tensor, scale: Tensor | undefined, int4: ExpertLinearOpOptions['int4']): Tensor {
   if (scale && weight.requiresGrad) throw new TensorGpuError(`expertLinear: an ${weight.dtype} weight has no gradient (it is frozen; train an adapter)`);
-  const out = noGrad(() => expertLinearForward(x, weight, ids, { scale }));
+  const out = noGrad(() => expertLinearForward(x, weight, ids, { scale, int4 }));
   const perToken = x.shape[0] === ids.shape[0] && ids.shape[1] > 1;
   const needs = [x.requiresGrad, weight.requiresGrad];
-  const saved = [x, weight, ids, ...(scale ? [scale] : [])];
-  return record(out, 'expertLinear', [x, weight], saved, (g, [sX, sW, sIds, sScale]) => {
+  const saved = [x, weight, ids, ...(scale ? [scale] : []), ...(int4 ? [int4.zero, ...(int4.perm ? [int4.perm] : [])] : [])];
+  return record(out, 'expertLinear', [x, weight], saved, (g, [sX, sW, sIds, sScale, sZero, sPerm]) => {
     const gf = float32(g);
     // A token's row served all its slots: its gradient is the sum of theirs (a combine with weight 1).
     const ones = needs[0] && perToken ? full(sIds.shape, 1, { device: g.device }) : undefined;
-    const dx = needs[0] ? expertLinearForward(gf, sW.transpose(1, 2), sIds, { combine: ones, scale: sScale }, true) : undefined;
+    let dx: Tensor | undefined;
+    if (needs[0] && int4) {
+      const stored = expertLinearForward(gf, sW, sIds, { combine: ones, scale: sScale, int4: { zero: sZero, groupSize: int4.groupSize, perm: sPerm } }, 'int4');
+      dx = sPerm ? unpermuteColumns(stored, sPerm) : stored;
+    } else if (needs[0]) dx = expertLinearForward(gf, sW.transpose(1, 2), sIds, { combine: ones, scale: sScale }, 'fp8');
     ones?.dispose();
     const [dW] = needs[1] ? expertWeightGrad(sIds, sW.shape[0], [{ g: gf, x: sX }]) : [undefined];
     if (gf !== g) gf.dispose();
@@ -188,16 +194,33 @@ function differentiableExpertLinear(x: Tensor, weight: Tensor, ids: Tensor, scal
   });
 }
 
-/** expertLinear's forward; transposed: the weight is the transpose of the FP8 stack its scales belong to. */
-function expertLinearForward(x: Tensor, weight: Tensor, ids: Tensor, options: ExpertLinearOpOptions, transposed = false): Tensor {
+/** y float32 [R, K] in a packed stack's stored column order -> the logical order (act-order: stored column j is perm[j]). */
+function unpermuteColumns(y: Tensor, perm: Tensor): Tensor {
+  const [rows, k] = y.shape;
+  const base = zeros([rows, k], { device: y.device });
+  try {
+    return scatter(base, 1, perm.reshape([1, k]).expand([rows, k]), y);
+  } finally {
+    base.dispose();
+    y.dispose();
+  }
+}
+
+/**
+ * expertLinear's forward. transposed: 'fp8', the weight is the transpose (a view) of the FP8 stack its scales belong
+ * to; 'int4', multiply by the packed 4-bit stack's transpose (x [.., N], out [.., K] in stored column order).
+ */
+function expertLinearForward(x: Tensor, weight: Tensor, ids: Tensor, options: ExpertLinearOpOptions, transposed?: 'fp8' | 'int4'): Tensor {
   const { scale, combine, activation, residual, int4 } = options;
   const extra = [scale, combine, residual, int4?.zero, int4?.perm].filter((u): u is Tensor => u !== undefined);
   const backend = commonBackend('expertLinear', x, weight, ids, ...extra);
   requireDTypes('expertLinear', x, FLOAT_DTYPES);
   requireDTypes('expertLinear', ids, ['int32']);
   if (weight.ndim !== 3) throw new ShapeError(`expertLinear: weight must be stacked experts [E, N, K], got ${formatShape(weight.shape)}`);
-  const [e, n] = weight.shape;
-  const k = int4 ? weight.shape[2] * 8 : weight.shape[2];
+  const [e, rows] = weight.shape;
+  const stored = int4 ? weight.shape[2] * 8 : weight.shape[2];
+  // The product's width and length: the stack's N and K, or (a packed stack's transpose) K and N.
+  const [n, k] = transposed === 'int4' ? [stored, rows] : [rows, stored];
   if (ids.ndim !== 2) throw new ShapeError(`expertLinear: ids must be [T, k], got ${formatShape(ids.shape)}`);
   const [t, slots] = ids.shape;
   if (x.ndim !== 2 || x.shape[1] !== k || (x.shape[0] !== t && x.shape[0] !== t * slots)) {
@@ -210,7 +233,7 @@ function expertLinearForward(x: Tensor, weight: Tensor, ids: Tensor, options: Ex
     checkInt4('expertLinear', { data: weight, scale, ...int4 });
   } else if (isFp8(weight.dtype)) {
     if (!scale) throw new DTypeError(`expertLinear: an ${weight.dtype} weight needs its block scales (options.scale)`);
-    const want = transposed ? [e, Math.ceil(k / 128), Math.ceil(n / 128)] : [e, Math.ceil(n / 128), Math.ceil(k / 128)];
+    const want = transposed === 'fp8' ? [e, Math.ceil(k / 128), Math.ceil(n / 128)] : [e, Math.ceil(n / 128), Math.ceil(k / 128)];
     requireDTypes('expertLinear scale', scale, ['float32']);
     if (scale.shape.join() !== want.join()) throw new ShapeError(`expertLinear: scale must be [${want.join(', ')}], got ${formatShape(scale.shape)}`);
   } else {
@@ -242,12 +265,22 @@ function expertLinearForward(x: Tensor, weight: Tensor, ids: Tensor, options: Ex
       ids: ids.operand(),
       options: {
         scale: int4 ? undefined : packedScale?.storage.handle,
-        scaleTransposed: transposed,
+        scaleTransposed: transposed === 'fp8',
         combine: combine?.operand(),
         outDtype: x.dtype,
         activation,
         residual: packedResidual?.operand(),
-        ...(int4 ? { int4: { scale: packedScale!.operand(), zero: packedZero!.operand(), groupSize: int4.groupSize, perm: packedPerm?.operand() } } : {}),
+        ...(int4
+          ? {
+              int4: {
+                scale: packedScale!.operand(),
+                zero: packedZero!.operand(),
+                groupSize: int4.groupSize,
+                perm: packedPerm?.operand(),
+                transposed: transposed === 'int4',
+              },
+            }
+          : {}),
       },
     });
     return wrap(backend, handle, x.dtype, [combine ? t : t * slots, activation ? n / 2 : n]);

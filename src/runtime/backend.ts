@@ -200,7 +200,17 @@ export interface ExpertLinearOptions<H> {
    * The weight is packed 4-bit (formats/int4.ts's layout): int32 words [E, N, K/8], with contiguous group scales
    * [E, N, K/groupSize] (a float dtype) and zero points (uint8), and an act-order permutation [K] all experts share.
    */
-  readonly int4?: { readonly scale: Operand<H>; readonly zero: Operand<H>; readonly groupSize: number; readonly perm?: Operand<H> };
+  readonly int4?: {
+    readonly scale: Operand<H>;
+    readonly zero: Operand<H>;
+    readonly groupSize: number;
+    readonly perm?: Operand<H>;
+    /**
+     * Multiply by the stack's transpose: x [.., N], out [.., K] in the stored column order (perm not applied: the
+     * caller permutes; a backward's dx). The weight operand is the packed stack itself.
+     */
+    readonly transposed?: boolean;
+  };
 }
 
 /**

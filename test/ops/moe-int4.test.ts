@@ -124,6 +124,37 @@ describe(`expertLinear over packed 4-bit experts ${gpu.skipReason}`, () => {
   });
 });
 
+describe(`expertLinear over a frozen packed 4-bit stack: x gradient through the transposed stack ${gpu.skipReason}`, () => {
+  // N odd and past one 64-wide tile; several groups along K; act-order permutes the columns dx must come back in.
+  for (const [n, k, g, actOrder] of [
+    [37, 128, 32, true],
+    [70, 64, 32, false],
+  ] as const) {
+    it(`N=${n} K=${k} g=${g}${actOrder ? ' act-order' : ''}: dx = the dequantized weight's on the CPU; WebGPU GEMV (T=3) and grouped GEMM (T=20) = CPU`, async () => {
+      const w = randomStack(E, n, k, g, 5 * n + k, actOrder);
+      const dense = dequantizeInt4(w);
+      const gw = gpu.available ? await toGpu(w) : undefined;
+      for (const t of [3, 20]) {
+        const ids = randomIds(t, TOP_K, E, 3 * t + n);
+        const [xHost, rHost] = [randomTensor([t, k]), randomTensor([t * TOP_K, n])];
+        const dx = async (weight: Tensor, options: object, device: 'cpu' | 'webgpu') => {
+          const [x, r, i] = device === 'cpu' ? [xHost.clone(), rHost, ids] : [await xHost.to('webgpu'), await rHost.to('webgpu'), await ids.to('webgpu')];
+          x.requiresGrad_();
+          expertLinear(x, weight, i, options).mul(r).sum().backward();
+          const out = await x.grad!.toArray();
+          x.dispose();
+          return out;
+        };
+        const want = await dx(dense, {}, 'cpu');
+        const cpu = await dx(w.data, int4Options(w), 'cpu');
+        expectClose(cpu, want, { atol: 1e-5, rtol: 1e-5 }, `cpu t=${t}`);
+        expect(Array.from(cpu).some((v) => v !== 0)).toBe(true);
+        if (gw) expectClose(await dx(gw.data, int4Options(gw), 'webgpu'), cpu, { atol: 1e-4, rtol: 1e-4 }, `webgpu t=${t}`);
+      }
+    });
+  }
+});
+
 /** An MoE block's weights (router [E, H], gate|up [E, 2I, H], down [E, H, I]), float32 and quantized to 4 bits. */
 function moeWeights(h: number, inter: number): { float: MoeWeights; int4: MoeWeights; stacks: Int4Stack[] } {
   const router = { data: randomTensor([E, h]) };

@@ -63,8 +63,8 @@ afterAll(() => {
 });
 
 /** Logits, the loss's gradients of a LoRA adapter (attention-only, or every projection) and the step's dispatches. */
-async function step(name: string, device: 'cpu' | 'webgpu', composed: boolean, experts: boolean, dtype?: 'fp8') {
-  const m = await loadModel(dirs[name], { device, maxSequence: 16, dtype });
+async function step(name: string, device: 'cpu' | 'webgpu', composed: boolean, experts: boolean, dtype?: 'fp8' | 'int4') {
+  const m = await loadModel(dirs[name], { device, maxSequence: 16, dtype, groupSize: dtype === 'int4' ? 32 : undefined });
   loaded.push(m);
   const view = trainingView(m.model);
   const targets = experts ? [...new Set(view.sites.map((s) => s.module))] : defaultLoraTargets(view);
@@ -154,20 +154,25 @@ describe('MoE training: grouped experts vs per-expert ops', () => {
     });
   }
 
-  for (const device of devices) {
-    it(`qwen3moe with FP8 experts (quantized at load) on ${device}: the grouped experts over the frozen FP8 stacks, adapters on attention or on every projection`, async () => {
-      for (const experts of [false, true]) {
-        const grouped = await step('qwen3moe', device, false, experts, 'fp8');
-        const composed = await step('qwen3moe', device, true, experts, 'fp8');
-        expect(grouped.expertDtype).toBe('float8_e4m3fn');
-        expectClose(grouped.logits, composed.logits, { atol: 2e-5, rtol: 1e-4 }, `experts ${experts}: logits`);
-        const atol = device === 'cpu' ? 1e-5 : 1e-4;
-        grouped.grads.forEach((g, i) => expectClose(g, composed.grads[i], { atol, rtol: 1e-3 }, `experts ${experts}: adapter tensor ${i}`));
-        expect(grouped.grads.some((g) => Array.from(g).some((v) => v !== 0))).toBe(true);
-        if (device === 'webgpu')
-          expect(grouped.dispatches, `grouped ${grouped.dispatches} vs composed ${composed.dispatches}`).toBeLessThan(composed.dispatches / 2);
-      }
-    });
+  for (const [dtype, stored] of [
+    ['fp8', 'float8_e4m3fn'],
+    ['int4', 'int32'],
+  ] as const) {
+    for (const device of devices) {
+      it(`qwen3moe with ${dtype} experts (quantized at load) on ${device}: the grouped experts over the frozen stacks, adapters on attention or on every projection`, async () => {
+        for (const experts of [false, true]) {
+          const grouped = await step('qwen3moe', device, false, experts, dtype);
+          const composed = await step('qwen3moe', device, true, experts, dtype);
+          expect(grouped.expertDtype).toBe(stored);
+          expectClose(grouped.logits, composed.logits, { atol: 2e-5, rtol: 1e-4 }, `experts ${experts}: logits`);
+          const atol = device === 'cpu' ? 1e-5 : 1e-4;
+          grouped.grads.forEach((g, i) => expectClose(g, composed.grads[i], { atol, rtol: 1e-3 }, `experts ${experts}: adapter tensor ${i}`));
+          expect(grouped.grads.some((g) => Array.from(g).some((v) => v !== 0))).toBe(true);
+          if (device === 'webgpu')
+            expect(grouped.dispatches, `grouped ${grouped.dispatches} vs composed ${composed.dispatches}`).toBeLessThan(composed.dispatches / 2);
+        }
+      });
+    }
   }
 
   it('an adapter on the experts saved in PEFT files loads back stacked: the same tensors, stacks and logits', async () => {

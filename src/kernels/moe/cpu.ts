@@ -108,8 +108,9 @@ function decodeTable(dtype: DType): Float64Array | undefined {
  * out[t*k + j] = x_row(t, j) . W[ids[t, j]]^T, or with combine out[t] = sum_j combine[t, j] * (that dot), in float64
  * then rounded once to outDtype. Only the chosen experts are decoded (one at a time, shared by every slot that chose
  * it): a stacked MoE weight is far too large to turn into float64 whole. An FP8 weight is dequantized as
- * code value * scale[e, n / 128, k / 128], a packed 4-bit one (options.int4) by its group's scale and zero point.
- * An expert id outside 0..E-1 throws a ShapeError.
+ * code value * scale[e, n / 128, k / 128], a packed 4-bit one (options.int4) by its group's scale and zero point
+ * (int4.transposed: x [.., N] times the stack's transpose, out [.., K] in stored column order). An expert id
+ * outside 0..E-1 throws a ShapeError.
  */
 export function expertLinearReference(x: Operand<Handle>, weight: Operand<Handle>, ids: Operand<Handle>, options: ExpertLinearOptions<Handle>): Handle {
   const q = options.int4;
@@ -139,7 +140,11 @@ export function expertLinearReference(x: Operand<Handle>, weight: Operand<Handle
   const table = q ? undefined : decodeTable(weight.dtype);
   const { offset, strides } = weight.view;
   const w = new Float64Array(n * kDim);
-  const out = new Float64Array((combine ? t : t * slots) * n);
+  // The product's width and length: the stack's N and K, or for the transpose of a packed stack K and N.
+  const transposed = !!q?.transposed;
+  const [width, length] = transposed ? [kDim, n] : [n, kDim];
+  const wt = transposed ? new Float64Array(n * kDim) : w;
+  const out = new Float64Array((combine ? t : t * slots) * width);
   const int4 = q && { scale: values(q.scale), zero: values(q.zero), perm: q.perm && values(q.perm), groups: kDim / q.groupSize };
   for (const [e, list] of slotsOf) {
     if (q && int4) {
@@ -149,9 +154,10 @@ export function expertLinearReference(x: Operand<Handle>, weight: Operand<Handle
         for (let j = 0; j < kDim; j++) {
           const word = weight.handle[offset + e * strides[0] + row * strides[1] + (j >> 3) * strides[2]];
           const g = g0 + Math.floor(j / q.groupSize);
-          w[row * kDim + (int4.perm ? int4.perm[j] : j)] = (((word >>> (4 * (j & 7))) & 15) - int4.zero[g]) * int4.scale[g];
+          w[row * kDim + (int4.perm && !transposed ? int4.perm[j] : j)] = (((word >>> (4 * (j & 7))) & 15) - int4.zero[g]) * int4.scale[g];
         }
       }
+      if (transposed) for (let row = 0; row < n; row++) for (let j = 0; j < kDim; j++) wt[j * n + row] = w[row * kDim + j];
     }
     for (let row = 0; row < (q ? 0 : n); row++) {
       for (let p = 0; p < kDim; p++) {
@@ -165,13 +171,13 @@ export function expertLinearReference(x: Operand<Handle>, weight: Operand<Handle
       }
     }
     for (const s of list) {
-      const xBase = (perSlot ? s : Math.floor(s / slots)) * kDim;
-      const outBase = (combine ? Math.floor(s / slots) : s) * n;
+      const xBase = (perSlot ? s : Math.floor(s / slots)) * length;
+      const outBase = (combine ? Math.floor(s / slots) : s) * width;
       const c = combine ? combine[s] : 1;
-      for (let row = 0; row < n; row++) {
+      for (let row = 0; row < width; row++) {
         let dot = 0;
-        const wBase = row * kDim;
-        for (let p = 0; p < kDim; p++) dot += xv[xBase + p] * w[wBase + p];
+        const wBase = row * length;
+        for (let p = 0; p < length; p++) dot += xv[xBase + p] * wt[wBase + p];
         out[outBase + row] += c * dot;
       }
     }

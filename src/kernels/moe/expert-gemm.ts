@@ -25,8 +25,25 @@ const BN = 64;
 export const GROUPED_MIN_SLOTS = 32;
 
 /** Whether expertLinear takes the grouped GEMM: enough slots, and the plan, grid and scratch fit the device. */
-export function useGroupedExpertGemm(ctx: GpuContext, weight: GpuOperand, ids: GpuOperand, withCombine: boolean): boolean {
-  const [experts, n] = weight.view.shape;
+/**
+ * The layer's output width n and reduction length k for a weight operand [E, N, K] (packed 4-bit: [E, N, K/8]; its
+ * transpose: n = K, k = N).
+ */
+export function expertLinearDims(weight: GpuOperand, int4: ExpertLinearKernelOptions['int4']): { n: number; k: number } {
+  const [, rows, stored] = weight.view.shape;
+  if (int4?.transposed) return { n: stored * 8, k: rows };
+  return { n: rows, k: int4 ? stored * 8 : stored };
+}
+
+export function useGroupedExpertGemm(
+  ctx: GpuContext,
+  weight: GpuOperand,
+  ids: GpuOperand,
+  withCombine: boolean,
+  int4?: ExpertLinearKernelOptions['int4'],
+): boolean {
+  const [experts] = weight.view.shape;
+  const { n } = expertLinearDims(weight, int4);
   const [t, slots] = ids.view.shape;
   const total = t * slots;
   // Batch-invariant mode keeps the per-slot GEMV for every slot count (core/batch-invariance.ts).
@@ -47,6 +64,8 @@ const EXPERT_GEMM_VARIANT = {
   scaleT: 'boolean',
   /** A packed 4-bit weight: its scales' dtype, else 'none'. */
   int4: 'string',
+  /** Multiply by the packed stack's transpose (ExpertLinearOptions int4.transposed). */
+  int4T: 'boolean',
   perm: 'boolean',
 } as const;
 
@@ -57,8 +76,16 @@ export function blockScaleIndex(transposed: boolean): string {
 
 /** `b_value(base, k, n, e)`: W[e][n, k] dequantized (base: the row's first element, or word when packed 4-bit); `a_col`. */
 function expertGemmFunctions(v: VariantOf<typeof EXPERT_GEMM_VARIANT>): string {
-  const b =
-    v.int4 !== 'none'
+  const b = v.int4T
+    ? [
+        // Element (k, n) of the transpose is stored row k's code n: its word, nibble and group.
+        'fn b_value(base: u32, k: u32, n: u32, e: u32) -> f32 {',
+        '  let word = code_w(p.w_off + e * p.w_se + k * p.w_sk + n / 8u);',
+        '  let g = (e * p.k + k) * p.q_groups + n / p.group;',
+        '  return (f32((word >> ((n % 8u) * 4u)) & 15u) - load_q_zero(p.q_z_off + g)) * load_q_scale(p.q_s_off + g);',
+        '}',
+      ]
+    : v.int4 !== 'none'
       ? [
           'fn b_value(base: u32, k: u32, n: u32, e: u32) -> f32 {',
           '  let word = code_w(base + k / 8u);',
@@ -130,8 +157,9 @@ function groupedGemm(
   outDtype: DType,
   int4: ExpertLinearKernelOptions['int4'],
 ): GpuBuffer {
-  const [experts, n, kStored] = weight.view.shape;
-  const k = int4 ? kStored * 8 : kStored;
+  const [experts, , kStored] = weight.view.shape;
+  const transposed = !!int4?.transposed;
+  const { n, k } = expertLinearDims(weight, int4);
   const [t, slots] = ids.view.shape;
   const out = ctx.alloc(wordBytes(t * slots * n, lanesPerWord(outDtype)));
   // A dim of size 1 is never stepped along: its stride does not matter.
@@ -145,7 +173,8 @@ function groupedGemm(
       scaled: scale !== undefined,
       scaleT: scale !== undefined && scaleTransposed,
       int4: int4?.scale.dtype ?? 'none',
-      perm: !!int4?.perm,
+      int4T: transposed,
+      perm: !!int4?.perm && !transposed,
     },
     {
       n,
@@ -158,14 +187,24 @@ function groupedGemm(
       x_per_slot: x.view.shape[0] === t * slots ? 1 : 0,
       w_off: weight.view.offset,
       w_se: se,
-      w_sn: sn,
-      w_sk: sk,
+      // The transpose's b_value reads stored row k (stride sn) itself.
+      w_sn: transposed ? 0 : sn,
+      w_sk: transposed ? sn : sk,
       k_blocks: Math.ceil(k / 128),
       n_blocks: Math.ceil(n / 128),
       max_tiles: maxTiles,
-      ...int4Params(int4 ? { int4B: int4 } : {}, k),
+      ...int4Params(int4 ? { int4B: int4 } : {}, transposed ? kStored * 8 : k),
     },
-    { out, x: x.buffer, w: weight.buffer, plan, scale, q_scale: int4?.scale.buffer, q_zero: int4?.zero.buffer, perm: int4?.perm?.buffer },
+    {
+      out,
+      x: x.buffer,
+      w: weight.buffer,
+      plan,
+      scale,
+      q_scale: int4?.scale.buffer,
+      q_zero: int4?.zero.buffer,
+      perm: transposed ? undefined : int4?.perm?.buffer,
+    },
     { workgroups: [maxTiles, Math.ceil(n / BN), 1] },
   );
   return out;
@@ -222,7 +261,8 @@ function combineSlots(ctx: GpuContext, slotOut: GpuBuffer, ids: GpuOperand, comb
  */
 export function expertGemmKernel(ctx: GpuContext, x: GpuOperand, weight: GpuOperand, ids: GpuOperand, options: ExpertLinearKernelOptions): GpuBuffer {
   const { scale, combine, outDtype } = options;
-  const [experts, n] = weight.view.shape;
+  const [experts] = weight.view.shape;
+  const { n } = expertLinearDims(weight, options.int4);
   const [t, slots] = ids.view.shape;
   const lanes = lanesPerWord(outDtype);
   if (!combine && lanes > 1 && n % lanes !== 0) {

@@ -5,7 +5,7 @@ import { DTYPE_INFO, isFp8, lanesPerWord, type DType } from '../../core/dtype.js
 import { wordBytes, type GpuBuffer, type GpuContext } from '../../runtime/webgpu/gpu-context.js';
 import { binaryKernel, viaFloat32, type GpuOperand } from '../../runtime/webgpu/kernels/elementwise.js';
 import { swigluKernel } from '../swiglu/webgpu.js';
-import { blockScaleIndex, expertGemmKernel, useGroupedExpertGemm } from './expert-gemm.js';
+import { blockScaleIndex, expertGemmKernel, expertLinearDims, useGroupedExpertGemm } from './expert-gemm.js';
 import { columnReduceWgsl } from '../matmul/gemv.js';
 import { INT4_PARAMS, int4Params, weightBytes } from '../matmul/gemm.js';
 import { bytesOf, defineKernel, type VariantOf } from '../../runtime/webgpu/kernels/kernel.js';
@@ -15,8 +15,11 @@ export interface ExpertLinearKernelOptions {
   scale?: GpuBuffer;
   /** The scales are laid out for the weight's transpose ([E, ceil(K/128), ceil(N/128)]): see ExpertLinearOptions. */
   scaleTransposed?: boolean;
-  /** A packed 4-bit weight (int32 words [E, N, K/8]): contiguous group scales and zero points [E, N, K/g], perm [K]. */
-  int4?: { scale: GpuOperand; zero: GpuOperand; groupSize: number; perm?: GpuOperand };
+  /**
+   * A packed 4-bit weight (int32 words [E, N, K/8]): contiguous group scales and zero points [E, N, K/g], perm [K];
+   * transposed: multiply by the stack's transpose (x [.., N], out [.., K] in stored column order, perm not applied).
+   */
+  int4?: { scale: GpuOperand; zero: GpuOperand; groupSize: number; perm?: GpuOperand; transposed?: boolean };
   combine?: GpuOperand;
   outDtype: DType;
   /** silu(gate) * up of the weight's gate rows and up rows (gather only): out [T*k, N/2]. */
@@ -114,6 +117,21 @@ function int4DotCode(access: WeightAccess): string {
   ].join('\n');
 }
 
+/**
+ * x_row . column n of W[e] for a packed 4-bit stack (its transpose's row n): stored row k's code n, one word a row
+ * (a backward's dx: rows strided by the stored row length, read once each).
+ */
+function int4TransposedDotCode(): string {
+  return [
+    '  for (var k = t; k < p.k; k += TPO) {',
+    '    let word = w[p.w_off + e * p.w_se + k * p.w_sn + n / 8u];',
+    '    let gi = (e * p.k + k) * p.q_groups + n / p.group;',
+    '    let value = (f32((word >> ((n % 8u) * 4u)) & 15u) - load_q_zero(p.q_z_off + gi)) * load_q_scale(p.q_s_off + gi);',
+    '    acc += value * load_x(xrow + k * p.x_s1);',
+    '  }',
+  ].join('\n');
+}
+
 /** `fn load_w(e: u32) -> f32`: weight element e (an element index) from the array of load units (u32 words unless vec4). */
 function loadWeightFn(access: WeightAccess, dtype: DType): string {
   const lanes = lanesPerWord(dtype);
@@ -188,6 +206,8 @@ const EXPERT_LINEAR_VARIANT = {
   residual: 'string',
   /** A packed 4-bit weight: its scales' dtype, else 'none'. */
   int4: 'string',
+  /** Multiply by the packed stack's transpose (ExpertLinearKernelOptions int4.transposed). */
+  int4T: 'boolean',
   perm: 'boolean',
 } as const;
 type ExpertLinearVariant = VariantOf<typeof EXPERT_LINEAR_VARIANT>;
@@ -267,7 +287,7 @@ const expertLinear = defineKernel({
   constants: () => ({ TPO, OPW }),
   functions: expertLinearFunctions,
   code: (v) => ({
-    DOT: v.int4 !== 'none' ? int4DotCode(v.access) : dotCode(v.access, v.w, v.scaled),
+    DOT: v.int4T ? int4TransposedDotCode() : v.int4 !== 'none' ? int4DotCode(v.access) : dotCode(v.access, v.w, v.scaled),
     ACCUMULATE: v.combine ? COMBINE : v.activation === 'swiglu' ? GATHER_SWIGLU : GATHER,
     SUBGROUP_BUILTINS: v.subgroups ? ', @builtin(subgroup_invocation_id) sg_lane: u32, @builtin(subgroup_size) sg_size: u32' : '',
     REDUCE: columnReduceWgsl(v.subgroups, 'Acc()'),
@@ -284,23 +304,24 @@ const expertLinear = defineKernel({
 export function expertLinearKernel(ctx: GpuContext, x: GpuOperand, weight: GpuOperand, ids: GpuOperand, options: ExpertLinearKernelOptions): GpuBuffer {
   const { scale, scaleTransposed, combine, outDtype, activation, residual, int4 } = options;
   const [numExperts, wRows, kStored] = weight.view.shape;
-  const k = int4 ? kStored * 8 : kStored;
+  const transposed = !!int4?.transposed;
+  const { n: width, k } = expertLinearDims(weight, int4);
   const [t, slots] = ids.view.shape;
   const rowsOut = combine ? t : t * slots;
   // Prefill-sized batches: sort the slots by expert and run a grouped GEMM (one weight read per 64-slot tile); its
   // epilogues run as the separate ops they stand for.
-  if (useGroupedExpertGemm(ctx, weight, ids, combine !== undefined)) {
+  if (useGroupedExpertGemm(ctx, weight, ids, combine !== undefined, int4)) {
     const plain = expertGemmKernel(ctx, x, weight, ids, { scale, scaleTransposed, combine, outDtype, int4 });
     if (!activation && !residual) return plain;
     try {
-      const view = { shape: [rowsOut, wRows], strides: [wRows, 1], offset: 0 };
+      const view = { shape: [rowsOut, width], strides: [width, 1], offset: 0 };
       const op = { buffer: plain, dtype: outDtype, view };
-      return activation ? swigluKernel(ctx, op) : binaryKernel(ctx, 'add', op, residual!, [rowsOut, wRows], outDtype);
+      return activation ? swigluKernel(ctx, op) : binaryKernel(ctx, 'add', op, residual!, [rowsOut, width], outDtype);
     } finally {
       ctx.release(plain);
     }
   }
-  const n = activation ? wRows / 2 : wRows;
+  const n = activation ? width / 2 : width;
   const lanes = lanesPerWord(outDtype);
   if (lanes > 1 && n % lanes !== 0) {
     // Rows would share packed output words between workgroups.
@@ -309,7 +330,8 @@ export function expertLinearKernel(ctx: GpuContext, x: GpuOperand, weight: GpuOp
   const out = ctx.alloc(wordBytes(rowsOut * n, lanes));
   if (rowsOut * n === 0) return out;
 
-  const access = weightAccess(weight);
+  // The transpose reads single words down the stored rows.
+  const access = transposed ? 'word' : weightAccess(weight);
   // The op compacts a 4-bit weight: its rows are whole words.
   if (int4 && access === 'element') throw new Error('expertLinearKernel: a packed 4-bit weight must be contiguous');
   const item = DTYPE_INFO[weight.dtype].itemBytes;
@@ -332,7 +354,8 @@ export function expertLinearKernel(ctx: GpuContext, x: GpuOperand, weight: GpuOp
       activation: activation ?? 'linear',
       residual: residual?.dtype ?? 'no-residual',
       int4: int4?.scale.dtype ?? 'none',
-      perm: !!int4?.perm,
+      int4T: transposed,
+      perm: !!int4?.perm && !transposed,
     },
     {
       n,
@@ -359,7 +382,7 @@ export function expertLinearKernel(ctx: GpuContext, x: GpuOperand, weight: GpuOp
       c_s0: combine?.view.strides[0] ?? 0,
       c_s1: combine?.view.strides[1] ?? 0,
       w_rows: wRows,
-      ...int4Params(int4 ? { int4B: int4 } : {}, k),
+      ...int4Params(int4 ? { int4B: int4 } : {}, transposed ? kStored * 8 : k),
     },
     {
       out,
@@ -371,13 +394,13 @@ export function expertLinearKernel(ctx: GpuContext, x: GpuOperand, weight: GpuOp
       res: residual?.buffer,
       q_scale: int4?.scale.buffer,
       q_zero: int4?.zero.buffer,
-      perm: int4?.perm?.buffer,
+      perm: transposed ? undefined : int4?.perm?.buffer,
     },
     {
       workgroups: grid1d(colBlocks * rowsOut, 1),
       // Every slot reads its expert's rows (slots sharing an expert are counted twice; at decode they cannot).
       bytes:
-        t * slots * (int4 ? weightBytes(weight.dtype, { int4B: int4 }, wRows, k) : bytesOf(weight.dtype, wRows * k)) +
+        t * slots * (int4 ? weightBytes(weight.dtype, { int4B: int4 }, wRows, kStored * 8) : bytesOf(weight.dtype, wRows * k)) +
         bytesOf(x.dtype, x.view.shape[0] * k) +
         bytesOf(outDtype, rowsOut * n) +
         (residual ? bytesOf(residual.dtype, rowsOut * n) : 0),

@@ -128,6 +128,7 @@ export const expertLinearKernels = defineOpKernels<ExpertLinearArgs<unknown>>({
         zero: toGpuOperand(options.int4.zero),
         groupSize: options.int4.groupSize,
         perm: options.int4.perm && toGpuOperand(options.int4.perm),
+        transposed: options.int4.transposed,
       },
     });
   },

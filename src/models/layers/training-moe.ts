@@ -12,7 +12,7 @@ import { expertLinear, moeExperts, moeRoute } from '../../ops/moe.js';
 import { swiglu } from '../../ops/nn.js';
 import { cat, select } from '../../ops/shape-ops.js';
 import { softmax } from '../../ops/softmax.js';
-import { weightScaleOptions, type Routing } from './blocks.js';
+import { expertWeight, expertWeightOptions, weightScaleOptions, type Routing } from './blocks.js';
 import { withDeltas, type ProjectionDelta, type ProjectionSite } from './projection-site.js';
 import type { ExpertSites, MoeTrainingFeedForward, SharedExpertSites } from './training-blocks.js';
 import type { MoeWeights } from './weights.js';
@@ -76,13 +76,11 @@ function expertAdapters(ff: MoeTrainingFeedForward, delta: SiteAwareDelta | unde
 
 /**
  * Whether the grouped expert ops (a few dispatches per layer) can run the experts: their weights are float weights
- * (frozen, or trained in full: moeExperts gives the stacks' gradients) or frozen FP8 stacks with block scales (not
- * packed 4-bit), an adapter on expert projections keeps them stacked (expertAdapters), and a shared expert is
- * either stacked as the last expert (its gate the router's last row) or beside them.
+ * (frozen, or trained in full: moeExperts gives the stacks' gradients) or frozen FP8 / packed 4-bit stacks, an
+ * adapter on expert projections keeps them stacked (expertAdapters), and a shared expert is either stacked as the
+ * last expert (its gate the router's last row) or beside them.
  */
 function groupedExpertsApply(ff: MoeTrainingFeedForward, delta: SiteAwareDelta | undefined): boolean {
-  const { gateUp, down } = ff.weights;
-  if (gateUp.int4 || down.int4) return false;
   const shared = ff.shared;
   if (shared?.expert !== undefined && shared.expert !== ff.experts.length) return false;
   return expertAdapters(ff, delta) !== undefined;
@@ -90,7 +88,7 @@ function groupedExpertsApply(ff: MoeTrainingFeedForward, delta: SiteAwareDelta |
 
 /**
  * residual + the routed experts from differentiable expertLinears (with adapters on their projections, or over FP8
- * stacks, which moeExperts does not take): each projection's base (FP8 dequantized in the kernel) and LoRA terms
+ * or packed 4-bit stacks, which moeExperts does not take): each projection's base (dequantized in the kernel) and LoRA terms
  * (x A[e]^T then . B[e]^T, scaled) for every slot at once, swiglu, then each token's slots summed with their routing
  * weights. A few dispatches per projection whatever the number of experts; the stacks' gradients come from
  * expertWeightGrad, x's through the transposed stacks.
@@ -99,14 +97,14 @@ function adaptedExperts(x: Tensor, residual: Tensor, mlp: MoeWeights, ids: Tenso
   const [t, k] = ids.shape;
   const xf = float32(x);
   const term = (input: Tensor, s: ExpertAdapterStack) => expertLinear(expertLinear(input, s.a, ids), s.b, ids).mul(s.scaling);
-  let pre = expertLinear(x, mlp.gateUp.data, ids, { scale: mlp.gateUp.scale });
+  let pre = expertLinear(x, mlp.gateUp.data, ids, expertWeightOptions(mlp.gateUp));
   if (lora.gate || lora.up) {
     const half = pre.shape[1] / 2;
     const none = () => zeros([t * k, half], { device: x.device });
     pre = pre.add(cat([lora.gate ? term(xf, lora.gate) : none(), lora.up ? term(xf, lora.up) : none()], 1));
   }
   const act = swiglu(pre);
-  let y = expertLinear(act, mlp.down.data, ids, { scale: mlp.down.scale });
+  let y = expertLinear(act, mlp.down.data, ids, expertWeightOptions(mlp.down));
   if (lora.down) y = y.add(term(float32(act), lora.down));
   const combined = y.reshape([t, k, y.shape[1]]).mul(weights.unsqueeze(-1)).sum(1);
   return residual.add(combined.dtype === residual.dtype ? combined : combined.to(residual.dtype));
@@ -204,8 +202,8 @@ export function trainingMoe(
 }
 
 /**
- * trainingMoe's per-expert form (packed 4-bit experts; adapters on expert projections not kept stacked): the chosen
- * ids read back once per layer.
+ * trainingMoe's per-expert form (adapters on expert projections not kept stacked, or `composed`: the reference the
+ * tests hold the grouped form to): the chosen ids read back once per layer.
  */
 async function perExpertTrainingMoe(
   x: Tensor,
@@ -244,8 +242,8 @@ async function perExpertTrainingMoe(
       const pick = new Float32Array(rows.length * s);
       rows.forEach((t, r) => (pick[r * s + t] = 1));
       const gather = tensor(pick, { shape: [rows.length, s], device: x.device });
-      const expert = (w: Weight): Weight => ({ data: select(w.data, 0, e), scale: w.scale && select(w.scale, 0, e), recipe: w.recipe });
-      const [gateUp, down] = [expert(mlp.gateUp), expert(mlp.down)];
+      // Expert e's slices (a packed 4-bit stack's zero points too).
+      const [gateUp, down] = [expertWeight(mlp.gateUp, e), expertWeight(mlp.down, e)];
       const sites = ff.experts[e];
       const xe = gather.matmul(x);
       const act = swiglu(withDeltas(linear(xe, gateUp.data, undefined, weightScaleOptions(gateUp)), xe, [sites.gate, sites.up], delta));

@@ -3,10 +3,10 @@
 // round twice); float16/bfloat16 then round that float32, as torch's casts from int64 go through float.
 import { allocStorage, castCode, type StorageArray } from '../../core/codecs.js';
 import { isFloating, type DType } from '../../core/dtype.js';
-import { ZeroDivisionError } from '../../core/errors.js';
 import { numel, type Shape } from '../../core/shape.js';
 import type { ComparisonOp, Operand } from '../../runtime/backend.js';
 import { values, viewIndices } from '../../runtime/cpu/cpu-backend.js';
+import { zeroDivisor } from '../../runtime/cpu/scalar-ops.js';
 
 export type Int64MapOp = 'add' | 'sub' | 'mul' | 'maximum' | 'minimum' | 'neg' | 'abs' | 'floor_divide' | 'remainder' | 'fmod' | 'pow';
 
@@ -37,10 +37,6 @@ function powi(a: bigint, b: bigint): bigint {
   for (let base = a, e = b; e > 0n; e >>= 1n, base = BigInt.asIntN(64, base * base)) if (e & 1n) r = BigInt.asIntN(64, r * base);
   return r;
 }
-
-const zeroDivisor = (op: string): never => {
-  throw new ZeroDivisionError(op);
-};
 
 const MAP: Record<Int64MapOp, (a: bigint, b: bigint) => bigint> = {
   add: (a, b) => a + b,

@@ -75,15 +75,15 @@ function expertAdapters(ff: MoeTrainingFeedForward, delta: SiteAwareDelta | unde
 }
 
 /**
- * Whether the grouped expert ops (a few dispatches per layer) can run the experts: their weights are float weights
- * (frozen, or trained in full: moeExperts gives the stacks' gradients) or frozen FP8 / packed 4-bit stacks, an
- * adapter on expert projections keeps them stacked (expertAdapters), and a shared expert is either stacked as the
- * last expert (its gate the router's last row) or beside them.
+ * The routed experts' adapters when the grouped expert ops (a few dispatches per layer) can run the experts, else
+ * undefined: their weights are float weights (frozen, or trained in full: moeExperts gives the stacks' gradients)
+ * or frozen FP8 / packed 4-bit stacks, an adapter on expert projections keeps them stacked (expertAdapters), and a
+ * shared expert is either stacked as the last expert (its gate the router's last row) or beside them.
  */
-function groupedExpertsApply(ff: MoeTrainingFeedForward, delta: SiteAwareDelta | undefined): boolean {
+function groupedExperts(ff: MoeTrainingFeedForward, delta: SiteAwareDelta | undefined): ExpertAdapters | undefined {
   const shared = ff.shared;
-  if (shared?.expert !== undefined && shared.expert !== ff.experts.length) return false;
-  return expertAdapters(ff, delta) !== undefined;
+  if (shared?.expert !== undefined && shared.expert !== ff.experts.length) return undefined;
+  return expertAdapters(ff, delta);
 }
 
 /**
@@ -121,12 +121,18 @@ function adapted(sites: ExpertSites, delta: SiteAwareDelta | undefined): boolean
  * runs all experts' forward and backward in a few dispatches. A stacked shared expert is one more slot (id E,
  * weight sigmoid of its gate's logit); one beside the experts runs as a dense MLP.
  */
-function groupedTrainingMoe(x: Tensor, residual: Tensor, ff: MoeTrainingFeedForward, routing: Routing, delta: SiteAwareDelta | undefined): Tensor {
+function groupedTrainingMoe(
+  x: Tensor,
+  residual: Tensor,
+  ff: MoeTrainingFeedForward,
+  routing: Routing,
+  delta: SiteAwareDelta | undefined,
+  lora: ExpertAdapters,
+): Tensor {
   const mlp = ff.weights;
   const { topK, scoring, normalize, normalizeEps, scale } = routing;
   const experts = ff.experts.length;
   const shared = ff.shared;
-  const lora = expertAdapters(ff, delta)!;
   // moeExperts takes float stacks without adapters; else the block is composed from expertLinears.
   const composedExperts =
     lora.gate !== undefined || lora.up !== undefined || lora.down !== undefined || mlp.gateUp.scale !== undefined || mlp.down.scale !== undefined;
@@ -197,7 +203,8 @@ export function trainingMoe(
   options: TrainingMoeOptions = {},
 ): Tensor | Promise<Tensor> {
   // The grouped form never reads back, so it stays synchronous (a compiled training step can trace it).
-  if (!options.composed && groupedExpertsApply(ff, delta)) return groupedTrainingMoe(x, residual, ff, routing, delta);
+  const lora = options.composed ? undefined : groupedExperts(ff, delta);
+  if (lora) return groupedTrainingMoe(x, residual, ff, routing, delta, lora);
   return perExpertTrainingMoe(x, residual, ff, routing, delta);
 }
 

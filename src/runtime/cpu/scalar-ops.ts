@@ -159,7 +159,8 @@ export const BINARY_F64: Readonly<Record<BinaryOp, (a: number, b: number) => num
   floor_divide: floorDivide,
 };
 
-const zeroDivisor = (op: string): never => {
+/** Throws torch's ZeroDivisionError for an integer division op (an expression, for the ternaries that divide). */
+export const zeroDivisor = (op: string): never => {
   throw new ZeroDivisionError(op);
 };
 

@@ -11,35 +11,18 @@ import { gpuCounters, setDefaultDevice } from '../../src/index.js';
 import { DecodeSession } from '../../src/generate/decode-session.js';
 import { writeRandomLfm2Checkpoint } from '../../src/models/lfm2/random-checkpoint.js';
 import { loadModel } from '../../src/models/load.js';
-import type { Qwen3Config } from '../../src/models/qwen3/config.js';
 import { writeRandomQwen3Checkpoint } from '../../src/models/qwen3/random-checkpoint.js';
 import type { Qwen35Config } from '../../src/models/qwen3_5/config.js';
 import { writeRandomQwen35Checkpoint } from '../../src/models/qwen3_5/presets.js';
 import { webgpuBackend } from '../../src/runtime/registry.js';
 import { LFM2_REFERENCE_CASES } from '../../tools/lfm2-reference/presets.js';
 import { QWEN3_5_REFERENCE_CASES } from '../../tools/qwen3_5-reference/presets.js';
+import { SMALL_QWEN3_MOE } from '../helpers/qwen3.js';
 import { setupWebGpu } from '../helpers/webgpu.js';
 
 const gpu = await setupWebGpu();
 setDefaultDevice('cpu');
 
-const QWEN3_MOE: Qwen3Config = {
-  modelType: 'qwen3_moe',
-  vocabSize: 384,
-  hiddenSize: 64,
-  intermediateSize: 128,
-  numHiddenLayers: 2,
-  numAttentionHeads: 2,
-  numKeyValueHeads: 1,
-  headDim: 32,
-  rmsNormEps: 1e-6,
-  ropeTheta: 1_000_000,
-  maxPositionEmbeddings: 512,
-  tieWordEmbeddings: true,
-  attentionBias: false,
-  eosTokenIds: [1],
-  moe: { numExperts: 4, numExpertsPerTok: 2, moeIntermediateSize: 64, normTopkProb: true, decoderSparseStep: 1, mlpOnlyLayers: [] },
-};
 const QWEN36_REF = QWEN3_5_REFERENCE_CASES['qwen3.6-moe-ref'].config;
 const QWEN36_MOE: Qwen35Config = {
   ...QWEN36_REF,
@@ -50,7 +33,7 @@ const QWEN36_MOE: Qwen35Config = {
 };
 
 const WRITERS: [string, (dir: string) => Promise<unknown>][] = [
-  ['Qwen3-MoE', (dir) => writeRandomQwen3Checkpoint(dir, QWEN3_MOE, { seed: 3 })],
+  ['Qwen3-MoE', (dir) => writeRandomQwen3Checkpoint(dir, SMALL_QWEN3_MOE, { seed: 3 })],
   ['LFM2-MoE', (dir) => writeRandomLfm2Checkpoint(dir, LFM2_REFERENCE_CASES['lfm2-moe-ref'].config, { seed: 3 })],
   ['Qwen3.6-MoE', (dir) => writeRandomQwen35Checkpoint(dir, QWEN36_MOE, { seed: 3 })],
 ];

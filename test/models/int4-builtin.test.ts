@@ -23,29 +23,13 @@ import { measureDecode } from '../../src/generate/measure.js';
 import { loadModel } from '../../src/models/load.js';
 import type { CausalLM } from '../../src/models/causal-lm.js';
 import { maxRelativeToScale } from '../helpers/compare.js';
+import { SMALL_QWEN3_MOE } from '../helpers/qwen3.js';
 import { setupWebGpu } from '../helpers/webgpu.js';
 
 const gpu = await setupWebGpu();
 setDefaultDevice('cpu');
 
-const TINY_MOE: Qwen3Config = {
-  modelType: 'qwen3_moe',
-  vocabSize: 384,
-  hiddenSize: 64,
-  intermediateSize: 128,
-  numHiddenLayers: 2,
-  numAttentionHeads: 2,
-  numKeyValueHeads: 1,
-  headDim: 32,
-  rmsNormEps: 1e-6,
-  ropeTheta: 1_000_000,
-  maxPositionEmbeddings: 512,
-  tieWordEmbeddings: true,
-  attentionBias: false,
-  bosTokenId: 0,
-  eosTokenIds: [1],
-  moe: { numExperts: 4, numExpertsPerTok: 2, moeIntermediateSize: 64, normTopkProb: true, decoderSparseStep: 1, mlpOnlyLayers: [] },
-};
+const TINY_MOE: Qwen3Config = { ...SMALL_QWEN3_MOE, bosTokenId: 0 };
 
 const GROUP = 32;
 

@@ -6,46 +6,24 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { CheckpointError, setDefaultDevice, tensor } from '../../src/index.js';
+import { CheckpointError, setDefaultDevice } from '../../src/index.js';
 import { Checkpoint } from '../../src/formats/checkpoint.js';
 import { writeSafetensors, type TensorSource } from '../../src/formats/safetensors-writer.js';
 import type { Qwen3Config } from '../../src/models/qwen3/config.js';
-import { loadQwen3, type LoadedModel } from '../../src/models/qwen3/load.js';
+import { loadQwen3 } from '../../src/models/qwen3/load.js';
 import { writeRandomQwen3Checkpoint } from '../../src/models/qwen3/random-checkpoint.js';
 import { int4LayerTensors, int4QuantizationConfig, type Int4FixtureCase, divideScalesBy16 } from '../../tools/int4-reference/cases.js';
 import { randomCodes } from '../../tools/int4-reference/int4_reference.js';
-import { maxRelativeToScale } from '../helpers/compare.js';
+import { SMALL_QWEN3_MOE } from '../helpers/qwen3.js';
+import { expectInt4MatchesFloat } from '../helpers/int4-pair.js';
 import { setupWebGpu } from '../helpers/webgpu.js';
 
 const gpu = await setupWebGpu();
 setDefaultDevice('cpu');
 
-const BASE = {
-  vocabSize: 384,
-  rmsNormEps: 1e-6,
-  ropeTheta: 1_000_000,
-  maxPositionEmbeddings: 512,
-  attentionBias: false,
-  bosTokenId: 0,
-  eosTokenIds: [1],
-} as const;
-const DENSE: Qwen3Config = {
-  ...BASE,
-  modelType: 'qwen3',
-  hiddenSize: 64,
-  intermediateSize: 128,
-  numHiddenLayers: 2,
-  numAttentionHeads: 2,
-  numKeyValueHeads: 1,
-  headDim: 32,
-  tieWordEmbeddings: false,
-};
-const MOE: Qwen3Config = {
-  ...DENSE,
-  modelType: 'qwen3_moe',
-  tieWordEmbeddings: true,
-  moe: { numExperts: 4, numExpertsPerTok: 2, moeIntermediateSize: 64, normTopkProb: true, decoderSparseStep: 1, mlpOnlyLayers: [] },
-};
+const MOE: Qwen3Config = { ...SMALL_QWEN3_MOE, bosTokenId: 0 };
+const { moe: _experts, ...denseLayers } = MOE;
+const DENSE: Qwen3Config = { ...denseLayers, modelType: 'qwen3', tieWordEmbeddings: false };
 
 const quantized = (name: string) => name.endsWith('_proj.weight');
 
@@ -101,19 +79,6 @@ async function writeInt4Pair(
   return [qdir, fdir];
 }
 
-async function logits(m: LoadedModel, ids: number[][]): Promise<Float32Array[]> {
-  const cache = m.model.newCache();
-  const out: Float32Array[] = [];
-  for (const step of ids) {
-    const input = tensor(step, { dtype: 'int32', device: m.model.device });
-    const l = await m.model.forward(input, cache, false);
-    out.push((await l.toArray()) as Float32Array);
-    input.dispose();
-    l.dispose();
-  }
-  return out;
-}
-
 const STEPS = [[3, 17, 250, 9, 41, 7], [88], [5]];
 
 describe(`int4 checkpoints end to end ${gpu.skipReason}`, () => {
@@ -125,19 +90,7 @@ describe(`int4 checkpoints end to end ${gpu.skipReason}`, () => {
   ] as const) {
     it(`${label}: CPU = dequantized float32 (1e-5), WebGPU = CPU (1e-4)`, async () => {
       const [qdir, fdir] = await writeInt4Pair(config, format, 'shared');
-      const q = await loadQwen3(qdir, { device: 'cpu', maxSequence: 32 });
-      const f = await loadQwen3(fdir, { device: 'cpu', maxSequence: 32 });
-      const want = await logits(f, STEPS);
-      const got = await logits(q, STEPS);
-      for (let i = 0; i < STEPS.length; i++) expect(maxRelativeToScale(got[i], want[i]), `cpu step ${i}`).toBeLessThan(1e-5);
-      q.model.dispose();
-      f.model.dispose();
-      if (gpu.available) {
-        const g = await loadQwen3(qdir, { device: 'webgpu', maxSequence: 32 });
-        const gl = await logits(g, STEPS);
-        for (let i = 0; i < STEPS.length; i++) expect(maxRelativeToScale(gl[i], got[i]), `webgpu step ${i}`).toBeLessThan(1e-4);
-        g.model.dispose();
-      }
+      await expectInt4MatchesFloat((dir, device) => loadQwen3(dir, { device, maxSequence: 32 }), qdir, fdir, STEPS, gpu.available);
     });
   }
 

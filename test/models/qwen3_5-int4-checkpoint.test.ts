@@ -10,7 +10,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { CheckpointError, setDefaultDevice, tensor } from '../../src/index.js';
+import { CheckpointError, setDefaultDevice } from '../../src/index.js';
 import { Checkpoint } from '../../src/formats/checkpoint.js';
 import { writeSafetensors, type TensorSource } from '../../src/formats/safetensors-writer.js';
 import { loadModel, type LoadedModel } from '../../src/models/load.js';
@@ -20,7 +20,7 @@ import { writeRandomQwen35Checkpoint } from '../../src/models/qwen3_5/presets.js
 import { int4LayerTensors, int4QuantizationConfig, type Int4FixtureCase, divideScalesBy16 } from '../../tools/int4-reference/cases.js';
 import { randomCodes } from '../../tools/int4-reference/int4_reference.js';
 import { QWEN3_5_REFERENCE_CASES } from '../../tools/qwen3_5-reference/presets.js';
-import { maxRelativeToScale } from '../helpers/compare.js';
+import { expectInt4MatchesFloat } from '../helpers/int4-pair.js';
 import { setupWebGpu } from '../helpers/webgpu.js';
 
 const gpu = await setupWebGpu();
@@ -137,20 +137,6 @@ function exclusionsOf(o: PairOptions): Record<string, unknown> {
   return { ignore: ['lm_head', 're:.*mlp\\.gate$', 're:.*mlp\\.shared_expert_gate$', 're:.*linear_attn\\.in_proj_[ab]$'] };
 }
 
-async function logits(m: LoadedModel, steps: readonly number[][]): Promise<Float32Array[]> {
-  const model = m.model as Qwen35Model;
-  const cache = model.newCache();
-  const out: Float32Array[] = [];
-  for (const step of steps) {
-    const input = tensor(step, { dtype: 'int32', device: model.device });
-    const l = await model.forward(input, cache, { lastOnly: false });
-    out.push((await l.toArray()) as Float32Array);
-    input.dispose();
-    l.dispose();
-  }
-  return out;
-}
-
 /** A prefill, then two decode steps. */
 const STEPS = [[3, 17, 200, 9, 41, 7], [88], [5]];
 
@@ -184,20 +170,12 @@ describe(`Qwen3.6-MoE int4 checkpoints end to end ${gpu.skipReason}`, () => {
   ] as const satisfies readonly (readonly [string, Format, PairOptions])[]) {
     it(`${label}: CPU = dequantized float32 (1e-5), WebGPU = CPU (1e-4)`, async () => {
       const [qdir, fdir] = await writeInt4Pair(MOE, format, options);
-      const q = await loadModel(qdir, { device: 'cpu', maxSequence: 32 });
-      const f = await loadModel(fdir, { device: 'cpu', maxSequence: 32 });
-      expect(q.model).toBeInstanceOf(Qwen35Model);
-      const want = await logits(f, STEPS);
-      const got = await logits(q, STEPS);
-      for (let i = 0; i < STEPS.length; i++) expect(maxRelativeToScale(got[i], want[i]), `cpu step ${i}`).toBeLessThan(1e-5);
-      q.model.dispose();
-      f.model.dispose();
-      if (gpu.available) {
-        const g = await loadModel(qdir, { device: 'webgpu', maxSequence: 32 });
-        const gl = await logits(g, STEPS);
-        for (let i = 0; i < STEPS.length; i++) expect(maxRelativeToScale(gl[i], got[i]), `webgpu step ${i}`).toBeLessThan(1e-4);
-        g.model.dispose();
-      }
+      const load = async (dir: string, device: 'cpu' | 'webgpu') => {
+        const m = await loadModel(dir, { device, maxSequence: 32 });
+        expect(m.model).toBeInstanceOf(Qwen35Model);
+        return m;
+      };
+      await expectInt4MatchesFloat(load, qdir, fdir, STEPS, gpu.available);
     });
   }
 

@@ -13,6 +13,7 @@ import { vaeDecodeCases } from './vae-decode.bench.js';
 import { trainStepCases } from './train-step.bench.js';
 import { audioCases } from './audio.bench.js';
 import { serveLoadCases } from './serve-load.bench.js';
+import { soakCases } from './soak.bench.js';
 import { speculativeCases } from './speculative.bench.js';
 import { gatedDeltaNetCases } from './gated-delta-net.bench.js';
 import { peersCases } from './peers.bench.js';
@@ -51,6 +52,7 @@ async function main(): Promise<number> {
     ...whisperCases(args.quick),
     ...gatedDeltaNetCases(args.quick),
     ...serveLoadCases(args.quick),
+    ...soakCases(args.quick),
     ...speculativeCases(args.quick),
     ...peersCases(args.quick, args.filter),
   ].filter((c) => matchesFilter(c, args.filter));

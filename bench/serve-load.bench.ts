@@ -2,9 +2,10 @@
 // software adapter runs) served in-process on 127.0.0.1, streaming completions from 1, 4 and 16 concurrent clients
 // (each one request with its own token-id prompt, a fixed max_tokens, greedy), with continuous batching and, as the
 // baseline, one sequence at a time (--max-batch 1). Every request must stream the text it streamed alone (the
-// 1-client pass runs every prompt one after another first). Reported: aggregate generated tokens/s, p50/p99 time to
-// first token and inter-token latency, dispatches per scheduler step and per generated token; the ratio column of
-// `serve cN` is its aggregate throughput against `serve c1`.
+// 1-client pass runs every prompt one after another first). Reported: aggregate generated tokens/s, time to first
+// token (p50 / p95 / p99), time to the response headers (the client has the head: the server took the request; p50 /
+// p95), inter-token latency, dispatches per scheduler step and per generated token; the ratio column of `serve cN` is
+// its aggregate throughput against `serve c1`.
 // The multi-turn case: 4 concurrent conversations of 4 turns (2 of 3 in quick runs), each turn's prompt the previous one plus a reply and a
 // new user message (token ids, a 48-token system prefix shared by all), with the prefix cache and without
 // (--no-prefix-cache): prefill tokens saved and time to first token; the texts must match.
@@ -13,6 +14,7 @@
 // µs per batched decode forward (queueing only, no GPU wait), the ratio of `serve step captured` against eager; the
 // tokens must match. Once for the Qwen3-MoE above, once for the built-in Qwen3.6 (DeltaNet states per sequence).
 import { mkdtempSync, rmSync } from 'node:fs';
+import { request, type IncomingMessage } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { qwen3TokenizerFiles } from '../src/tokenizer/tokenizer.js';
@@ -39,29 +41,44 @@ function config(quick: boolean): Qwen3Config {
 interface Streamed {
   text: string;
   tokens: number;
+  /** From sending the request to its response headers (a streamed answer's headers go out once it is queued). */
+  headersMs: number;
   ttftMs: number;
   gapsMs: number[];
+}
+
+/**
+ * POSTs a JSON body; resolves with the response once its head arrives. node:http rather than fetch: fetch gives up
+ * on a response whose head takes over 300 s, which a request waiting its turn on a loaded 2-core machine can.
+ */
+function post(url: string, body: string): Promise<IncomingMessage> {
+  return new Promise((resolve, reject) => {
+    const req = request(url, { method: 'POST', headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, resolve);
+    req.on('error', reject);
+    req.end(body);
+  });
 }
 
 /** One streaming completion, timed per event. */
 async function stream(server: RunningServer, prompt: number[], maxTokens: number): Promise<Streamed> {
   const t0 = performance.now();
-  const res = await fetch(`${server.url}/v1/completions`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ model: MODEL, prompt, max_tokens: maxTokens, temperature: 0, stream: true, stream_options: { include_usage: true } }),
-  });
-  if (!res.ok || !res.body) throw new Error(`serve load: HTTP ${res.status}: ${await res.text()}`);
-  const out: Streamed = { text: '', tokens: 0, ttftMs: 0, gapsMs: [] };
+  const res = await post(
+    `${server.url}/v1/completions`,
+    JSON.stringify({ model: MODEL, prompt, max_tokens: maxTokens, temperature: 0, stream: true, stream_options: { include_usage: true } }),
+  );
+  const headersMs = performance.now() - t0;
+  if (res.statusCode !== 200) throw new Error(`serve load: HTTP ${res.statusCode}: ${(await res.toArray()).join('')}`);
+  const out: Streamed = { text: '', tokens: 0, headersMs, ttftMs: 0, gapsMs: [] };
   let last = t0;
   let buffered = '';
   const decoder = new TextDecoder();
-  for await (const bytes of res.body) {
+  for await (const bytes of res) {
     buffered += decoder.decode(bytes as Uint8Array, { stream: true });
     let end: number;
     while ((end = buffered.indexOf('\n\n')) >= 0) {
       const event = buffered.slice(0, end);
       buffered = buffered.slice(end + 2);
+      if (!event.startsWith('data: ')) continue; // an SSE comment
       const data = event.replace(/^data: /, '');
       if (data === '[DONE]') continue;
       const chunk = JSON.parse(data) as { choices: { text: string }[]; usage?: { completion_tokens: number } };
@@ -333,9 +350,10 @@ async function measure(ctx: BenchContext, c: Qwen3Config, shape: string): Promis
       const tokens = p.results.reduce((a, r) => a + r.tokens, 0);
       const tps = tokens / (p.wallMs / 1000);
       const ttft = p.results.map((r) => r.ttftMs);
+      const headers = p.results.map((r) => r.headersMs);
       const gaps = p.results.flatMap((r) => r.gapsMs);
       const perStep = p.steps > 0 ? (p.dispatches / p.steps).toFixed(1) : 'n/a';
-      const note = `${p.clients} client${p.clients > 1 ? 's' : ''}${i === 3 ? ', one sequence at a time' : ''}: ${p.results.length} requests, ${tokens} tokens in ${(p.wallMs / 1000).toFixed(2)} s = ${tps.toFixed(1)} tok/s; TTFT p50 ${percentile(ttft, 50).toFixed(0)} / p99 ${percentile(ttft, 99).toFixed(0)} ms; ITL p50 ${percentile(gaps, 50).toFixed(1)} / p99 ${percentile(gaps, 99).toFixed(1)} ms; ${(p.dispatches / tokens).toFixed(1)} dispatches/token, ${perStep} per step${i > 0 && i < 3 ? '; every text equal to its run alone' : ''}`;
+      const note = `${p.clients} client${p.clients > 1 ? 's' : ''}${i === 3 ? ', one sequence at a time' : ''}: ${p.results.length} requests, ${tokens} tokens in ${(p.wallMs / 1000).toFixed(2)} s = ${tps.toFixed(1)} tok/s; TTFT p50 ${percentile(ttft, 50).toFixed(0)} / p95 ${percentile(ttft, 95).toFixed(0)} / p99 ${percentile(ttft, 99).toFixed(0)} ms; headers p50 ${percentile(headers, 50).toFixed(0)} / p95 ${percentile(headers, 95).toFixed(0)} ms; ITL p50 ${percentile(gaps, 50).toFixed(1)} / p99 ${percentile(gaps, 99).toFixed(1)} ms; ${(p.dispatches / tokens).toFixed(1)} dispatches/token, ${perStep} per step${i > 0 && i < 3 ? '; every text equal to its run alone' : ''}`;
       ctx.log(`  ${names[i]}: ${note}`);
       const msPerToken = p.wallMs / tokens;
       rows.push({

@@ -55,7 +55,19 @@ export {
   type GrammarOptions,
   type CompiledFormat,
   type GrammarEngine,
+  inProcessGrammars,
+  type GrammarSource,
+  type SequenceGrammar,
 } from './generate/grammar.js';
+export {
+  GrammarWorker,
+  GrammarTimeoutError,
+  webGrammarWorker,
+  type GrammarWorkerOptions,
+  type GrammarWorkerHandle,
+  type SpawnGrammarWorker,
+} from './generate/grammar-worker/client.js';
+export { runGrammarWorker, serveGrammarRequests } from './generate/grammar-worker/engine-side.js';
 export { TextTokenizer, type ChatMessage, type TokenizerVocabulary } from './tokenizer/text-tokenizer.js';
 export { SafetensorsFile, type TensorLoadOptions } from './formats/safetensors-reader.js';
 export { encodeSafetensors, tensorSource, type TensorSource } from './formats/safetensors-writer.js';

@@ -13,6 +13,7 @@ export { fileSource } from './formats/byte-source.js';
 export type { WeightLoadOptions } from './formats/checkpoint.js';
 export { writeCheckpoint } from './formats/checkpoint-writer.js';
 export { loadModel, type LoadedModel, type LoadModelOptions } from './models/load.js';
+export { spawnNodeGrammarWorker } from './serve/grammar-worker/node-worker.js';
 export { loadQwen3 } from './models/qwen3/load.js';
 export { writeRandomQwen3Checkpoint } from './models/qwen3/random-checkpoint.js';
 export { LFM2_PRESETS, writeRandomLfm2Checkpoint } from './models/lfm2/random-checkpoint.js';

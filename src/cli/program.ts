@@ -17,6 +17,7 @@ import { runServe, type ServeCliOptions } from './serve.js';
 import { KV_DTYPE_NAMES } from './model-source.js';
 import { runWeb, type WebCliOptions } from './web.js';
 import { BUILTIN_PREFIX } from '../models/builtin.js';
+import { DEFAULT_REQUEST_LIMITS, type RequestLimits } from '../serve/schema-checks.js';
 import { presetNames } from '../models/families.js';
 import { choice, deviceName, nonNegativeInt, numberIn, oneLineError, port, positiveInt } from './validate.js';
 
@@ -53,6 +54,15 @@ function tilingOptions(command: Command, what: string): Command {
 }
 
 /** 512MiB, 2GB, 1.5GiB or a plain byte count. */
+/** `name=value` of one request limit (serve/schema-checks.ts), gathered into an object. */
+function requestLimit(v: string, previous: Partial<RequestLimits> = {}): Partial<RequestLimits> {
+  const m = /^(\w+)=(\d+)$/.exec(v);
+  const name = m?.[1] as keyof RequestLimits | undefined;
+  if (!m || !name || !(name in DEFAULT_REQUEST_LIMITS) || Number(m[2]) < 1)
+    throw new InvalidArgumentError(`expected name=value with a positive integer, the name one of ${Object.keys(DEFAULT_REQUEST_LIMITS).join(', ')}`);
+  return { ...previous, [name]: Number(m[2]) };
+}
+
 function byteSize(v: string): number {
   const m = /^(\d+(?:\.\d+)?)\s*(|b|kb|kib|mb|mib|gb|gib)$/i.exec(v.trim());
   const unit: Record<string, number> = { '': 1, b: 1, kb: 1e3, kib: 2 ** 10, mb: 1e6, mib: 2 ** 20, gb: 1e9, gib: 2 ** 30 };
@@ -383,6 +393,13 @@ export function buildProgram(): Command {
     .option('--api-key <key>', 'require Authorization: Bearer <key> on /v1/*')
     .option('--max-queue <n>', 'requests waiting behind the running one before 429', positiveInt, 64)
     .option('--max-body <bytes>', 'largest request body before 413', positiveInt, 1 << 20)
+    .option(
+      '--request-limit <name=value>',
+      `raise or lower one of the limits requests are checked against before any work (repeatable): ${Object.keys(DEFAULT_REQUEST_LIMITS).join(', ')}`,
+      requestLimit,
+    )
+    .option('--grammar-timeout <ms>', 'longest a response format may compile before the request is refused with 400', positiveInt, 10_000)
+    .option('--grammar-workers <n>', 'most grammar engine worker threads (a new format compiles where it stalls no running sequence)', positiveInt, 3)
     .option('--served-model-name <name>', "the model name clients send (default: the --model spec, or the folder's name)")
     .option('--max-model-len <n>', 'positions per sequence, prompt + completion (default: min(max_position_embeddings, 4096))', positiveInt)
     .option('--shutdown-timeout <s>', 'seconds in-flight requests get to finish on SIGTERM / SIGINT', positiveInt, 10)
@@ -399,6 +416,11 @@ export function buildProgram(): Command {
       choice(KV_DTYPE_NAMES),
     )
     .option('--prefill-chunk <n>', 'prompt tokens per prefill chunk, interleaved with the running decodes', positiveInt, 128)
+    .option(
+      '--prefill-tokens-per-step <n>',
+      "prompt tokens prefilled per scheduler step, over the joining requests' whole chunks (default 4 x --prefill-chunk)",
+      positiveInt,
+    )
     .option(
       '--no-prefix-cache',
       'do not share the KV pages of common prompt prefixes between requests (shared by default; cached pages are evicted when --kv-memory runs out)',

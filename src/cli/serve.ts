@@ -7,6 +7,8 @@ import { startServer } from '../serve/server.js';
 import { loadWhisper, type LoadedWhisper } from '../models/whisper/load.js';
 import { openModel, type KvDTypeName } from './model-source.js';
 import { FifoScheduler } from '../serve/scheduler.js';
+import type { GrammarSource } from '../generate/grammar.js';
+import type { RequestLimits } from '../serve/schema-checks.js';
 import type { CausalLM } from '../models/causal-lm.js';
 import { checkSpeculativeFlags, openDraftModel, speculativeConfig, type SpeculativeKind } from './generate.js';
 import { checkPortFree, listenError } from './validate.js';
@@ -25,6 +27,11 @@ export interface ServeCliOptions {
   maxQueue: number;
   /** Bytes. */
   maxBody: number;
+  /** --request-limit name=value, gathered. */
+  requestLimit?: Partial<RequestLimits>;
+  /** --grammar-timeout, ms. */
+  grammarTimeout?: number;
+  grammarWorkers?: number;
   servedModelName?: string;
   /** Positions per sequence (default: min(max_position_embeddings, 4096)). */
   maxModelLen?: number;
@@ -35,6 +42,7 @@ export interface ServeCliOptions {
   kvMemory?: number;
   kvPageSize?: number;
   prefillChunk?: number;
+  prefillTokensPerStep?: number;
   /** false with --no-prefix-cache. */
   prefixCache?: boolean;
   /** A Whisper model (folder, Hub id or builtin:whisper-tiny) behind /v1/audio/transcriptions and /v1/audio/translations. */
@@ -99,9 +107,9 @@ async function serveUntilSignal(o: ServeCliOptions, signal: Promise<NodeJS.Signa
   // Speculation runs in generate(): requests go one at a time through it (the batch scheduler does not speculate).
   const scheduler =
     speculative &&
-    ((l: LoadedModel) => {
+    ((l: LoadedModel, grammars: GrammarSource) => {
       log(`scheduler: one sequence at a time, speculative ${speculative} (k=${o.numSpeculativeTokens ?? 4})`);
-      const generate = { speculative: speculativeConfig(speculative, draft), numSpeculativeTokens: o.numSpeculativeTokens };
+      const generate = { speculative: speculativeConfig(speculative, draft), numSpeculativeTokens: o.numSpeculativeTokens, grammars };
       return new FifoScheduler(l.model, l.tokenizer!, { maxQueue: o.maxQueue, generate });
     });
   // The Whisper model loads after the text model, on the device that one got.
@@ -120,10 +128,14 @@ async function serveUntilSignal(o: ServeCliOptions, signal: Promise<NodeJS.Signa
       apiKey: o.apiKey,
       maxQueue: o.maxQueue,
       maxBodyBytes: o.maxBody,
+      limits: o.requestLimit,
+      grammarCompileTimeoutMs: o.grammarTimeout,
+      grammarWorkers: o.grammarWorkers,
       maxBatch: o.maxBatch,
       kvMemoryBytes: o.kvMemory,
       kvPageSize: o.kvPageSize,
       prefillChunk: o.prefillChunk,
+      prefillTokensPerStep: o.prefillTokensPerStep,
       prefixCache: o.prefixCache,
       transcription: whisperLoading && { whisper: whisperLoading, servedModelName: transcribeModel!, maxAudioBytes: o.maxAudioSize },
       scheduler: scheduler || undefined,

@@ -12,7 +12,7 @@ import { SequenceOutput } from './sequence-output.js';
 import { tokenLogprobs, type TokenLogprobs } from './logprobs.js';
 import type { GenerationConfig } from '../formats/generation-config.js';
 import { defaultStopIds, withGenerationConfig } from './generation-defaults.js';
-import { compileResponseFormat, GrammarError, TokenConstraint, type GrammarOptions, type ResponseFormat } from './grammar.js';
+import { GrammarError, inProcessGrammars, type GrammarOptions, type GrammarSource, type ResponseFormat } from './grammar.js';
 import { DEFAULT_SPECULATIVE_TOKENS, generateSpeculative, speculationBlocker, type SpeculativeConfig, type SpeculativeStats } from './speculative.js';
 
 export interface GenerateOptions extends Omit<SampleOptions, 'previousTokens' | 'draw' | 'mask'> {
@@ -51,6 +51,8 @@ export interface GenerateOptions extends Omit<SampleOptions, 'previousTokens' | 
   responseFormat?: ResponseFormat;
   /** How JSON formats compile (default: one line, no free whitespace). */
   grammarOptions?: GrammarOptions;
+  /** Where the response format is compiled and matched (default: in this thread; the server: its grammar worker). */
+  grammars?: GrammarSource;
   /**
    * Speculative decoding (generate/speculative.ts): a draft model with the same vocabulary, n-gram prompt lookup, or
    * Qwen3.6's MTP layer (not yet) proposes tokens, and the target verifies them in one forward. Greedy output is
@@ -131,8 +133,8 @@ export async function* generate(
   if (options.speculative && !fallback) return yield* generateSpeculative(model, tokenizer, ids, { options, maxNew, stops, config: options.speculative });
   const capture = options.capture;
   const wantLogprobs = options.logprobs !== undefined;
-  const compiled = options.responseFormat && (await compileResponseFormat(tokenizer, model.config.vocabSize, options.responseFormat, options.grammarOptions));
-  const constraint = compiled && (await TokenConstraint.create(compiled, [...stops]));
+  const grammars = options.grammars ?? inProcessGrammars(tokenizer, model.config.vocabSize);
+  const constraint = options.responseFormat && (await grammars(options.responseFormat, options.grammarOptions, [...stops]));
   const session = new DecodeSession(model, { sampling, capture, keepLogits: wantLogprobs, compilePrefill: options.compile, masked: constraint !== undefined });
   const output = new SequenceOutput(tokenizer, stops, options.stopStrings);
   const history = [...ids];
@@ -157,7 +159,7 @@ export async function* generate(
       const now = performance.now();
       if (i === 0) stats.prefillMs = now - t0;
       if (id < 0) throw new Error('generate: every logit is -Inf or NaN; nothing can be sampled');
-      if (constraint && !constraint.accept(id))
+      if (constraint && !(await constraint.accept(id)))
         throw new GrammarError(`generate: sampled token ${id}, which the response format does not allow`, options.responseFormat);
       history.push(id);
       stats.generatedTokens++;

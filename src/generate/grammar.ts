@@ -70,6 +70,8 @@ export class GrammarError extends TensorGpuError {
 
 let engine: GrammarEngine | undefined;
 let loading: Promise<GrammarEngine> | undefined;
+/** The engine came from the installed package (Node), so a fresh instance can replace it after a trap. */
+let engineLoadedHere = false;
 
 /** Hands the library the engine module (a browser application: `setGrammarEngine(await import('@mlc-ai/web-xgrammar'))`). */
 export function setGrammarEngine(module: GrammarEngine | { default: GrammarEngine }): void {
@@ -101,6 +103,7 @@ export async function grammarEngine(): Promise<GrammarEngine> {
   }
   loading ??= host.importCommonJs('@mlc-ai/web-xgrammar').then((m) => {
     setGrammarEngine(m as GrammarEngine);
+    engineLoadedHere = true;
     return engine!;
   });
   return loading;
@@ -133,7 +136,7 @@ function byteLevelDecoder(): Map<number, number> {
  * outside the range the pending lead byte needs (E0: A0..BF, ED: 80..9F, F0: 90..BF, F4: 80..8F) is masked, and
  * so is every token starting with a byte no UTF-8 text has (C0, C1, F5..FF).
  */
-class Utf8Guard {
+export class Utf8Guard {
   /** [id, first byte] of tokens whose first byte is 80..BF. */
   private readonly continuation: [number, number][] = [];
   private readonly never: number[] = [];
@@ -182,20 +185,54 @@ class Utf8Guard {
   }
 }
 
-interface Utf8State {
+export interface Utf8State {
   readonly need: number;
   readonly lo: number;
   readonly hi: number;
 }
 
+/** The state before any token: no continuation byte owed. */
+export const UTF8_START: Utf8State = { need: 0, lo: 0x80, hi: 0xbf };
+
 const COMPILED_KEPT = 32;
-const compilers = new WeakMap<TextTokenizer, Map<number, Promise<CompilerEntry>>>();
+let compilers = new WeakMap<TextTokenizer, Map<number, Promise<CompilerEntry>>>();
+
+/** What the engine's TokenizerInfo is built from (plain data: it crosses to the server's grammar worker). */
+export interface EngineVocabulary {
+  readonly tokens: string[];
+  readonly vocabType: string;
+  readonly prependSpace: boolean;
+  readonly vocabSize: number;
+  /** The tokenizer's eos ids below vocabSize; undefined lets the engine find them. */
+  readonly stops: number[] | undefined;
+}
 
 /**
  * The engine's vocabulary for a tokenizer and a logits width (config.json's vocab_size, which may exceed the
- * tokenizer's: the extra ids are never allowed). Built once per pair. Special tokens are given no text, so no
- * grammar can produce them; the stop tokens are the matcher's (TokenConstraint's stopTokenIds).
+ * tokenizer's: the extra ids are never allowed). Special tokens are given no text, so no grammar can produce them;
+ * the stop tokens are the matcher's (TokenConstraint's stopTokenIds).
  */
+export function engineVocabulary(tokenizer: TextTokenizer, vocabSize: number): EngineVocabulary {
+  const vocab = tokenizer.vocabulary();
+  // A model with fewer logits than the tokenizer has tokens (a test model) never samples the ids past them.
+  const tokens = vocab.tokens.slice(0, vocabSize);
+  for (const id of vocab.specialIds) if (id < vocabSize) tokens[id] = '';
+  const eos = tokenizer.eosTokenIds.filter((id) => id < vocabSize);
+  return { tokens, vocabType: vocab.vocabType, prependSpace: vocab.prependSpace, vocabSize, stops: eos.length > 0 ? eos : undefined };
+}
+
+/** The engine's TokenizerInfo and GrammarCompiler for a vocabulary. */
+export async function engineCompiler(xg: GrammarEngine, v: EngineVocabulary): Promise<{ info: Xgrammar.TokenizerInfo; compiler: Xgrammar.GrammarCompiler }> {
+  const info = await xg.TokenizerInfo.createTokenizerInfo(v.tokens, v.vocabType, v.prependSpace, v.vocabSize, v.stops);
+  return { info, compiler: await xg.GrammarCompiler.createGrammarCompiler(info, true) };
+}
+
+/** The UTF-8 guard of a vocabulary (byte-level ones only). */
+export function utf8GuardOf(v: EngineVocabulary): Utf8Guard | undefined {
+  return v.vocabType === 'byte_level' ? new Utf8Guard(v.tokens) : undefined;
+}
+
+/** Built once per tokenizer and logits width. */
 function compilerFor(tokenizer: TextTokenizer, vocabSize: number): Promise<CompilerEntry> {
   let byWidth = compilers.get(tokenizer);
   if (!byWidth) compilers.set(tokenizer, (byWidth = new Map()));
@@ -203,15 +240,9 @@ function compilerFor(tokenizer: TextTokenizer, vocabSize: number): Promise<Compi
   if (!entry) {
     entry = (async () => {
       const xg = await grammarEngine();
-      const vocab = tokenizer.vocabulary();
-      // A model with fewer logits than the tokenizer has tokens (a test model) never samples the ids past them.
-      const tokens = vocab.tokens.slice(0, vocabSize);
-      for (const id of vocab.specialIds) if (id < vocabSize) tokens[id] = '';
-      const eos = tokenizer.eosTokenIds.filter((id) => id < vocabSize);
-      const stops = eos.length > 0 ? eos : undefined;
-      const info = await xg.TokenizerInfo.createTokenizerInfo(tokens, vocab.vocabType, vocab.prependSpace, vocabSize, stops);
-      const compiler = await xg.GrammarCompiler.createGrammarCompiler(info, true);
-      return { info, compiler, compiled: new Map(), utf8: vocab.vocabType === 'byte_level' ? new Utf8Guard(tokens) : undefined };
+      const vocab = engineVocabulary(tokenizer, vocabSize);
+      const { info, compiler } = await engineCompiler(xg, vocab);
+      return { info, compiler, compiled: new Map(), utf8: utf8GuardOf(vocab) };
     })();
     byWidth.set(vocabSize, entry);
     entry.catch(() => byWidth.delete(vocabSize));
@@ -258,7 +289,21 @@ async function compileJsonSchema(
  * compiled as `{type: 'grammar', grammar, root}`). Throws GrammarError for a schema the engine rejects.
  */
 export async function jsonSchemaGrammar(schema: Record<string, unknown> | boolean, strict: boolean, o: GrammarOptions = {}): Promise<string> {
-  const xg = await grammarEngine();
+  try {
+    return await jsonSchemaGrammarWith(await grammarEngine(), schema, strict, o);
+  } catch (e) {
+    if (isEngineTrap(e)) dropTrappedEngine();
+    throw e;
+  }
+}
+
+/** @internal jsonSchemaGrammar on a given engine (the server's grammar worker runs it on its own). */
+export async function jsonSchemaGrammarWith(
+  xg: GrammarEngine,
+  schema: Record<string, unknown> | boolean,
+  strict: boolean,
+  o: GrammarOptions = {},
+): Promise<string> {
   const any = o.anyWhitespace ?? false;
   let grammar: Xgrammar.Grammar;
   try {
@@ -273,8 +318,13 @@ export async function jsonSchemaGrammar(schema: Record<string, unknown> | boolea
   }
 }
 
-async function compile(c: Xgrammar.GrammarCompiler, format: ResponseFormat, o: GrammarOptions): Promise<Xgrammar.CompiledGrammar> {
-  const xg = await grammarEngine();
+/** @internal A response format compiled by a given engine and compiler (not cached). */
+export async function compileWith(
+  xg: GrammarEngine,
+  c: Xgrammar.GrammarCompiler,
+  format: ResponseFormat,
+  o: GrammarOptions,
+): Promise<Xgrammar.CompiledGrammar> {
   const json = (schema: string, strict: boolean) => compileJsonSchema(xg, c, schema, strict, o);
   switch (format.type) {
     case 'json_object':
@@ -294,9 +344,32 @@ async function compile(c: Xgrammar.GrammarCompiler, format: ResponseFormat, o: G
 }
 
 /** The engine's message for an exception thrown from WASM (a pointer number, or an Error). */
-function engineMessage(e: unknown): string {
+export function engineMessage(e: unknown): string {
   if (e instanceof Error) return e.message;
   return String(e);
+}
+
+/**
+ * Whether an error may have left the engine's memory corrupt: a WASM trap (out-of-bounds access, a bad table index,
+ * unreachable), Emscripten's abort, or a JS stack overflow inside the glue. XGrammar's own exceptions (a schema or
+ * grammar it rejects) arrive as plain Errors and leave it usable.
+ */
+export function isEngineTrap(e: unknown): boolean {
+  if (e instanceof RangeError || (e instanceof Error && e.name === 'RuntimeError')) return true;
+  return /Aborted\(|out of bounds|unreachable|table index|call stack|memory access/i.test(engineMessage(e));
+}
+
+/**
+ * After a trap, an engine this module loaded itself (Node) is dropped with everything compiled by it: the next
+ * format loads a fresh instance. An engine handed over by the application (a browser page) cannot be reloaded
+ * here; run it in a worker (GenerateOptions.grammars, webGrammarWorker) to keep a trap from spoiling it.
+ */
+function dropTrappedEngine(): void {
+  if (!engineLoadedHere) return;
+  engine = undefined;
+  loading = undefined;
+  engineLoadedHere = false;
+  compilers = new WeakMap();
 }
 
 /** A response format compiled for one tokenizer and logits width; TokenConstraint.create makes a matcher per sequence. */
@@ -306,6 +379,18 @@ export interface CompiledFormat {
   readonly grammar: Xgrammar.CompiledGrammar;
   /** @internal the tokenizer's UTF-8 guard (byte-level vocabularies). */
   readonly utf8?: Utf8Guard;
+}
+
+/**
+ * The cache key of a format and its options: its JSON text. A format nested too deep to serialize (the JS stack
+ * ends first) is a GrammarError, not a RangeError from deep inside.
+ */
+export function formatKey(format: ResponseFormat, options: GrammarOptions = {}): string {
+  try {
+    return JSON.stringify([format, options.anyWhitespace ?? false, options.maxWhitespace ?? null]);
+  } catch (e) {
+    throw new GrammarError(`cannot read the ${format.type} response format: ${engineMessage(e)}`, undefined);
+  }
 }
 
 /**
@@ -320,16 +405,18 @@ export async function compileResponseFormat(
   options: GrammarOptions = {},
 ): Promise<CompiledFormat | undefined> {
   if (format.type === 'text') return undefined;
+  const key = formatKey(format, options);
   const entry = await compilerFor(tokenizer, vocabSize);
-  const key = JSON.stringify([format, options.anyWhitespace ?? false, options.maxWhitespace ?? null]);
+  const xg = await grammarEngine();
   let grammar = entry.compiled.get(key);
   if (grammar) {
     entry.compiled.delete(key); // most recent last
   } else {
     grammar = (async () => {
       try {
-        return await compile(entry.compiler, format, options);
+        return await compileWith(xg, entry.compiler, format, options);
       } catch (e) {
+        if (isEngineTrap(e)) dropTrappedEngine();
         throw new GrammarError(`cannot compile the ${format.type} response format: ${engineMessage(e)}`, format);
       }
     })();
@@ -354,7 +441,7 @@ export class TokenConstraint {
   readonly words: number;
   private disposed = false;
 
-  private utf8State: Utf8State = { need: 0, lo: 0x80, hi: 0xbf };
+  private utf8State: Utf8State = UTF8_START;
 
   private constructor(
     private readonly matcher: Xgrammar.GrammarMatcher,
@@ -396,7 +483,7 @@ export class TokenConstraint {
 
   reset(): void {
     this.matcher.reset();
-    this.utf8State = { need: 0, lo: 0x80, hi: 0xbf };
+    this.utf8State = UTF8_START;
   }
 
   dispose(): void {
@@ -404,6 +491,44 @@ export class TokenConstraint {
     this.disposed = true;
     this.matcher.dispose();
   }
+}
+
+/**
+ * One sequence's grammar as the decode loops drive it: the next token's bitmask, then the sampled token. Either a
+ * TokenConstraint in this thread or a matcher in the server's grammar worker (serve/grammar-worker), whose answers
+ * arrive asynchronously.
+ */
+export interface SequenceGrammar {
+  nextMask(): Promise<Int32Array>;
+  /** Advances by a sampled token; false when the grammar does not allow it. */
+  accept(id: number): Promise<boolean>;
+  /** A stop token was accepted: the output is complete. */
+  readonly done: boolean;
+  dispose(): void;
+}
+
+/** Makes a sequence's grammar for a response format (undefined for `{type: 'text'}`); stopTokenIds as TokenConstraint.create's. */
+export type GrammarSource = (
+  format: ResponseFormat,
+  options: GrammarOptions | undefined,
+  stopTokenIds: readonly number[],
+) => Promise<SequenceGrammar | undefined>;
+
+/** Grammars compiled and matched in this thread (compileResponseFormat's cache), for a tokenizer and logits width. */
+export function inProcessGrammars(tokenizer: TextTokenizer, vocabSize: number): GrammarSource {
+  return async (format, options, stopTokenIds) => {
+    const compiled = await compileResponseFormat(tokenizer, vocabSize, format, options);
+    if (!compiled) return undefined;
+    const constraint = await TokenConstraint.create(compiled, stopTokenIds);
+    return {
+      nextMask: () => constraint.nextMask(),
+      accept: async (id) => constraint.accept(id),
+      get done() {
+        return constraint.done;
+      },
+      dispose: () => constraint.dispose(),
+    };
+  };
 }
 
 /** A mask allowing every token of a `vocabSize` row (a batch row without a grammar, beside rows with one). */

@@ -1,20 +1,23 @@
 // Continuous batching: the running sequences share decode steps. Each step of the worker loop
-//   1. admits waiting sequences (arrival order) while the batch has room and the KV pool has pages for the prompt
-//      (and, for a model with recurrent layers, a state slot);
-//   2. runs one prefill chunk (at most `prefillChunk` prompt tokens) of one joining sequence, so a long prompt is
-//      spread over steps instead of stalling the others;
+//   1. admits every waiting sequence (arrival order) while the batch has room and the KV pool has pages for the
+//      prompt (and, for a model with recurrent layers, a state slot): requests that arrive together join together;
+//   2. runs prefill chunks (at most `prefillChunk` prompt tokens each) of the joining sequences, oldest first, until
+//      the step's budget of `prefillTokensPerStep` prompt tokens is spent (vLLM's chunked prefill under
+//      max_num_batched_tokens), so several new prompts start in one step while a long one is still spread over steps
+//      instead of stalling the others;
 //   3. runs one decode forward for every sequence that has a token to feed, each at its own position in its own
 //      pages, with the weights read once for all of them;
 //   4. samples every row that needs a token on the device in one dispatch per logits tensor (each sequence's own
 //      parameters and seed, `sampleRows`) and reads all the ids back at once. A sequence with a response format
-//      keeps a grammar matcher (TokenConstraint) whose bitmask for the next token is uploaded as its row of the
+//      keeps a grammar matcher (SequenceGrammar) whose bitmask for the next token is uploaded as its row of the
 //      step's masks (rows without one allow every token), so rows under different schemas share the dispatch and
 //      the read stays one id per row; the matcher then accepts the id, and the sequence ends once it is complete.
 // Sequences that finish or are cancelled leave at the next step and give their pages back. Pages are taken as
 // sequences grow; when a step finds the pool empty, the youngest sequence is preempted (pages freed, requeued at
 // the front with its tokens so far, recomputed when it is admitted again), so the oldest always progress.
 // Decode steps run batch-invariant (core/batch-invariance.ts): a sequence's tokens do not depend on its neighbours.
-// Prefill chunks run alone, with boundaries fixed by the sequence's own prompt.
+// Prefill chunks run alone, one forward each (a step with several does not fuse them), with boundaries fixed by the
+// sequence's own prompt: its logits never depend on what else joined.
 // On WebGPU the decode forward is captured per batch-size bucket and replayed (captured-step.ts): same tokens, far
 // less host work; it runs eagerly, with the reason in `decodeMode`, on the CPU, with TENSORGPU_CAPTURE=0 or
 // `capture: false`, and for a family whose batched step is not capturable yet.
@@ -27,7 +30,7 @@ import { batchInvariant, withBatchInvariance } from '../core/batch-invariance.js
 import { tidy } from '../core/scope.js';
 import type { Tensor } from '../core/tensor.js';
 import { resolveGeneration, tokenDraw, type GenerationStats, type ResolvedGeneration } from '../generate/generate.js';
-import { allowAllMask, compileResponseFormat, GrammarError, TokenConstraint } from '../generate/grammar.js';
+import { allowAllMask, GrammarError, inProcessGrammars, type GrammarSource, type SequenceGrammar } from '../generate/grammar.js';
 import { SequenceOutput } from '../generate/sequence-output.js';
 import { tokenLogprobs } from '../generate/logprobs.js';
 import type { TextTokenizer } from '../tokenizer/tokenizer.js';
@@ -72,6 +75,11 @@ export interface BatchSchedulerOptions {
   maxBatch?: number;
   /** Prompt tokens per prefill chunk; default 128. */
   prefillChunk?: number;
+  /**
+   * Prompt tokens prefilled per step, over the joining sequences' chunks (whole chunks: the oldest joining sequence
+   * always runs one); default 4 x prefillChunk. It bounds how long a step of new prompts stalls the running decodes.
+   */
+  prefillTokensPerStep?: number;
   /** Positions a sequence may reach (the model's RoPE tables); the KV pool's positions bound it too. */
   maxSequence: number;
   /**
@@ -82,6 +90,8 @@ export interface BatchSchedulerOptions {
   /** Capture the batched decode step per batch-size bucket and replay it (default true; WebGPU only). */
   capture?: boolean;
   observer?: BatchObserver;
+  /** Where response formats are compiled and matched (the server: its grammar worker; default: this thread). */
+  grammars?: GrammarSource;
 }
 
 /** Decode forwards by how they ran, with their host time (queueing only) and the dispatches they queued. */
@@ -113,7 +123,7 @@ class Running {
   indexed = 0;
   chainKey = '';
   /** The response format's matcher (made once the sequence is admitted), in step with `generated`. */
-  constraint: TokenConstraint | undefined;
+  constraint: SequenceGrammar | undefined;
 
   constructor(
     readonly job: Job,
@@ -151,7 +161,9 @@ export class BatchScheduler implements Scheduler {
   private idle: Promise<void> = Promise.resolve();
   private working = false;
   readonly maxBatch: number;
+  private readonly grammars: GrammarSource;
   readonly prefillChunk: number;
+  readonly prefillTokensPerStep: number;
   /** Positions one sequence may hold: the model's limit and the whole pool's. */
   readonly maxPositions: number;
   preemptions = 0;
@@ -178,10 +190,12 @@ export class BatchScheduler implements Scheduler {
   ) {
     this.maxBatch = options.maxBatch ?? 16;
     this.prefillChunk = options.prefillChunk ?? 128;
+    this.prefillTokensPerStep = options.prefillTokensPerStep ?? 4 * this.prefillChunk;
     this.maxPositions = Math.min(options.maxSequence, pool.pages * pool.pageSize);
     const recurrent = pool.states !== undefined;
     if ((options.prefixCache ?? true) && (!recurrent || pool.states!.snapshotSlots > 0)) this.prefixCache = pool.enablePrefixCache();
     this.captured = new CapturedDecodeSteps(model, pool, { maxBatch: this.maxBatch, maxPositions: this.maxPositions, capture: options.capture });
+    this.grammars = options.grammars ?? inProcessGrammars(tokenizer, model.config.vocabSize);
   }
 
   /** How decode steps run: 'replay' (captured per batch-size bucket) or 'eager' with the reason. */
@@ -271,11 +285,14 @@ export class BatchScheduler implements Scheduler {
 
   private async work(): Promise<void> {
     while (this.queue.length > 0 || this.resumable.length > 0 || this.active.length > 0) {
+      // The event loop's turn comes before each step, the first included: requests whose handlers run in that turn
+      // are all queued by admission (they join this step together), and a streamed request's response head goes out
+      // before a step that, on the CPU backend, holds the event loop until it ends.
+      await macrotask();
       this.leaveCancelled();
       this.admit();
       await this.startConstraints();
       if (this.active.length > 0) await this.step();
-      await macrotask();
     }
   }
 
@@ -388,27 +405,9 @@ export class BatchScheduler implements Scheduler {
     let decodeBatch = 0;
     let mode: DecodeStepMode | undefined;
     try {
-      // One prefill chunk of the oldest sequence that still has prompt to run.
-      const joining = this.active.find((r) => !r.decoding);
-      if (joining) {
-        let end = Math.min(joining.ids.length, joining.filled + this.prefillChunk);
-        // A recurrent model's chunks end on page boundaries where they can, so the page gets a state snapshot.
-        const aligned = end - (end % this.pool.pageSize);
-        if (this.prefixCache && this.pool.states && aligned > joining.filled) end = aligned;
-        if (this.grow(joining, end)) {
-          const slot: PagedSlot = { sequence: joining.sequence, start: joining.filled, rows: end - joining.filled };
-          const logits = this.forward(joining.ids.slice(joining.filled, end), [slot], false);
-          temps.push(logits);
-          this.prefilledTokens += end - joining.filled;
-          this.options.observer?.onPrefill?.(end - joining.filled);
-          joining.filled = end;
-          this.indexPages(joining);
-          // The whole prompt (for a preempted sequence, prompt and tokens so far) is in: sample the next token.
-          if (end === joining.ids.length) rows.push({ run: joining, logits, row: 0 });
-        }
-      }
-      // One decode forward for every sequence with a token to feed.
-      const decoding = this.active.filter((r) => r.decoding && r !== joining);
+      const joined = this.prefill(rows, temps);
+      // One decode forward for every sequence with a token to feed (those that ran a prefill chunk wait a step).
+      const decoding = this.active.filter((r) => r.decoding && !joined.has(r));
       // (A sequence preempted by an earlier one's growth this step is skipped: it holds no pages now.)
       const fed = decoding.filter((r) => this.active.includes(r) && this.grow(r, r.ids.length));
       const batch = fed.filter((r) => this.active.includes(r));
@@ -445,7 +444,9 @@ export class BatchScheduler implements Scheduler {
         run.decodeDispatches += dispatches / Math.max(1, rows.length);
         run.decodeSteps++;
       }
-      rows.forEach(({ run }, i) => this.accept(run, ids[i]!, raw[i]));
+      // The grammars take the sampled ids first (a worker's matchers answer asynchronously).
+      const allowed = await Promise.all(rows.map(({ run }, i) => run.constraint?.accept(ids[i]!).catch((err: unknown) => err) ?? true));
+      rows.forEach(({ run }, i) => this.accept(run, ids[i]!, allowed[i], raw[i]));
       this.options.observer?.onStep?.(decodeBatch, dispatches, mode);
     } catch (err) {
       for (const run of [...this.active]) this.fail(run, err);
@@ -454,14 +455,53 @@ export class BatchScheduler implements Scheduler {
     }
   }
 
+  /**
+   * Prefill chunks of the joining sequences, oldest first, each its own forward, until the step's budget of prompt
+   * tokens is spent: the first chunk always runs, a later one when it fits what is left (a sequence may run several
+   * consecutive chunks; one whose next chunk does not fit lets younger ones with smaller chunks go). A chunk's bounds
+   * depend only on its sequence (its own prompt, pages and progress), never on the budget, so neither do its tokens.
+   * Pushes the rows of sequences whose prompt is now all in; returns the sequences that ran a chunk.
+   */
+  private prefill(rows: SampleRow[], temps: Tensor[]): Set<Running> {
+    const joined = new Set<Running>();
+    let spent = 0;
+    for (const run of [...this.active]) {
+      // (A sequence preempted by an earlier one's growth this step is skipped: it holds no pages now.)
+      while (this.active.includes(run) && !run.decoding && run.filled < run.ids.length) {
+        const end = this.chunkEnd(run);
+        if (spent > 0 && spent + end - run.filled > this.prefillTokensPerStep) break;
+        if (!this.grow(run, end)) break;
+        const slot: PagedSlot = { sequence: run.sequence, start: run.filled, rows: end - run.filled };
+        const logits = this.forward(run.ids.slice(run.filled, end), [slot], false);
+        temps.push(logits);
+        spent += end - run.filled;
+        this.prefilledTokens += end - run.filled;
+        this.options.observer?.onPrefill?.(end - run.filled);
+        run.filled = end;
+        joined.add(run);
+        this.indexPages(run);
+        // The whole prompt (for a preempted sequence, prompt and tokens so far) is in: sample the next token.
+        if (end === run.ids.length) rows.push({ run, logits, row: 0 });
+      }
+    }
+    return joined;
+  }
+
+  /** Where run's next prefill chunk ends: `prefillChunk` tokens on, or the end of its ids. */
+  private chunkEnd(run: Running): number {
+    const end = Math.min(run.ids.length, run.filled + this.prefillChunk);
+    // A recurrent model's chunks end on page boundaries where they can, so the page gets a state snapshot.
+    const aligned = end - (end % this.pool.pageSize);
+    return this.prefixCache && this.pool.states && aligned > run.filled ? aligned : end;
+  }
+
   /** Matchers for admitted sequences with a response format (compiled when the request was validated: cached). */
   private async startConstraints(): Promise<void> {
     for (const run of [...this.active]) {
       const format = run.plan.options.responseFormat;
       if (!format || run.constraint) continue;
       try {
-        const compiled = await compileResponseFormat(this.tokenizer, this.model.config.vocabSize, format, run.plan.options.grammarOptions);
-        if (compiled) run.constraint = await TokenConstraint.create(compiled, [...run.plan.stops]);
+        run.constraint = await this.grammars(format, run.plan.options.grammarOptions, [...run.plan.stops]);
       } catch (err) {
         this.fail(run, err);
       }
@@ -517,11 +557,12 @@ export class BatchScheduler implements Scheduler {
   }
 
   /** A sampled id (and its logits row, for log-probabilities): emit it, or end the sequence. */
-  private accept(run: Running, id: number, logits?: ArrayLike<number>): void {
+  private accept(run: Running, id: number, allowed: unknown, logits?: ArrayLike<number>): void {
     const now = performance.now();
     const observer = this.options.observer;
     if (id < 0) return this.fail(run, new Error('every logit is -Inf or NaN; nothing can be sampled'));
-    if (run.constraint && !run.constraint.accept(id))
+    if (allowed instanceof Error) return this.fail(run, allowed);
+    if (allowed !== true)
       return this.fail(run, new GrammarError(`sampled token ${id}, which the response format does not allow`, run.plan.options.responseFormat));
     const index = run.generated;
     run.generated++;

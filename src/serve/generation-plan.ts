@@ -11,6 +11,7 @@ import type { CompletionRequest } from './request.js';
 import type { ChatMessage } from '../tokenizer/tokenizer.js';
 import type { ChatOutputOptions } from './chat-output/chat-output.js';
 import { renderChatPrompt } from './chat-prompt.js';
+import type { GrammarCompiling } from '../generate/grammar-worker/client.js';
 
 export interface GenerationPlan {
   promptIds: number[];
@@ -25,6 +26,8 @@ export interface ServedModel {
   loaded: LoadedModel;
   tokenizer: TextTokenizer;
   contextLength: number;
+  /** The grammar engine's worker (response formats are compiled there); absent: compiled in this thread. */
+  grammar?: GrammarCompiling;
 }
 
 export function planGeneration(req: CompletionRequest, served: ServedModel): GenerationPlan {

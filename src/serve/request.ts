@@ -4,6 +4,7 @@ import type { ChatMessage } from '../tokenizer/tokenizer.js';
 import { InvalidFieldError, UnsupportedFieldError } from './errors.js';
 import { messageToolCalls, toolFields, type ToolFields } from './tool-request.js';
 import { requestedFormat, type RequestedFormat } from './response-format.js';
+import { DEFAULT_REQUEST_LIMITS, type RequestLimits } from './schema-checks.js';
 
 export interface SamplingRequest {
   maxTokens?: number;
@@ -181,7 +182,8 @@ function common(body: unknown, _kind: 'chat' | 'text'): { body: Body; model: str
   return { body, model, stream, includeUsage };
 }
 
-export function parseChatRequest(raw: unknown): CompletionRequest {
+/** A chat request's body, validated (`limits`: the server's, see schema-checks.ts). */
+export function parseChatRequest(raw: unknown, limits: RequestLimits = DEFAULT_REQUEST_LIMITS): CompletionRequest {
   const { body, ...rest } = common(raw, 'chat');
   const { enableThinking, templateVariables } = templateKwargs(body);
   const effort = field(body, 'reasoning_effort');
@@ -194,8 +196,8 @@ export function parseChatRequest(raw: unknown): CompletionRequest {
     enableThinking,
     templateVariables,
     reasoningEffort: effort as ReasoningEffort | undefined,
-    tools: toolFields(body),
-    responseFormat: requestedFormat(body, 'chat'),
+    tools: toolFields(body, limits),
+    responseFormat: requestedFormat(body, 'chat', limits),
     ...sampling(body, 'chat'),
   };
 }
@@ -219,23 +221,25 @@ function templateKwargs(body: Body): { enableThinking?: boolean; templateVariabl
   return { enableThinking: (on ?? undefined) as boolean | undefined, templateVariables: Object.keys(rest).length > 0 ? rest : undefined };
 }
 
-export function parseCompletionRequest(raw: unknown): CompletionRequest {
+/** A completions request's body, validated (`limits`: the server's, see schema-checks.ts). */
+export function parseCompletionRequest(raw: unknown, limits: RequestLimits = DEFAULT_REQUEST_LIMITS): CompletionRequest {
   const { body, ...rest } = common(raw, 'text');
   let prompt = field(body, 'prompt');
   if (Array.isArray(prompt) && prompt.length === 1 && (typeof prompt[0] === 'string' || Array.isArray(prompt[0]))) prompt = prompt[0];
   // Token ids, as OpenAI's API takes them (checked against the vocabulary in planGeneration).
-  if (Array.isArray(prompt) && prompt.length > 0 && prompt.every((t) => Number.isInteger(t) && t >= 0)) return tokenPrompt(body, rest, prompt as number[]);
+  if (Array.isArray(prompt) && prompt.length > 0 && prompt.every((t) => Number.isInteger(t) && t >= 0))
+    return tokenPrompt(body, rest, prompt as number[], limits);
   if (typeof prompt !== 'string' || prompt === '')
     throw new InvalidFieldError(
       'prompt',
       'expected a non-empty string or array of token ids (one prompt per request)',
       prompt === undefined ? 'missing_required_parameter' : 'invalid_value',
     );
-  return tokenPrompt(body, rest, prompt);
+  return tokenPrompt(body, rest, prompt, limits);
 }
 
-function tokenPrompt(body: Body, rest: Omit<ReturnType<typeof common>, 'body'>, prompt: string | number[]): CompletionRequest {
+function tokenPrompt(body: Body, rest: Omit<ReturnType<typeof common>, 'body'>, prompt: string | number[], limits: RequestLimits): CompletionRequest {
   if (field(body, 'echo') === true) throw new UnsupportedFieldError('echo', 'echo is not supported yet');
   if (field(body, 'suffix') !== undefined) throw new UnsupportedFieldError('suffix', 'suffix is not supported');
-  return { kind: 'text', ...rest, prompt, responseFormat: requestedFormat(body, 'text'), ...sampling(body, 'text') };
+  return { kind: 'text', ...rest, prompt, responseFormat: requestedFormat(body, 'text', limits), ...sampling(body, 'text') };
 }

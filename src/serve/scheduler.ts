@@ -135,8 +135,11 @@ export interface FifoSchedulerOptions {
   /** Most sequences waiting (not counting the running one) before submit throws QueueFullError. */
   maxQueue: number;
   observer?: SchedulerObserver;
-  /** What every sequence's generate() gets besides its request's options (speculative decoding: `serve --speculative`). */
-  generate?: Pick<GenerateOptions, 'speculative' | 'numSpeculativeTokens'>;
+  /**
+   * What every sequence's generate() gets besides its request's options: speculative decoding (`serve --speculative`),
+   * the server's grammar worker.
+   */
+  generate?: Pick<GenerateOptions, 'speculative' | 'numSpeculativeTokens' | 'grammars'>;
 }
 
 /** Yields to the event loop (I/O, timers): on the CPU backend a whole generation is otherwise one long task. */
@@ -204,6 +207,9 @@ export class FifoScheduler implements Scheduler {
     for (let job = this.queue.shift(); job; job = this.queue.shift()) {
       this.current = job;
       this.report();
+      // The event loop's turn first: the route that submitted the job sends its response head before a prefill that,
+      // on the CPU backend, holds the loop until it ends.
+      await macrotask();
       await this.run(job);
       this.current = undefined;
       this.report();

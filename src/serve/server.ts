@@ -32,6 +32,11 @@ import { FifoScheduler, type Scheduler, type Sequence, type SequenceRequest } fr
 import { BatchScheduler } from './batch-scheduler.js';
 import { isPagedLM } from '../models/causal-lm.js';
 import { registerTranscriptionRoutes, type TranscriptionServeOptions } from './transcriptions.js';
+import { GrammarPool } from '../generate/grammar-worker/client.js';
+import { spawnNodeGrammarWorker } from './grammar-worker/node-worker.js';
+import type { GrammarSource } from '../generate/grammar.js';
+import { DEFAULT_REQUEST_LIMITS, type RequestLimits } from './schema-checks.js';
+import { useStrictJson } from './strict-json.js';
 
 export interface ServeOptions {
   /** The model, or its loading: /health answers 503 until it resolves. */
@@ -61,13 +66,24 @@ export interface ServeOptions {
   kvPageSize?: number;
   /** Prompt tokens per prefill chunk (default 128). */
   prefillChunk?: number;
+  /** Prompt tokens prefilled per scheduler step over the joining requests' chunks (default 4 x prefillChunk). */
+  prefillTokensPerStep?: number;
   /** Share KV pages of common prompt prefixes between requests (continuous batching; default true). */
   prefixCache?: boolean;
   /**
    * Replaces the scheduler the model would get: tests drive the routes with a scheduler whose tokens are scripted
    * (the model's random weights write nothing a parser could read).
    */
-  scheduler?: (loaded: LoadedModel) => Scheduler;
+  scheduler?: (loaded: LoadedModel, grammars: GrammarSource) => Scheduler;
+  /**
+   * Limits every request is checked against before any work (schema-checks.ts): nesting of the body and of each
+   * schema, schema bytes, tools, enum sizes, pattern and grammar lengths. Each exceeded is a 400 naming it.
+   */
+  limits?: Partial<RequestLimits>;
+  /** Longest a response format may compile in the grammar worker before the request is refused (default 10 s). */
+  grammarCompileTimeoutMs?: number;
+  /** Most grammar worker threads (default 3): a new format compiles in one whose sequences it does not stall. */
+  grammarWorkers?: number;
   /** A Whisper model behind POST /v1/audio/transcriptions and /v1/audio/translations (transcriptions.ts). */
   transcription?: TranscriptionServeOptions;
   log?: (line: string) => void;
@@ -91,6 +107,7 @@ interface State {
   scheduler?: Scheduler;
   /** Text of the tags the output decoder drops as special tokens, by token id. */
   droppedTags?: ReadonlyMap<number, string>;
+  grammar?: GrammarPool;
   draining: boolean;
 }
 
@@ -119,13 +136,20 @@ function contextLengthOf(loaded: LoadedModel, asked: number | undefined): number
 const DEFAULT_KV_BYTES = 1 << 30;
 
 /** The continuous-batching scheduler over a paged KV pool where the model family has one, else the FIFO one. */
-function makeScheduler(loaded: LoadedModel, contextLength: number, options: ServeOptions, metrics: ServerMetrics, log: (line: string) => void): Scheduler {
+function makeScheduler(
+  loaded: LoadedModel,
+  contextLength: number,
+  options: ServeOptions,
+  metrics: ServerMetrics,
+  grammars: GrammarSource,
+  log: (line: string) => void,
+): Scheduler {
   const { model, tokenizer } = loaded;
   const maxQueue = options.maxQueue ?? 64;
   const maxBatch = options.maxBatch ?? 16;
   if (!isPagedLM(model) || maxBatch <= 1) {
     log(`scheduler: one sequence at a time (${maxBatch <= 1 ? 'max batch 1' : `${loaded.config.modelType} has no paged KV cache`})`);
-    return new FifoScheduler(model, tokenizer!, { maxQueue, observer: metrics.observer() });
+    return new FifoScheduler(model, tokenizer!, { maxQueue, observer: metrics.observer(), generate: { grammars } });
   }
   const pageSize = options.kvPageSize ?? 16;
   const perPage = model.kvBytesPerPosition() * pageSize;
@@ -141,9 +165,11 @@ function makeScheduler(loaded: LoadedModel, contextLength: number, options: Serv
     maxQueue,
     maxBatch,
     prefillChunk: options.prefillChunk,
+    prefillTokensPerStep: options.prefillTokensPerStep,
     prefixCache,
     maxSequence: contextLength,
     observer: metrics.observer(),
+    grammars,
   });
   metrics.watchKvPool(pool, () => scheduler.preemptions);
   const states = model.stateBytesPerSequence
@@ -167,10 +193,20 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   const state: State = { draining: false };
   const app: FastifyInstance = Fastify({ bodyLimit: options.maxBodyBytes ?? 1 << 20, logger: false, forceCloseConnections: 'idle' });
 
+  const limits: RequestLimits = { ...DEFAULT_REQUEST_LIMITS, ...options.limits };
+  useStrictJson(app, limits);
   const ready = Promise.resolve(options.model).then((loaded) => {
     if (!loaded.tokenizer) throw new Error('the model has no tokenizer.json; the server needs one');
-    state.served = { loaded, tokenizer: loaded.tokenizer, contextLength: contextLengthOf(loaded, options.contextLength) };
-    state.scheduler = options.scheduler?.(loaded) ?? makeScheduler(loaded, state.served.contextLength, options, metrics, log);
+    // The grammar engine runs in worker threads, the first started with the first response format.
+    const grammar = new GrammarPool(loaded.tokenizer, loaded.config.vocabSize, spawnNodeGrammarWorker, {
+      compileTimeoutMs: options.grammarCompileTimeoutMs,
+      maxWorkers: options.grammarWorkers,
+      log,
+    });
+    state.grammar = grammar;
+    state.served = { loaded, tokenizer: loaded.tokenizer, contextLength: contextLengthOf(loaded, options.contextLength), grammar };
+    state.scheduler =
+      options.scheduler?.(loaded, grammar.grammars) ?? makeScheduler(loaded, state.served.contextLength, options, metrics, grammar.grammars, log);
     state.droppedTags = droppedTagTexts(loaded.tokenizer);
   });
   ready.catch((err: unknown) => log(`tensorgpu serve: the model failed to load: ${(err as Error).message}`));
@@ -267,8 +303,8 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     return reply.send({ ...(chatCompletion(who, answers[0]!.message!, stats[0]!) as object), choices, usage: choiceUsage(stats) });
   };
 
-  app.post('/v1/chat/completions', async (request, reply) => complete(parseChatRequest(request.body), reply));
-  app.post('/v1/completions', async (request, reply) => complete(parseCompletionRequest(request.body), reply));
+  app.post('/v1/chat/completions', async (request, reply) => complete(parseChatRequest(request.body, limits), reply));
+  app.post('/v1/completions', async (request, reply) => complete(parseCompletionRequest(request.body, limits), reply));
 
   if (options.transcription) registerTranscriptionRoutes(app, { maxQueue: options.maxQueue, ...options.transcription }, log);
   await app.listen({ host: options.host ?? '127.0.0.1', port: options.port ?? 8000 });
@@ -288,6 +324,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
         state.draining = true;
         await state.scheduler?.drain(deadlineMs);
         state.scheduler?.dispose?.();
+        await state.grammar?.close();
         // Every sequence has ended; a connection still open now is idle or its reader stopped reading (a stream
         // stuck on backpressure): give responses a moment to flush their last events, then cut what is left.
         const closed = app.close();
@@ -445,6 +482,9 @@ async function* streamEvents(
 ): AsyncGenerator<string> {
   const usage = req.includeUsage;
   const at = choice.index;
+  // An empty first chunk: Node writes the response head with it, so the client has its headers as soon as the
+  // request is queued rather than with its first token (a chat stream's role chunk does the same).
+  yield '';
   try {
     let offset = 0;
     for await (const t of sequence.tokens) {

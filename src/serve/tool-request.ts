@@ -3,6 +3,7 @@
 import type { ChatToolCall } from '../tokenizer/tokenizer.js';
 import type { ToolChoice } from './chat-output/chat-output.js';
 import { InvalidFieldError } from './errors.js';
+import { checkSchema, checkToolCount, type RequestLimits } from './schema-checks.js';
 
 /** An offered tool as OpenAI's API takes it (and as the templates render it with `tojson`). */
 export interface ToolDefinition {
@@ -23,7 +24,7 @@ const isObject = (v: unknown): v is Body => typeof v === 'object' && v !== null 
 const present = (v: unknown) => v !== undefined && v !== null;
 const FUNCTION_NAME = /^[A-Za-z0-9_.:-]{1,64}$/;
 
-function tool(v: unknown, at: string): ToolDefinition {
+function tool(v: unknown, at: string, limits: RequestLimits): ToolDefinition {
   if (!isObject(v) || v.type !== 'function' || !isObject(v.function))
     throw new InvalidFieldError(at, 'expected {"type": "function", "function": {"name": ..., "parameters": {...}}}');
   const fn = v.function;
@@ -31,6 +32,8 @@ function tool(v: unknown, at: string): ToolDefinition {
     throw new InvalidFieldError(`${at}.function.name`, `expected 1-64 letters, digits, '_', '.', ':' or '-', got ${JSON.stringify(fn.name)}`);
   if (present(fn.description) && typeof fn.description !== 'string') throw new InvalidFieldError(`${at}.function.description`, 'expected a string');
   if (present(fn.parameters) && !isObject(fn.parameters)) throw new InvalidFieldError(`${at}.function.parameters`, 'expected a JSON schema object');
+  // Checked whatever tool_choice is: a schema the model is shown is one it may be asked to follow.
+  if (present(fn.parameters)) checkSchema(fn.parameters, `${at}.function.parameters`, limits);
   const out: ToolDefinition['function'] = { name: fn.name };
   if (present(fn.description)) out.description = fn.description as string;
   if (present(fn.parameters)) out.parameters = fn.parameters as Record<string, unknown>;
@@ -51,10 +54,12 @@ function toolChoice(v: unknown, tools: ToolDefinition[]): ToolChoice {
   return { kind: 'function', name };
 }
 
-export function toolFields(body: Body): ToolFields {
+/** The request's tool fields; every tool's parameters checked against the limits and the meta-schema. */
+export function toolFields(body: Body, limits: RequestLimits): ToolFields {
   const raw = body.tools;
   if (present(raw) && !Array.isArray(raw)) throw new InvalidFieldError('tools', 'expected an array of tools');
-  const tools = present(raw) ? (raw as unknown[]).map((t, i) => tool(t, `tools[${i}]`)) : [];
+  if (present(raw)) checkToolCount((raw as unknown[]).length, limits);
+  const tools = present(raw) ? (raw as unknown[]).map((t, i) => tool(t, `tools[${i}]`, limits)) : [];
   const names = new Set<string>();
   for (const [i, t] of tools.entries()) {
     if (names.has(t.function.name)) throw new InvalidFieldError(`tools[${i}].function.name`, `'${t.function.name}' is offered twice`);

@@ -58,6 +58,29 @@ globalThis.grammarResult = (async () => {
 })().catch((e) => ({ error: String((e && e.stack) || e) }));
 `;
 
+// The same decode with the engine in a module Worker (webGrammarWorker; the worker script imports the engine and
+// runs runGrammarWorker): a schema nested 80 deep traps that worker's engine, the page gets a GrammarError, the worker
+// is replaced, and generate() under the schema works after it.
+const WORKER = `import '@mlc-ai/web-xgrammar';
+import { runGrammarWorker } from 'tensorgpu';
+
+runGrammarWorker();
+`;
+
+const WORKER_PAGE = PAGE.replace('globalThis.grammarResult', 'globalThis.workerResult')
+  .replace(
+    "  let text = '';",
+    `  const gw = tg.webGrammarWorker(tokenizer, config.vocabSize, new URL('./worker.js', import.meta.url));
+  let deep = { type: 'integer' };
+  for (let i = 0; i < 80; i++) deep = { type: 'array', items: deep };
+  const trapped = await gw.compile({ type: 'json_schema', json_schema: { schema: deep } }).then(() => 'compiled', (e) => e.name + ': ' + e.message);
+  const restarts = gw.restarts;
+  let text = '';`,
+  )
+  .replace('stopTokenIds: [0], responseFormat }', 'stopTokenIds: [0], responseFormat, grammars: gw.grammars }')
+  .replace('  model.dispose();\n', '  model.dispose();\n  await gw.close();\n')
+  .replace('return { before,', 'return { trapped, restarts,');
+
 describe.skipIf(!hasBrowser)('constrained decoding in Chromium (esbuild bundle, @mlc-ai/web-xgrammar by name)', () => {
   let dir: string;
   let server: StaticServer | undefined;
@@ -85,36 +108,64 @@ describe.skipIf(!hasBrowser)('constrained decoding in Chromium (esbuild bundle, 
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
-  it('the engine the page imported constrains generate() on WebGPU: the output validates and ends on its own', async () => {
-    await build({
-      entryPoints: [join(dir, 'main.js')],
+  /** Bundles `name`.js of the temporary folder into out/ as the tests' pages do. */
+  const bundle = (name: string) =>
+    build({
+      entryPoints: [join(dir, `${name}.js`)],
       bundle: true,
       format: 'esm',
       platform: 'browser',
       target: 'es2022',
-      outfile: join(dir, 'out/main.js'),
+      outfile: join(dir, `out/${name}.js`),
       nodePaths: [join(ROOT, 'node_modules')],
       external: ['module', 'url'],
       logLevel: 'error',
     });
+
+  /** Opens `html` and waits for the page's `global` result. */
+  async function pageResult<T>(html: string, global: 'grammarResult' | 'workerResult'): Promise<{ result: T; errors: string[] }> {
     const page = await browser!.newPage();
     const errors: string[] = [];
     page.on('pageerror', (e) => errors.push(String(e)));
-    await page.goto(`${server!.url}/index.html`);
-    await page.waitForFunction(() => (globalThis as { grammarResult?: unknown }).grammarResult !== undefined, undefined, { timeout: 30_000 });
-    const result = (await page.evaluate(() => (globalThis as { grammarResult?: unknown }).grammarResult)) as {
-      before?: string;
-      text?: string;
-      stopReason?: string;
-      decode?: { mode: string };
-      error?: string;
-    };
+    await page.goto(`${server!.url}/${html}`);
+    await page.waitForFunction((g) => (globalThis as Record<string, unknown>)[g] !== undefined, global, { timeout: 60_000 });
+    const result = (await page.evaluate((g) => (globalThis as Record<string, unknown>)[g], global)) as T;
     await page.close();
+    return { result, errors };
+  }
+
+  it('the engine the page imported constrains generate() on WebGPU: the output validates and ends on its own', async () => {
+    await bundle('main');
+    const { result, errors } = await pageResult<{ before?: string; text?: string; stopReason?: string; decode?: { mode: string }; error?: string }>(
+      'index.html',
+      'grammarResult',
+    );
     expect(errors).toEqual([]);
     expect(result.error).toBeUndefined();
     expect(result.before).toBe('global');
     expect(result.stopReason, result.text).toBe('eos');
     expect(new Ajv().validate(SCHEMA, JSON.parse(result.text!)), result.text).toBe(true);
     expect(result.decode?.mode).toBe('replay');
+  }, 180_000);
+
+  it('in a module Worker: a trapping schema costs a new worker, and generate() under a schema works after it', async () => {
+    writeFileSync(join(dir, 'worker.js'), WORKER);
+    writeFileSync(join(dir, 'worker-main.js'), WORKER_PAGE);
+    writeFileSync(
+      join(dir, 'out/worker.html'),
+      '<!doctype html>\n<html><head><link rel="icon" href="data:,"></head><body><script type="module" src="./worker-main.js"></script></body></html>\n',
+    );
+    await bundle('worker');
+    await bundle('worker-main');
+    const { result, errors } = await pageResult<{ trapped?: string; restarts?: number; text?: string; stopReason?: string; error?: string }>(
+      'worker.html',
+      'workerResult',
+    );
+    expect(errors).toEqual([]);
+    expect(result.error).toBeUndefined();
+    expect(result.trapped).toMatch(/^GrammarError: .*out of bounds/);
+    expect(result.restarts).toBe(1);
+    expect(result.stopReason, result.text).toBe('eos');
+    expect(new Ajv().validate(SCHEMA, JSON.parse(result.text!)), result.text).toBe(true);
   }, 180_000);
 });

@@ -166,6 +166,22 @@ describe('structured outputs on the CPU (random weights)', () => {
     t.dispose();
   });
 
+  it('a schema that traps the engine (arrays nested 80 deep) is a GrammarError, and a fresh engine serves the next format', async () => {
+    let deep: Record<string, unknown> = { type: 'integer' };
+    for (let i = 0; i < 80; i++) deep = { type: 'array', items: deep };
+    const trapped = await compileResponseFormat(tokenizer, 151936, { type: 'json_schema', json_schema: { schema: deep } }).catch((e: unknown) => e);
+    expect(trapped).toBeInstanceOf(GrammarError);
+    expect((trapped as Error).message).toContain('out of bounds');
+    // Without the engine being replaced, every later compile fails ('table index is out of bounds', 'Aborted()').
+    const c = await compileResponseFormat(tokenizer, 151936, schemaFormat('color'));
+    const t = await TokenConstraint.create(c!, [151645]);
+    const ids = tokenizer.encode('{"color": "red","shade": "dark"}'); // compact: ',' then ': '
+    for (const id of ids) expect(t.accept(id), tokenizer.decode([id])).toBe(true);
+    expect(t.accept(151645)).toBe(true);
+    expect(t.done).toBe(true);
+    t.dispose();
+  });
+
   // Random logits (no model) sample close to uniformly among the allowed tokens: the harshest test of the grammar,
   // which must keep every byte sequence valid JSON and valid UTF-8.
   it.each([5, 6, 7])('batched rows with different schemas share each sampleRows step, each under its own mask (seed %i)', async (seed) => {

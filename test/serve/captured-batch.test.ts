@@ -153,7 +153,8 @@ describe.skipIf(!gpu.available)(`captured batched decode steps on WebGPU ${gpu.s
     const lines: string[] = [];
     const { server, client } = await serve(m, { maxBatch: 4, log: (l) => lines.push(l) });
     try {
-      await Promise.all([2, 3, 4].map((n, i) => client.completions.create({ model: 'tiny-chat', prompt: PROMPTS[i]!, max_tokens: n, temperature: 0 })));
+      // The three prefill in one step and then decode together: enough tokens that a bucket's recorded step replays.
+      await Promise.all([4, 5, 6].map((n, i) => client.completions.create({ model: 'tiny-chat', prompt: PROMPTS[i]!, max_tokens: n, temperature: 0 })));
       expect(lines.find((l) => l.startsWith('scheduler:'))).toContain('decode steps captured and replayed (batch buckets 1, 2, 4)');
       expect(await metric(server, 'tensorgpu_decode_steps_total{mode="replay"}')).toBeGreaterThan(0);
       expect(await metric(server, 'tensorgpu_decode_steps_total{mode="record"}')).toBeGreaterThan(0);

@@ -3,7 +3,7 @@
 // Per tile, invocation t recomputes P_ij = exp(scale q_i.k_j - L_i) and ds_ij = P_ij (dO_i.v_j - D_i) from the first
 // pass's L and D (attention-backward-dq.wgsl) into workgroup memory; then every invocation adds, for its own dims,
 // ds_ij q_i into dk_j and P_ij dO_i into dv_j, in row order: no atomics, the same bits on every run.
-// The header (params, bindings, load_q/k/v/g, WG and the ROUNDS, DQ constants) comes from attention-backward.ts.
+// The header (params, bindings, load_q/k/v/g, WG and the ROUNDS, DQ constants) comes from webgpu.ts.
 
 var<workgroup> sh_k: array<f32, DQ>;
 var<workgroup> sh_v: array<f32, DQ>;

@@ -1,8 +1,8 @@
 // Merges the per-split states of attention.wgsl (SPLIT) into the output, one invocation per output word:
 // out = sum_s acc_s exp(m_s - M) / sum_s l_s exp(m_s - M) with M the largest split max, and the same NaN / zero
 // rules as the single-pass kernel. Partials: [rows * splits] (max, sum) pairs, then [rows * splits, D] acc.
-// The output gate, when there is one, multiplies the merged value (gated(), from attention.ts).
-// The header and the one-word-per-invocation loop come from the description in attention.ts.
+// The output gate, when there is one, multiplies the merged value (gated(), from webgpu.ts).
+// The header and the one-word-per-invocation loop come from the description in webgpu.ts.
 
 {{VISIBLE}}
 

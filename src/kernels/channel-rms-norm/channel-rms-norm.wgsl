@@ -3,7 +3,7 @@
 // of its LANES positions, then the scaled values, one output word per channel. Each input element is read twice and
 // no sum is shared between invocations, so there is no workgroup memory and no barrier. Packed outputs need S a
 // multiple of LANES (the launcher casts from float32 otherwise), so a word never spans two channels. The header and
-// the one-invocation-per-column loop come from the description in channel-rms-norm.ts.
+// the one-invocation-per-column loop come from the description in webgpu.ts.
 
 // Storage offset of x[n, 0, position sp].
 fn position_offset(n: u32, sp: u32) -> u32 {

@@ -5,7 +5,7 @@
 // weight TB. A group's last channel block starts at og - OCB (overlapping the block before when OCB does not divide
 // og: the overlap is computed twice and written twice with the same bits); positions past the phase's end are
 // computed on clamped inputs and not stored. An input outside x loads a clamped position and selects 0 instead.
-// The header (Acc, OCB, TB) and the unrolled snippets come from the description in conv-transpose1d.ts.
+// The header (Acc, OCB, TB) and the unrolled snippets come from the description in webgpu.ts.
 
 @compute @workgroup_size(WG)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {

@@ -5,7 +5,7 @@
 // WGSL; the gather writes each output word once. Whole positions recur every jstep = stride / gcd(stride, dilation)
 // taps, so after finding the first one the loop steps over the taps that could never land (2 of 3 at stride 3).
 // x, weight and bias are read through their strides, so views need no copy. The header and the
-// one-word-per-invocation loop come from the description in conv-transpose1d.ts.
+// one-word-per-invocation loop come from the description in webgpu.ts.
 
 fn conv_transpose1d_at(e: u32) -> f32 {
   let t = e % p.lout;

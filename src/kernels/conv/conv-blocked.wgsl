@@ -4,7 +4,7 @@
 // (overlapping the block before when they do not divide): the overlap is computed twice and written twice with the
 // same bits, and the inner loop needs no channel or column bounds check. A column outside x (padding) loads a
 // clamped position and selects 0 instead. The header (Acc, the windows, OCB, WB) comes from the description in
-// conv.ts.
+// webgpu.ts.
 
 @compute @workgroup_size(WG)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {

@@ -1,4 +1,4 @@
-// The taps of one input source of the direct convolution, instantiated per source by conv.ts into the kernels of
+// The taps of one input source of the direct convolution, instantiated per source by webgpu.ts into the kernels of
 // conv.wgsl and conv-blocked.wgsl (whose headers come from the descriptions there): window_x reads x, window_p
 // previous's cached frames (strides p.ps_*); SRC is the source's stride prefix, and the column step, the loads and
 // the fmas are snippets of the variant (one accumulator, or a block of them: see conv-blocked.wgsl). Frames

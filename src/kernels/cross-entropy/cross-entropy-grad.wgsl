@@ -4,7 +4,7 @@
 // Ignored rows take scale 0, so their gradient is 0 (NaN where the row's logits hold a NaN, as torch gives); a
 // target outside [0, d) that is not ignored gives NaN, as the forward's loss for that row. Nothing of size
 // [rows, d] but the output is written. The header and the one-word-per-invocation loop come from the description
-// in cross-entropy.ts.
+// in webgpu.ts.
 
 fn cross_entropy_grad_at(e: u32) -> f32 {
   let row = e / p.d;

@@ -5,7 +5,7 @@
 // read once. Ignored targets give nll 0; a target outside [0, d) that is not ignored is reported in the device
 // error flag (device-error.ts: raised at the next read back, as torch raises) and its nll is NaN. A NaN anywhere, a +Inf, or a row of all -Inf gives lse NaN (torch).
 // The header (params, bindings, load_x, WG, the online-softmax helpers) comes from the description in
-// cross-entropy.ts.
+// webgpu.ts.
 
 @compute @workgroup_size(WG)
 fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {

@@ -3,7 +3,7 @@
 // the Stockham passes, store (complex, real part, power or magnitude, in any layout). With Bluestein the row is
 // multiplied by the chirp and zero-padded to SIZE, convolved with the chirp through a forward and an inverse pass
 // set and the chirp's FFT, and multiplied by the chirp again: still one dispatch, nothing in global memory between.
-// The header (params, bindings, load_input/store_output, the passes) comes from the description in fft.ts.
+// The header (params, bindings, load_input/store_output, the passes) comes from the description in webgpu.ts.
 
 @compute @workgroup_size(WG)
 fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {

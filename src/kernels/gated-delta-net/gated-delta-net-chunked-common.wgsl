@@ -1,4 +1,4 @@
-// Shared by the chunked Gated DeltaNet passes (gated-delta-net-chunked.ts): activations as the recurrent kernel
+// Shared by the chunked Gated DeltaNet passes (webgpu-chunked.ts): activations as the recurrent kernel
 // computes them, and where token t's q and k (after conv + SiLU + l2 norm) live in the qk scratch.
 
 fn silu(x: f32) -> f32 {

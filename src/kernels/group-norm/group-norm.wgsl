@@ -4,7 +4,7 @@
 // the biased variance as the mean of (x - mean)^2 (two-pass: no cancellation of sum(x^2) - n mean^2), then the
 // normalized, weighted and shifted values written a word at a time. The launcher only picks a packed output when
 // each group is whole words (cg * S a multiple of lanes), else it computes float32 and casts. The header comes from
-// the description in group-norm.ts, with workgroup_sum(t, v): the sum over the workgroup of each invocation's v, which
+// the description in webgpu.ts, with workgroup_sum(t, v): the sum over the workgroup of each invocation's v, which
 // every invocation gets (the tree of workgroup-reduce.wgsl, its scratch reusable at once).
 
 // Element e of the group whose first channel is c0 in batch n.

@@ -4,7 +4,7 @@
 // head[v] = the first such i (atomicMin on u32, an order-independent result) and next[i] = the next position
 // holding v, or END. Out-of-range values join no chain. Each workgroup reads the index in tiles of WG through
 // workgroup memory from its own first position to the end: at most t^2 / 2 integer compares in all, no float work.
-// The header (params, bindings, WG) comes from the description in index-add.ts.
+// The header (params, bindings, WG) comes from the description in webgpu.ts.
 
 const END = 0xffffffffu;
 

@@ -2,7 +2,7 @@
 // source[o, i, c] over the positions i whose index is s, in increasing i along the chains index-add-chain.wgsl
 // linked, added exactly in two 32-bit words with a carry (wrapping modulo 2^64, as torch). One invocation per
 // output element writes both of its words, so no two invocations share a word and no atomics are needed. src is
-// contiguous int64 words (lo, hi) from element p.src_off. The header and the loop come from index-add.ts.
+// contiguous int64 words (lo, hi) from element p.src_off. The header and the loop come from webgpu.ts.
 
 const END = 0xffffffffu;
 

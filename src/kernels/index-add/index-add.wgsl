@@ -3,7 +3,7 @@
 // index-add-chain.wgsl linked (head[s], next[i]); 0 when no index is s. Every output element is written once and
 // every source element read once: (size + t) * outer * inner work. src_at (contiguous, or through the strides of
 // a view such as a broadcast gradient), the header and the one-word-per-invocation loop come from the description
-// in index-add.ts.
+// in webgpu.ts.
 
 const END = 0xffffffffu;
 

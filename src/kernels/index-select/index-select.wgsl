@@ -1,7 +1,7 @@
 // out = x.index_select(dim, index), x viewed as contiguous [outer, d, inner]: the storage code of output element e.
 // Elements are copied as raw codes (no dtype conversion). An index outside [0, d) (negative ones too, as torch) is
 // reported in the device error flag, raised at the next read back (device-error.ts); its element is written as 0.
-// The header and the one-word-per-invocation loop come from the description in index-select.ts.
+// The header and the one-word-per-invocation loop come from the description in webgpu.ts.
 
 fn index_select_at(e: u32) -> u32 {
   let row = p.n_idx * p.inner;

@@ -6,7 +6,7 @@ import { defineOpKernels } from '../op-kernels.js';
 import { indexSelectReference } from './cpu.js';
 import { indexSelectKernel } from './webgpu.js';
 
-/** x.index_select(dim, index) with a 1-D int32 index; contiguous result. Out-of-range: CPU throws, GPU gives 0. */
+/** x.index_select(dim, index) with a 1-D int32 index; contiguous result. An index out of range raises IndexError: at once on the CPU, at the next read back on the GPU (the device error flag). */
 export interface IndexSelectArgs<H> {
   readonly x: Operand<H>;
   readonly dim: number;

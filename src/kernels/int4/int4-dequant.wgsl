@@ -1,4 +1,4 @@
-// A packed 4-bit weight (formats/int4.ts: int32 words [R, K/8], column 8w + j of a row in bits 4j..4j+3 of word w;
+// A packed 4-bit weight (formats/webgpu.ts: int32 words [R, K/8], column 8w + j of a row in bits 4j..4j+3 of word w;
 // scale and zero [R, K/g]) as float32: one invocation per element, written to its activation column (perm[j] under
 // act-order, else j). The header (params, bindings, load_scale/load_zero, the threads loop) comes from webgpu.ts.
 

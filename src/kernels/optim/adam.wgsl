@@ -4,7 +4,7 @@
 // v = v * beta2 + (1 - beta2) * g * g; amsgrad keeps vmax = max(vmax, v) and divides by it;
 // param += (-lr / bc1) * m / (sqrt(v) / sqrt(bc2) + eps). m, v (and vmax) are float32 state updated in place; on
 // the state's first step they are read as zeros, so the launcher never fills them. The word loop around it
-// (optim.ts) reads the parameter's word and writes it back, rounded once.
+// (webgpu.ts) reads the parameter's word and writes it back, rounded once.
 
 fn param_update(i: u32, x0: f32) -> f32 {
   var g = grad_at(i);

@@ -1,6 +1,6 @@
 // First pass of the global gradient norm: workgroup k of this gradient's dispatch reduces the elements
 // k * WG + t, stepping by p.groups * WG (|g|, g^2 or max |g| by the NORM variant), and writes its total to
-// partial[p.slot0 + k] (workgroup_norm, see optim.ts). One dispatch per gradient; grad-norm-total.wgsl combines
+// partial[p.slot0 + k] (workgroup_norm, see webgpu.ts). One dispatch per gradient; grad-norm-total.wgsl combines
 // every slot.
 
 @compute @workgroup_size(WG)

@@ -1,7 +1,7 @@
 // out = F.pad(x): the storage code of output element e, copied unconverted, so every dtype pads the same way. Each
 // element's coordinates come from its linear index (u32 divisions per dim), never from the workgroup grid, so no
 // dim's size (H*W >= 65536 included) meets a grid or 16-bit limit. The header and the one-word-per-invocation loop
-// come from the description in pad.ts.
+// come from the description in webgpu.ts.
 
 // Input position for output coordinate o of dim d; constant mode answers -1 outside the input.
 fn source(o: u32, d: u32) -> i32 {

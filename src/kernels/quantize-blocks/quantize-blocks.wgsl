@@ -3,7 +3,7 @@
 // `amax` gives one workgroup per block and writes its dequantization scale max(amax, 1e-12) / fmax (NaN if the
 // block holds a NaN); `encode` gives one invocation per output word and writes round(x / scale), saturated.
 // The header (params, bindings, load_x/encode_out, WG for amax, ENCODE_WG, block_amax: the tree of
-// workgroup-reduce.wgsl over amax_combine) comes from the description in quantize-blocks.ts.
+// workgroup-reduce.wgsl over amax_combine) comes from the description in webgpu.ts.
 
 // NaN wins, as torch's max does.
 fn amax_combine(a: f32, b: f32) -> f32 {

@@ -2,7 +2,7 @@
 // longer with many outputs): output element o folds its row serially, so one invocation per output word folds its
 // lanes' rows instead of a workgroup per output word idling most of its invocations. Argmax/argmin keep the first
 // index of the extreme, and a NaN counts as the extreme (torch semantics). C is the input's compute type, R the
-// result's; the header and the one-word-per-invocation loop come from the description in reduce.ts.
+// result's; the header and the one-word-per-invocation loop come from the description in webgpu.ts.
 
 // Combines (v, i) into the running (a, ai); returns the winner.
 fn combine(a: C, ai: u32, v: C, vi: u32) -> vec2<u32> {

@@ -1,7 +1,7 @@
 // Reduces the middle dim of a contiguous [outer, size, inner] input. One workgroup per output word: its
 // invocations stride over the reduced dim, then combine in workgroup memory. Argmax/argmin keep the first index of
 // the extreme, and a NaN counts as the extreme (torch semantics). C is the input's compute type, R the result's;
-// the header comes from the description in reduce.ts, with reduce_pair (workgroup-reduce.wgsl): the tree over
+// the header comes from the description in webgpu.ts, with reduce_pair (workgroup-reduce.wgsl): the tree over
 // (bits of the value, index) pairs, combined by `combine`.
 
 // Combines (v, i) into the running (a, ai); returns the winner (the value's bits and the index).

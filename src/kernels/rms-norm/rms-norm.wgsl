@@ -5,7 +5,7 @@
 // Packed outputs are written a word at a time; the launcher only picks a packed output when every row is whole
 // words (d a multiple of lanes), else it computes float32 and casts.
 // The header (params, bindings, load_x/load_w/encode_out, WG, ROW_WG, LANES, BITS, row_sum from
-// workgroup-reduce.wgsl) comes from the description in rms-norm.ts; APPLY_WEIGHT is its code (the rounding, times the
+// workgroup-reduce.wgsl) comes from the description in webgpu.ts; APPLY_WEIGHT is its code (the rounding, times the
 // weight when there is one).
 
 // 1 / sqrt(mean + eps) with NaN kept (sqrt's result outside its domain is driver-defined).

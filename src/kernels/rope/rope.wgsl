@@ -5,7 +5,7 @@
 //   half <= c < 2 half: x[c] cos[pos, i] + x[c - half] sin[pos, i]
 //   c >= 2 half:        x[c]
 // Elements of one packed word are computed independently, so any D (even) and any S, H work. The header and the
-// one-word-per-invocation loop come from the description in rope.ts.
+// one-word-per-invocation loop come from the description in webgpu.ts.
 
 fn rope_at(e: u32) -> f32 {
   let c = e % p.d;

@@ -4,7 +4,7 @@
 // Probability masses are 64-bit fixed point (weight exp(x - max) scaled by 2^32): integer sums are exact, so the
 // result does not depend on the order invocations add in.
 // The header (params, bindings, load_logits, WG = 256, and reduce_max / reduce_sum64 from workgroup-reduce.wgsl)
-// comes from the description in sample.ts; SAMPLING builds a row's parameters from the uniform (one row; u from the
+// comes from the description in webgpu.ts; SAMPLING builds a row's parameters from the uniform (one row; u from the
 // uniform or, in captured steps, the draw buffer) or from the row's words (a batch). `allowed(i)` is a grammar's
 // token bitmask (ceil(V / 32) words per row, bit i % 32 of word i / 32 set: token i may be sampled), or always
 // true without one: a masked token's logit becomes -Inf before anything else reads it, so every path below

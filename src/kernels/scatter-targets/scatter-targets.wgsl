@@ -3,7 +3,7 @@
 // before any multiply, so an out-of-range value (negative, >= size, or an int64 past int32) is reported in the
 // device error flag (device-error.ts) and gives the END target, which index-add-chain.wgsl links into no chain: it
 // writes nowhere, rather than wrapping to some valid position. WIDE: the index is int64, read as its two words
-// (lo, hi); p.idx_strides and p.idx_off are in words then. The header and the loop come from scatter-targets.ts.
+// (lo, hi); p.idx_strides and p.idx_off are in words then. The header and the loop come from webgpu.ts.
 
 const END = 0xffffffffu;
 

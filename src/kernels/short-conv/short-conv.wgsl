@@ -3,7 +3,7 @@
 // values before the first token come from `state` [L-1, H] (zeros before a sequence's first token), and the last
 // L-1 Bx values are written back to it, so prefill and each decode step are one dispatch with no roll or copy.
 // One invocation per channel walks the S tokens in order with a window of the last L-1 Bx values in registers.
-// The header and the one-invocation-per-channel loop come from the description in short-conv.ts.
+// The header and the one-invocation-per-channel loop come from the description in webgpu.ts.
 
 // Channel i % H of sequence i / H over its rows (all S tokens for one sequence).
 fn conv_channel(i: u32) {

@@ -2,7 +2,7 @@
 // SOFTMAX_POLICIES in webgpu.ts): many short rows (attention scores in prefill) would otherwise leave most of a
 // workgroup per row idle. Same layout and NaN rules as softmax.wgsl.
 // The header and the one-invocation-per-row main (calling softmax_row for row < p.rows) come from the description
-// in softmax.ts.
+// in webgpu.ts.
 
 fn softmax_row(row: u32) {
   let base = p.offset + (row / p.inner) * p.d * p.inner + row % p.inner;

@@ -3,7 +3,7 @@
 // memory; pass 2 writes exp(x - max) / sum (or x - max - log(sum)). The row is read twice and written once.
 // A row of all -Inf gives NaN and a NaN anywhere makes the row NaN, as torch does.
 // The header (params, bindings, load_x/encode_out, WG, LANES, BITS, the online-softmax helpers) comes from the
-// description in softmax.ts; the STORE placeholder is the launcher's loop body writing element(s) j.
+// description in webgpu.ts; the STORE placeholder is the launcher's loop body writing element(s) j.
 
 @compute @workgroup_size(WG)
 fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {

@@ -1,5 +1,5 @@
 // SwiGLU of a contiguous [rows, 2I] input: out[r, i] = silu(x[r, i]) * x[r, I + i]. The header (params, bindings,
-// load_x/encode_out) and the one-word-per-invocation loop come from the description in swiglu.ts; each element of
+// load_x/encode_out) and the one-word-per-invocation loop come from the description in webgpu.ts; each element of
 // a packed word is computed on its own, so rows may share words.
 
 fn swiglu_at(e: u32) -> f32 {

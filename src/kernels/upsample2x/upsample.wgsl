@@ -2,7 +2,7 @@
 // of the contiguous output; each invocation writes one output word (2W is even, so a word never spans two rows),
 // no workgroup memory. Bilinear uses align_corners=false: source position (o + 0.5) / 2 - 0.5 = o / 2 - 0.25,
 // clamped at 0, whose weights 0.25 / 0.75 are exact in f32. The header and the one-word-per-invocation loop come
-// from the description in upsample.ts.
+// from the description in webgpu.ts.
 
 // Lower source index, upper source index and the upper one's weight along a dim of `size`.
 fn tap(o: u32, size: u32) -> vec3<f32> {

@@ -38,7 +38,7 @@ const isObject = (v: unknown): v is Body => typeof v === 'object' && v !== null 
 const present = (v: unknown) => v !== undefined && v !== null;
 
 function text(v: unknown, at: string, want: string): string {
-  if (typeof v !== 'string' || v === '') throw new InvalidFieldError(at, `expected ${want}, got ${typeof v === 'string' ? '""' : typeof v}`);
+  if (typeof v !== 'string' || v === '') throw new InvalidFieldError(at, `expected ${want}, got ${JSON.stringify(v)}`);
   return v;
 }
 

@@ -13,7 +13,8 @@
 // Identical schemas (same compact JSON) are kept once, under the first id seen: list curated corpora first.
 
 import { writeFileSync } from 'node:fs';
-import { type Json, loadCorpus, METRIC_NAMES, type OpenAITool, rng, type SchemaMetrics, schemaMetrics, type ToolSetMetrics, toolSetMetrics } from './corpus.js';
+import { rng } from '../int4-reference/int4_reference.js';
+import { type Json, loadCorpus, METRIC_NAMES, type OpenAITool, type SchemaMetrics, schemaMetrics, type ToolSetMetrics, toolSetMetrics } from './corpus.js';
 
 interface Args {
   out: string;

@@ -421,20 +421,9 @@ export class GrammarPool implements GrammarCompiling {
     this.vocabulary = () => (this.engineVocabulary ??= engineVocabulary(tokenizer, vocabSize));
   }
 
-  /** Workers replaced so far, over all workers. */
-  get restarts(): number {
-    return this.workers.reduce((n, w) => n + w.restarts, 0);
-  }
-
   /** Workers started. */
   get size(): number {
     return this.workers.length;
-  }
-
-  /** Settable: applies to the next compile of every worker. */
-  set compileTimeoutMs(ms: number) {
-    this.options.compileTimeoutMs = ms;
-    for (const w of this.workers) w.compileTimeoutMs = ms;
   }
 
   /** The worker for `key`: the one that compiled it, else an idle one, else a new one, else the least busy. */
